@@ -1,0 +1,236 @@
+// Command quiver lists, renders and calls Quiver tools.
+//
+//	quiver tools list [--json]
+//	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp]
+//	quiver call NAME [--args JSON|@FILE|-]
+//
+// Exit status: 0 on success, 1 when a call returns an error result, 2 on a usage error.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
+	_ "github.com/quiverhq/quiver/tools/clock" // built-in tools register themselves
+)
+
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+const usage = `Quiver: define tools once; govern, validate, execute and record every call.
+
+Usage:
+  quiver tools list [--json]                 list the available tools
+  quiver tools schema NAME [--dialect D]     print a tool as a provider sees it
+                                             D: openai (default), openai-strict, anthropic, gemini, mcp
+  quiver call NAME [--args JSON|@FILE|-]     call a tool and print the result as JSON
+
+Exit status: 0 success, 1 the call returned an error result, 2 usage error.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// usageError is a mistake in how the command was invoked.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// app is the command's environment, kept explicit so tests run it in-process.
+type app struct {
+	registry *quiver.Registry
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{registry: quiver.Default, stdin: stdin, stdout: stdout, stderr: stderr}
+	return a.run(ctx, args)
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	code, err := a.dispatch(ctx, args)
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(a.stderr, "quiver: %s\n\n%s", ue.msg, usage)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(a.stderr, "quiver: %v\n", err)
+		return exitError
+	}
+	return code
+}
+
+func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
+	if len(args) == 0 {
+		return exitUsage, usagef("no command given")
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(a.stdout, usage)
+		return exitOK, nil
+	case "tools":
+		if len(args) < 2 {
+			return exitUsage, usagef("tools needs a subcommand: list or schema")
+		}
+		switch args[1] {
+		case "list":
+			return a.toolsList(args[2:])
+		case "schema":
+			return a.toolsSchema(args[2:])
+		}
+		return exitUsage, usagef("unknown tools subcommand %q (list, schema)", args[1])
+	case "call":
+		return a.call(ctx, args[1:])
+	}
+	return exitUsage, usagef("unknown command %q", args[0])
+}
+
+// parse parses flags that may come before or after the positional arguments, as in
+// "quiver call NAME --args {}".
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+func (a *app) toolsList(args []string) (int, error) {
+	fs := flag.NewFlagSet("tools list", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print name, description, input_schema and output_schema as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) > 0 {
+		return exitUsage, usagef("tools list takes no arguments, got %q", pos[0])
+	}
+	tools := a.registry.Tools()
+	if *asJSON {
+		type entry struct {
+			Name         string         `json:"name"`
+			Description  string         `json:"description"`
+			InputSchema  *schema.Schema `json:"input_schema"`
+			OutputSchema *schema.Schema `json:"output_schema"`
+		}
+		list := make([]entry, len(tools))
+		for i, t := range tools {
+			s := t.Spec()
+			list[i] = entry{s.Name, s.Description, s.InputSchema, s.OutputSchema}
+		}
+		return exitOK, writeJSON(a.stdout, list)
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, t := range tools {
+		desc, _, _ := strings.Cut(t.Description(), "\n")
+		fmt.Fprintf(w, "%s\t%s\n", t.Name(), desc)
+	}
+	return exitOK, w.Flush()
+}
+
+func (a *app) toolsSchema(args []string) (int, error) {
+	fs := flag.NewFlagSet("tools schema", flag.ContinueOnError)
+	dialect := fs.String("dialect", string(schema.OpenAI), "openai, openai-strict, anthropic, gemini or mcp")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 1 {
+		return exitUsage, usagef("tools schema needs exactly one tool name")
+	}
+	d, err := schema.ParseDialect(*dialect)
+	if err != nil {
+		return exitUsage, usagef("%v", err)
+	}
+	t, ok := a.registry.Lookup(pos[0])
+	if !ok {
+		return exitError, fmt.Errorf("unknown tool %q; run \"quiver tools list\" to see the available tools", pos[0])
+	}
+	set, err := schema.Render(d, quiver.ToolSchemas(a.registry, []*quiver.Tool{t}))
+	if err != nil {
+		return exitError, err
+	}
+	return exitOK, writeJSON(a.stdout, set)
+}
+
+func (a *app) call(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	argText := fs.String("args", "{}", "arguments as JSON, @FILE to read a file, or - to read standard input")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 1 {
+		return exitUsage, usagef("call needs exactly one tool name")
+	}
+	raw, err := a.readArgs(*argText)
+	if err != nil {
+		return exitUsage, err
+	}
+	d := &quiver.Dispatcher{Registry: a.registry}
+	r, err := d.Dispatch(ctx, quiver.Call{Name: pos[0], Args: raw})
+	if err != nil {
+		return exitError, err
+	}
+	if err := writeJSON(a.stdout, r); err != nil {
+		return exitError, err
+	}
+	if r.IsError() {
+		return exitError, nil
+	}
+	return exitOK, nil
+}
+
+func (a *app) readArgs(text string) (json.RawMessage, error) {
+	switch {
+	case text == "-":
+		b, err := io.ReadAll(io.LimitReader(a.stdin, 64<<20))
+		if err != nil {
+			return nil, usagef("reading arguments from standard input: %v", err)
+		}
+		return b, nil
+	case strings.HasPrefix(text, "@"):
+		b, err := os.ReadFile(text[1:])
+		if err != nil {
+			return nil, usagef("reading arguments: %v", err)
+		}
+		return b, nil
+	}
+	return json.RawMessage(text), nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

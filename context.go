@@ -1,0 +1,65 @@
+package quiver
+
+import "context"
+
+// Scope identifies who a call runs for (X3).
+type Scope struct {
+	AgentID     string `json:"agent_id,omitempty"`
+	UserID      string `json:"user_id,omitempty"`
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	ThreadID    string `json:"thread_id,omitempty"`
+}
+
+// Execution is the state of the run a call belongs to (X3).
+type Execution struct {
+	// StepCount is the number of model steps taken so far in the run.
+	StepCount int `json:"step_count"`
+	// Side is the participant whose turn it is in a dual-AI agent (side_a or side_b).
+	Side string `json:"side,omitempty"`
+}
+
+type (
+	scopeKey     struct{}
+	executionKey struct{}
+	callKey      struct{}
+)
+
+// WithScope returns a context carrying scope, which the dispatcher hands to handlers and uses
+// to resolve variables.
+func WithScope(ctx context.Context, s Scope) context.Context {
+	return context.WithValue(ctx, scopeKey{}, s)
+}
+
+// ScopeFrom returns the scope in ctx (the zero Scope if none).
+func ScopeFrom(ctx context.Context) Scope {
+	s, _ := ctx.Value(scopeKey{}).(Scope)
+	return s
+}
+
+// WithExecution returns a context carrying the execution state of the run.
+func WithExecution(ctx context.Context, e Execution) context.Context {
+	return context.WithValue(ctx, executionKey{}, e)
+}
+
+// ExecutionFrom returns the execution state in ctx, and false outside a run.
+func ExecutionFrom(ctx context.Context) (Execution, bool) {
+	e, ok := ctx.Value(executionKey{}).(Execution)
+	return e, ok
+}
+
+// CallFrom returns the call a handler is executing, or nil outside the dispatcher.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}
+
+// Var returns the value of one of the running tool's declared variables. Only variables the
+// tool declares are visible to it, secrets included (they are masked in what it returns).
+func Var(ctx context.Context, name string) (string, bool) {
+	c := CallFrom(ctx)
+	if c == nil {
+		return "", false
+	}
+	v, ok := c.vars[name]
+	return v, ok
+}

@@ -1,0 +1,606 @@
+package quiver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/quiverhq/quiver/schema"
+)
+
+// Call is one invocation of a tool: by a model, a person, an API client or code.
+type Call struct {
+	// ID identifies the call (the provider's tool-call id, for a model's call).
+	ID string `json:"id,omitempty"`
+	// Name is the tool's registered name.
+	Name string `json:"name"`
+	// Args is the JSON object of arguments. Empty or null means no arguments. After decoding
+	// it holds the arguments the handler receives: defaults applied, meta-fields removed.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Reasoning is the model's _reasoningForCall: stored with the call, never passed on (L4).
+	Reasoning string `json:"reasoning,omitempty"`
+	// Output is the model's _output, the result of a latent tool (M1).
+	Output json.RawMessage `json:"output,omitempty"`
+	// Meta holds the other meta-fields of the call (_outputPath, _instance, _delegate, ...).
+	Meta map[string]json.RawMessage `json:"meta,omitempty"`
+	// Approved records that a person already approved this call, so the confirmation gate lets
+	// it through (a resumed run carries the persisted decision here).
+	Approved bool `json:"approved,omitempty"`
+	// NoRecord runs the call through the whole pipeline without recording the result (X9).
+	NoRecord bool `json:"-"`
+
+	tool    *Tool
+	vars    map[string]string
+	secrets []string
+}
+
+// Tool returns the tool the call resolved to, or nil before lookup (and for unknown names).
+func (c *Call) Tool() *Tool { return c.tool }
+
+// Handler runs a call and always returns a result: every failure is an error result (R3).
+type Handler func(ctx context.Context, call *Call) *Result
+
+// Middleware wraps a handler; see [Dispatcher.Middleware] for where in the pipeline it runs.
+type Middleware func(Handler) Handler
+
+// Hooks observe and shape execution (X8). Each may be nil.
+type Hooks struct {
+	// BeforeCall runs once the call is validated, before confirmation and execution; an error
+	// rejects the call with that error as its result.
+	BeforeCall func(ctx context.Context, call *Call) error
+	// AfterSuccess and AfterFailure see every result, secrets already masked.
+	AfterSuccess func(ctx context.Context, call *Call, r *Result)
+	AfterFailure func(ctx context.Context, call *Call, r *Result)
+	// BeforeStore runs before a result is recorded; it may return a rewritten result, or false
+	// to keep the result out of history (the caller still receives it).
+	BeforeStore func(ctx context.Context, call *Call, r *Result) (*Result, bool)
+}
+
+// Recorder persists results. The store packages implement it; the dispatcher calls it for
+// every call not marked NoRecord, after BeforeStore.
+type Recorder interface {
+	RecordResult(ctx context.Context, call *Call, r *Result) error
+}
+
+// DecisionAction is what a person decided about a call that needs confirmation.
+type DecisionAction string
+
+// Confirmation decisions (X6).
+const (
+	Approve DecisionAction = "approve"
+	// Edit approves the call with edited arguments, which are validated again.
+	Edit DecisionAction = "edit"
+	// Deny refuses the call; it never runs, and the model gets an error result with the message.
+	Deny DecisionAction = "deny"
+	// Pause defers the decision: the call returns CodeConfirmationRequired and the caller
+	// (the agent loop) persists the pause and resumes with the decision later.
+	Pause DecisionAction = "pause"
+)
+
+// Decision is the answer to a confirmation request.
+type Decision struct {
+	Action  DecisionAction  `json:"action"`
+	Args    json.RawMessage `json:"args,omitempty"`    // Edit only
+	Message string          `json:"message,omitempty"` // Deny: told to the model
+}
+
+// Confirmer asks for a decision on a call to a tool that requires confirmation.
+type Confirmer func(ctx context.Context, call *Call) (Decision, error)
+
+// Dispatcher runs calls through one pipeline, whoever makes them (X1, X9):
+//
+//	policy -> lookup -> decode and validate (defaults, meta-fields) -> BeforeCall hook
+//	-> confirmation gate -> variables -> Middleware -> execute (timeout, cancellation,
+//	panic recovery) -> output check -> secret masking -> AfterSuccess/AfterFailure hooks
+//	-> BeforeStore hook -> Recorder
+//
+// Configure a Dispatcher by setting its fields before the first call, as with http.Server; it
+// is safe for concurrent use after that and must not be changed.
+type Dispatcher struct {
+	// Registry holds the tools; nil means Default.
+	Registry *Registry
+	// Policy restricts which tools may be called (P4).
+	Policy Policy
+	// Resolver supplies the values of declared variables; nil resolves none.
+	Resolver VariableResolver
+	// Confirm is asked about calls to tools that require confirmation; nil leaves such calls
+	// paused with CodeConfirmationRequired.
+	Confirm Confirmer
+	Hooks   Hooks
+	// Middleware wraps execution, innermost last: it sees calls that are permitted, validated,
+	// confirmed and have their variables, and results before masking.
+	Middleware []Middleware
+	Recorder   Recorder
+	// Timeout bounds a tool that sets no timeout of its own; zero means no bound.
+	Timeout time.Duration
+	// Grace is how long a cancelled or timed-out handler gets to return before it is abandoned
+	// and its result recorded as cancelled; zero means 2 seconds.
+	Grace time.Duration
+	// MaxArgsBytes caps the size of a call's arguments; zero means 1 MiB.
+	MaxArgsBytes int
+
+	once    sync.Once
+	handler Handler
+}
+
+const (
+	defaultGrace        = 2 * time.Second
+	defaultMaxArgsBytes = 1 << 20
+)
+
+func (d *Dispatcher) registry() *Registry {
+	if d.Registry != nil {
+		return d.Registry
+	}
+	return Default
+}
+
+func (d *Dispatcher) build() {
+	h := d.execute
+	h = d.checkOutput(h)
+	for i := len(d.Middleware) - 1; i >= 0; i-- {
+		h = d.Middleware[i](h)
+	}
+	h = d.resolveVariables(h)
+	h = d.confirm(h)
+	h = d.beforeCall(h)
+	h = d.decode(h)
+	h = d.lookupAndPolicy(h)
+	h = d.mask(h)
+	d.handler = h
+}
+
+// Dispatch runs call through the pipeline and returns its result, which is an error result for
+// every failure of the call itself. The error is non-nil only when the runtime failed: the
+// Recorder could not persist the result (which is still returned).
+func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
+	d.once.Do(d.build)
+	c := &call
+	c.tool, c.vars, c.secrets = nil, nil, nil
+	r := d.handler(context.WithValue(ctx, callKey{}, c), c)
+	if r.IsError() {
+		if d.Hooks.AfterFailure != nil {
+			d.Hooks.AfterFailure(ctx, c, r)
+		}
+	} else if d.Hooks.AfterSuccess != nil {
+		d.Hooks.AfterSuccess(ctx, c, r)
+	}
+	if c.NoRecord || d.Recorder == nil {
+		return r, nil
+	}
+	stored, keep := r, true
+	if d.Hooks.BeforeStore != nil {
+		stored, keep = d.Hooks.BeforeStore(ctx, c, r)
+		if stored == nil {
+			keep = false
+		}
+	}
+	if !keep {
+		return r, nil
+	}
+	if err := d.Recorder.RecordResult(ctx, c, stored); err != nil {
+		return r, fmt.Errorf("quiver: recording the result of %s: %w", c.Name, err)
+	}
+	return r, nil
+}
+
+// Call dispatches a call to name with args given as any JSON-encodable value (or
+// json.RawMessage), for code invoking tools (X9).
+func (d *Dispatcher) Call(ctx context.Context, name string, args any) (*Result, error) {
+	raw, ok := args.(json.RawMessage)
+	if !ok && args != nil {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return Errorf(CodeInvalidArguments, "arguments for %s cannot be encoded as JSON: %v", name, err), nil
+		}
+		raw = b
+	}
+	return d.Dispatch(ctx, Call{Name: name, Args: raw})
+}
+
+// Tools returns the tools the dispatcher's policy permits, sorted by name.
+func (d *Dispatcher) Tools() []*Tool { return d.Policy.Effective(d.registry()) }
+
+func (d *Dispatcher) mask(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		r := next(ctx, c)
+		redact(r, c.secrets)
+		return r
+	}
+}
+
+func (d *Dispatcher) lookupAndPolicy(next Handler) Handler {
+	reg := d.registry()
+	return func(ctx context.Context, c *Call) *Result {
+		t, ok := reg.Lookup(c.Name)
+		if !ok {
+			return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
+		}
+		if ok, why := d.Policy.Permits(t); !ok {
+			return Errorf(CodePolicyDenied, "tool %s is not available: %s. %s", quoteName(c.Name), why, d.available())
+		}
+		c.tool = t
+		return next(ctx, c)
+	}
+}
+
+// available lists the tools the model may call, for error results that must say what exists.
+func (d *Dispatcher) available() string {
+	tools := d.Tools()
+	if len(tools) == 0 {
+		return "No tools are available."
+	}
+	const max = 50
+	names := make([]string, 0, min(len(tools), max))
+	for i, t := range tools {
+		if i == max {
+			break
+		}
+		names = append(names, t.Name())
+	}
+	s := "Available tools: " + strings.Join(names, ", ")
+	if len(tools) > max {
+		s += fmt.Sprintf(" and %d more", len(tools)-max)
+	}
+	return s + "."
+}
+
+// quoteName quotes a name taken from a call for an error message: escaped, and cut short, so a
+// hostile or broken name is never echoed back raw.
+func quoteName(name string) string {
+	return fmt.Sprintf("%q", truncate(strings.ToValidUTF8(name, "\uFFFD"), 64))
+}
+
+func (d *Dispatcher) decode(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		if r := d.prepareArgs(c); r != nil {
+			return r
+		}
+		return next(ctx, c)
+	}
+}
+
+// prepareArgs checks and decodes c.Args, moves meta-fields out, applies defaults and validates.
+// It returns an error result, or nil when the arguments are ready for the handler.
+func (d *Dispatcher) prepareArgs(c *Call) *Result {
+	t := c.tool
+	limit := d.MaxArgsBytes
+	if limit <= 0 {
+		limit = defaultMaxArgsBytes
+	}
+	args := bytes.TrimSpace(c.Args)
+	if len(args) > limit {
+		return Errorf(CodeInvalidArguments, "arguments for %s are %d bytes, over the limit of %d bytes", t.Name(), len(args), limit)
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if !utf8.Valid(args) {
+		return Errorf(CodeInvalidJSON, "arguments for %s are not valid UTF-8 (first bad byte at offset %d); send a JSON object that matches the tool's schema",
+			t.Name(), invalidUTF8Offset(args))
+	}
+	v, err := schema.Decode(args)
+	if err != nil {
+		return Errorf(CodeInvalidJSON, "arguments for %s are not valid JSON (%v); send a JSON object that matches the tool's schema", t.Name(), err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return Errorf(CodeInvalidArguments, "arguments for %s must be a JSON object, got %s", t.Name(), jsonKind(v))
+	}
+	changed := extractMeta(c, obj)
+	if t.input == nil {
+		if len(obj) > 0 {
+			return Errorf(CodeInvalidArguments, "tool %s takes no arguments, got %s", t.Name(), propertyNames(obj))
+		}
+	} else {
+		applied, err := t.input.ApplyDefaults(obj)
+		if err != nil {
+			return Errorf(CodeInvalidArguments, "arguments for %s: applying defaults: %v", t.Name(), err)
+		}
+		changed = changed || applied
+		if err := t.input.Validate(obj); err != nil {
+			r := Errorf(CodeInvalidArguments, "invalid arguments for %s: %v. Correct them and call the tool again.", t.Name(), err)
+			var ve *schema.ValidationError
+			if errors.As(err, &ve) {
+				r.Problems = ve.Problems
+			}
+			return r
+		}
+	}
+	if changed {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return Errorf(CodeInvalidArguments, "arguments for %s: %v", t.Name(), err)
+		}
+		args = b
+	}
+	c.Args = args
+	return nil
+}
+
+// extractMeta moves the call's meta-fields (properties with a leading underscore) out of the
+// arguments and reports whether there were any.
+func extractMeta(c *Call, obj map[string]any) bool {
+	found := false
+	for k, v := range obj {
+		if !strings.HasPrefix(k, "_") {
+			continue
+		}
+		found = true
+		delete(obj, k)
+		switch k {
+		case schema.ToolField, schema.ActivityField:
+			// The tool is named by the call; the activity is bound by the tool's definition,
+			// never chosen by a model.
+		case schema.ReasoningField:
+			if s, ok := v.(string); ok {
+				c.Reasoning = s
+			} else {
+				c.Reasoning = jsonString(v)
+			}
+		case schema.OutputField:
+			c.Output = json.RawMessage(jsonString(v))
+		default:
+			if c.Meta == nil {
+				c.Meta = map[string]json.RawMessage{}
+			}
+			c.Meta[k] = json.RawMessage(jsonString(v))
+		}
+	}
+	return found
+}
+
+func jsonString(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "null"
+	}
+	return string(b)
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func propertyNames(obj map[string]any) string {
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		names = append(names, fmt.Sprintf("%q", truncate(k, 40)))
+		if len(names) == 10 {
+			names = append(names, "...")
+			break
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func invalidUTF8Offset(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+func (d *Dispatcher) beforeCall(next Handler) Handler {
+	if d.Hooks.BeforeCall == nil {
+		return next
+	}
+	return func(ctx context.Context, c *Call) *Result {
+		if err := d.Hooks.BeforeCall(ctx, c); err != nil {
+			return Errorf(CodeRejected, "call to %s was rejected: %v", c.Name, err)
+		}
+		return next(ctx, c)
+	}
+}
+
+func (d *Dispatcher) confirm(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		if !c.tool.spec.RequiresConfirmation || c.Approved {
+			return next(ctx, c)
+		}
+		if d.Confirm == nil {
+			return Errorf(CodeConfirmationRequired, "tool %s requires a person's confirmation before it runs; the call is waiting for a decision", c.Name)
+		}
+		dec, err := d.Confirm(ctx, c)
+		if err != nil {
+			return Errorf(CodeConfirmationRequired, "tool %s requires confirmation, which could not be obtained: %v", c.Name, err)
+		}
+		switch dec.Action {
+		case Approve:
+		case Edit:
+			c.Args = dec.Args
+			if r := d.prepareArgs(c); r != nil {
+				r.Error = "the edited arguments are invalid: " + r.Error
+				return r
+			}
+		case Deny:
+			msg := fmt.Sprintf("the user denied the call to %s", c.Name)
+			if dec.Message != "" {
+				msg += ": " + dec.Message
+			}
+			return Errorf(CodeDenied, "%s", msg)
+		case Pause:
+			return Errorf(CodeConfirmationRequired, "tool %s requires a person's confirmation before it runs; the call is waiting for a decision", c.Name)
+		default:
+			return Errorf(CodeConfirmationRequired, "tool %s: unknown confirmation decision %q", c.Name, dec.Action)
+		}
+		c.Approved = true
+		return next(ctx, c)
+	}
+}
+
+func (d *Dispatcher) resolveVariables(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		decls := c.tool.spec.Variables
+		if len(decls) == 0 {
+			return next(ctx, c)
+		}
+		values, err := ResolveVariables(ctx, d.Resolver, ScopeFrom(ctx), decls)
+		for _, v := range decls {
+			if val, ok := values[v.Name]; ok && v.Type == VarSecret {
+				c.secrets = append(c.secrets, val)
+			}
+		}
+		var missing *MissingVariablesError
+		switch {
+		case errors.As(err, &missing):
+			return Errorf(CodeMissingVariable, "tool %s cannot run: %v", c.Name, err)
+		case err != nil:
+			return Errorf(CodeVariableError, "tool %s cannot run: %v", c.Name, err)
+		}
+		c.vars = values
+		return next(ctx, c)
+	}
+}
+
+func (d *Dispatcher) checkOutput(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		r := next(ctx, c)
+		t := c.tool
+		if r.IsError() || t.output == nil || t.outputTrusted {
+			return r
+		}
+		if r.Value == nil {
+			return Errorf(CodeInvalidOutput, "tool %s declares an output schema but returned no structured value", c.Name)
+		}
+		v, err := schema.Decode(r.Value)
+		if err == nil {
+			err = t.output.Validate(v)
+		}
+		if err != nil {
+			return Errorf(CodeInvalidOutput, "the output of %s does not match its output schema: %v", c.Name, err)
+		}
+		return r
+	}
+}
+
+// execute runs the tool's code, or returns the model's output for a latent tool.
+func (d *Dispatcher) execute(ctx context.Context, c *Call) *Result {
+	t := c.tool
+	if t.spec.Target == TargetClient {
+		return Errorf(CodeClientTool, "tool %s runs in the client; the run waits for the client to post its result", c.Name)
+	}
+	fn := d.registry().activity(t)
+	if fn == nil {
+		return latentResult(c)
+	}
+	timeout := t.spec.Timeout
+	if timeout == 0 {
+		timeout = d.Timeout
+	}
+	if timeout == 0 && ctx.Done() == nil {
+		// Nothing can cancel this call: run it on the caller's goroutine.
+		return d.run(ctx, c, fn)
+	}
+	return d.runGuarded(ctx, c, fn, timeout)
+}
+
+func latentResult(c *Call) *Result {
+	if len(c.Output) == 0 || string(c.Output) == "null" {
+		return Errorf(CodeInvalidArguments, "tool %s has no code: you execute it yourself by putting its result in %s", c.Name, schema.OutputField)
+	}
+	if out := c.tool.output; out != nil {
+		v, err := schema.Decode(c.Output)
+		if err == nil {
+			err = out.Validate(v)
+		}
+		if err != nil {
+			return Errorf(CodeInvalidOutput, "%s of %s does not match the tool's output schema: %v", schema.OutputField, c.Name, err)
+		}
+	}
+	return &Result{Status: StatusSuccess, Value: c.Output}
+}
+
+// run calls fn, turning a panic into an error result whose stack stays out of the model's text.
+func (d *Dispatcher) run(ctx context.Context, c *Call, fn ToolFunc) (r *Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = &Result{Status: StatusError, Code: CodePanic,
+				Error: fmt.Sprintf("tool %s failed with an internal error (panic: %v)", c.Name, p),
+				Stack: string(debug.Stack())}
+		}
+	}()
+	r = normalize(fn(ctx, c.Args))
+	if err := checkResult(r); err != nil {
+		return Errorf(CodeToolError, "tool %s returned an invalid result: %v", c.Name, err)
+	}
+	return r
+}
+
+// runGuarded runs fn on its own goroutine so that a timeout or cancellation can end the call
+// even if the handler ignores its context. After Grace the handler is abandoned: its goroutine
+// runs on until it returns (Go cannot stop it) but its result is discarded.
+func (d *Dispatcher) runGuarded(parent context.Context, c *Call, fn ToolFunc, timeout time.Duration) *Result {
+	ctx, cancel := parent, context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(parent, timeout)
+	}
+	defer cancel()
+	done := make(chan *Result, 1)
+	go func() { done <- d.run(ctx, c, fn) }()
+	select {
+	case r := <-done:
+		return settle(parent, ctx, c, r, timeout)
+	case <-ctx.Done():
+	}
+	grace := d.Grace
+	if grace <= 0 {
+		grace = defaultGrace
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return settle(parent, ctx, c, r, timeout)
+	case <-timer.C:
+		r := stopped(parent, c, timeout)
+		r.Error += fmt.Sprintf("; it did not stop within %s and was abandoned", grace)
+		return r
+	}
+}
+
+// settle decides the result of a handler that returned. If its context had ended and it
+// failed, the failure is reported as the timeout or cancellation it most likely is; a success
+// stands, since the work was done.
+func settle(parent, ctx context.Context, c *Call, r *Result, timeout time.Duration) *Result {
+	if ctx.Err() == nil || !r.IsError() {
+		return r
+	}
+	return stopped(parent, c, timeout)
+}
+
+// stopped is the result of a call whose context ended: the caller's cancellation or deadline,
+// or the tool's own timeout.
+func stopped(parent context.Context, c *Call, timeout time.Duration) *Result {
+	switch {
+	case errors.Is(parent.Err(), context.Canceled):
+		return Errorf(CodeCancelled, "tool %s was cancelled", c.Name)
+	case parent.Err() != nil:
+		return Errorf(CodeTimeout, "tool %s ran past the caller's deadline", c.Name)
+	default:
+		return Errorf(CodeTimeout, "tool %s timed out after %s", c.Name, timeout)
+	}
+}

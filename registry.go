@@ -1,0 +1,166 @@
+package quiver
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sync"
+)
+
+// Registry holds tools by name, and the activities that execute schema-only tools. The zero
+// value is an empty registry ready to use; it is safe for concurrent use, and tools may be
+// added and removed while calls are dispatched (tools from a database or a remote MCP server).
+type Registry struct {
+	// Logger receives warnings about tool names that do not follow the convention. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+
+	mu         sync.RWMutex
+	tools      map[string]*Tool
+	activities map[string]ToolFunc
+}
+
+// Default is the registry tools register into at import time (T5): a package that defines a
+// tool calls [MustRegister] in an init function, and a program gets the tool by importing the
+// package, even blank.
+var Default = &Registry{}
+
+// Register adds tools to the Default registry.
+func Register(tools ...*Tool) error { return Default.Register(tools...) }
+
+// MustRegister adds tools to the Default registry and panics on error; for init functions.
+func MustRegister(tools ...*Tool) {
+	if err := Default.Register(tools...); err != nil {
+		panic(err)
+	}
+}
+
+var (
+	providerSafeName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	snakeCase        = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+)
+
+// Register adds tools. A name already registered is an error (T5) and nothing is added; a name
+// that is not snake_case of 1 to 64 [a-zA-Z0-9_-] characters is added with a warning (T6),
+// and mapped safely for providers that reject it.
+func (r *Registry) Register(tools ...*Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tools == nil {
+		r.tools = map[string]*Tool{}
+	}
+	batch := map[string]bool{}
+	for _, t := range tools {
+		if t == nil {
+			return fmt.Errorf("quiver: register: nil tool")
+		}
+		n := t.Name()
+		if _, dup := r.tools[n]; dup || batch[n] {
+			return fmt.Errorf("quiver: register: a tool named %q is already registered", n)
+		}
+		batch[n] = true
+	}
+	for _, t := range tools {
+		n := t.Name()
+		r.tools[n] = t
+		if msg := nameWarning(n); msg != "" {
+			r.logger().Warn("quiver: tool name does not follow the naming convention", "tool", n, "problem", msg)
+		}
+	}
+	return nil
+}
+
+// nameWarning says how name departs from the convention (T6), or "" if it does not.
+func nameWarning(name string) string {
+	switch {
+	case !providerSafeName.MatchString(name):
+		return "use 1 to 64 characters of [a-zA-Z0-9_-]; providers that reject it will see a mapped name"
+	case !snakeCase.MatchString(name):
+		return "use snake_case, like search_knowledge_base"
+	}
+	return ""
+}
+
+func (r *Registry) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
+}
+
+// Unregister removes the named tool and reports whether it was there.
+func (r *Registry) Unregister(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.tools[name]
+	delete(r.tools, name)
+	return ok
+}
+
+// Lookup returns the named tool.
+func (r *Registry) Lookup(name string) (*Tool, bool) {
+	r.mu.RLock()
+	t, ok := r.tools[name]
+	r.mu.RUnlock()
+	return t, ok
+}
+
+// Tools returns every tool, sorted by name.
+func (r *Registry) Tools() []*Tool {
+	r.mu.RLock()
+	out := make([]*Tool, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *Tool) int {
+		switch {
+		case a.Name() < b.Name():
+			return -1
+		case a.Name() > b.Name():
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// RegisterActivity binds code to schema-only tools (M1): a tool whose Spec.Activity is name,
+// or a tool named name with no activity of its own, is executed by fn. A duplicate name is an
+// error.
+func (r *Registry) RegisterActivity(name string, fn ToolFunc) error {
+	if name == "" || fn == nil {
+		return fmt.Errorf("quiver: register activity: name and function are required")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.activities == nil {
+		r.activities = map[string]ToolFunc{}
+	}
+	if _, dup := r.activities[name]; dup {
+		return fmt.Errorf("quiver: register activity: %q is already registered", name)
+	}
+	r.activities[name] = fn
+	return nil
+}
+
+// activity returns the code that executes t: its own function, the activity it names, or the
+// activity registered under its name; nil means t is latent.
+func (r *Registry) activity(t *Tool) ToolFunc {
+	if t.fn != nil {
+		return t.fn
+	}
+	name := t.spec.Activity
+	if name == "" {
+		name = t.spec.Name
+	}
+	r.mu.RLock()
+	fn := r.activities[name]
+	r.mu.RUnlock()
+	return fn
+}
+
+// Latent reports whether the model itself executes t: it has no code, and no activity is
+// bound to it. A latent tool's result is the _output the model supplies with the call.
+func (r *Registry) Latent(t *Tool) bool { return r.activity(t) == nil }

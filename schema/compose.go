@@ -1,0 +1,182 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Meta-fields of a call: properties with a leading underscore are instructions for the runtime,
+// never arguments for the handler.
+const (
+	ToolField      = "_tool"             // names the tool in a composed call
+	OutputField    = "_output"           // the model's own result for a latent tool
+	ReasoningField = "_reasoningForCall" // why the model makes the call; stored, not passed on
+	ActivityField  = "_activity"         // binds a schema-only tool to code
+)
+
+// withOutputField returns input extended by the _output property a latent tool's caller fills.
+func withOutputField(input, output *Schema) *Schema {
+	var s *Schema
+	if input == nil {
+		s = &Schema{Type: "object", Properties: map[string]*Schema{}}
+	} else {
+		s = input.CloneSchemas()
+		if s.Properties == nil {
+			s.Properties = map[string]*Schema{}
+		}
+	}
+	out := &Schema{Description: "The result of this call, which you produce yourself."}
+	if output != nil {
+		out = output.CloneSchemas()
+		out.Schema, out.ID = "", ""
+		if out.Description == "" {
+			out.Description = "The result of this call, which you produce yourself."
+		}
+		// $defs of the output move to the root, where refs resolve from.
+		if len(out.Defs) > 0 {
+			if s.Defs == nil {
+				s.Defs = map[string]*Schema{}
+			}
+			for k, d := range out.Defs {
+				s.Defs[k] = d
+			}
+			out.Defs = nil
+		}
+	}
+	s.Properties[OutputField] = out
+	s.PropertyOrder = append(append([]string{}, propertyOrder(s)...), OutputField)
+	s.PropertyOrder = dedupe(s.PropertyOrder)
+	s.Required = append(append([]string{}, s.Required...), OutputField)
+	return s
+}
+
+func dedupe(list []string) []string {
+	seen := map[string]bool{}
+	out := list[:0]
+	for _, x := range list {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Compose builds the single schema a structured-output model answers with when it may both
+// call tools and give its final output (L2):
+//
+//	{"calls": [{"_tool": NAME, "_reasoningForCall": WHY, ...arguments}], "output": OUTPUT | null}
+//
+// Each call item is one branch of an anyOf, told apart by the _tool const. Latent tools carry
+// an _output property the model fills with the result. A nil output means the final output is
+// text. The tools' $defs are hoisted to the root under "<tool>.<name>" so refs stay valid.
+func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
+	root := &Schema{
+		Type:                 "object",
+		Properties:           map[string]*Schema{},
+		PropertyOrder:        []string{"calls", "output"},
+		Required:             []string{"calls", "output"},
+		AdditionalProperties: falseSchema(),
+	}
+	var branches []*Schema
+	for _, t := range tools {
+		in := t.Input
+		if t.Latent {
+			in = withOutputField(in, t.Output)
+		}
+		var item *Schema
+		if in == nil {
+			item = &Schema{Type: "object", Properties: map[string]*Schema{}}
+		} else {
+			item = in.CloneSchemas()
+			item.Schema, item.ID = "", ""
+		}
+		if schemaType(item) != "object" {
+			return nil, fmt.Errorf("schema: compose: tool %q: arguments must be an object schema", t.Name)
+		}
+		if err := hoistDefs(root, item, t.Name); err != nil {
+			return nil, err
+		}
+		var tool any = t.Name
+		item.Properties[ToolField] = &Schema{Const: &tool, Description: t.Description}
+		item.Properties[ReasoningField] = &Schema{Type: "string",
+			Description: "Why you make this call, in one sentence."}
+		item.PropertyOrder = dedupe(append([]string{ToolField, ReasoningField}, propertyOrder(item)...))
+		item.Required = dedupe(append([]string{ToolField}, item.Required...))
+		if item.AdditionalProperties == nil {
+			item.AdditionalProperties = falseSchema()
+		}
+		branches = append(branches, item)
+	}
+	calls := &Schema{Type: "array", Description: "Tool calls to make now, in order; empty when none."}
+	switch len(branches) {
+	case 0:
+		calls.MaxItems = new(int)
+		calls.Items = &Schema{Type: "object"}
+	case 1:
+		calls.Items = branches[0]
+	default:
+		calls.Items = &Schema{AnyOf: branches}
+	}
+	root.Properties["calls"] = calls
+	var out *Schema
+	if output == nil {
+		out = &Schema{Types: []string{"string", "null"}, Description: "Your final answer, or null while you still need tool results."}
+	} else {
+		out = output.CloneSchemas()
+		out.Schema, out.ID = "", ""
+		if err := hoistDefs(root, out, "output"); err != nil {
+			return nil, err
+		}
+		out = nullable(out)
+		if out.Description == "" {
+			out.Description = "Your final output, or null while you still need tool results."
+		}
+	}
+	root.Properties["output"] = out
+	return root, nil
+}
+
+// hoistDefs moves s's $defs to root under "<prefix>.<name>" and rewrites s's refs to them.
+func hoistDefs(root, s *Schema, prefix string) error {
+	defs := s.Defs
+	if len(defs) == 0 && len(s.Definitions) == 0 {
+		return nil
+	}
+	if root.Defs == nil {
+		root.Defs = map[string]*Schema{}
+	}
+	rename := func(ref string) (string, error) {
+		for _, p := range []string{"#/$defs/", "#/definitions/"} {
+			if name, ok := strings.CutPrefix(ref, p); ok {
+				return "#/$defs/" + prefix + "." + name, nil
+			}
+		}
+		if ref == "#" {
+			return "", fmt.Errorf("schema: compose: %q refers to its own root, which cannot be composed", prefix)
+		}
+		return ref, nil
+	}
+	var err error
+	moved := map[string]*Schema{}
+	for k, d := range s.Defs {
+		moved[k] = d
+	}
+	for k, d := range s.Definitions {
+		moved[k] = d
+	}
+	s.Defs, s.Definitions = nil, nil
+	for k, d := range moved {
+		root.Defs[prefix+"."+k] = d
+	}
+	fix := func(x *Schema) {
+		if x.Ref != "" && err == nil {
+			x.Ref, err = rename(x.Ref)
+		}
+	}
+	walk(s, fix)
+	for _, d := range moved {
+		walk(d, fix)
+	}
+	return err
+}

@@ -1,0 +1,115 @@
+package schema
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+)
+
+// nameRule is one provider's rule for tool names.
+type nameRule struct {
+	max        int
+	allowed    func(r rune) bool
+	firstAllow func(r rune) bool // nil: the first character follows allowed
+}
+
+func asciiWord(r rune) bool {
+	return r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+}
+
+var (
+	// OpenAI and Anthropic: ^[a-zA-Z0-9_-]{1,64}$.
+	ruleOpenAI = nameRule{max: 64, allowed: asciiWord}
+	// Gemini: starts with a letter or underscore; then letters, digits, _ . : -; at most 64.
+	ruleGemini = nameRule{max: 64,
+		allowed: func(r rune) bool { return asciiWord(r) || r == '.' || r == ':' },
+		firstAllow: func(r rune) bool {
+			return r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		}}
+	// MCP (2025-11-25): 1 to 128 characters of A-Z a-z 0-9 _ - .
+	ruleMCP = nameRule{max: 128, allowed: func(r rune) bool { return asciiWord(r) || r == '.' }}
+)
+
+func (r nameRule) valid(name string) bool {
+	if name == "" || len(name) > r.max {
+		return false
+	}
+	for i, c := range name {
+		ok := r.allowed(c)
+		if i == 0 && r.firstAllow != nil {
+			ok = r.firstAllow(c)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// mapNames gives each canonical name a name the provider accepts, unchanged where it already
+// conforms, and keeps both directions. Mapped names are deterministic: the same tool set always
+// maps the same way, so a resumed run sees the names it saw before.
+func mapNames(rule nameRule, names []string) (map[string]string, map[string]string, error) {
+	out := make(map[string]string, len(names)) // canonical -> provider
+	back := make(map[string]string, len(names))
+	// Names that already conform keep them; others must not collide with those.
+	for _, n := range names {
+		if rule.valid(n) {
+			if _, dup := back[n]; dup {
+				return nil, nil, fmt.Errorf("schema: duplicate tool name %q", n)
+			}
+			out[n], back[n] = n, n
+		}
+	}
+	for _, n := range names {
+		if _, done := out[n]; done {
+			continue
+		}
+		m := sanitize(rule, n, "")
+		for i := 0; back[m] != ""; i++ {
+			m = sanitize(rule, n, fmt.Sprintf("%08x", hash(fmt.Sprint(n, i))))
+		}
+		out[n], back[m] = m, n
+	}
+	return out, back, nil
+}
+
+func sanitize(rule nameRule, name, suffix string) string {
+	var b strings.Builder
+	for i, c := range name {
+		ok := rule.allowed(c)
+		if i == 0 && rule.firstAllow != nil && !rule.firstAllow(c) {
+			if ok {
+				b.WriteByte('_') // keep the character, put an allowed one before it
+			} else {
+				ok = false
+			}
+		}
+		if ok {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if s == "" {
+		s = "_"
+	}
+	if suffix == "" && len(s) > rule.max {
+		suffix = fmt.Sprintf("%08x", hash(name))
+	}
+	if suffix != "" {
+		keep := rule.max - len(suffix) - 1
+		if len(s) > keep {
+			s = s[:keep]
+		}
+		s += "_" + suffix
+	}
+	return s
+}
+
+func hash(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
+}

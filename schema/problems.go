@@ -1,0 +1,149 @@
+package schema
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+
+	validator "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// problems flattens the validator's error tree into one line per failed constraint, worded for
+// a model that must correct its call: what was expected, and what it sent.
+func problems(root *validator.ValidationError) []Problem {
+	var out []Problem
+	seen := map[Problem]bool{}
+	var walk func(e *validator.ValidationError)
+	walk = func(e *validator.ValidationError) {
+		switch k := e.ErrorKind.(type) {
+		case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		case *kind.AnyOf, *kind.OneOf:
+			msg := alternatives(e)
+			if o, ok := k.(*kind.OneOf); ok && len(o.Subschemas) > 1 {
+				msg = fmt.Sprintf("matches %d alternatives, must match exactly one", len(o.Subschemas))
+			}
+			add(&out, seen, Problem{pointer(e.InstanceLocation), msg})
+			return
+		}
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		add(&out, seen, Problem{pointer(e.InstanceLocation), describe(e.ErrorKind)})
+	}
+	walk(root)
+	return out
+}
+
+func add(out *[]Problem, seen map[Problem]bool, p Problem) {
+	if !seen[p] {
+		seen[p] = true
+		*out = append(*out, p)
+	}
+}
+
+// alternatives words a failed anyOf/oneOf: when every branch failed on its type, it says which
+// types were allowed; otherwise it lists each branch's complaint.
+func alternatives(e *validator.ValidationError) string {
+	var types []string
+	var got string
+	allType := true
+	var reasons []string
+	for _, c := range e.Causes {
+		leaf := c
+		for len(leaf.Causes) == 1 {
+			leaf = leaf.Causes[0]
+		}
+		if t, ok := leaf.ErrorKind.(*kind.Type); ok && len(leaf.Causes) == 0 {
+			types = append(types, t.Want...)
+			got = t.Got
+			continue
+		}
+		allType = false
+		for _, p := range problems(c) {
+			reasons = append(reasons, p.String())
+		}
+	}
+	if allType && len(types) > 0 {
+		return fmt.Sprintf("expected %s, got %s", strings.Join(types, " or "), got)
+	}
+	return "matches none of the allowed alternatives: " + strings.Join(reasons, " | ")
+}
+
+func describe(k validator.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Type:
+		return fmt.Sprintf("expected %s, got %s", strings.Join(k.Want, " or "), k.Got)
+	case *kind.Required:
+		if len(k.Missing) == 1 {
+			return fmt.Sprintf("missing required property %q", k.Missing[0])
+		}
+		return fmt.Sprintf("missing required properties %s", quoteAll(k.Missing))
+	case *kind.AdditionalProperties:
+		return fmt.Sprintf("unknown property %s (not in the schema)", quoteAll(k.Properties))
+	case *kind.Maximum:
+		return fmt.Sprintf("maximum %s, got %s", rat(k.Want), rat(k.Got))
+	case *kind.Minimum:
+		return fmt.Sprintf("minimum %s, got %s", rat(k.Want), rat(k.Got))
+	case *kind.ExclusiveMaximum:
+		return fmt.Sprintf("must be less than %s, got %s", rat(k.Want), rat(k.Got))
+	case *kind.ExclusiveMinimum:
+		return fmt.Sprintf("must be greater than %s, got %s", rat(k.Want), rat(k.Got))
+	case *kind.MultipleOf:
+		return fmt.Sprintf("must be a multiple of %s, got %s", rat(k.Want), rat(k.Got))
+	case *kind.MaxLength:
+		return fmt.Sprintf("maximum length %d, got %d", k.Want, k.Got)
+	case *kind.MinLength:
+		return fmt.Sprintf("minimum length %d, got %d", k.Want, k.Got)
+	case *kind.MaxItems:
+		return fmt.Sprintf("at most %d items, got %d", k.Want, k.Got)
+	case *kind.MinItems:
+		return fmt.Sprintf("at least %d items, got %d", k.Want, k.Got)
+	case *kind.Pattern:
+		return fmt.Sprintf("must match pattern %s, got %s", k.Want, quoteValue(k.Got))
+	case *kind.Enum:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = quoteValue(w)
+		}
+		return fmt.Sprintf("must be one of %s, got %s", strings.Join(want, ", "), quoteValue(k.Got))
+	case *kind.Const:
+		return fmt.Sprintf("must be %s, got %s", quoteValue(k.Want), quoteValue(k.Got))
+	case *kind.Format:
+		return fmt.Sprintf("must be a valid %s, got %s", k.Want, quoteValue(k.Got))
+	case *kind.FalseSchema:
+		return "not allowed here"
+	default:
+		return k.LocalizedString(printer)
+	}
+}
+
+func rat(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return fmt.Sprint(f)
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", truncate(n, 60))
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,254 @@
+package schema
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// strictMaxDepth is OpenAI strict mode's limit on object nesting.
+const strictMaxDepth = 10
+
+// strictFormats are the string formats OpenAI strict mode accepts.
+var strictFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+
+// Strict returns s rewritten for OpenAI strict mode (function calling with strict: true, or
+// response_format json_schema with strict: true), with the constraints it had to drop listed in
+// words for the description. It returns an error naming the keyword and place when s uses what
+// strict mode cannot express. A nil s is the empty object.
+func Strict(s *Schema) (*Schema, []string, error) { return strict(s) }
+
+func strict(in *Schema) (*Schema, []string, error) {
+	if in == nil {
+		return &Schema{Type: "object", Properties: map[string]*Schema{}, AdditionalProperties: falseSchema()}, nil, nil
+	}
+	s := in.CloneSchemas()
+	s.Schema, s.ID = "", ""
+	st := &strictState{}
+	if schemaType(s) != "object" || s.AnyOf != nil || s.OneOf != nil {
+		return nil, nil, fmt.Errorf("the root must be a plain object schema")
+	}
+	if err := st.visit(s, "", 0); err != nil {
+		return nil, nil, err
+	}
+	for _, defs := range []map[string]*Schema{s.Defs, s.Definitions} {
+		for name, d := range defs {
+			if err := st.visit(d, "$defs/"+name, 1); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return s, st.notes, nil
+}
+
+type strictState struct{ notes []string }
+
+func falseSchema() *Schema { return &Schema{Not: &Schema{}} }
+
+func (st *strictState) note(path, format string, args ...any) {
+	where := path
+	if where == "" {
+		where = "arguments"
+	}
+	st.notes = append(st.notes, where+" "+fmt.Sprintf(format, args...))
+}
+
+func (st *strictState) visit(s *Schema, path string, depth int) error {
+	if depth > strictMaxDepth {
+		return fmt.Errorf("%s is nested deeper than strict mode's %d levels", orRoot(path), strictMaxDepth)
+	}
+	if s.Ref != "" {
+		return nil // $defs are visited on their own
+	}
+	for kw, used := range map[string]bool{
+		"allOf": s.AllOf != nil, "not": s.Not != nil && !isFalse(s), "if": s.If != nil,
+		"dependentRequired": s.DependentRequired != nil, "dependentSchemas": s.DependentSchemas != nil,
+		"patternProperties": s.PatternProperties != nil, "unevaluatedProperties": s.UnevaluatedProperties != nil,
+		"unevaluatedItems": s.UnevaluatedItems != nil, "propertyNames": s.PropertyNames != nil,
+		"contains": s.Contains != nil, "prefixItems": s.PrefixItems != nil || s.ItemsArray != nil,
+	} {
+		if used {
+			return fmt.Errorf("%s uses %s, which strict mode does not support", orRoot(path), kw)
+		}
+	}
+	if s.OneOf != nil { // strict mode has anyOf only; for disjoint branches they mean the same
+		s.AnyOf, s.OneOf = append(s.AnyOf, s.OneOf...), nil
+	}
+	st.dropUnsupported(s, path)
+
+	switch {
+	case isFreeForm(s):
+		toJSONText(s)
+		return nil
+	case isRecord(s):
+		toEntries(s)
+	}
+	if schemaType(s) == "object" || s.Properties != nil {
+		s.AdditionalProperties = falseSchema()
+		order := propertyOrder(s)
+		for _, name := range order {
+			p := s.Properties[name]
+			if !slices.Contains(s.Required, name) {
+				p = nullable(p)
+				s.Properties[name] = p
+			}
+			if err := st.visit(p, join(path, name), depth+1); err != nil {
+				return err
+			}
+		}
+		s.Required = order
+	}
+	if s.Items != nil {
+		if err := st.visit(s.Items, path+"[]", depth); err != nil {
+			return err
+		}
+	} else if schemaType(s) == "array" {
+		s.Items = &Schema{}
+		toJSONText(s.Items)
+	}
+	for _, a := range s.AnyOf {
+		if err := st.visit(a, path, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (st *strictState) dropUnsupported(s *Schema, path string) {
+	if s.Default != nil {
+		st.note(path, "defaults to %s", s.Default)
+		s.Default = nil
+	}
+	if s.MinLength != nil {
+		st.note(path, "has at least %d characters", *s.MinLength)
+		s.MinLength = nil
+	}
+	if s.MaxLength != nil {
+		st.note(path, "has at most %d characters", *s.MaxLength)
+		s.MaxLength = nil
+	}
+	if s.UniqueItems {
+		st.note(path, "has no duplicate items")
+		s.UniqueItems = false
+	}
+	if s.MinProperties != nil || s.MaxProperties != nil {
+		st.note(path, "has between %s and %s properties", intOr(s.MinProperties, "0"), intOr(s.MaxProperties, "any number of"))
+		s.MinProperties, s.MaxProperties = nil, nil
+	}
+	if s.Format != "" && !slices.Contains(strictFormats, s.Format) {
+		st.note(path, "is in %s format", s.Format)
+		s.Format = ""
+	}
+	s.Examples, s.Comment, s.ContentEncoding, s.ContentMediaType = nil, "", "", ""
+	s.ReadOnly, s.WriteOnly, s.Deprecated = false, false, false
+	s.Schema, s.ID, s.Anchor, s.DynamicAnchor = "", "", "", ""
+}
+
+// isFreeForm reports whether s accepts any value, or any object, with nothing to constrain it:
+// strict mode and Gemini need a type, so such values travel as JSON text.
+func isFreeForm(s *Schema) bool {
+	if isEmpty(s) && s.Const == nil && s.Enum == nil {
+		return true
+	}
+	return schemaType(s) == "object" && len(s.Properties) == 0 && s.AnyOf == nil &&
+		(s.AdditionalProperties == nil || isEmpty(s.AdditionalProperties))
+}
+
+const jsonTextNote = "a JSON value written as JSON text"
+
+func toJSONText(s *Schema) {
+	desc := strings.TrimSpace(s.Description + " (" + jsonTextNote + ")")
+	nullOK := allowsNull(s)
+	*s = Schema{Type: "string", Description: desc}
+	if nullOK {
+		s.Type, s.Types = "", []string{"string", "null"}
+	}
+}
+
+// toEntries turns a map schema into a list of {key, value} entries, which strict mode and
+// Gemini can express; Inbound turns the list back into a map.
+func toEntries(s *Schema) {
+	value := s.AdditionalProperties
+	desc := strings.TrimSpace(s.Description + " (a map, given as a list of key/value entries)")
+	nullOK := allowsNull(s)
+	*s = Schema{
+		Type:        "array",
+		Description: desc,
+		Items: &Schema{
+			Type:                 "object",
+			Properties:           map[string]*Schema{"key": {Type: "string"}, "value": value},
+			PropertyOrder:        []string{"key", "value"},
+			Required:             []string{"key", "value"},
+			AdditionalProperties: falseSchema(),
+		},
+	}
+	if nullOK {
+		s.Type, s.Types = "", []string{"array", "null"}
+	}
+}
+
+// nullable returns p widened to accept null, as strict mode requires for optional properties.
+func nullable(p *Schema) *Schema {
+	if allowsNull(p) {
+		return p
+	}
+	switch {
+	case p.Ref != "" || p.Const != nil:
+		return &Schema{Description: p.Description, AnyOf: []*Schema{p, {Type: "null"}}}
+	case p.AnyOf != nil || p.OneOf != nil:
+		p.AnyOf = append(append(p.AnyOf, p.OneOf...), &Schema{Type: "null"})
+		p.OneOf = nil
+	case p.Type != "":
+		p.Types, p.Type = []string{p.Type, "null"}, ""
+		if p.Enum != nil {
+			p.Enum = append(p.Enum, nil)
+		}
+	case p.Types != nil:
+		p.Types = append(p.Types, "null")
+		if p.Enum != nil {
+			p.Enum = append(p.Enum, nil)
+		}
+	case p.Enum != nil:
+		p.Enum = append(p.Enum, nil)
+	}
+	return p
+}
+
+// propertyOrder lists s's properties in declaration order where known, then by name.
+func propertyOrder(s *Schema) []string {
+	order := make([]string, 0, len(s.Properties))
+	for _, n := range s.PropertyOrder {
+		if _, ok := s.Properties[n]; ok && !slices.Contains(order, n) {
+			order = append(order, n)
+		}
+	}
+	var rest []string
+	for n := range s.Properties {
+		if !slices.Contains(order, n) {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	return append(order, rest...)
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "the argument object"
+	}
+	return path
+}
+
+func intOr(p *int, def string) string {
+	if p == nil {
+		return def
+	}
+	return fmt.Sprint(*p)
+}

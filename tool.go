@@ -1,0 +1,326 @@
+// Package quiver defines tools once and governs, validates, executes and records every call to
+// them, whoever asks: a model in an agent loop, an MCP or HTTP client, or Go code.
+//
+// A [Tool] is a [Spec] (name, description, schemas, variables, confirmation, timeout) plus the
+// code that runs it. [Func] builds one from a typed Go function, inferring its schema once;
+// [ParseSchemaTool] builds one from a pure JSON Schema, executed by an activity or latently by
+// the model. Tools live in a [Registry]; a [Dispatcher] runs every call through one middleware
+// pipeline: policy, lookup, decoding and validation, confirmation, variables, execution with
+// timeout and panic recovery, output check, secret masking, hooks and recording.
+package quiver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/quiverhq/quiver/schema"
+)
+
+// Target says where a tool runs.
+type Target string
+
+// Tool targets.
+const (
+	// TargetServer tools run in the runtime (the default).
+	TargetServer Target = "server"
+	// TargetClient tools run in the client: the run pauses until the client posts the result.
+	TargetClient Target = "client"
+)
+
+// Example is a sample call (arguments and optionally the result), shown to the model to steer
+// how it calls the tool (L3).
+type Example struct {
+	Args   json.RawMessage `json:"args"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Spec is the declarative part of a tool: everything but the code.
+type Spec struct {
+	// Name is the name the model sees, unique in a registry (snake_case, 1 to 64 characters of
+	// [a-zA-Z0-9_-] by convention; other names are accepted with a warning).
+	Name string
+	// Description says what the tool does, when to use it and what it returns. Required.
+	Description string
+	// InputSchema describes the arguments; its root must be an object schema. Nil means the
+	// tool takes no arguments (the model is offered an empty object).
+	InputSchema *schema.Schema
+	// OutputSchema, when set, is the contract a structured result is checked against (S4).
+	OutputSchema *schema.Schema
+	Examples     []Example
+	// Variables are the thread variables the tool needs; only these reach its handler.
+	Variables []Variable
+	Target    Target
+	// RequiresConfirmation makes the dispatcher ask a person before the tool runs (X6).
+	RequiresConfirmation bool
+	// Timeout bounds one execution; zero means the dispatcher's default.
+	Timeout time.Duration
+	// Disabled hides the tool from models and refuses calls to it (P3).
+	Disabled bool
+	// Activity names the code that executes a schema-only tool (M1). Empty means the activity
+	// registered under the tool's name, if any; with neither the tool is latent.
+	Activity string
+}
+
+// ToolFunc is the code behind a tool: it receives the validated arguments (with defaults
+// applied and meta-fields removed) and returns a value the dispatcher normalises into a
+// [Result]. See [Dispatcher] for how values and errors become results.
+type ToolFunc func(ctx context.Context, args json.RawMessage) (any, error)
+
+// Tool is a Spec with compiled schemas and, unless it is schema-only, the function that runs
+// it. A Tool is immutable and safe for concurrent use.
+type Tool struct {
+	spec   Spec
+	input  *schema.Compiled
+	output *schema.Compiled
+	// outputTrusted means the output schema was inferred from a Go type and constrains nothing
+	// the type does not already guarantee, so checking each result would only cost time.
+	outputTrusted bool
+	fn            ToolFunc
+}
+
+// NewTool checks spec, compiles its schemas and returns the tool. fn may be nil for a
+// schema-only tool, executed by an activity or latently (see [Registry.RegisterActivity]).
+func NewTool(spec Spec, fn ToolFunc) (*Tool, error) {
+	t := &Tool{spec: spec, fn: fn}
+	if err := t.init(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tool) init() error {
+	s := &t.spec
+	if s.Name == "" {
+		return errors.New("quiver: tool name is empty")
+	}
+	if s.Description == "" {
+		return fmt.Errorf("quiver: tool %q: description is empty; say what it does, when to use it and what it returns", s.Name)
+	}
+	switch s.Target {
+	case "":
+		s.Target = TargetServer
+	case TargetServer, TargetClient:
+	default:
+		return fmt.Errorf("quiver: tool %q: target %q is neither server nor client", s.Name, s.Target)
+	}
+	if s.Timeout < 0 {
+		return fmt.Errorf("quiver: tool %q: negative timeout %s", s.Name, s.Timeout)
+	}
+	if err := checkVariables(s.Variables); err != nil {
+		return fmt.Errorf("quiver: tool %q: %w", s.Name, err)
+	}
+	if s.InputSchema != nil {
+		if typ := s.InputSchema.Type; typ != "object" {
+			return fmt.Errorf("quiver: tool %q: the input schema's root must have type \"object\", got %q", s.Name, typ)
+		}
+		c, err := schema.Compile(s.InputSchema)
+		if err != nil {
+			return fmt.Errorf("quiver: tool %q: input schema: %w", s.Name, err)
+		}
+		t.input = c
+	}
+	if s.OutputSchema != nil {
+		c, err := schema.Compile(s.OutputSchema)
+		if err != nil {
+			return fmt.Errorf("quiver: tool %q: output schema: %w", s.Name, err)
+		}
+		t.output = c
+	}
+	for i, ex := range s.Examples {
+		if err := t.checkExample(ex); err != nil {
+			return fmt.Errorf("quiver: tool %q: example %d: %w", s.Name, i, err)
+		}
+	}
+	return nil
+}
+
+func (t *Tool) checkExample(ex Example) error {
+	args := ex.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	v, err := schema.Decode(args)
+	if err != nil {
+		return fmt.Errorf("args: %w", err)
+	}
+	if t.input != nil {
+		if err := t.input.Validate(v); err != nil {
+			return fmt.Errorf("args: %w", err)
+		}
+	}
+	if len(ex.Result) > 0 {
+		r, err := schema.Decode(ex.Result)
+		if err != nil {
+			return fmt.Errorf("result: %w", err)
+		}
+		if t.output != nil {
+			if err := t.output.Validate(r); err != nil {
+				return fmt.Errorf("result: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Spec returns a copy of the tool's spec. Its schemas are shared and must not be modified.
+func (t *Tool) Spec() Spec {
+	s := t.spec
+	s.Examples = slices.Clone(s.Examples)
+	s.Variables = slices.Clone(s.Variables)
+	return s
+}
+
+// Name returns the tool's name.
+func (t *Tool) Name() string { return t.spec.Name }
+
+// Description returns the tool's description.
+func (t *Tool) Description() string { return t.spec.Description }
+
+// SchemaOnly reports whether the tool has no code of its own: an activity or the model
+// executes it.
+func (t *Tool) SchemaOnly() bool { return t.fn == nil }
+
+// As returns the same tool offered under another name and description (T7): schemas and code
+// are shared, only what the model sees changes.
+func (t *Tool) As(name, description string) (*Tool, error) {
+	c := *t
+	c.spec.Name, c.spec.Description = name, description
+	if name == "" {
+		return nil, errors.New("quiver: tool name is empty")
+	}
+	if description == "" {
+		return nil, fmt.Errorf("quiver: tool %q: description is empty", name)
+	}
+	return &c, nil
+}
+
+// Option adjusts the spec of a tool built by [Func].
+type Option func(*Spec)
+
+// WithInputSchema replaces the inferred argument schema by a hand-written one.
+func WithInputSchema(s *schema.Schema) Option { return func(sp *Spec) { sp.InputSchema = s } }
+
+// WithOutputSchema replaces the inferred output schema by a hand-written one.
+func WithOutputSchema(s *schema.Schema) Option { return func(sp *Spec) { sp.OutputSchema = s } }
+
+// WithExamples adds examples.
+func WithExamples(ex ...Example) Option {
+	return func(sp *Spec) { sp.Examples = append(sp.Examples, ex...) }
+}
+
+// WithVariables declares variables the tool needs.
+func WithVariables(v ...Variable) Option {
+	return func(sp *Spec) { sp.Variables = append(sp.Variables, v...) }
+}
+
+// WithTimeout bounds one execution of the tool.
+func WithTimeout(d time.Duration) Option { return func(sp *Spec) { sp.Timeout = d } }
+
+// WithConfirmation makes every call wait for a person's approval.
+func WithConfirmation() Option { return func(sp *Spec) { sp.RequiresConfirmation = true } }
+
+// WithTarget sets where the tool runs.
+func WithTarget(t Target) Option { return func(sp *Spec) { sp.Target = t } }
+
+// Func returns a tool backed by a typed Go function, like [NewFunc], and panics on a definition
+// error, which is a programming error found at start-up (the way regexp.MustCompile is used).
+func Func[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...Option) *Tool {
+	t, err := NewFunc(name, description, fn, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// NewFunc returns a tool backed by fn (T1, T3). The argument schema is inferred once from In
+// (see [schema.InferType] for the struct tags); a struct without fields, such as struct{},
+// means the tool takes no arguments. When Out is a struct, map or slice its schema becomes the
+// output schema. Options may replace either schema by a hand-written one.
+//
+// fn receives the validated arguments, decoded into In, and a context carrying the caller's
+// [Scope], the [Execution] state, the tool's variables ([Var]) and cancellation. Its result is
+// normalised into a [Result]: a string is text, a *Result is used as is, any other value is its
+// JSON encoding; a non-nil error is an error result.
+func NewFunc[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...Option) (*Tool, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("quiver: tool %q: nil function", name)
+	}
+	spec := Spec{Name: name, Description: description}
+	for _, o := range opts {
+		o(&spec)
+	}
+	in := reflect.TypeFor[In]()
+	if spec.InputSchema == nil && !noArgs(in) {
+		s, err := schema.InferType(in)
+		if err != nil {
+			return nil, fmt.Errorf("quiver: tool %q: %w", name, err)
+		}
+		if s.Type != "object" {
+			return nil, fmt.Errorf("quiver: tool %q: arguments must be a struct (or a map with string keys), got %s", name, in)
+		}
+		spec.InputSchema = s
+	}
+	guaranteed := false
+	if out := reflect.TypeFor[Out](); spec.OutputSchema == nil && structured(out) {
+		s, ok, err := schema.InferOutputType(out)
+		if err != nil {
+			return nil, fmt.Errorf("quiver: tool %q: output: %w", name, err)
+		}
+		spec.OutputSchema, guaranteed = s, ok
+	}
+	t := &Tool{spec: spec}
+	t.fn = func(ctx context.Context, args json.RawMessage) (any, error) {
+		var v In
+		if len(args) > 0 && !noArgs(in) {
+			if err := json.Unmarshal(args, &v); err != nil {
+				return nil, fmt.Errorf("arguments do not fit the tool's Go type: %w", err)
+			}
+		}
+		out, err := fn(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if err := t.init(); err != nil {
+		return nil, err
+	}
+	t.outputTrusted = guaranteed
+	return t, nil
+}
+
+// noArgs reports whether t carries no arguments: a struct without exported fields.
+func noArgs(t reflect.Type) bool {
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for _, f := range reflect.VisibleFields(t) {
+		if f.IsExported() && f.Tag.Get("json") != "-" {
+			return false
+		}
+	}
+	return true
+}
+
+// structured reports whether values of t are JSON objects or arrays, which get an output schema.
+func structured(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[Result]() || t == reflect.TypeFor[json.RawMessage]() || t == reflect.TypeFor[Content]() {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return !noArgs(t)
+	case reflect.Slice, reflect.Array:
+		return t.Elem().Kind() != reflect.Uint8 && t != reflect.TypeFor[[]Content]()
+	}
+	return false
+}
+
