@@ -323,4 +323,3 @@ func structured(t reflect.Type) bool {
 	}
 	return false
 }
-
