@@ -282,6 +282,12 @@ func (d *Dispatcher) prepareArgs(c *Call) *Result {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
+	if t.input != nil {
+		if ready, ok := t.input.QuickCheck(args); ok {
+			c.Args = ready
+			return nil
+		}
+	}
 	if !utf8.Valid(args) {
 		return Errorf(CodeInvalidJSON, "arguments for %s are not valid UTF-8 (first bad byte at offset %d); send a JSON object that matches the tool's schema",
 			t.Name(), invalidUTF8Offset(args))
@@ -543,11 +549,7 @@ func (d *Dispatcher) run(ctx context.Context, c *Call, fn ToolFunc) (r *Result) 
 				Stack: string(debug.Stack())}
 		}
 	}()
-	r = normalize(fn(ctx, c.Args))
-	if err := checkResult(r); err != nil {
-		return Errorf(CodeToolError, "tool %s returned an invalid result: %v", c.Name, err)
-	}
-	return r
+	return normalize(fn(ctx, c.Args))
 }
 
 // runGuarded runs fn on its own goroutine so that a timeout or cancellation can end the call

@@ -204,8 +204,22 @@ func CheckPath(p string) error {
 
 // normalize turns whatever a handler returned into a Result (R1): a *Result or Result as is, a
 // string as text, Content items as content, json.RawMessage as a structured value, any other
-// value as its JSON encoding; a non-nil error makes it an error result.
+// value as its JSON encoding; a non-nil error makes it an error result. Results the handler
+// built itself go through checkResult; those built here are well-formed by construction.
 func normalize(v any, err error) *Result {
+	r := build(v, err)
+	switch v.(type) {
+	case *Result, Result, Content, []Content:
+		if err == nil {
+			if cerr := checkResult(r); cerr != nil {
+				return Errorf(CodeToolError, "the tool returned an invalid result: %v", cerr)
+			}
+		}
+	}
+	return r
+}
+
+func build(v any, err error) *Result {
 	if err != nil {
 		return errorResult(err)
 	}
@@ -228,7 +242,7 @@ func normalize(v any, err error) *Result {
 		}
 		return &r
 	case Result:
-		return normalize(&x, nil)
+		return build(&x, nil)
 	case string:
 		return &Result{Status: StatusSuccess, Text: x}
 	case Content:

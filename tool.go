@@ -274,9 +274,10 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 		spec.OutputSchema, guaranteed = s, ok
 	}
 	t := &Tool{spec: spec}
+	takesArgs := !noArgs(in)
 	t.fn = func(ctx context.Context, args json.RawMessage) (any, error) {
 		var v In
-		if len(args) > 0 && !noArgs(in) {
+		if len(args) > 0 && takesArgs {
 			if err := json.Unmarshal(args, &v); err != nil {
 				return nil, fmt.Errorf("arguments do not fit the tool's Go type: %w", err)
 			}

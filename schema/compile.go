@@ -18,6 +18,7 @@ type Compiled struct {
 	json     json.RawMessage
 	compiled *validator.Schema
 	defaults *defaultsNode // nil when the schema declares no default anywhere
+	quick    *quick        // nil when the fast path does not cover the schema
 }
 
 // Compile checks s, compiles it for validation, and checks every default it declares against
@@ -40,6 +41,7 @@ func Compile(s *Schema) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.quick = buildQuick(s)
 	return c, nil
 }
 
