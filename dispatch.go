@@ -31,8 +31,9 @@ type Call struct {
 	// Meta holds the other meta-fields of the call (_outputPath, _instance, _delegate, ...).
 	Meta map[string]json.RawMessage `json:"meta,omitempty"`
 	// Approved records that a person already approved this call, so the confirmation gate lets
-	// it through (a resumed run carries the persisted decision here).
-	Approved bool `json:"approved,omitempty"`
+	// it through (a resumed run carries the persisted decision here). It is never read from
+	// JSON: a client must not be able to approve its own call.
+	Approved bool `json:"-"`
 	// NoRecord runs the call through the whole pipeline without recording the result (X9).
 	NoRecord bool `json:"-"`
 
@@ -52,8 +53,9 @@ type Middleware func(Handler) Handler
 
 // Hooks observe and shape execution (X8). Each may be nil.
 type Hooks struct {
-	// BeforeCall runs once the call is validated, before confirmation and execution; an error
-	// rejects the call with that error as its result.
+	// BeforeCall runs once the call is validated and confirmed, just before its variables are
+	// resolved and it executes, so it sees the arguments that will run (edited ones included);
+	// an error rejects the call with that error as its result.
 	BeforeCall func(ctx context.Context, call *Call) error
 	// AfterSuccess and AfterFailure see every result, secrets already masked.
 	AfterSuccess func(ctx context.Context, call *Call, r *Result)
@@ -96,8 +98,8 @@ type Confirmer func(ctx context.Context, call *Call) (Decision, error)
 
 // Dispatcher runs calls through one pipeline, whoever makes them (X1, X9):
 //
-//	policy -> lookup -> decode and validate (defaults, meta-fields) -> BeforeCall hook
-//	-> confirmation gate -> variables -> Middleware -> execute (timeout, cancellation,
+//	policy -> lookup -> decode and validate (defaults, meta-fields) -> confirmation gate
+//	-> BeforeCall hook -> variables -> Middleware -> execute (timeout, cancellation,
 //	panic recovery) -> output check -> secret masking -> AfterSuccess/AfterFailure hooks
 //	-> BeforeStore hook -> Recorder
 //
@@ -149,8 +151,8 @@ func (d *Dispatcher) build() {
 		h = d.Middleware[i](h)
 	}
 	h = d.resolveVariables(h)
-	h = d.confirm(h)
 	h = d.beforeCall(h)
+	h = d.confirm(h)
 	h = d.decode(h)
 	h = d.lookupAndPolicy(h)
 	h = d.mask(h)
@@ -289,16 +291,16 @@ func (d *Dispatcher) prepareArgs(c *Call) *Result {
 		}
 	}
 	if !utf8.Valid(args) {
-		return Errorf(CodeInvalidJSON, "arguments for %s are not valid UTF-8 (first bad byte at offset %d); send a JSON object that matches the tool's schema",
-			t.Name(), invalidUTF8Offset(args))
+		return Errorf(CodeInvalidJSON, "arguments for %s are not valid UTF-8 (first bad byte at offset %d); send a JSON object with %s",
+			t.Name(), invalidUTF8Offset(args), t.params)
 	}
 	v, err := schema.Decode(args)
 	if err != nil {
-		return Errorf(CodeInvalidJSON, "arguments for %s are not valid JSON (%v); send a JSON object that matches the tool's schema", t.Name(), err)
+		return Errorf(CodeInvalidJSON, "arguments for %s are not valid JSON (%v); send a JSON object with %s", t.Name(), err, t.params)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return Errorf(CodeInvalidArguments, "arguments for %s must be a JSON object, got %s", t.Name(), jsonKind(v))
+		return Errorf(CodeInvalidArguments, "arguments for %s must be a JSON object, got %s; send an object with %s", t.Name(), jsonKind(v), t.params)
 	}
 	changed := extractMeta(c, obj)
 	if t.input == nil {

@@ -3,6 +3,7 @@ package quiver
 import (
 	"fmt"
 	"path"
+	"strings"
 )
 
 // Policy decides which tools an agent may see and call (P1-P4). Its effective set is the tools
@@ -11,8 +12,9 @@ import (
 //
 // The zero Policy binds every registered tool and permits every enabled one.
 type Policy struct {
-	// Bound lists the tools given to the agent; nil binds every tool in the registry.
-	Bound []string `json:"bound,omitempty"`
+	// Bound lists the tools given to the agent; nil binds every tool in the registry, an empty
+	// list none (so it is encoded even when empty: null and [] differ).
+	Bound []string `json:"bound"`
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
 
@@ -56,12 +58,16 @@ func (p *Policy) permitsName(name string) (bool, string) {
 	return true, ""
 }
 
+// matchAny reports whether name matches one of patterns. Names are flat: a "/" in a name (a
+// remote tool's, say) is an ordinary character, so that "*" matches it too and a deny list
+// cannot be slipped past.
 func matchAny(patterns []string, name string) bool {
+	flat := strings.ReplaceAll(name, "/", "\x00")
 	for _, pat := range patterns {
 		if pat == name {
 			return true
 		}
-		if ok, err := path.Match(pat, name); err == nil && ok {
+		if ok, err := path.Match(strings.ReplaceAll(pat, "/", "\x00"), flat); err == nil && ok {
 			return true
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/quiverhq/quiver/schema"
@@ -81,11 +82,16 @@ type Tool struct {
 	// the type does not already guarantee, so checking each result would only cost time.
 	outputTrusted bool
 	fn            ToolFunc
+	// params summarises the arguments for error messages: "city (string, required), days".
+	params string
 }
 
 // NewTool checks spec, compiles its schemas and returns the tool. fn may be nil for a
 // schema-only tool, executed by an activity or latently (see [Registry.RegisterActivity]).
 func NewTool(spec Spec, fn ToolFunc) (*Tool, error) {
+	// The tool owns its spec: later changes to the caller's slices must not reach it.
+	spec.Examples = slices.Clone(spec.Examples)
+	spec.Variables = slices.Clone(spec.Variables)
 	t := &Tool{spec: spec, fn: fn}
 	if err := t.init(); err != nil {
 		return nil, err
@@ -108,6 +114,7 @@ func (t *Tool) init() error {
 	default:
 		return fmt.Errorf("quiver: tool %q: target %q is neither server nor client", s.Name, s.Target)
 	}
+	t.params = paramSummary(s.InputSchema)
 	if s.Timeout < 0 {
 		return fmt.Errorf("quiver: tool %q: negative timeout %s", s.Name, s.Timeout)
 	}
@@ -189,6 +196,10 @@ func (t *Tool) SchemaOnly() bool { return t.fn == nil }
 // are shared, only what the model sees changes.
 func (t *Tool) As(name, description string) (*Tool, error) {
 	c := *t
+	if c.fn == nil && c.spec.Activity == "" {
+		// A schema-only tool bound to the activity registered under its name keeps that binding.
+		c.spec.Activity = t.spec.Name
+	}
 	c.spec.Name, c.spec.Description = name, description
 	if name == "" {
 		return nil, errors.New("quiver: tool name is empty")
@@ -279,7 +290,7 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 		var v In
 		if len(args) > 0 && takesArgs {
 			if err := json.Unmarshal(args, &v); err != nil {
-				return nil, fmt.Errorf("arguments do not fit the tool's Go type: %w", err)
+				return nil, Fail(CodeInvalidArguments, "arguments do not fit the tool's Go type: %v", err)
 			}
 		}
 		out, err := fn(ctx, v)
@@ -323,4 +334,41 @@ func structured(t reflect.Type) bool {
 		return t.Elem().Kind() != reflect.Uint8 && t != reflect.TypeFor[[]Content]()
 	}
 	return false
+}
+
+// paramSummary describes the top-level arguments of an input schema in a line, for errors that
+// must tell the model what the tool takes without repeating what it sent.
+func paramSummary(s *schema.Schema) string {
+	if s == nil || len(s.Properties) == 0 {
+		return "no properties (the tool takes no arguments)"
+	}
+	names := slices.Clone(s.PropertyOrder)
+	for n := range s.Properties {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names[len(s.PropertyOrder):])
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		p := s.Properties[n]
+		if p == nil {
+			continue
+		}
+		desc := p.Type
+		if desc == "" {
+			desc = strings.Join(p.Types, " or ")
+		}
+		if slices.Contains(s.Required, n) {
+			if desc != "" {
+				desc += ", "
+			}
+			desc += "required"
+		}
+		if desc != "" {
+			n += " (" + desc + ")"
+		}
+		parts = append(parts, n)
+	}
+	return "these properties: " + strings.Join(parts, ", ")
 }

@@ -249,8 +249,7 @@ func redact(r *Result, secrets []string) {
 	r.Error = repl.Replace(r.Error)
 	r.Stack = repl.Replace(r.Stack)
 	if len(r.Value) > 0 {
-		// Inside JSON a secret may appear escaped; its escaped form is replaced as well.
-		r.Value = json.RawMessage(repl.Replace(string(r.Value)))
+		r.Value = redactJSON(r.Value, repl)
 	}
 	for i := range r.Problems {
 		r.Problems[i].Message = repl.Replace(r.Problems[i].Message)
@@ -263,6 +262,58 @@ func redact(r *Result, secrets []string) {
 		a := &r.Attachments[i]
 		a.Name, a.Description, a.Path = repl.Replace(a.Name), repl.Replace(a.Description), repl.Replace(a.Path)
 	}
+}
+
+// redactJSON masks secrets in a JSON value. Inside JSON a secret may be written with any
+// escapes, and replacing text could break the value's syntax, so the value is decoded and the
+// secrets are replaced in its strings, keys and numbers (a number holding a secret becomes a
+// string). A value without secrets is returned as it was.
+func redactJSON(raw json.RawMessage, repl *strings.Replacer) json.RawMessage {
+	v, err := schema.Decode(raw)
+	if err != nil {
+		// Not JSON (results are checked before they get here): mask it as text.
+		return json.RawMessage(repl.Replace(string(raw)))
+	}
+	v, changed := redactValue(v, repl)
+	if !changed {
+		return raw
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`"` + mask + `"`)
+	}
+	return b
+}
+
+func redactValue(v any, repl *strings.Replacer) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		s := repl.Replace(x)
+		return s, s != x
+	case json.Number:
+		if s := repl.Replace(string(x)); s != string(x) {
+			return s, true
+		}
+	case []any:
+		changed := false
+		for i, e := range x {
+			var c bool
+			x[i], c = redactValue(e, repl)
+			changed = changed || c
+		}
+		return x, changed
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		changed := false
+		for k, e := range x {
+			e, c := redactValue(e, repl)
+			mk := repl.Replace(k)
+			out[mk] = e
+			changed = changed || c || mk != k
+		}
+		return out, changed
+	}
+	return v, false
 }
 
 func secretReplacer(secrets []string) *strings.Replacer {

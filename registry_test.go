@@ -1,0 +1,264 @@
+package quiver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/tools/clock"
+)
+
+func textTool(name, text string) *quiver.Tool {
+	return quiver.Func(name, "Returns a fixed text.", func(context.Context, struct{}) (string, error) { return text, nil })
+}
+
+func names(tools []*quiver.Tool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name()
+	}
+	return out
+}
+
+func TestRegistryRegister(t *testing.T) {
+	tests := []struct {
+		name      string
+		existing  []string
+		batch     []*quiver.Tool
+		wantErr   string
+		wantNames []string
+	}{
+		{name: "empty registry", batch: []*quiver.Tool{textTool("b", ""), textTool("a", "")}, wantNames: []string{"a", "b"}},
+		{name: "duplicate of existing", existing: []string{"a"}, batch: []*quiver.Tool{textTool("a", "")},
+			wantErr: `"a" is already registered`, wantNames: []string{"a"}},
+		{name: "duplicate within batch adds nothing", existing: []string{"x"},
+			batch:   []*quiver.Tool{textTool("c", ""), textTool("d", ""), textTool("c", "")},
+			wantErr: `"c" is already registered`, wantNames: []string{"x"}},
+		{name: "existing duplicate late in batch adds nothing", existing: []string{"x"},
+			batch: []*quiver.Tool{textTool("c", ""), textTool("x", "")}, wantErr: `"x"`, wantNames: []string{"x"}},
+		{name: "nil tool adds nothing", batch: []*quiver.Tool{textTool("c", ""), nil}, wantErr: "nil tool", wantNames: []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &quiver.Registry{}
+			for _, n := range tt.existing {
+				if err := r.Register(textTool(n, "")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := r.Register(tt.batch...)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Register: %v", err)
+			case tt.wantErr != "" && err == nil:
+				t.Fatal("Register succeeded")
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Errorf("error %q does not contain %q", err, tt.wantErr)
+			}
+			got := names(r.Tools())
+			if strings.Join(got, ",") != strings.Join(tt.wantNames, ",") {
+				t.Errorf("tools %v, want %v", got, tt.wantNames)
+			}
+		})
+	}
+}
+
+func TestRegistryNameWarnings(t *testing.T) {
+	tests := []struct {
+		name    string
+		warn    bool
+		problem string
+	}{
+		{"get_weather", false, ""},
+		{"search2_docs", false, ""},
+		{"getWeather", true, "snake_case"},
+		{"get-weather", true, "snake_case"},
+		{"bad name!", true, "[a-zA-Z0-9_-]"},
+		{"dotted.name", true, "[a-zA-Z0-9_-]"},
+		{strings.Repeat("a", 65), true, "1 to 64"},
+		{"名前", true, "[a-zA-Z0-9_-]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			r := &quiver.Registry{Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+			if err := r.Register(textTool(tt.name, "ok")); err != nil {
+				t.Fatalf("a non-conforming name was rejected: %v", err)
+			}
+			if _, ok := r.Lookup(tt.name); !ok {
+				t.Fatal("tool not registered")
+			}
+			log := buf.String()
+			if !tt.warn {
+				if log != "" {
+					t.Errorf("unexpected log output: %s", log)
+				}
+				return
+			}
+			if !strings.Contains(log, "level=WARN") || !strings.Contains(log, "naming convention") {
+				t.Errorf("no warning logged: %q", log)
+			}
+			if !strings.Contains(log, tt.problem) {
+				t.Errorf("warning %q does not say %q", log, tt.problem)
+			}
+			// The tool is still callable under its odd name.
+			res := dispatch(t, &quiver.Dispatcher{Registry: r}, tt.name, "{}")
+			wantSuccess(t, res)
+		})
+	}
+}
+
+func TestRegistryUnregisterAndLookup(t *testing.T) {
+	r := newRegistry(t, textTool("a", "A"), textTool("b", "B"))
+	if !r.Unregister("a") {
+		t.Error("Unregister(a) = false")
+	}
+	if r.Unregister("a") {
+		t.Error("second Unregister(a) = true")
+	}
+	if r.Unregister("never") {
+		t.Error("Unregister(never) = true")
+	}
+	if _, ok := r.Lookup("a"); ok {
+		t.Error("a still found")
+	}
+	if got := names(r.Tools()); strings.Join(got, ",") != "b" {
+		t.Errorf("tools %v", got)
+	}
+	d := &quiver.Dispatcher{Registry: r}
+	wantError(t, dispatch(t, d, "a", "{}"), quiver.CodeUnknownTool, "Available tools: b.")
+	// The name is free again.
+	if err := r.Register(textTool("a", "A2")); err != nil {
+		t.Fatal(err)
+	}
+	if res := dispatch(t, d, "a", "{}"); res.Text != "A2" {
+		t.Errorf("text %q", res.Text)
+	}
+	// The zero registry is usable.
+	var zero quiver.Registry
+	if zero.Unregister("x") || len(zero.Tools()) != 0 {
+		t.Error("zero registry not empty")
+	}
+	if _, ok := zero.Lookup("x"); ok {
+		t.Error("zero registry found x")
+	}
+}
+
+func TestToolAsRebadges(t *testing.T) {
+	calls := 0
+	orig := quiver.Func("web_search", "Searches the web.", func(_ context.Context, a struct {
+		Q string `json:"q" maxLength:"5"`
+	}) (string, error) {
+		calls++
+		return "results for " + a.Q, nil
+	}, quiver.WithVariables(quiver.Variable{Name: "region"}))
+	alias, err := orig.As("search_news", "Searches news sites only.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orig.Name() != "web_search" || orig.Description() != "Searches the web." {
+		t.Error("As changed the original")
+	}
+	if alias.Name() != "search_news" || alias.Description() != "Searches news sites only." {
+		t.Errorf("alias %q %q", alias.Name(), alias.Description())
+	}
+	if alias.Spec().InputSchema != orig.Spec().InputSchema || len(alias.Spec().Variables) != 1 {
+		t.Error("alias does not share the schema and declarations")
+	}
+	r := newRegistry(t, orig, alias)
+	d := &quiver.Dispatcher{Registry: r}
+	for _, name := range []string{"web_search", "search_news"} {
+		res := dispatch(t, d, name, `{"q":"go"}`)
+		wantSuccess(t, res)
+		if res.Text != "results for go" {
+			t.Errorf("%s: text %q", name, res.Text)
+		}
+		// Validation is shared too.
+		wantError(t, dispatch(t, d, name, `{"q":"toolong"}`), quiver.CodeInvalidArguments, "/q")
+	}
+	if calls != 2 {
+		t.Errorf("code ran %d times, want 2", calls)
+	}
+}
+
+// A schema-only tool executed by the activity registered under its name keeps that code when
+// offered under another name (T7: same code, other name).
+func TestToolAsKeepsActivityOfSchemaTool(t *testing.T) {
+	orig, err := quiver.ParseSchemaTool([]byte(`{"description":"Translates","_tool":"translate","properties":{"text":{"type":"string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias, err := orig.As("translate_fr", "Translates into French.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRegistry(t, orig, alias)
+	if err := r.RegisterActivity("translate", func(_ context.Context, args json.RawMessage) (any, error) {
+		return "translated " + string(args), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d := &quiver.Dispatcher{Registry: r}
+	for _, name := range []string{"translate", "translate_fr"} {
+		if r.Latent(mustLookup(t, r, name)) {
+			t.Errorf("%s is latent", name)
+		}
+		res := dispatch(t, d, name, `{"text":"hi"}`)
+		wantSuccess(t, res)
+		if res.Text != `translated {"text":"hi"}` {
+			t.Errorf("%s: text %q", name, res.Text)
+		}
+	}
+}
+
+func mustLookup(t testing.TB, r *quiver.Registry, name string) *quiver.Tool {
+	t.Helper()
+	tool, ok := r.Lookup(name)
+	if !ok {
+		t.Fatalf("%s not registered", name)
+	}
+	return tool
+}
+
+// TestDefaultRegistry checks the blank-import pattern: tools/clock registers get_current_time
+// in quiver.Default at import time, and a zero Dispatcher uses Default.
+func TestDefaultRegistry(t *testing.T) {
+	tool, ok := quiver.Default.Lookup("get_current_time")
+	if !ok {
+		t.Fatal("get_current_time is not in quiver.Default after importing tools/clock")
+	}
+	if tool != clock.Tool {
+		t.Error("Default holds another tool than clock.Tool")
+	}
+	var d quiver.Dispatcher
+	res := dispatch(t, &d, "get_current_time", `{"timezone":"UTC"}`)
+	wantSuccess(t, res)
+	if !strings.Contains(string(res.Value), `"timezone":"UTC"`) {
+		t.Errorf("value %s", res.Value)
+	}
+
+	// Register and MustRegister go to Default; duplicates fail there too.
+	extra := textTool("quiver_test_default_extra", "x")
+	if err := quiver.Register(extra); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { quiver.Default.Unregister(extra.Name()) })
+	if err := quiver.Register(extra); err == nil {
+		t.Error("duplicate accepted by Register")
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("MustRegister of a duplicate did not panic")
+			}
+		}()
+		quiver.MustRegister(clock.Tool)
+	}()
+	if res := dispatch(t, &d, "quiver_test_default_extra", ""); res.Text != "x" {
+		t.Errorf("text %q", res.Text)
+	}
+}
