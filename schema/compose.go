@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 )
 
@@ -97,6 +98,9 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 		if err := hoistDefs(root, item, t.Name); err != nil {
 			return nil, err
 		}
+		if item.Properties == nil {
+			item.Properties = map[string]*Schema{} // {"type":"object"}, struct{}: no arguments
+		}
 		var tool any = t.Name
 		item.Properties[ToolField] = &Schema{Const: &tool, Description: t.Description}
 		item.Properties[ReasoningField] = &Schema{Type: "string",
@@ -146,10 +150,13 @@ func hoistDefs(root, s *Schema, prefix string) error {
 	if root.Defs == nil {
 		root.Defs = map[string]*Schema{}
 	}
+	// The prefix becomes part of a JSON pointer in a URI fragment: escape it (RFC 6901, then
+	// percent-encoding) so that a tool named "fs/read" or "50%off" still resolves.
+	escaped := url.PathEscape(strings.NewReplacer("~", "~0", "/", "~1").Replace(prefix))
 	rename := func(ref string) (string, error) {
 		for _, p := range []string{"#/$defs/", "#/definitions/"} {
 			if name, ok := strings.CutPrefix(ref, p); ok {
-				return "#/$defs/" + prefix + "." + name, nil
+				return "#/$defs/" + escaped + "." + name, nil
 			}
 		}
 		if ref == "#" {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -102,22 +104,68 @@ func checkDefault(root, ps *Schema, name string) error {
 	return nil
 }
 
+// resolveLocalRef resolves a $ref that is a JSON pointer into root: #, #/$defs/NAME,
+// #/definitions/NAME, or any other path such as #/properties/a (which zod-to-json-schema writes
+// for a schema it reuses).
 func resolveLocalRef(root *Schema, ref string) (*Schema, error) {
-	var defs map[string]*Schema
-	var name string
-	switch {
-	case strings.HasPrefix(ref, "#/$defs/"):
-		defs, name = root.Defs, strings.TrimPrefix(ref, "#/$defs/")
-	case strings.HasPrefix(ref, "#/definitions/"):
-		defs, name = root.Definitions, strings.TrimPrefix(ref, "#/definitions/")
-	case ref == "#":
+	if ref == "#" {
 		return root, nil
-	default:
-		return nil, fmt.Errorf("schema: unsupported $ref %q (only #, #/$defs/NAME and #/definitions/NAME)", ref)
 	}
-	name = strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")
-	s, ok := defs[name]
+	path, ok := strings.CutPrefix(ref, "#/")
 	if !ok {
+		return nil, fmt.Errorf("schema: unsupported $ref %q (only references into the schema itself, such as #/$defs/NAME)", ref)
+	}
+	s := root
+	tokens := strings.Split(path, "/")
+	for i := 0; i < len(tokens) && s != nil; i++ {
+		key := func() string { // the token after the keyword: a name or an index
+			i++
+			if i == len(tokens) {
+				return ""
+			}
+			tok := tokens[i]
+			if t, err := url.PathUnescape(tok); err == nil { // a $ref is a URI fragment
+				tok = t
+			}
+			return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		}
+		index := func(list []*Schema) *Schema {
+			n, err := strconv.Atoi(key())
+			if err != nil || n < 0 || n >= len(list) {
+				return nil
+			}
+			return list[n]
+		}
+		switch tokens[i] {
+		case "$defs":
+			s = s.Defs[key()]
+		case "definitions":
+			s = s.Definitions[key()]
+		case "properties":
+			s = s.Properties[key()]
+		case "patternProperties":
+			s = s.PatternProperties[key()]
+		case "dependentSchemas":
+			s = s.DependentSchemas[key()]
+		case "items":
+			s = s.Items
+		case "additionalProperties":
+			s = s.AdditionalProperties
+		case "not":
+			s = s.Not
+		case "anyOf":
+			s = index(s.AnyOf)
+		case "oneOf":
+			s = index(s.OneOf)
+		case "allOf":
+			s = index(s.AllOf)
+		case "prefixItems":
+			s = index(s.PrefixItems)
+		default:
+			s = nil
+		}
+	}
+	if s == nil {
 		return nil, fmt.Errorf("schema: $ref %q: no such definition", ref)
 	}
 	return s, nil

@@ -112,7 +112,8 @@ func gemini(root, s *Schema, refDepth int) (map[string]any, error) {
 			any = append(any, g)
 		}
 		out["anyOf"] = any
-	case isFreeForm(s):
+	case isFreeForm(s), len(ts) == 1 && ts[0] == "object" && len(s.Properties) == 0 && !isRecord(s):
+		// Gemini rejects an OBJECT without properties: such a value travels as JSON text.
 		return geminiJSONText(s.Description, nullOK), nil
 	case isRecord(s):
 		c := s.CloneSchemas()

@@ -31,9 +31,13 @@ func inbound(root, orig *Schema, v any, depth int) any {
 			}
 			return v
 		}
-		if orig.Items != nil {
+		items := orig.Items
+		if items == nil && schemaType(orig) == "array" {
+			items = &Schema{} // items without a schema were rendered as JSON text
+		}
+		if items != nil {
 			for i := range x {
-				x[i] = inbound(root, orig.Items, x[i], depth+1)
+				x[i] = inbound(root, items, x[i], depth+1)
 			}
 		}
 	case map[string]any:

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -166,6 +167,9 @@ func applyTags(tag reflect.StructTag, s *Schema) error {
 		values, err := parseList(v, target)
 		if err != nil {
 			return fmt.Errorf("tag enum:%q: %w", v, err)
+		}
+		if allowsNull(target) && !slices.ContainsFunc(values, func(x any) bool { return x == nil }) {
+			values = append(values, nil) // a pointer may be nil: enum must not reject the null its type allows
 		}
 		target.Enum = values
 	}

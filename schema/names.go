@@ -52,12 +52,16 @@ func (r nameRule) valid(name string) bool {
 func mapNames(rule nameRule, names []string) (map[string]string, map[string]string, error) {
 	out := make(map[string]string, len(names)) // canonical -> provider
 	back := make(map[string]string, len(names))
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			return nil, nil, fmt.Errorf("schema: duplicate tool name %q", n)
+		}
+		seen[n] = true
+	}
 	// Names that already conform keep them; others must not collide with those.
 	for _, n := range names {
 		if rule.valid(n) {
-			if _, dup := back[n]; dup {
-				return nil, nil, fmt.Errorf("schema: duplicate tool name %q", n)
-			}
 			out[n], back[n] = n, n
 		}
 	}

@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"cmp"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
@@ -43,6 +45,10 @@ func problems(root *validator.ValidationError) []Problem {
 		add(&out, seen, Problem{pointer(e.InstanceLocation), describe(e.ErrorKind)})
 	}
 	walk(root)
+	// The validator walks maps in random order: sort, so the same call always gets the same text.
+	slices.SortStableFunc(out, func(a, b Problem) int {
+		return cmp.Or(strings.Compare(a.Pointer, b.Pointer), strings.Compare(a.Message, b.Message))
+	})
 	return out
 }
 
@@ -65,7 +71,10 @@ func alternatives(e *validator.ValidationError) string {
 		for len(leaf.Causes) == 1 {
 			leaf = leaf.Causes[0]
 		}
-		if t, ok := leaf.ErrorKind.(*kind.Type); ok && len(leaf.Causes) == 0 {
+		// Only a branch that rejects the value itself by its type says which types were allowed; a
+		// type error deeper inside (e.g. /x/label) is a reason like any other.
+		if t, ok := leaf.ErrorKind.(*kind.Type); ok && len(leaf.Causes) == 0 &&
+			pointer(leaf.InstanceLocation) == pointer(e.InstanceLocation) {
 			types = append(types, t.Want...)
 			got = t.Got
 			continue

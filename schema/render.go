@@ -172,6 +172,13 @@ func plainParameters(s *Schema) (json.RawMessage, error) {
 	if s == nil {
 		return emptyObject, nil
 	}
+	if s.Properties == nil && schemaType(s) == "object" {
+		// OpenAI rejects an object schema without properties ("object schema missing
+		// properties"), as MCP servers often write {"type":"object"}; an empty map means the same.
+		c := *s
+		c.Properties = map[string]*Schema{}
+		s = &c
+	}
 	return marshalClean(s)
 }
 

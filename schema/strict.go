@@ -2,12 +2,16 @@ package schema
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 )
 
 // strictMaxDepth is OpenAI strict mode's limit on object nesting.
 const strictMaxDepth = 10
+
+// strictMaxProperties is OpenAI strict mode's limit on object properties in one schema.
+const strictMaxProperties = 5000
 
 // strictFormats are the string formats OpenAI strict mode accepts.
 var strictFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
@@ -28,20 +32,50 @@ func strict(in *Schema) (*Schema, []string, error) {
 	if schemaType(s) != "object" || s.AnyOf != nil || s.OneOf != nil {
 		return nil, nil, fmt.Errorf("the root must be a plain object schema")
 	}
+	if len(s.Properties) == 0 && isFreeForm(s) {
+		// No declared arguments ({"type":"object"}, as MCP servers write it): offer none, as for
+		// a nil schema, rather than turn the root into JSON text.
+		s.Properties, s.AdditionalProperties = map[string]*Schema{}, falseSchema()
+	}
+	if isRecord(s) {
+		return nil, nil, fmt.Errorf("the root must be a plain object schema, not a map")
+	}
+	if len(s.Definitions) > 0 {
+		// Strict mode knows $defs, not draft-07's definitions.
+		if s.Defs == nil {
+			s.Defs = map[string]*Schema{}
+		}
+		for name, d := range s.Definitions {
+			if _, clash := s.Defs[name]; clash {
+				return nil, nil, fmt.Errorf("%q is both in $defs and in definitions", name)
+			}
+			s.Defs[name] = d
+		}
+		s.Definitions = nil
+		walk(s, func(x *Schema) {
+			if name, ok := strings.CutPrefix(x.Ref, "#/definitions/"); ok {
+				x.Ref = "#/$defs/" + name
+			}
+		})
+	}
 	if err := st.visit(s, "", 0); err != nil {
 		return nil, nil, err
 	}
-	for _, defs := range []map[string]*Schema{s.Defs, s.Definitions} {
-		for name, d := range defs {
-			if err := st.visit(d, "$defs/"+name, 1); err != nil {
-				return nil, nil, err
-			}
+	for name, d := range s.Defs {
+		if err := st.visit(d, "$defs/"+name, 1); err != nil {
+			return nil, nil, err
 		}
+	}
+	if st.properties > strictMaxProperties {
+		return nil, nil, fmt.Errorf("the schema has %d properties, more than strict mode's %d", st.properties, strictMaxProperties)
 	}
 	return s, st.notes, nil
 }
 
-type strictState struct{ notes []string }
+type strictState struct {
+	notes      []string
+	properties int // object properties counted so far
+}
 
 func falseSchema() *Schema { return &Schema{Not: &Schema{}} }
 
@@ -57,8 +91,21 @@ func (st *strictState) visit(s *Schema, path string, depth int) error {
 	if depth > strictMaxDepth {
 		return fmt.Errorf("%s is nested deeper than strict mode's %d levels", orRoot(path), strictMaxDepth)
 	}
-	if s.Ref != "" {
-		return nil // $defs are visited on their own
+	if s.Ref != "" { // $defs are visited on their own
+		if name, ok := strings.CutPrefix(s.Ref, "#/$defs/"); s.Ref != "#" && (!ok || strings.Contains(name, "/")) {
+			return fmt.Errorf("%s uses $ref %q; strict mode refers only to # and #/$defs/NAME", orRoot(path), s.Ref)
+		}
+		st.dropUnsupported(s, path)
+		bare := *s
+		bare.Title, bare.Description = "", ""
+		if !reflect.DeepEqual(bare, Schema{Ref: s.Ref}) {
+			return fmt.Errorf("%s uses keywords beside $ref, which strict mode does not support", orRoot(path))
+		}
+		if s.Title != "" || s.Description != "" {
+			// Strict mode rejects any keyword beside $ref: the annotations go on a wrapper.
+			*s = Schema{Title: s.Title, Description: s.Description, AnyOf: []*Schema{{Ref: s.Ref}}}
+		}
+		return nil
 	}
 	for kw, used := range map[string]bool{
 		"allOf": s.AllOf != nil, "not": s.Not != nil && !isFalse(s), "if": s.If != nil,
@@ -85,6 +132,10 @@ func (st *strictState) visit(s *Schema, path string, depth int) error {
 	}
 	if schemaType(s) == "object" || s.Properties != nil {
 		s.AdditionalProperties = falseSchema()
+		if s.Properties == nil {
+			s.Properties = map[string]*Schema{} // strict mode rejects an object without properties
+		}
+		st.properties += len(s.Properties)
 		order := propertyOrder(s)
 		for _, name := range order {
 			p := s.Properties[name]
@@ -142,6 +193,7 @@ func (st *strictState) dropUnsupported(s *Schema, path string) {
 	s.Examples, s.Comment, s.ContentEncoding, s.ContentMediaType = nil, "", "", ""
 	s.ReadOnly, s.WriteOnly, s.Deprecated = false, false, false
 	s.Schema, s.ID, s.Anchor, s.DynamicAnchor = "", "", "", ""
+	s.Extra = nil // unknown keywords (x-...), which strict mode rejects
 }
 
 // isFreeForm reports whether s accepts any value, or any object, with nothing to constrain it:
@@ -158,7 +210,7 @@ const jsonTextNote = "a JSON value written as JSON text"
 
 func toJSONText(s *Schema) {
 	desc := strings.TrimSpace(s.Description + " (" + jsonTextNote + ")")
-	nullOK := allowsNull(s)
+	nullOK := allowsNull(s) || isEmpty(s) // the empty schema accepts null too
 	*s = Schema{Type: "string", Description: desc}
 	if nullOK {
 		s.Type, s.Types = "", []string{"string", "null"}
@@ -194,7 +246,10 @@ func nullable(p *Schema) *Schema {
 	}
 	switch {
 	case p.Ref != "" || p.Const != nil:
-		return &Schema{Description: p.Description, AnyOf: []*Schema{p, {Type: "null"}}}
+		// The annotations go on the wrapper: strict mode rejects keywords beside $ref.
+		inner := *p
+		inner.Title, inner.Description = "", ""
+		return &Schema{Title: p.Title, Description: p.Description, AnyOf: []*Schema{&inner, {Type: "null"}}}
 	case p.AnyOf != nil || p.OneOf != nil:
 		p.AnyOf = append(append(p.AnyOf, p.OneOf...), &Schema{Type: "null"})
 		p.OneOf = nil
