@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
 )
 
 // The benchmark tool of issue 2: two fields, city and days (an integer from 1 to 14).
@@ -76,6 +77,61 @@ func BenchmarkBaseline(b *testing.B) {
 		}
 		if _, err := json.Marshal(out); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+type forecastFromArgs struct {
+	City string `json:"city" description:"city name" minLength:"1"`
+	Days int    `json:"days" description:"days ahead" minimum:"1" maximum:"14"`
+	From string `json:"from" description:"first day" format:"date"`
+}
+
+// BenchmarkDispatchWithFormat adds a date field: formats are checked on the fast path too.
+func BenchmarkDispatchWithFormat(b *testing.B) {
+	reg := &quiver.Registry{}
+	reg.Register(quiver.Func("get_forecast", "Weather forecast for a city.",
+		func(_ context.Context, a forecastFromArgs) (forecast, error) {
+			return forecast{City: a.City, Days: a.Days, Summary: "sunny"}, nil
+		}))
+	d := &quiver.Dispatcher{Registry: reg}
+	ctx := context.Background()
+	call := quiver.Call{Name: "get_forecast", Args: json.RawMessage(`{"city":"Paris","days":3,"from":"2026-11-22"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := d.Dispatch(ctx, call)
+		if err != nil || r.IsError() {
+			b.Fatal(r.Error, err)
+		}
+	}
+}
+
+// BenchmarkDispatchFullValidation uses a schema the fast path does not cover (a union), so
+// every call is decoded into a value tree and checked by the full JSON Schema validator.
+func BenchmarkDispatchFullValidation(b *testing.B) {
+	var in schema.Schema
+	if err := json.Unmarshal([]byte(`{"type":"object","properties":{
+		"city":{"type":"string","minLength":1},
+		"days":{"anyOf":[{"type":"integer","minimum":1,"maximum":14},{"type":"string","enum":["week"]}]}},
+		"required":["city","days"],"additionalProperties":false}`), &in); err != nil {
+		b.Fatal(err)
+	}
+	reg := &quiver.Registry{}
+	reg.Register(quiver.Func("get_forecast", "Weather forecast for a city.",
+		func(_ context.Context, a struct {
+			City string `json:"city"`
+			Days any    `json:"days"`
+		}) (forecast, error) {
+			return forecast{City: a.City, Summary: "sunny"}, nil
+		}, quiver.WithInputSchema(&in)))
+	d := &quiver.Dispatcher{Registry: reg}
+	ctx := context.Background()
+	call := quiver.Call{Name: "get_forecast", Args: benchArgs}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := d.Dispatch(ctx, call)
+		if err != nil || r.IsError() {
+			b.Fatal(r.Error, err)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	validator "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // QuickCheck is the dispatcher's fast path. The validator works on decoded values
@@ -48,7 +50,8 @@ type qnode struct {
 
 	minLen, maxLen int // -1: none
 	pattern        *regexp.Regexp
-	enum           []string // string values only; nil: no enum
+	format         *validator.Schema // {"format": F} compiled, so formats mean what they mean on the full path
+	enum           []string          // string values only; nil: no enum
 
 	min, max, exMin, exMax             float64
 	hasMin, hasMax, hasExMin, hasExMax bool
@@ -101,7 +104,7 @@ func qcompile(s *Schema, root bool) (*qnode, bool) {
 		s.DependencySchemas != nil || s.DependencyStrings != nil || s.UnevaluatedItems != nil ||
 		s.UnevaluatedProperties != nil || s.Contains != nil || s.PrefixItems != nil ||
 		s.ItemsArray != nil || s.AdditionalItems != nil || s.UniqueItems || s.MinProperties != nil ||
-		s.MaxProperties != nil || s.MultipleOf != nil || s.Format != "" || s.Const != nil ||
+		s.MaxProperties != nil || s.MultipleOf != nil || s.Const != nil ||
 		s.MinContains != nil || s.MaxContains != nil || len(s.Extra) > 0 {
 		return nil, false
 	}
@@ -139,6 +142,13 @@ func qcompile(s *Schema, root bool) (*qnode, bool) {
 			n.enum = append(n.enum, str)
 		}
 		n.types &= tString
+	}
+	if s.Format != "" {
+		f, err := compileJSON([]byte(`{"format":` + strconv.Quote(s.Format) + `}`))
+		if err != nil {
+			return nil, false
+		}
+		n.format = f
 	}
 	if s.MinLength != nil {
 		n.minLen = *s.MinLength
@@ -510,7 +520,10 @@ func (s *scanner) escape() bool {
 func (n *qnode) checkString(raw []byte, escaped bool) bool {
 	if escaped {
 		// The raw bytes are not the value: only constraint-free strings pass.
-		return n.minLen < 0 && n.maxLen < 0 && n.pattern == nil && n.enum == nil
+		return n.minLen < 0 && n.maxLen < 0 && n.pattern == nil && n.enum == nil && n.format == nil
+	}
+	if n.format != nil && n.format.Validate(string(raw)) != nil {
+		return false
 	}
 	if n.minLen >= 0 || n.maxLen >= 0 {
 		l := utf8.RuneCount(raw)

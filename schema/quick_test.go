@@ -15,6 +15,7 @@ var quickSchemas = []string{
 	`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"array","items":{"type":"object","properties":{"c":{"type":"boolean"}},"required":["c"],"additionalProperties":false}}},"additionalProperties":{"type":"integer"}}}}`,
 	`{"type":"object","additionalProperties":{"type":"string"}}`,
 	`{"type":"object","properties":{"any":{},"nul":{"type":"null"}}}`,
+	`{"type":"object","properties":{"from":{"type":"string","format":"date"},"at":{"type":"string","format":"date-time"},"mail":{"type":["string","null"],"format":"email"},"id":{"type":"string","format":"uuid"}}}`,
 }
 
 // quickInputs are argument texts, valid and invalid, exercised against every schema.
@@ -30,6 +31,9 @@ var quickInputs = []string{
 	`{"k":"v","k2":"v2"}`, `{"k":1}`, `{"any":[1,{"x":null}],"nul":null}`, `{"nul":0}`, `{"_meta":1}`,
 	`[]`, `"str"`, `null`, `{`, `{"a":}`, `{"a" 1}`, `{"a":1,}`, `{"a":[1,]}`, `{"a":tru}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`,
 	"{\"q\":\"a\x01b\"}", "{\"q\":\"\xff\"}",
+	`{"from":"2026-11-22"}`, `{"from":"2026-13-01"}`, `{"from":"22/11/2026"}`, `{"from":"2026-11-2\u0032"}`,
+	`{"at":"2026-11-22T10:00:00Z"}`, `{"at":"2026-11-22 10:00"}`, `{"mail":"a@b.co"}`, `{"mail":"nope"}`, `{"mail":null}`,
+	`{"id":"123e4567-e89b-12d3-a456-426614174000"}`, `{"id":"123"}`,
 }
 
 // TestQuickAgreesWithValidator is the differential test: wherever the fast path says "valid",
@@ -93,6 +97,8 @@ func TestQuickCoversCommonCalls(t *testing.T) {
 		{quickSchemas[2], `{ }`, ``}, // missing required: not known, full path words the error
 		{quickSchemas[2], `{"opt":"x","mode":"slow"}`, `{"opt":"x","mode":"slow","limit":10}`},
 		{quickSchemas[3], `{"a":{"b":[{"c":true}],"z":3}}`, `{"a":{"b":[{"c":true}],"z":3}}`},
+		{quickSchemas[6], `{"from":"2026-11-22","at":"2026-11-22T10:00:00Z"}`, `{"from":"2026-11-22","at":"2026-11-22T10:00:00Z"}`},
+		{quickSchemas[6], `{"from":"2026-13-01"}`, ``},
 	}
 	for _, tt := range tests {
 		c, err := CompileJSON([]byte(tt.schema))
@@ -123,7 +129,6 @@ func TestQuickDeclinesUnsupportedSchemas(t *testing.T) {
 	for _, doc := range []string{
 		`{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"string"}}}`,
 		`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}`,
-		`{"type":"object","properties":{"a":{"type":"string","format":"date-time"}}}`,
 		`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"integer","default":1}}}}}`,
 		`{"type":"object","properties":{"a":{"type":"integer","multipleOf":2}}}`,
 		`{"type":"object","properties":{"a":{"const":"x"}}}`,
