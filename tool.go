@@ -266,6 +266,10 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 		o(&spec)
 	}
 	in := reflect.TypeFor[In]()
+	var guard *keyGuard
+	if spec.InputSchema != nil {
+		guard = newKeyGuard(in)
+	}
 	if spec.InputSchema == nil && !noArgs(in) {
 		s, err := schema.InferType(in)
 		if err != nil {
@@ -289,6 +293,15 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 	t.fn = func(ctx context.Context, args json.RawMessage) (any, error) {
 		var v In
 		if len(args) > 0 && takesArgs {
+			if guard != nil {
+				decoded, err := schema.Decode(args)
+				if err == nil {
+					err = guard.check(decoded, "")
+				}
+				if err != nil {
+					return nil, Fail(CodeInvalidArguments, "invalid arguments: %v", err)
+				}
+			}
 			if err := json.Unmarshal(args, &v); err != nil {
 				return nil, Fail(CodeInvalidArguments, "arguments do not fit the tool's Go type: %v", err)
 			}

@@ -1,0 +1,96 @@
+package quiver
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// keyGuard rejects argument keys that differ only in case from a Go field's JSON name.
+// encoding/json matches object keys to struct fields case-insensitively, so with a
+// hand-written schema that admits extra properties, {"N": 100} would pass validation (N being
+// an extra property) and then be decoded into field n, escaping n's constraints. Inferred
+// schemas close every struct (additionalProperties: false) and need no guard.
+type keyGuard struct {
+	fields map[string]*keyGuard // a struct's JSON names; a nil value has nothing to check below
+	elem   *keyGuard            // a slice's, array's or map's elements
+}
+
+// newKeyGuard returns the guard for t, or nil when t decodes no struct fields.
+func newKeyGuard(t reflect.Type) *keyGuard {
+	return buildKeyGuard(t, map[reflect.Type]*keyGuard{})
+}
+
+func buildKeyGuard(t reflect.Type, seen map[reflect.Type]*keyGuard) *keyGuard {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if g, ok := seen[t]; ok {
+		return g // recursive type: reuse the guard being built
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		g := &keyGuard{}
+		seen[t] = g
+		if g.elem = buildKeyGuard(t.Elem(), seen); g.elem == nil {
+			seen[t] = nil
+			return nil
+		}
+		return g
+	case reflect.Struct:
+		g := &keyGuard{fields: map[string]*keyGuard{}}
+		seen[t] = g
+		for _, f := range reflect.VisibleFields(t) {
+			if f.Anonymous || !f.IsExported() {
+				continue
+			}
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			if name == "" {
+				name = f.Name
+			}
+			g.fields[name] = buildKeyGuard(f.Type, seen)
+		}
+		return g
+	}
+	return nil
+}
+
+// check walks a decoded value alongside the guard's type.
+func (g *keyGuard) check(v any, ptr string) error {
+	if g == nil {
+		return nil
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if g.fields == nil {
+				if err := g.elem.check(val, ptr+"/"+k); err != nil {
+					return err
+				}
+				continue
+			}
+			if child, ok := g.fields[k]; ok {
+				if err := child.check(val, ptr+"/"+k); err != nil {
+					return err
+				}
+				continue
+			}
+			for name := range g.fields {
+				if strings.EqualFold(name, k) {
+					return fmt.Errorf("%s/%s: property names are case-sensitive: use %q", ptr, truncate(k, 40), name)
+				}
+			}
+		}
+	case []any:
+		for i, val := range x {
+			if err := g.elem.check(val, fmt.Sprintf("%s/%d", ptr, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
