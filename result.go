@@ -271,6 +271,7 @@ type ToolError struct {
 	Message string
 }
 
+// Error returns the message.
 func (e *ToolError) Error() string { return e.Message }
 
 // Fail returns a *ToolError with the given code and message.

@@ -181,6 +181,7 @@ type MissingVariablesError struct {
 	Missing []Variable
 }
 
+// Error names every missing variable and says where to set it.
 func (e *MissingVariablesError) Error() string {
 	parts := make([]string, len(e.Missing))
 	for i, v := range e.Missing {

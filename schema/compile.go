@@ -146,6 +146,7 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// String renders the problem as "/pointer: message" ("/" for the root).
 func (p Problem) String() string {
 	ptr := p.Pointer
 	if ptr == "" {
@@ -154,6 +155,7 @@ func (p Problem) String() string {
 	return ptr + ": " + p.Message
 }
 
+// Error joins every problem with "; ".
 func (e *ValidationError) Error() string {
 	parts := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
