@@ -43,7 +43,9 @@ func (d *Dispatcher) Any(ctx context.Context, calls ...Call) (int, *Result, erro
 }
 
 // Race dispatches calls concurrently and returns the first result to settle, success or
-// failure, and its index (M5); the other calls are cancelled.
+// failure, and its index (M5); the other calls are cancelled. Like Any, it returns once every
+// call has settled (a handler that ignores cancellation delays it by up to the Grace period),
+// so that no handler outlives it unobserved.
 func (d *Dispatcher) Race(ctx context.Context, calls ...Call) (int, *Result, error) {
 	return d.first(ctx, calls, func(*Result) bool { return true })
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,9 +39,10 @@ type Call struct {
 	// NoRecord runs the call through the whole pipeline without recording the result (X9).
 	NoRecord bool `json:"-"`
 
-	tool    *Tool
-	vars    map[string]string
-	secrets []string
+	tool          *Tool
+	vars          map[string]string
+	secrets       []string
+	outputChecked bool // a latent tool's _output was already checked against the output schema
 }
 
 // Tool returns the tool the call resolved to, or nil before lookup (and for unknown names).
@@ -128,8 +131,9 @@ type Dispatcher struct {
 	// MaxArgsBytes caps the size of a call's arguments; zero means 1 MiB.
 	MaxArgsBytes int
 
-	once    sync.Once
-	handler Handler
+	once      sync.Once
+	handler   Handler
+	policyErr error // a malformed policy refuses every call rather than guess
 }
 
 const (
@@ -145,6 +149,7 @@ func (d *Dispatcher) registry() *Registry {
 }
 
 func (d *Dispatcher) build() {
+	d.policyErr = d.Policy.Validate()
 	h := d.execute
 	h = d.checkOutput(h)
 	for i := len(d.Middleware) - 1; i >= 0; i-- {
@@ -165,8 +170,22 @@ func (d *Dispatcher) build() {
 func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 	d.once.Do(d.build)
 	c := &call
-	c.tool, c.vars, c.secrets = nil, nil, nil
-	r := d.handler(context.WithValue(ctx, callKey{}, c), c)
+	c.tool, c.vars, c.secrets, c.outputChecked = nil, nil, nil, false
+	if c.Meta != nil {
+		c.Meta = maps.Clone(c.Meta) // meta-fields are added to it; the caller's map stays as it was
+	}
+	if parent := CallFrom(ctx); parent != nil {
+		// A call made from inside a tool must not reveal what the calling tool may not.
+		c.secrets = slices.Clone(parent.secrets)
+	}
+	var r *Result
+	if d.policyErr != nil {
+		r = Errorf(CodePolicyDenied, "no tool can run: the dispatcher's policy is invalid: %v", d.policyErr)
+	} else if ctx.Err() != nil {
+		r = stopped(ctx, c, 0)
+	} else {
+		r = d.handler(context.WithValue(ctx, callKey{}, c), c)
+	}
 	if r.IsError() {
 		if d.Hooks.AfterFailure != nil {
 			d.Hooks.AfterFailure(ctx, c, r)
@@ -213,7 +232,12 @@ func (d *Dispatcher) Tools() []*Tool { return d.Policy.Effective(d.registry()) }
 func (d *Dispatcher) mask(next Handler) Handler {
 	return func(ctx context.Context, c *Call) *Result {
 		r := next(ctx, c)
-		redact(r, c.secrets)
+		if len(c.secrets) > 0 {
+			redact(r, c.secrets)
+			// The call is done: what hooks and the recorder see of its arguments is masked
+			// too (a tool may pass a secret on to a tool it calls).
+			c.Args = redactJSON(c.Args, secretReplacer(c.secrets))
+		}
 		return r
 	}
 }
@@ -488,7 +512,7 @@ func (d *Dispatcher) checkOutput(next Handler) Handler {
 	return func(ctx context.Context, c *Call) *Result {
 		r := next(ctx, c)
 		t := c.tool
-		if r.IsError() || t.output == nil || t.outputTrusted {
+		if r.IsError() || t.output == nil || t.outputTrusted || c.outputChecked {
 			return r
 		}
 		if r.Value == nil {
@@ -511,7 +535,14 @@ func (d *Dispatcher) execute(ctx context.Context, c *Call) *Result {
 	if t.spec.Target == TargetClient {
 		return Errorf(CodeClientTool, "tool %s runs in the client; the run waits for the client to post its result", c.Name)
 	}
-	fn := d.registry().activity(t)
+	if ctx.Err() != nil {
+		// Cancelled while waiting for confirmation or variables: do not start the work.
+		return stopped(ctx, c, 0)
+	}
+	fn, err := d.registry().activity(t)
+	if err != nil {
+		return Errorf(CodeToolError, "tool %s cannot run: %v", c.Name, err)
+	}
 	if fn == nil {
 		return latentResult(c)
 	}
@@ -539,6 +570,7 @@ func latentResult(c *Call) *Result {
 			return Errorf(CodeInvalidOutput, "%s of %s does not match the tool's output schema: %v", schema.OutputField, c.Name, err)
 		}
 	}
+	c.outputChecked = true
 	return &Result{Status: StatusSuccess, Value: c.Output}
 }
 

@@ -320,10 +320,11 @@ func TestOutputCheck(t *testing.T) {
 			quiver.CodeInvalidOutput, "/grade"},
 		{"inferred with constraints, valid",
 			quiver.Func("t", "T.", func(context.Context, struct{}) (rated, error) { return rated{Grade: "B"}, nil }), "", ""},
-		// The inferred schema of an unconstrained Go type is trusted, so even a value that does
-		// not fit it passes (the check would only cost time for honest types).
-		{"trusted inferred output not checked",
-			quiver.Func("t", "T.", func(context.Context, struct{}) (lying, error) { return lying{N: 1}, nil }), "", ""},
+		// A type that encodes itself is not described by the schema inferred from its Go shape,
+		// so its results are checked even without constraint tags.
+		{"custom MarshalJSON is checked",
+			quiver.Func("t", "T.", func(context.Context, struct{}) (lying, error) { return lying{N: 1}, nil }),
+			quiver.CodeInvalidOutput, "/n: expected integer, got string"},
 		{"same schema hand-written is checked",
 			quiver.Func("t", "T.", func(context.Context, struct{}) (lying, error) { return lying{N: 1}, nil },
 				quiver.WithOutputSchema(mustSchema(t, `{"type":"object","properties":{"n":{"type":"integer"}}}`))),

@@ -154,3 +154,12 @@ func mustSchema(t testing.TB, doc string) *schema.Schema {
 	}
 	return &s
 }
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -3,6 +3,7 @@ package quiver
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -40,15 +41,26 @@ func buildKeyGuard(t reflect.Type, seen map[reflect.Type]*keyGuard) *keyGuard {
 	case reflect.Struct:
 		g := &keyGuard{fields: map[string]*keyGuard{}}
 		seen[t] = g
+		// encoding/json's rules: an embedded struct without a json name has its fields
+		// promoted; with a name it is one field, and its own fields are not promoted.
+		var named [][]int
 		for _, f := range reflect.VisibleFields(t) {
-			if f.Anonymous || !f.IsExported() {
+			if slices.ContainsFunc(named, func(prefix []int) bool {
+				return len(f.Index) > len(prefix) && slices.Equal(f.Index[:len(prefix)], prefix)
+			}) {
 				continue
 			}
 			tag := f.Tag.Get("json")
-			if tag == "-" {
+			name, _, _ := strings.Cut(tag, ",")
+			if tag == "-" || (!f.IsExported() && !f.Anonymous) {
 				continue
 			}
-			name, _, _ := strings.Cut(tag, ",")
+			if f.Anonymous {
+				if name == "" {
+					continue // promoted: its fields come next in VisibleFields
+				}
+				named = append(named, f.Index)
+			}
 			if name == "" {
 				name = f.Name
 			}

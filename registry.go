@@ -55,6 +55,9 @@ func (r *Registry) Register(tools ...*Tool) error {
 		if t == nil {
 			return fmt.Errorf("quiver: register: nil tool")
 		}
+		if !t.ready {
+			return fmt.Errorf("quiver: register: a tool must be built by NewTool, NewFunc, Func or ParseSchemaTool")
+		}
 		n := t.Name()
 		if _, dup := r.tools[n]; dup || batch[n] {
 			return fmt.Errorf("quiver: register: a tool named %q is already registered", n)
@@ -145,22 +148,35 @@ func (r *Registry) RegisterActivity(name string, fn ToolFunc) error {
 	return nil
 }
 
-// activity returns the code that executes t: its own function, the activity it names, or the
-// activity registered under its name; nil means t is latent.
-func (r *Registry) activity(t *Tool) ToolFunc {
+// activity returns the code that executes t (M1): its own function, else the activity its
+// spec names, else the activity registered under its name; nil means t is latent. A tool that
+// names an activity is never latent: if neither that activity nor one under the tool's name
+// is registered, that is an error, so that a model cannot invent the result of code that was
+// meant to run.
+func (r *Registry) activity(t *Tool) (ToolFunc, error) {
 	if t.fn != nil {
-		return t.fn
-	}
-	name := t.spec.Activity
-	if name == "" {
-		name = t.spec.Name
+		return t.fn, nil
 	}
 	r.mu.RLock()
-	fn := r.activities[name]
-	r.mu.RUnlock()
-	return fn
+	defer r.mu.RUnlock()
+	if t.spec.Activity != "" {
+		if fn := r.activities[t.spec.Activity]; fn != nil {
+			return fn, nil
+		}
+	}
+	if fn := r.activities[t.spec.Name]; fn != nil {
+		return fn, nil
+	}
+	if t.spec.Activity != "" {
+		return nil, fmt.Errorf("its activity %q is not registered", t.spec.Activity)
+	}
+	return nil, nil
 }
 
-// Latent reports whether the model itself executes t: it has no code, and no activity is
-// bound to it. A latent tool's result is the _output the model supplies with the call.
-func (r *Registry) Latent(t *Tool) bool { return r.activity(t) == nil }
+// Latent reports whether the model itself executes t: it has no code, names no activity, and
+// no activity is registered under its name. A latent tool's result is the _output the model
+// supplies with the call.
+func (r *Registry) Latent(t *Tool) bool {
+	fn, err := r.activity(t)
+	return fn == nil && err == nil
+}

@@ -3,6 +3,7 @@ package quiver
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -66,7 +67,11 @@ func ParseSchemaTool(data []byte) (*Tool, error) {
 	if in.Type == "" {
 		in.Type = "object"
 	}
-	if len(in.Properties) > 0 || in.Type != "object" {
+	// Keep the schema unless nothing is left of it but "an object": a map-shaped tool
+	// (additionalProperties only) still takes arguments.
+	bare := *in
+	bare.Type, bare.Properties, bare.Required, bare.PropertyOrder = "", nil, nil, nil
+	if len(in.Properties) > 0 || in.Type != "object" || !reflect.ValueOf(bare).IsZero() {
 		spec.InputSchema = in
 	}
 	return NewTool(spec, nil)

@@ -208,7 +208,9 @@ func TestSchemaToolActivities(t *testing.T) {
 		{name: "latent still validates arguments", tool: "sentiment_analysis", latent: true,
 			args: `{"text":5,"_output":{"sentiment":"neutral"}}`, code: quiver.CodeInvalidArguments, errHas: "/text"},
 		{name: "latent without output schema", tool: "free", latent: true, args: `{"q":"x","_output":[1,2]}`, value: `[1,2]`},
-		{name: "dangling _activity is latent", tool: "dangling", latent: true, args: `{"text":"x","_output":"done"}`, value: `"done"`},
+		// A tool that names code is never latent: the model cannot invent what the code returns.
+		{name: "dangling _activity is an error", tool: "dangling", args: `{"text":"x","_output":"done"}`,
+			code: quiver.CodeToolError, errHas: `activity "not_registered" is not registered`},
 		{name: "activity output checked", tool: "checked", code: quiver.CodeInvalidOutput, errHas: "/n"},
 	}
 	for _, tt := range tests {

@@ -84,14 +84,12 @@ type Tool struct {
 	fn            ToolFunc
 	// params summarises the arguments for error messages: "city (string, required), days".
 	params string
+	ready  bool // built by init: a zero Tool cannot be registered
 }
 
 // NewTool checks spec, compiles its schemas and returns the tool. fn may be nil for a
 // schema-only tool, executed by an activity or latently (see [Registry.RegisterActivity]).
 func NewTool(spec Spec, fn ToolFunc) (*Tool, error) {
-	// The tool owns its spec: later changes to the caller's slices must not reach it.
-	spec.Examples = slices.Clone(spec.Examples)
-	spec.Variables = slices.Clone(spec.Variables)
 	t := &Tool{spec: spec, fn: fn}
 	if err := t.init(); err != nil {
 		return nil, err
@@ -101,6 +99,12 @@ func NewTool(spec Spec, fn ToolFunc) (*Tool, error) {
 
 func (t *Tool) init() error {
 	s := &t.spec
+	// The tool owns its spec: later changes to the caller's schemas or slices must not make
+	// what is rendered differ from what is validated.
+	s.InputSchema = s.InputSchema.CloneSchemas()
+	s.OutputSchema = s.OutputSchema.CloneSchemas()
+	s.Examples = slices.Clone(s.Examples)
+	s.Variables = slices.Clone(s.Variables)
 	if s.Name == "" {
 		return errors.New("quiver: tool name is empty")
 	}
@@ -121,9 +125,14 @@ func (t *Tool) init() error {
 	if err := checkVariables(s.Variables); err != nil {
 		return fmt.Errorf("quiver: tool %q: %w", s.Name, err)
 	}
-	if s.InputSchema != nil {
-		if typ := s.InputSchema.Type; typ != "object" {
-			return fmt.Errorf("quiver: tool %q: the input schema's root must have type \"object\", got %q", s.Name, typ)
+	if in := s.InputSchema; in != nil {
+		if in.Type != "object" && !slices.Equal(in.Types, []string{"object"}) {
+			return fmt.Errorf("quiver: tool %q: the input schema's root must have type \"object\", got %s", s.Name, typeText(in))
+		}
+		for name := range in.Properties {
+			if strings.HasPrefix(name, "_") {
+				return fmt.Errorf("quiver: tool %q: argument %q starts with an underscore, which marks a call's meta-fields (_reasoningForCall, _output, ...); rename it", s.Name, name)
+			}
 		}
 		c, err := schema.Compile(s.InputSchema)
 		if err != nil {
@@ -143,7 +152,18 @@ func (t *Tool) init() error {
 			return fmt.Errorf("quiver: tool %q: example %d: %w", s.Name, i, err)
 		}
 	}
+	t.ready = true
 	return nil
+}
+
+func typeText(s *schema.Schema) string {
+	if s.Type != "" {
+		return fmt.Sprintf("%q", s.Type)
+	}
+	if len(s.Types) > 0 {
+		return fmt.Sprintf("%q", s.Types)
+	}
+	return "no type"
 }
 
 func (t *Tool) checkExample(ex Example) error {

@@ -1,7 +1,9 @@
 package quiver
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,6 +155,12 @@ func (m Vars) LookupVariable(_ context.Context, _ Scope, name string) (string, b
 	return v, ok, nil
 }
 
+// ResolveVariable implements VariableResolver, so a fixed set of values can serve as the
+// Dispatcher's resolver directly.
+func (m Vars) ResolveVariable(ctx context.Context, scope Scope, v Variable) (string, bool, error) {
+	return m.LookupVariable(ctx, scope, v.Name)
+}
+
 // Layered resolves variables through the documented order (V2): thread, agent, prompt, user,
 // instance; the first layer that has a value wins. Nil layers are skipped.
 type Layered struct {
@@ -249,20 +257,52 @@ func redact(r *Result, secrets []string) {
 	r.Text = repl.Replace(r.Text)
 	r.Error = repl.Replace(r.Error)
 	r.Stack = repl.Replace(r.Stack)
+	if c := Code(repl.Replace(string(r.Code))); c != r.Code {
+		r.Code = CodeToolError // a code is an identifier, not a place for a masked secret
+	}
 	if len(r.Value) > 0 {
 		r.Value = redactJSON(r.Value, repl)
 	}
+	// The slices may be shared with the handler (a *Result it keeps): write into copies.
+	r.Problems = slices.Clone(r.Problems)
 	for i := range r.Problems {
-		r.Problems[i].Message = repl.Replace(r.Problems[i].Message)
+		p := &r.Problems[i]
+		p.Pointer, p.Message = repl.Replace(p.Pointer), repl.Replace(p.Message)
 	}
+	r.Content = slices.Clone(r.Content)
 	for i := range r.Content {
-		r.Content[i].Text = repl.Replace(r.Content[i].Text)
-		r.Content[i].URI = repl.Replace(r.Content[i].URI)
+		c := &r.Content[i]
+		c.Text, c.URI, c.MimeType = repl.Replace(c.Text), repl.Replace(c.URI), repl.Replace(c.MimeType)
+		c.Data = redactBase64(c.Data, secrets)
 	}
+	r.Attachments = slices.Clone(r.Attachments)
 	for i := range r.Attachments {
 		a := &r.Attachments[i]
 		a.Name, a.Description, a.Path = repl.Replace(a.Name), repl.Replace(a.Description), repl.Replace(a.Path)
+		a.ID, a.Type, a.MimeType = repl.Replace(a.ID), repl.Replace(a.Type), repl.Replace(a.MimeType)
+		a.Data = redactBase64(a.Data, secrets)
 	}
+}
+
+// redactBase64 masks secrets inside base64 data (a file a tool returns may embed one).
+func redactBase64(data string, secrets []string) string {
+	if data == "" {
+		return data
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return data // invalid data is refused by checkResult before it gets here
+	}
+	masked := raw
+	for _, s := range secrets {
+		if s != "" && bytes.Contains(masked, []byte(s)) {
+			masked = bytes.ReplaceAll(masked, []byte(s), []byte(mask))
+		}
+	}
+	if len(masked) == len(raw) && bytes.Equal(masked, raw) {
+		return data
+	}
+	return base64.StdEncoding.EncodeToString(masked)
 }
 
 // redactJSON masks secrets in a JSON value. Inside JSON a secret may be written with any

@@ -141,18 +141,60 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 	return root, nil
 }
 
+// refersToItself reports whether s has a $ref other than to its own $defs or definitions: to
+// its root ("#") or to a place inside it ("#/properties/a").
+func refersToItself(s *Schema) bool {
+	found := false
+	walk(s, func(x *Schema) {
+		if x.Ref != "" && !strings.HasPrefix(x.Ref, "#/$defs/") && !strings.HasPrefix(x.Ref, "#/definitions/") {
+			found = true
+		}
+	})
+	return found
+}
+
+// nestWhole keeps an unchanged copy of s under root's $defs[prefix] and points every local
+// $ref of s (and of the copy) into it, so that references to s's root or to any place inside
+// it resolve in the composed schema exactly as they did in s.
+func nestWhole(root, s *Schema, prefix, escaped string) error {
+	if _, dup := root.Defs[prefix]; dup {
+		return fmt.Errorf("schema: compose: two definitions would be named %q", prefix)
+	}
+	orig := s.CloneSchemas()
+	var err error
+	fix := func(x *Schema) {
+		if x.Ref == "" || err != nil {
+			return
+		}
+		rest, ok := strings.CutPrefix(x.Ref, "#")
+		if !ok {
+			err = fmt.Errorf("schema: compose: %q has a non-local $ref %q", prefix, x.Ref)
+			return
+		}
+		x.Ref = "#/$defs/" + escaped + rest
+	}
+	walk(orig, fix)
+	walk(s, fix)
+	s.Defs, s.Definitions = nil, nil // still reachable inside the copy
+	root.Defs[prefix] = orig
+	return err
+}
+
 // hoistDefs moves s's $defs to root under "<prefix>.<name>" and rewrites s's refs to them.
 func hoistDefs(root, s *Schema, prefix string) error {
-	defs := s.Defs
-	if len(defs) == 0 && len(s.Definitions) == 0 {
-		return nil
-	}
 	if root.Defs == nil {
 		root.Defs = map[string]*Schema{}
 	}
 	// The prefix becomes part of a JSON pointer in a URI fragment: escape it (RFC 6901, then
 	// percent-encoding) so that a tool named "fs/read" or "50%off" still resolves.
 	escaped := url.PathEscape(strings.NewReplacer("~", "~0", "/", "~1").Replace(prefix))
+	if refersToItself(s) {
+		return nestWhole(root, s, prefix, escaped)
+	}
+	defs := s.Defs
+	if len(defs) == 0 && len(s.Definitions) == 0 {
+		return nil
+	}
 	rename := func(ref string) (string, error) {
 		for _, p := range []string{"#/$defs/", "#/definitions/"} {
 			if name, ok := strings.CutPrefix(ref, p); ok {
@@ -174,6 +216,9 @@ func hoistDefs(root, s *Schema, prefix string) error {
 	}
 	s.Defs, s.Definitions = nil, nil
 	for k, d := range moved {
+		if _, dup := root.Defs[prefix+"."+k]; dup {
+			return fmt.Errorf("schema: compose: two definitions would be named %q", prefix+"."+k)
+		}
 		root.Defs[prefix+"."+k] = d
 	}
 	fix := func(x *Schema) {

@@ -268,15 +268,45 @@ func TestComposeErrors(t *testing.T) {
 		want   string
 	}{
 		{"non-object arguments", []ToolSchema{{Name: "x", Input: &Schema{Type: "string"}}}, nil, `tool "x": arguments must be an object schema`},
-		{"root self-reference in a tool", []ToolSchema{{Name: "x", Input: mustParse(t, `{"type":"object","$defs":{"a":{"type":"string"}},"properties":{"self":{"$ref":"#"}}}`)}}, nil,
-			"refers to its own root"},
-		{"root self-reference in the output", nil, mustParse(t, `{"type":"object","$defs":{"a":{"type":"string"}},"properties":{"self":{"$ref":"#"}}}`),
-			"refers to its own root"},
+		{"non-local reference", []ToolSchema{{Name: "x", Input: mustParse(t, `{"type":"object","properties":{"a":{"$ref":"other.json#/x"}}}`)}}, nil,
+			"non-local $ref"},
 	}
 	for _, c := range cases {
 		_, err := Compose(c.tools, c.output)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Tools and outputs that refer to their own root or to a place inside themselves keep their
+// meaning in the composed schema: a recursive tool, a pointer ref, a recursive output.
+func TestComposeSelfReferences(t *testing.T) {
+	recursive := mustParse(t, `{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#"}}},"required":["name"]}`)
+	pointer := mustParse(t, `{"type":"object","properties":{"a":{"type":"integer","maximum":5},"b":{"$ref":"#/properties/a"}},"required":["b"]}`)
+	s, err := Compose([]ToolSchema{{Name: "tree", Description: "d", Input: recursive}, {Name: "fs/ptr", Description: "d", Input: pointer}}, recursive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatalf("Compile(composed): %v", err)
+	}
+	tests := []struct {
+		doc   string
+		valid bool
+	}{
+		{`{"calls":[{"_tool":"tree","name":"a","children":[{"name":"b","children":[{"name":"c"}]}]}],"output":null}`, true},
+		{`{"calls":[{"_tool":"tree","name":"a","children":[{"children":[]}]}],"output":null}`, false}, // child lacks name
+		{`{"calls":[{"_tool":"fs/ptr","b":5}],"output":null}`, true},
+		{`{"calls":[{"_tool":"fs/ptr","b":6}],"output":null}`, false}, // b follows a's maximum
+		{`{"calls":[],"output":{"name":"r","children":[{"name":"s"}]}}`, true},
+		{`{"calls":[],"output":{"name":"r","children":[{"name":1}]}}`, false},
+	}
+	for _, tt := range tests {
+		err := c.Validate(mustDecode(t, tt.doc))
+		if (err == nil) != tt.valid {
+			t.Errorf("Validate(%s) = %v, want valid %v", tt.doc, err, tt.valid)
 		}
 	}
 }

@@ -7,12 +7,16 @@
 package schema
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -72,7 +76,46 @@ func infer(t reflect.Type, input bool) (*Schema, bool, error) {
 	if err := r.refine(t, s, t.String()); err != nil {
 		return nil, false, fmt.Errorf("schema: infer %s: %w", t, err)
 	}
-	return s, !r.constrained, nil
+	return s, !r.constrained && !customEncoding(t, map[reflect.Type]bool{}), nil
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+	// knownEncodings are the standard types jsonschema-go maps to the schema of what they
+	// encode to (a string).
+	knownEncodings = []reflect.Type{reflect.TypeFor[time.Time](), reflect.TypeFor[slog.Level](),
+		reflect.TypeFor[big.Int](), reflect.TypeFor[big.Rat](), reflect.TypeFor[big.Float]()}
+)
+
+// customEncoding reports whether t or a type inside it encodes itself (json.Marshaler or
+// encoding.TextMarshaler): the schema inferred from its Go shape then says nothing certain
+// about its JSON.
+func customEncoding(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	if slices.Contains(knownEncodings, t) {
+		return false
+	}
+	if t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
+		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return customEncoding(t.Elem(), seen)
+	case reflect.Map:
+		return customEncoding(t.Key(), seen) || customEncoding(t.Elem(), seen)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if customEncoding(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // refiner walks a Go type alongside the schema inferred from it and applies Quiver's tags.

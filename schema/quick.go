@@ -78,7 +78,9 @@ func buildQuick(s *Schema) *quick {
 		return nil
 	}
 	root, ok := qcompile(s, true)
-	if !ok {
+	// The scan starts at the root's properties: a root that admits more than objects, or
+	// restricts itself further (an enum), is left to the full path.
+	if !ok || root.enum != nil || root.types&tObject == 0 {
 		return nil
 	}
 	q := &quick{root: root}

@@ -133,6 +133,8 @@ func TestQuickDeclinesUnsupportedSchemas(t *testing.T) {
 		`{"type":"object","properties":{"a":{"type":"integer","multipleOf":2}}}`,
 		`{"type":"object","properties":{"a":{"const":"x"}}}`,
 		`{"type":"object","properties":{"a":{"enum":[1,2]}}}`,
+		`{"type":"object","enum":[{"c":1}],"properties":{"c":{}}}`, // the root's own enum
+		`{"type":["object","string"],"properties":{"c":{}}}`,
 	} {
 		c, err := CompileJSON([]byte(doc))
 		if err != nil {
@@ -162,4 +164,20 @@ func FuzzQuick(f *testing.F) {
 			checkQuickAgrees(t, c, []byte(in))
 		}
 	})
+}
+
+// Only {"not": {}} is the false schema: a "not" with content is a real constraint, which strict
+// mode cannot express, so such a tool falls back to non-strict.
+func TestNotIsNotFalse(t *testing.T) {
+	in := mustParse(t, `{"type":"object","properties":{"a":{"type":"string","not":{"pattern":"^a"}}},"additionalProperties":{"not":{}}}`)
+	ts, err := Render(OpenAIStrict, []ToolSchema{{Name: "t", Description: "d", Input: in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt := ts.Tools[0]; rt.Strict || !strings.Contains(rt.StrictFallback, "uses not") {
+		t.Errorf("strict = %v, fallback %q; want a fallback naming not", rt.Strict, rt.StrictFallback)
+	}
+	if !isFalse(in.AdditionalProperties) || isFalse(in.Properties["a"].Not) || isFalse(in.Properties["a"]) {
+		t.Error("isFalse must hold for {\"not\":{}} only")
+	}
 }

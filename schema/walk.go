@@ -1,5 +1,7 @@
 package schema
 
+import "reflect"
+
 // children calls fn for every direct subschema of s, with a pointer to where it is held so fn
 // may replace it.
 func children(s *Schema, fn func(**Schema)) {
@@ -34,10 +36,15 @@ func walk(s *Schema, fn func(*Schema)) {
 	children(s, func(p **Schema) { walk(*p, fn) })
 }
 
-// isFalse reports whether s is the schema that rejects everything (JSON false).
+// isFalse reports whether s is the schema that rejects everything: JSON false, which
+// jsonschema-go represents as {"not": {}}, possibly with annotations.
 func isFalse(s *Schema) bool {
-	return s != nil && s.Not != nil && isEmpty(s.Not) && s.Type == "" && len(s.Types) == 0 &&
-		s.Properties == nil
+	if s == nil || s.Not == nil || !reflect.ValueOf(*s.Not).IsZero() {
+		return false
+	}
+	c := *s
+	c.Not, c.Title, c.Description, c.Comment = nil, "", "", ""
+	return reflect.ValueOf(c).IsZero()
 }
 
 // isEmpty reports whether s is the schema that accepts everything (JSON true or {}).
