@@ -640,3 +640,15 @@ func stopped(parent context.Context, c *Call, timeout time.Duration) *Result {
 		return Errorf(CodeTimeout, "tool %s timed out after %s", c.Name, timeout)
 	}
 }
+
+// ArgsForHistory returns a call's arguments as they may be sent back to a provider in the
+// assistant message that made the call (X5): unchanged when they are a JSON object, else {}.
+// Providers reject a conversation whose tool-call arguments are not an object; what was wrong
+// with them is already in the call's error result.
+func ArgsForHistory(args json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) > 0 && trimmed[0] == '{' && utf8.Valid(trimmed) && json.Valid(trimmed) {
+		return args
+	}
+	return json.RawMessage("{}")
+}

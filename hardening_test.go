@@ -221,3 +221,14 @@ func TestSchemaToolMapArguments(t *testing.T) {
 	}
 	wantError(t, dispatch(t, d, "set_env", `{"env":1}`), quiver.CodeInvalidArguments, "/env")
 }
+
+func TestArgsForHistory(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1}`: `{"a":1}`, ` {"a":[1]} `: ` {"a":[1]} `, `{"a":`: `{}`, `[1]`: `{}`, `"x"`: `{}`,
+		``: `{}`, `null`: `{}`, "{\"a\":\"\xff\"}": `{}`, `{"a":1} trailing`: `{}`,
+	} {
+		if got := string(quiver.ArgsForHistory(json.RawMessage(in))); got != want {
+			t.Errorf("ArgsForHistory(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
