@@ -1,10 +1,13 @@
 package quiver
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/quiverhq/quiver/schema"
 )
 
 // keyGuard rejects argument keys that differ only in case from a Go field's JSON name.
@@ -105,4 +108,49 @@ func (g *keyGuard) check(v any, ptr string) error {
 		}
 	}
 	return nil
+}
+
+// guardNeeded reports whether arguments valid against s could still reach a field of t under
+// a key that differs from the field's name only in case. It is false when every object in s
+// that corresponds to a struct of t is closed (additionalProperties: false) and declares no
+// such near-miss name, which is how most hand-written schemas are: then no call needs the
+// guard's second decoding of its arguments. Anything it cannot follow ($ref, unions, pattern
+// properties) counts as needing the guard.
+func guardNeeded(t reflect.Type, s *schema.Schema) bool {
+	g := newKeyGuard(t)
+	return g != nil && g.needed(s)
+}
+
+func (g *keyGuard) needed(s *schema.Schema) bool {
+	if g == nil {
+		return false
+	}
+	if s == nil || s.Ref != "" || s.AnyOf != nil || s.OneOf != nil || s.AllOf != nil || s.PatternProperties != nil {
+		return true
+	}
+	if g.fields == nil {
+		sub := s.Items
+		if sub == nil {
+			sub = s.AdditionalProperties
+		}
+		return g.elem.needed(sub)
+	}
+	if b, err := json.Marshal(s.AdditionalProperties); err != nil || string(b) != "false" {
+		return true
+	}
+	for prop, ps := range s.Properties {
+		child, exact := g.fields[prop]
+		if !exact {
+			for name := range g.fields {
+				if strings.EqualFold(name, prop) {
+					return true
+				}
+			}
+			continue
+		}
+		if child.needed(ps) {
+			return true
+		}
+	}
+	return false
 }

@@ -53,3 +53,23 @@ func TestHandWrittenSchemaKeysAreCaseSensitive(t *testing.T) {
 		t.Fatalf("handler ran with %+v; want only the valid call", got)
 	}
 }
+
+// A closed schema needs no guard, unless it declares a name that differs from a field's only
+// in case: then that declared name would reach the field unchecked.
+func TestClosedSchemaWithNearMissName(t *testing.T) {
+	type args struct {
+		N int `json:"n"`
+	}
+	closed := mustSchema(t, `{"type":"object","properties":{"n":{"type":"integer","maximum":5},"N":{"type":"integer"}},"additionalProperties":false}`)
+	var got []int
+	tool := quiver.Func("near", "Near miss.", func(_ context.Context, a args) (string, error) {
+		got = append(got, a.N)
+		return "ok", nil
+	}, quiver.WithInputSchema(closed))
+	d := &quiver.Dispatcher{Registry: newRegistry(t, tool)}
+	wantError(t, dispatch(t, d, "near", `{"N":100}`), quiver.CodeInvalidArguments, `use "n"`)
+	wantSuccess(t, dispatch(t, d, "near", `{"n":5}`))
+	if len(got) != 1 || got[0] != 5 {
+		t.Fatalf("handler got %v", got)
+	}
+}

@@ -287,7 +287,7 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 	}
 	in := reflect.TypeFor[In]()
 	var guard *keyGuard
-	if spec.InputSchema != nil {
+	if spec.InputSchema != nil && guardNeeded(in, spec.InputSchema) {
 		guard = newKeyGuard(in)
 	}
 	if spec.InputSchema == nil && !noArgs(in) {
