@@ -315,12 +315,12 @@ func (d *Dispatcher) prepareArgs(c *Call) *Result {
 		}
 	}
 	if !utf8.Valid(args) {
-		return Errorf(CodeInvalidJSON, "arguments for %s are not valid UTF-8 (first bad byte at offset %d); send a JSON object with %s",
-			t.Name(), invalidUTF8Offset(args), t.params)
+		return Errorf(CodeInvalidJSON, "arguments for %s are not valid UTF-8 (first bad byte at offset %d); send a JSON object with %s. %s",
+			t.Name(), invalidUTF8Offset(args), t.params, d.available())
 	}
 	v, err := schema.Decode(args)
 	if err != nil {
-		return Errorf(CodeInvalidJSON, "arguments for %s are not valid JSON (%v); send a JSON object with %s", t.Name(), err, t.params)
+		return Errorf(CodeInvalidJSON, "arguments for %s are not valid JSON (%v); send a JSON object with %s. %s", t.Name(), err, t.params, d.available())
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {

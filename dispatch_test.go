@@ -143,7 +143,7 @@ func TestDispatchBadInput(t *testing.T) {
 			code: quiver.CodeInvalidJSON, has: []string{"UTF-8", "offset 11"}},
 		{name: "invalid UTF-8 in key", tool: "echo", args: "{\"te\xc3xt\":\"a\"}", code: quiver.CodeInvalidJSON, has: []string{"UTF-8"}},
 		{name: "malformed: unquoted value", tool: "echo", args: `{"text": ` + payload + `}`,
-			code: quiver.CodeInvalidJSON, has: []string{"not valid JSON", "offset"}, hasNot: []string{payload, "PAYLOAD"}},
+			code: quiver.CodeInvalidJSON, has: []string{"not valid JSON", "offset", "text (string, required)", "Available tools: "}, hasNot: []string{payload, "PAYLOAD"}},
 		{name: "malformed: truncated", tool: "echo", args: `{"text":"` + payload,
 			code: quiver.CodeInvalidJSON, has: []string{"not valid JSON"}, hasNot: []string{payload}},
 		{name: "malformed: trailing data", tool: "echo", args: `{"text":"a"} ` + payload,
