@@ -37,6 +37,7 @@ func Run(t *testing.T, open Open) {
 		{"ResultMustAnswerACall", testResultMustAnswerACall},
 		{"BatchIsAtomic", testBatchIsAtomic},
 		{"PendingCalls", testPendingCalls},
+		{"MessageShapeRules", testMessageShapeRules},
 		{"RoundTripsEveryField", testRoundTrip},
 		{"WorkspaceIsolation", testIsolation},
 		{"ConcurrentAppends", testConcurrentAppends},
@@ -192,6 +193,9 @@ func testAppendAndRead(t *testing.T, s store.Store) {
 	if len(msgs) != 4 {
 		t.Fatalf("got %d messages, want 4", len(msgs))
 	}
+	if msgs[3].Result == nil {
+		t.Fatal("the last message lost its result")
+	}
 	for i, m := range msgs {
 		if m.Seq != int64(i+1) {
 			t.Errorf("message %d has seq %d, want %d (no gaps, from 1)", i, m.Seq, i+1)
@@ -223,14 +227,14 @@ func testPaging(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	if len(last) != 100 || last[0].Content != "150" || last[99].Content != "249" {
-		t.Fatalf("last 100: %d messages from %q to %q", len(last), last[0].Content, last[len(last)-1].Content)
+		t.Fatalf("last 100: got %d messages, want 150..249", len(last))
 	}
 	prev, err := s.Messages(ctx, ws, th.ID, store.Page{Before: last[0].Seq, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(prev) != 100 || prev[0].Content != "50" || prev[99].Content != "149" {
-		t.Fatalf("previous page: %d from %q", len(prev), prev[0].Content)
+		t.Fatalf("previous page: got %d messages, want 50..149", len(prev))
 	}
 	def, err := s.Messages(ctx, ws, th.ID, store.Page{})
 	if err != nil || len(def) != 100 {
@@ -289,7 +293,7 @@ func testBatchIsAtomic(t *testing.T, s store.Store) {
 	}
 	// Sequence numbers continue without a gap after the failed batch.
 	mustAppend(t, s, th.ID, &store.Message{Role: store.RoleUser, Content: "next"})
-	if msgs := all(t, s, ws, th.ID); msgs[2].Seq != 3 {
+	if msgs := all(t, s, ws, th.ID); len(msgs) != 3 || msgs[2].Seq != 3 {
 		t.Fatalf("seq after a failed batch = %d, want 3", msgs[2].Seq)
 	}
 }
@@ -326,6 +330,9 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	mustAppend(t, s, th.ID, &store.Message{Role: store.RoleAssistant, Content: "multi\nline ✓", ToolCalls: []store.ToolCall{call}},
 		&store.Message{Role: store.RoleTool, ToolCallID: "call_1", ToolName: "get_forecast", Result: res})
 	msgs := all(t, s, ws, th.ID)
+	if len(msgs) != 2 {
+		t.Fatalf("got %d messages, want 2", len(msgs))
+	}
 	a, r := msgs[0], msgs[1]
 	if a.Content != "multi\nline ✓" || len(a.ToolCalls) != 1 || a.ToolCalls[0].Reasoning != "the user asked" ||
 		!jsonEqual(a.ToolCalls[0].Args, call.Args) {
@@ -467,5 +474,41 @@ func testConcurrentResults(t *testing.T, s store.Store) {
 	}
 	if msgs := all(t, s, ws, th.ID); len(msgs) != 2 {
 		t.Fatalf("%d messages, want the call and one result", len(msgs))
+	}
+}
+
+// testMessageShapeRules: a call id is unique in a thread, a result never comes before its
+// call, only assistant messages carry calls and only tool messages carry results; a refused
+// batch leaves the caller's messages as they were.
+func testMessageShapeRules(t *testing.T, s store.Store) {
+	th := newThread(t, s, ws)
+	mustAppend(t, s, th.ID, assistant("c1"))
+	tests := []struct {
+		name string
+		msgs []*store.Message
+	}{
+		{"call id reused", []*store.Message{assistant("c1")}},
+		{"call id twice in one message", []*store.Message{assistant("c2", "c2")}},
+		{"result before its call", []*store.Message{result("c3", "early"), assistant("c3")}},
+		{"calls on a user message", []*store.Message{{Role: store.RoleUser, ToolCalls: []store.ToolCall{{ID: "c4", Name: "echo"}}}}},
+		{"result on an assistant message", []*store.Message{{Role: store.RoleAssistant, ToolCallID: "c1", Result: &store.ToolResult{Status: "success"}}}},
+		{"call without a name", []*store.Message{{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "c5"}}}}},
+	}
+	for _, tt := range tests {
+		before := make([]store.Message, len(tt.msgs))
+		for i, m := range tt.msgs {
+			before[i] = *m
+		}
+		if err := s.Append(ctx, ws, th.ID, tt.msgs...); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", tt.name, err)
+		}
+		for i, m := range tt.msgs {
+			if m.ID != before[i].ID || m.Seq != before[i].Seq {
+				t.Errorf("%s: a refused batch changed message %d: id %q seq %d", tt.name, i, m.ID, m.Seq)
+			}
+		}
+	}
+	if got := all(t, s, ws, th.ID); len(got) != 1 {
+		t.Fatalf("refused batches left %d messages, want 1", len(got))
 	}
 }

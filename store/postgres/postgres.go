@@ -1,0 +1,505 @@
+// Package postgres is the store backend for deployments where several Quiver nodes share one
+// PostgreSQL database. It implements store.Store on pgx (a pgxpool.Pool) and passes the
+// conformance suite in store/storetest.
+//
+// # Opening
+//
+// Open takes a pgx connection string (a URL or key=value DSN; pool settings such as
+// pool_max_conns go there too) and brings the schema up to date before returning:
+//
+//	s, err := postgres.Open(ctx, "postgres://quiver@db:5432/quiver?sslmode=require")
+//
+// WithSchema keeps every table in a schema of its own (created when missing), for instance one
+// per test or one per tenant of a shared server.
+//
+// # Migrations
+//
+// The schema is versioned: numbered migrations are embedded in the binary and recorded in a
+// schema_migrations table. Open applies the missing ones in a single transaction while holding
+// a PostgreSQL advisory lock, so nodes that start together migrate once, one after the other;
+// a database migrated by a newer build is refused with ErrSchemaTooNew.
+//
+// # Ordering and exactly-once results
+//
+// Append is one SQL statement, hence one transaction and one round trip. It first bumps the
+// thread's last_seq counter with an UPDATE, which locks the thread row: appends to a thread
+// are serialised across connections and nodes, and each batch takes the next seqs without a
+// gap (a failed batch rolls the counter back). Every tool call is a row of tool_calls, unique
+// per (thread, call id); a tool message must reference one (a foreign key), and a unique index
+// on (thread, call id) over the tool messages makes a second result impossible in the database
+// itself, whichever node writes it. That violation is reported as store.ErrResultExists.
+//
+// Times come from the database clock, in UTC, to the microsecond.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// Store is a store.Store on a PostgreSQL database. It is safe for concurrent use, also by
+// several processes sharing the database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// An Option adjusts how Open connects.
+type Option func(*options)
+
+type options struct {
+	schema string
+}
+
+// WithSchema keeps the store's tables in the named schema, creating it when it does not
+// exist: every connection of the store uses it as its search_path. Without it the store uses
+// the search_path of the connection string (by default the "public" schema).
+func WithSchema(name string) Option {
+	return func(o *options) { o.schema = name }
+}
+
+// Open connects to the database named by dsn (a pgx connection string), applies the schema
+// migrations it lacks, and returns the store. It fails with ErrSchemaTooNew when the database
+// was migrated by a newer build. Close releases the connections.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	lockName := cfg.ConnConfig.RuntimeParams["search_path"]
+	if o.schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
+		lockName = o.schema
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	if err := migrate(ctx, pool, lockName, o.schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the store's connections, waiting for those in use to be released.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// threadColumns are read by scanThread, in this order.
+const threadColumns = `id, workspace_id, agent_id, user_id, COALESCE(parent_id, ''), tags, step_count, current_side, stopped, created_at, updated_at`
+
+func scanThread(row pgx.Row) (*store.Thread, error) {
+	var t store.Thread
+	if err := row.Scan(&t.ID, &t.WorkspaceID, &t.AgentID, &t.UserID, &t.ParentID, &t.Tags, &t.StepCount,
+		&t.CurrentSide, &t.Stopped, &t.CreatedAt, &t.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if len(t.Tags) == 0 {
+		t.Tags = nil
+	}
+	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
+	return &t, nil
+}
+
+// tagsArg is never nil: pgx sends a nil slice as NULL, and tags are NOT NULL.
+func tagsArg(tags []string) []string {
+	if tags == nil {
+		return []string{}
+	}
+	return tags
+}
+
+// CreateThread stores a new thread, setting its ID (when empty), CreatedAt and UpdatedAt. It
+// fails with store.ErrInvalid without a workspace or when the id is taken, and with
+// store.ErrNotFound when ParentID names no thread of the workspace.
+func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
+	if t.WorkspaceID == "" {
+		return fmt.Errorf("postgres: create thread: no workspace id: %w", store.ErrInvalid)
+	}
+	id := t.ID
+	if id == "" {
+		id = store.NewID(store.PrefixThread)
+	}
+	op := "create thread " + id
+	if t.ParentID == id {
+		return fmt.Errorf("postgres: %s: a thread cannot be its own parent: %w", op, store.ErrInvalid)
+	}
+	var at time.Time
+	err := s.pool.QueryRow(ctx, `INSERT INTO threads
+	(id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, created_at, updated_at)
+VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, now(), now())
+RETURNING created_at`,
+		id, t.WorkspaceID, t.AgentID, t.UserID, t.ParentID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped).Scan(&at)
+	if err != nil {
+		return dbError(op, err)
+	}
+	t.ID, t.CreatedAt, t.UpdatedAt = id, at.UTC(), at.UTC()
+	return nil
+}
+
+// Thread returns the thread, or store.ErrNotFound.
+func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*store.Thread, error) {
+	t, err := scanThread(s.pool.QueryRow(ctx, `SELECT `+threadColumns+` FROM threads WHERE id = $1 AND workspace_id = $2`,
+		threadID, workspaceID))
+	if err != nil {
+		return nil, dbError("read thread "+threadID, err)
+	}
+	return t, nil
+}
+
+// UpdateThread locks the thread, applies fn to it and stores the result, in one transaction.
+// Only Tags, StepCount, CurrentSide and Stopped may change (store.ErrInvalid otherwise; the
+// store sets UpdatedAt). An error from fn is returned, wrapped, and nothing is stored.
+func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
+	op := "update thread " + threadID
+	var out *store.Thread
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		old, err := scanThread(tx.QueryRow(ctx, `SELECT `+threadColumns+` FROM threads WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE`,
+			threadID, workspaceID))
+		if err != nil {
+			return dbError(op, err)
+		}
+		t := *old
+		t.Tags = slices.Clone(old.Tags)
+		if err := fn(&t); err != nil {
+			return fmt.Errorf("postgres: %s: %w", op, err)
+		}
+		if t.ID != old.ID || t.WorkspaceID != old.WorkspaceID || t.AgentID != old.AgentID || t.UserID != old.UserID ||
+			t.ParentID != old.ParentID || !t.CreatedAt.Equal(old.CreatedAt) {
+			return fmt.Errorf("postgres: %s: only tags, step count, current side and stopped may change: %w", op, store.ErrInvalid)
+		}
+		err = tx.QueryRow(ctx, `UPDATE threads
+SET tags = $3, step_count = $4, current_side = $5, stopped = $6, updated_at = GREATEST(updated_at, clock_timestamp())
+WHERE id = $1 AND workspace_id = $2
+RETURNING updated_at`, threadID, workspaceID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped).Scan(&t.UpdatedAt)
+		if err != nil {
+			return dbError(op, err)
+		}
+		t.UpdatedAt = t.UpdatedAt.UTC()
+		if len(t.Tags) == 0 {
+			t.Tags = nil
+		}
+		out = &t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Children lists the threads of the workspace whose parent is threadID, oldest first (none
+// when there is no such thread).
+func (s *Store) Children(ctx context.Context, workspaceID, threadID string) ([]*store.Thread, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+threadColumns+` FROM threads
+WHERE workspace_id = $1 AND parent_id = $2 ORDER BY created_at, id`, workspaceID, threadID)
+	if err != nil {
+		return nil, dbError("list children of "+threadID, err)
+	}
+	kids, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Thread, error) { return scanThread(row) })
+	if err != nil {
+		return nil, dbError("list children of "+threadID, err)
+	}
+	return kids, nil
+}
+
+// appendSQL appends a batch in one statement. The UPDATE of the thread row comes first: it
+// finds the thread in the workspace (no row: not found), locks it until the statement
+// commits (appends to one thread take turns), and reserves the batch's seqs. The clock is read
+// after the lock, so created_at grows with seq. The messages and their calls are inserted from
+// arrays, one element per row; the constraints (unique result per call, known call) are
+// checked by the database, at the end of the statement for the foreign keys, so a result may
+// answer a call of the same batch.
+const appendSQL = `WITH t AS (
+	UPDATE threads SET last_seq = last_seq + $3
+	WHERE id = $1 AND workspace_id = $2
+	RETURNING last_seq - $3 AS base, clock_timestamp() AS at
+), m AS (
+	INSERT INTO messages (id, thread_id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at)
+	SELECT u.id, $1, t.base + u.n, u.role, u.content, NULLIF(u.calls, '')::json, NULLIF(u.call_id, ''), u.tool_name,
+		NULLIF(u.result, '')::json, t.at
+	FROM t, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+		WITH ORDINALITY AS u(id, role, content, calls, call_id, tool_name, result, n)
+), c AS (
+	INSERT INTO tool_calls (thread_id, call_id, message_seq, idx, name, args, reasoning)
+	SELECT $1, u.call_id, t.base + u.pos, u.idx, u.name, NULLIF(u.args, '')::json, u.reasoning
+	FROM t, unnest($11::text[], $12::int8[], $13::int4[], $14::text[], $15::text[], $16::text[])
+		AS u(call_id, pos, idx, name, args, reasoning)
+)
+SELECT base, at FROM t`
+
+// batch holds an Append's rows as columns, the shape appendSQL takes.
+type batch struct {
+	ids, roles, contents, calls, callIDs, toolNames, results []string
+	// The tool calls: pos is the 1-based position of their message in the batch.
+	callCallIDs, callNames, callArgs, callReasoning []string
+	callPos                                         []int64
+	callIdx                                         []int32
+}
+
+// newBatch checks msgs and lays them out as columns. What it can check alone it does here
+// (roles, ids, a call or result repeated inside the batch, a result before its call); what
+// needs the stored history (a call or result from an earlier batch) the database checks.
+func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
+	n := len(msgs)
+	b := &batch{
+		ids: make([]string, n), roles: make([]string, n), contents: make([]string, n), calls: make([]string, n),
+		callIDs: make([]string, n), toolNames: make([]string, n), results: make([]string, n),
+	}
+	declared := map[string]bool{} // call ids asked for in this batch
+	answered := map[string]bool{} // call ids answered in this batch
+	for i, m := range msgs {
+		if m == nil {
+			return nil, fmt.Errorf("message %d is nil: %w", i, store.ErrInvalid)
+		}
+		switch m.Role {
+		case store.RoleSystem, store.RoleUser, store.RoleAssistant, store.RoleTool:
+		default:
+			return nil, fmt.Errorf("message %d: unknown role %q: %w", i, m.Role, store.ErrInvalid)
+		}
+		if m.ThreadID != "" && m.ThreadID != threadID {
+			return nil, fmt.Errorf("message %d belongs to thread %s: %w", i, m.ThreadID, store.ErrInvalid)
+		}
+		if len(m.ToolCalls) > 0 && m.Role != store.RoleAssistant {
+			return nil, fmt.Errorf("message %d: a %s message has tool calls: %w", i, m.Role, store.ErrInvalid)
+		}
+		if m.Role != store.RoleTool && (m.ToolCallID != "" || m.Result != nil) {
+			return nil, fmt.Errorf("message %d: a %s message carries a tool result: %w", i, m.Role, store.ErrInvalid)
+		}
+		b.ids[i] = m.ID
+		if b.ids[i] == "" {
+			b.ids[i] = store.NewID(store.PrefixMessage)
+		}
+		b.roles[i], b.contents[i], b.toolNames[i] = string(m.Role), m.Content, m.ToolName
+		for j, c := range m.ToolCalls {
+			switch {
+			case c.ID == "":
+				return nil, fmt.Errorf("message %d: call %d has no id: %w", i, j, store.ErrInvalid)
+			case c.Name == "":
+				return nil, fmt.Errorf("message %d: call %q has no tool name: %w", i, c.ID, store.ErrInvalid)
+			case declared[c.ID]:
+				return nil, fmt.Errorf("message %d: call id %q is asked for twice: %w", i, c.ID, store.ErrInvalid)
+			case answered[c.ID]:
+				return nil, fmt.Errorf("message %d: call %q comes after its result: %w", i, c.ID, store.ErrInvalid)
+			case len(c.Args) > 0 && !json.Valid(c.Args):
+				return nil, fmt.Errorf("message %d: call %q: arguments are not JSON: %w", i, c.ID, store.ErrInvalid)
+			}
+			declared[c.ID] = true
+			b.callCallIDs = append(b.callCallIDs, c.ID)
+			b.callPos = append(b.callPos, int64(i+1))
+			b.callIdx = append(b.callIdx, int32(j))
+			b.callNames = append(b.callNames, c.Name)
+			b.callArgs = append(b.callArgs, string(c.Args))
+			b.callReasoning = append(b.callReasoning, c.Reasoning)
+		}
+		if len(m.ToolCalls) > 0 {
+			js, err := json.Marshal(m.ToolCalls)
+			if err != nil {
+				return nil, fmt.Errorf("message %d: tool calls: %v: %w", i, err, store.ErrInvalid)
+			}
+			b.calls[i] = string(js)
+		}
+		if m.Role == store.RoleTool {
+			if m.ToolCallID == "" {
+				return nil, fmt.Errorf("message %d: a tool message without a call id: %w", i, store.ErrInvalid)
+			}
+			if answered[m.ToolCallID] {
+				return nil, fmt.Errorf("message %d: call %q is answered twice in one batch: %w", i, m.ToolCallID, store.ErrResultExists)
+			}
+			answered[m.ToolCallID] = true
+			b.callIDs[i] = m.ToolCallID
+			if m.Result != nil {
+				js, err := json.Marshal(m.Result)
+				if err != nil {
+					return nil, fmt.Errorf("message %d: result: %v: %w", i, err, store.ErrInvalid)
+				}
+				b.results[i] = string(js)
+			}
+		}
+	}
+	return b, nil
+}
+
+// Append adds msgs to the end of the thread in one transaction (one statement), and on success
+// sets their ID (when empty), ThreadID, Seq and CreatedAt. A tool message must answer a call of
+// an earlier message of the thread (store.ErrInvalid otherwise); a call already answered fails
+// with store.ErrResultExists. On any error nothing of the batch is stored.
+func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
+	op := "append to thread " + threadID
+	if len(msgs) == 0 {
+		_, err := s.Thread(ctx, workspaceID, threadID)
+		return err
+	}
+	b, err := newBatch(threadID, msgs)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	var base int64
+	var at time.Time
+	err = s.pool.QueryRow(ctx, appendSQL, threadID, workspaceID, int64(len(msgs)),
+		b.ids, b.roles, b.contents, b.calls, b.callIDs, b.toolNames, b.results,
+		b.callCallIDs, b.callPos, b.callIdx, b.callNames, b.callArgs, b.callReasoning).Scan(&base, &at)
+	if err != nil {
+		return dbError(op, err)
+	}
+	at = at.UTC()
+	for i, m := range msgs {
+		m.ID, m.ThreadID, m.Seq, m.CreatedAt = b.ids[i], threadID, base+int64(i)+1, at
+	}
+	return nil
+}
+
+// Messages returns up to page.Limit messages of the thread with Seq below page.Before (0: from
+// the newest), oldest first. A limit outside 0 to 1000 is store.ErrInvalid; 0 means 100.
+func (s *Store) Messages(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.Message, error) {
+	op := "read messages of thread " + threadID
+	limit, before := page.Limit, page.Before
+	switch {
+	case limit == 0:
+		limit = 100
+	case limit < 0 || limit > 1000:
+		return nil, fmt.Errorf("postgres: %s: limit %d is not between 1 and 1000: %w", op, page.Limit, store.ErrInvalid)
+	}
+	switch {
+	case before == 0:
+		before = math.MaxInt64
+	case before < 0:
+		return nil, fmt.Errorf("postgres: %s: before %d is negative: %w", op, page.Before, store.ErrInvalid)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, seq, role, content, tool_calls, COALESCE(tool_call_id, ''), tool_name, result, created_at
+FROM messages
+WHERE thread_id = $1 AND seq < $3 AND EXISTS (SELECT FROM threads WHERE id = $1 AND workspace_id = $2)
+ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	out := make([]*store.Message, 0, limit)
+	var calls, result []byte
+	for rows.Next() {
+		m := &store.Message{ThreadID: threadID}
+		if err := rows.Scan(&m.ID, &m.Seq, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &result, &m.CreatedAt); err != nil {
+			rows.Close()
+			return nil, dbError(op, err)
+		}
+		m.CreatedAt = m.CreatedAt.UTC()
+		if len(calls) > 0 {
+			if err := json.Unmarshal(calls, &m.ToolCalls); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("postgres: %s: message %s: tool calls: %w", op, m.ID, err)
+			}
+		}
+		if len(result) > 0 {
+			m.Result = new(store.ToolResult)
+			if err := json.Unmarshal(result, m.Result); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("postgres: %s: message %s: result: %w", op, m.ID, err)
+			}
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError(op, err)
+	}
+	if len(out) == 0 {
+		// No message: an empty page, or no such thread in this workspace.
+		if _, err := s.Thread(ctx, workspaceID, threadID); err != nil {
+			return nil, err
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// PendingCalls returns the calls of the thread that have no result yet, in the order they were
+// asked for, or store.ErrNotFound when the workspace has no such thread.
+func (s *Store) PendingCalls(ctx context.Context, workspaceID, threadID string) ([]store.ToolCall, error) {
+	op := "list pending calls of thread " + threadID
+	rows, err := s.pool.Query(ctx, `SELECT c.call_id, c.name, c.args, c.reasoning
+FROM threads t
+LEFT JOIN tool_calls c ON c.thread_id = t.id
+	AND NOT EXISTS (SELECT FROM messages m WHERE m.thread_id = c.thread_id AND m.tool_call_id = c.call_id)
+WHERE t.id = $1 AND t.workspace_id = $2
+ORDER BY c.message_seq, c.idx`, threadID, workspaceID)
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	var out []store.ToolCall
+	found := false
+	for rows.Next() {
+		found = true
+		var id, name, reasoning *string
+		var args []byte
+		if err := rows.Scan(&id, &name, &args, &reasoning); err != nil {
+			rows.Close()
+			return nil, dbError(op, err)
+		}
+		if id == nil {
+			continue // the thread's row, with no pending call joined
+		}
+		c := store.ToolCall{ID: *id, Name: *name, Reasoning: *reasoning}
+		if len(args) > 0 {
+			c.Args = json.RawMessage(slices.Clone(args))
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError(op, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	return out, nil
+}
+
+// dbError maps a database error to the store's errors, with op saying what failed.
+func dbError(op string, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	var kind error
+	what := pe.Message
+	switch {
+	case pe.Code == "23505" && pe.ConstraintName == "messages_one_result":
+		kind, what = store.ErrResultExists, "the call already has a result"
+	case pe.Code == "23505" && pe.ConstraintName == "tool_calls_pkey":
+		kind, what = store.ErrInvalid, "a call id is already used in the thread"
+	case pe.Code == "23505" && (pe.ConstraintName == "threads_pkey" || pe.ConstraintName == "messages_pkey"):
+		kind, what = store.ErrInvalid, "the id is already taken"
+	case pe.Code == "23503" && pe.ConstraintName == "threads_parent_fkey":
+		kind, what = store.ErrNotFound, "no such parent thread in the workspace"
+	case pe.Code == "23503" && pe.ConstraintName == "messages_call_fkey":
+		kind, what = store.ErrInvalid, "a tool message answers no call of the thread"
+	case pe.Code == "23514" || strings.HasPrefix(pe.Code, "22"): // check constraints; data exceptions (NUL in text, bad JSON)
+		kind = store.ErrInvalid
+	default:
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if pe.Detail != "" {
+		what += " (" + pe.Detail + ")"
+	}
+	return fmt.Errorf("postgres: %s: %s: %w", op, what, kind)
+}

@@ -1,0 +1,329 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// row is a message checked and encoded, ready to insert.
+type row struct {
+	msg        *store.Message
+	id         string
+	toolCalls  sql.NullString // JSON
+	calls      []callRow
+	toolCallID sql.NullString
+	toolName   sql.NullString
+	result     sql.NullString // JSON
+}
+
+type callRow struct {
+	id, name, reasoning string
+	args                sql.NullString
+}
+
+// Append adds msgs to the end of the thread in one transaction and sets their ID (when empty),
+// ThreadID, Seq and CreatedAt. A tool message must answer a call of an earlier assistant
+// message of the thread (store.ErrInvalid otherwise); a second result for a call fails with
+// store.ErrResultExists. Call ids are unique within a thread: an assistant message repeating
+// one fails with store.ErrInvalid. When Append fails nothing of the batch is stored and msgs are
+// left as they were.
+func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
+	rows := make([]row, len(msgs))
+	for i, m := range msgs {
+		if err := encodeMessage(m, &rows[i]); err != nil {
+			return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
+		}
+	}
+	if len(msgs) == 0 {
+		// Nothing to write, but a missing thread is still reported.
+		if err := s.rThreadExists.QueryRowContext(ctx, threadID, workspaceID).Scan(new(int)); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				err = store.ErrNotFound
+			}
+			return fmt.Errorf("sqlite: append to %s: %w", threadID, err)
+		}
+		return nil
+	}
+	now := time.Now().UTC().Round(0)
+	var first int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var last sql.NullInt64
+		err := tx.StmtContext(ctx, s.wThreadSeq).QueryRowContext(ctx, threadID, workspaceID).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: append to %s: %w", threadID, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: append to %s: %w", threadID, err)
+		}
+		first = last.Int64 + 1
+		insMsg := tx.StmtContext(ctx, s.wInsertMessage)
+		var insCall *sql.Stmt
+		for i := range rows {
+			r := &rows[i]
+			seq := first + int64(i)
+			m := r.msg
+			_, err := insMsg.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
+				r.toolName, r.result, now.UnixNano(), threadID)
+			if err != nil {
+				return s.insertError(ctx, tx, threadID, i, r, err)
+			}
+			if len(r.calls) > 0 && insCall == nil {
+				insCall = tx.StmtContext(ctx, s.wInsertCall)
+			}
+			for j, c := range r.calls {
+				_, err := insCall.ExecContext(ctx, threadID, c.id, seq, j, c.name, c.args, c.reasoning)
+				if isConstraint(err) {
+					return fmt.Errorf("sqlite: append to %s: message %d: call id %q is already used in the thread: %w",
+						threadID, i, c.id, store.ErrInvalid)
+				}
+				if err != nil {
+					return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, m := range msgs {
+		m.ID, m.ThreadID, m.Seq, m.CreatedAt = rows[i].id, threadID, first+int64(i), now
+	}
+	return nil
+}
+
+// insertError explains why inserting message i failed. A constraint failure on a tool message
+// is either a second result for its call or a call the thread never asked for: the indexes
+// refuse both, and one query tells which it was.
+func (s *Store) insertError(ctx context.Context, tx *sql.Tx, threadID string, i int, r *row, err error) error {
+	if !isConstraint(err) {
+		return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
+	}
+	if r.toolCallID.Valid {
+		var asked, answered bool
+		if err := tx.StmtContext(ctx, s.wCallState).QueryRowContext(ctx, threadID, r.toolCallID.String).Scan(&asked, &answered); err != nil {
+			return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
+		}
+		switch {
+		case answered:
+			return fmt.Errorf("sqlite: append to %s: message %d: call %q: %w", threadID, i, r.toolCallID.String, store.ErrResultExists)
+		case !asked:
+			return fmt.Errorf("sqlite: append to %s: message %d: no earlier assistant message of the thread asked for call %q: %w",
+				threadID, i, r.toolCallID.String, store.ErrInvalid)
+		}
+	}
+	return fmt.Errorf("sqlite: append to %s: message %d: %v: %w", threadID, i, err, store.ErrInvalid)
+}
+
+// encodeMessage checks m against the rules of its role and encodes its JSON columns.
+func encodeMessage(m *store.Message, r *row) error {
+	if m == nil {
+		return fmt.Errorf("nil message: %w", store.ErrInvalid)
+	}
+	r.msg = m
+	r.id = m.ID
+	if r.id == "" {
+		r.id = store.NewID(store.PrefixMessage)
+	}
+	switch m.Role {
+	case store.RoleSystem, store.RoleUser, store.RoleAssistant, store.RoleTool:
+	default:
+		return fmt.Errorf("unknown role %q: %w", m.Role, store.ErrInvalid)
+	}
+	if m.Role != store.RoleAssistant && len(m.ToolCalls) > 0 {
+		return fmt.Errorf("a %s message has tool calls: %w", m.Role, store.ErrInvalid)
+	}
+	if m.Role != store.RoleTool && (m.ToolCallID != "" || m.ToolName != "" || m.Result != nil) {
+		return fmt.Errorf("a %s message has a tool call id, tool name or result: %w", m.Role, store.ErrInvalid)
+	}
+	if m.Role == store.RoleTool {
+		if m.ToolCallID == "" {
+			return fmt.Errorf("tool message without a call id: %w", store.ErrInvalid)
+		}
+		r.toolCallID = sql.NullString{String: m.ToolCallID, Valid: true}
+		r.toolName = nullString(m.ToolName)
+		if m.Result != nil {
+			b, err := marshal(m.Result)
+			if err != nil {
+				return fmt.Errorf("result of call %q: %v: %w", m.ToolCallID, err, store.ErrInvalid)
+			}
+			r.result = sql.NullString{String: string(b), Valid: true}
+		}
+	}
+	if len(m.ToolCalls) > 0 {
+		r.calls = make([]callRow, len(m.ToolCalls))
+		for j, c := range m.ToolCalls {
+			if c.ID == "" || c.Name == "" {
+				return fmt.Errorf("tool call %d has no id or no name: %w", j, store.ErrInvalid)
+			}
+			cr := callRow{id: c.ID, name: c.Name, reasoning: c.Reasoning}
+			if len(c.Args) > 0 {
+				var buf bytes.Buffer
+				if err := json.Compact(&buf, c.Args); err != nil {
+					return fmt.Errorf("tool call %q: arguments: %v: %w", c.ID, err, store.ErrInvalid)
+				}
+				cr.args = sql.NullString{String: buf.String(), Valid: true}
+			}
+			r.calls[j] = cr
+		}
+		b, err := marshal(m.ToolCalls)
+		if err != nil {
+			return fmt.Errorf("tool calls: %v: %w", err, store.ErrInvalid)
+		}
+		r.toolCalls = sql.NullString{String: string(b), Valid: true}
+	}
+	return nil
+}
+
+// marshal encodes v as compact JSON without HTML escaping (what is stored is read back by this
+// package, and by people looking at the database).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Messages returns a page of the thread's messages, oldest first: the page.Limit newest (100
+// when 0, at most 1000) with Seq below page.Before (from the end when 0).
+func (s *Store) Messages(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.Message, error) {
+	limit := page.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	if limit < 0 || limit > 1000 || page.Before < 0 {
+		return nil, fmt.Errorf("sqlite: messages of %s: page %+v out of range: %w", threadID, page, store.ErrInvalid)
+	}
+	before := page.Before
+	if before == 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.rLastMessages.QueryContext(ctx, threadID, before, workspaceID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of %s: %w", threadID, err)
+	}
+	defer rows.Close()
+	out := make([]*store.Message, 0, limit)
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: messages of %s: %w", threadID, err)
+		}
+		m.ThreadID = threadID
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: messages of %s: %w", threadID, err)
+	}
+	if len(out) == 0 {
+		if err := s.checkThread(ctx, workspaceID, threadID); err != nil {
+			return nil, fmt.Errorf("sqlite: messages of %s: %w", threadID, err)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+func (s *Store) checkThread(ctx context.Context, workspaceID, threadID string) error {
+	err := s.rThreadExists.QueryRowContext(ctx, threadID, workspaceID).Scan(new(int))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+func scanMessage(rows *sql.Rows) (*store.Message, error) {
+	var (
+		m                    store.Message
+		role                 string
+		toolCalls, result    []byte
+		toolCallID, toolName sql.NullString
+		created              int64
+	)
+	if err := rows.Scan(&m.ID, &m.Seq, &role, &m.Content, &toolCalls, &toolCallID, &toolName, &result, &created); err != nil {
+		return nil, err
+	}
+	m.Role = store.Role(role)
+	m.ToolCallID, m.ToolName = toolCallID.String, toolName.String
+	m.CreatedAt = fromNanos(created)
+	if len(toolCalls) > 0 {
+		if err := json.Unmarshal(toolCalls, &m.ToolCalls); err != nil {
+			return nil, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+		}
+	}
+	if len(result) > 0 {
+		m.Result = new(store.ToolResult)
+		if err := json.Unmarshal(result, m.Result); err != nil {
+			return nil, fmt.Errorf("message %s: result: %w", m.ID, err)
+		}
+	}
+	return &m, nil
+}
+
+// PendingCalls returns the calls of the thread's assistant messages that have no result yet,
+// in the order they were asked for.
+func (s *Store) PendingCalls(ctx context.Context, workspaceID, threadID string) ([]store.ToolCall, error) {
+	// One read transaction, so that the thread check and the calls see the same snapshot.
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: pending calls of %s: %w", threadID, err)
+	}
+	defer tx.Rollback()
+	if err := tx.StmtContext(ctx, s.rThreadExists).QueryRowContext(ctx, threadID, workspaceID).Scan(new(int)); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			err = store.ErrNotFound
+		}
+		return nil, fmt.Errorf("sqlite: pending calls of %s: %w", threadID, err)
+	}
+	rows, err := tx.StmtContext(ctx, s.rPending).QueryContext(ctx, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: pending calls of %s: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out []store.ToolCall
+	for rows.Next() {
+		var (
+			c    store.ToolCall
+			args []byte
+		)
+		if err := rows.Scan(&c.ID, &c.Name, &args, &c.Reasoning); err != nil {
+			return nil, fmt.Errorf("sqlite: pending calls of %s: %w", threadID, err)
+		}
+		if len(args) > 0 {
+			c.Args = json.RawMessage(args)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: pending calls of %s: %w", threadID, err)
+	}
+	return out, nil
+}
+
+// isConstraint reports whether err is a SQLite constraint violation (unique, primary key,
+// foreign key, check...).
+func isConstraint(err error) bool {
+	var e *msqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// isBusy reports whether err is SQLITE_BUSY: another connection holds a lock.
+func isBusy(err error) bool {
+	var e *msqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
+}

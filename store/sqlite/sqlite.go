@@ -1,0 +1,254 @@
+// Package sqlite is the embedded store backend, the default: one database file, no server, no
+// cgo (it runs on modernc.org/sqlite, SQLite translated to Go). It implements store.Store and
+// passes the conformance suite in store/storetest.
+//
+// # Durability
+//
+// The database runs in WAL mode. Open takes Options.Synchronous:
+//
+//   - "NORMAL" (the default): a transaction that returned is safe if the process crashes or is
+//     killed at any moment (the crash test kills writers with SIGKILL), but the last few
+//     transactions may be rolled back if the machine loses power or the kernel panics before
+//     the write-ahead log reaches the disk. The database itself stays consistent either way.
+//
+//   - "FULL": every commit waits for the write-ahead log to be flushed to stable storage
+//     (fsync), so a transaction that returned also survives a power loss. Appends are then
+//     bounded by the disk's flush latency.
+//
+// To ask for FULL:
+//
+//	s, err := sqlite.Open("quiver.db", sqlite.Options{Synchronous: "FULL"})
+//
+// # Concurrency
+//
+// A Store holds two connection pools on the same file. Writes go through a single connection
+// and each is one BEGIN IMMEDIATE transaction, so writers in one process queue in Go rather than
+// racing for the SQLite lock (no SQLITE_BUSY); writers in other processes wait for the lock
+// under a busy timeout. Reads use a separate pool of read-only connections and, thanks to WAL,
+// never wait for a writer. A result is stored at most once per call id even with several
+// processes writing (see Schema).
+//
+// # Schema
+//
+// Three tables: threads; messages, numbered 1, 2, 3... per thread by a unique (thread_id, seq);
+// and tool_calls, one row per call an assistant message asks for, with a unique (thread_id,
+// call_id). A tool message references its call (a foreign key, so a result answers a call of
+// its own thread) and a unique index on (thread_id, tool_call_id) over tool messages makes a
+// second result for a call impossible, whichever process writes it.
+//
+// Migrations live in the migrations directory of this package as numbered SQL files
+// (0001_init.sql, 0002_...). Open applies the ones a database lacks, each in its own
+// transaction, and records them in the schema_migrations table; a database written by a newer
+// version of this package is refused with ErrSchemaTooNew.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// Options tunes Open. The zero value is the default.
+type Options struct {
+	// Synchronous is SQLite's synchronous setting: "NORMAL" (the default, safe against process
+	// crashes) or "FULL" (also safe against power loss, slower). See the package documentation.
+	Synchronous string
+	// BusyTimeout is how long a write waits for another process holding the database lock
+	// (default 5 seconds).
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read pool (default: the number of CPUs, at least 4).
+	ReadConns int
+}
+
+// Store is the SQLite backend of store.Store. It is safe for concurrent use.
+type Store struct {
+	w *sql.DB // one connection: every write transaction
+	r *sql.DB // read-only pool
+
+	// Prepared statements of the writer connection.
+	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wThread, wUpdateThread, wInsertThread, wThreadWorkspace *sql.Stmt
+	// Prepared statements of the read pool.
+	rThread, rThreadExists, rLastMessages, rChildren, rPending *sql.Stmt
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the database file at path (a file name, not a URI or ":memory:"), creating it if
+// needed, and applies the schema migrations it lacks. Pass at most one Options.
+func Open(path string, opts ...Options) (*Store, error) {
+	if len(opts) > 1 {
+		return nil, errors.New("sqlite: Open takes at most one Options")
+	}
+	var o Options
+	if len(opts) == 1 {
+		o = opts[0]
+	}
+	sync := strings.ToUpper(o.Synchronous)
+	switch sync {
+	case "":
+		sync = "NORMAL"
+	case "NORMAL", "FULL":
+	default:
+		return nil, fmt.Errorf("sqlite: Synchronous %q: want NORMAL or FULL", o.Synchronous)
+	}
+	busy := o.BusyTimeout
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	readConns := o.ReadConns
+	if readConns <= 0 {
+		readConns = max(4, runtime.NumCPU())
+	}
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlite: Open wants a file path, not %q", path)
+	}
+	uri, err := fileURI(path)
+	if err != nil {
+		return nil, err
+	}
+	busyMS := fmt.Sprint(busy.Milliseconds())
+
+	w, err := sql.Open("sqlite", uri+"?"+url.Values{
+		"_pragma": {"busy_timeout(" + busyMS + ")", "foreign_keys(1)", "journal_mode(WAL)", "journal_size_limit(67108864)", "synchronous(" + sync + ")"},
+		"_txlock": {"immediate"},
+	}.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{w: w}
+	// Switching a new file to WAL takes an exclusive lock without waiting for it, so processes
+	// creating the same database at once can see SQLITE_BUSY here: retry until BusyTimeout.
+	for deadline := time.Now().Add(busy); ; {
+		err := migrate(context.Background(), w)
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			w.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// Readers open once the writer has switched the file to WAL (a persistent setting).
+	r, err := sql.Open("sqlite", uri+"?"+url.Values{
+		"_pragma": {"busy_timeout(" + busyMS + ")", "query_only(1)"},
+	}.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(readConns)
+	r.SetMaxIdleConns(readConns)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(0)
+	s.r = r
+	if err := s.prepare(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// fileURI turns a path into a SQLite URI, so that no character of the path is taken for a
+// query parameter.
+func fileURI(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // C:/x -> /C:/x
+	}
+	return "file:" + (&url.URL{Path: p}).EscapedPath(), nil
+}
+
+// Close closes the store's connections. It does not wait for operations in flight to finish
+// first; call it once the store is no longer used.
+func (s *Store) Close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wThread,
+		s.wUpdateThread, s.wInsertThread, s.wThreadWorkspace, s.rThread, s.rThreadExists, s.rLastMessages,
+		s.rChildren, s.rPending} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	// Readers first: the last connection to close checkpoints the log, let it be the writer.
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	return errors.Join(errs...)
+}
+
+const (
+	threadCols  = `id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, created_at, updated_at`
+	messageCols = `id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at`
+)
+
+func (s *Store) prepare() error {
+	var err error
+	prep := func(db *sql.DB, dst **sql.Stmt, query string) {
+		if err != nil {
+			return
+		}
+		if *dst, err = db.Prepare(query); err != nil {
+			err = fmt.Errorf("prepare %q: %w", query, err)
+		}
+	}
+	prep(s.w, &s.wThreadSeq, `SELECT (SELECT max(seq) FROM messages WHERE thread_id = ?1) FROM threads WHERE id = ?1 AND workspace_id = ?2`)
+	prep(s.w, &s.wInsertMessage, `INSERT INTO messages (`+messageCols+`, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	prep(s.w, &s.wInsertCall, `INSERT INTO tool_calls (thread_id, call_id, seq, idx, name, args, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	prep(s.w, &s.wCallState, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = ?1 AND call_id = ?2),
+		EXISTS (SELECT 1 FROM messages WHERE thread_id = ?1 AND tool_call_id = ?2)`)
+	prep(s.w, &s.wThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
+	prep(s.w, &s.wUpdateThread, `UPDATE threads SET tags = ?, step_count = ?, current_side = ?, stopped = ?, updated_at = ? WHERE id = ?`)
+	prep(s.w, &s.wInsertThread, `INSERT INTO threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	prep(s.w, &s.wThreadWorkspace, `SELECT workspace_id FROM threads WHERE id = ?`)
+
+	prep(s.r, &s.rThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
+	prep(s.r, &s.rThreadExists, `SELECT 1 FROM threads WHERE id = ? AND workspace_id = ?`)
+	// The EXISTS term is constant: SQLite evaluates it once, and an empty page then means either
+	// an empty range or a thread of another workspace, which the caller tells apart.
+	prep(s.r, &s.rLastMessages, `SELECT `+messageCols+` FROM messages
+		WHERE thread_id = ?1 AND seq < ?2 AND EXISTS (SELECT 1 FROM threads WHERE id = ?1 AND workspace_id = ?3)
+		ORDER BY seq DESC LIMIT ?4`)
+	prep(s.r, &s.rChildren, `SELECT `+threadCols+` FROM threads WHERE parent_id = ? AND workspace_id = ? ORDER BY created_at, rowid`)
+	prep(s.r, &s.rPending, `SELECT c.call_id, c.name, c.args, c.reasoning FROM tool_calls c
+		WHERE c.thread_id = ?1 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = ?1 AND m.tool_call_id = c.call_id)
+		ORDER BY c.seq, c.idx`)
+	return err
+}
+
+// write runs fn in one write transaction (BEGIN IMMEDIATE on the writer connection) and commits
+// it if fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer tx.Rollback() // after a commit: a no-op; after a panic in fn: releases the lock
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}

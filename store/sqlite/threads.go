@@ -1,0 +1,179 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// CreateThread stores a new thread, setting its ID (when empty), CreatedAt and UpdatedAt. A
+// ParentID must name a thread of the same workspace (store.ErrNotFound otherwise).
+func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
+	if t == nil || t.WorkspaceID == "" {
+		return fmt.Errorf("sqlite: create thread: no workspace id: %w", store.ErrInvalid)
+	}
+	if t.StepCount < 0 {
+		return fmt.Errorf("sqlite: create thread: negative step count: %w", store.ErrInvalid)
+	}
+	id := t.ID
+	if id == "" {
+		id = store.NewID(store.PrefixThread)
+	}
+	tags, err := encodeTags(t.Tags)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC().Round(0)
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if t.ParentID != "" {
+			var ws string
+			err := tx.StmtContext(ctx, s.wThreadWorkspace).QueryRowContext(ctx, t.ParentID).Scan(&ws)
+			if errors.Is(err, sql.ErrNoRows) || (err == nil && ws != t.WorkspaceID) {
+				return fmt.Errorf("sqlite: create thread: parent %s: %w", t.ParentID, store.ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: create thread: %w", err)
+			}
+		}
+		_, err := tx.StmtContext(ctx, s.wInsertThread).ExecContext(ctx, id, t.WorkspaceID, t.AgentID, t.UserID,
+			nullString(t.ParentID), tags, t.StepCount, t.CurrentSide, t.Stopped, now.UnixNano(), now.UnixNano())
+		if isConstraint(err) {
+			return fmt.Errorf("sqlite: create thread: id %s is taken: %w", id, store.ErrInvalid)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create thread: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	t.ID, t.CreatedAt, t.UpdatedAt = id, now, now
+	return nil
+}
+
+// Thread returns the thread, or store.ErrNotFound.
+func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*store.Thread, error) {
+	th, err := scanThread(s.rThread.QueryRowContext(ctx, threadID, workspaceID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: thread %s: %w", threadID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: %w", threadID, err)
+	}
+	return th, nil
+}
+
+// UpdateThread applies fn to the thread inside one write transaction and stores the result.
+// Only Tags, StepCount, CurrentSide and Stopped may change (store.ErrInvalid otherwise); the
+// store sets UpdatedAt. An error from fn is returned as is and nothing is stored. fn runs while
+// the store's write lock is held: it must be quick and must not write to the store.
+func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
+	var out *store.Thread
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		th, err := scanThread(tx.StmtContext(ctx, s.wThread).QueryRowContext(ctx, threadID, workspaceID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: update thread %s: %w", threadID, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
+		}
+		before := *th
+		before.Tags = slices.Clone(th.Tags)
+		if err := fn(th); err != nil {
+			return err
+		}
+		if th.ID != before.ID || th.WorkspaceID != before.WorkspaceID || th.AgentID != before.AgentID ||
+			th.UserID != before.UserID || th.ParentID != before.ParentID || !th.CreatedAt.Equal(before.CreatedAt) {
+			return fmt.Errorf("sqlite: update thread %s: only tags and execution state may change: %w", threadID, store.ErrInvalid)
+		}
+		if th.StepCount < 0 {
+			return fmt.Errorf("sqlite: update thread %s: negative step count: %w", threadID, store.ErrInvalid)
+		}
+		tags, err := encodeTags(th.Tags)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC().Round(0)
+		if now.Before(before.UpdatedAt) { // the clock went back: UpdatedAt does not
+			now = before.UpdatedAt
+		}
+		if _, err := tx.StmtContext(ctx, s.wUpdateThread).ExecContext(ctx, tags, th.StepCount, th.CurrentSide,
+			th.Stopped, now.UnixNano(), threadID); err != nil {
+			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
+		}
+		th.UpdatedAt = now
+		out = th
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Children lists the threads whose parent is threadID, oldest first. A thread without children,
+// or of another workspace, has none.
+func (s *Store) Children(ctx context.Context, workspaceID, threadID string) ([]*store.Thread, error) {
+	rows, err := s.rChildren.QueryContext(ctx, threadID, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: children of %s: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out []*store.Thread
+	for rows.Next() {
+		th, err := scanThread(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: children of %s: %w", threadID, err)
+		}
+		out = append(out, th)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: children of %s: %w", threadID, err)
+	}
+	return out, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanThread(row scanner) (*store.Thread, error) {
+	var (
+		th               store.Thread
+		parent           sql.NullString
+		tags             []byte
+		created, updated int64
+	)
+	if err := row.Scan(&th.ID, &th.WorkspaceID, &th.AgentID, &th.UserID, &parent, &tags, &th.StepCount,
+		&th.CurrentSide, &th.Stopped, &created, &updated); err != nil {
+		return nil, err
+	}
+	th.ParentID = parent.String
+	if len(tags) > 0 && string(tags) != "[]" {
+		if err := json.Unmarshal(tags, &th.Tags); err != nil {
+			return nil, fmt.Errorf("thread %s: tags: %w", th.ID, err)
+		}
+	}
+	th.CreatedAt, th.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return &th, nil
+}
+
+func encodeTags(tags []string) (string, error) {
+	if len(tags) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(tags)
+	if err != nil {
+		return "", fmt.Errorf("sqlite: tags: %v: %w", err, store.ErrInvalid)
+	}
+	return string(b), nil
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
