@@ -3,6 +3,7 @@
 //	quiver tools list [--json]
 //	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp]
 //	quiver call NAME [--args JSON|@FILE|-]
+//	quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
 //
 // Exit status: 0 on success, 1 when a call returns an error result, 2 on a usage error.
 package main
@@ -37,6 +38,8 @@ Usage:
   quiver tools schema NAME [--dialect D]     print a tool as a provider sees it
                                              D: openai (default), openai-strict, anthropic, gemini, mcp
   quiver call NAME [--args JSON|@FILE|-]     call a tool and print the result as JSON
+  quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
+                                             re-encrypt every secret variable under a new key
 
 Exit status: 0 success, 1 the call returned an error result, 2 usage error.
 `
@@ -102,6 +105,8 @@ func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 		return exitUsage, usagef("unknown tools subcommand %q (list, schema)", args[1])
 	case "call":
 		return a.call(ctx, args[1:])
+	case "secrets":
+		return a.secrets(ctx, args[1:])
 	}
 	return exitUsage, usagef("unknown command %q", args[0])
 }

@@ -137,24 +137,16 @@ func loadOrCreateFile(path string) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	// O_EXCL: when two processes start at once, one creates the file and both read it.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case err == nil:
-		_, werr := f.WriteString(text + "\n")
-		if serr := f.Sync(); werr == nil {
-			werr = serr
-		}
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			os.Remove(path)
-			return nil, fmt.Errorf("secret: writing key file %s: %w", path, werr)
-		}
+	// The key is written to a temporary file and linked into place: a process that finds the
+	// key file finds it complete, and when two processes start at once one link wins and both
+	// use its key. The directory is synced so the file survives a power loss, as the values
+	// sealed with it will.
+	created, err := publishKey(path, text)
+	if err != nil {
+		return nil, err
+	}
+	if created {
 		return k, nil
-	case !errors.Is(err, fs.ErrExist):
-		return nil, fmt.Errorf("secret: creating key file %s: %w", path, err)
 	}
 	info, err := os.Stat(path)
 	if err != nil {
@@ -219,4 +211,38 @@ func KeyID(sealed string) (string, bool) {
 	}
 	id, _, ok := strings.Cut(rest, ".")
 	return id, ok
+}
+
+// publishKey atomically creates path holding text, and reports false if path already existed.
+func publishKey(path, text string) (bool, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".secret-key-*")
+	if err != nil {
+		return false, fmt.Errorf("secret: creating key file %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.WriteString(text + "\n")
+	if err := tmp.Chmod(0o600); werr == nil {
+		werr = err
+	}
+	if err := tmp.Sync(); werr == nil {
+		werr = err
+	}
+	if err := tmp.Close(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		return false, fmt.Errorf("secret: writing key file %s: %w", path, werr)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("secret: creating key file %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return true, nil
 }

@@ -30,11 +30,14 @@
 //
 // # Schema
 //
-// Three tables: threads; messages, numbered 1, 2, 3... per thread by a unique (thread_id, seq);
-// and tool_calls, one row per call an assistant message asks for, with a unique (thread_id,
-// call_id). A tool message references its call (a foreign key, so a result answers a call of
-// its own thread) and a unique index on (thread_id, tool_call_id) over tool messages makes a
-// second result for a call impossible, whichever process writes it.
+// Threads and their history: threads; messages, numbered 1, 2, 3... per thread by a unique
+// (thread_id, seq); and tool_calls, one row per call an assistant message asks for, with a
+// unique (thread_id, call_id). A tool message references its call (a foreign key, so a result
+// answers a call of its own thread) and a unique index on (thread_id, tool_call_id) over tool
+// messages makes a second result for a call impossible, whichever process writes it. Beside
+// them: files and file_usage (the thread file system, store.Files), variables
+// (store.Variables) and the entities of store.Entities (workspaces, users, memberships,
+// schemas, functions and their versions, tools).
 //
 // Migrations live in the migrations directory of this package as numbered SQL files
 // (0001_init.sql, 0002_...). Open applies the ones a database lacks, each in its own

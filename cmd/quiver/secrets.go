@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/postgres"
+	"github.com/quiverhq/quiver/store/secret"
+	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/vars"
+)
+
+// Where a deployment keeps its data by default: $XDG_DATA_HOME/quiver (or
+// ~/.local/share/quiver), holding the SQLite database and, beside it, the key file that secret
+// values are encrypted with.
+const (
+	defaultDBName = "quiver.db"
+	keyFileName   = "secret.key"
+)
+
+// dataDir is the default data directory.
+func dataDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "quiver"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no data directory (set XDG_DATA_HOME or pass --db): %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "quiver"), nil
+}
+
+func (a *app) secrets(ctx context.Context, args []string) (int, error) {
+	if len(args) < 1 {
+		return exitUsage, usagef("secrets needs a subcommand: rotate-key")
+	}
+	switch args[0] {
+	case "rotate-key":
+		return a.rotateKey(ctx, args[1:])
+	}
+	return exitUsage, usagef("unknown secrets subcommand %q (rotate-key)", args[0])
+}
+
+// variableStore is a store holding variables, to close after use.
+type variableStore interface {
+	store.Variables
+	Close() error
+}
+
+// rotateKey re-encrypts every secret value under a new key: see vars.RotateKeyFile for the
+// order of the steps and why a crash at any point loses nothing, and vars.RotateKeyEnv for a
+// key given in QUIVER_SECRET_KEY.
+func (a *app) rotateKey(ctx context.Context, args []string) (int, error) {
+	flags := flag.NewFlagSet("secrets rotate-key", flag.ContinueOnError)
+	dbPath := flags.String("db", "", "the SQLite database (default: "+defaultDBName+" in $XDG_DATA_HOME/quiver or ~/.local/share/quiver)")
+	dsn := flags.String("postgres", "", "a PostgreSQL connection string, to use instead of a SQLite database")
+	keyPath := flags.String("key", "", "the key file (default: "+keyFileName+" beside the SQLite database, or in the data directory)")
+	pos, err := parse(flags, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) > 0 {
+		return exitUsage, usagef("secrets rotate-key takes no arguments, got %q", pos[0])
+	}
+	if *dbPath != "" && *dsn != "" {
+		return exitUsage, usagef("give --db or --postgres, not both")
+	}
+
+	var st variableStore
+	if *dsn != "" {
+		if *keyPath == "" {
+			dir, err := dataDir()
+			if err != nil {
+				return exitError, err
+			}
+			*keyPath = filepath.Join(dir, keyFileName)
+		}
+		if st, err = postgres.Open(ctx, *dsn); err != nil {
+			return exitError, err
+		}
+	} else {
+		if *dbPath == "" {
+			dir, err := dataDir()
+			if err != nil {
+				return exitError, err
+			}
+			*dbPath = filepath.Join(dir, defaultDBName)
+		}
+		// Rotating creates nothing: a database that does not exist is a mistyped path.
+		if _, err := os.Stat(*dbPath); errors.Is(err, fs.ErrNotExist) {
+			return exitError, fmt.Errorf("no database at %s (pass --db PATH or --postgres DSN)", *dbPath)
+		}
+		if *keyPath == "" {
+			*keyPath = filepath.Join(filepath.Dir(*dbPath), keyFileName)
+		}
+		if st, err = sqlite.Open(*dbPath); err != nil {
+			return exitError, err
+		}
+	}
+	defer st.Close()
+
+	if _, fromEnv := os.LookupEnv(secret.EnvKey); fromEnv {
+		rot, err := vars.RotateKeyEnv(ctx, st, func(newKey string) error {
+			_, err := fmt.Fprintf(a.stdout, "New key (not in effect until this command reports success):\n%s\n", newKey)
+			return err
+		})
+		if err != nil {
+			return exitError, fmt.Errorf("%w\nNothing was re-encrypted: keep %s as it is and discard any key printed above", err, secret.EnvKey)
+		}
+		fmt.Fprintf(a.stdout, "Re-encrypted %d secret value%s with key %s (was %s).\n"+
+			"Set %s to the new key above for every process using this database, and restart them.\n",
+			rot.Values, plural(rot.Values), rot.NewKeyID, rot.OldKeyID, secret.EnvKey)
+		return exitOK, nil
+	}
+
+	rot, err := vars.RotateKeyFile(ctx, st, *keyPath)
+	if err != nil {
+		return exitError, err
+	}
+	if rot.Resumed {
+		fmt.Fprintf(a.stdout, "Finished an interrupted rotation.\n")
+	}
+	fmt.Fprintf(a.stdout, "Re-encrypted %d secret value%s: %s now holds key %s (was %s).\n"+
+		"The previous key is kept in %s, so that values written meanwhile by processes still running with it\n"+
+		"stay readable: restart every process using this database, then delete that file.\n",
+		rot.Values, plural(rot.Values), *keyPath, rot.NewKeyID, rot.OldKeyID, rot.OldKeyPath)
+	return exitOK, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,13 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/storetest"
+)
+
+func TestVariables(t *testing.T) {
+	testDSN(t)
+	storetest.RunVariables(t, func(t *testing.T) store.Store { return openTest(t) })
+}
