@@ -10,6 +10,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
 )
 
 const hardSecret = "sk-SECRET42"
@@ -229,6 +230,18 @@ func TestArgsForHistory(t *testing.T) {
 	} {
 		if got := string(quiver.ArgsForHistory(json.RawMessage(in))); got != want {
 			t.Errorf("ArgsForHistory(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// quiver.CheckPath accepts exactly the paths the thread file system does.
+func TestCheckPathMatchesTheStore(t *testing.T) {
+	long := "/" + strings.Repeat("a", 256)
+	for _, p := range []string{"/a\nb", "/tab\there", "/del\x7f", long, "/ok/" + strings.Repeat("b", 255)} {
+		qerr := quiver.CheckPath(p)
+		serr := store.CheckPath(p)
+		if (qerr == nil) != (serr == nil) {
+			t.Errorf("CheckPath(%q): quiver %v, store %v", p, qerr, serr)
 		}
 	}
 }

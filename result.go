@@ -198,6 +198,15 @@ func CheckPath(p string) error {
 		return fmt.Errorf("path %q must use / as separator", truncate(p, 80))
 	case path.Clean(p) != p:
 		return fmt.Errorf("path %q is not clean (no ., .. or doubled /); did you mean %q?", truncate(p, 80), truncate(path.Clean(p), 80))
+	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Errorf("path %q contains a control character", truncate(p, 80))
+	}
+	// The same rules as store.CheckPath, which the thread file system enforces: a reference
+	// that passes here is one the store accepts.
+	for seg := range strings.SplitSeq(p[1:], "/") {
+		if len(seg) > 255 {
+			return fmt.Errorf("path %q has a segment of %d bytes, over the 255 byte limit", truncate(p, 80), len(seg))
+		}
 	}
 	return nil
 }
