@@ -46,7 +46,7 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceFull(t *testing.T) {
 	if testing.Short() {
-		t.Skip("short")
+		t.Skip("-short: the suite already runs with synchronous=NORMAL; FULL repeats it with fsync on every commit")
 	}
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, _ := openTemp(t, sqlite.Options{Synchronous: "full", ReadConns: 1})
