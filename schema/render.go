@@ -209,6 +209,18 @@ func (ts *ToolSet) Lookup(name string) (*RenderedTool, bool) {
 	return &ts.Tools[i], true
 }
 
+// Outbound returns the name the provider knows the tool registered as canonical by, for
+// writing a conversation's earlier calls and results back to the provider; a name not in the
+// set (a tool removed since the call was made) is returned unchanged.
+func (ts *ToolSet) Outbound(canonical string) string {
+	for i := range ts.Tools {
+		if ts.Tools[i].Canonical == canonical {
+			return ts.Tools[i].Name
+		}
+	}
+	return canonical
+}
+
 // Inbound maps a call as the provider sent it back to Quiver's terms: the canonical tool name,
 // and arguments in the tool's own schema (nulls the dialect added for optional properties
 // removed, key/value entries turned back into maps, JSON text back into values). Arguments

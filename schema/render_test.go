@@ -255,6 +255,9 @@ func TestRenderNameMapping(t *testing.T) {
 				t.Errorf("%s: provider name %q given twice", c.dialect, rt.Name)
 			}
 			seen[rt.Name] = true
+			if out := ts.Outbound(canonical); out != rt.Name {
+				t.Errorf("%s: Outbound(%q) = %q, want %q", c.dialect, canonical, out, rt.Name)
+			}
 			got, args, ok := ts.Inbound(rt.Name, []byte(`{}`))
 			if !ok || got != canonical || string(args) != `{}` {
 				t.Errorf("%s: Inbound(%q) = %q, %s, %v; want %q", c.dialect, rt.Name, got, args, ok, canonical)
@@ -266,6 +269,16 @@ func TestRenderNameMapping(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestOutboundUnknownNamePassesThrough(t *testing.T) {
+	ts, err := Render(OpenAI, []ToolSchema{{Name: "a.b", Description: "d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.Outbound("removed_tool"); got != "removed_tool" {
+		t.Errorf("Outbound(removed_tool) = %q", got)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -39,17 +41,55 @@ const (
 // Thread is a persisted conversation (with its place in a tree of threads) and the state of
 // the run on it.
 type Thread struct {
-	ID          string    `json:"id"` // thr_...
-	WorkspaceID string    `json:"workspace_id"`
-	AgentID     string    `json:"agent_id,omitempty"`
-	UserID      string    `json:"user_id,omitempty"`
-	ParentID    string    `json:"parent_id,omitempty"`
-	Tags        []string  `json:"tags,omitempty"` // "name:<value>" names a child thread
-	StepCount   int       `json:"step_count"`
-	CurrentSide string    `json:"current_side,omitempty"`
-	Stopped     bool      `json:"stopped"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string   `json:"id"` // thr_...
+	WorkspaceID string   `json:"workspace_id"`
+	AgentID     string   `json:"agent_id,omitempty"`
+	UserID      string   `json:"user_id,omitempty"`
+	ParentID    string   `json:"parent_id,omitempty"`
+	Tags        []string `json:"tags,omitempty"` // "name:<value>" names a child thread
+	StepCount   int      `json:"step_count"`
+	CurrentSide string   `json:"current_side,omitempty"`
+	Stopped     bool     `json:"stopped"`
+	// Status, Blocking and Resumable are the thread's entry in its parent's children registry
+	// (A8): whether a run is going on it, whether the parent waits for it, and whether it
+	// keeps its thread to be messaged again.
+	Status    ThreadStatus `json:"status"`
+	Blocking  bool         `json:"blocking"`
+	Resumable bool         `json:"resumable"`
+	// State is the runtime's own record of the run on the thread (the agent package keeps
+	// what it needs to resume here); the store keeps it as given. Empty means none.
+	State     json.RawMessage `json:"state,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// ThreadStatus is whether a run is going on a thread.
+type ThreadStatus string
+
+// Thread statuses. A terminated thread stays terminated.
+const (
+	StatusIdle       ThreadStatus = "idle" // the default: no run going on
+	StatusRunning    ThreadStatus = "running"
+	StatusTerminated ThreadStatus = "terminated"
+)
+
+// Valid reports whether s is one of the statuses ("" counts as idle).
+func (s ThreadStatus) Valid() bool {
+	switch s {
+	case "", StatusIdle, StatusRunning, StatusTerminated:
+		return true
+	}
+	return false
+}
+
+// Name is the value of the thread's "name:<value>" tag, or "".
+func (t *Thread) Name() string {
+	for _, tag := range t.Tags {
+		if v, ok := strings.CutPrefix(tag, "name:"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // ToolCall is a call an assistant message asks for.
@@ -58,6 +98,9 @@ type ToolCall struct {
 	Name      string          `json:"name"`
 	Args      json.RawMessage `json:"args,omitempty"`
 	Reasoning string          `json:"reasoning,omitempty"`
+	// Signature is opaque provider state sent back with the call in later requests (Gemini's
+	// thought signature); most calls have none.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // ToolResult is the outcome of a call, as stored with its tool message. It mirrors
@@ -70,6 +113,9 @@ type ToolResult struct {
 	Code        string          `json:"code,omitempty"`
 	Stack       string          `json:"stack,omitempty"`
 	Attachments json.RawMessage `json:"attachments,omitempty"`
+	// Content and Problems are quiver.Result's, as JSON.
+	Content  json.RawMessage `json:"content,omitempty"`
+	Problems json.RawMessage `json:"problems,omitempty"`
 }
 
 // Message is one entry of a thread's history.
@@ -104,7 +150,8 @@ type Store interface {
 	// Thread returns the thread, or ErrNotFound.
 	Thread(ctx context.Context, workspaceID, threadID string) (*Thread, error)
 	// UpdateThread applies fn to the thread inside one transaction and stores the result;
-	// only tags and execution state (StepCount, CurrentSide, Stopped) may change.
+	// only Tags, the execution state (StepCount, CurrentSide, Stopped), Status and State may
+	// change, and a terminated thread's Status stays terminated (ErrInvalid otherwise).
 	UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*Thread) error) (*Thread, error)
 	// Children lists the threads whose parent is threadID, oldest first.
 	Children(ctx context.Context, workspaceID, threadID string) ([]*Thread, error)
@@ -120,6 +167,118 @@ type Store interface {
 	// yet, in the order they were asked for: what a resumed run still has to execute.
 	PendingCalls(ctx context.Context, workspaceID, threadID string) ([]ToolCall, error)
 
+	// UpdateMessage applies fn to a message of the thread inside one transaction and stores
+	// the result. Only Content may change, and only for system, user and assistant messages:
+	// a tool message's result is written once (ErrInvalid otherwise).
+	UpdateMessage(ctx context.Context, workspaceID, threadID, messageID string, fn func(*Message) error) (*Message, error)
+
+	// Enqueue queues messages for the thread's next step (a message sent while a run is in
+	// its step, a non-blocking child's result), setting their ID and CreatedAt. Only system,
+	// user and assistant messages without tool calls may be queued (ErrInvalid).
+	Enqueue(ctx context.Context, workspaceID, threadID string, msgs ...*Message) error
+	// Queued returns the thread's queued messages, oldest first.
+	Queued(ctx context.Context, workspaceID, threadID string) ([]*Message, error)
+	// AppendQueued moves the thread's queued messages to the end of its history in one
+	// transaction, in the order they were queued, and returns them as appended (none: an
+	// empty slice). A queued message is appended exactly once.
+	AppendQueued(ctx context.Context, workspaceID, threadID string) ([]*Message, error)
+
+	// Decide records a person's decision on a pending call that requires confirmation (X6),
+	// setting DecidedAt. The call must be one the thread asked for that has no result
+	// (ErrInvalid), and it is decided once: a second decision fails with ErrDecided.
+	Decide(ctx context.Context, workspaceID, threadID string, d *Decision) error
+	// Decisions returns the decisions on the thread's calls, in the order they were made.
+	Decisions(ctx context.Context, workspaceID, threadID string) ([]*Decision, error)
+
+	// Log appends an entry to the thread's log, setting Seq and Time (when zero).
+	Log(ctx context.Context, workspaceID, threadID string, e *LogEntry) error
+	// Logs returns a page of the thread's log, oldest first, paged like Messages.
+	Logs(ctx context.Context, workspaceID, threadID string, page Page) ([]*LogEntry, error)
+
 	// Close releases the store's resources.
 	Close() error
+}
+
+// ErrDecided: the call already has a decision.
+var ErrDecided = errors.New("store: the call already has a decision")
+
+// DecisionAction is what a person decided about a call.
+type DecisionAction string
+
+// Decision actions.
+const (
+	Approve DecisionAction = "approve"
+	Edit    DecisionAction = "edit" // approve with other arguments
+	Deny    DecisionAction = "deny"
+)
+
+// Decision is a person's answer to a call that requires confirmation.
+type Decision struct {
+	CallID string         `json:"call_id"`
+	Action DecisionAction `json:"action"`
+	// Args are the edited arguments (Edit only: a JSON object).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Message is an optional word for the model (Deny).
+	Message   string    `json:"message,omitempty"`
+	UserID    string    `json:"user_id,omitempty"`
+	DecidedAt time.Time `json:"decided_at"`
+}
+
+// Check reports, wrapping ErrInvalid, a decision that is not well formed.
+func (d *Decision) Check() error {
+	switch {
+	case d == nil || d.CallID == "":
+		return fmt.Errorf("a decision needs a call id: %w", ErrInvalid)
+	case d.Action != Approve && d.Action != Edit && d.Action != Deny:
+		return fmt.Errorf("decision on call %q: unknown action %q (approve, edit or deny): %w", d.CallID, d.Action, ErrInvalid)
+	case d.Action == Edit && !isJSONObject(d.Args):
+		return fmt.Errorf("decision on call %q: edited arguments must be a JSON object: %w", d.CallID, ErrInvalid)
+	case d.Action != Edit && len(d.Args) > 0:
+		return fmt.Errorf("decision on call %q: only an edit carries arguments: %w", d.CallID, ErrInvalid)
+	}
+	return nil
+}
+
+func isJSONObject(b json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+// LogLevel is how much a log entry matters.
+type LogLevel string
+
+// Log levels.
+const (
+	LevelDebug LogLevel = "debug"
+	LevelInfo  LogLevel = "info"
+	LevelWarn  LogLevel = "warn"
+	LevelError LogLevel = "error"
+)
+
+// LogEntry is one line of a thread's log: what the runtime or a tool wants kept beside the
+// conversation without the model seeing it.
+type LogEntry struct {
+	Seq     int64           `json:"seq"`
+	Time    time.Time       `json:"time"` // kept to the microsecond at least
+	Level   LogLevel        `json:"level"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"` // a JSON value
+}
+
+// MaxLogMessageBytes caps a log entry's message and data each.
+const MaxLogMessageBytes = 64 << 10
+
+// Check reports, wrapping ErrInvalid, an entry that is not well formed.
+func (e *LogEntry) Check() error {
+	switch {
+	case e == nil:
+		return fmt.Errorf("nil log entry: %w", ErrInvalid)
+	case e.Level != LevelDebug && e.Level != LevelInfo && e.Level != LevelWarn && e.Level != LevelError:
+		return fmt.Errorf("log level %q: want debug, info, warn or error: %w", e.Level, ErrInvalid)
+	case len(e.Message) > MaxLogMessageBytes || len(e.Data) > MaxLogMessageBytes:
+		return fmt.Errorf("log entry over %d bytes: %w", MaxLogMessageBytes, ErrTooLarge)
+	case len(e.Data) > 0 && !json.Valid(e.Data):
+		return fmt.Errorf("log entry data is not JSON: %w", ErrInvalid)
+	}
+	return nil
 }

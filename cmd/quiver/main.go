@@ -1,9 +1,14 @@
-// Command quiver lists, renders and calls Quiver tools.
+// Command quiver lists, renders and calls Quiver tools, and serves them over MCP.
 //
+//	quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--conformance]
+//	quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN]
 //	quiver tools list [--json]
 //	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp]
+//	quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
 //	quiver call NAME [--args JSON|@FILE|-]
 //	quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
+//	quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] "message"
+//	quiver threads show ID [--json]
 //
 // Exit status: 0 on success, 1 when a call returns an error result, 2 on a usage error.
 package main
@@ -23,6 +28,7 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
 	_ "github.com/quiverhq/quiver/tools/clock" // built-in tools register themselves
+	_ "github.com/quiverhq/quiver/tools/runcode"
 )
 
 const (
@@ -34,12 +40,23 @@ const (
 const usage = `Quiver: define tools once; govern, validate, execute and record every call.
 
 Usage:
+  quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--conformance]
+                                             serve the tools over MCP at http://127.0.0.1:7411/mcp
+                                             (--addr or QUIVER_ADDR to change), recording every call
+  quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN]
+                                             serve the tools over MCP on standard input and output
   quiver tools list [--json]                 list the available tools
   quiver tools schema NAME [--dialect D]     print a tool as a provider sees it
                                              D: openai (default), openai-strict, anthropic, gemini, mcp
+  quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
+                                             store a JavaScript tool in the database (a new version
+                                             if it exists); tools list, schema and call load them
   quiver call NAME [--args JSON|@FILE|-]     call a tool and print the result as JSON
   quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
                                              re-encrypt every secret variable under a new key
+  quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] "message"
+                                             run an agent; asks here for confirmations and client results
+  quiver threads show ID [--json]            print a thread's messages and tool calls
 
 Exit status: 0 success, 1 the call returned an error result, 2 usage error.
 `
@@ -94,19 +111,29 @@ func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 		return exitOK, nil
 	case "tools":
 		if len(args) < 2 {
-			return exitUsage, usagef("tools needs a subcommand: list or schema")
+			return exitUsage, usagef("tools needs a subcommand: list or schema (to see the tools), or add (to store one)")
 		}
 		switch args[1] {
 		case "list":
-			return a.toolsList(args[2:])
+			return a.toolsList(ctx, args[2:])
 		case "schema":
-			return a.toolsSchema(args[2:])
+			return a.toolsSchema(ctx, args[2:])
+		case "add":
+			return a.toolsAdd(ctx, args[2:])
 		}
-		return exitUsage, usagef("unknown tools subcommand %q (list, schema)", args[1])
+		return exitUsage, usagef("unknown tools subcommand %q (list, schema, add)", args[1])
 	case "call":
 		return a.call(ctx, args[1:])
+	case "serve":
+		return a.serve(ctx, args[1:])
+	case "mcp":
+		return a.mcpCmd(ctx, args[1:])
 	case "secrets":
 		return a.secrets(ctx, args[1:])
+	case "run":
+		return a.runAgent(ctx, args[1:])
+	case "threads":
+		return a.threads(ctx, args[1:])
 	}
 	return exitUsage, usagef("unknown command %q", args[0])
 }
@@ -129,15 +156,19 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func (a *app) toolsList(args []string) (int, error) {
+func (a *app) toolsList(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("tools list", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print name, description, input_schema and output_schema as JSON")
+	sf := addStoreFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
 	}
 	if len(pos) > 0 {
 		return exitUsage, usagef("tools list takes no arguments, got %q", pos[0])
+	}
+	if err := a.loadStoredTools(ctx, sf); err != nil {
+		return exitError, err
 	}
 	tools := a.registry.Tools()
 	if *asJSON {
@@ -162,9 +193,10 @@ func (a *app) toolsList(args []string) (int, error) {
 	return exitOK, w.Flush()
 }
 
-func (a *app) toolsSchema(args []string) (int, error) {
+func (a *app) toolsSchema(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("tools schema", flag.ContinueOnError)
 	dialect := fs.String("dialect", string(schema.OpenAI), "openai, openai-strict, anthropic, gemini or mcp")
+	sf := addStoreFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
@@ -175,6 +207,9 @@ func (a *app) toolsSchema(args []string) (int, error) {
 	d, err := schema.ParseDialect(*dialect)
 	if err != nil {
 		return exitUsage, usagef("%v", err)
+	}
+	if err := a.loadStoredTools(ctx, sf); err != nil {
+		return exitError, err
 	}
 	t, ok := a.registry.Lookup(pos[0])
 	if !ok {
@@ -190,6 +225,7 @@ func (a *app) toolsSchema(args []string) (int, error) {
 func (a *app) call(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	argText := fs.String("args", "{}", "arguments as JSON, @FILE to read a file, or - to read standard input")
+	sf := addStoreFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
@@ -201,6 +237,15 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	if err := a.loadStoredTools(ctx, sf); err != nil {
+		return exitError, err
+	}
+	// Tools of the remote MCP servers in the configuration file are callable too.
+	disconnect, err := a.importConfigured(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer disconnect()
 	d := &quiver.Dispatcher{Registry: a.registry}
 	r, err := d.Dispatch(ctx, quiver.Call{Name: pos[0], Args: raw})
 	if err != nil {

@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres"
+	"github.com/quiverhq/quiver/store/postgres/pgtest"
 	"github.com/quiverhq/quiver/store/secret"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/store/vars"
@@ -198,25 +196,10 @@ func onlyDatabase(entries []os.DirEntry) bool {
 }
 
 func TestSecretsRotateKeyPostgres(t *testing.T) {
-	dsn := os.Getenv("QUIVER_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but QUIVER_TEST_POSTGRES is not set")
-		}
-		t.Skip("QUIVER_TEST_POSTGRES is not set")
-	}
+	dsn := pgtest.DSN(t) // skips without a server, fails under CI=true
 	unsetKeyEnv(t)
 	ctx := context.Background()
-	schema := "quiver_cli_" + strings.ToLower(rand.Text()[:12])
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	})
+	schema := pgtest.Schema(t, dsn)
 	s, err := postgres.Open(ctx, dsn, postgres.WithSchema(schema))
 	if err != nil {
 		t.Fatal(err)

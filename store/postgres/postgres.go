@@ -37,7 +37,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -106,13 +105,19 @@ func (s *Store) Close() error {
 }
 
 // threadColumns are read by scanThread, in this order.
-const threadColumns = `id, workspace_id, agent_id, user_id, COALESCE(parent_id, ''), tags, step_count, current_side, stopped, created_at, updated_at`
+const threadColumns = `id, workspace_id, agent_id, user_id, COALESCE(parent_id, ''), tags, step_count, current_side, stopped, status, blocking, resumable, state, created_at, updated_at`
 
 func scanThread(row pgx.Row) (*store.Thread, error) {
-	var t store.Thread
+	var (
+		t     store.Thread
+		state []byte
+	)
 	if err := row.Scan(&t.ID, &t.WorkspaceID, &t.AgentID, &t.UserID, &t.ParentID, &t.Tags, &t.StepCount,
-		&t.CurrentSide, &t.Stopped, &t.CreatedAt, &t.UpdatedAt); err != nil {
+		&t.CurrentSide, &t.Stopped, &t.Status, &t.Blocking, &t.Resumable, &state, &t.CreatedAt, &t.UpdatedAt); err != nil {
 		return nil, err
+	}
+	if len(state) > 0 {
+		t.State = json.RawMessage(slices.Clone(state))
 	}
 	if len(t.Tags) == 0 {
 		t.Tags = nil
@@ -144,16 +149,25 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 	if t.ParentID == id {
 		return fmt.Errorf("postgres: %s: a thread cannot be its own parent: %w", op, store.ErrInvalid)
 	}
+	if err := store.CheckThreadUpdate(t, t); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	status := t.Status
+	if status == "" {
+		status = store.StatusIdle
+	}
 	var at time.Time
 	err := s.pool.QueryRow(ctx, `INSERT INTO threads
-	(id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, created_at, updated_at)
-VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, now(), now())
+	(id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, status, blocking, resumable, state,
+	created_at, updated_at)
+VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, NULLIF($13, '')::json, now(), now())
 RETURNING created_at`,
-		id, t.WorkspaceID, t.AgentID, t.UserID, t.ParentID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped).Scan(&at)
+		id, t.WorkspaceID, t.AgentID, t.UserID, t.ParentID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped,
+		string(status), t.Blocking, t.Resumable, string(t.State)).Scan(&at)
 	if err != nil {
 		return dbError(op, err)
 	}
-	t.ID, t.CreatedAt, t.UpdatedAt = id, at.UTC(), at.UTC()
+	t.ID, t.Status, t.CreatedAt, t.UpdatedAt = id, status, at.UTC(), at.UTC()
 	return nil
 }
 
@@ -168,8 +182,8 @@ func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*stor
 }
 
 // UpdateThread locks the thread, applies fn to it and stores the result, in one transaction.
-// Only Tags, StepCount, CurrentSide and Stopped may change (store.ErrInvalid otherwise; the
-// store sets UpdatedAt). An error from fn is returned, wrapped, and nothing is stored.
+// Only Tags, StepCount, CurrentSide, Stopped, Status and State may change, and a terminated
+// thread stays terminated (store.ErrInvalid otherwise; the store sets UpdatedAt). An error from fn is returned, wrapped, and nothing is stored.
 func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
 	op := "update thread " + threadID
 	var out *store.Thread
@@ -184,14 +198,18 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 		if err := fn(&t); err != nil {
 			return fmt.Errorf("postgres: %s: %w", op, err)
 		}
-		if t.ID != old.ID || t.WorkspaceID != old.WorkspaceID || t.AgentID != old.AgentID || t.UserID != old.UserID ||
-			t.ParentID != old.ParentID || !t.CreatedAt.Equal(old.CreatedAt) {
-			return fmt.Errorf("postgres: %s: only tags, step count, current side and stopped may change: %w", op, store.ErrInvalid)
+		if err := store.CheckThreadUpdate(old, &t); err != nil {
+			return fmt.Errorf("postgres: %s: %w", op, err)
+		}
+		if t.Status == "" {
+			t.Status = store.StatusIdle
 		}
 		err = tx.QueryRow(ctx, `UPDATE threads
-SET tags = $3, step_count = $4, current_side = $5, stopped = $6, updated_at = GREATEST(updated_at, clock_timestamp())
+SET tags = $3, step_count = $4, current_side = $5, stopped = $6, status = $7, state = NULLIF($8, '')::json,
+	updated_at = GREATEST(updated_at, clock_timestamp())
 WHERE id = $1 AND workspace_id = $2
-RETURNING updated_at`, threadID, workspaceID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped).Scan(&t.UpdatedAt)
+RETURNING updated_at`, threadID, workspaceID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped,
+			string(t.Status), string(t.State)).Scan(&t.UpdatedAt)
 		if err != nil {
 			return dbError(op, err)
 		}
@@ -373,18 +391,9 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 // the newest), oldest first. A limit outside 0 to 1000 is store.ErrInvalid; 0 means 100.
 func (s *Store) Messages(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.Message, error) {
 	op := "read messages of thread " + threadID
-	limit, before := page.Limit, page.Before
-	switch {
-	case limit == 0:
-		limit = 100
-	case limit < 0 || limit > 1000:
-		return nil, fmt.Errorf("postgres: %s: limit %d is not between 1 and 1000: %w", op, page.Limit, store.ErrInvalid)
-	}
-	switch {
-	case before == 0:
-		before = math.MaxInt64
-	case before < 0:
-		return nil, fmt.Errorf("postgres: %s: before %d is negative: %w", op, page.Before, store.ErrInvalid)
+	limit, before, err := store.PageBounds(page)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, seq, role, content, tool_calls, COALESCE(tool_call_id, ''), tool_name, result, created_at
 FROM messages
@@ -393,32 +402,9 @@ ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
 	if err != nil {
 		return nil, dbError(op, err)
 	}
-	out := make([]*store.Message, 0, limit)
-	var calls, result []byte
-	for rows.Next() {
-		m := &store.Message{ThreadID: threadID}
-		if err := rows.Scan(&m.ID, &m.Seq, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &result, &m.CreatedAt); err != nil {
-			rows.Close()
-			return nil, dbError(op, err)
-		}
-		m.CreatedAt = m.CreatedAt.UTC()
-		if len(calls) > 0 {
-			if err := json.Unmarshal(calls, &m.ToolCalls); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("postgres: %s: message %s: tool calls: %w", op, m.ID, err)
-			}
-		}
-		if len(result) > 0 {
-			m.Result = new(store.ToolResult)
-			if err := json.Unmarshal(result, m.Result); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("postgres: %s: message %s: result: %w", op, m.ID, err)
-			}
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError(op, err)
+	out, err := scanMessages(rows, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	if len(out) == 0 {
 		// No message: an empty page, or no such thread in this workspace.
@@ -428,6 +414,34 @@ ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// scanMessages reads the rows of a query selecting id, seq, role, content, tool_calls,
+// tool_call_id, tool_name, result, created_at, and closes them.
+func scanMessages(rows pgx.Rows, threadID string) ([]*store.Message, error) {
+	defer rows.Close()
+	var out []*store.Message
+	var calls, result []byte
+	for rows.Next() {
+		m := &store.Message{ThreadID: threadID}
+		if err := rows.Scan(&m.ID, &m.Seq, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &result, &m.CreatedAt); err != nil {
+			return nil, err
+		}
+		m.CreatedAt = m.CreatedAt.UTC()
+		if len(calls) > 0 {
+			if err := json.Unmarshal(calls, &m.ToolCalls); err != nil {
+				return nil, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+			}
+		}
+		if len(result) > 0 {
+			m.Result = new(store.ToolResult)
+			if err := json.Unmarshal(result, m.Result); err != nil {
+				return nil, fmt.Errorf("message %s: result: %w", m.ID, err)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 // PendingCalls returns the calls of the thread that have no result yet, in the order they were
@@ -487,7 +501,12 @@ func dbError(op string, err error) error {
 		kind, what = store.ErrResultExists, "the call already has a result"
 	case pe.Code == "23505" && pe.ConstraintName == "tool_calls_pkey":
 		kind, what = store.ErrInvalid, "a call id is already used in the thread"
-	case pe.Code == "23505" && (pe.ConstraintName == "threads_pkey" || pe.ConstraintName == "messages_pkey"):
+	case pe.Code == "23505" && pe.ConstraintName == "call_decisions_pkey":
+		kind, what = store.ErrDecided, "the call already has a decision"
+	case pe.Code == "23503" && pe.ConstraintName == "call_decisions_call_fkey":
+		kind, what = store.ErrInvalid, "the thread asked for no such call"
+	case pe.Code == "23505" && (pe.ConstraintName == "threads_pkey" || pe.ConstraintName == "messages_pkey" ||
+		pe.ConstraintName == "queued_messages_pkey"):
 		kind, what = store.ErrInvalid, "the id is already taken"
 	case pe.Code == "23503" && pe.ConstraintName == "threads_parent_fkey":
 		kind, what = store.ErrNotFound, "no such parent thread in the workspace"

@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,49 +14,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/postgres/pgtest"
 	"github.com/quiverhq/quiver/store/storetest"
 )
 
-// dsnEnv names the environment variable holding the DSN of the database the tests use.
-const dsnEnv = "QUIVER_TEST_POSTGRES"
+func testDSN(tb testing.TB) string { return pgtest.DSN(tb) }
 
-const howToRun = dsnEnv + " is not set: to run the PostgreSQL tests, point it at a server where the user may create schemas, e.g. " +
-	dsnEnv + "='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' go test ./store/postgres/ (.ci/run starts one and sets it)"
-
-// testDSN returns the test database's DSN. Without one the test is skipped, except in CI
-// (CI=true), which must run these tests for real.
-func testDSN(tb testing.TB) string {
-	tb.Helper()
-	dsn := os.Getenv(dsnEnv)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("CI=true but " + howToRun)
-		}
-		tb.Skip(howToRun)
-	}
-	return dsn
-}
-
-// newSchema returns the name of a schema of its own for the test, dropped (with everything in
-// it) when the test ends.
-func newSchema(tb testing.TB, dsn string) string {
-	tb.Helper()
-	name := "quiver_test_" + strings.ToLower(rand.Text()[:12])
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			tb.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
-}
+func newSchema(tb testing.TB, dsn string) string { return pgtest.Schema(tb, dsn) }
 
 // openTest opens a store in a fresh schema, closed and dropped when the test ends.
 func openTest(tb testing.TB) *Store {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -59,15 +58,11 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 	now := time.Now().UTC().Round(0)
 	var first int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var last sql.NullInt64
-		err := tx.StmtContext(ctx, s.wThreadSeq).QueryRowContext(ctx, threadID, workspaceID).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: append to %s: %w", threadID, store.ErrNotFound)
-		}
+		last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
 		if err != nil {
 			return fmt.Errorf("sqlite: append to %s: %w", threadID, err)
 		}
-		first = last.Int64 + 1
+		first = last + 1
 		insMsg := tx.StmtContext(ctx, s.wInsertMessage)
 		var insCall *sql.Stmt
 		for i := range rows {
@@ -102,6 +97,17 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 		m.ID, m.ThreadID, m.Seq, m.CreatedAt = rows[i].id, threadID, first+int64(i), now
 	}
 	return nil
+}
+
+// lastSeq returns the seq of the thread's newest message (0 for none) inside a write
+// transaction, or store.ErrNotFound when the workspace has no such thread.
+func (s *Store) lastSeq(ctx context.Context, tx *sql.Tx, workspaceID, threadID string) (int64, error) {
+	var last sql.NullInt64
+	err := tx.StmtContext(ctx, s.wThreadSeq).QueryRowContext(ctx, threadID, workspaceID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, store.ErrNotFound
+	}
+	return last.Int64, err
 }
 
 // insertError explains why inserting message i failed. A constraint failure on a tool message
@@ -202,16 +208,9 @@ func marshal(v any) ([]byte, error) {
 // Messages returns a page of the thread's messages, oldest first: the page.Limit newest (100
 // when 0, at most 1000) with Seq below page.Before (from the end when 0).
 func (s *Store) Messages(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.Message, error) {
-	limit := page.Limit
-	if limit == 0 {
-		limit = 100
-	}
-	if limit < 0 || limit > 1000 || page.Before < 0 {
-		return nil, fmt.Errorf("sqlite: messages of %s: page %+v out of range: %w", threadID, page, store.ErrInvalid)
-	}
-	before := page.Before
-	if before == 0 {
-		before = math.MaxInt64
+	limit, before, err := store.PageBounds(page)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of %s: %w", threadID, err)
 	}
 	rows, err := s.rLastMessages.QueryContext(ctx, threadID, before, workspaceID, limit)
 	if err != nil {

@@ -30,11 +30,14 @@
 //
 // # Schema
 //
-// Threads and their history: threads; messages, numbered 1, 2, 3... per thread by a unique
+// Threads and their history: threads (with their run state and place in the children
+// registry); messages, numbered 1, 2, 3... per thread by a unique
 // (thread_id, seq); and tool_calls, one row per call an assistant message asks for, with a
 // unique (thread_id, call_id). A tool message references its call (a foreign key, so a result
 // answers a call of its own thread) and a unique index on (thread_id, tool_call_id) over tool
-// messages makes a second result for a call impossible, whichever process writes it. Beside
+// messages makes a second result for a call impossible, whichever process writes it; likewise
+// call_decisions holds at most one decision per call. queued_messages waits for a thread's
+// next step, thread_logs is its log. Beside
 // them: files and file_usage (the thread file system, store.Files), variables
 // (store.Variables) and the entities of store.Entities (workspaces, users, memberships,
 // schemas, functions and their versions, tools).
@@ -81,7 +84,7 @@ type Store struct {
 	// Prepared statements of the writer connection.
 	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wThread, wUpdateThread, wInsertThread, wThreadWorkspace *sql.Stmt
 	// Prepared statements of the read pool.
-	rThread, rThreadExists, rLastMessages, rChildren, rPending *sql.Stmt
+	rThread, rThreadExists, rLastMessages, rChildren, rPending, rQueued *sql.Stmt
 }
 
 var _ store.Store = (*Store)(nil)
@@ -187,7 +190,7 @@ func (s *Store) Close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wThread,
 		s.wUpdateThread, s.wInsertThread, s.wThreadWorkspace, s.rThread, s.rThreadExists, s.rLastMessages,
-		s.rChildren, s.rPending} {
+		s.rChildren, s.rPending, s.rQueued} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -201,7 +204,7 @@ func (s *Store) Close() error {
 }
 
 const (
-	threadCols  = `id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, created_at, updated_at`
+	threadCols  = `id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, status, blocking, resumable, state, created_at, updated_at`
 	messageCols = `id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at`
 )
 
@@ -221,8 +224,8 @@ func (s *Store) prepare() error {
 	prep(s.w, &s.wCallState, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = ?1 AND call_id = ?2),
 		EXISTS (SELECT 1 FROM messages WHERE thread_id = ?1 AND tool_call_id = ?2)`)
 	prep(s.w, &s.wThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
-	prep(s.w, &s.wUpdateThread, `UPDATE threads SET tags = ?, step_count = ?, current_side = ?, stopped = ?, updated_at = ? WHERE id = ?`)
-	prep(s.w, &s.wInsertThread, `INSERT INTO threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	prep(s.w, &s.wUpdateThread, `UPDATE threads SET tags = ?, step_count = ?, current_side = ?, stopped = ?, status = ?, state = ?, updated_at = ? WHERE id = ?`)
+	prep(s.w, &s.wInsertThread, `INSERT INTO threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	prep(s.w, &s.wThreadWorkspace, `SELECT workspace_id FROM threads WHERE id = ?`)
 
 	prep(s.r, &s.rThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
@@ -233,6 +236,9 @@ func (s *Store) prepare() error {
 		WHERE thread_id = ?1 AND seq < ?2 AND EXISTS (SELECT 1 FROM threads WHERE id = ?1 AND workspace_id = ?3)
 		ORDER BY seq DESC LIMIT ?4`)
 	prep(s.r, &s.rChildren, `SELECT `+threadCols+` FROM threads WHERE parent_id = ? AND workspace_id = ? ORDER BY created_at, rowid`)
+	prep(s.r, &s.rQueued, `SELECT q.id, q.role, q.content, q.created_at FROM threads t
+		LEFT JOIN queued_messages q ON q.thread_id = t.id
+		WHERE t.id = ? AND t.workspace_id = ? ORDER BY q.rowid`)
 	prep(s.r, &s.rPending, `SELECT c.call_id, c.name, c.args, c.reasoning FROM tool_calls c
 		WHERE c.thread_id = ?1 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = ?1 AND m.tool_call_id = c.call_id)
 		ORDER BY c.seq, c.idx`)

@@ -18,8 +18,12 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 	if t == nil || t.WorkspaceID == "" {
 		return fmt.Errorf("sqlite: create thread: no workspace id: %w", store.ErrInvalid)
 	}
-	if t.StepCount < 0 {
-		return fmt.Errorf("sqlite: create thread: negative step count: %w", store.ErrInvalid)
+	if err := checkThread(t); err != nil {
+		return fmt.Errorf("sqlite: create thread: %w", err)
+	}
+	status := t.Status
+	if status == "" {
+		status = store.StatusIdle
 	}
 	id := t.ID
 	if id == "" {
@@ -42,7 +46,8 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 			}
 		}
 		_, err := tx.StmtContext(ctx, s.wInsertThread).ExecContext(ctx, id, t.WorkspaceID, t.AgentID, t.UserID,
-			nullString(t.ParentID), tags, t.StepCount, t.CurrentSide, t.Stopped, now.UnixNano(), now.UnixNano())
+			nullString(t.ParentID), tags, t.StepCount, t.CurrentSide, t.Stopped, string(status), t.Blocking, t.Resumable,
+			nullJSON(t.State), now.UnixNano(), now.UnixNano())
 		if isConstraint(err) {
 			return fmt.Errorf("sqlite: create thread: id %s is taken: %w", id, store.ErrInvalid)
 		}
@@ -54,7 +59,7 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 	if err != nil {
 		return err
 	}
-	t.ID, t.CreatedAt, t.UpdatedAt = id, now, now
+	t.ID, t.Status, t.CreatedAt, t.UpdatedAt = id, status, now, now
 	return nil
 }
 
@@ -71,8 +76,8 @@ func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*stor
 }
 
 // UpdateThread applies fn to the thread inside one write transaction and stores the result.
-// Only Tags, StepCount, CurrentSide and Stopped may change (store.ErrInvalid otherwise); the
-// store sets UpdatedAt. An error from fn is returned as is and nothing is stored. fn runs while
+// Only Tags, StepCount, CurrentSide, Stopped, Status and State may change, and a terminated
+// thread stays terminated (store.ErrInvalid otherwise); the store sets UpdatedAt. An error from fn is returned as is and nothing is stored. fn runs while
 // the store's write lock is held: it must be quick and must not write to the store.
 func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
 	var out *store.Thread
@@ -89,12 +94,11 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 		if err := fn(th); err != nil {
 			return err
 		}
-		if th.ID != before.ID || th.WorkspaceID != before.WorkspaceID || th.AgentID != before.AgentID ||
-			th.UserID != before.UserID || th.ParentID != before.ParentID || !th.CreatedAt.Equal(before.CreatedAt) {
-			return fmt.Errorf("sqlite: update thread %s: only tags and execution state may change: %w", threadID, store.ErrInvalid)
+		if err := store.CheckThreadUpdate(&before, th); err != nil {
+			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
 		}
-		if th.StepCount < 0 {
-			return fmt.Errorf("sqlite: update thread %s: negative step count: %w", threadID, store.ErrInvalid)
+		if th.Status == "" {
+			th.Status = store.StatusIdle
 		}
 		tags, err := encodeTags(th.Tags)
 		if err != nil {
@@ -105,7 +109,7 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 			now = before.UpdatedAt
 		}
 		if _, err := tx.StmtContext(ctx, s.wUpdateThread).ExecContext(ctx, tags, th.StepCount, th.CurrentSide,
-			th.Stopped, now.UnixNano(), threadID); err != nil {
+			th.Stopped, string(th.Status), nullJSON(th.State), now.UnixNano(), threadID); err != nil {
 			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
 		}
 		th.UpdatedAt = now
@@ -146,12 +150,17 @@ func scanThread(row scanner) (*store.Thread, error) {
 	var (
 		th               store.Thread
 		parent           sql.NullString
-		tags             []byte
+		tags, state      []byte
+		status           string
 		created, updated int64
 	)
 	if err := row.Scan(&th.ID, &th.WorkspaceID, &th.AgentID, &th.UserID, &parent, &tags, &th.StepCount,
-		&th.CurrentSide, &th.Stopped, &created, &updated); err != nil {
+		&th.CurrentSide, &th.Stopped, &status, &th.Blocking, &th.Resumable, &state, &created, &updated); err != nil {
 		return nil, err
+	}
+	th.Status = store.ThreadStatus(status)
+	if len(state) > 0 {
+		th.State = json.RawMessage(state)
 	}
 	th.ParentID = parent.String
 	if len(tags) > 0 && string(tags) != "[]" {
@@ -175,5 +184,15 @@ func encodeTags(tags []string) (string, error) {
 }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// checkThread reports what the store refuses in a new thread's own fields.
+func checkThread(t *store.Thread) error {
+	return store.CheckThreadUpdate(t, t)
+}
+
+// nullJSON stores an empty JSON value as NULL, after checking it is JSON.
+func nullJSON(b json.RawMessage) sql.NullString {
+	return sql.NullString{String: string(b), Valid: len(b) > 0}
+}
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -1,0 +1,261 @@
+//go:build unix
+
+package agent_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// The resume test runs this test binary again as the agent process (TestResumeChild) and kills
+// it with SIGKILL at random moments; the next process resumes the run from the store.
+const (
+	resumeEnvDB     = "QUIVER_AGENT_RESUME_DB"
+	resumeEnvThread = "QUIVER_AGENT_RESUME_THREAD"
+	resumeEnvLog    = "QUIVER_AGENT_RESUME_LOG" // the file each execution of the tool appends to
+	resumeWorkspace = "wsp_resume"
+	resumeSteps     = 100 // model turns with calls, then one final answer
+)
+
+// resumeScript is the same in every process: turn i calls "work" twice.
+func resumeScript() *turnModel {
+	m := &turnModel{}
+	for i := range resumeSteps {
+		m.turns = append(m.turns, model.Response{ToolCalls: calls(
+			call(fmt.Sprintf("w%02d_a", i), "work", fmt.Sprintf(`{"n":%d}`, 2*i)),
+			call(fmt.Sprintf("w%02d_b", i), "work", fmt.Sprintf(`{"n":%d}`, 2*i+1)),
+		)})
+	}
+	m.turns = append(m.turns, model.Response{Text: "all work done"})
+	return m
+}
+
+// TestResumeChild is the agent process the resume test kills. It resumes the run on the
+// thread and prints "committed <call id>" after each result is persisted, and "finished" at
+// the end; the work tool records every execution in the log file before returning.
+func TestResumeChild(t *testing.T) {
+	path := os.Getenv(resumeEnvDB)
+	if path == "" {
+		return
+	}
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stdout, "error "+format+"\n", args...)
+		os.Exit(3)
+	}
+	st, err := sqlite.Open(path)
+	if err != nil {
+		fail("open: %v", err)
+	}
+	logFile, err := os.OpenFile(os.Getenv(resumeEnvLog), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		fail("log: %v", err)
+	}
+	reg := &quiver.Registry{}
+	if err := reg.Register(quiver.Func("work", "Does a unit of work.", func(ctx context.Context, in struct {
+		N int `json:"n"`
+	}) (int, error) {
+		// The side effect happens before the result is persisted: a kill in between makes the
+		// resumed run execute the call again, which the test allows only for unpersisted calls.
+		if _, err := logFile.WriteString(quiver.CallFrom(ctx).ID + "\n"); err != nil {
+			return 0, err
+		}
+		return in.N * in.N, nil
+	})); err != nil {
+		fail("register: %v", err)
+	}
+	r := &agent.Runner{Store: st, Registry: reg, Model: resumeScript()}
+	r.Subscribe(func(e agent.Event) {
+		if e.Type == agent.EventToolResult {
+			os.Stdout.WriteString("committed " + e.Call.ID + "\n")
+		}
+	})
+	th, err := thread.Open(ctx, st, resumeWorkspace, os.Getenv(resumeEnvThread))
+	if err != nil {
+		fail("thread: %v", err)
+	}
+	a := &agent.Agent{Name: "worker", Prompt: &agent.Prompt{Name: "worker", Tools: []string{"work"}, Stop: agent.StopRules{MaxSteps: 100}}}
+	out, err := r.Resume(ctx, th, a)
+	if err != nil {
+		fail("resume: %v", err)
+	}
+	fmt.Fprintf(os.Stdout, "finished %s %s\n", out.Reason, out.Text)
+	os.Exit(0)
+}
+
+// TestResumeAfterKills kills the agent process at random moments, at least 20 times: between
+// the model's response and a tool, between a tool and its persistence, anywhere. After each
+// kill the next process resumes. At the end the run is complete, every call has exactly one
+// result, no model turn was stored twice, and no call whose result had been persisted ran
+// again.
+func TestResumeAfterKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts a process 20+ times; run without -short")
+	}
+	dir := t.TempDir()
+	dbPath, logPath := filepath.Join(dir, "q.db"), filepath.Join(dir, "executions.log")
+	st, err := sqlite.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := thread.Create(ctx, st, thread.Options{WorkspaceID: resumeWorkspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.AppendUser(ctx, "do all the work"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
+	// committedIn records the process that reported each call's result persisted; a call may
+	// run again in a later process only if none had.
+	committedIn := map[string]int{}
+	logOffset := 0
+	kills, finished := 0, false
+	for attempt := 0; !finished && attempt < 100; attempt++ {
+		kill := kills < 20 // then let one process finish
+		lines := runChild(t, dbPath, th.ID(), logPath, kill, rng)
+		raw, _ := os.ReadFile(logPath)
+		for _, id := range strings.Fields(string(raw[logOffset:])) {
+			if p, ok := committedIn[id]; ok {
+				t.Fatalf("call %s ran in process %d although process %d had persisted its result", id, attempt, p)
+			}
+		}
+		logOffset = len(raw)
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "committed "):
+				id := strings.TrimPrefix(l, "committed ")
+				if _, ok := committedIn[id]; !ok {
+					committedIn[id] = attempt
+				}
+			case strings.HasPrefix(l, "finished "):
+				finished = true
+				if l != "finished no_calls all work done" {
+					t.Fatalf("child finished with %q", l)
+				}
+			case strings.HasPrefix(l, "error "):
+				t.Fatalf("child: %s", l)
+			}
+		}
+		if !finished {
+			kills++
+		}
+	}
+	if !finished || kills < 20 {
+		t.Fatalf("finished %v after %d kills", finished, kills)
+	}
+
+	st, err = sqlite.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	th, err = thread.Open(ctx, st, resumeWorkspace, th.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := th.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assistants, results := 0, map[string]int{}
+	for _, m := range hist {
+		switch m.Role {
+		case store.RoleAssistant:
+			assistants++
+		case store.RoleTool:
+			results[m.ToolCallID]++
+			var v int
+			if err := json.Unmarshal(m.Result.Value, &v); err != nil {
+				t.Fatalf("result of %s: %s", m.ToolCallID, m.Result.Value)
+			}
+		}
+	}
+	if assistants != resumeSteps+1 {
+		t.Fatalf("%d model turns stored, want %d (none lost, none twice)", assistants, resumeSteps+1)
+	}
+	if len(results) != 2*resumeSteps {
+		t.Fatalf("%d calls have results, want %d", len(results), 2*resumeSteps)
+	}
+	for id, n := range results {
+		if n != 1 {
+			t.Fatalf("call %s has %d results", id, n)
+		}
+	}
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, id := range strings.Fields(string(raw)) {
+		runs[id]++
+	}
+	reran := 0
+	for id := range results {
+		switch {
+		case runs[id] == 0:
+			t.Fatalf("call %s has a result but never ran", id)
+		case runs[id] > 1:
+			reran++ // killed after running, before its result was persisted
+		}
+	}
+	t.Logf("%d kills; %d calls ran again after a kill between execution and persistence", kills, reran)
+}
+
+// runChild starts an agent process; when kill is set it is killed with SIGKILL after a random
+// 1-15 ms (often while it starts, opens the database or waits on the model), or right after a
+// random number (1-4) of committed results. It returns the lines the
+// process printed.
+func runChild(t *testing.T, dbPath, threadID, logPath string, kill bool, rng *rand.Rand) []string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestResumeChild$", "-test.count=1", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), resumeEnvDB+"="+dbPath, resumeEnvThread+"="+threadID, resumeEnvLog+"="+logPath)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var timer *time.Timer
+	afterLines := -1
+	if kill {
+		if rng.IntN(2) == 0 {
+			timer = time.AfterFunc(time.Duration(1+rng.IntN(15))*time.Millisecond, func() { cmd.Process.Kill() })
+		} else {
+			afterLines = 1 + rng.IntN(4)
+		}
+	}
+	var lines []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if afterLines > 0 && len(lines) >= afterLines {
+			cmd.Process.Kill() // SIGKILL, right after a result was reported persisted
+		}
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	cmd.Wait()
+	return lines
+}

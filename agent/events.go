@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"sync"
+
+	"github.com/quiverhq/quiver"
+)
+
+// EventType names what happened in a run.
+type EventType string
+
+// Event types, in the order a run emits them.
+const (
+	EventResumed     EventType = "resumed"      // a run continues work found in the store
+	EventStepStarted EventType = "step_started" // a model turn begins
+	EventTextDelta   EventType = "text_delta"   // a piece of streamed model text
+	EventModelTurn   EventType = "model_turn"   // the model's turn is persisted (Text, Calls)
+	EventToolCall    EventType = "tool_call"    // a call is about to run
+	EventToolResult  EventType = "tool_result"  // its result is persisted
+	EventPaused      EventType = "paused"       // waiting for a decision or a client result
+	EventFinished    EventType = "finished"     // a stop rule holds
+	EventFailed      EventType = "failed"       // the runtime failed (storage, model); resumable
+)
+
+// Event is one thing that happened in a run.
+type Event struct {
+	Type     EventType
+	ThreadID string
+	// Step is the model turn the event belongs to (1 for the first of the thread).
+	Step   int
+	Text   string        // text_delta, model_turn
+	Calls  []quiver.Call // model_turn
+	Call   *quiver.Call  // tool_call, tool_result
+	Result *quiver.Result
+	// Outcome is set on paused and finished.
+	Outcome *Outcome
+	Err     error // failed
+}
+
+// events fans events out to subscribers, synchronously and in order: a subscriber must be
+// quick (hand work to a goroutine of its own if it is not).
+type events struct {
+	mu   sync.RWMutex
+	next int
+	subs map[int]func(Event)
+}
+
+// Subscribe calls fn with every event of every run of the runner, until the returned function
+// is called.
+func (r *Runner) Subscribe(fn func(Event)) (unsubscribe func()) {
+	e := &r.events
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.subs == nil {
+		e.subs = map[int]func(Event){}
+	}
+	id := e.next
+	e.next++
+	e.subs[id] = fn
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		delete(e.subs, id)
+	}
+}
+
+func (e *events) emit(ev Event) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, fn := range e.subs {
+		fn(ev)
+	}
+}

@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
+)
+
+// Catalog holds the prompts and agents of a directory of definitions.
+type Catalog struct {
+	Prompts map[string]*Prompt
+	Agents  map[string]*Agent
+}
+
+// Agent returns the agent called name.
+func (c *Catalog) Agent(name string) (*Agent, bool) {
+	a, ok := c.Agents[name]
+	return a, ok
+}
+
+// Names lists the agents, sorted.
+func (c *Catalog) Names() []string {
+	var out []string
+	for n := range c.Agents {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// definition is one YAML (or JSON) file: a prompt (kind: prompt) or an agent (kind: agent, the
+// default) whose prompt is written inline or named with prompt: NAME.
+type definition struct {
+	Kind        string           `json:"kind"`
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Prompt      string           `json:"prompt"` // an agent's prompt, by name
+	System      string           `json:"system"`
+	Model       string           `json:"model"`
+	Tools       []string         `json:"tools"`
+	Allow       []string         `json:"allow"`
+	Deny        []string         `json:"deny"`
+	Variables   quiver.Variables `json:"variables"`
+	Output      json.RawMessage  `json:"output"`
+	Stop        StopRules        `json:"stop"`
+	Strict      bool             `json:"strict"`
+	Temperature *float64         `json:"temperature"`
+	MaxTokens   int              `json:"max_tokens"`
+}
+
+const fieldList = "kind, name, description, prompt, system, model, tools, allow, deny, variables, output, stop " +
+	"(no_calls, on_output, max_steps, tools), strict, temperature, max_tokens"
+
+// LoadFile reads one definition file (.yaml, .yml or .json) into a catalog.
+func LoadFile(path string) (*Catalog, error) {
+	c := &Catalog{Prompts: map[string]*Prompt{}, Agents: map[string]*Agent{}}
+	refs := map[string]string{}
+	if err := c.load(path, refs); err != nil {
+		return nil, err
+	}
+	return c, c.link(refs)
+}
+
+// LoadDir reads every .yaml, .yml and .json file of dir (not its subdirectories) into a
+// catalog. Names are unique across the directory; an agent's prompt: NAME must name a prompt
+// defined there.
+func LoadDir(dir string) (*Catalog, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: reading definitions: %w", err)
+	}
+	c := &Catalog{Prompts: map[string]*Prompt{}, Agents: map[string]*Agent{}}
+	refs := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() || !isDefinitionFile(e.Name()) {
+			continue
+		}
+		if err := c.load(filepath.Join(dir, e.Name()), refs); err != nil {
+			return nil, err
+		}
+	}
+	return c, c.link(refs)
+}
+
+func isDefinitionFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// maxDefinitionBytes bounds a definition file: definitions are hand-written text.
+const maxDefinitionBytes = 1 << 20
+
+func (c *Catalog) load(path string, refs map[string]string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if info.Size() > maxDefinitionBytes {
+		return fmt.Errorf("%w: %s is %d bytes, over the %d byte limit", ErrDefinition, path, info.Size(), maxDefinitionBytes)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	def, err := parseDefinition(raw)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrDefinition, path, err)
+	}
+	p := &Prompt{Name: def.Name, Description: def.Description, System: def.System, Model: def.Model, Tools: def.Tools,
+		Allow: def.Allow, Deny: def.Deny, Variables: def.Variables, Stop: def.Stop, Strict: def.Strict,
+		Temperature: def.Temperature, MaxTokens: def.MaxTokens}
+	if len(def.Output) > 0 && string(def.Output) != "null" {
+		p.Output = new(schema.Schema)
+		if err := json.Unmarshal(def.Output, p.Output); err != nil {
+			return fmt.Errorf("%w: %s: output: %v", ErrDefinition, path, err)
+		}
+		if _, err := schema.Compile(p.Output); err != nil {
+			return fmt.Errorf("%w: %s: output: %v", ErrDefinition, path, err)
+		}
+	}
+	switch def.Kind {
+	case "prompt":
+		if def.Prompt != "" {
+			return fmt.Errorf("%w: %s: a prompt cannot name another prompt (prompt: %s)", ErrDefinition, path, def.Prompt)
+		}
+		if err := p.Check(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if _, dup := c.Prompts[p.Name]; dup {
+			return fmt.Errorf("%w: %s: a second prompt named %q", ErrDefinition, path, p.Name)
+		}
+		c.Prompts[p.Name] = p
+	case "", "agent":
+		a := &Agent{Name: def.Name, Description: def.Description}
+		if def.Prompt != "" {
+			if def.System != "" || def.Tools != nil || def.Model != "" || len(def.Output) > 0 {
+				return fmt.Errorf("%w: %s: agent %s names prompt %q and also defines prompt fields: do one or the other",
+					ErrDefinition, path, def.Name, def.Prompt)
+			}
+			refs[a.Name] = def.Prompt
+		} else {
+			a.Prompt = p
+			if err := a.Check(); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		if a.Name == "" {
+			return fmt.Errorf("%w: %s: an agent needs a name", ErrDefinition, path)
+		}
+		if _, dup := c.Agents[a.Name]; dup {
+			return fmt.Errorf("%w: %s: a second agent named %q", ErrDefinition, path, a.Name)
+		}
+		c.Agents[a.Name] = a
+	default:
+		return fmt.Errorf("%w: %s: kind %q: want agent or prompt", ErrDefinition, path, def.Kind)
+	}
+	return nil
+}
+
+// link resolves the agents that name their prompt.
+func (c *Catalog) link(refs map[string]string) error {
+	for agentName, promptName := range refs {
+		p, ok := c.Prompts[promptName]
+		if !ok {
+			return fmt.Errorf("%w: agent %s names prompt %q, which is not defined (prompts: %v)", ErrDefinition,
+				agentName, promptName, keys(c.Prompts))
+		}
+		c.Agents[agentName].Prompt = p
+	}
+	return nil
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// parseDefinition reads YAML (JSON is YAML) through JSON, so that the JSON Schema of output
+// and the variables keep their JSON meaning, and unknown fields are refused by name.
+func parseDefinition(raw []byte) (*definition, error) {
+	var doc any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, errors.New("the file is empty")
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil, fmt.Errorf("want a mapping of fields (%s), got %T", fieldList, doc)
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("not representable as JSON: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	var def definition
+	if err := dec.Decode(&def); err != nil {
+		return nil, fmt.Errorf("%v (fields: %s)", err, fieldList)
+	}
+	return &def, nil
+}

@@ -1,0 +1,164 @@
+// Package agent runs prompts and agents on threads: the loop that asks a model, persists its
+// turn, runs the calls it made one by one through the dispatcher, persists each result before
+// the next, and goes on until a stop rule holds (SPEC X1-X7). A run pauses, persisted, for a
+// call that needs a person's confirmation or a client's result, and resumes exactly there; a
+// run interrupted by a crash resumes from the store without losing a step or running a
+// completed call again.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
+)
+
+// Prompt is what a model is run with: system text, model, tools, variables, stop rules and an
+// optional structured output.
+type Prompt struct {
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	// System is the system prompt. The tools' examples are added after it (L3).
+	System string `json:"system,omitempty" yaml:"system,omitempty"`
+	// Model is "provider:model" (for example "openai:gpt-4.1-mini"); empty uses the runner's.
+	Model string `json:"model,omitempty" yaml:"model,omitempty"`
+	// Tools are the names (or glob patterns) of the tools bound to the prompt; Allow and Deny
+	// narrow them (P1: an empty Allow permits all, Deny wins).
+	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+	Allow []string `json:"allow,omitempty" yaml:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty" yaml:"deny,omitempty"`
+	// Variables the prompt declares (V1); they resolve on the prompt's layer (V2).
+	Variables quiver.Variables `json:"variables,omitempty" yaml:"variables,omitempty"`
+	// Output, when set, asks the model for a final answer in this JSON Schema. With tools, the
+	// model is asked for the composed {calls, output} document (L2).
+	Output *schema.Schema `json:"output,omitempty" yaml:"-"`
+	Stop   StopRules      `json:"stop" yaml:"stop"`
+	// Strict asks OpenAI models for strict mode on the tools that allow it.
+	Strict      bool     `json:"strict,omitempty" yaml:"strict,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
+}
+
+// StopRules say when a run is finished. The run also stops, paused, for a confirmation or a
+// client tool, and on cancellation.
+type StopRules struct {
+	// NoCalls ends the run when the model answers without calls (default true).
+	NoCalls *bool `json:"no_calls,omitempty" yaml:"no_calls,omitempty"`
+	// OnOutput ends the run when the model gives the structured output (default true).
+	OnOutput *bool `json:"on_output,omitempty" yaml:"on_output,omitempty"`
+	// MaxSteps bounds the model turns of one run (X4); 0 means DefaultMaxSteps.
+	MaxSteps int `json:"max_steps,omitempty" yaml:"max_steps,omitempty"`
+	// Tools are stop tools: once one of them has run, the run ends after the step.
+	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+}
+
+// DefaultMaxSteps bounds a run whose prompt sets no MaxSteps.
+const DefaultMaxSteps = 25
+
+func (s StopRules) noCalls() bool  { return s.NoCalls == nil || *s.NoCalls }
+func (s StopRules) onOutput() bool { return s.OnOutput == nil || *s.OnOutput }
+func (s StopRules) maxSteps() int {
+	if s.MaxSteps <= 0 {
+		return DefaultMaxSteps
+	}
+	return s.MaxSteps
+}
+
+// Agent is a named, human-facing entry point that runs a prompt.
+type Agent struct {
+	Name        string  `json:"name" yaml:"name"`
+	Description string  `json:"description,omitempty" yaml:"description,omitempty"`
+	Prompt      *Prompt `json:"prompt" yaml:"-"`
+}
+
+// ErrDefinition reports a prompt or agent that is not well formed.
+var ErrDefinition = errors.New("agent: bad definition")
+
+// Check reports what is wrong with the prompt by itself.
+func (p *Prompt) Check() error {
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: no prompt", ErrDefinition)
+	case p.Name == "":
+		return fmt.Errorf("%w: a prompt needs a name", ErrDefinition)
+	case p.Stop.MaxSteps < 0:
+		return fmt.Errorf("%w: prompt %s: stop.max_steps %d is negative", ErrDefinition, p.Name, p.Stop.MaxSteps)
+	case p.MaxTokens < 0:
+		return fmt.Errorf("%w: prompt %s: max_tokens %d is negative", ErrDefinition, p.Name, p.MaxTokens)
+	}
+	if pol := p.policy(); pol.Validate() != nil {
+		err := pol.Validate()
+		return fmt.Errorf("%w: prompt %s: %v", ErrDefinition, p.Name, err)
+	}
+	for _, v := range p.Variables {
+		if v.Name == "" {
+			return fmt.Errorf("%w: prompt %s: a variable without a name", ErrDefinition, p.Name)
+		}
+	}
+	for _, st := range p.Stop.Tools {
+		if !slices.ContainsFunc(p.Tools, func(t string) bool { return globMatch(t, st) }) {
+			return fmt.Errorf("%w: prompt %s: stop tool %q is not among its tools %v", ErrDefinition, p.Name, st, p.Tools)
+		}
+	}
+	return nil
+}
+
+// policy is the prompt's tool policy (P1).
+func (p *Prompt) policy() quiver.Policy {
+	bound := p.Tools
+	if bound == nil {
+		bound = []string{} // no tools listed: none bound
+	}
+	return quiver.Policy{Bound: bound, Allow: p.Allow, Deny: p.Deny}
+}
+
+// CheckTools reports tools the prompt names that reg does not have. Glob patterns are not
+// checked: they may match nothing.
+func (p *Prompt) CheckTools(reg *quiver.Registry) error {
+	var missing []string
+	for _, name := range p.Tools {
+		if isGlob(name) {
+			continue
+		}
+		if _, ok := reg.Lookup(name); !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		var names []string
+		for _, t := range reg.Tools() {
+			names = append(names, t.Name())
+		}
+		return fmt.Errorf("%w: prompt %s names unknown tools %v; registered: %v", ErrDefinition, p.Name, missing, names)
+	}
+	return nil
+}
+
+// Check reports what is wrong with the agent.
+func (a *Agent) Check() error {
+	if a == nil || a.Name == "" {
+		return fmt.Errorf("%w: an agent needs a name", ErrDefinition)
+	}
+	if a.Prompt == nil {
+		return fmt.Errorf("%w: agent %s has no prompt", ErrDefinition, a.Name)
+	}
+	if err := a.Prompt.Check(); err != nil {
+		return fmt.Errorf("agent %s: %w", a.Name, err)
+	}
+	return nil
+}
+
+// globMatch reports whether name matches pattern as a policy does (path.Match, "/" plain).
+func globMatch(pattern, name string) bool {
+	if pattern == name {
+		return true
+	}
+	ok, err := path.Match(strings.ReplaceAll(pattern, "/", "\x00"), strings.ReplaceAll(name, "/", "\x00"))
+	return err == nil && ok
+}
+
+func isGlob(name string) bool { return strings.ContainsAny(name, `*?[\`) }

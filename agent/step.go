@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// step is one model turn: build the request from the thread, ask the model, persist its turn
+// (text and calls) and count the step. Nothing is persisted when the model fails, so a retry
+// asks again.
+func (rs *run) step(ctx context.Context) error {
+	th := rs.th
+	stepNo := rs.steps + 1
+	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo})
+	req := rs.request(rs.hist)
+	resp, err := rs.model.Generate(ctx, req, func(d model.Delta) {
+		rs.r.events.emit(Event{Type: EventTextDelta, ThreadID: th.ID(), Step: stepNo, Text: d.Text})
+	})
+	if err != nil {
+		return fmt.Errorf("agent: model %s: %w", rs.model.Name(), err)
+	}
+	text, calls, retry := rs.interpret(resp, rs.hist, stepNo)
+	am := &store.Message{Role: store.RoleAssistant, Content: text}
+	for i, c := range calls {
+		sc := thread.StoredCall(c)
+		if rs.composed == nil && i < len(resp.ToolCalls) {
+			sc.Signature = resp.ToolCalls[i].Signature // provider state to send back with the call
+		}
+		am.ToolCalls = append(am.ToolCalls, sc)
+	}
+	if err := th.Inject(ctx, am); err != nil {
+		return err
+	}
+	rs.hist = append(rs.hist, am)
+	rs.steps = stepNo
+	rs.pending = calls
+	if retry != "" {
+		// The model broke the composed format: say so, and let it try again next step.
+		um, err := th.AppendUser(ctx, retry)
+		if err != nil {
+			return err
+		}
+		rs.hist = append(rs.hist, um)
+	}
+	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: th.ID(), Step: stepNo, Text: text, Calls: calls})
+	return nil
+}
+
+// request renders the thread's history for the model.
+func (rs *run) request(hist []*store.Message) *model.Request {
+	p := rs.prompt
+	req := &model.Request{System: rs.system, Tools: rs.tools, Output: rs.composed, MaxTokens: p.MaxTokens,
+		Temperature: p.Temperature}
+	outbound := func(name string) string {
+		if rs.tools == nil {
+			return name
+		}
+		return rs.tools.Outbound(name)
+	}
+	for _, m := range hist {
+		switch m.Role {
+		case store.RoleUser:
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: m.Content})
+		case store.RoleSystem:
+			// Providers take one system prompt; a system message later in a thread (a runtime
+			// notice) reaches the model as a user message that says what it is.
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: "[system notice] " + m.Content})
+		case store.RoleAssistant:
+			if rs.composed != nil {
+				req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: composedDocument(m)})
+				continue
+			}
+			am := model.Message{Role: model.RoleAssistant, Text: m.Content}
+			for _, c := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: outbound(c.Name), Args: thread.HistoryArgs(c.Args),
+					Signature: c.Signature})
+			}
+			req.Messages = append(req.Messages, am)
+		case store.RoleTool:
+			res, _ := thread.Result(m.Result)
+			isErr := res != nil && res.IsError()
+			if rs.composed != nil {
+				// Without native tool calling, results come back as a user message.
+				label := "Result"
+				if isErr {
+					label = "Error"
+				}
+				req.Messages = append(req.Messages, model.Message{Role: model.RoleUser,
+					Text: fmt.Sprintf("%s of call %s (%s): %s", label, m.ToolCallID, m.ToolName, m.Content)})
+				continue
+			}
+			tm := model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, ToolName: outbound(m.ToolName), Text: m.Content,
+				IsError: isErr}
+			if res != nil {
+				tm.Images = images(res.Content)
+			}
+			req.Messages = append(req.Messages, tm)
+		}
+	}
+	return req
+}
+
+// images returns the image content of a result, decoded.
+func images(content []quiver.Content) []model.Image {
+	var out []model.Image
+	for _, c := range content {
+		if c.Type != quiver.ContentImage || c.Data == "" {
+			continue
+		}
+		if data, err := base64.StdEncoding.DecodeString(c.Data); err == nil {
+			out = append(out, model.Image{MIMEType: c.MimeType, Data: data})
+		}
+	}
+	return out
+}
+
+// composedDocument rebuilds the {calls, output} document an assistant turn of composed mode
+// answered with, from what was stored of it.
+func composedDocument(m *store.Message) string {
+	calls := make([]map[string]json.RawMessage, 0, len(m.ToolCalls))
+	for _, c := range m.ToolCalls {
+		var args map[string]json.RawMessage
+		_ = json.Unmarshal(thread.HistoryArgs(c.Args), &args)
+		if args == nil {
+			args = map[string]json.RawMessage{}
+		}
+		args["_tool"], _ = json.Marshal(c.Name)
+		if c.Reasoning != "" {
+			args["_reasoningForCall"], _ = json.Marshal(c.Reasoning)
+		}
+		calls = append(calls, args)
+	}
+	doc := map[string]any{"calls": calls, "output": nil}
+	if m.Content != "" && json.Valid([]byte(m.Content)) {
+		doc["output"] = json.RawMessage(m.Content)
+	}
+	b, _ := json.Marshal(doc)
+	return string(b)
+}
+
+// validCallID is what every provider accepts as a call id (Anthropic's rule is the strictest).
+var validCallID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// interpret turns the model's turn into what is stored: the text (in composed mode, the output
+// document or ""), the calls in canonical names with ids unique in the thread, and, when the
+// model broke the composed format, a message telling it so.
+func (rs *run) interpret(resp *model.Response, hist []*store.Message, step int) (text string, calls []quiver.Call, retry string) {
+	used := map[string]bool{}
+	for _, m := range hist {
+		for _, c := range m.ToolCalls {
+			used[c.ID] = true
+		}
+	}
+	if rs.composed != nil {
+		parsed, output, err := quiver.ParseComposed([]byte(resp.Text))
+		if err != nil {
+			return "", nil, fmt.Sprintf("Your last answer was not a JSON document of the required form (%v). "+
+				"Answer again with {\"calls\": [...], \"output\": ...}.", err)
+		}
+		for i := range parsed {
+			parsed[i].ID = ""
+		}
+		calls = parsed
+		if len(output) > 0 && string(output) != "null" {
+			text = string(output)
+		}
+	} else {
+		text = resp.Text
+		for _, tc := range resp.ToolCalls {
+			name, args := tc.Name, []byte(tc.Args)
+			if rs.tools != nil {
+				name, args, _ = rs.tools.Inbound(tc.Name, tc.Args)
+			}
+			calls = append(calls, quiver.Call{ID: tc.ID, Name: name, Args: args})
+		}
+	}
+	for i := range calls {
+		id := calls[i].ID
+		if id == "" || used[id] || !validCallID.MatchString(id) {
+			// Some servers repeat ids across turns ("call_0") or send none; the thread needs
+			// them unique, and the model only needs them consistent.
+			fresh := store.NewID("call")
+			id = fmt.Sprintf("call_s%d_%d_%s", step, i, fresh[len(fresh)-10:]) // the random end of the id
+		}
+		used[id] = true
+		calls[i].ID = id
+	}
+	return text, calls, ""
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/postgres"
+	"github.com/quiverhq/quiver/store/sqlite"
+)
+
+// localWorkspaceID is the workspace the CLI works in when none is named: a single-user
+// installation has one workspace, created on first use.
+const localWorkspaceID = "wsp_local"
+
+// backend is everything the CLI keeps in a database; both store/sqlite and store/postgres
+// provide all of it.
+type backend interface {
+	store.Store
+	store.Entities
+	store.Files
+	store.Variables
+}
+
+// storeFlags are the flags of every command that opens the database: the SQLite file in the
+// data directory by default, or a PostgreSQL DSN (flag or QUIVER_POSTGRES).
+type storeFlags struct {
+	db       *string
+	postgres *string
+}
+
+func addStoreFlags(fs *flag.FlagSet) storeFlags {
+	return storeFlags{
+		db:       fs.String("db", "", "the SQLite database (default: "+defaultDBName+" in $XDG_DATA_HOME/quiver or ~/.local/share/quiver)"),
+		postgres: fs.String("postgres", "", "a PostgreSQL connection string, to use instead of SQLite (default: $QUIVER_POSTGRES)"),
+	}
+}
+
+// opened is a database opened for a command, with where its secret key file lives.
+type opened struct {
+	backend
+	// KeyPath is the key file secret variables are sealed with (unless QUIVER_SECRET_KEY is set).
+	KeyPath string
+	// Where says which database this is, for messages ("/home/u/.local/share/quiver/quiver.db").
+	Where string
+}
+
+// open opens (creating when needed) the database the flags name, applies its migrations and
+// makes sure the local workspace exists.
+func (f storeFlags) open(ctx context.Context) (*opened, error) {
+	dsn := *f.postgres
+	if dsn == "" {
+		dsn = os.Getenv("QUIVER_POSTGRES")
+	}
+	if *f.db != "" && *f.postgres != "" {
+		return nil, usagef("give --db or --postgres, not both")
+	}
+	o := &opened{}
+	if dsn != "" && *f.db == "" {
+		dir, err := dataDir()
+		if err != nil {
+			return nil, err
+		}
+		o.KeyPath = filepath.Join(dir, keyFileName)
+		o.Where = "PostgreSQL"
+		st, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		o.backend = st
+	} else {
+		path := *f.db
+		if path == "" {
+			dir, err := dataDir()
+			if err != nil {
+				return nil, err
+			}
+			path = filepath.Join(dir, defaultDBName)
+		}
+		// The directory holds the key file too: keep it private.
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("creating the data directory: %w", err)
+		}
+		o.KeyPath = filepath.Join(filepath.Dir(path), keyFileName)
+		o.Where = path
+		st, err := sqlite.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		o.backend = st
+	}
+	if err := ensureLocalWorkspace(ctx, o.backend); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// ensureLocalWorkspace creates the local workspace unless it exists; two processes starting
+// at once both succeed.
+func ensureLocalWorkspace(ctx context.Context, st store.Entities) error {
+	if _, err := st.Workspace(ctx, localWorkspaceID); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	err := st.CreateWorkspace(ctx, &store.Workspace{ID: localWorkspaceID, Name: "local"})
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrExists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("creating the local workspace: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/vars"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// defaultAgentsDir is where `quiver run --agent NAME` looks for definitions unless --agents or
+// QUIVER_AGENTS says otherwise.
+const defaultAgentsDir = "agents"
+
+// defaultAgent is the agent run without --agent: every tool, a neutral system prompt.
+func defaultAgent() *agent.Agent {
+	return &agent.Agent{Name: "assistant", Description: "A general assistant with every available tool.",
+		Prompt: &agent.Prompt{Name: "assistant", Tools: []string{"*"},
+			System: "You are a helpful assistant. Use the tools when they help; answer briefly."}}
+}
+
+func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	agentName := fs.String("agent", "", "an agent NAME (from --agents) or a definition FILE (.yaml, .yml, .json); default: a general assistant")
+	agentsDir := fs.String("agents", "", "the directory of agent and prompt definitions (default: $QUIVER_AGENTS or ./"+defaultAgentsDir+")")
+	modelSpec := fs.String("model", "", "the model, provider:model (default: the agent's, or $QUIVER_MODEL)")
+	threadID := fs.String("thread", "", "continue this thread (default: a new one)")
+	sf := addStoreFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) > 1 {
+		return exitUsage, usagef("run takes one message (quote it), got %d arguments", len(pos))
+	}
+	message := strings.Join(pos, "")
+	if strings.TrimSpace(message) == "" && *threadID == "" {
+		return exitUsage, usagef("run needs a message, or --thread ID to resume a paused thread")
+	}
+	ag, err := loadAgent(*agentName, *agentsDir)
+	if err != nil {
+		return exitError, err
+	}
+	m, err := pickModel(*modelSpec, ag)
+	if err != nil {
+		return exitError, err
+	}
+	db, err := sf.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer db.Close()
+	keys, err := vars.LoadKeyring(db.KeyPath)
+	if err != nil {
+		return exitError, err
+	}
+	resolver := vars.New(db, keys)
+	r := &agent.Runner{Store: db, Registry: a.registry, Model: m, Resolver: resolver}
+
+	var th *thread.Thread
+	if *threadID != "" {
+		if th, err = thread.Open(ctx, db, localWorkspaceID, *threadID); err != nil {
+			return exitError, fmt.Errorf("thread %s: %w", *threadID, err)
+		}
+	} else {
+		if th, err = thread.Create(ctx, db, thread.Options{WorkspaceID: localWorkspaceID, AgentID: ag.Name}); err != nil {
+			return exitError, err
+		}
+		fmt.Fprintf(a.stderr, "thread %s\n", th.ID())
+	}
+	ctx = vars.WithPrompt(ctx, ag.Prompt.Name)
+	if err := resolver.CheckRequired(ctx, th.Scope(), ag.Prompt.Variables); err != nil {
+		return exitError, fmt.Errorf("agent %s cannot run: %w", ag.Name, err)
+	}
+	r.Subscribe(a.showProgress)
+
+	var out *agent.Outcome
+	if message != "" {
+		out, err = r.Run(ctx, th, ag, message)
+	} else {
+		out, err = r.Resume(ctx, th, ag)
+	}
+	in := bufio.NewReader(a.stdin)
+	for err == nil && out.Status == agent.RunPaused {
+		if err = a.answer(ctx, r, th, ag, out.Pending, in); err != nil {
+			break
+		}
+		out, err = r.Resume(ctx, th, ag)
+	}
+	if err != nil {
+		return exitError, err
+	}
+	if out.Output != nil {
+		fmt.Fprintln(a.stdout, string(out.Output))
+	} else {
+		fmt.Fprintln(a.stdout, out.Text)
+	}
+	if out.Reason == agent.ReasonMaxSteps {
+		fmt.Fprintf(a.stderr, "stopped after %d steps (the agent's stop.max_steps); continue with --thread %s\n", out.Steps, th.ID())
+	}
+	return exitOK, nil
+}
+
+// loadAgent finds the agent --agent names: a definition file, or a name in the agents directory.
+func loadAgent(name, dir string) (*agent.Agent, error) {
+	if name == "" {
+		return defaultAgent(), nil
+	}
+	if st, err := os.Stat(name); err == nil && !st.IsDir() {
+		c, err := agent.LoadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		names := c.Names()
+		if len(names) != 1 {
+			return nil, fmt.Errorf("%s defines %d agents (%v); give a file with one agent, or a name", name, len(names), names)
+		}
+		ag, _ := c.Agent(names[0])
+		return ag, nil
+	}
+	if dir == "" {
+		dir = os.Getenv("QUIVER_AGENTS")
+	}
+	if dir == "" {
+		dir = defaultAgentsDir
+	}
+	c, err := agent.LoadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q is not a file, and the agents directory could not be read: %w", name, err)
+	}
+	ag, ok := c.Agent(name)
+	if !ok {
+		return nil, fmt.Errorf("no agent %q in %s (agents: %v)", name, filepath.Clean(dir), c.Names())
+	}
+	return ag, nil
+}
+
+// pickModel opens --model, else the agent's model, else $QUIVER_MODEL, and says exactly how to
+// configure one when there is none.
+func pickModel(flagSpec string, ag *agent.Agent) (model.Model, error) {
+	spec := flagSpec
+	if spec == "" {
+		spec = ag.Prompt.Model
+	}
+	if spec == "" {
+		spec = os.Getenv("QUIVER_MODEL")
+	}
+	if spec == "" {
+		return nil, fmt.Errorf("no model configured. Pass --model, set model: in the agent's definition, or set QUIVER_MODEL.\n%s\n"+
+			"For example:\n  OPENAI_API_KEY=sk-... quiver run --model openai:gpt-4.1-mini \"hello\"\n"+
+			"  quiver run --model ollama:llama3.2 \"hello\"      (a local Ollama server)", model.SpecHelp)
+	}
+	m, err := model.Open(spec)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// showProgress prints the run as it goes, on standard error: the model's text as it streams,
+// each call and its result.
+func (a *app) showProgress(e agent.Event) {
+	w := a.stderr
+	switch e.Type {
+	case agent.EventTextDelta:
+		fmt.Fprint(w, e.Text)
+	case agent.EventModelTurn:
+		if e.Text != "" {
+			fmt.Fprintln(w)
+		}
+	case agent.EventToolCall:
+		fmt.Fprintf(w, "→ %s %s\n", e.Call.Name, oneLine(string(e.Call.Args), 200))
+	case agent.EventToolResult:
+		if e.Result.IsError() {
+			fmt.Fprintf(w, "← %s failed: %s\n", e.Call.Name, oneLine(e.Result.Error, 300))
+		} else {
+			fmt.Fprintf(w, "← %s: %s\n", e.Call.Name, oneLine(e.Result.ModelText(), 300))
+		}
+	case agent.EventResumed:
+		fmt.Fprintf(w, "(resuming thread %s)\n", e.ThreadID)
+	}
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+// errNoAnswer: standard input ended while a call waited for an answer.
+var errNoAnswer = errors.New("no answer on standard input")
+
+// answer asks on the terminal for what the paused call needs: a decision, or a client result.
+func (a *app) answer(ctx context.Context, r *agent.Runner, th *thread.Thread, ag *agent.Agent, p *agent.Pending, in *bufio.Reader) error {
+	ask := func(prompt string) (string, error) {
+		fmt.Fprint(a.stderr, prompt)
+		line, err := in.ReadString('\n')
+		if err != nil && (err != io.EOF || line == "") {
+			return "", fmt.Errorf("%w: the run is paused on call %s to %s; resume it with: quiver run --thread %s",
+				errNoAnswer, p.Call.ID, p.Call.Name, th.ID())
+		}
+		return strings.TrimSpace(line), nil
+	}
+	args := oneLine(string(p.Call.Args), 500)
+	if p.Reason == agent.ReasonClientTool {
+		fmt.Fprintf(a.stderr, "? client tool %s (%s) called with %s\n", p.Call.Name, p.Description, args)
+		text, err := ask("  result (text, or JSON starting with {): ")
+		if err != nil {
+			return err
+		}
+		res := quiver.Text(text)
+		if strings.HasPrefix(text, "{") && json.Valid([]byte(text)) {
+			res = &quiver.Result{Status: quiver.StatusSuccess, Value: json.RawMessage(text)}
+		}
+		return r.SubmitResult(ctx, th, ag, p.Call.ID, res)
+	}
+	fmt.Fprintf(a.stderr, "? %s wants to run with %s\n  (%s)\n", p.Call.Name, args, p.Description)
+	for {
+		choice, err := ask("  [a]pprove, [e]dit, [d]eny? ")
+		if err != nil {
+			return err
+		}
+		var d quiver.Decision
+		switch strings.ToLower(choice) {
+		case "a", "approve", "y", "yes":
+			d.Action = quiver.Approve
+		case "e", "edit":
+			edited, err := ask("  new arguments (a JSON object): ")
+			if err != nil {
+				return err
+			}
+			if !json.Valid([]byte(edited)) || !strings.HasPrefix(edited, "{") {
+				fmt.Fprintln(a.stderr, "  that is not a JSON object; try again")
+				continue
+			}
+			d = quiver.Decision{Action: quiver.Edit, Args: json.RawMessage(edited)}
+		case "d", "deny", "n", "no":
+			msg, err := ask("  a word for the model (optional): ")
+			if err != nil {
+				return err
+			}
+			d = quiver.Decision{Action: quiver.Deny, Message: msg}
+		default:
+			fmt.Fprintln(a.stderr, "  answer a, e or d")
+			continue
+		}
+		return r.Decide(ctx, th, ag, p.Call.ID, d)
+	}
+}
+
+// threads prints stored threads.
+func (a *app) threads(ctx context.Context, args []string) (int, error) {
+	if len(args) < 1 || args[0] != "show" {
+		return exitUsage, usagef("threads needs a subcommand: show ID")
+	}
+	fs := flag.NewFlagSet("threads show", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the messages as JSON")
+	sf := addStoreFlags(fs)
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 1 {
+		return exitUsage, usagef("threads show needs exactly one thread id")
+	}
+	db, err := sf.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer db.Close()
+	th, err := thread.Open(ctx, db, localWorkspaceID, pos[0])
+	if err != nil {
+		return exitError, fmt.Errorf("thread %s: %w", pos[0], err)
+	}
+	hist, err := th.History(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	if *asJSON {
+		return exitOK, writeJSON(a.stdout, hist)
+	}
+	info := th.Info()
+	fmt.Fprintf(a.stdout, "thread %s  agent %s  status %s  steps %d  created %s\n", info.ID, orDash(info.AgentID), info.Status,
+		info.StepCount, info.CreatedAt.Format("2006-01-02 15:04:05Z"))
+	for _, m := range hist {
+		switch m.Role {
+		case store.RoleTool:
+			status := "ok"
+			if m.Result != nil && m.Result.Status != string(quiver.StatusSuccess) {
+				status = "error"
+				if m.Result.Code != "" {
+					status += " (" + m.Result.Code + ")"
+				}
+			}
+			fmt.Fprintf(a.stdout, "%4d tool      %s [%s] %s: %s\n", m.Seq, m.ToolName, m.ToolCallID, status, oneLine(m.Content, 500))
+		default:
+			if m.Content != "" {
+				fmt.Fprintf(a.stdout, "%4d %-9s %s\n", m.Seq, m.Role, m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				fmt.Fprintf(a.stdout, "%4d %-9s → %s [%s] %s\n", m.Seq, m.Role, c.Name, c.ID, oneLine(string(thread.CallArgs(c.Args)), 500))
+			}
+		}
+	}
+	return exitOK, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/quiverhq/quiver"
+)
+
+// chatServer speaks OpenAI's chat completions wire format (streamed as server-sent events, as
+// the SDK asks when the CLI shows progress). It answers the request that carries n assistant
+// messages with turns[n], and keeps every request body.
+type chatServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	turns []chatTurn
+	reqs  []map[string]any
+}
+
+type chatTurn struct {
+	text  string
+	calls [][2]string // name, arguments
+}
+
+func newChatServer(t *testing.T, turns ...chatTurn) *chatServer {
+	s := &chatServer{turns: turns}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *chatServer) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req map[string]any
+	if r.URL.Path != "/chat/completions" || json.Unmarshal(body, &req) != nil {
+		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+	n := 0
+	for _, m := range req["messages"].([]any) {
+		if m.(map[string]any)["role"] == "assistant" {
+			n++
+		}
+	}
+	if n >= len(s.turns) {
+		http.Error(w, `{"error":{"message":"script ended","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	turn := s.turns[n]
+	w.Header().Set("Content-Type", "text/event-stream")
+	chunk := func(delta map[string]any, finish any) {
+		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	if turn.text != "" {
+		for _, word := range strings.SplitAfter(turn.text, " ") {
+			chunk(map[string]any{"role": "assistant", "content": word}, nil)
+		}
+	}
+	for i, c := range turn.calls {
+		chunk(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d_%d", n, i),
+			"type": "function", "function": map[string]any{"name": c[0], "arguments": c[1]}}}}, nil)
+	}
+	finish := "stop"
+	if len(turn.calls) > 0 {
+		finish = "tool_calls"
+	}
+	chunk(map[string]any{}, finish)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+func (s *chatServer) lastMessages() []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reqs[len(s.reqs)-1]["messages"].([]any)
+}
+
+// runWith runs the CLI in-process with a registry of its own.
+func runWith(reg *quiver.Registry, stdin string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	a := &app{registry: reg, stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr}
+	code := a.run(context.Background(), args)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRunWithoutAModelSaysHowToConfigureOne(t *testing.T) {
+	t.Setenv("QUIVER_MODEL", "")
+	code, _, stderr := runCLI(t, "", "run", "--db", filepath.Join(t.TempDir(), "q.db"), "hello")
+	if code != exitError {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"no model configured", "--model", "OPENAI_API_KEY", "openai:gpt-4.1-mini", "ollama:llama3.2"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	t.Setenv("OPENAI_API_KEY", "")
+	code, _, stderr = runCLI(t, "", "run", "--model", "openai:gpt-4.1-mini", "--db", filepath.Join(t.TempDir(), "q.db"), "hello")
+	if code != exitError || !strings.Contains(stderr, "OPENAI_API_KEY") {
+		t.Fatalf("openai without a key: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "", "run"); code != exitUsage || !strings.Contains(stderr, "needs a message") {
+		t.Fatalf("no message: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestRunAgainstAnOpenAICompatibleServer runs the default agent on a local server speaking the
+// chat completions wire format, through the real SDK: a tool call, its result, the answer, and
+// the thread shown afterwards.
+func TestRunAgainstAnOpenAICompatibleServer(t *testing.T) {
+	srv := newChatServer(t,
+		chatTurn{text: "Checking the time.", calls: [][2]string{{"get_current_time", `{"timezone":"Europe/Paris"}`}}},
+		chatTurn{text: "It is noon in Paris."},
+	)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	db := filepath.Join(t.TempDir(), "q.db")
+	code, stdout, stderr := runCLI(t, "", "run", "--model", "openai:gpt-4.1-mini", "--db", db, "what time is it in Paris?")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if strings.TrimSpace(stdout) != "It is noon in Paris." {
+		t.Fatalf("stdout %q", stdout)
+	}
+	for _, want := range []string{"Checking the time.", `→ get_current_time {"timezone":"Europe/Paris"}`, "← get_current_time:"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("progress lacks %q:\n%s", want, stderr)
+		}
+	}
+	msgs := srv.lastMessages()
+	toolMsg := msgs[len(msgs)-1].(map[string]any)
+	if toolMsg["role"] != "tool" || toolMsg["tool_call_id"] != "call_0_0" || !strings.Contains(fmt.Sprint(toolMsg["content"]), "Europe/Paris") {
+		t.Fatalf("tool result sent back as %v", toolMsg)
+	}
+	id := regexp.MustCompile(`thread (thr_\w+)`).FindStringSubmatch(stderr)
+	if id == nil {
+		t.Fatalf("no thread id in:\n%s", stderr)
+	}
+	code, stdout, stderr = runCLI(t, "", "threads", "show", id[1], "--db", db)
+	if code != exitOK {
+		t.Fatalf("threads show: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"user      what time is it in Paris?", "→ get_current_time [call_0_0]", "tool      get_current_time [call_0_0] ok:",
+		"assistant It is noon in Paris."} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("threads show lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code, _, stderr := runCLI(t, "", "threads", "show", "thr_missing", "--db", db); code != exitError || !strings.Contains(stderr, "not found") {
+		t.Fatalf("missing thread: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestRunAsksForConfirmationInTheTerminal: the tool needs confirmation; the terminal answers
+// "edit", then an invalid object, then a valid one, and the edited call runs.
+func TestRunAsksForConfirmationInTheTerminal(t *testing.T) {
+	cases := []struct {
+		name, stdin, wantRan, wantOut string
+	}{
+		{"approve", "a\n", "/tmp/a", "Done."},
+		{"edit", "e\n[1]\ne\n{\"path\":\"/tmp/b\"}\n", "/tmp/b", "Done."},
+		{"deny", "d\nnot today\n", "", "Done."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newChatServer(t,
+				chatTurn{calls: [][2]string{{"delete_file", `{"path":"/tmp/a"}`}}},
+				chatTurn{text: "Done."},
+			)
+			t.Setenv("OPENAI_API_KEY", "sk-test")
+			t.Setenv("OPENAI_BASE_URL", srv.URL)
+			var ran []string
+			reg := &quiver.Registry{}
+			if err := reg.Register(quiver.Func("delete_file", "Deletes a file.", func(_ context.Context, in struct {
+				Path string `json:"path"`
+			}) (string, error) {
+				ran = append(ran, in.Path)
+				return "deleted", nil
+			}, quiver.WithConfirmation())); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := runWith(reg, c.stdin, "run", "--model", "openai:gpt-4.1-mini", "--db", filepath.Join(t.TempDir(), "q.db"), "clean up")
+			if code != exitOK || strings.TrimSpace(stdout) != c.wantOut {
+				t.Fatalf("exit %d stdout %q\n%s", code, stdout, stderr)
+			}
+			if got := strings.Join(ran, ","); got != c.wantRan {
+				t.Fatalf("ran %q, want %q", got, c.wantRan)
+			}
+			if !strings.Contains(stderr, "delete_file wants to run") {
+				t.Fatalf("no question asked:\n%s", stderr)
+			}
+			if c.name == "deny" {
+				msgs := srv.lastMessages()
+				if content := fmt.Sprint(msgs[len(msgs)-1].(map[string]any)["content"]); !strings.Contains(content, "not today") {
+					t.Fatalf("the model was not told: %s", content)
+				}
+			}
+		})
+	}
+	// With nothing to read, the run stays paused and says how to resume it.
+	srv := newChatServer(t, chatTurn{calls: [][2]string{{"delete_file", `{"path":"/tmp/a"}`}}}, chatTurn{text: "Done."})
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	reg := &quiver.Registry{}
+	if err := reg.Register(quiver.Func("delete_file", "Deletes a file.", func(context.Context, struct{}) (string, error) {
+		return "", nil
+	}, quiver.WithConfirmation())); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runWith(reg, "", "run", "--model", "openai:gpt-4.1-mini", "--db", filepath.Join(t.TempDir(), "q.db"), "clean up")
+	if code != exitError || !strings.Contains(stderr, "quiver run --thread thr_") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+}
+
+// TestRunScriptedAndResumeInAnotherInvocation: an offline run on a scripted model, paused for a
+// confirmation with nothing to answer, then resumed by a second invocation with --thread that
+// approves it.
+func TestRunScriptedAndResumeInAnotherInvocation(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "demo.yaml")
+	if err := os.WriteFile(script, []byte(`turns:
+  - calls:
+      - name: delete_file
+        args: {path: /tmp/old.log}
+  - expect:
+      result_contains: deleted
+    text: The old log is gone.
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	reg := &quiver.Registry{}
+	if err := reg.Register(quiver.Func("delete_file", "Deletes a file.", func(_ context.Context, in struct {
+		Path string `json:"path"`
+	}) (string, error) {
+		ran = append(ran, in.Path)
+		return "deleted " + in.Path, nil
+	}, quiver.WithConfirmation())); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "q.db")
+	code, _, stderr := runWith(reg, "", "run", "--model", "scripted:"+script, "--db", db, "clean up")
+	id := regexp.MustCompile(`--thread (thr_\w+)`).FindStringSubmatch(stderr)
+	if code != exitError || id == nil || len(ran) != 0 {
+		t.Fatalf("first invocation: exit %d, ran %v\n%s", code, ran, stderr)
+	}
+	code, stdout, stderr := runWith(reg, "a\n", "run", "--model", "scripted:"+script, "--db", db, "--thread", id[1])
+	if code != exitOK || strings.TrimSpace(stdout) != "The old log is gone." || strings.Join(ran, ",") != "/tmp/old.log" {
+		t.Fatalf("second invocation: exit %d stdout %q ran %v\n%s", code, stdout, ran, stderr)
+	}
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/mcp/conformance"
+	"github.com/quiverhq/quiver/server"
+)
+
+// addrEnv names the environment variable that sets the address quiver serve listens on.
+const addrEnv = "QUIVER_ADDR"
+
+// configEnv names the environment variable that points at the configuration file.
+const configEnv = "QUIVER_CONFIG"
+
+// serveFlags are the flags quiver serve and quiver mcp stdio share.
+type serveFlags struct {
+	store       storeFlags
+	config      *string
+	conformance *bool
+}
+
+func addServeFlags(fs *flag.FlagSet) serveFlags {
+	return serveFlags{
+		store:       addStoreFlags(fs),
+		config:      fs.String("config", "", "configuration file (default: $"+configEnv+", else "+server.ConfigFileName+" in the data directory when it exists)"),
+		conformance: fs.Bool("conformance", false, "also serve the fixture tools, resources and prompts of the MCP conformance suite"),
+	}
+}
+
+// loadConfig reads the configuration file the flags (or the environment) name; the default
+// file in the data directory is optional.
+func loadConfig(flagValue string) (*server.File, error) {
+	path := flagValue
+	if path == "" {
+		path = os.Getenv(configEnv)
+	}
+	if path != "" {
+		return server.LoadConfig(path, false)
+	}
+	dir, err := dataDir()
+	if err != nil {
+		return &server.File{}, nil // no data directory: no default configuration either
+	}
+	return server.LoadConfig(filepath.Join(dir, server.ConfigFileName), true)
+}
+
+// serverConfig prepares what quiver serve and quiver mcp stdio serve: a registry of their own
+// holding the built-in tools (imported tools are added to it), the configured remote MCP
+// servers and, with --conformance, the suite's fixtures.
+func (a *app) serverConfig(ctx context.Context, f serveFlags) (server.Config, func(), error) {
+	file, err := loadConfig(*f.config)
+	if err != nil {
+		return server.Config{}, nil, err
+	}
+	remotes, err := file.Remotes()
+	if err != nil {
+		return server.Config{}, nil, err
+	}
+	reg := &quiver.Registry{Logger: a.registry.Logger}
+	if err := reg.Register(a.registry.Tools()...); err != nil {
+		return server.Config{}, nil, err
+	}
+	cfg := server.Config{Registry: reg, Remotes: remotes, WorkspaceID: localWorkspaceID,
+		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	if *f.conformance {
+		if err := reg.Register(conformance.Tools()...); err != nil {
+			return server.Config{}, nil, err
+		}
+		cfg.MCP = conformance.ServerOptions()
+		cfg.SetupMCP = conformance.Setup
+	}
+	st, err := f.store.open(ctx)
+	if err != nil {
+		return server.Config{}, nil, err
+	}
+	cfg.Store = st
+	a.registerStored(ctx, st, reg) // JavaScript tools added with quiver tools add
+	return cfg, func() { st.Close() }, nil
+}
+
+func (a *app) serve(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+server.DefaultAddr+")")
+	maxBody := fs.Int64("max-request-bytes", 0, "largest HTTP request body accepted on /mcp, in bytes (default 4 MiB)")
+	f := addServeFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) > 0 {
+		return exitUsage, usagef("serve takes no arguments, got %q", pos[0])
+	}
+	if *addr == "" {
+		*addr = os.Getenv(addrEnv)
+	}
+	if *addr == "" {
+		*addr = server.DefaultAddr
+	}
+	if _, _, err := net.SplitHostPort(*addr); err != nil {
+		return exitUsage, usagef("--addr %q must be HOST:PORT, like 127.0.0.1:7411", *addr)
+	}
+	if *maxBody < 0 {
+		return exitUsage, usagef("--max-request-bytes must not be negative")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, closeStore, err := a.serverConfig(ctx, f)
+	if err != nil {
+		return exitError, err
+	}
+	defer closeStore()
+	cfg.Addr = *addr
+	cfg.MaxRequestBytes = *maxBody
+	srv, err := server.New(ctx, cfg)
+	if err != nil {
+		return exitError, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		srv.Close()
+		return exitError, fmt.Errorf("listening on %s: %w (is another quiver serve running? choose another port with --addr)", cfg.Addr, err)
+	}
+	fmt.Fprintf(a.stderr, "quiver: serving MCP at http://%s/mcp (health: /healthz); Ctrl-C stops\n", ln.Addr())
+	if err := srv.Serve(ctx, ln); err != nil {
+		return exitError, err
+	}
+	return exitOK, nil
+}
+
+// mcpStdio serves the tools over MCP on standard input and output, recording calls like
+// quiver serve does.
+func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("mcp stdio", flag.ContinueOnError)
+	f := addServeFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) > 0 {
+		return exitUsage, usagef("mcp stdio takes no arguments, got %q", pos[0])
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, closeStore, err := a.serverConfig(ctx, f)
+	if err != nil {
+		return exitError, err
+	}
+	defer closeStore()
+	srv, err := server.New(ctx, cfg)
+	if err != nil {
+		return exitError, err
+	}
+	defer srv.Close()
+	err = srv.MCP().Run(ctx, stdioTransport(a.stdin, a.stdout))
+	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		return exitError, err
+	}
+	return exitOK, nil
+}
+
+// mcpConformanceClient plays one client scenario of the MCP conformance suite, which runs it
+// as "COMMAND URL" with the scenario in MCP_CONFORMANCE_SCENARIO.
+func (a *app) mcpConformanceClient(ctx context.Context, args []string) (int, error) {
+	if len(args) != 1 {
+		return exitUsage, usagef("mcp conformance-client needs the server URL")
+	}
+	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
+	if scenario == "" {
+		return exitUsage, usagef("MCP_CONFORMANCE_SCENARIO is not set (the conformance suite sets it)")
+	}
+	logger := slog.New(slog.NewTextHandler(a.stderr, nil))
+	if err := conformance.RunClient(ctx, args[0], scenario, logger); err != nil {
+		return exitError, fmt.Errorf("scenario %s: %w", scenario, err)
+	}
+	return exitOK, nil
+}
+
+// importConfigured imports the tools of the remote MCP servers in the configuration file, when
+// there is one, into the app's registry, for quiver call. The returned function disconnects.
+func (a *app) importConfigured(ctx context.Context) (func(), error) {
+	file, err := loadConfig("")
+	if err != nil {
+		return nil, err
+	}
+	remotes, err := file.Remotes()
+	if err != nil || len(remotes) == 0 {
+		return func() {}, err
+	}
+	im, err := mcp.Import(ctx, a.registry, remotes, &mcp.ImportOptions{
+		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { im.Close() }, nil
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader on different goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var servingRE = regexp.MustCompile(`serving MCP at (http://[^ ]+/mcp)`)
+
+// startServe runs "quiver serve" in-process on a random 127.0.0.1 port with a fresh data
+// directory, and returns the MCP endpoint and a function that stops it and returns its exit
+// code.
+func startServe(t *testing.T, extra ...string) (string, func() int, *syncBuffer) {
+	t.Helper()
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	t.Setenv(configEnv, "")
+	t.Setenv(addrEnv, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, extra...)
+	go func() { done <- run(ctx, args, strings.NewReader(""), io.Discard, stderr) }()
+	deadline := time.After(30 * time.Second)
+	for {
+		if m := servingRE.FindStringSubmatch(stderr.String()); m != nil {
+			stopped := false
+			code := 0
+			stop := func() int {
+				if !stopped {
+					stopped = true
+					cancel()
+					code = <-done
+				}
+				return code
+			}
+			t.Cleanup(func() { stop() })
+			return m[1], stop, stderr
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("serve exited with %d before serving:\n%s", code, stderr.String())
+		case <-deadline:
+			cancel()
+			t.Fatalf("serve did not start:\n%s", stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestServe(t *testing.T) {
+	endpoint, stop, stderr := startServe(t)
+	ctx := context.Background()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tl := range tools.Tools {
+		found = found || tl.Name == "get_current_time"
+	}
+	if !found {
+		t.Errorf("the built-in get_current_time is not served: %v", tools.Tools)
+	}
+	cases := []struct {
+		args    map[string]any
+		isError bool
+		want    string
+	}{
+		{map[string]any{"timezone": "Europe/Paris"}, false, `"timezone":"Europe/Paris"`},
+		{map[string]any{"timezone": 5}, true, "/timezone"},
+	}
+	for _, c := range cases {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_current_time", Arguments: c.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := res.Content[0].(*sdk.TextContent).Text
+		if res.IsError != c.isError || !strings.Contains(text, c.want) {
+			t.Errorf("call %v: isError %v %q, want %v containing %q", c.args, res.IsError, text, c.isError, c.want)
+		}
+	}
+	resp, err := http.Get(strings.TrimSuffix(endpoint, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct{ Status string }
+	json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if h.Status != "ok" {
+		t.Errorf("healthz status %q", h.Status)
+	}
+	if code := stop(); code != exitOK {
+		t.Errorf("serve exited with %d after a shutdown request, want 0:\n%s", code, stderr.String())
+	}
+	// The calls were recorded in the default database of the data directory.
+	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_DATA_HOME"), "quiver", defaultDBName)); err != nil {
+		t.Errorf("no database in the data directory: %v", err)
+	}
+}
+
+func TestServeConformanceFixtures(t *testing.T) {
+	endpoint, _, _ := startServe(t, "--conformance")
+	ctx := context.Background()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "test_simple_text"})
+	if err != nil || res.IsError {
+		t.Fatalf("test_simple_text: %v %v", err, res)
+	}
+	pr, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "a", "arg2": "b"}})
+	if err != nil || len(pr.Messages) != 1 {
+		t.Fatalf("prompt: %v %v", err, pr)
+	}
+	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "test://template/42/data"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, `"42"`) {
+		t.Fatalf("template resource: %v %v", err, rr)
+	}
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("mcp:\n  servers:\n    - {name: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"bad address", []string{"serve", "--addr", "nowhere"}, exitUsage, "must be HOST:PORT"},
+		{"stray argument", []string{"serve", "extra"}, exitUsage, "takes no arguments"},
+		{"negative cap", []string{"serve", "--max-request-bytes", "-1"}, exitUsage, "must not be negative"},
+		{"bad configuration", []string{"serve", "--addr", "127.0.0.1:0", "--config", bad}, exitError, "needs a command"},
+		{"missing configuration", []string{"serve", "--config", filepath.Join(t.TempDir(), "none.yaml")}, exitError, "opening the configuration"},
+		{"unknown mcp subcommand", []string{"mcp", "http"}, exitUsage, "unknown mcp subcommand"},
+		{"conformance client without scenario", []string{"mcp", "conformance-client", "http://127.0.0.1:1/mcp"}, exitUsage, "MCP_CONFORMANCE_SCENARIO"},
+	}
+	t.Setenv("MCP_CONFORMANCE_SCENARIO", "")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, "", c.args...)
+			if code != c.code || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, c.code, c.want)
+			}
+		})
+	}
+}
+
+func TestMCPStdio(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	t.Setenv(configEnv, "")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), []string{"mcp", "stdio"}, inR, outW, io.Discard)
+		outW.Close()
+	}()
+	ctx := context.Background()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_current_time", Arguments: map[string]any{"timezone": "UTC"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call over stdio: %v %v", err, res)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &v); err != nil || v["timezone"] != "UTC" {
+		t.Errorf("result %v %v", v, err)
+	}
+	cs.Close() // closes stdin: the command ends
+	if code := <-done; code != exitOK {
+		t.Errorf("mcp stdio exited with %d", code)
+	}
+}
+
+// TestCallSeesImportedTools: quiver call reaches tools of a remote MCP server named in the
+// configuration file (here a Quiver server started by the test).
+func TestCallSeesImportedTools(t *testing.T) {
+	endpoint, _, _ := startServe(t)
+	cfg := filepath.Join(t.TempDir(), "quiver.yaml")
+	if err := os.WriteFile(cfg, []byte("mcp:\n  servers:\n    - {name: upstream, url: \""+endpoint+"\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(configEnv, cfg)
+	reg := &quiver.Registry{}
+	var stdout, stderr bytes.Buffer
+	a := &app{registry: reg, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+	code := a.run(context.Background(), []string{"call", "upstream.get_current_time", "--args", `{"timezone":"Asia/Tokyo"}`})
+	if code != exitOK || !strings.Contains(stdout.String(), "Asia/Tokyo") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestServeOffersStoredJavaScriptTools: a tool added with quiver tools add is served over MCP
+// and runs in the sandbox.
+func TestServeOffersStoredJavaScriptTools(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"weather.js": weatherJS, "weather.json": weatherSchema})
+	db := filepath.Join(dir, "quiver.db")
+	if code, _, stderr := runCLI(t, "", "tools", "add", "--js", filepath.Join(dir, "weather.js"), "--schema", filepath.Join(dir, "weather.json"), "--db", db); code != exitOK {
+		t.Fatalf("tools add: %s", stderr)
+	}
+	endpoint, _, _ := startServe(t, "--db", db)
+	ctx := context.Background()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "weather", Arguments: map[string]any{"city": "Oslo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if res.IsError || string(b) != `{"city":"Oslo","temp":21,"unit":"C"}` {
+		t.Fatalf("weather over MCP: error %v, %s", res.IsError, b)
+	}
+}

@@ -1,0 +1,524 @@
+// Package mcp connects Quiver to the Model Context Protocol, on the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk/mcp, imported here as sdk).
+//
+// Serving (MCP1): [NewServer] offers the tools a [quiver.Dispatcher] permits to MCP clients,
+// over streamable HTTP ([Server.HTTPHandler]) or stdio ([Server.Run] with an
+// [sdk.StdioTransport]). Every tools/call goes through the dispatcher, so policy, validation,
+// confirmation, variables, secret masking, timeouts and recording apply exactly as for any
+// other caller. Progress and log messages a tool reports with [quiver.ReportProgress] and
+// [quiver.Log] reach the client as progress and logging notifications; a client's
+// cancellation cancels the tool's context; [Confirm] asks the client's user to approve calls
+// to tools that require confirmation, through elicitation.
+//
+// Importing (MCP2): [Import] connects to remote MCP servers (a command speaking stdio, or a
+// streamable HTTP URL) and registers their tools in a [quiver.Registry] under a prefix
+// ("everything.echo"), so they are called, governed and recorded like local tools. A remote
+// that is down or slow yields error results, never a hang, and is reconnected in the
+// background.
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
+)
+
+// SessionInfo describes an MCP session, for [ServerOptions.Session].
+type SessionInfo struct {
+	// ID is the session's id (the Mcp-Session-Id header over HTTP; empty over stdio).
+	ID string
+	// ClientName and ClientVersion are what the client said it is when it initialized.
+	ClientName, ClientVersion string
+}
+
+// ServerOptions configures a [Server]. The zero value serves the dispatcher's tools with the
+// caller's scope.
+type ServerOptions struct {
+	// Name and Version identify the server to clients; "quiver" and "dev" when empty.
+	Name, Version string
+	// Instructions are optional instructions for clients.
+	Instructions string
+	// Logger receives the server's own diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Session is called once per MCP session, before its first tool call runs: the scope it
+	// returns is the scope of every call of the session (the workspace, and the thread calls
+	// are recorded in). An error fails the call with a JSON-RPC internal error and the next
+	// call asks again. Nil runs calls without a scope.
+	Session func(ctx context.Context, s SessionInfo) (quiver.Scope, error)
+	// Capabilities, when set, replaces the capabilities the server advertises besides tools
+	// (which it always advertises), for servers that add resources or prompts to [Server.SDK].
+	Capabilities *sdk.ServerCapabilities
+	// CompletionHandler, SubscribeHandler and UnsubscribeHandler are passed to the SDK server,
+	// for servers that add prompts or resources.
+	CompletionHandler  func(context.Context, *sdk.CompleteRequest) (*sdk.CompleteResult, error)
+	SubscribeHandler   func(context.Context, *sdk.SubscribeRequest) error
+	UnsubscribeHandler func(context.Context, *sdk.UnsubscribeRequest) error
+}
+
+// Server serves the tools of a [quiver.Dispatcher] over MCP. The tool list is read from the
+// dispatcher on every tools/list, so tools registered or removed at run time (imported ones,
+// say) appear without a restart; call [Server.ToolsChanged] to tell connected clients.
+type Server struct {
+	d      *quiver.Dispatcher
+	srv    *sdk.Server
+	opts   ServerOptions
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[*sdk.ServerSession]*sessionState
+	listed   *listing // the last tools/list answer, reused while the tools are the same
+}
+
+type sessionState struct {
+	mu    sync.Mutex
+	done  bool
+	scope quiver.Scope
+}
+
+// listing is a rendered tool list and the tools it was rendered from.
+type listing struct {
+	tools []*quiver.Tool
+	set   *schema.ToolSet
+	list  []*sdk.Tool
+}
+
+// NewServer returns a server offering the tools d permits. Set d.Confirm to [Confirm] (before
+// d's first call) for tools that require confirmation to be approved through elicitation.
+func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
+	s := &Server{d: d, sessions: map[*sdk.ServerSession]*sessionState{}}
+	if opts != nil {
+		s.opts = *opts
+	}
+	s.logger = s.opts.Logger
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	name, version := s.opts.Name, s.opts.Version
+	if name == "" {
+		name = "quiver"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	caps := &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}}
+	if s.opts.Capabilities != nil {
+		c := *s.opts.Capabilities
+		caps = &c
+	}
+	caps.Tools = &sdk.ToolCapabilities{ListChanged: true}
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, &sdk.ServerOptions{
+		Instructions:       s.opts.Instructions,
+		Logger:             s.opts.Logger,
+		Capabilities:       caps,
+		CompletionHandler:  s.opts.CompletionHandler,
+		SubscribeHandler:   s.opts.SubscribeHandler,
+		UnsubscribeHandler: s.opts.UnsubscribeHandler,
+	})
+	s.srv.AddReceivingMiddleware(s.receive)
+	return s
+}
+
+// SDK returns the underlying SDK server, to add resources and prompts. Its tools are not
+// used: tools come from the dispatcher.
+func (s *Server) SDK() *sdk.Server { return s.srv }
+
+// Run serves one session over t (an [sdk.StdioTransport] for stdio) until the client
+// disconnects or ctx is done.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error { return s.srv.Run(ctx, t) }
+
+// Connect starts a session over t and returns at once; for in-process clients and tests.
+func (s *Server) Connect(ctx context.Context, t sdk.Transport) (*sdk.ServerSession, error) {
+	return s.srv.Connect(ctx, t, nil)
+}
+
+// Close ends every open session.
+func (s *Server) Close() {
+	for ss := range s.srv.Sessions() {
+		ss.Close()
+	}
+}
+
+// toolListSentinel is added and removed at once to make the SDK send tools/list_changed.
+const toolListSentinel = "quiver.tools_changed"
+
+// ToolsChanged tells connected clients that the tool list changed (a notification they
+// answer with a new tools/list).
+func (s *Server) ToolsChanged() {
+	s.mu.Lock()
+	s.listed = nil
+	s.mu.Unlock()
+	// The SDK sends the notification when its own tool list changes (debounced); its list is
+	// otherwise unused, since tools/list and tools/call are answered from the dispatcher.
+	s.srv.AddTool(&sdk.Tool{Name: toolListSentinel, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return nil, errors.New("unused")
+		})
+	s.srv.RemoveTools(toolListSentinel)
+}
+
+func (s *Server) receive(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch method {
+		case "tools/list":
+			if r, ok := req.(*sdk.ListToolsRequest); ok {
+				return s.listTools(r)
+			}
+		case "tools/call":
+			if r, ok := req.(*sdk.CallToolRequest); ok {
+				return s.callTool(ctx, r)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (s *Server) listTools(req *sdk.ListToolsRequest) (*sdk.ListToolsResult, error) {
+	if req.Params != nil && req.Params.Cursor != "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown cursor: this server returns every tool in one page"}
+	}
+	l, err := s.listing()
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	return &sdk.ListToolsResult{Tools: l.list}, nil
+}
+
+// listing renders the tools the dispatcher permits, reusing the last rendering while they are
+// the same tools.
+func (s *Server) listing() (*listing, error) {
+	tools := s.d.Tools()
+	s.mu.Lock()
+	prev := s.listed
+	s.mu.Unlock()
+	if prev != nil && slices.Equal(prev.tools, tools) {
+		return prev, nil
+	}
+	reg := s.d.Registry
+	if reg == nil {
+		reg = quiver.Default
+	}
+	set, err := schema.Render(schema.MCP, quiver.ToolSchemas(reg, tools))
+	if err != nil {
+		return nil, fmt.Errorf("rendering the tool list: %w", err)
+	}
+	l := &listing{tools: tools, set: set, list: make([]*sdk.Tool, 0, len(set.Tools))}
+	for i, rt := range set.Tools {
+		t := &sdk.Tool{Name: rt.Name, Description: rt.Description, InputSchema: rt.Parameters}
+		if rt.Output != nil {
+			t.OutputSchema = rt.Output
+		}
+		spec := tools[i].Spec()
+		if spec.RequiresConfirmation {
+			t.Annotations = &sdk.ToolAnnotations{DestructiveHint: ptr(true)}
+		}
+		l.list = append(l.list, t)
+	}
+	s.mu.Lock()
+	s.listed = l
+	s.mu.Unlock()
+	return l, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type requestKey struct{}
+
+// Request returns the MCP request of the tools/call a tool is running for, or nil when the call
+// did not come over MCP. Tools that need the client (sampling, elicitation) reach its session
+// through it.
+func Request(ctx context.Context) *sdk.CallToolRequest {
+	r, _ := ctx.Value(requestKey{}).(*sdk.CallToolRequest)
+	return r
+}
+
+func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	scope, err := s.sessionScope(ctx, req.Session)
+	if err != nil {
+		s.logger.Error("mcp: preparing the session", "err", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server could not prepare this session: " + err.Error()}
+	}
+	name, args := req.Params.Name, req.Params.Arguments
+	s.mu.Lock()
+	l := s.listed
+	s.mu.Unlock()
+	if l != nil {
+		// Names the client saw in tools/list map back to registered names.
+		if canonical, out, ok := l.set.Inbound(name, args); ok {
+			name, args = canonical, out
+		}
+	}
+	if s.opts.Session != nil {
+		ctx = quiver.WithScope(ctx, scope)
+	}
+	ctx = context.WithValue(ctx, requestKey{}, req)
+	ctx = quiver.WithReporter(ctx, &reporter{session: req.Session, token: req.Params.GetProgressToken(), tool: name})
+	r, err := s.d.Dispatch(ctx, quiver.Call{ID: newCallID(), Name: name, Args: args})
+	if err != nil {
+		// The call ran, but its record could not be stored: the client still gets the result
+		// (the tool's effects happened), and the operator is told.
+		s.logger.Error("mcp: recording a tool call", "tool", name, "err", err)
+	}
+	return ToResult(r), nil
+}
+
+func (s *Server) sessionScope(ctx context.Context, ss *sdk.ServerSession) (quiver.Scope, error) {
+	if s.opts.Session == nil {
+		return quiver.Scope{}, nil
+	}
+	s.mu.Lock()
+	st := s.sessions[ss]
+	if st == nil {
+		st = &sessionState{}
+		s.sessions[ss] = st
+		go func() {
+			_ = ss.Wait()
+			s.mu.Lock()
+			delete(s.sessions, ss)
+			s.mu.Unlock()
+		}()
+	}
+	s.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done {
+		return st.scope, nil
+	}
+	info := SessionInfo{ID: ss.ID()}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		info.ClientName, info.ClientVersion = p.ClientInfo.Name, p.ClientInfo.Version
+	}
+	scope, err := s.opts.Session(ctx, info)
+	if err != nil {
+		return quiver.Scope{}, err
+	}
+	st.scope, st.done = scope, true
+	return scope, nil
+}
+
+func newCallID() string { return "mcp_" + strings.ToLower(rand.Text()) }
+
+// reporter turns a tool's progress and logs into notifications on its MCP session.
+type reporter struct {
+	session *sdk.ServerSession
+	token   any
+	tool    string
+}
+
+func (r *reporter) Progress(ctx context.Context, done, total float64, msg string) {
+	if r.token == nil {
+		return // the client asked for no progress
+	}
+	_ = r.session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: r.token, Progress: done, Total: total, Message: msg})
+}
+
+func (r *reporter) Log(ctx context.Context, level quiver.LogLevel, msg string) {
+	//lint:ignore SA1019 logging notifications are what MCP clients of this protocol version read.
+	_ = r.session.Log(ctx, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(level), Logger: r.tool, Data: msg})
+}
+
+// Confirm returns a [quiver.Confirmer] for dispatchers that serve MCP clients: a call that came
+// over MCP and needs confirmation is put to the client's user through elicitation. Accepting
+// runs it; declining or cancelling denies it (an error result saying so). A client that does
+// not support elicitation cannot ask its user, so the call is refused with an error result
+// that says why. Calls that did not come over MCP go to fallback, or stay paused when it is nil.
+func Confirm(fallback quiver.Confirmer) quiver.Confirmer {
+	return func(ctx context.Context, call *quiver.Call) (quiver.Decision, error) {
+		req := Request(ctx)
+		if req == nil {
+			if fallback != nil {
+				return fallback(ctx, call)
+			}
+			return quiver.Decision{Action: quiver.Pause}, nil
+		}
+		ss := req.Session
+		p := ss.InitializeParams()
+		if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+			client := "the MCP client"
+			if p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
+				client = fmt.Sprintf("the MCP client %q", p.ClientInfo.Name)
+			}
+			return quiver.Decision{}, fmt.Errorf("%s does not support elicitation, so its user cannot be asked to approve the call; "+
+				"use a client that supports elicitation, or have the tool's confirmation requirement lifted", client)
+		}
+		msg := fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", call.Name, truncate(string(quiver.ArgsForHistory(call.Args)), 2000))
+		res, err := ss.Elicit(ctx, &sdk.ElicitParams{
+			Message:         msg,
+			RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}},
+		})
+		if err != nil {
+			return quiver.Decision{}, fmt.Errorf("asking the MCP client's user: %w", err)
+		}
+		switch res.Action {
+		case "accept":
+			return quiver.Decision{Action: quiver.Approve}, nil
+		case "decline":
+			return quiver.Decision{Action: quiver.Deny, Message: "the user declined it in the MCP client"}, nil
+		default:
+			return quiver.Decision{Action: quiver.Deny, Message: "the user cancelled the confirmation in the MCP client"}, nil
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+// ToResult converts a Quiver result into an MCP tools/call result: an error result becomes
+// isError with its message as text; text, image, audio and resource content map to MCP
+// content; a structured value that is a JSON object becomes structuredContent (with its JSON
+// as text too, for clients that read only content); attachments with data become image, audio
+// or embedded resource content, and references to stored files resource links.
+func ToResult(r *quiver.Result) *sdk.CallToolResult {
+	out := &sdk.CallToolResult{Content: []sdk.Content{}}
+	if r.IsError() {
+		out.IsError = true
+		out.Content = append(out.Content, &sdk.TextContent{Text: r.Error})
+		return out
+	}
+	if r.Text != "" {
+		out.Content = append(out.Content, &sdk.TextContent{Text: r.Text})
+	}
+	for _, c := range r.Content {
+		if mc := toContent(c); mc != nil {
+			out.Content = append(out.Content, mc)
+		}
+	}
+	for _, a := range r.Attachments {
+		out.Content = append(out.Content, attachmentContent(a))
+	}
+	if len(r.Value) > 0 {
+		v := json.RawMessage(r.Value)
+		if isObject(v) {
+			out.StructuredContent = v
+		}
+		if r.Text == "" && len(r.Content) == 0 {
+			out.Content = append(out.Content, &sdk.TextContent{Text: string(r.Value)})
+		}
+	}
+	return out
+}
+
+func isObject(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
+
+func toContent(c quiver.Content) sdk.Content {
+	switch c.Type {
+	case quiver.ContentText:
+		return &sdk.TextContent{Text: c.Text}
+	case quiver.ContentImage:
+		data, _ := base64.StdEncoding.DecodeString(c.Data)
+		return &sdk.ImageContent{Data: data, MIMEType: c.MimeType}
+	case quiver.ContentAudio:
+		data, _ := base64.StdEncoding.DecodeString(c.Data)
+		return &sdk.AudioContent{Data: data, MIMEType: c.MimeType}
+	case quiver.ContentResource:
+		rc := &sdk.ResourceContents{URI: c.URI, MIMEType: c.MimeType, Text: c.Text}
+		if c.Data != "" {
+			rc.Blob, _ = base64.StdEncoding.DecodeString(c.Data)
+		}
+		return &sdk.EmbeddedResource{Resource: rc}
+	}
+	return nil
+}
+
+func attachmentContent(a quiver.Attachment) sdk.Content {
+	if a.IsRef() {
+		link := &sdk.ResourceLink{URI: "quiver://files" + a.Path, Name: a.Name, MIMEType: a.MimeType, Description: a.Description}
+		if a.Size > 0 {
+			link.Size = ptr(a.Size)
+		}
+		return link
+	}
+	data, _ := base64.StdEncoding.DecodeString(a.Data)
+	switch {
+	case strings.HasPrefix(a.MimeType, "image/"):
+		return &sdk.ImageContent{Data: data, MIMEType: a.MimeType}
+	case strings.HasPrefix(a.MimeType, "audio/"):
+		return &sdk.AudioContent{Data: data, MIMEType: a.MimeType}
+	}
+	return &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "quiver://attachments/" + url.PathEscape(a.Name), MIMEType: a.MimeType, Blob: data}}
+}
+
+// HTTPOptions configures [Server.HTTPHandler].
+type HTTPOptions struct {
+	// MaxRequestBytes caps the body of one HTTP request; larger ones get 413. Zero means 4 MiB.
+	MaxRequestBytes int64
+	// AllowedOrigins lists the Origin header values accepted besides local ones
+	// (http://localhost, http://127.0.0.1 and http://[::1], any port). A request with another
+	// Origin gets 403: browsers send it, so this keeps web pages from driving the server.
+	AllowedOrigins []string
+	// SessionTimeout closes sessions idle for that long; zero means one hour.
+	SessionTimeout time.Duration
+	// Logger receives the transport's diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// HTTPHandler returns the streamable HTTP transport for the server, with stateful sessions,
+// to be mounted at /mcp. DNS rebinding protection is on: on a loopback address, a request
+// whose Host is not local is refused, and so is one whose Origin is not local or allowed.
+func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = time.Hour
+	}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &sdk.StreamableHTTPOptions{
+		MaxRequestBodyBytes: o.MaxRequestBytes,
+		SessionTimeout:      o.SessionTimeout,
+		Logger:              o.Logger,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
+			http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed", truncate(origin, 100)), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func originAllowed(origin string, allowed []string) bool {
+	if slices.Contains(allowed, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,23 @@
+// Package sandbox runs model- or user-authored JavaScript and TypeScript in a fresh, isolated
+// interpreter per run (C1): runCode.
+//
+// Each run gets its own QuickJS runtime (modernc.org/quickjs, pure Go): its own heap with a
+// real memory cap, its own global object and prototypes, nothing shared with the host or with
+// other runs. The code sees no file system, network, process, environment or module the host
+// did not hand it; Date is frozen at [Options.Now] and local time is UTC; console output is
+// captured. A run ends
+// with a [Result] whose status is success, error, memory, link_error or terminated, and it can
+// be ended at any time with [Handle.Terminate], by its timeout or by its context.
+//
+// The code is an ES module. Its entry export (the default export unless [Execute].Fn names
+// another) is called with [Execute].Args and what it returns, awaited if it is a promise,
+// becomes [Result].Value as JSON:
+//
+//	export default function (args) {
+//		console.log("adding", args.a, "and", args.b)
+//		return { sum: args.a + args.b }
+//	}
+//
+// A module without the default entry export runs for its side effects (its console output)
+// and returns null; an entry export that is not a function is itself the value.
+package sandbox

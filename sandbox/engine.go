@@ -1,0 +1,250 @@
+package sandbox
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"modernc.org/quickjs"
+)
+
+//go:embed prelude.js
+var prelude string
+
+// preludeCode is the prelude compiled once per process: loading bytecode into each fresh
+// interpreter costs a fraction of parsing the source again.
+var preludeCode = sync.OnceValues(func() ([]byte, error) {
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
+	return vm.Compile(prelude, quickjs.EvalGlobal)
+})
+
+// reportHeadroom is the memory a run that hit its limit gets to report what happened.
+const reportHeadroom = 1 << 20
+
+// memoryProbe allocates a little: if that fails, the run's memory is full.
+const memoryProbe = "new Uint8Array(65536).length"
+
+// outcome is what the prelude reported through settle.
+type outcome struct {
+	kind                 string // "ok", "error", "link"; "" when nothing was reported
+	json                 string
+	name, message, stack string
+}
+
+// execute runs c to its end on the calling goroutine, which alone touches the interpreter.
+func (h *Handle) execute(c *config) *Result {
+	start := time.Now()
+	r := h.runVM(c)
+	r.Duration = time.Since(start)
+	h.mu.Lock()
+	r.Logs, r.LogsTruncated = h.logs, h.truncated
+	h.mu.Unlock()
+	return r
+}
+
+func (h *Handle) runVM(c *config) *Result {
+	if c.language == TypeScript {
+		if r := transpileAll(c); r != nil {
+			return r
+		}
+	}
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not create an interpreter: " + err.Error()}
+	}
+	defer vm.Close()
+	vm.SetMemoryLimit(uintptr(c.memoryLimit))
+	var out outcome
+	var linkErr string
+	vm.SetModuleLoader(func(_ *quickjs.VM, name string) (string, error) {
+		src, err := c.load(name)
+		if err != nil && linkErr == "" {
+			linkErr = err.Error()
+		}
+		return src, err
+	}, func(_ *quickjs.VM, base, name string) (string, error) {
+		key, err := c.resolve(base, name)
+		if err != nil && linkErr == "" {
+			linkErr = err.Error()
+		}
+		return key, err
+	})
+	err = errors.Join(
+		vm.RegisterHostFunc("__quiver_log", func(a []any) (any, error) {
+			level, _ := a[0].(string)
+			text, _ := a[1].(string)
+			return h.addLog(c, LogEntry{Level: level, Text: text}), nil
+		}),
+		vm.RegisterHostFunc("__quiver_settle", func(a []any) (any, error) {
+			if out.kind == "" {
+				out = settled(a)
+			}
+			return nil, nil
+		}))
+	if err != nil {
+		return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not set up the interpreter: " + err.Error()}
+	}
+	if !h.attach(vm) {
+		return h.terminatedResult()
+	}
+	code, err := preludeCode()
+	if err != nil {
+		return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not compile its prelude: " + err.Error()}
+	}
+	setup, err := vm.EvalBytecodeValue(code)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	defer setup.Free()
+	finish, err := setup.CallValue(quickjs.UndefinedValue, c.preludeInput)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	defer finish.Free()
+	for out.kind == "" && h.terminated() == "" {
+		n, err := vm.ExecutePendingJobs()
+		if n == 0 || (err != nil && isInterrupt(err)) {
+			break
+		}
+	}
+	exhausted := false
+	if out.kind == "" && h.terminated() == "" {
+		// Nothing reported: either the entry's promise never settled, or the run ran out of
+		// memory before it could report (memory a module still holds stays full). Probe, then
+		// report again with a little room.
+		_, err := vm.Eval(memoryProbe, quickjs.EvalGlobal)
+		exhausted = err != nil && !isInterrupt(err)
+		vm.SetMemoryLimit(uintptr(c.memoryLimit + reportHeadroom))
+		_, _ = finish.Call(quickjs.UndefinedValue)
+	}
+	switch {
+	case out.kind != "":
+		return classify(c, out, linkErr)
+	case h.terminated() != "":
+		return h.terminatedResult()
+	case exhausted:
+		return classify(c, outcome{kind: "error", name: "InternalError", message: "out of memory"}, "")
+	}
+	return &Result{Status: StatusError, ErrorName: "Error",
+		ErrorMessage: "the entry function returned a promise that never settled (nothing is left that could resolve it)"}
+}
+
+func settled(a []any) outcome {
+	s := func(i int) string {
+		if i < len(a) {
+			v, _ := a[i].(string)
+			return v
+		}
+		return ""
+	}
+	if s(0) == "ok" {
+		return outcome{kind: "ok", json: s(1)}
+	}
+	return outcome{kind: s(0), name: s(1), message: s(2), stack: s(3)}
+}
+
+// classify turns what the prelude reported into a Result.
+func classify(c *config, out outcome, linkErr string) *Result {
+	switch out.kind {
+	case "ok":
+		if len(out.json) > c.maxOutput {
+			return &Result{Status: StatusError, ErrorName: "OutputLimitError", ErrorMessage: fmt.Sprintf(
+				"the result is %d bytes of JSON, over the limit of %d bytes; return less (a summary or a slice) instead", len(out.json), c.maxOutput)}
+		}
+		if !json.Valid([]byte(out.json)) {
+			return &Result{Status: StatusError, ErrorName: "TypeError", ErrorMessage: "the result did not convert to valid JSON"}
+		}
+		return &Result{Status: StatusSuccess, Value: json.RawMessage(out.json)}
+	case "link":
+		return &Result{Status: StatusLinkError, ErrorName: "LinkError", ErrorMessage: out.message}
+	}
+	r := &Result{Status: StatusError, ErrorName: out.name, ErrorMessage: out.message, Stack: cleanStack(out.stack)}
+	switch {
+	case outOfMemory(out.name, out.message):
+		what := out.message
+		if what == thrownNull {
+			what = "out of memory"
+		}
+		r.Status, r.ErrorName = StatusMemory, "InternalError"
+		r.ErrorMessage = fmt.Sprintf("%s: the code went over its memory limit of %d bytes", what, c.memoryLimit)
+	case linkErr != "" && (strings.Contains(out.message, "module load failed") || strings.Contains(out.message, "module normalization failed")):
+		r.Status, r.ErrorName, r.ErrorMessage = StatusLinkError, "LinkError", linkErr
+	case out.name == "SyntaxError" && strings.HasPrefix(out.message, "Could not find export"):
+		r.Status = StatusLinkError
+	}
+	return r
+}
+
+// outOfMemory reports whether an error is the engine's: out of memory, or a string past the
+// longest the engine can hold (what doubling a string ends with, well inside the limit, since
+// concatenation shares storage). When there is not even the memory to build the error object,
+// the engine throws null instead: a run that ends by throwing null is taken to have run out of
+// memory (code rarely throws null on purpose).
+func outOfMemory(name, message string) bool {
+	return name == "InternalError" && (message == "out of memory" || message == "string too long") ||
+		name == "Error" && message == thrownNull
+}
+
+// failure is the result of an error from the host's own calls into the interpreter (setting up
+// the run), which only the run's limits can cause.
+func (h *Handle) failure(c *config, err error) *Result {
+	if h.terminated() != "" {
+		return h.terminatedResult()
+	}
+	var e *quickjs.Error
+	if errors.As(err, &e) {
+		return classify(c, outcome{kind: "error", name: e.Name, message: e.Message, stack: e.Stack}, "")
+	}
+	return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: err.Error()}
+}
+
+func (h *Handle) terminatedResult() *Result {
+	return &Result{Status: StatusTerminated, ErrorName: "TerminatedError", ErrorMessage: h.terminated()}
+}
+
+// thrownNull is the message the prelude reports for an exception whose value is null.
+const thrownNull = "uncaught exception: null"
+
+func isInterrupt(err error) bool {
+	var e *quickjs.Error
+	return errors.As(err, &e) && e.Name == "InternalError" && e.Message == "interrupted"
+}
+
+// Stack traces are cut to what helps: the run's own frames, not the prelude's.
+const (
+	maxStackLines = 40
+	maxStackBytes = 4 << 10
+)
+
+func cleanStack(stack string) string {
+	var kept []string
+	lines := strings.Split(strings.TrimRight(stack, "\n"), "\n")
+	for _, l := range lines {
+		if l == "" || strings.Contains(l, "<eval>") {
+			continue
+		}
+		if len(kept) == maxStackLines {
+			kept = append(kept, fmt.Sprintf("    ... %d more frames", len(lines)-maxStackLines))
+			break
+		}
+		kept = append(kept, l)
+	}
+	s := strings.Join(kept, "\n")
+	if len(s) > maxStackBytes {
+		cut := maxStackBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "\n    ..."
+	}
+	return s
+}

@@ -1,0 +1,239 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Memory bombs of every shape end with StatusMemory at the run's limit.
+func TestMemoryBombs(t *testing.T) {
+	tests := []struct{ name, src string }{
+		{"array of strings", `export default () => { const a = []; for (let i = 0; ; i++) a.push("item " + i) }`},
+		{"array of objects", `export default () => { const a = []; for (;;) a.push({x: 1, y: [1, 2]}) }`},
+		{"object with many keys", `export default () => { const o = {}; for (let i = 0; ; i++) o["k" + i] = i }`},
+		{"nested arrays", `export default () => { let a = []; for (;;) a = [a, new Array(1000).fill(a)] }`},
+		{"huge array at once", `export default () => new Array(1e8).fill(0).length`},
+		{"string repeat", `export default () => "x".repeat(1e9).length`},
+		{"string doubling", `export default () => { let s = "x"; for (;;) s += s }`},
+		{"string building", `export default () => { let s = ""; for (let i = 0; ; i++) s = s + String(i) + s.slice(0, 100) }`},
+		{"typed array", `export default () => new Float64Array(1e8).length`},
+		{"map growth", `export default () => { const m = new Map(); for (let i = 0; ; i++) m.set(i, {i}) }`},
+		{"top-level bomb", `const a = []; for (;;) a.push([1, 2, 3]); export default 1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, Options{Source: tt.src, Timeout: 20 * time.Second})
+			wantFailure(t, r, StatusMemory, "memory limit of 8388608 bytes")
+		})
+	}
+}
+
+func TestRunawayCode(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   Options
+		status Status
+		has    []string
+	}{
+		{"infinite loop", Options{Source: `export default () => { for (;;) {} }`, Timeout: 50 * time.Millisecond},
+			StatusTerminated, []string{"timed out after 50ms"}},
+		{"infinite loop at top level", Options{Source: `while (true) {} export default 1`, Timeout: 50 * time.Millisecond},
+			StatusTerminated, []string{"timed out"}},
+		{"loop that catches and loops again", Options{Timeout: 50 * time.Millisecond,
+			Source: `export default () => { for (;;) { try { for (;;) {} } catch (e) {} finally { for (;;) {} } } }`},
+			StatusTerminated, []string{"timed out"}},
+		{"endless microtasks", Options{Source: `export default () => { const spin = () => { Promise.resolve().then(spin) }; spin(); return new Promise(() => {}) }`,
+			Timeout: 50 * time.Millisecond}, StatusTerminated, []string{"timed out"}},
+		{"async loop", Options{Source: `export default async () => { for (;;) await null }`, Timeout: 50 * time.Millisecond},
+			StatusTerminated, []string{"timed out"}},
+		{"memory errors caught and retried stay within the limit", Options{Timeout: 200 * time.Millisecond,
+			Source: `export default () => { for (;;) { try { const a = []; for (;;) a.push({}) } catch (e) {} } }`},
+			StatusTerminated, []string{"timed out"}},
+		{"deep recursion", Options{Source: `function f(n) { return f(n + 1) + 1 } export default () => f(0)`},
+			StatusError, []string{"InternalError: stack overflow", "at f (main.js:1:"}},
+		{"mutual recursion through getters", Options{Source: `const o = { get a() { return this.b }, get b() { return this.a } }; export default () => o.a`},
+			StatusError, []string{"stack overflow"}},
+		{"recursion in toJSON", Options{Source: `const o = { toJSON() { return JSON.stringify(this) } }; export default () => o`},
+			StatusError, []string{"stack overflow"}},
+		{"huge return value", Options{Source: `export default () => "x".repeat(5e6)`, MemoryLimit: 32 << 20},
+			StatusError, []string{"OutputLimitError", "over the limit of 1048576 bytes"}},
+		{"huge array returned", Options{Source: `export default () => new Array(3e5).fill("abcdef")`, MemoryLimit: 32 << 20},
+			StatusError, []string{"OutputLimitError"}},
+		{"log flood", Options{Source: `export default () => { for (;;) console.log("spam".repeat(100)) }`, Timeout: 50 * time.Millisecond},
+			StatusTerminated, []string{"timed out"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantFailure(t, run(t, tt.opts), tt.status, tt.has...)
+		})
+	}
+}
+
+// The code reaches nothing of the host: no module loader for files, no require, process,
+// environment, file or network API, and eval only evaluates more sandboxed code.
+func TestNoHostCapabilities(t *testing.T) {
+	absent := []string{
+		"require", "process", "module", "exports", "std", "os", "print", "scriptArgs", "fetch", "XMLHttpRequest",
+		"WebSocket", "setTimeout", "setInterval", "queueMicrotask", "performance", "Deno", "Bun", "WebAssembly",
+		"__quiver_log", "__quiver_settle", "__dirname", "navigator", "Worker", "importScripts",
+	}
+	for _, name := range absent {
+		t.Run(name, func(t *testing.T) {
+			wantValue(t, run(t, Options{Source: fmt.Sprintf(`export default () => [typeof %s, %q in globalThis]`, name, name)}), `["undefined",false]`)
+		})
+	}
+	smuggled := []struct{ name, src, want string }{
+		{"eval", `export default () => eval("typeof process + typeof require")`, `"undefinedundefined"`},
+		{"indirect eval", `export default () => (0, eval)("typeof this.std")`, `"undefined"`},
+		{"Function constructor", `export default () => Function("return typeof this.os")()`, `"undefined"`},
+		{"constructor chain", `export default () => ({}).constructor.constructor("return Object.getOwnPropertyNames(globalThis).filter(n => /quiver|std|os|require|process/.test(n))")()`, `[]`},
+		{"eval of an import", `export default async () => { try { await eval('import("std")'); return "loaded" } catch (e) { return e.message.includes("not available") } }`, `true`},
+		{"import.meta carries nothing", `export default () => Object.keys(import.meta)`, `[]`},
+		{"the clock does not move", `export default () => { const a = Date.now(); for (let i = 0; i < 1e5; i++); return Date.now() - a }`, `0`},
+	}
+	for _, tt := range smuggled {
+		t.Run(tt.name, func(t *testing.T) {
+			wantValue(t, run(t, Options{Source: tt.src}), tt.want)
+		})
+	}
+}
+
+// A run changes anything it likes; the next one, sequential or concurrent, starts clean.
+func TestNoSharedState(t *testing.T) {
+	const polluter = `
+		Object.prototype.polluted = "yes";
+		Array.prototype.map = () => "hijacked";
+		JSON.stringify = () => '"forged"';
+		globalThis.leak = 42;
+		Math.random = () => 4;
+		export default () => 1`
+	const probe = `export default () => [({}).polluted ?? null, [1].map(x => x + 1), typeof leak, Math.random() < 1]`
+	const clean = `[null,[2],"undefined",true]`
+	wantValue(t, run(t, Options{Source: polluter}), `1`)
+	wantValue(t, run(t, Options{Source: probe}), clean)
+
+	var wg sync.WaitGroup
+	results := make([]*Result, 16)
+	for i := range results {
+		wg.Go(func() {
+			src := probe
+			if i%2 == 0 {
+				src = polluter
+			}
+			r, err := Run(context.Background(), Options{Source: src, MemoryLimit: testMemory})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if i%2 == 1 && r != nil {
+			wantValue(t, r, clean)
+		}
+	}
+}
+
+// Many runs at once from many goroutines, of every kind, each get their own result (run with
+// -race). Bounded: 8 goroutines of 6 runs.
+func TestConcurrentRuns(t *testing.T) {
+	kinds := []struct {
+		src    string
+		status Status
+		opts   Options
+	}{
+		{`export default (id) => "run " + id`, StatusSuccess, Options{}},
+		{`export default () => { const a = []; for (;;) a.push({}) }`, StatusMemory, Options{MemoryLimit: MinMemoryLimit, Timeout: time.Minute}},
+		{`export default () => { for (;;) {} }`, StatusTerminated, Options{Timeout: 20 * time.Millisecond}},
+		{`import x from "fs"; export default 1`, StatusLinkError, Options{}},
+		{`export default () => { throw new Error("x") }`, StatusError, Options{}},
+		{`Object.prototype.p = 1; export default (id) => "run " + id`, StatusSuccess, Options{}},
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for k, kind := range kinds {
+				id := strconv.Itoa(g*100 + k)
+				o := kind.opts
+				o.Source, o.Execute = kind.src, Execute{Args: []any{id}}
+				if o.MemoryLimit == 0 {
+					o.MemoryLimit = testMemory
+				}
+				r, err := Run(context.Background(), o)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Status != kind.status {
+					t.Errorf("goroutine %d kind %d: status %s (%s), want %s", g, k, r.Status, r.Err(), kind.status)
+				}
+				if kind.status == StatusSuccess && string(r.Value) != `"run `+id+`"` {
+					t.Errorf("goroutine %d: value %s, want run %s", g, r.Value, id)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// After bombs, loops and terminations the host has the goroutines it had, and its memory
+// comes back: the interpreters' heaps are released when runs end.
+func TestHostStaysHealthy(t *testing.T) {
+	runtime.GC()
+	goroutines := runtime.NumGoroutine()
+	rss0 := residentBytes(t)
+	bombs := []Options{
+		{Source: `export default () => { const a = []; for (;;) a.push("s" + a.length) }`, MemoryLimit: testMemory, Timeout: time.Minute},
+		{Source: `export default () => { for (;;) {} }`, Timeout: 10 * time.Millisecond, MemoryLimit: testMemory},
+		{Source: `export default () => "x".repeat(2e6)`, MemoryLimit: testMemory, Timeout: time.Minute},
+	}
+	for range 6 {
+		for _, o := range bombs {
+			if _, err := Run(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Goroutines of finished runs exit once their result is out; wait for the scheduler to
+	// retire them rather than for a fixed time.
+	for i := 0; runtime.NumGoroutine() > goroutines && i < 1000; i++ {
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines {
+		t.Errorf("%d goroutines after the runs, %d before", n, goroutines)
+	}
+	runtime.GC()
+	// 12 of the runs fill 8 MiB each: had their heaps stayed, the process would have grown by
+	// 96 MiB.
+	grown := residentBytes(t) - rss0
+	t.Logf("resident memory grew by %.1f MiB over 18 runs", float64(grown)/(1<<20))
+	if grown > 48<<20 {
+		t.Errorf("resident memory grew by %d MiB over 18 runs", grown>>20)
+	}
+}
+
+// residentBytes reads the process's resident set size (Linux); the test is about the
+// interpreters' memory, which is outside the Go heap.
+func residentBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skipf("no /proc/self/statm (%v): resident memory cannot be measured on this system", err)
+	}
+	fields := strings.Fields(string(b))
+	pages, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages * int64(os.Getpagesize())
+}

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/quiverhq/quiver/mcp"
+)
+
+// ConfigFileName is the configuration file looked for in the data directory.
+const ConfigFileName = "quiver.yaml"
+
+// File is the configuration file (YAML, or JSON, which YAML reads too):
+//
+//	mcp:
+//	  servers:
+//	    - name: everything            # tools are imported as everything.<tool>
+//	      command: npx                # a server speaking MCP over stdio...
+//	      args: ["-y", "@modelcontextprotocol/server-everything"]
+//	      env: {DEBUG: "0"}
+//	      timeout: 30s                # per call; default 60s
+//	    - name: search
+//	      url: https://mcp.example.com/mcp   # ...or over streamable HTTP
+//	      headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
+//
+// ${VAR} in env and header values is replaced by the environment variable VAR, so secrets need
+// not be written in the file.
+type File struct {
+	MCP struct {
+		Servers []RemoteConfig `yaml:"servers" json:"servers"`
+	} `yaml:"mcp" json:"mcp"`
+}
+
+// RemoteConfig is one remote MCP server in the configuration file.
+type RemoteConfig struct {
+	Name    string            `yaml:"name"`
+	Command string            `yaml:"command,omitempty"`
+	Args    []string          `yaml:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty"`
+	Dir     string            `yaml:"dir,omitempty"`
+	URL     string            `yaml:"url,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"`
+	Timeout string            `yaml:"timeout,omitempty"`
+}
+
+// ParseConfig reads a configuration file; where names the file in errors. Unknown fields are
+// errors, so a misspelt key is not silently ignored.
+func ParseConfig(r io.Reader, where string) (*File, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", where, err)
+	}
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if _, err := f.Remotes(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return &f, nil
+}
+
+// LoadConfig reads the configuration file at path. When optional is true a missing file is an
+// empty configuration.
+func LoadConfig(path string, optional bool) (*File, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && optional {
+		return &File{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the configuration: %w", err)
+	}
+	defer fh.Close()
+	return ParseConfig(fh, path)
+}
+
+// Remotes returns the configured MCP servers, checked, with ${VAR} expanded in env and header
+// values.
+func (f *File) Remotes() ([]mcp.Remote, error) {
+	var out []mcp.Remote
+	seen := map[string]bool{}
+	for i, rc := range f.MCP.Servers {
+		r := mcp.Remote{Name: rc.Name, Command: rc.Command, Args: rc.Args, Dir: rc.Dir, URL: rc.URL}
+		if len(rc.Env) > 0 {
+			r.Env = map[string]string{}
+			for k, v := range rc.Env {
+				r.Env[k] = os.ExpandEnv(v)
+			}
+		}
+		if len(rc.Headers) > 0 {
+			r.Headers = map[string]string{}
+			for k, v := range rc.Headers {
+				r.Headers[k] = os.ExpandEnv(v)
+			}
+		}
+		if rc.Timeout != "" {
+			d, err := time.ParseDuration(rc.Timeout)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("mcp.servers[%d] (%s): timeout %q is not a positive duration like 30s or 2m", i, rc.Name, rc.Timeout)
+			}
+			r.Timeout = d
+		}
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("mcp.servers[%d]: %w", i, err)
+		}
+		if seen[r.Name] {
+			return nil, fmt.Errorf("mcp.servers[%d]: the name %q is used twice; names must be unique", i, r.Name)
+		}
+		seen[r.Name] = true
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,108 @@
+package server_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/server"
+)
+
+func TestParseConfig(t *testing.T) {
+	t.Setenv("QUIVER_TEST_TOKEN", "tok-9")
+	cases := []struct {
+		name    string
+		doc     string
+		wantErr string
+		check   func(t *testing.T, f *server.File)
+	}{
+		{"empty file", "", "", func(t *testing.T, f *server.File) {
+			if rs, _ := f.Remotes(); len(rs) != 0 {
+				t.Errorf("remotes = %v", rs)
+			}
+		}},
+		{"stdio and http servers", `
+mcp:
+  servers:
+    - name: everything
+      command: npx
+      args: ["-y", "@modelcontextprotocol/server-everything"]
+      env: {MODE: "${QUIVER_TEST_TOKEN}"}
+      timeout: 5s
+    - name: search
+      url: http://127.0.0.1:9/mcp
+      headers: {Authorization: "Bearer ${QUIVER_TEST_TOKEN}"}
+`, "", func(t *testing.T, f *server.File) {
+			rs, err := f.Remotes()
+			if err != nil || len(rs) != 2 {
+				t.Fatalf("remotes = %v, %v", rs, err)
+			}
+			if rs[0].Command != "npx" || len(rs[0].Args) != 2 || rs[0].Env["MODE"] != "tok-9" || rs[0].Timeout != 5*time.Second {
+				t.Errorf("stdio server = %+v", rs[0])
+			}
+			if rs[1].URL != "http://127.0.0.1:9/mcp" || rs[1].Headers["Authorization"] != "Bearer tok-9" {
+				t.Errorf("http server = %+v", rs[1])
+			}
+		}},
+		{"JSON works too", `{"mcp":{"servers":[{"name":"x","url":"https://example.com/mcp"}]}}`, "", nil},
+		{"misspelt key", "mcp:\n  server: []\n", "field server not found", nil},
+		{"no command or url", "mcp:\n  servers:\n    - name: x\n", "needs a command", nil},
+		{"both command and url", "mcp:\n  servers:\n    - {name: x, command: a, url: http://b}\n", "give one", nil},
+		{"bad name", "mcp:\n  servers:\n    - {name: 'a.b', command: a}\n", "must be 1 to 32 characters", nil},
+		{"duplicate names", "mcp:\n  servers:\n    - {name: a, command: a}\n    - {name: a, command: b}\n", "used twice", nil},
+		{"bad timeout", "mcp:\n  servers:\n    - {name: a, command: a, timeout: soon}\n", "not a positive duration", nil},
+		{"bad url scheme", "mcp:\n  servers:\n    - {name: a, url: 'ftp://x'}\n", "http://", nil},
+		{"not YAML", "mcp: [", "quiver.yaml", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := server.ParseConfig(strings.NewReader(c.doc), "quiver.yaml")
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.check != nil {
+				c.check(t, f)
+			}
+		})
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "quiver.yaml")
+	if err := os.WriteFile(good, []byte("mcp:\n  servers:\n    - {name: a, command: a}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "none.yaml")
+	cases := []struct {
+		name     string
+		path     string
+		optional bool
+		remotes  int
+		wantErr  bool
+	}{
+		{"existing file", good, false, 1, false},
+		{"missing optional file is empty", missing, true, 0, false},
+		{"missing required file is an error", missing, false, 0, true},
+	}
+	for _, c := range cases {
+		f, err := server.LoadConfig(c.path, c.optional)
+		if (err != nil) != c.wantErr {
+			t.Errorf("%s: err = %v", c.name, err)
+			continue
+		}
+		if err == nil {
+			if rs, _ := f.Remotes(); len(rs) != c.remotes {
+				t.Errorf("%s: %d remotes, want %d", c.name, len(rs), c.remotes)
+			}
+		}
+	}
+}

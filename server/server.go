@@ -1,0 +1,277 @@
+// Package server is Quiver's HTTP server: the tools of a registry served over MCP at /mcp
+// (streamable HTTP, stateful sessions), a health endpoint at /healthz, tools of remote MCP
+// servers imported from configuration, every call recorded in the store, and a graceful
+// shutdown.
+//
+// Each MCP session gets its own thread in the workspace, tagged "mcp"; each tools/call is
+// appended to it as an assistant message carrying the call and a tool message carrying the
+// result, in one transaction, exactly once per call id (see [Recorder]).
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// DefaultAddr is where the server listens unless told otherwise: loopback only.
+const DefaultAddr = "127.0.0.1:7411"
+
+// Config configures a [Server]. Store is required; the rest has defaults.
+type Config struct {
+	// Addr is the host:port ListenAndServe listens on; DefaultAddr when empty.
+	Addr string
+	// Store records every call; the workspace is created in it when missing and the store
+	// implements store.Entities.
+	Store store.Store
+	// WorkspaceID is the workspace calls run and are recorded in; "wsp_local" when empty.
+	WorkspaceID string
+	// Registry holds the tools served (imported tools are added to it); quiver.Default when nil.
+	Registry *quiver.Registry
+	// Policy restricts which tools are served and callable.
+	Policy quiver.Policy
+	// Resolver supplies the values of the tools' declared variables; nil resolves none.
+	Resolver quiver.VariableResolver
+	// Remotes are MCP servers whose tools are imported (see mcp.Import).
+	Remotes []mcp.Remote
+	// MCP holds options for the MCP server (name, capabilities and handlers for servers that
+	// add resources or prompts); its Session field is set by the server. Nil uses defaults.
+	MCP *mcp.ServerOptions
+	// SetupMCP, when set, is called with the MCP server before serving, to add resources and
+	// prompts.
+	SetupMCP func(*mcp.Server)
+	// MaxRequestBytes caps one HTTP request body on /mcp; zero means 4 MiB.
+	MaxRequestBytes int64
+	// AllowedOrigins are browser origins accepted on /mcp besides local ones.
+	AllowedOrigins []string
+	// ShutdownTimeout bounds the graceful shutdown; zero means 10 seconds.
+	ShutdownTimeout time.Duration
+	// Logger receives the server's logs; nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is a configured Quiver server. Create it with [New]; it serves until the context
+// given to [Server.Serve] ends.
+type Server struct {
+	cfg        Config
+	logger     *slog.Logger
+	dispatcher *quiver.Dispatcher
+	mcp        *mcp.Server
+	importer   *mcp.Importer
+	mux        *http.ServeMux
+}
+
+// New builds a server: it makes sure the workspace exists, connects to the remote MCP servers
+// (one that is down is retried in the background, not an error) and prepares the handlers.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: a store is required")
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if cfg.WorkspaceID == "" {
+		cfg.WorkspaceID = "wsp_local"
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = quiver.Default
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	s := &Server{cfg: cfg, logger: cfg.Logger}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	if err := s.ensureWorkspace(ctx); err != nil {
+		return nil, err
+	}
+	s.dispatcher = &quiver.Dispatcher{
+		Registry: cfg.Registry,
+		Policy:   cfg.Policy,
+		Resolver: cfg.Resolver,
+		Confirm:  mcp.Confirm(nil),
+		Recorder: &Recorder{Store: cfg.Store},
+	}
+	opts := mcp.ServerOptions{}
+	if cfg.MCP != nil {
+		opts = *cfg.MCP
+	}
+	opts.Session = s.sessionThread
+	s.mcp = mcp.NewServer(s.dispatcher, &opts)
+	if cfg.SetupMCP != nil {
+		cfg.SetupMCP(s.mcp)
+	}
+	if len(cfg.Remotes) > 0 {
+		im, err := mcp.Import(ctx, cfg.Registry, cfg.Remotes, &mcp.ImportOptions{
+			Logger:   s.logger,
+			OnChange: s.mcp.ToolsChanged,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.importer = im
+	}
+	s.mux = http.NewServeMux()
+	s.mux.Handle("/mcp", s.mcp.HTTPHandler(&mcp.HTTPOptions{
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		AllowedOrigins:  cfg.AllowedOrigins,
+	}))
+	s.mux.HandleFunc("GET /healthz", s.health)
+	return s, nil
+}
+
+func (s *Server) ensureWorkspace(ctx context.Context) error {
+	ent, ok := s.cfg.Store.(store.Entities)
+	if !ok {
+		return nil
+	}
+	if _, err := ent.Workspace(ctx, s.cfg.WorkspaceID); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	err := ent.CreateWorkspace(ctx, &store.Workspace{ID: s.cfg.WorkspaceID, Name: "local"})
+	if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) {
+		return fmt.Errorf("server: creating workspace %s: %w", s.cfg.WorkspaceID, err)
+	}
+	return nil
+}
+
+// sessionThread creates the thread an MCP session's calls are recorded in.
+func (s *Server) sessionThread(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
+	tags := []string{"mcp"}
+	if info.ClientName != "" {
+		tags = append(tags, "mcp-client:"+truncate(info.ClientName, 100))
+	}
+	th := &store.Thread{WorkspaceID: s.cfg.WorkspaceID, Tags: tags}
+	if err := s.cfg.Store.CreateThread(context.WithoutCancel(ctx), th); err != nil {
+		return quiver.Scope{}, fmt.Errorf("creating the session's thread: %w", err)
+	}
+	return quiver.Scope{WorkspaceID: s.cfg.WorkspaceID, ThreadID: th.ID}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Handler returns the server's HTTP handler (/mcp and /healthz).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Dispatcher returns the dispatcher every call goes through.
+func (s *Server) Dispatcher() *quiver.Dispatcher { return s.dispatcher }
+
+// MCP returns the MCP server, to serve it over another transport (stdio).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Health is the body of /healthz.
+type Health struct {
+	Status     string             `json:"status"`
+	Tools      int                `json:"tools"`
+	MCPServers []mcp.RemoteStatus `json:"mcp_servers,omitempty"`
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	h := Health{Status: "ok", Tools: len(s.dispatcher.Tools())}
+	if s.importer != nil {
+		h.MCPServers = s.importer.Status()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(h)
+}
+
+// ListenAndServe listens on the configured address and serves until ctx ends.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listening on %s: %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: MCP sessions are closed,
+// requests in flight get up to ShutdownTimeout to finish, remote MCP servers are disconnected.
+// It returns nil after a shutdown asked for by ctx.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.logger.Info("quiver: serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp")
+	select {
+	case err := <-errc:
+		s.Close()
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+	s.logger.Info("quiver: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	// Long-lived event streams end with their sessions; then in-flight requests drain.
+	s.mcp.Close()
+	err := hs.Shutdown(sctx)
+	s.Close()
+	if err != nil {
+		return fmt.Errorf("server: shutting down: %w", err)
+	}
+	return nil
+}
+
+// Close disconnects remote MCP servers and ends MCP sessions. Serve calls it on shutdown.
+func (s *Server) Close() {
+	s.mcp.Close()
+	if s.importer != nil {
+		_ = s.importer.Close()
+	}
+}
+
+// Recorder records calls in threads of a store: for a call whose scope names a thread, an
+// assistant message with the call and a tool message with its result, appended in one
+// transaction. The store accepts one result per call id, so a call is never recorded twice.
+// New attachments are stored in the thread's file system first (when the store has one) and
+// the result refers to them. Calls without a thread in their scope are not recorded.
+type Recorder struct {
+	Store store.Store
+}
+
+// RecordResult implements quiver.Recorder.
+func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver.Result) error {
+	scope := quiver.ScopeFrom(ctx)
+	if scope.ThreadID == "" {
+		return nil
+	}
+	// A cancelled call's result is recorded too: the caller's cancellation must not lose it.
+	ctx = context.WithoutCancel(ctx)
+	call := *c
+	if call.ID == "" {
+		call.ID = store.NewID("call")
+	}
+	if files, ok := r.Store.(store.Files); ok {
+		if err := thread.StoreAttachments(ctx, files, scope.WorkspaceID, scope.ThreadID, res); err != nil {
+			return err
+		}
+	}
+	tr, err := thread.ToolResult(res)
+	if err != nil {
+		return err
+	}
+	msgs := []*store.Message{
+		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{thread.StoredCall(call)}},
+		{Role: store.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Result: tr, Content: res.ModelText()},
+	}
+	return r.Store.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
+}

@@ -1,0 +1,317 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/thread"
+)
+
+type echoArgs struct {
+	Text string `json:"text" minLength:"1"`
+}
+
+func testRegistry(t *testing.T) *quiver.Registry {
+	t.Helper()
+	reg := &quiver.Registry{}
+	err := reg.Register(
+		quiver.Func("echo", "Echoes its text.", func(_ context.Context, a echoArgs) (string, error) { return a.Text, nil }),
+		quiver.Func("boom", "Fails.", func(context.Context, struct{}) (string, error) { return "", errors.New("boom") }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// spyStore is the SQLite store, noting the threads created.
+type spyStore struct {
+	*sqlite.Store
+	mu      sync.Mutex
+	threads []*store.Thread
+}
+
+func (s *spyStore) CreateThread(ctx context.Context, t *store.Thread) error {
+	err := s.Store.CreateThread(ctx, t)
+	if err == nil {
+		s.mu.Lock()
+		s.threads = append(s.threads, t)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+type running struct {
+	url   string
+	st    *spyStore
+	stop  context.CancelFunc
+	done  chan error
+	srv   *server.Server
+	wsID  string
+	close func()
+}
+
+// start runs a server on a random 127.0.0.1 port with a SQLite store in a temp file.
+func start(t *testing.T, cfg server.Config) *running {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "quiver.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &spyStore{Store: db}
+	cfg.Store = st
+	if cfg.Registry == nil {
+		cfg.Registry = testRegistry(t)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{url: "http://" + ln.Addr().String(), st: st, stop: cancel, done: make(chan error, 1), srv: srv, wsID: "wsp_local"}
+	go func() { r.done <- srv.Serve(ctx, ln) }()
+	stopped := false
+	r.close = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-r.done
+		}
+	}
+	t.Cleanup(func() { r.close(); st.Close() })
+	return r
+}
+
+func connect(t *testing.T, url, name string) *sdk.ClientSession {
+	t.Helper()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: name, Version: "1"}, nil).
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestCallsArePersistedPerSession(t *testing.T) {
+	r := start(t, server.Config{})
+	ctx := context.Background()
+	calls := []struct {
+		client, tool string
+		args         any
+		wantStatus   string
+		wantText     string
+	}{
+		{"alpha", "echo", map[string]any{"text": "one"}, "success", "one"},
+		{"alpha", "echo", map[string]any{"text": ""}, "error", "/text"},
+		{"alpha", "boom", nil, "error", "boom"},
+		{"beta", "echo", map[string]any{"text": "two"}, "success", "two"},
+		{"beta", "missing", nil, "error", "unknown tool"},
+	}
+	sessions := map[string]*sdk.ClientSession{}
+	for _, c := range calls {
+		cs := sessions[c.client]
+		if cs == nil {
+			cs = connect(t, r.url, c.client)
+			sessions[c.client] = cs
+		}
+		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	threads := mcpThreads(t, r)
+	if len(threads) != 2 {
+		t.Fatalf("%d threads tagged mcp, want one per session (2)", len(threads))
+	}
+	for client, th := range threads {
+		msgs, err := r.st.Messages(ctx, r.wsID, th.ID, store.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int
+		for i, c := range calls {
+			if c.client == client {
+				want = append(want, i)
+			}
+		}
+		if len(msgs) != 2*len(want) {
+			t.Fatalf("%s: %d messages, want %d", client, len(msgs), 2*len(want))
+		}
+		for j, i := range want {
+			call, result := msgs[2*j], msgs[2*j+1]
+			c := calls[i]
+			if call.Role != store.RoleAssistant || len(call.ToolCalls) != 1 || call.ToolCalls[0].Name != c.tool {
+				t.Errorf("%s call %d: assistant message %+v", client, j, call)
+				continue
+			}
+			if result.Role != store.RoleTool || result.ToolCallID != call.ToolCalls[0].ID || result.Result == nil {
+				t.Errorf("%s call %d: tool message %+v does not answer %s", client, j, result, call.ToolCalls[0].ID)
+				continue
+			}
+			got := result.Result.Text + result.Result.Error
+			if result.Result.Status != c.wantStatus || !strings.Contains(got, c.wantText) {
+				t.Errorf("%s call %d: stored %s %q, want %s containing %q", client, j, result.Result.Status, got, c.wantStatus, c.wantText)
+			}
+		}
+		pending, err := r.st.PendingCalls(ctx, r.wsID, th.ID)
+		if err != nil || len(pending) != 0 {
+			t.Errorf("%s: pending calls %v %v, want none", client, pending, err)
+		}
+	}
+}
+
+// mcpThreads returns the threads of MCP sessions by client name.
+func mcpThreads(t *testing.T, r *running) map[string]*store.Thread {
+	t.Helper()
+	out := map[string]*store.Thread{}
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	for _, th := range r.st.threads {
+		stored, err := r.st.Thread(context.Background(), r.wsID, th.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(stored.Tags, "mcp") {
+			continue
+		}
+		for _, tag := range stored.Tags {
+			if name, ok := strings.CutPrefix(tag, "mcp-client:"); ok {
+				out[name] = th
+			}
+		}
+	}
+	return out
+}
+
+func TestRecorderIsExactlyOncePerCall(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.CreateWorkspace(ctx, &store.Workspace{ID: "wsp_x", Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	th := &store.Thread{WorkspaceID: "wsp_x"}
+	if err := st.CreateThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	rec := &server.Recorder{Store: st}
+	scoped := quiver.WithScope(ctx, quiver.Scope{WorkspaceID: "wsp_x", ThreadID: th.ID})
+	cancelled, cancel := context.WithCancel(scoped)
+	cancel()
+	cases := []struct {
+		name string
+		ctx  context.Context
+		call quiver.Call
+		want error
+	}{
+		{"first result", scoped, quiver.Call{ID: "c1", Name: "echo", Args: json.RawMessage(`{"text":"x"}`)}, nil},
+		{"same call id again is refused, nothing stored", scoped, quiver.Call{ID: "c1", Name: "echo"}, store.ErrInvalid},
+		{"a cancelled caller's result is still recorded", cancelled, quiver.Call{ID: "c2", Name: "echo", Args: json.RawMessage(`[1]`)}, nil},
+		{"no thread in scope: not recorded", ctx, quiver.Call{ID: "c3", Name: "echo"}, nil},
+	}
+	for _, c := range cases {
+		err := rec.RecordResult(c.ctx, &c.call, quiver.Text("ok"))
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+	msgs, err := st.Messages(ctx, "wsp_x", th.ID, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range msgs {
+		if m.Role == store.RoleTool {
+			ids = append(ids, m.ToolCallID)
+		}
+	}
+	if !slices.Equal(ids, []string{"c1", "c2"}) {
+		t.Errorf("results recorded for %v, want [c1 c2]", ids)
+	}
+	// Arguments that are not an object are kept as the text the caller sent (a JSON string),
+	// and become {} when sent back to a provider.
+	if args := msgs[2].ToolCalls[0].Args; string(thread.CallArgs(args)) != "[1]" || string(thread.HistoryArgs(args)) != "{}" {
+		t.Errorf("non-object arguments stored as %s", args)
+	}
+}
+
+func TestHealthAndShutdown(t *testing.T) {
+	r := start(t, server.Config{})
+	resp, err := http.Get(r.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h server.Health
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || h.Status != "ok" || h.Tools != 2 {
+		t.Fatalf("healthz: %d %+v %v", resp.StatusCode, h, err)
+	}
+	cs := connect(t, r.url, "watcher") // an open session with its event stream
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	r.close() // graceful shutdown with a session open
+	if _, err := http.Get(r.url + "/healthz"); err == nil {
+		t.Error("the server still answers after shutdown")
+	}
+}
+
+// TestRecorderStoresAttachmentsInTheThread: a result's new attachment is written to the
+// session thread's file system (R5) and the recorded result, like the caller's, refers to it.
+func TestRecorderStoresAttachmentsInTheThread(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	th := &store.Thread{WorkspaceID: "wsp_x"}
+	if err := st.CreateThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	scoped := quiver.WithScope(ctx, quiver.Scope{WorkspaceID: "wsp_x", ThreadID: th.ID})
+	res := &quiver.Result{Status: quiver.StatusSuccess, Text: "chart",
+		Attachments: []quiver.Attachment{{Name: "chart.png", MimeType: "image/png", Data: "iVBORw0KGgo="}}}
+	if err := (&server.Recorder{Store: st}).RecordResult(scoped, &quiver.Call{ID: "a1", Name: "plot"}, res); err != nil {
+		t.Fatal(err)
+	}
+	a := res.Attachments[0]
+	if !a.IsRef() || !strings.HasPrefix(a.Path, "/attachments/") {
+		t.Fatalf("caller's attachment %+v", a)
+	}
+	data, _, err := st.ReadFile(ctx, "wsp_x", th.ID, a.Path)
+	if err != nil || string(data) != "\x89PNG\r\n\x1a\n" {
+		t.Fatalf("stored file %q, %v", data, err)
+	}
+	msgs, _ := st.Messages(ctx, "wsp_x", th.ID, store.Page{})
+	stored, err := thread.Result(msgs[1].Result)
+	if err != nil || len(stored.Attachments) != 1 || stored.Attachments[0].Path != a.Path || stored.Attachments[0].Data != "" {
+		t.Fatalf("recorded result %+v, %v", stored, err)
+	}
+}

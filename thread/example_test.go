@@ -1,0 +1,54 @@
+package thread_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// A step of an agent loop: store the model's calls, run what is pending through a dispatcher
+// that records each result on the thread, then advance.
+func Example() {
+	dir, _ := os.MkdirTemp("", "quiver-example")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+
+	th, err := thread.Create(ctx, st, thread.Options{WorkspaceID: "wsp_demo", Name: "demo"})
+	if err != nil {
+		panic(err)
+	}
+	reg := &quiver.Registry{}
+	_ = reg.Register(quiver.Func("add", "Adds two numbers.", func(_ context.Context, in struct{ A, B int }) (int, error) {
+		return in.A + in.B, nil
+	}))
+	d := &quiver.Dispatcher{Registry: reg, Recorder: th}
+
+	th.AppendUser(ctx, "What is 2+3?")
+	th.AppendAssistant(ctx, "", []quiver.Call{{ID: "call_1", Name: "add", Args: json.RawMessage(`{"A":2,"B":3}`)}})
+	pending, _ := th.Pending(ctx)
+	for _, call := range pending {
+		if _, err := d.Dispatch(thread.NewContext(ctx, th), call); err != nil {
+			panic(err) // the result could not be stored: stop, and resume later
+		}
+	}
+	th.Advance(ctx, "")
+
+	history, _ := th.History(ctx)
+	last := history[len(history)-1]
+	fmt.Println(last.Role, last.ToolCallID, string(last.Result.Value))
+	fmt.Println("step", th.Execution().StepCount)
+	// Output:
+	// tool call_1 5
+	// step 1
+}

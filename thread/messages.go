@@ -1,0 +1,259 @@
+package thread
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/store"
+)
+
+// Messages returns a page of the thread's messages, oldest first (see store.Page).
+func (t *Thread) Messages(ctx context.Context, page store.Page) ([]*store.Message, error) {
+	return t.st.Messages(ctx, t.ws, t.id, page)
+}
+
+// History returns every message of the thread, oldest first.
+func (t *Thread) History(ctx context.Context) ([]*store.Message, error) {
+	var out []*store.Message
+	var before int64
+	for {
+		page, err := t.st.Messages(ctx, t.ws, t.id, store.Page{Before: before, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		out = append(page, out...)
+		if len(page) < 1000 {
+			return out, nil
+		}
+		before = page[0].Seq
+	}
+}
+
+// Inject appends messages to the thread now, in one transaction.
+func (t *Thread) Inject(ctx context.Context, msgs ...*store.Message) error {
+	return t.st.Append(ctx, t.ws, t.id, msgs...)
+}
+
+// Queue queues messages for the thread's next step: they join the history when the runtime
+// calls TakeQueued at the start of that step.
+func (t *Thread) Queue(ctx context.Context, msgs ...*store.Message) error {
+	return t.st.Enqueue(ctx, t.ws, t.id, msgs...)
+}
+
+// Queued returns the messages waiting for the next step.
+func (t *Thread) Queued(ctx context.Context) ([]*store.Message, error) {
+	return t.st.Queued(ctx, t.ws, t.id)
+}
+
+// TakeQueued moves the queued messages into the history, once each, and returns them.
+func (t *Thread) TakeQueued(ctx context.Context) ([]*store.Message, error) {
+	return t.st.AppendQueued(ctx, t.ws, t.id)
+}
+
+// UpdateMessage replaces the content of a system, user or assistant message.
+func (t *Thread) UpdateMessage(ctx context.Context, messageID, content string) (*store.Message, error) {
+	return t.st.UpdateMessage(ctx, t.ws, t.id, messageID, func(m *store.Message) error {
+		m.Content = content
+		return nil
+	})
+}
+
+// AppendUser appends a user message.
+func (t *Thread) AppendUser(ctx context.Context, text string) (*store.Message, error) {
+	m := &store.Message{Role: store.RoleUser, Content: text}
+	if err := t.Inject(ctx, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// AppendAssistant appends the model's turn: its text and the calls it asks for, in order.
+// Each call needs a unique ID within the thread. Arguments that are not a JSON object (the
+// model wrote broken JSON) are stored as a JSON string holding the text as written, so that
+// a resumed run dispatches exactly what the model sent and gets the same error; use
+// HistoryArgs to send them back to a provider.
+func (t *Thread) AppendAssistant(ctx context.Context, text string, calls []quiver.Call) (*store.Message, error) {
+	m := &store.Message{Role: store.RoleAssistant, Content: text}
+	for _, c := range calls {
+		m.ToolCalls = append(m.ToolCalls, StoredCall(c))
+	}
+	if err := t.Inject(ctx, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Pending returns the calls of the thread that have no result yet, in the order they were
+// asked for: what a step (or a resumed run) still has to execute.
+func (t *Thread) Pending(ctx context.Context) ([]quiver.Call, error) {
+	pending, err := t.st.PendingCalls(ctx, t.ws, t.id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]quiver.Call, len(pending))
+	for i, c := range pending {
+		out[i] = quiver.Call{ID: c.ID, Name: c.Name, Args: CallArgs(c.Args), Reasoning: c.Reasoning}
+	}
+	return out, nil
+}
+
+// StoredCall is the stored form of a call, its arguments kept as AppendAssistant keeps them.
+func StoredCall(c quiver.Call) store.ToolCall {
+	return store.ToolCall{ID: c.ID, Name: c.Name, Args: storedArgs(c.Args), Reasoning: c.Reasoning}
+}
+
+// storedArgs keeps arguments that are not a JSON object as a JSON string of their text.
+func storedArgs(args json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return nil
+	}
+	if string(quiver.ArgsForHistory(args)) == string(args) {
+		return args
+	}
+	b, _ := json.Marshal(string(args)) // a string always encodes (invalid UTF-8 becomes U+FFFD)
+	return b
+}
+
+// CallArgs returns a stored call's arguments as the model wrote them (see AppendAssistant).
+func CallArgs(stored json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimSpace(stored)
+	if len(trimmed) > 0 && trimmed[0] == '"' {
+		var s string
+		if json.Unmarshal(trimmed, &s) == nil {
+			return json.RawMessage(s)
+		}
+	}
+	return stored
+}
+
+// HistoryArgs returns a stored call's arguments as a provider accepts them in the assistant
+// message that made the call: the object, or {} for arguments that were not one.
+func HistoryArgs(stored json.RawMessage) json.RawMessage {
+	return quiver.ArgsForHistory(stored)
+}
+
+// RecordResult stores a call's result as a tool message answering call.ID; it makes the
+// thread a quiver.Recorder, so a Dispatcher persists each result before the caller advances.
+// New attachments (with data) are first stored in the thread's file system under
+// /attachments/ and replaced, in r itself, by references to the stored files (R5), so the
+// caller and the history agree; when one cannot be stored (too large, bad data) r becomes an
+// error result saying so. A call that already has a result fails with store.ErrResultExists
+// and changes nothing.
+func (t *Thread) RecordResult(ctx context.Context, call *quiver.Call, r *quiver.Result) error {
+	_, err := t.Record(ctx, call, r)
+	return err
+}
+
+// Record is RecordResult returning the stored tool message.
+func (t *Thread) Record(ctx context.Context, call *quiver.Call, r *quiver.Result) (*store.Message, error) {
+	if call.ID == "" {
+		return nil, fmt.Errorf("thread %s: recording a result of %s: the call has no id: %w", t.id, call.Name, store.ErrInvalid)
+	}
+	if err := t.storeAttachments(ctx, r); err != nil {
+		return nil, err
+	}
+	tr, err := ToolResult(r)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: result of call %s: %w", t.id, call.ID, err)
+	}
+	m := &store.Message{Role: store.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Result: tr, Content: r.ModelText()}
+	if err := t.Inject(ctx, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// storeAttachments replaces the new attachments of r by references to files stored in the
+// thread.
+func (t *Thread) storeAttachments(ctx context.Context, r *quiver.Result) error {
+	return StoreAttachments(ctx, t.st, t.ws, t.id, r)
+}
+
+// StoreAttachments stores the new attachments of r (those with data) in the thread's file
+// system under /attachments/ and replaces them, in r, by references to the stored files (R5).
+// Only a storage failure is returned as an error; an attachment that is not valid base64 or
+// is too large turns r into an error result saying so, so that what is recorded and what the
+// caller holds agree.
+func StoreAttachments(ctx context.Context, files store.Files, workspaceID, threadID string, r *quiver.Result) error {
+	for i := range r.Attachments {
+		a := &r.Attachments[i]
+		if a.IsRef() {
+			continue
+		}
+		data, err := base64.StdEncoding.DecodeString(a.Data)
+		if err == nil && len(data) > quiver.MaxAttachmentBytes {
+			err = fmt.Errorf("%d bytes, over the %d byte limit", len(data), quiver.MaxAttachmentBytes)
+		}
+		var fi *store.FileInfo
+		if err == nil {
+			fi, err = files.AddAttachment(ctx, workspaceID, threadID, store.NewAttachment{Name: a.Name, MimeType: a.MimeType, Data: data,
+				Width: a.Width, Height: a.Height, Description: a.Description})
+			if err != nil && !errors.Is(err, store.ErrTooLarge) && !errors.Is(err, store.ErrInvalid) {
+				return fmt.Errorf("thread %s: storing attachment %q: %w", threadID, a.Name, err)
+			}
+		}
+		if err != nil {
+			*r = quiver.Result{Status: quiver.StatusError, Code: quiver.CodeInvalidOutput,
+				Error: fmt.Sprintf("the tool returned attachment %q that could not be stored: %v", a.Name, err)}
+			return nil
+		}
+		*a = AttachmentRef(fi)
+	}
+	return nil
+}
+
+// AttachmentRef is the reference to a stored file that a result carries (R5).
+func AttachmentRef(fi *store.FileInfo) quiver.Attachment {
+	return quiver.Attachment{ID: fi.ID, Type: "file", Path: fi.Path, Name: fi.Name, MimeType: fi.MimeType, Size: fi.Size,
+		Width: fi.Width, Height: fi.Height, Description: fi.Description}
+}
+
+// ToolResult converts a result to its stored form.
+func ToolResult(r *quiver.Result) (*store.ToolResult, error) {
+	tr := &store.ToolResult{Status: string(r.Status), Text: r.Text, Value: r.Value, Error: r.Error, Code: string(r.Code),
+		Stack: r.Stack}
+	var err error
+	if len(r.Attachments) > 0 {
+		if tr.Attachments, err = json.Marshal(r.Attachments); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.Content) > 0 {
+		if tr.Content, err = json.Marshal(r.Content); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.Problems) > 0 {
+		if tr.Problems, err = json.Marshal(r.Problems); err != nil {
+			return nil, err
+		}
+	}
+	return tr, nil
+}
+
+// Result converts a stored result back.
+func Result(tr *store.ToolResult) (*quiver.Result, error) {
+	if tr == nil {
+		return nil, fmt.Errorf("no result: %w", store.ErrInvalid)
+	}
+	r := &quiver.Result{Status: quiver.Status(tr.Status), Text: tr.Text, Value: tr.Value, Error: tr.Error,
+		Code: quiver.Code(tr.Code), Stack: tr.Stack}
+	for _, f := range []struct {
+		raw json.RawMessage
+		dst any
+	}{{tr.Attachments, &r.Attachments}, {tr.Content, &r.Content}, {tr.Problems, &r.Problems}} {
+		if len(f.raw) > 0 {
+			if err := json.Unmarshal(f.raw, f.dst); err != nil {
+				return nil, fmt.Errorf("stored result: %w", err)
+			}
+		}
+	}
+	return r, nil
+}
+
+var _ quiver.Recorder = (*Thread)(nil)

@@ -1,0 +1,231 @@
+// Package runcode provides the built-in run_code tool: JavaScript or TypeScript written by the
+// model (or a person), run in the sandbox (package sandbox) through the normal dispatcher.
+// Importing it, even blank, registers run_code in quiver.Default with DefaultLimits:
+//
+//	import _ "github.com/quiverhq/quiver/tools/runcode"
+//
+// An operator who wants other limits builds the tool with New and registers it under the same
+// name in a registry of their own.
+package runcode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/sandbox"
+	"github.com/quiverhq/quiver/schema"
+)
+
+// Name is the tool's name.
+const Name = "run_code"
+
+// Limits are the operator's bounds on run_code. Zero fields take the value of DefaultLimits.
+type Limits struct {
+	// DefaultTimeout applies when a call gives no timeout_ms; MaxTimeout caps the one it gives.
+	DefaultTimeout, MaxTimeout time.Duration
+	// DefaultMemoryBytes applies when a call gives no memory_limit_bytes; MaxMemoryBytes caps
+	// the one it gives.
+	DefaultMemoryBytes, MaxMemoryBytes int64
+	// MaxCodeBytes caps the size of the code.
+	MaxCodeBytes int
+	// MaxOutputBytes caps the JSON of the returned value; MaxLogBytes the console output.
+	MaxOutputBytes, MaxLogBytes int
+	// MaxConcurrent is how many runs may execute at once; further calls wait for a free slot
+	// (or their context). With MaxMemoryBytes it bounds the memory run_code can take:
+	// MaxConcurrent × MaxMemoryBytes.
+	MaxConcurrent int
+}
+
+// DefaultLimits are the limits of the registered tool.
+var DefaultLimits = Limits{
+	DefaultTimeout:     2 * time.Second,
+	MaxTimeout:         10 * time.Second,
+	DefaultMemoryBytes: 32 << 20,
+	MaxMemoryBytes:     64 << 20,
+	MaxCodeBytes:       256 << 10,
+	MaxOutputBytes:     256 << 10,
+	MaxLogBytes:        32 << 10,
+	MaxConcurrent:      16,
+}
+
+// Args are the arguments of run_code.
+type Args struct {
+	Code             string           `json:"code"`
+	Language         sandbox.Language `json:"language,omitempty"`
+	Args             json.RawMessage  `json:"args,omitempty"`
+	TimeoutMS        int64            `json:"timeout_ms,omitempty"`
+	MemoryLimitBytes int64            `json:"memory_limit_bytes,omitempty"`
+}
+
+// argsSchema describes Args; its args field is any JSON, which json.RawMessage would not say.
+type argsSchema struct {
+	Code      string `json:"code" minLength:"1" description:"an ES module in the chosen language; export default a function: it receives args and what it returns (awaited if a promise) is the result, as JSON"`
+	Language  string `json:"language,omitempty" enum:"js,ts" default:"js" description:"js (JavaScript) or ts (TypeScript: types are erased, not checked)"`
+	Args      any    `json:"args,omitempty" description:"any JSON value, passed to the default export as its argument"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty" minimum:"1"`
+	Memory    int64  `json:"memory_limit_bytes,omitempty" minimum:"1048576"`
+}
+
+// Output is run_code's structured result, on success and on failure.
+type Output struct {
+	// Status is the sandbox's: success, error, memory, link_error or terminated.
+	Status sandbox.Status     `json:"status"`
+	Value  json.RawMessage    `json:"value,omitempty"`
+	Error  string             `json:"error,omitempty"`
+	Stack  string             `json:"stack,omitempty"`
+	Logs   []sandbox.LogEntry `json:"logs,omitempty"`
+	// LogsTruncated reports console output dropped past the log limit.
+	LogsTruncated bool    `json:"logs_truncated,omitempty"`
+	DurationMS    float64 `json:"duration_ms"`
+}
+
+// Tool is run_code with DefaultLimits, registered in quiver.Default when the package is
+// imported.
+var Tool = mustNew(DefaultLimits)
+
+func init() { quiver.MustRegister(Tool) }
+
+func mustNew(l Limits) *quiver.Tool {
+	t, err := New(l)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// New returns run_code with the operator's limits l; zero fields take DefaultLimits'.
+func New(l Limits) (*quiver.Tool, error) {
+	l = l.withDefaults()
+	if l.DefaultTimeout > l.MaxTimeout || l.DefaultMemoryBytes > l.MaxMemoryBytes {
+		return nil, fmt.Errorf("runcode: the default timeout (%s) and memory (%d bytes) must not exceed their maximums (%s, %d bytes)",
+			l.DefaultTimeout, l.DefaultMemoryBytes, l.MaxTimeout, l.MaxMemoryBytes)
+	}
+	if l.MaxMemoryBytes < sandbox.MinMemoryLimit || l.DefaultMemoryBytes < sandbox.MinMemoryLimit {
+		return nil, fmt.Errorf("runcode: memory limits must be at least %d bytes (1 MiB)", sandbox.MinMemoryLimit)
+	}
+	in, err := schema.InferType(reflect.TypeFor[argsSchema]())
+	if err != nil {
+		return nil, fmt.Errorf("runcode: %w", err)
+	}
+	in.Properties["timeout_ms"].Description = fmt.Sprintf("time limit in milliseconds; %d by default, at most %d (larger values are capped)",
+		l.DefaultTimeout.Milliseconds(), l.MaxTimeout.Milliseconds())
+	in.Properties["memory_limit_bytes"].Description = fmt.Sprintf("memory limit in bytes; %d by default, at most %d (larger values are capped)",
+		l.DefaultMemoryBytes, l.MaxMemoryBytes)
+	r := &runner{limits: l, slots: make(chan struct{}, l.MaxConcurrent)}
+	return quiver.NewFunc(Name, description, r.run,
+		quiver.WithInputSchema(in),
+		// The sandbox stops the code at its own timeout and reports what it logged; the
+		// dispatcher's bound is only a backstop.
+		quiver.WithTimeout(l.MaxTimeout+2*time.Second))
+}
+
+const description = "Runs JavaScript or TypeScript in an isolated sandbox and returns its result: use it to compute, " +
+	"transform data or check logic exactly rather than by estimation. The code is an ES module whose default export " +
+	"is a function receiving args; its return value (JSON) is the result, and console output is captured. " +
+	"The sandbox has no file system, network, timers or modules beyond what you write, and Date is frozen at the call's start. " +
+	"Returns {status, value, logs, duration_ms}; status is success, or error, memory, link_error or terminated, which make the call fail."
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	pick := func(v, def int64) int64 {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	l.DefaultTimeout = time.Duration(pick(int64(l.DefaultTimeout), int64(d.DefaultTimeout)))
+	l.MaxTimeout = time.Duration(pick(int64(l.MaxTimeout), int64(d.MaxTimeout)))
+	l.DefaultMemoryBytes = pick(l.DefaultMemoryBytes, d.DefaultMemoryBytes)
+	l.MaxMemoryBytes = pick(l.MaxMemoryBytes, d.MaxMemoryBytes)
+	l.MaxCodeBytes = int(pick(int64(l.MaxCodeBytes), int64(d.MaxCodeBytes)))
+	l.MaxOutputBytes = int(pick(int64(l.MaxOutputBytes), int64(d.MaxOutputBytes)))
+	l.MaxLogBytes = int(pick(int64(l.MaxLogBytes), int64(d.MaxLogBytes)))
+	l.MaxConcurrent = int(pick(int64(l.MaxConcurrent), int64(d.MaxConcurrent)))
+	return l
+}
+
+type runner struct {
+	limits Limits
+	slots  chan struct{} // one token per run executing
+}
+
+func (r *runner) run(ctx context.Context, a Args) (*quiver.Result, error) {
+	l := r.limits
+	if len(a.Code) > l.MaxCodeBytes {
+		return nil, quiver.Fail(quiver.CodeInvalidArguments, "code is %d bytes, over the limit of %d bytes; send a shorter program", len(a.Code), l.MaxCodeBytes)
+	}
+	opts := sandbox.Options{
+		Source: a.Code, Language: a.Language,
+		Timeout:        capped(time.Duration(a.TimeoutMS)*time.Millisecond, l.DefaultTimeout, l.MaxTimeout),
+		MemoryLimit:    capped(a.MemoryLimitBytes, l.DefaultMemoryBytes, l.MaxMemoryBytes),
+		MaxOutputBytes: l.MaxOutputBytes, MaxLogBytes: l.MaxLogBytes,
+		Now: time.Now(),
+	}
+	if len(a.Args) > 0 {
+		opts.Execute.Args = []any{a.Args}
+	}
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("all %d sandboxes stayed busy until the call ended: %w", cap(r.slots), context.Cause(ctx))
+	}
+	res, err := sandbox.Run(ctx, opts)
+	if err != nil {
+		return nil, quiver.Fail(quiver.CodeInvalidArguments, "%v", err)
+	}
+	return result(res)
+}
+
+// capped is v, or def when v is not set, never more than limit.
+func capped[T int64 | time.Duration](v, def, limit T) T {
+	if v <= 0 {
+		v = def
+	}
+	return min(v, limit)
+}
+
+// maxErrorDetail bounds the stack and logs repeated in the error text the model reads.
+const maxErrorDetail = 2 << 10
+
+func result(res *sandbox.Result) (*quiver.Result, error) {
+	out := Output{Status: res.Status, Value: res.Value, Error: res.Err(), Stack: res.Stack,
+		Logs: res.Logs, LogsTruncated: res.LogsTruncated, DurationMS: float64(res.Duration.Microseconds()) / 1000}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status == sandbox.StatusSuccess {
+		return &quiver.Result{Status: quiver.StatusSuccess, Value: b}, nil
+	}
+	// The model reads only the error text of a failed call: say what happened, where, and
+	// what the code printed before it.
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "the code ended with status %s: %s", res.Status, res.Err())
+	if res.Stack != "" {
+		sb.WriteString("\n" + clip(res.Stack, maxErrorDetail))
+	}
+	if len(res.Logs) > 0 {
+		var logs strings.Builder
+		for _, e := range res.Logs {
+			fmt.Fprintf(&logs, "[%s] %s\n", e.Level, e.Text)
+		}
+		sb.WriteString("\nconsole output:\n" + clip(logs.String(), maxErrorDetail))
+	}
+	return &quiver.Result{Status: quiver.StatusError, Code: quiver.CodeToolError, Error: sb.String(), Value: b}, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "\n..."
+}

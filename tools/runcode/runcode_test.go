@@ -1,0 +1,207 @@
+package runcode
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/sandbox"
+)
+
+func dispatcher(t *testing.T, tool *quiver.Tool) *quiver.Dispatcher {
+	t.Helper()
+	reg := &quiver.Registry{}
+	if err := reg.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	return &quiver.Dispatcher{Registry: reg}
+}
+
+func call(t *testing.T, d *quiver.Dispatcher, args string) (*quiver.Result, Output) {
+	t.Helper()
+	r, err := d.Dispatch(context.Background(), quiver.Call{Name: Name, Args: json.RawMessage(args)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Output
+	if len(r.Value) > 0 {
+		if err := json.Unmarshal(r.Value, &out); err != nil {
+			t.Fatalf("value %s: %v", r.Value, err)
+		}
+	}
+	return r, out
+}
+
+func TestRunCode(t *testing.T) {
+	tests := []struct {
+		name, args, value string
+		logs              []string
+	}{
+		{"args reach the default export", `{"code":"export default (a) => a.x * 2","args":{"x":21}}`, `42`, nil},
+		{"no args", `{"code":"export default () => [1, 2].map(n => n + 1)"}`, `[2,3]`, nil},
+		{"console is captured", `{"code":"console.log('hello', 1); export default () => 'ok'"}`, `"ok"`, []string{"hello 1"}},
+		{"TypeScript", `{"code":"export default (a: {n: number}): number => a.n + 1","language":"ts","args":{"n":1}}`, `2`, nil},
+		{"args of any JSON type", `{"code":"export default (a) => a.length","args":[1,2,3]}`, `3`, nil},
+		{"sum and stringify", `{"code":"export default () => { let s = 0; for (let i = 1; i <= 1e5; i++) s += i; return JSON.stringify({s}) }"}`, `"{\"s\":5000050000}"`, nil},
+	}
+	d := dispatcher(t, Tool)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, out := call(t, d, tt.args)
+			if r.IsError() {
+				t.Fatalf("error result: %s", r.Error)
+			}
+			if out.Status != sandbox.StatusSuccess || string(out.Value) != tt.value {
+				t.Errorf("output %+v, want success with %s", out, tt.value)
+			}
+			if len(out.Logs) != len(tt.logs) {
+				t.Fatalf("logs %v, want %v", out.Logs, tt.logs)
+			}
+			for i, l := range tt.logs {
+				if out.Logs[i].Text != l {
+					t.Errorf("log %d = %q, want %q", i, out.Logs[i].Text, l)
+				}
+			}
+		})
+	}
+}
+
+// Every status but success is an error result, whose text tells the model what happened and
+// whose value carries the structured output.
+func TestRunCodeFailures(t *testing.T) {
+	// Memory bombs get time to fill their memory even under the race detector.
+	const roomy = `,"timeout_ms":60000`
+	tool, err := New(Limits{MaxTimeout: time.Minute, DefaultTimeout: 100 * time.Millisecond, MaxMemoryBytes: 8 << 20, DefaultMemoryBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, args string
+		status     sandbox.Status
+		has        []string
+	}{
+		{"thrown error with stack and logs", `{"code":"console.log('before'); export default () => { throw new TypeError('bad input') }"}`,
+			sandbox.StatusError, []string{"status error: TypeError: bad input", "main.js:1", "console output:\n[log] before"}},
+		{"memory bomb", `{"code":"export default () => { const a = []; for (;;) a.push({}) }"` + roomy + `}`,
+			sandbox.StatusMemory, []string{"status memory", "memory limit of 4194304 bytes"}},
+		{"memory capped by the operator", `{"code":"export default () => { const a = []; for (;;) a.push({}) }","memory_limit_bytes":1000000000` + roomy + `}`,
+			sandbox.StatusMemory, []string{"memory limit of 8388608 bytes"}},
+		{"missing module", `{"code":"import fs from 'fs'; export default 1"}`, sandbox.StatusLinkError, []string{"status link_error", `"fs"`}},
+		{"infinite loop", `{"code":"export default () => { for (;;) {} }"}`, sandbox.StatusTerminated, []string{"timed out after 100ms"}},
+		{"TypeScript syntax error", `{"code":"const x: = 1","language":"ts"}`, sandbox.StatusError, []string{"SyntaxError", "main.ts:1:"}},
+	}
+	d := dispatcher(t, tool)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, out := call(t, d, tt.args)
+			if !r.IsError() || r.Code != quiver.CodeToolError {
+				t.Fatalf("result %+v, want a tool error", r)
+			}
+			if out.Status != tt.status {
+				t.Errorf("status %s, want %s", out.Status, tt.status)
+			}
+			for _, h := range tt.has {
+				if !strings.Contains(r.Error, h) {
+					t.Errorf("error %q does not contain %q", r.Error, h)
+				}
+			}
+		})
+	}
+}
+
+func TestTimeoutCapped(t *testing.T) {
+	tool, err := New(Limits{MaxTimeout: 200 * time.Millisecond, DefaultTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, out := call(t, dispatcher(t, tool), `{"code":"export default () => { for (;;) {} }","timeout_ms":600000}`)
+	if out.Status != sandbox.StatusTerminated || !strings.Contains(r.Error, "timed out after 200ms") {
+		t.Errorf("status %s, error %q; want terminated after the operator's 200ms", out.Status, r.Error)
+	}
+}
+
+func TestRunCodeBadArguments(t *testing.T) {
+	tool, err := New(Limits{MaxCodeBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, args, has string }{
+		{"no code", `{}`, `code`},
+		{"empty code", `{"code":""}`, "/code"},
+		{"unknown language", `{"code":"1","language":"python"}`, "/language"},
+		{"zero timeout", `{"code":"1","timeout_ms":0}`, "/timeout_ms"},
+		{"tiny memory", `{"code":"1","memory_limit_bytes":1000}`, "/memory_limit_bytes"},
+		{"unknown argument", `{"code":"1","cwd":"/"}`, `"cwd"`},
+		{"code too long", `{"code":"` + strings.Repeat("1;", 60) + `"}`, "code is 120 bytes, over the limit of 100 bytes"},
+	}
+	d := dispatcher(t, tool)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := call(t, d, tt.args)
+			if !r.IsError() || r.Code != quiver.CodeInvalidArguments {
+				t.Fatalf("result %+v, want invalid arguments", r)
+			}
+			if !strings.Contains(r.Error, tt.has) {
+				t.Errorf("error %q does not contain %q", r.Error, tt.has)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadLimits(t *testing.T) {
+	tests := []struct {
+		name string
+		l    Limits
+		has  string
+	}{
+		{"default over max timeout", Limits{DefaultTimeout: time.Minute, MaxTimeout: time.Second}, "must not exceed"},
+		{"default over max memory", Limits{DefaultMemoryBytes: 64 << 20, MaxMemoryBytes: 32 << 20}, "must not exceed"},
+		{"memory below the sandbox minimum", Limits{DefaultMemoryBytes: 1000, MaxMemoryBytes: 2000}, "at least 1048576 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.l)
+			if err == nil || !strings.Contains(err.Error(), tt.has) {
+				t.Errorf("error %v, want one containing %q", err, tt.has)
+			}
+		})
+	}
+}
+
+// A call waits for a free sandbox, and gives up with its context.
+func TestConcurrencyLimit(t *testing.T) {
+	tool, err := New(Limits{MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{limits: Limits{MaxConcurrent: 1}.withDefaults(), slots: make(chan struct{}, 1)}
+	r.slots <- struct{}{} // the one slot is taken
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = r.run(ctx, Args{Code: "export default 1"})
+	if err == nil || !strings.Contains(err.Error(), "all 1 sandboxes stayed busy") {
+		t.Errorf("error %v, want the busy error", err)
+	}
+	<-r.slots
+	res, err := r.run(context.Background(), Args{Code: "export default 1"})
+	if err != nil || res.IsError() {
+		t.Fatalf("after the slot freed: %v %+v", err, res)
+	}
+	// Through the dispatcher, sequential calls each get the slot back.
+	d := dispatcher(t, tool)
+	for range 3 {
+		if res, _ := call(t, d, `{"code":"export default 1"}`); res.IsError() {
+			t.Fatalf("call failed: %s", res.Error)
+		}
+	}
+}
+
+// Registration at import: the tool is in quiver.Default.
+func TestRegistered(t *testing.T) {
+	if got, ok := quiver.Default.Lookup(Name); !ok || got != Tool {
+		t.Fatalf("run_code is not registered in quiver.Default")
+	}
+}
