@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,6 +45,9 @@ type Remote struct {
 	// request (an Authorization header, say).
 	URL     string
 	Headers map[string]string
+	// OAuth, when set, authorizes Quiver with the remote's authorization server (URL remotes
+	// only); see [OAuth].
+	OAuth *OAuth
 	// Timeout bounds one call of an imported tool; zero means 60 seconds. A call that runs
 	// longer is cancelled (the remote is told) and gets a timeout error result.
 	Timeout time.Duration
@@ -72,6 +76,15 @@ type ImportOptions struct {
 	// KeepAlive is how often a connected remote is pinged to notice it went away; zero means
 	// 30 seconds, negative never.
 	KeepAlive time.Duration
+	// Authorizer takes a user through the OAuth authorization of remotes configured with
+	// [Remote.OAuth] (a [Callbacks] served at their redirect URL, typically). Without it such
+	// remotes can only use saved grants.
+	Authorizer Authorizer
+	// Tokens keeps OAuth grants across restarts; nil keeps them in memory only.
+	Tokens TokenStore
+	// AuthorizeTimeout bounds how long a connection attempt waits for a user to authorize;
+	// zero means 15 minutes. That wait does not count against ConnectTimeout.
+	AuthorizeTimeout time.Duration
 }
 
 // Importer keeps remote MCP servers connected and their tools registered. Close it to
@@ -83,6 +96,9 @@ type Importer struct {
 	remotes []*remote
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+
+	changeMu sync.Mutex
+	change   chan struct{} // closed and replaced when a remote connects
 }
 
 // RemoteStatus is the state of one remote, for health reports.
@@ -92,6 +108,9 @@ type RemoteStatus struct {
 	Tools     int    `json:"tools"`
 	// LastError is the most recent connection failure ("" when none).
 	LastError string `json:"last_error,omitempty"`
+	// AuthorizationURL is set while the remote waits for a user to open it and authorize
+	// Quiver (OAuth).
+	AuthorizationURL string `json:"authorization_url,omitempty"`
 }
 
 var remoteNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
@@ -109,6 +128,12 @@ func (r *Remote) Validate() error {
 		return fmt.Errorf("MCP server %q: url %q must start with http:// or https://", r.Name, truncate(r.URL, 80))
 	case r.Timeout < 0:
 		return fmt.Errorf("MCP server %q: timeout must not be negative", r.Name)
+	case r.OAuth != nil && r.URL == "":
+		return fmt.Errorf("MCP server %q: oauth applies to servers reached by url, not to a command", r.Name)
+	case r.OAuth != nil && hasHeader(r.Headers, "Authorization"):
+		return fmt.Errorf("MCP server %q has both oauth and an Authorization header; give one", r.Name)
+	case r.OAuth != nil:
+		return r.OAuth.Validate(r.Name)
 	}
 	return nil
 }
@@ -139,6 +164,9 @@ func Import(ctx context.Context, reg *quiver.Registry, remotes []Remote, opts *I
 	if o.KeepAlive == 0 {
 		o.KeepAlive = 30 * time.Second
 	}
+	if o.AuthorizeTimeout <= 0 {
+		o.AuthorizeTimeout = 15 * time.Minute
+	}
 	im.logger = o.Logger
 	if im.logger == nil {
 		im.logger = slog.New(slog.DiscardHandler)
@@ -156,7 +184,15 @@ func Import(ctx context.Context, reg *quiver.Registry, remotes []Remote, opts *I
 		if r.Timeout == 0 {
 			r.Timeout = 60 * time.Second
 		}
-		im.remotes = append(im.remotes, &remote{im: im, cfg: r, tools: map[string]*importedTool{}, logger: im.logger.With("mcp_server", r.Name)})
+		rm := &remote{im: im, cfg: r, tools: map[string]*importedTool{}, logger: im.logger.With("mcp_server", r.Name)}
+		if r.OAuth != nil {
+			h, err := rm.newOAuthHandler(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("MCP server %q: oauth: %w", r.Name, err)
+			}
+			rm.oauth = h
+		}
+		im.remotes = append(im.remotes, rm)
 	}
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	im.cancel = cancel
@@ -181,10 +217,48 @@ func (im *Importer) Status() []RemoteStatus {
 	out := make([]RemoteStatus, 0, len(im.remotes))
 	for _, r := range im.remotes {
 		r.mu.Lock()
-		out = append(out, RemoteStatus{Name: r.cfg.Name, Connected: r.session != nil, Tools: len(r.tools), LastError: r.lastErr})
+		out = append(out, RemoteStatus{Name: r.cfg.Name, Connected: r.session != nil, Tools: len(r.tools), LastError: r.lastErr, AuthorizationURL: r.authURL})
 		r.mu.Unlock()
 	}
 	return out
+}
+
+// changed wakes [Importer.WaitConnected].
+func (im *Importer) changed() {
+	im.changeMu.Lock()
+	defer im.changeMu.Unlock()
+	if im.change != nil {
+		close(im.change)
+		im.change = nil
+	}
+}
+
+// WaitConnected waits until every remote is connected, for commands that cannot do without
+// them (a remote waiting for a user to authorize Quiver connects once they have). It returns
+// ctx's error, with the remotes still missing and why, when ctx ends first.
+func (im *Importer) WaitConnected(ctx context.Context) error {
+	for {
+		im.changeMu.Lock()
+		if im.change == nil {
+			im.change = make(chan struct{})
+		}
+		ch := im.change
+		im.changeMu.Unlock()
+		var missing []string
+		for _, st := range im.Status() {
+			if !st.Connected {
+				missing = append(missing, fmt.Sprintf("%s (%s)", st.Name, st.LastError))
+			}
+		}
+		if missing == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("MCP servers not connected: %s: %w", strings.Join(missing, ", "), ctx.Err())
+		}
+	}
 }
 
 // Close disconnects every remote, stops reconnecting and unregisters the imported tools.
@@ -216,9 +290,13 @@ type remote struct {
 	cfg    Remote
 	logger *slog.Logger
 
+	oauth  *auth.AuthorizationCodeHandler // nil without OAuth
+
 	mu       sync.Mutex
 	session  *sdk.ClientSession
 	lastErr  string
+	authURL  string // a user must open it to authorize Quiver
+	ready    func() // ends the first connection attempt's wait in Import
 	tools    map[string]*importedTool // by Quiver name
 	progress sync.Map                 // progress token -> context of the call it belongs to
 	syncMu   sync.Mutex               // one tool list synchronisation at a time
@@ -233,6 +311,9 @@ func (r *remote) loop(ctx context.Context, first chan struct{}) {
 	backoff := r.im.opts.MinBackoff
 	signal := sync.OnceFunc(func() { close(first) })
 	defer signal()
+	r.mu.Lock()
+	r.ready = signal
+	r.mu.Unlock()
 	for ctx.Err() == nil {
 		cs, err := r.connect(ctx)
 		if err != nil {
@@ -313,8 +394,12 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	} else {
 		hc := &http.Client{Transport: headerTransport{headers: r.cfg.Headers, next: http.DefaultTransport}}
 		transport = &sdk.StreamableClientTransport{Endpoint: r.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+		if r.oauth != nil {
+			transport.(*sdk.StreamableClientTransport).OAuthHandler = r.oauth
+		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.im.opts.ConnectTimeout)
+	// The attempt's timeout stops while a user authorizes (OAuth), which takes minutes.
+	cctx, cancel := withPausableTimeout(ctx, r.im.opts.ConnectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, transport, nil)
 	if err != nil {
@@ -328,7 +413,17 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	r.session = cs
 	r.lastErr = ""
 	r.mu.Unlock()
+	r.im.changed()
 	return cs, nil
+}
+
+func hasHeader(h map[string]string, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 type headerTransport struct {
