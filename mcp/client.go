@@ -290,13 +290,13 @@ type remote struct {
 	cfg    Remote
 	logger *slog.Logger
 
-	oauth  *auth.AuthorizationCodeHandler // nil without OAuth
+	oauth *auth.AuthorizationCodeHandler // nil without OAuth
 
 	mu       sync.Mutex
 	session  *sdk.ClientSession
 	lastErr  string
-	authURL  string // a user must open it to authorize Quiver
-	ready    func() // ends the first connection attempt's wait in Import
+	authURL  string                   // a user must open it to authorize Quiver
+	ready    func()                   // ends the first connection attempt's wait in Import
 	tools    map[string]*importedTool // by Quiver name
 	progress sync.Map                 // progress token -> context of the call it belongs to
 	syncMu   sync.Mutex               // one tool list synchronisation at a time
