@@ -37,7 +37,8 @@ type OAuth struct {
 	// as a client (its redirect URIs among them); it is the client id where supported.
 	ClientMetadataURL string
 	// RedirectURL is where the authorization server sends the user back with the code: a URL
-	// served by [Callbacks] (quiver serve serves it at /oauth/callback). Required.
+	// served by [Callbacks]. [Import] needs it; quiver serve, which serves Callbacks at
+	// /oauth/callback, defaults it to that path on its own address.
 	RedirectURL string
 	// Scopes, when set, are requested instead of those the server advertises.
 	Scopes []string
@@ -45,12 +46,11 @@ type OAuth struct {
 
 // Validate checks the configuration; name is the remote's, for the message.
 func (o *OAuth) Validate(name string) error {
-	if o.RedirectURL == "" {
-		return fmt.Errorf("MCP server %q: oauth needs a redirect_url, where the authorization server sends the user back (quiver serve answers at http://HOST:PORT/oauth/callback)", name)
-	}
-	u, err := url.Parse(o.RedirectURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("MCP server %q: oauth redirect_url %q is not an http or https URL", name, truncate(o.RedirectURL, 80))
+	if o.RedirectURL != "" {
+		u, err := url.Parse(o.RedirectURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("MCP server %q: oauth redirect_url %q is not an http or https URL", name, truncate(o.RedirectURL, 80))
+		}
 	}
 	if o.ClientSecret != "" && o.ClientID == "" {
 		return fmt.Errorf("MCP server %q: oauth has a client_secret but no client_id", name)
@@ -119,6 +119,9 @@ const oauthHTTPTimeout = 30 * time.Second
 // grant when the store has one for r's URL.
 func (r *remote) newOAuthHandler(ctx context.Context) (*auth.AuthorizationCodeHandler, error) {
 	o := r.cfg.OAuth
+	if o.RedirectURL == "" {
+		return nil, errors.New("a redirect_url is needed, where the authorization server sends the user back (quiver serve answers at http://HOST:PORT/oauth/callback)")
+	}
 	client := &http.Client{Timeout: oauthHTTPTimeout}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              o.RedirectURL,

@@ -28,9 +28,17 @@ const ConfigFileName = "quiver.yaml"
 //	    - name: search
 //	      url: https://mcp.example.com/mcp   # ...or over streamable HTTP
 //	      headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
+//	    - name: tracker
+//	      url: https://tracker.example.com/mcp
+//	      oauth:                      # OAuth 2.1: a user authorizes Quiver once
+//	        client_id: quiver         # a client registered beforehand (optional: without
+//	        client_secret: ${TRACKER_SECRET} # one Quiver registers itself)
+//	        client_metadata_url: https://quiver.example.com/client.json # optional (CIMD)
+//	        redirect_url: https://quiver.example.com/oauth/callback     # default: this server's
+//	        scopes: [read, write]     # default: what the server asks for
 //
-// ${VAR} in env and header values is replaced by the environment variable VAR, so secrets need
-// not be written in the file.
+// ${VAR} in env, header and oauth values is replaced by the environment variable VAR, so
+// secrets need not be written in the file.
 type File struct {
 	MCP struct {
 		Servers []RemoteConfig `yaml:"servers" json:"servers"`
@@ -47,6 +55,16 @@ type RemoteConfig struct {
 	URL     string            `yaml:"url,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty"`
 	Timeout string            `yaml:"timeout,omitempty"`
+	OAuth   *OAuthConfig      `yaml:"oauth,omitempty"`
+}
+
+// OAuthConfig is the oauth block of a remote MCP server (see [mcp.OAuth]).
+type OAuthConfig struct {
+	ClientID          string   `yaml:"client_id,omitempty"`
+	ClientSecret      string   `yaml:"client_secret,omitempty"`
+	ClientMetadataURL string   `yaml:"client_metadata_url,omitempty"`
+	RedirectURL       string   `yaml:"redirect_url,omitempty"`
+	Scopes            []string `yaml:"scopes,omitempty"`
 }
 
 // ParseConfig reads a configuration file; where names the file in errors. Unknown fields are
@@ -82,8 +100,8 @@ func LoadConfig(path string, optional bool) (*File, error) {
 	return ParseConfig(fh, path)
 }
 
-// Remotes returns the configured MCP servers, checked, with ${VAR} expanded in env and header
-// values.
+// Remotes returns the configured MCP servers, checked, with ${VAR} expanded in env, header
+// and oauth values.
 func (f *File) Remotes() ([]mcp.Remote, error) {
 	var out []mcp.Remote
 	seen := map[string]bool{}
@@ -99,6 +117,15 @@ func (f *File) Remotes() ([]mcp.Remote, error) {
 			r.Headers = map[string]string{}
 			for k, v := range rc.Headers {
 				r.Headers[k] = os.ExpandEnv(v)
+			}
+		}
+		if o := rc.OAuth; o != nil {
+			r.OAuth = &mcp.OAuth{
+				ClientID:          os.ExpandEnv(o.ClientID),
+				ClientSecret:      os.ExpandEnv(o.ClientSecret),
+				ClientMetadataURL: os.ExpandEnv(o.ClientMetadataURL),
+				RedirectURL:       os.ExpandEnv(o.RedirectURL),
+				Scopes:            o.Scopes,
 			}
 		}
 		if rc.Timeout != "" {

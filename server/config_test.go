@@ -55,6 +55,35 @@ mcp:
 		{"bad timeout", "mcp:\n  servers:\n    - {name: a, command: a, timeout: soon}\n", "not a positive duration", nil},
 		{"bad url scheme", "mcp:\n  servers:\n    - {name: a, url: 'ftp://x'}\n", "http://", nil},
 		{"not YAML", "mcp: [", "quiver.yaml", nil},
+		{"oauth block", `
+mcp:
+  servers:
+    - name: tracker
+      url: https://tracker.example.com/mcp
+      oauth:
+        client_id: quiver
+        client_secret: "${QUIVER_TEST_TOKEN}"
+        client_metadata_url: https://quiver.example.com/client.json
+        redirect_url: https://quiver.example.com/oauth/callback
+        scopes: [read, write]
+`, "", func(t *testing.T, f *server.File) {
+			rs, err := f.Remotes()
+			if err != nil || len(rs) != 1 || rs[0].OAuth == nil {
+				t.Fatalf("remotes = %+v, %v", rs, err)
+			}
+			o := rs[0].OAuth
+			if o.ClientID != "quiver" || o.ClientSecret != "tok-9" || o.ClientMetadataURL != "https://quiver.example.com/client.json" ||
+				o.RedirectURL != "https://quiver.example.com/oauth/callback" || strings.Join(o.Scopes, " ") != "read write" {
+				t.Errorf("oauth = %+v", o)
+			}
+		}},
+		{"oauth without redirect (the server's own)", "mcp:\n  servers:\n    - {name: a, url: 'http://x/mcp', oauth: {}}\n", "", nil},
+		{"oauth on a command", "mcp:\n  servers:\n    - {name: a, command: a, oauth: {}}\n", "not to a command", nil},
+		{"oauth and an Authorization header", "mcp:\n  servers:\n    - {name: a, url: 'http://x', headers: {authorization: b}, oauth: {}}\n", "give one", nil},
+		{"oauth redirect not http", "mcp:\n  servers:\n    - {name: a, url: 'http://x', oauth: {redirect_url: 'x:y'}}\n", "not an http or https URL", nil},
+		{"oauth secret without id", "mcp:\n  servers:\n    - {name: a, url: 'http://x', oauth: {client_secret: s}}\n", "no client_id", nil},
+		{"oauth metadata URL not https", "mcp:\n  servers:\n    - {name: a, url: 'http://x', oauth: {client_metadata_url: 'http://q/c.json'}}\n", "must be an https URL", nil},
+		{"oauth misspelt key", "mcp:\n  servers:\n    - {name: a, url: 'http://x', oauth: {clientid: q}}\n", "field clientid not found", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,6 +9,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/quiverhq/quiver"
@@ -44,6 +47,15 @@ type Config struct {
 	Resolver quiver.VariableResolver
 	// Remotes are MCP servers whose tools are imported (see mcp.Import).
 	Remotes []mcp.Remote
+	// PublicURL is the server's base URL as browsers reach it; the OAuth redirect URL of
+	// remotes that give none is PublicURL + "/oauth/callback". "http://" + Addr when empty.
+	PublicURL string
+	// OAuthGrants keeps the OAuth grants of remotes across restarts (see GrantFiles); nil
+	// keeps them in memory, so a restart asks users to authorize again.
+	OAuthGrants mcp.TokenStore
+	// Authorizer takes users through the OAuth authorization of remotes; nil waits for them at
+	// the server's own /oauth/callback (set it when the server is not served over HTTP).
+	Authorizer mcp.Authorizer
 	// MCP holds options for the MCP server (name, capabilities and handlers for servers that
 	// add resources or prompts); its Session field is set by the server. Nil uses defaults.
 	MCP *mcp.ServerOptions
@@ -112,10 +124,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.SetupMCP != nil {
 		cfg.SetupMCP(s.mcp)
 	}
+	callbacks := &mcp.Callbacks{Logger: s.logger}
 	if len(cfg.Remotes) > 0 {
-		im, err := mcp.Import(ctx, cfg.Registry, cfg.Remotes, &mcp.ImportOptions{
-			Logger:   s.logger,
-			OnChange: s.mcp.ToolsChanged,
+		remotes, err := s.withRedirects(cfg.Remotes)
+		if err != nil {
+			return nil, err
+		}
+		im, err := mcp.Import(ctx, cfg.Registry, remotes, &mcp.ImportOptions{
+			Logger:     s.logger,
+			OnChange:   s.mcp.ToolsChanged,
+			Authorizer: cmp.Or[mcp.Authorizer](cfg.Authorizer, callbacks),
+			Tokens:     cfg.OAuthGrants,
 		})
 		if err != nil {
 			return nil, err
@@ -123,12 +142,48 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.importer = im
 	}
 	s.mux = http.NewServeMux()
+	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)
 	s.mux.Handle("/mcp", s.mcp.HTTPHandler(&mcp.HTTPOptions{
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		AllowedOrigins:  cfg.AllowedOrigins,
 	}))
 	s.mux.HandleFunc("GET /healthz", s.health)
 	return s, nil
+}
+
+// OAuthCallbackPath is where the server receives users back from the authorization servers
+// of remote MCP servers.
+const OAuthCallbackPath = "/oauth/callback"
+
+// withRedirects gives remotes with OAuth and no redirect URL the server's callback.
+func (s *Server) withRedirects(remotes []mcp.Remote) ([]mcp.Remote, error) {
+	base := s.cfg.PublicURL
+	if base == "" {
+		if _, port, err := net.SplitHostPort(s.cfg.Addr); err != nil || port == "0" {
+			for _, r := range remotes {
+				if r.OAuth != nil && r.OAuth.RedirectURL == "" {
+					return nil, fmt.Errorf("MCP server %q uses OAuth: give its redirect_url, or the server a fixed port or a public URL, where users come back from authorizing", r.Name)
+				}
+			}
+		}
+		base = "http://" + s.cfg.Addr
+	}
+	return WithOAuthRedirect(remotes, base), nil
+}
+
+// WithOAuthRedirect returns remotes with the redirect URL of those with OAuth and none set to
+// baseURL + [OAuthCallbackPath]; remotes is not modified.
+func WithOAuthRedirect(remotes []mcp.Remote, baseURL string) []mcp.Remote {
+	out := slices.Clone(remotes)
+	for i, r := range out {
+		if r.OAuth == nil || r.OAuth.RedirectURL != "" {
+			continue
+		}
+		o := *r.OAuth
+		o.RedirectURL = strings.TrimSuffix(baseURL, "/") + OAuthCallbackPath
+		out[i].OAuth = &o
+	}
+	return out
 }
 
 func (s *Server) ensureWorkspace(ctx context.Context) error {
@@ -166,7 +221,7 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// Handler returns the server's HTTP handler (/mcp and /healthz).
+// Handler returns the server's HTTP handler (/mcp, /healthz and /oauth/callback).
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Dispatcher returns the dispatcher every call goes through.

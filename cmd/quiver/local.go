@@ -59,13 +59,12 @@ func (f storeFlags) open(ctx context.Context) (*opened, error) {
 	if *f.db != "" && *f.postgres != "" {
 		return nil, usagef("give --db or --postgres, not both")
 	}
-	o := &opened{}
+	keyPath, err := f.keyPath()
+	if err != nil {
+		return nil, err
+	}
+	o := &opened{KeyPath: keyPath}
 	if dsn != "" && *f.db == "" {
-		dir, err := dataDir()
-		if err != nil {
-			return nil, err
-		}
-		o.KeyPath = filepath.Join(dir, keyFileName)
 		o.Where = "PostgreSQL"
 		st, err := postgres.Open(ctx, dsn)
 		if err != nil {
@@ -85,7 +84,6 @@ func (f storeFlags) open(ctx context.Context) (*opened, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("creating the data directory: %w", err)
 		}
-		o.KeyPath = filepath.Join(filepath.Dir(path), keyFileName)
 		o.Where = path
 		st, err := sqlite.Open(path)
 		if err != nil {
@@ -98,6 +96,19 @@ func (f storeFlags) open(ctx context.Context) (*opened, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// keyPath is the secret key file for the database the flags name: beside the SQLite file, or
+// in the data directory.
+func (f storeFlags) keyPath() (string, error) {
+	if *f.db != "" {
+		return filepath.Join(filepath.Dir(*f.db), keyFileName), nil
+	}
+	dir, err := dataDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, keyFileName), nil
 }
 
 // ensureLocalWorkspace creates the local workspace unless it exists; two processes starting

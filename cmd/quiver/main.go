@@ -241,7 +241,7 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	// Tools of the remote MCP servers in the configuration file are callable too.
-	disconnect, err := a.importConfigured(ctx)
+	disconnect, err := a.importConfigured(ctx, sf)
 	if err != nil {
 		return exitError, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/mcp"
@@ -20,6 +22,9 @@ import (
 
 // addrEnv names the environment variable that sets the address quiver serve listens on.
 const addrEnv = "QUIVER_ADDR"
+
+// publicURLEnv names the server's public URL (see quiver serve --public-url).
+const publicURLEnv = "QUIVER_PUBLIC_URL"
 
 // configEnv names the environment variable that points at the configuration file.
 const configEnv = "QUIVER_CONFIG"
@@ -86,6 +91,14 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags) (server.Config, fu
 		return server.Config{}, nil, err
 	}
 	cfg.Store = st
+	if usesOAuth(remotes) {
+		grants, err := oauthGrants(st.KeyPath)
+		if err != nil {
+			st.Close()
+			return server.Config{}, nil, err
+		}
+		cfg.OAuthGrants = grants
+	}
 	a.registerStored(ctx, st, reg) // JavaScript tools added with quiver tools add
 	return cfg, func() { st.Close() }, nil
 }
@@ -94,6 +107,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+server.DefaultAddr+")")
 	maxBody := fs.Int64("max-request-bytes", 0, "largest HTTP request body accepted on /mcp, in bytes (default 4 MiB)")
+	publicURL := fs.String("public-url", "", "the server's URL as browsers reach it, for OAuth redirects from remote MCP servers' authorization (default: $"+publicURLEnv+", else http://ADDR)")
 	f := addServeFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -123,6 +137,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	defer closeStore()
 	cfg.Addr = *addr
 	cfg.MaxRequestBytes = *maxBody
+	cfg.PublicURL = cmp.Or(*publicURL, os.Getenv(publicURLEnv))
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return exitError, err
@@ -158,6 +173,11 @@ func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer closeStore()
+	// No HTTP server here to come back to from an authorization: listen at the redirect URL
+	// while a user authorizes.
+	az := newTerminalAuthorizer(a.stderr)
+	defer az.Close()
+	cfg.Authorizer, cfg.PublicURL = az, defaultBaseURL()
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return exitError, err
@@ -189,7 +209,7 @@ func (a *app) mcpConformanceClient(ctx context.Context, args []string) (int, err
 
 // importConfigured imports the tools of the remote MCP servers in the configuration file, when
 // there is one, into the app's registry, for quiver call. The returned function disconnects.
-func (a *app) importConfigured(ctx context.Context) (func(), error) {
+func (a *app) importConfigured(ctx context.Context, sf storeFlags) (func(), error) {
 	file, err := loadConfig("")
 	if err != nil {
 		return nil, err
@@ -198,11 +218,39 @@ func (a *app) importConfigured(ctx context.Context) (func(), error) {
 	if err != nil || len(remotes) == 0 {
 		return func() {}, err
 	}
-	im, err := mcp.Import(ctx, a.registry, remotes, &mcp.ImportOptions{
+	opts := &mcp.ImportOptions{
 		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-	})
+	}
+	closeAuth := func() {}
+	if usesOAuth(remotes) {
+		remotes = server.WithOAuthRedirect(remotes, defaultBaseURL())
+		keyPath, err := sf.keyPath()
+		if err != nil {
+			return nil, err
+		}
+		if opts.Tokens, err = oauthGrants(keyPath); err != nil {
+			return nil, err
+		}
+		az := newTerminalAuthorizer(a.stderr)
+		opts.Authorizer, closeAuth = az, az.Close
+	}
+	im, err := mcp.Import(ctx, a.registry, remotes, opts)
 	if err != nil {
+		closeAuth()
 		return nil, err
 	}
-	return func() { im.Close() }, nil
+	// A remote waiting for the user to authorize Quiver is waited for: the command was run to
+	// use it. Others that are down give error results, as in the server.
+	for _, st := range im.Status() {
+		if st.AuthorizationURL != "" {
+			wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+			err := im.WaitConnected(wctx)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(a.stderr, "quiver: warning: %v\n", err)
+			}
+			break
+		}
+	}
+	return func() { im.Close(); closeAuth() }, nil
 }

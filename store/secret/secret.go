@@ -246,3 +246,41 @@ func publishKey(path, text string) (bool, error) {
 	}
 	return true, nil
 }
+
+// WriteFile replaces path with data atomically and privately: a temporary file of mode 0600
+// in the same directory, synced, renamed over path, and the directory synced. A reader sees
+// the old content or the new, and a crash leaves one of them.
+func WriteFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("secret: writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("secret: writing %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("secret: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("secret: sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -218,33 +218,12 @@ func readKeyFile(path string) (*secret.Key, string, error) {
 	return k, string(b), nil
 }
 
-// writeKeyFile replaces path with text atomically: a temporary file of mode 0600 in the same
-// directory, synced, renamed over path, and the directory synced.
+// writeKeyFile replaces path with text atomically, with mode 0600.
 func writeKeyFile(path, text string) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("vars: writing key file %s: %w", path, err)
+	if err := secret.WriteFile(path, []byte(text)); err != nil {
+		return fmt.Errorf("vars: key file: %w", err)
 	}
-	tmp := f.Name()
-	err = f.Chmod(0o600)
-	if err == nil {
-		_, err = f.WriteString(text)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("vars: writing key file %s: %w", path, err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // syncDir makes a rename in dir durable.

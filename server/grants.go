@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/store/secret"
+)
+
+// GrantFiles keeps the OAuth grants of remote MCP servers (access and refresh tokens, the
+// client they were issued to) in a directory, one file per remote, sealed with AES-256-GCM
+// under the secret key ([secret.Keyring]) and bound to the remote's name, written atomically
+// with mode 0600. It is an [mcp.TokenStore].
+//
+// The files live beside the key in the data directory, so each Quiver node keeps its own
+// grants: nodes sharing a PostgreSQL database each ask for authorization once.
+type GrantFiles struct {
+	Dir  string
+	Keys *secret.Keyring
+}
+
+var _ mcp.TokenStore = (*GrantFiles)(nil)
+
+func (g *GrantFiles) path(remote string) string {
+	// Remote names are 1-32 characters of [a-zA-Z0-9_-] (mcp.Remote.Validate): safe file names.
+	return filepath.Join(g.Dir, remote+".grant")
+}
+
+func grantPlace(remote string) string { return "mcp-oauth-grant:" + remote }
+
+// LoadToken returns the grant saved for remote, or nil when there is none.
+func (g *GrantFiles) LoadToken(_ context.Context, remote string) (*mcp.Grant, error) {
+	sealed, err := os.ReadFile(g.path(remote))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the OAuth grant of %s: %w", remote, err)
+	}
+	plain, err := g.Keys.Open(string(sealed), grantPlace(remote))
+	if err != nil {
+		return nil, fmt.Errorf("the OAuth grant in %s cannot be opened with the current secret key (was the key replaced?): %w", g.path(remote), err)
+	}
+	var grant mcp.Grant
+	if err := json.Unmarshal(plain, &grant); err != nil {
+		return nil, fmt.Errorf("the OAuth grant in %s is damaged: %w", g.path(remote), err)
+	}
+	return &grant, nil
+}
+
+// SaveToken replaces the grant saved for remote.
+func (g *GrantFiles) SaveToken(_ context.Context, remote string, grant *mcp.Grant) error {
+	plain, err := json.Marshal(grant)
+	if err != nil {
+		return err
+	}
+	sealed, err := g.Keys.Seal(plain, grantPlace(remote))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(g.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", g.Dir, err)
+	}
+	return secret.WriteFile(g.path(remote), []byte(sealed))
+}
