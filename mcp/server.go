@@ -18,12 +18,14 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -503,9 +505,101 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed", truncate(origin, 100)), http.StatusForbidden)
 			return
 		}
-		h.ServeHTTP(w, r)
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		head := &prefixBuffer{max: 64 << 10}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(r.Body, head), r.Body}
+		ew := &rpcErrorWriter{ResponseWriter: w}
+		h.ServeHTTP(ew, r)
+		ew.finish(head.Bytes())
 	})
 }
+
+// rpcErrorWriter turns the SDK's plain-text 400 answer to a JSON-RPC message it rejects (an
+// unknown method, a request without id) into a JSON-RPC error response, which the streamable
+// HTTP transport allows in the body of an HTTP error, so clients see -32601 or -32600 and the
+// request id rather than a line of text. Everything else passes through untouched.
+type rpcErrorWriter struct {
+	http.ResponseWriter
+	rejected bool
+	text     bytes.Buffer
+}
+
+func (w *rpcErrorWriter) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.rejected = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rpcErrorWriter) Write(b []byte) (int, error) {
+	if w.rejected {
+		return w.text.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *rpcErrorWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.rejected {
+		f.Flush()
+	}
+}
+
+func (w *rpcErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes the JSON-RPC error for a rejected message; body is (the start of) the request.
+func (w *rpcErrorWriter) finish(body []byte) {
+	if !w.rejected {
+		return
+	}
+	msg := strings.TrimSpace(w.text.String())
+	// The SDK's wording tells which error it was; anything else is an invalid request.
+	code := int64(jsonrpc.CodeInvalidRequest)
+	switch {
+	case strings.Contains(msg, "unsupported"):
+		code = jsonrpc.CodeMethodNotFound
+	case strings.HasPrefix(msg, "malformed payload"):
+		code = jsonrpc.CodeParseError
+	}
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	id := json.RawMessage("null")
+	if json.Unmarshal(body, &req) == nil && len(req.ID) > 0 {
+		id = req.ID
+	}
+	out, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
+	h := w.ResponseWriter.Header()
+	h.Set("Content-Type", "application/json")
+	h.Del("Content-Length")
+	w.ResponseWriter.WriteHeader(http.StatusBadRequest)
+	_, _ = w.ResponseWriter.Write(out)
+}
+
+// prefixBuffer keeps the first max bytes written to it.
+type prefixBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (p *prefixBuffer) Write(b []byte) (int, error) {
+	if room := p.max - p.buf.Len(); room > 0 {
+		p.buf.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
+}
+
+func (p *prefixBuffer) Bytes() []byte { return p.buf.Bytes() }
 
 func originAllowed(origin string, allowed []string) bool {
 	if slices.Contains(allowed, origin) {
