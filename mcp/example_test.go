@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,4 +82,30 @@ func ExampleImport() {
 	// Output:
 	// everything.echo
 	// hello
+}
+
+// Receive users back from an authorization server. Callbacks is the Authorizer that
+// [qmcp.Import] hands each authorization URL to, and the handler of the redirect URL: here a
+// browser is played by an HTTP GET of the redirect the authorization server would send.
+func ExampleCallbacks() {
+	cb := &qmcp.Callbacks{Logger: slog.New(slog.DiscardHandler)}
+	redirect, stop, err := qmcp.ListenForCallbacks(context.Background(), cb, "http://127.0.0.1:0/oauth/callback")
+	if err != nil {
+		panic(err)
+	}
+	defer stop()
+	cb.OnPending = func(remote, authURL string) {
+		// A user opens authURL, approves, and the authorization server redirects them:
+		go func() {
+			if resp, err := http.Get(redirect + "?code=the-code&state=xyz"); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	res, err := cb.Authorize(context.Background(), "tracker", "https://as.example.com/authorize?state=xyz")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Code, res.State)
+	// Output: the-code xyz
 }
