@@ -402,11 +402,17 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	cctx, cancel := withPausableTimeout(ctx, r.im.opts.ConnectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, transport, nil)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("connecting: no answer within %s", r.im.opts.ConnectTimeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	if err := r.sync(cctx, cs); err != nil {
 		_ = cs.Close()
+		if ctx.Err() == nil && errors.Is(context.Cause(cctx), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("listing tools: no answer within %s", r.im.opts.ConnectTimeout)
+		}
 		return nil, err
 	}
 	r.mu.Lock()

@@ -340,3 +340,23 @@ func TestImportedNamesAreSafe(t *testing.T) {
 		}
 	}
 }
+
+// A remote that accepts connections and never answers is reported as not answering in time,
+// not as cancelled.
+func TestSilentRemoteReportsTheTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(func() { close(stop); silent.Close() })
+	opts := *fastRetry
+	opts.ConnectTimeout = 200 * time.Millisecond
+	im := importInto(t, &quiver.Registry{}, []qmcp.Remote{{Name: "silent", URL: silent.URL}}, &opts)
+	st := im.Status()[0]
+	if st.Connected || !strings.Contains(st.LastError, "no answer within 200ms") {
+		t.Errorf("status = %+v, want a LastError saying it did not answer within 200ms", st)
+	}
+}

@@ -228,6 +228,7 @@ func (r *remote) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*
 	}
 	r.mu.Lock()
 	r.authURL = args.URL
+	prevErr := r.lastErr
 	r.lastErr = "waiting for a user to authorize Quiver: open " + args.URL
 	ready := r.ready
 	r.mu.Unlock()
@@ -244,6 +245,9 @@ func (r *remote) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*
 	res, err := az.Authorize(actx, r.cfg.Name, args.URL)
 	r.mu.Lock()
 	r.authURL = ""
+	// An authorization during a session (a revoked token) leaves the status as it was; a
+	// failed attempt to connect records its own error.
+	r.lastErr = prevErr
 	r.mu.Unlock()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -407,6 +411,9 @@ func ListenForCallbacks(ctx context.Context, c *Callbacks, redirectURL string) (
 	host := u.Hostname()
 	if ip := net.ParseIP(host); !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
 		return "", nil, fmt.Errorf("redirect_url %q: only a loopback host (127.0.0.1, localhost, [::1]) can be served here; quiver serve serves any host at /oauth/callback", truncate(redirectURL, 80))
+	}
+	if u.Port() == "" {
+		return "", nil, fmt.Errorf("redirect_url %q needs a port to listen at, like http://127.0.0.1:7411/oauth/callback", truncate(redirectURL, 80))
 	}
 	ln, err := net.Listen("tcp", u.Host)
 	if err != nil {
