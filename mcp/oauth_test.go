@@ -2,14 +2,9 @@ package mcp_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -19,221 +14,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/oauthtest"
 	qmcp "github.com/quiverhq/quiver/mcp"
 )
-
-// authServer stands for a third-party OAuth 2.1 authorization server: what the MCP
-// authorization flow uses, with the checks a strict server makes, and hit counters so tests
-// can tell which steps Quiver took.
-type authServer struct {
-	*httptest.Server
-	expiresIn atomic.Int64 // seconds
-	deny      atomic.Bool  // the user refuses: /authorize answers access_denied
-
-	registers, authorizes, codeGrants, refreshGrants atomic.Int64
-
-	mu       sync.Mutex
-	clients  map[string][]string // client id -> registered redirect URIs
-	codes    map[string]issuedCode
-	access   map[string]time.Time // access token -> expiry
-	refreshs map[string]string    // refresh token -> client id
-}
-
-type issuedCode struct{ client, redirect, challenge string }
-
-func newAuthServer(t *testing.T) *authServer {
-	as := &authServer{clients: map[string][]string{}, codes: map[string]issuedCode{}, access: map[string]time.Time{}, refreshs: map[string]string{}}
-	as.expiresIn.Store(3600)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", as.metadata)
-	mux.HandleFunc("POST /register", as.register)
-	mux.HandleFunc("GET /authorize", as.authorize)
-	mux.HandleFunc("POST /token", as.token)
-	as.Server = httptest.NewServer(mux)
-	t.Cleanup(as.Close)
-	return as
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func oauthError(w http.ResponseWriter, code string) {
-	writeJSON(w, http.StatusBadRequest, map[string]string{"error": code})
-}
-
-func (as *authServer) metadata(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"issuer":                                as.URL,
-		"authorization_endpoint":                as.URL + "/authorize",
-		"token_endpoint":                        as.URL + "/token",
-		"registration_endpoint":                 as.URL + "/register",
-		"response_types_supported":              []string{"code"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": []string{"none", "client_secret_post", "client_secret_basic"},
-		// With iss sent back and advertised, the flow fails unless Callbacks forwards it.
-		"authorization_response_iss_parameter_supported": true,
-	})
-}
-
-func (as *authServer) register(w http.ResponseWriter, r *http.Request) {
-	as.registers.Add(1)
-	var req struct {
-		RedirectURIs []string `json:"redirect_uris"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.RedirectURIs) == 0 {
-		oauthError(w, "invalid_redirect_uri")
-		return
-	}
-	id := "client-" + rand.Text()
-	as.mu.Lock()
-	as.clients[id] = req.RedirectURIs
-	as.mu.Unlock()
-	writeJSON(w, http.StatusCreated, map[string]any{"client_id": id, "redirect_uris": req.RedirectURIs,
-		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"}})
-}
-
-func (as *authServer) authorize(w http.ResponseWriter, r *http.Request) {
-	as.authorizes.Add(1)
-	q := r.URL.Query()
-	as.mu.Lock()
-	uris, known := as.clients[q.Get("client_id")]
-	as.mu.Unlock()
-	// An unknown client or redirect URI is never redirected to (RFC 6749 4.1.2.1).
-	if !known || !slices.Contains(uris, q.Get("redirect_uri")) {
-		http.Error(w, "unknown client or redirect_uri", http.StatusBadRequest)
-		return
-	}
-	back, _ := url.Parse(q.Get("redirect_uri"))
-	v := back.Query()
-	v.Set("state", q.Get("state"))
-	v.Set("iss", as.URL)
-	switch {
-	case q.Get("response_type") != "code" || q.Get("state") == "" || q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256":
-		v.Set("error", "invalid_request")
-	case as.deny.Load():
-		v.Set("error", "access_denied")
-		v.Set("error_description", "the user said no")
-	default:
-		code := rand.Text()
-		as.mu.Lock()
-		as.codes[code] = issuedCode{client: q.Get("client_id"), redirect: q.Get("redirect_uri"), challenge: q.Get("code_challenge")}
-		as.mu.Unlock()
-		v.Set("code", code)
-	}
-	back.RawQuery = v.Encode()
-	http.Redirect(w, r, back.String(), http.StatusFound)
-}
-
-func (as *authServer) token(w http.ResponseWriter, r *http.Request) {
-	_ = r.ParseForm()
-	f, client := r.PostForm, r.PostForm.Get("client_id")
-	if u, _, ok := r.BasicAuth(); ok {
-		client = u
-	}
-	switch f.Get("grant_type") {
-	case "authorization_code":
-		as.codeGrants.Add(1)
-		as.mu.Lock()
-		c, ok := as.codes[f.Get("code")]
-		delete(as.codes, f.Get("code")) // codes are single-use
-		as.mu.Unlock()
-		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
-		if !ok || c.client != client || c.redirect != f.Get("redirect_uri") || base64.RawURLEncoding.EncodeToString(sum[:]) != c.challenge {
-			oauthError(w, "invalid_grant")
-			return
-		}
-		access, refresh := as.mint(client)
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": as.expiresIn.Load(), "refresh_token": refresh})
-	case "refresh_token":
-		as.refreshGrants.Add(1)
-		as.mu.Lock()
-		owner, ok := as.refreshs[f.Get("refresh_token")]
-		as.mu.Unlock()
-		if !ok || owner != client {
-			oauthError(w, "invalid_grant")
-			return
-		}
-		// The refresh token is not rotated, and not sent again: the client must keep it.
-		access, _ := as.mint(client)
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": as.expiresIn.Load()})
-	default:
-		oauthError(w, "unsupported_grant_type")
-	}
-}
-
-// mint issues an access token and a refresh token to client.
-func (as *authServer) mint(client string) (access, refresh string) {
-	access, refresh = "at-"+rand.Text(), "rt-"+rand.Text()
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	as.access[access] = time.Now().Add(time.Duration(as.expiresIn.Load()) * time.Second)
-	as.refreshs[refresh] = client
-	return access, refresh
-}
-
-// valid reports whether the access token is one the server issued and when it expires.
-func (as *authServer) valid(token string) (time.Time, bool) {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	exp, ok := as.access[token]
-	return exp, ok
-}
-
-// protectedServer is an MCP server behind bearer tokens of an authServer, as the go-sdk
-// serves one; it records every bearer token presented to it.
-type protectedServer struct {
-	URL  string // the MCP endpoint, the OAuth resource
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func newProtectedServer(t *testing.T, as *authServer) *protectedServer {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "protected", Version: "1"}, nil)
-	srv.AddTool(&sdk.Tool{Name: "whoami", Description: "Says whose token called.", InputSchema: map[string]any{"type": "object"}},
-		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "you are " + req.Extra.TokenInfo.UserID}}}, nil
-		})
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		exp, ok := as.valid(token)
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: "alice", Expiration: exp}, nil
-	}
-	ps := &protectedServer{seen: map[string]bool{}}
-	mux := http.NewServeMux()
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close) // registered before any importer's cleanup, so it runs after
-	ps.URL = ts.URL + "/mcp"
-	prm := ts.URL + "/.well-known/oauth-protected-resource/mcp"
-	mux.Handle(prm[len(ts.URL):], auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: ps.URL, AuthorizationServers: []string{as.URL}}))
-	mcp := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(
-		sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			ps.mu.Lock()
-			ps.seen[tok] = true
-			ps.mu.Unlock()
-		}
-		mcp.ServeHTTP(w, r)
-	})
-	return ps
-}
-
-func (ps *protectedServer) saw(token string) bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.seen[token]
-}
 
 // memStore is a TokenStore in memory that copies grants in and out, as a file would.
 type memStore struct {
@@ -279,8 +65,8 @@ func (s *memStore) get(remote string) (*qmcp.Grant, int) {
 // oauthEnv is an authorization server, a server it protects, Quiver's callback endpoint on
 // a loopback port, a token store, and a user who opens the authorization URLs.
 type oauthEnv struct {
-	as       *authServer
-	mcp      *protectedServer
+	as       *oauthtest.AuthServer
+	mcp      *oauthtest.ProtectedServer
 	cb       *qmcp.Callbacks
 	redirect string
 	store    *memStore
@@ -291,8 +77,8 @@ type oauthEnv struct {
 // newOAuthEnv: with auto, the user opens each URL at once; otherwise the test does, with
 // visit, taking its URLs from urls.
 func newOAuthEnv(t *testing.T, auto bool) *oauthEnv {
-	env := &oauthEnv{as: newAuthServer(t), store: &memStore{grants: map[string]qmcp.Grant{}}, urls: make(chan string, 100)}
-	env.mcp = newProtectedServer(t, env.as)
+	env := &oauthEnv{as: oauthtest.NewAuthServer(t), store: &memStore{grants: map[string]qmcp.Grant{}}, urls: make(chan string, 100)}
+	env.mcp = oauthtest.NewProtectedServer(t, env.as)
 	env.cb = &qmcp.Callbacks{Logger: slog.New(slog.DiscardHandler), OnPending: func(_, authURL string) {
 		select {
 		case env.urls <- authURL:
@@ -382,12 +168,6 @@ func closeWithin(t *testing.T, im *qmcp.Importer) {
 	}
 }
 
-type hits struct{ registers, authorizes, codes, refreshes int64 }
-
-func (as *authServer) hits() hits {
-	return hits{as.registers.Load(), as.authorizes.Load(), as.codeGrants.Load(), as.refreshGrants.Load()}
-}
-
 func TestOAuthFullFlow(t *testing.T) {
 	env := newOAuthEnv(t, false)
 	reg := &quiver.Registry{Logger: slog.New(slog.DiscardHandler)}
@@ -427,14 +207,14 @@ func TestOAuthFullFlow(t *testing.T) {
 		t.Errorf("status once authorized = %+v", st)
 	}
 	whoami(t, reg)
-	if h := env.as.hits(); h != (hits{registers: 1, authorizes: 1, codes: 1}) {
+	if h := env.as.Hits(); h != (oauthtest.Hits{Registers: 1, Authorizes: 1, Codes: 1}) {
 		t.Errorf("authorization server hits = %+v, want one registration, authorization and code exchange", h)
 	}
 	g, _ := env.store.get("prot")
 	if g == nil || g.Token == nil {
 		t.Fatal("no grant saved")
 	}
-	if _, ok := env.as.valid(g.Token.AccessToken); g.ServerURL != env.mcp.URL || g.Token.RefreshToken == "" || !ok || g.TokenURL != env.as.URL+"/token" || !strings.HasPrefix(g.ClientID, "client-") {
+	if _, ok := env.as.Valid(g.Token.AccessToken); g.ServerURL != env.mcp.URL || g.Token.RefreshToken == "" || !ok || g.TokenURL != env.as.URL+"/token" || !strings.HasPrefix(g.ClientID, "client-") {
 		t.Errorf("saved grant = %+v (token %+v), want one for %s with a refresh token", g, g.Token, env.mcp.URL)
 	}
 }
@@ -444,12 +224,10 @@ func TestOAuthFullFlow(t *testing.T) {
 func TestOAuthReauthorizationDuringASession(t *testing.T) {
 	env := newOAuthEnv(t, true)
 	im, reg := env.connect(t)
-	env.as.mu.Lock()
-	clear(env.as.access)
-	env.as.mu.Unlock()
+	env.as.RevokeAccessTokens()
 	whoami(t, reg)
-	if h := env.as.hits(); h.authorizes != 2 {
-		t.Errorf("authorizations = %d, want 2 (the first, then after the revocation)", h.authorizes)
+	if h := env.as.Hits(); h.Authorizes != 2 {
+		t.Errorf("authorizations = %d, want 2 (the first, then after the revocation)", h.Authorizes)
 	}
 	if st := im.Status()[0]; !st.Connected || st.LastError != "" || st.AuthorizationURL != "" {
 		t.Errorf("status after re-authorizing = %+v, want connected and clean", st)
@@ -460,18 +238,18 @@ func TestOAuthSavedGrantIsReused(t *testing.T) {
 	env := newOAuthEnv(t, true)
 	first, _ := env.connect(t)
 	first.Close()
-	before := env.as.hits()
+	before := env.as.Hits()
 	// A restart: a new Importer with the same store.
 	_, reg := env.connect(t)
 	whoami(t, reg)
-	if h := env.as.hits(); h != before || before.authorizes != 1 {
+	if h := env.as.Hits(); h != before || before.Authorizes != 1 {
 		t.Errorf("hits after the restart = %+v, before %+v: the saved grant should have been used", h, before)
 	}
 }
 
 func TestOAuthRefreshesAnExpiredGrant(t *testing.T) {
 	env := newOAuthEnv(t, true)
-	env.as.expiresIn.Store(1)
+	env.as.ExpiresIn.Store(1)
 	first, _ := env.connect(t)
 	first.Close()
 	old, _ := env.store.get("prot")
@@ -485,15 +263,15 @@ func TestOAuthRefreshesAnExpiredGrant(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	before := env.as.hits()
+	before := env.as.Hits()
 	_, reg := env.connect(t)
 	whoami(t, reg)
-	after := env.as.hits()
-	if after.authorizes != before.authorizes || after.registers != before.registers || after.refreshes <= before.refreshes {
+	after := env.as.Hits()
+	if after.Authorizes != before.Authorizes || after.Registers != before.Registers || after.Refreshes <= before.Refreshes {
 		t.Errorf("hits %+v then %+v: want a refresh and no new authorization", before, after)
 	}
 	g, _ := env.store.get("prot")
-	if g.Token.AccessToken == old.Token.AccessToken || !env.mcp.saw(g.Token.AccessToken) || g.Token.RefreshToken != old.Token.RefreshToken {
+	if g.Token.AccessToken == old.Token.AccessToken || !env.mcp.Saw(g.Token.AccessToken) || g.Token.RefreshToken != old.Token.RefreshToken {
 		t.Errorf("saved token after the refresh = %+v, before %+v: want the new access token, the refresh token kept", g.Token, old.Token)
 	}
 }
@@ -501,16 +279,16 @@ func TestOAuthRefreshesAnExpiredGrant(t *testing.T) {
 func TestOAuthGrantForAnotherURLIsNotSent(t *testing.T) {
 	env := newOAuthEnv(t, true)
 	// A token the authorization server accepts: only the URL check keeps it from the server.
-	access, refresh := env.as.mint("elsewhere")
+	access, refresh := env.as.Mint("elsewhere")
 	env.store.grants["prot"] = qmcp.Grant{ServerURL: "http://127.0.0.1:1/mcp", ClientID: "elsewhere",
 		AuthURL: env.as.URL + "/authorize", TokenURL: env.as.URL + "/token", AuthStyle: oauth2.AuthStyleInParams,
 		Token: &oauth2.Token{AccessToken: access, RefreshToken: refresh, TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)}}
 	_, reg := env.connect(t)
 	whoami(t, reg)
-	if env.mcp.saw(access) {
+	if env.mcp.Saw(access) {
 		t.Error("the grant saved for another URL was sent to the server")
 	}
-	if h := env.as.hits(); h.authorizes != 1 || h.refreshes != 0 {
+	if h := env.as.Hits(); h.Authorizes != 1 || h.Refreshes != 0 {
 		t.Errorf("hits = %+v, want a new authorization", h)
 	}
 	if g, _ := env.store.get("prot"); g.ServerURL != env.mcp.URL || g.Token.AccessToken == access {
@@ -537,7 +315,7 @@ func TestOAuthDoesNotConnectWithoutAuthorization(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			env := newOAuthEnv(t, c.deny)
-			env.as.deny.Store(c.deny)
+			env.as.Deny.Store(c.deny)
 			opts := env.options()
 			opts.ConnectTimeout = 2 * time.Second
 			c.setup(opts)
@@ -567,8 +345,8 @@ func TestOAuthDoesNotConnectWithoutAuthorization(t *testing.T) {
 					t.Errorf("a callback after Close answered %d, want 400", code)
 				}
 			}
-			if g, saves := env.store.get("prot"); g != nil || saves != 0 || env.as.codeGrants.Load() != 0 {
-				t.Errorf("grant %+v saved (%d saves), %d code exchanges, without authorization", g, saves, env.as.codeGrants.Load())
+			if g, saves := env.store.get("prot"); g != nil || saves != 0 || env.as.CodeGrants.Load() != 0 {
+				t.Errorf("grant %+v saved (%d saves), %d code exchanges, without authorization", g, saves, env.as.CodeGrants.Load())
 			}
 		})
 	}
@@ -587,8 +365,8 @@ func TestOAuthUserTimeDoesNotCountAgainstConnectTimeout(t *testing.T) {
 	}
 	mustConnect(t, im)
 	whoami(t, reg)
-	if len(env.urls) != 0 || env.as.authorizes.Load() != 1 {
-		t.Errorf("%d more authorizations asked, %d /authorize hits, want none and 1", len(env.urls), env.as.authorizes.Load())
+	if len(env.urls) != 0 || env.as.Authorizes.Load() != 1 {
+		t.Errorf("%d more authorizations asked, %d /authorize hits, want none and 1", len(env.urls), env.as.Authorizes.Load())
 	}
 }
 
