@@ -1,0 +1,169 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/oauthtest"
+	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store/sqlite"
+)
+
+// serveWithOAuth runs a server whose one remote needs OAuth, on a port known before New so
+// the redirect URL can default to the server's own /oauth/callback.
+func serveWithOAuth(t *testing.T, db, remoteURL string, grants *server.GrantFiles) (base string, stop func()) {
+	t.Helper()
+	st, err := sqlite.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, server.Config{
+		Store: st, Registry: &quiver.Registry{Logger: slog.New(slog.DiscardHandler)}, Logger: slog.New(slog.DiscardHandler),
+		Remotes:   []mcp.Remote{{Name: "prot", URL: remoteURL, OAuth: &mcp.OAuth{}}},
+		PublicURL: base, OAuthGrants: grants,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+			st.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return base, stop
+}
+
+func health(t *testing.T, base string) mcp.RemoteStatus {
+	t.Helper()
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h server.Health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || len(h.MCPServers) != 1 {
+		t.Fatalf("healthz: %+v %v", h, err)
+	}
+	return h.MCPServers[0]
+}
+
+func waitHealth(t *testing.T, base string, ok func(mcp.RemoteStatus) bool) mcp.RemoteStatus {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := health(t, base)
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the remote's status never got there: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The whole flow through quiver serve: /healthz shows the URL to open, the user comes back
+// to the server's /oauth/callback, the remote's tools are served over /mcp, the grant is
+// sealed on disk, and a restarted server uses it without asking again.
+func TestServeAuthorizesARemoteThroughItsCallback(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	prot := oauthtest.NewProtectedServer(t, as)
+	dir := t.TempDir()
+	grants := &server.GrantFiles{Dir: filepath.Join(dir, "oauth-grants"), Keys: newKeyring(t)}
+	db := filepath.Join(dir, "quiver.db")
+
+	base, stop := serveWithOAuth(t, db, prot.URL, grants)
+	st := waitHealth(t, base, func(s mcp.RemoteStatus) bool { return s.AuthorizationURL != "" })
+	if st.Connected || !strings.Contains(st.LastError, "authorize") {
+		t.Errorf("status while waiting = %+v", st)
+	}
+	u, err := url.Parse(st.AuthorizationURL)
+	if err != nil || u.Query().Get("redirect_uri") != base+server.OAuthCallbackPath {
+		t.Fatalf("authorization URL %q: want the redirect %s", st.AuthorizationURL, base+server.OAuthCallbackPath)
+	}
+	// The user opens it; the authorization server sends the browser to the server's callback.
+	resp, err := http.Get(st.AuthorizationURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Quiver is authorized") {
+		t.Errorf("callback page: %d %s", resp.StatusCode, page)
+	}
+	waitHealth(t, base, func(s mcp.RemoteStatus) bool { return s.Connected && s.AuthorizationURL == "" && s.LastError == "" })
+
+	callWhoami := func() {
+		t.Helper()
+		cs := connect(t, base, "oauth-test")
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "prot.whoami", Arguments: map[string]any{}})
+		if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "you are alice" {
+			t.Fatalf("prot.whoami over /mcp: %v %+v", err, res)
+		}
+		cs.Close()
+	}
+	callWhoami()
+	if _, err := os.Stat(filepath.Join(grants.Dir, "prot.grant")); err != nil {
+		t.Fatalf("no grant on disk: %v", err)
+	}
+
+	// A restart reads the grant: no new authorization.
+	stop()
+	base, _ = serveWithOAuth(t, db, prot.URL, grants)
+	waitHealth(t, base, func(s mcp.RemoteStatus) bool { return s.Connected })
+	callWhoami()
+	if h := as.Hits(); h.Authorizes != 1 || h.Registers != 1 {
+		t.Errorf("authorization server hits %+v: the restarted server should have used the saved grant", h)
+	}
+
+	// A stale or forged callback is refused, and the server goes on.
+	resp, err = http.Get(base + server.OAuthCallbackPath + "?code=x&state=forged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("forged callback: %d, want 400", resp.StatusCode)
+	}
+	callWhoami()
+}
+
+func TestServeNeedsAPlaceToComeBackTo(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = server.New(context.Background(), server.Config{Store: st, Addr: "127.0.0.1:0", Registry: &quiver.Registry{},
+		Remotes: []mcp.Remote{{Name: "prot", URL: "http://127.0.0.1:9/mcp", OAuth: &mcp.OAuth{}}}})
+	if err == nil || !strings.Contains(err.Error(), "redirect_url") || !strings.Contains(err.Error(), "public URL") {
+		t.Errorf("a random port and no redirect URL: err = %v, want it to say what to set", err)
+	}
+}
