@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/store/secret"
@@ -68,4 +69,35 @@ func (g *GrantFiles) SaveToken(_ context.Context, remote string, grant *mcp.Gran
 		return fmt.Errorf("creating %s: %w", g.Dir, err)
 	}
 	return secret.WriteFile(g.path(remote), []byte(sealed))
+}
+
+// Reseal re-encrypts every grant under the keyring's current key (after a key rotation, while
+// the previous key is still in the keyring) and returns how many it rewrote. A grant that does
+// not open is left as it is and reported.
+func (g *GrantFiles) Reseal(ctx context.Context) (int, error) {
+	entries, err := os.ReadDir(g.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var failed []error
+	for _, e := range entries {
+		remote, ok := strings.CutSuffix(e.Name(), ".grant")
+		if !ok || e.IsDir() {
+			continue
+		}
+		grant, err := g.LoadToken(ctx, remote)
+		if err == nil && grant != nil {
+			err = g.SaveToken(ctx, remote, grant)
+		}
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(failed...)
 }

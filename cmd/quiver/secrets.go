@@ -130,6 +130,14 @@ func (a *app) rotateKey(ctx context.Context, args []string) (int, error) {
 		"The previous key is kept in %s, so that values written meanwhile by processes still running with it\n"+
 		"stay readable: restart every process using this database, then delete that file.\n",
 		rot.Values, plural(rot.Values), *keyPath, rot.NewKeyID, rot.OldKeyID, rot.OldKeyPath)
+	// The OAuth grants of remote MCP servers are sealed with the same key.
+	if grants, err := oauthGrants(*keyPath); err != nil {
+		fmt.Fprintf(a.stderr, "quiver: warning: the OAuth grants were not re-encrypted: %v\n", err)
+	} else if n, err := grants.Reseal(ctx); err != nil {
+		fmt.Fprintf(a.stderr, "quiver: warning: %d OAuth grant%s re-encrypted, some not: %v\n", n, plural(n), err)
+	} else if n > 0 {
+		fmt.Fprintf(a.stdout, "Re-encrypted %d OAuth grant%s of remote MCP servers.\n", n, plural(n))
+	}
 	return exitOK, nil
 }
 

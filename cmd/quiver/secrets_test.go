@@ -8,7 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/oauth2"
+
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
@@ -96,10 +100,23 @@ func TestSecretsRotateKey(t *testing.T) {
 	oldKey := ring.Current()
 	scope := seedSecrets(t, s, ring)
 	s.Close()
+	// An OAuth grant of a remote MCP server, sealed with the same key.
+	grants := &server.GrantFiles{Dir: filepath.Join(dir, grantsDirName), Keys: ring}
+	if err := grants.SaveToken(context.Background(), "tracker", &mcp.Grant{ServerURL: "https://t.example/mcp", Token: &oauth2.Token{AccessToken: "at-1", RefreshToken: "rt-1"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	code, stdout, stderr := runCLI(t, "", "secrets", "rotate-key", "--db", dbPath)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Re-encrypted 1 OAuth grant of remote MCP servers") {
+		t.Errorf("stdout does not report the grant: %s", stdout)
+	}
+	// Readable with the new key alone: the old one can be deleted.
+	newOnly := &server.GrantFiles{Dir: grants.Dir, Keys: secret.NewKeyring(keyFromFile(t, keyPath))}
+	if g, err := newOnly.LoadToken(context.Background(), "tracker"); err != nil || g == nil || g.Token.RefreshToken != "rt-1" {
+		t.Errorf("the grant with the new key only: %+v, %v", g, err)
 	}
 	t.Logf("%s", stdout)
 	newKey := keyFromFile(t, keyPath)
