@@ -274,6 +274,11 @@ func WriteFile(path string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("secret: writing %s: %w", path, err)
 	}
+	return SyncDir(dir)
+}
+
+// SyncDir makes a rename in dir durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("secret: sync %s: %w", dir, err)

@@ -163,7 +163,7 @@ func RotateKeyFile(ctx context.Context, vs store.Variables, keyPath string) (*Ro
 	if err := os.Rename(newPath, keyPath); err != nil {
 		return nil, fmt.Errorf("vars: the secrets are re-encrypted with the key in %s, but it could not replace %s: %w (run the rotation again to finish)", newPath, keyPath, err)
 	}
-	if err := syncDir(filepath.Dir(keyPath)); err != nil {
+	if err := secret.SyncDir(filepath.Dir(keyPath)); err != nil {
 		return nil, err
 	}
 	return rot, nil
@@ -222,19 +222,6 @@ func readKeyFile(path string) (*secret.Key, string, error) {
 func writeKeyFile(path, text string) error {
 	if err := secret.WriteFile(path, []byte(text)); err != nil {
 		return fmt.Errorf("vars: key file: %w", err)
-	}
-	return nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("vars: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("vars: sync %s: %w", dir, err)
 	}
 	return nil
 }
