@@ -193,11 +193,8 @@ func (p *persistingSource) Token() (*oauth2.Token, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// A refresh that omits the refresh token keeps the old one: oauth2 carries it over.
 	if p.grant.Token == nil || tok.AccessToken != p.grant.Token.AccessToken {
-		// A refresh may omit the refresh token, meaning the old one stays valid.
-		if tok.RefreshToken == "" && p.grant.Token != nil {
-			tok.RefreshToken = p.grant.Token.RefreshToken
-		}
 		p.grant.Token = tok
 		g := p.grant
 		p.r.saveGrant(&g)
