@@ -25,6 +25,10 @@ var (
 	ErrResultExists = errors.New("store: the tool call already has a result")
 	// ErrInvalid: the record breaks a rule the store enforces (a missing id, an unknown call).
 	ErrInvalid = errors.New("store: invalid record")
+	// ErrIDTaken: a message given an id that an existing message already has. Append reports
+	// it together with ErrInvalid (both match errors.Is); a writer replaying appends that may
+	// already be stored, such as store/journal, tells "already done" from "refused" by it.
+	ErrIDTaken = errors.New("store: the message id is already taken")
 )
 
 // Role is who a message is from.
@@ -198,6 +202,37 @@ type Store interface {
 	// Close releases the store's resources.
 	Close() error
 }
+
+// AppendOp is one append of a batch: messages for the end of a thread, as Store.Append takes
+// them.
+type AppendOp struct {
+	WorkspaceID string
+	ThreadID    string
+	Messages    []*Message
+	// At is when the messages were written, their CreatedAt; zero means the time of the batch.
+	// A writer that stores appends later than they were made (store/journal) keeps their time.
+	At time.Time
+}
+
+// BatchAppender is implemented by stores that can apply several appends in one transaction,
+// which costs little more than one: what a writer with many small appends to make (store/journal)
+// uses to keep up.
+type BatchAppender interface {
+	// AppendBatch applies ops in order in one transaction, each with Append's rules. It stores
+	// all of them or, when one fails, none; the error is then a *BatchError naming that one.
+	AppendBatch(ctx context.Context, ops []AppendOp) error
+}
+
+// BatchError is the error of an AppendBatch that stored nothing because of one of its ops.
+type BatchError struct {
+	Index int   // of the op that failed
+	Err   error // why: what Append would have returned for it alone
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("append %d of the batch: %v", e.Index, e.Err) }
+
+// Unwrap returns Err, so errors.Is sees ErrInvalid, ErrNotFound and the others through it.
+func (e *BatchError) Unwrap() error { return e.Err }
 
 // ErrDecided: the call already has a decision.
 var ErrDecided = errors.New("store: the call already has a decision")

@@ -54,7 +54,10 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store         = (*Store)(nil)
+	_ store.BatchAppender = (*Store)(nil)
+)
 
 // An Option adjusts how Open connects.
 type Option func(*options)
@@ -251,7 +254,7 @@ WHERE workspace_id = $1 AND parent_id = $2 ORDER BY created_at, id`, workspaceID
 const appendSQL = `WITH t AS (
 	UPDATE threads SET last_seq = last_seq + $3
 	WHERE id = $1 AND workspace_id = $2
-	RETURNING last_seq - $3 AS base, clock_timestamp() AS at
+	RETURNING last_seq - $3 AS base, COALESCE($17::timestamptz, clock_timestamp()) AS at
 ), m AS (
 	INSERT INTO messages (id, thread_id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at)
 	SELECT u.id, $1, t.base + u.n, u.role, u.content, NULLIF(u.calls, '')::json, NULLIF(u.call_id, ''), u.tool_name,
@@ -374,15 +377,70 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 	}
 	var base int64
 	var at time.Time
-	err = s.pool.QueryRow(ctx, appendSQL, threadID, workspaceID, int64(len(msgs)),
-		b.ids, b.roles, b.contents, b.calls, b.callIDs, b.toolNames, b.results,
-		b.callCallIDs, b.callPos, b.callIdx, b.callNames, b.callArgs, b.callReasoning).Scan(&base, &at)
+	err = s.pool.QueryRow(ctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at)
 	if err != nil {
 		return dbError(op, err)
 	}
+	b.fill(msgs, threadID, base, at)
+	return nil
+}
+
+// args are appendSQL's arguments for the batch; at nil means the time of the statement.
+func (b *batch) args(threadID, workspaceID string, at *time.Time) []any {
+	return []any{threadID, workspaceID, int64(len(b.ids)),
+		b.ids, b.roles, b.contents, b.calls, b.callIDs, b.toolNames, b.results,
+		b.callCallIDs, b.callPos, b.callIdx, b.callNames, b.callArgs, b.callReasoning, at}
+}
+
+// fill sets what Append promises on messages stored from the batch.
+func (b *batch) fill(msgs []*store.Message, threadID string, base int64, at time.Time) {
 	at = at.UTC()
 	for i, m := range msgs {
 		m.ID, m.ThreadID, m.Seq, m.CreatedAt = b.ids[i], threadID, base+int64(i)+1, at
+	}
+}
+
+// AppendBatch applies ops in order in one transaction (see store.BatchAppender): all of them,
+// or none and a *store.BatchError naming the op that failed. Each op follows Append's rules;
+// its messages' CreatedAt is the op's At when set.
+func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
+	batches := make([]*batch, len(ops))
+	for k, op := range ops {
+		b, err := newBatch(op.ThreadID, op.Messages)
+		if err != nil {
+			return &store.BatchError{Index: k, Err: fmt.Errorf("postgres: append to thread %s: %w", op.ThreadID, err)}
+		}
+		batches[k] = b
+	}
+	bases := make([]int64, len(ops))
+	ats := make([]time.Time, len(ops))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for k, op := range ops {
+			var at *time.Time
+			if !op.At.IsZero() {
+				at = &op.At
+			}
+			if len(op.Messages) == 0 {
+				if _, err := s.Thread(ctx, op.WorkspaceID, op.ThreadID); err != nil {
+					return &store.BatchError{Index: k, Err: err}
+				}
+				continue
+			}
+			err := tx.QueryRow(ctx, appendSQL, batches[k].args(op.ThreadID, op.WorkspaceID, at)...).Scan(&bases[k], &ats[k])
+			if err != nil {
+				return &store.BatchError{Index: k, Err: dbError("append to thread "+op.ThreadID, err)}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if _, ok := err.(*store.BatchError); ok {
+			return err
+		}
+		return fmt.Errorf("postgres: append batch: %w", err)
+	}
+	for k, op := range ops {
+		batches[k].fill(op.Messages, op.ThreadID, bases[k], ats[k])
 	}
 	return nil
 }
@@ -505,8 +563,9 @@ func dbError(op string, err error) error {
 		kind, what = store.ErrDecided, "the call already has a decision"
 	case pe.Code == "23503" && pe.ConstraintName == "call_decisions_call_fkey":
 		kind, what = store.ErrInvalid, "the thread asked for no such call"
-	case pe.Code == "23505" && (pe.ConstraintName == "threads_pkey" || pe.ConstraintName == "messages_pkey" ||
-		pe.ConstraintName == "queued_messages_pkey"):
+	case pe.Code == "23505" && pe.ConstraintName == "messages_pkey":
+		kind, what = fmt.Errorf("%w (%w)", store.ErrIDTaken, store.ErrInvalid), "the id is already taken"
+	case pe.Code == "23505" && (pe.ConstraintName == "threads_pkey" || pe.ConstraintName == "queued_messages_pkey"):
 		kind, what = store.ErrInvalid, "the id is already taken"
 	case pe.Code == "23503" && pe.ConstraintName == "threads_parent_fkey":
 		kind, what = store.ErrNotFound, "no such parent thread in the workspace"

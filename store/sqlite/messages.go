@@ -39,12 +39,6 @@ type callRow struct {
 // one fails with store.ErrInvalid. When Append fails nothing of the batch is stored and msgs are
 // left as they were.
 func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
-	rows := make([]row, len(msgs))
-	for i, m := range msgs {
-		if err := encodeMessage(m, &rows[i]); err != nil {
-			return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
-		}
-	}
 	if len(msgs) == 0 {
 		// Nothing to write, but a missing thread is still reported.
 		if err := s.rThreadExists.QueryRowContext(ctx, threadID, workspaceID).Scan(new(int)); err != nil {
@@ -55,48 +49,99 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 		}
 		return nil
 	}
-	now := time.Now().UTC().Round(0)
-	var first int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
-		if err != nil {
-			return fmt.Errorf("sqlite: append to %s: %w", threadID, err)
+	op := store.AppendOp{WorkspaceID: workspaceID, ThreadID: threadID, Messages: msgs}
+	err := s.AppendBatch(ctx, []store.AppendOp{op})
+	if be, ok := err.(*store.BatchError); ok {
+		return be.Err
+	}
+	return err
+}
+
+// AppendBatch applies ops in order in one transaction (see store.BatchAppender): all of them,
+// or none and a *store.BatchError naming the op that failed. Each op follows Append's rules and
+// sets its messages' ID, ThreadID, Seq and CreatedAt (the op's At when set) once the batch is
+// stored.
+func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
+	rows := make([][]row, len(ops))
+	for k, op := range ops {
+		rows[k] = make([]row, len(op.Messages))
+		for i, m := range op.Messages {
+			if err := encodeMessage(m, &rows[k][i]); err != nil {
+				return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: message %d: %w", op.ThreadID, i, err)}
+			}
 		}
-		first = last + 1
-		insMsg := tx.StmtContext(ctx, s.wInsertMessage)
-		var insCall *sql.Stmt
-		for i := range rows {
-			r := &rows[i]
-			seq := first + int64(i)
-			m := r.msg
-			_, err := insMsg.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
-				r.toolName, r.result, now.UnixNano(), threadID)
+	}
+	now := time.Now().UTC().Round(0)
+	firsts := make([]int64, len(ops))
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for k, op := range ops {
+			at := now
+			if !op.At.IsZero() {
+				at = op.At.UTC().Round(0)
+			}
+			first, err := s.appendRows(ctx, tx, op.WorkspaceID, op.ThreadID, rows[k], at)
 			if err != nil {
-				return s.insertError(ctx, tx, threadID, i, r, err)
+				return &store.BatchError{Index: k, Err: err}
 			}
-			if len(r.calls) > 0 && insCall == nil {
-				insCall = tx.StmtContext(ctx, s.wInsertCall)
-			}
-			for j, c := range r.calls {
-				_, err := insCall.ExecContext(ctx, threadID, c.id, seq, j, c.name, c.args, c.reasoning)
-				if isConstraint(err) {
-					return fmt.Errorf("sqlite: append to %s: message %d: call id %q is already used in the thread: %w",
-						threadID, i, c.id, store.ErrInvalid)
-				}
-				if err != nil {
-					return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
-				}
-			}
+			firsts[k] = first
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for i, m := range msgs {
-		m.ID, m.ThreadID, m.Seq, m.CreatedAt = rows[i].id, threadID, first+int64(i), now
+	for k, op := range ops {
+		at := now
+		if !op.At.IsZero() {
+			at = op.At.UTC().Round(0)
+		}
+		for i, m := range op.Messages {
+			m.ID, m.ThreadID, m.Seq, m.CreatedAt = rows[k][i].id, op.ThreadID, firsts[k]+int64(i), at
+		}
 	}
 	return nil
+}
+
+// appendRows inserts one append's rows at the end of the thread inside tx and returns the seq
+// of the first.
+func (s *Store) appendRows(ctx context.Context, tx *sql.Tx, workspaceID, threadID string, rows []row, at time.Time) (int64, error) {
+	if len(rows) == 0 {
+		if _, err := s.lastSeq(ctx, tx, workspaceID, threadID); err != nil {
+			return 0, fmt.Errorf("sqlite: append to %s: %w", threadID, err)
+		}
+		return 0, nil
+	}
+	last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: append to %s: %w", threadID, err)
+	}
+	first := last + 1
+	insMsg := tx.StmtContext(ctx, s.wInsertMessage)
+	var insCall *sql.Stmt
+	for i := range rows {
+		r := &rows[i]
+		seq := first + int64(i)
+		m := r.msg
+		_, err := insMsg.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
+			r.toolName, r.result, at.UnixNano(), threadID)
+		if err != nil {
+			return 0, s.insertError(ctx, tx, threadID, i, r, err)
+		}
+		if len(r.calls) > 0 && insCall == nil {
+			insCall = tx.StmtContext(ctx, s.wInsertCall)
+		}
+		for j, c := range r.calls {
+			_, err := insCall.ExecContext(ctx, threadID, c.id, seq, j, c.name, c.args, c.reasoning)
+			if isConstraint(err) {
+				return 0, fmt.Errorf("sqlite: append to %s: message %d: call id %q is already used in the thread: %w",
+					threadID, i, c.id, store.ErrInvalid)
+			}
+			if err != nil {
+				return 0, fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
+			}
+		}
+	}
+	return first, nil
 }
 
 // lastSeq returns the seq of the thread's newest message (0 for none) inside a write
@@ -116,6 +161,13 @@ func (s *Store) lastSeq(ctx context.Context, tx *sql.Tx, workspaceID, threadID s
 func (s *Store) insertError(ctx context.Context, tx *sql.Tx, threadID string, i int, r *row, err error) error {
 	if !isConstraint(err) {
 		return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
+	}
+	var taken bool
+	if err := tx.StmtContext(ctx, s.wMessageExists).QueryRowContext(ctx, r.id).Scan(&taken); err != nil {
+		return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
+	}
+	if taken {
+		return fmt.Errorf("sqlite: append to %s: message %d: id %q: %w (%w)", threadID, i, r.id, store.ErrIDTaken, store.ErrInvalid)
 	}
 	if r.toolCallID.Valid {
 		var asked, answered bool

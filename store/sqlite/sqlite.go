@@ -82,12 +82,15 @@ type Store struct {
 	r *sql.DB // read-only pool
 
 	// Prepared statements of the writer connection.
-	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wThread, wUpdateThread, wInsertThread, wThreadWorkspace *sql.Stmt
+	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wMessageExists, wThread, wUpdateThread, wInsertThread, wThreadWorkspace *sql.Stmt
 	// Prepared statements of the read pool.
 	rThread, rThreadExists, rLastMessages, rChildren, rPending, rQueued *sql.Stmt
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store         = (*Store)(nil)
+	_ store.BatchAppender = (*Store)(nil)
+)
 
 // Open opens the database file at path (a file name, not a URI or ":memory:"), creating it if
 // needed, and applies the schema migrations it lacks. Pass at most one Options.
@@ -188,7 +191,7 @@ func fileURI(path string) (string, error) {
 // first; call it once the store is no longer used.
 func (s *Store) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wThread,
+	for _, st := range []*sql.Stmt{s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wMessageExists, s.wThread,
 		s.wUpdateThread, s.wInsertThread, s.wThreadWorkspace, s.rThread, s.rThreadExists, s.rLastMessages,
 		s.rChildren, s.rPending, s.rQueued} {
 		if st != nil {
@@ -223,6 +226,7 @@ func (s *Store) prepare() error {
 	prep(s.w, &s.wInsertCall, `INSERT INTO tool_calls (thread_id, call_id, seq, idx, name, args, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	prep(s.w, &s.wCallState, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = ?1 AND call_id = ?2),
 		EXISTS (SELECT 1 FROM messages WHERE thread_id = ?1 AND tool_call_id = ?2)`)
+	prep(s.w, &s.wMessageExists, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?)`)
 	prep(s.w, &s.wThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
 	prep(s.w, &s.wUpdateThread, `UPDATE threads SET tags = ?, step_count = ?, current_side = ?, stopped = ?, status = ?, state = ?, updated_at = ? WHERE id = ?`)
 	prep(s.w, &s.wInsertThread, `INSERT INTO threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)

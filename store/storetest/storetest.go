@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver/store"
 )
@@ -36,6 +37,8 @@ func Run(t *testing.T, open Open) {
 		{"ResultsExactlyOnce", testResultsExactlyOnce},
 		{"ResultMustAnswerACall", testResultMustAnswerACall},
 		{"BatchIsAtomic", testBatchIsAtomic},
+		{"MessageIDTaken", testMessageIDTaken},
+		{"AppendBatch", testAppendBatch},
 		{"PendingCalls", testPendingCalls},
 		{"MessageShapeRules", testMessageShapeRules},
 		{"RoundTripsEveryField", testRoundTrip},
@@ -301,6 +304,93 @@ func testBatchIsAtomic(t *testing.T, s store.Store) {
 	mustAppend(t, s, th.ID, &store.Message{Role: store.RoleUser, Content: "next"})
 	if msgs := all(t, s, ws, th.ID); len(msgs) != 3 || msgs[2].Seq != 3 {
 		t.Fatalf("seq after a failed batch = %d, want 3", msgs[2].Seq)
+	}
+}
+
+func testMessageIDTaken(t *testing.T, s store.Store) {
+	th := newThread(t, s, ws)
+	first := &store.Message{ID: "msg_given_1", Role: store.RoleUser, Content: "hello"}
+	mustAppend(t, s, th.ID, first)
+	// The same id again, in this thread or another: refused, and recognisable as a taken id.
+	other := newThread(t, s, ws)
+	for _, threadID := range []string{th.ID, other.ID} {
+		err := s.Append(ctx, ws, threadID, &store.Message{ID: "msg_given_1", Role: store.RoleUser, Content: "again"})
+		if !errors.Is(err, store.ErrIDTaken) || !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("a taken message id in %s: %v, want ErrIDTaken and ErrInvalid", threadID, err)
+		}
+	}
+	// Other refusals are not a taken id.
+	mustAppend(t, s, th.ID, assistant("c1"), result("c1", "ok"))
+	if err := s.Append(ctx, ws, th.ID, result("c1", "dup")); errors.Is(err, store.ErrIDTaken) {
+		t.Fatalf("a second result reported as a taken id: %v", err)
+	}
+	if err := s.Append(ctx, ws, th.ID, assistant("c1")); errors.Is(err, store.ErrIDTaken) || !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a repeated call id: %v, want ErrInvalid only", err)
+	}
+}
+
+func testAppendBatch(t *testing.T, s store.Store) {
+	b, ok := s.(store.BatchAppender)
+	if !ok {
+		t.Fatalf("%T does not implement store.BatchAppender", s)
+	}
+	a, c := newThread(t, s, ws), newThread(t, s, ws)
+	at := time.Date(2026, 3, 4, 5, 6, 7, 8000, time.UTC)
+	ops := []store.AppendOp{
+		{WorkspaceID: ws, ThreadID: a.ID, Messages: []*store.Message{assistant("x1"), result("x1", "one")}, At: at},
+		{WorkspaceID: ws, ThreadID: c.ID, Messages: []*store.Message{{Role: store.RoleUser, Content: "hi"}}},
+		{WorkspaceID: ws, ThreadID: a.ID, Messages: []*store.Message{assistant("x2"), result("x2", "two")}},
+	}
+	before := time.Now().Add(-time.Second)
+	if err := b.AppendBatch(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	msgs := all(t, s, ws, a.ID)
+	if len(msgs) != 4 || msgs[1].Result.Text != "one" || msgs[3].Result.Text != "two" || msgs[3].Seq != 4 {
+		t.Fatalf("thread a after the batch: %d messages", len(msgs))
+	}
+	if !msgs[0].CreatedAt.Equal(at) || !msgs[1].CreatedAt.Equal(at) {
+		t.Errorf("CreatedAt %v, want the op's At %v", msgs[0].CreatedAt, at)
+	}
+	if msgs[2].CreatedAt.Before(before) {
+		t.Errorf("CreatedAt of an op without At is %v, want the batch's time", msgs[2].CreatedAt)
+	}
+	if ops[2].Messages[1].Seq != 4 || ops[2].Messages[1].ThreadID != a.ID || ops[0].Messages[0].ID == "" {
+		t.Errorf("AppendBatch did not fill the messages: %+v", ops[2].Messages[1])
+	}
+	if got := all(t, s, ws, c.ID); len(got) != 1 || got[0].Content != "hi" {
+		t.Fatalf("thread c after the batch: %+v", got)
+	}
+
+	// One op that fails stores nothing of the batch and says which it was.
+	fail := []store.AppendOp{
+		{WorkspaceID: ws, ThreadID: c.ID, Messages: []*store.Message{{Role: store.RoleUser, Content: "lost"}}},
+		{WorkspaceID: ws, ThreadID: a.ID, Messages: []*store.Message{result("x1", "dup")}},
+	}
+	err := b.AppendBatch(ctx, fail)
+	var be *store.BatchError
+	if !errors.As(err, &be) || be.Index != 1 || !errors.Is(err, store.ErrResultExists) {
+		t.Fatalf("a batch with a duplicate result: %v, want a BatchError for op 1 wrapping ErrResultExists", err)
+	}
+	if got := all(t, s, ws, c.ID); len(got) != 1 {
+		t.Fatalf("a failed batch left %d messages in thread c, want 1", len(got))
+	}
+	for _, tc := range []struct {
+		name string
+		op   store.AppendOp
+		want error
+	}{
+		{"a thread of another workspace", store.AppendOp{WorkspaceID: "wsp_other", ThreadID: a.ID, Messages: []*store.Message{{Role: store.RoleUser, Content: "x"}}}, store.ErrNotFound},
+		{"an unknown role", store.AppendOp{WorkspaceID: ws, ThreadID: a.ID, Messages: []*store.Message{{Role: "robot"}}}, store.ErrInvalid},
+	} {
+		ok := store.AppendOp{WorkspaceID: ws, ThreadID: c.ID, Messages: []*store.Message{{Role: store.RoleUser, Content: "lost"}}}
+		err := b.AppendBatch(ctx, []store.AppendOp{ok, tc.op})
+		if !errors.As(err, &be) || be.Index != 1 || !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want a BatchError for op 1 wrapping %v", tc.name, err, tc.want)
+		}
+	}
+	if got := all(t, s, ws, c.ID); len(got) != 1 {
+		t.Fatalf("failed batches left %d messages in thread c, want 1", len(got))
 	}
 }
 
