@@ -5,7 +5,10 @@
 //
 // Each MCP session gets its own thread in the workspace, tagged "mcp"; each tools/call is
 // appended to it as an assistant message carrying the call and a tool message carrying the
-// result, in one transaction, exactly once per call id (see [Recorder]).
+// result, in one transaction, exactly once per call id (see [Recorder]). With
+// Config.JournalDir the record is written to a local journal before the client gets its answer
+// and reaches the store within milliseconds (see store/journal), so that the client does not
+// wait for a database transaction.
 package server
 
 import (
@@ -24,6 +27,7 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/journal"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -37,6 +41,14 @@ type Config struct {
 	// Store records every call; the workspace is created in it when missing and the store
 	// implements store.Entities.
 	Store store.Store
+	// JournalDir, when set, is a directory for a journal (store/journal) in front of Store:
+	// each call's record is written there (one write to a local file, which survives a crash
+	// of the process) before the client gets its answer, and the journal's writer stores the
+	// records in Store in batches, within milliseconds. New stores there first what a server
+	// that crashed left behind. Empty: each record is stored in Store before the answer.
+	// Use it when the directory is as durable as the store: beside a SQLite file, not on the
+	// disposable disk of a node sharing PostgreSQL.
+	JournalDir string
 	// WorkspaceID is the workspace calls run and are recorded in; "wsp_local" when empty.
 	WorkspaceID string
 	// Registry holds the tools served (imported tools are added to it); quiver.Default when nil.
@@ -77,6 +89,7 @@ type Config struct {
 type Server struct {
 	cfg        Config
 	logger     *slog.Logger
+	journal    *journal.Journal
 	dispatcher *quiver.Dispatcher
 	mcp        *mcp.Server
 	importer   *mcp.Importer
@@ -85,7 +98,7 @@ type Server struct {
 
 // New builds a server: it makes sure the workspace exists, connects to the remote MCP servers
 // (one that is down is retried in the background, not an error) and prepares the handlers.
-func New(ctx context.Context, cfg Config) (*Server, error) {
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Store == nil {
 		return nil, errors.New("server: a store is required")
 	}
@@ -108,12 +121,24 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.ensureWorkspace(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.JournalDir != "" {
+		j, jerr := journal.Open(ctx, cfg.JournalDir, cfg.Store, &journal.Options{Logger: s.logger})
+		if jerr != nil {
+			return nil, fmt.Errorf("server: %w", jerr)
+		}
+		s.journal = j
+		defer func() {
+			if err != nil {
+				j.Close()
+			}
+		}()
+	}
 	s.dispatcher = &quiver.Dispatcher{
 		Registry: cfg.Registry,
 		Policy:   cfg.Policy,
 		Resolver: cfg.Resolver,
 		Confirm:  mcp.Confirm(nil),
-		Recorder: &Recorder{Store: cfg.Store},
+		Recorder: &Recorder{Store: cfg.Store, Journal: s.journal},
 	}
 	opts := mcp.ServerOptions{}
 	if cfg.MCP != nil {
@@ -235,12 +260,26 @@ type Health struct {
 	Status     string             `json:"status"`
 	Tools      int                `json:"tools"`
 	MCPServers []mcp.RemoteStatus `json:"mcp_servers,omitempty"`
+	// Journal is there when calls are recorded through a journal (Config.JournalDir).
+	Journal *JournalHealth `json:"journal,omitempty"`
+}
+
+// JournalHealth says how the journal in front of the store keeps up.
+type JournalHealth struct {
+	// Pending records are in the journal and not yet in the store: a number that stays high
+	// means the store does not keep up (or is down: the log says why).
+	Pending int `json:"pending"`
+	// Refused records were refused by the store and dropped (each was logged) since the start.
+	Refused uint64 `json:"refused"`
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	h := Health{Status: "ok", Tools: len(s.dispatcher.Tools())}
 	if s.importer != nil {
 		h.MCPServers = s.importer.Status()
+	}
+	if s.journal != nil {
+		h.Journal = &JournalHealth{Pending: s.journal.Pending(), Refused: s.journal.Refused()}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(h)
@@ -286,12 +325,27 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close disconnects remote MCP servers and ends MCP sessions. Serve calls it on shutdown.
+// Close disconnects remote MCP servers, ends MCP sessions and stores what the journal holds.
+// Serve calls it on shutdown.
 func (s *Server) Close() {
 	s.mcp.Close()
 	if s.importer != nil {
 		_ = s.importer.Close()
 	}
+	if s.journal != nil {
+		if err := s.journal.Close(); err != nil {
+			s.logger.Error("server: the journal was not stored in full", "err", err)
+		}
+	}
+}
+
+// Flush waits until every call recorded so far is in the store (with Config.JournalDir, the
+// journal's writer stores records a few milliseconds after the call), or ctx ends.
+func (s *Server) Flush(ctx context.Context) error {
+	if s.journal == nil {
+		return nil
+	}
+	return s.journal.Flush(ctx)
 }
 
 // Recorder records calls in threads of a store: for a call whose scope names a thread, an
@@ -301,6 +355,10 @@ func (s *Server) Close() {
 // the result refers to them. Calls without a thread in their scope are not recorded.
 type Recorder struct {
 	Store store.Store
+	// Journal, when set, takes the messages instead of Store: RecordResult returns once they
+	// are in the journal, and the journal's writer stores them in Store (see store/journal).
+	// Attachments still go to Store's file system first.
+	Journal *journal.Journal
 }
 
 // RecordResult implements quiver.Recorder.
@@ -327,6 +385,9 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 	msgs := []*store.Message{
 		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{thread.StoredCall(call)}},
 		{Role: store.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Result: tr, Content: res.ModelText()},
+	}
+	if r.Journal != nil {
+		return r.Journal.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
 	}
 	return r.Store.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
 }

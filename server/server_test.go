@@ -116,7 +116,19 @@ func connect(t *testing.T, url, name string) *sdk.ClientSession {
 }
 
 func TestCallsArePersistedPerSession(t *testing.T) {
-	r := start(t, server.Config{})
+	for _, journaled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "journal"}[journaled], func(t *testing.T) {
+			testCallsArePersistedPerSession(t, journaled)
+		})
+	}
+}
+
+func testCallsArePersistedPerSession(t *testing.T, journaled bool) {
+	cfg := server.Config{}
+	if journaled {
+		cfg.JournalDir = filepath.Join(t.TempDir(), "journal")
+	}
+	r := start(t, cfg)
 	ctx := context.Background()
 	calls := []struct {
 		client, tool string
@@ -138,6 +150,12 @@ func TestCallsArePersistedPerSession(t *testing.T) {
 			sessions[c.client] = cs
 		}
 		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if journaled {
+		checkJournalHealth(t, r.url)
+		if err := r.srv.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,6 +197,23 @@ func TestCallsArePersistedPerSession(t *testing.T) {
 		if err != nil || len(pending) != 0 {
 			t.Errorf("%s: pending calls %v %v, want none", client, pending, err)
 		}
+	}
+}
+
+// checkJournalHealth: /healthz reports the journal, and nothing refused.
+func checkJournalHealth(t *testing.T, url string) {
+	t.Helper()
+	resp, err := http.Get(url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h server.Health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Journal == nil || h.Journal.Refused != 0 || h.Journal.Pending < 0 {
+		t.Fatalf("/healthz journal: %+v", h.Journal)
 	}
 }
 
@@ -313,5 +348,83 @@ func TestRecorderStoresAttachmentsInTheThread(t *testing.T) {
 	stored, err := thread.Result(msgs[1].Result)
 	if err != nil || len(stored.Attachments) != 1 || stored.Attachments[0].Path != a.Path || stored.Attachments[0].Data != "" {
 		t.Fatalf("recorded result %+v, %v", stored, err)
+	}
+}
+
+// downStore is the SQLite store with appends failing as a database that is down does.
+type downStore struct {
+	*spyStore
+	down bool
+}
+
+func (d *downStore) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
+	if d.down {
+		return errors.New("database is down")
+	}
+	return d.Store.AppendBatch(ctx, ops)
+}
+
+// TestJournaledCallsSurviveAStoreOutage: with a journal, calls are answered while the store
+// cannot take their records; what the server could not store by shutdown stays in the journal,
+// and the next server on the same directory stores it before serving.
+func TestJournaledCallsSurviveAStoreOutage(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "quiver.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dir := filepath.Join(t.TempDir(), "journal")
+	st := &downStore{spyStore: &spyStore{Store: db}, down: true}
+	srv, err := server.New(ctx, server.Config{Store: st, Registry: testRegistry(t), JournalDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	cs := connect(t, "http://"+ln.Addr().String(), "outage")
+	for _, text := range []string{"one", "two", "three"} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+		if err != nil || res.IsError {
+			t.Fatalf("call while the store is down: %v %+v", err, res)
+		}
+	}
+	cs.Close()
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.journal"))
+	if len(files) != 1 {
+		t.Fatalf("journal files after shutting down with the store down: %v", files)
+	}
+
+	st.down = false
+	srv2, err := server.New(ctx, server.Config{Store: st, Registry: testRegistry(t), JournalDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.Close()
+	// The session's thread holds the three calls, in order.
+	if len(st.threads) != 1 {
+		t.Fatalf("%d threads created, want the session's", len(st.threads))
+	}
+	var texts []string
+	page, err := db.Messages(ctx, "wsp_local", st.threads[0].ID, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range page {
+		if m.Role == store.RoleTool {
+			texts = append(texts, m.Result.Text)
+		}
+	}
+	if strings.Join(texts, ",") != "one,two,three" {
+		t.Fatalf("stored after the restart: %v", texts)
 	}
 }

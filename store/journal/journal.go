@@ -112,8 +112,8 @@ type Journal struct {
 }
 
 type entry struct {
-	payload []byte // the append, as framed in the file
-	seg     *segment
+	op  store.AppendOp // the messages are copies of the caller's
+	seg *segment
 }
 
 type segment struct {
@@ -187,7 +187,8 @@ func Open(ctx context.Context, dir string, st store.Store, opts *Options) (*Jour
 // Append writes msgs, for the end of the thread, to the journal and returns once they are in
 // the file (see the package documentation for what that guarantees). It gives each message an
 // id when it has none and sets ThreadID and CreatedAt; Seq is set by the store later and is not
-// filled in. It blocks while Options.MaxPending appends wait for the store, until ctx ends.
+// filled in. The writer stores copies of the messages, but what they point to (tool calls,
+// arguments, results) is shared: do not change it after Append. It blocks while Options.MaxPending appends wait for the store, until ctx ends.
 // Messages that break a rule of their role fail with store.ErrInvalid and are not written.
 func (j *Journal) Append(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
 	rec := record{WorkspaceID: workspaceID, ThreadID: threadID, At: time.Now().UTC().Round(0), Messages: msgs}
@@ -213,7 +214,7 @@ func (j *Journal) Append(ctx context.Context, workspaceID, threadID string, msgs
 		j.mu.Unlock()
 		return ErrClosed
 	}
-	err = j.write(frame)
+	err = j.write(frame, store.AppendOp{WorkspaceID: workspaceID, ThreadID: threadID, Messages: copies(msgs), At: rec.At})
 	n := len(j.queue)
 	j.mu.Unlock()
 	if err != nil {
@@ -229,8 +230,21 @@ func (j *Journal) Append(ctx context.Context, workspaceID, threadID string, msgs
 	return nil
 }
 
+// copies returns shallow copies of msgs, so that the writer stores what was appended even if the
+// caller reuses its messages; what they point to (calls, results) is shared and must not change.
+func copies(msgs []*store.Message) []*store.Message {
+	out := make([]*store.Message, len(msgs))
+	vals := make([]store.Message, len(msgs))
+	for i, m := range msgs {
+		vals[i] = *m
+		vals[i].Seq, vals[i].CreatedAt = 0, time.Time{}
+		out[i] = &vals[i]
+	}
+	return out
+}
+
 // write puts one framed append at the end of the current file and queues it. j.mu is held.
-func (j *Journal) write(frame []byte) error {
+func (j *Journal) write(frame []byte, op store.AppendOp) error {
 	if j.cur.size > int64(len(magic)) && j.cur.size+int64(len(frame)) > j.opts.SegmentBytes {
 		if err := j.rotate(); err != nil {
 			return err
@@ -250,7 +264,7 @@ func (j *Journal) write(frame []byte) error {
 	}
 	seg.size += int64(len(frame))
 	seg.pending++
-	j.queue = append(j.queue, &entry{payload: frame[frameHeader:], seg: seg})
+	j.queue = append(j.queue, &entry{op: op, seg: seg})
 	j.appended++
 	return nil
 }
@@ -489,16 +503,9 @@ func (j *Journal) storeNext(closing bool) bool {
 	if n == 0 {
 		return false
 	}
-	ops := make([]store.AppendOp, 0, n)
-	var damaged []int // queue positions that do not decode (cannot happen short of a bug)
+	ops := make([]store.AppendOp, n)
 	for i, e := range batch {
-		op, err := decode(e.payload)
-		if err != nil {
-			j.log.Error("journal: an append does not decode; dropped", "file", e.seg.path, "err", err)
-			damaged = append(damaged, i)
-			continue
-		}
-		ops = append(ops, op)
+		ops[i] = e.op
 	}
 	refused, err := j.storeOps(ops, closing)
 	if err != nil {
@@ -510,7 +517,7 @@ func (j *Journal) storeNext(closing bool) bool {
 		j.queue = nil // let the backing array go
 	}
 	j.done += uint64(n)
-	j.refused += uint64(refused + len(damaged))
+	j.refused += uint64(refused)
 	for _, e := range batch {
 		e.seg.pending--
 		if e.seg.pending == 0 && e.seg != j.cur {

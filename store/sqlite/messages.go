@@ -74,16 +74,28 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	now := time.Now().UTC().Round(0)
 	firsts := make([]int64, len(ops))
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		// The last seq of each thread appended to so far in this transaction: the next append
+		// to it need not look it up.
+		lasts := map[[2]string]int64{}
+		ins := &inserts{msg: tx.StmtContext(ctx, s.wInsertMessage)}
 		for k, op := range ops {
 			at := now
 			if !op.At.IsZero() {
 				at = op.At.UTC().Round(0)
 			}
-			first, err := s.appendRows(ctx, tx, op.WorkspaceID, op.ThreadID, rows[k], at)
-			if err != nil {
+			key := [2]string{op.WorkspaceID, op.ThreadID}
+			last, known := lasts[key]
+			if !known {
+				var err error
+				if last, err = s.lastSeq(ctx, tx, op.WorkspaceID, op.ThreadID); err != nil {
+					return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: %w", op.ThreadID, err)}
+				}
+			}
+			if err := s.appendRows(ctx, tx, ins, op.ThreadID, rows[k], last+1, at); err != nil {
 				return &store.BatchError{Index: k, Err: err}
 			}
-			firsts[k] = first
+			firsts[k] = last + 1
+			lasts[key] = last + int64(len(rows[k]))
 		}
 		return nil
 	})
@@ -102,46 +114,37 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	return nil
 }
 
-// appendRows inserts one append's rows at the end of the thread inside tx and returns the seq
-// of the first.
-func (s *Store) appendRows(ctx context.Context, tx *sql.Tx, workspaceID, threadID string, rows []row, at time.Time) (int64, error) {
-	if len(rows) == 0 {
-		if _, err := s.lastSeq(ctx, tx, workspaceID, threadID); err != nil {
-			return 0, fmt.Errorf("sqlite: append to %s: %w", threadID, err)
-		}
-		return 0, nil
-	}
-	last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: append to %s: %w", threadID, err)
-	}
-	first := last + 1
-	insMsg := tx.StmtContext(ctx, s.wInsertMessage)
-	var insCall *sql.Stmt
+// inserts are the insert statements of one write transaction, prepared for it once.
+type inserts struct {
+	msg, call *sql.Stmt // call: when first needed
+}
+
+// appendRows inserts one append's rows inside tx, numbered from first.
+func (s *Store) appendRows(ctx context.Context, tx *sql.Tx, ins *inserts, threadID string, rows []row, first int64, at time.Time) error {
 	for i := range rows {
 		r := &rows[i]
 		seq := first + int64(i)
 		m := r.msg
-		_, err := insMsg.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
+		_, err := ins.msg.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
 			r.toolName, r.result, at.UnixNano(), threadID)
 		if err != nil {
-			return 0, s.insertError(ctx, tx, threadID, i, r, err)
+			return s.insertError(ctx, tx, threadID, i, r, err)
 		}
-		if len(r.calls) > 0 && insCall == nil {
-			insCall = tx.StmtContext(ctx, s.wInsertCall)
+		if len(r.calls) > 0 && ins.call == nil {
+			ins.call = tx.StmtContext(ctx, s.wInsertCall)
 		}
 		for j, c := range r.calls {
-			_, err := insCall.ExecContext(ctx, threadID, c.id, seq, j, c.name, c.args, c.reasoning)
+			_, err := ins.call.ExecContext(ctx, threadID, c.id, seq, j, c.name, c.args, c.reasoning)
 			if isConstraint(err) {
-				return 0, fmt.Errorf("sqlite: append to %s: message %d: call id %q is already used in the thread: %w",
+				return fmt.Errorf("sqlite: append to %s: message %d: call id %q is already used in the thread: %w",
 					threadID, i, c.id, store.ErrInvalid)
 			}
 			if err != nil {
-				return 0, fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
+				return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
 			}
 		}
 	}
-	return first, nil
+	return nil
 }
 
 // lastSeq returns the seq of the thread's newest message (0 for none) inside a write
