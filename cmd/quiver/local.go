@@ -47,6 +47,8 @@ type opened struct {
 	KeyPath string
 	// Where says which database this is, for messages ("/home/u/.local/share/quiver/quiver.db").
 	Where string
+	// SQLitePath is the database file when the store is SQLite.
+	SQLitePath string
 }
 
 // open opens (creating when needed) the database the flags name, applies its migrations and
@@ -84,7 +86,7 @@ func (f storeFlags) open(ctx context.Context) (*opened, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("creating the data directory: %w", err)
 		}
-		o.Where = path
+		o.Where, o.SQLitePath = path, path
 		st, err := sqlite.Open(path)
 		if err != nil {
 			return nil, err

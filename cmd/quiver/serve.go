@@ -34,6 +34,7 @@ type serveFlags struct {
 	store       storeFlags
 	config      *string
 	conformance *bool
+	journal     *bool
 }
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
@@ -41,6 +42,8 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 		store:       addStoreFlags(fs),
 		config:      fs.String("config", "", "configuration file (default: $"+configEnv+", else "+server.ConfigFileName+" in the data directory when it exists)"),
 		conformance: fs.Bool("conformance", false, "also serve the fixture tools, resources and prompts of the MCP conformance suite"),
+		journal: fs.Bool("journal", true, "with SQLite, record calls through a journal beside the database (DB.journal/): a client gets its answer once the record "+
+			"is in the journal, and it reaches the database within milliseconds; --journal=false stores each record before answering"),
 	}
 }
 
@@ -91,6 +94,9 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags) (server.Config, fu
 		return server.Config{}, nil, err
 	}
 	cfg.Store = st
+	if *f.journal && st.SQLitePath != "" {
+		cfg.JournalDir = st.SQLitePath + ".journal"
+	}
 	if usesOAuth(remotes) {
 		grants, err := oauthGrants(st.KeyPath)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -131,10 +132,60 @@ func TestServe(t *testing.T) {
 	if code := stop(); code != exitOK {
 		t.Errorf("serve exited with %d after a shutdown request, want 0:\n%s", code, stderr.String())
 	}
-	// The calls were recorded in the default database of the data directory.
-	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_DATA_HOME"), "quiver", defaultDBName)); err != nil {
-		t.Errorf("no database in the data directory: %v", err)
+	// The calls were recorded in the default database of the data directory, through the
+	// journal beside it, which a clean shutdown leaves empty.
+	dbPath := filepath.Join(os.Getenv("XDG_DATA_HOME"), "quiver", defaultDBName)
+	if n := recordedResults(t, dbPath); n != len(cases) {
+		t.Errorf("%d results recorded in %s, want %d", n, dbPath, len(cases))
 	}
+	if files, err := filepath.Glob(filepath.Join(dbPath+".journal", "*")); err != nil || len(files) != 0 {
+		t.Errorf("the journal holds %v after a clean shutdown (%v)", files, err)
+	}
+	if fi, err := os.Stat(dbPath + ".journal"); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("journal directory: %v, %v", fi, err)
+	}
+}
+
+// TestServeWithoutJournal: --journal=false stores each record before answering, and makes no
+// journal directory.
+func TestServeWithoutJournal(t *testing.T) {
+	endpoint, stop, stderr := startServe(t, "--journal=false")
+	ctx := context.Background()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_current_time", Arguments: map[string]any{"timezone": "UTC"}}); err != nil {
+		t.Fatal(err)
+	}
+	dbPath := filepath.Join(os.Getenv("XDG_DATA_HOME"), "quiver", defaultDBName)
+	// Stored before the answer: visible while the server still runs.
+	if n := recordedResults(t, dbPath); n != 1 {
+		t.Errorf("%d results recorded while serving, want 1", n)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exited with %d:\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(dbPath + ".journal"); !os.IsNotExist(err) {
+		t.Errorf("a journal directory exists with --journal=false: %v", err)
+	}
+}
+
+// recordedResults counts the tool results recorded in the SQLite database at path.
+func recordedResults(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM messages WHERE role = 'tool'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestServeConformanceFixtures(t *testing.T) {
