@@ -361,6 +361,9 @@ type Recorder struct {
 	Journal *journal.Journal
 }
 
+// journalWait bounds how long recording a call waits for room in a full journal.
+const journalWait = 10 * time.Second
+
 // RecordResult implements quiver.Recorder.
 func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver.Result) error {
 	scope := quiver.ScopeFrom(ctx)
@@ -387,6 +390,10 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 		{Role: store.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Result: tr, Content: res.ModelText()},
 	}
 	if r.Journal != nil {
+		// A journal full of records the store does not take (it is down) makes Append wait:
+		// bound the wait, so that the call ends with an error instead of hanging.
+		ctx, cancel := context.WithTimeout(ctx, journalWait)
+		defer cancel()
 		return r.Journal.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
 	}
 	return r.Store.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)

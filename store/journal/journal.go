@@ -188,8 +188,9 @@ func Open(ctx context.Context, dir string, st store.Store, opts *Options) (*Jour
 // the file (see the package documentation for what that guarantees). It gives each message an
 // id when it has none and sets ThreadID and CreatedAt; Seq is set by the store later and is not
 // filled in. The writer stores copies of the messages, but what they point to (tool calls,
-// arguments, results) is shared: do not change it after Append. It blocks while Options.MaxPending appends wait for the store, until ctx ends.
-// Messages that break a rule of their role fail with store.ErrInvalid and are not written.
+// arguments, results) is shared: do not change it after Append. Append blocks while
+// Options.MaxPending appends wait for the store, until ctx ends. Messages that break a rule of
+// their role fail with store.ErrInvalid and are not written.
 func (j *Journal) Append(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
 	rec := record{WorkspaceID: workspaceID, ThreadID: threadID, At: time.Now().UTC().Round(0), Messages: msgs}
 	if err := check(&rec); err != nil {
