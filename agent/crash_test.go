@@ -3,13 +3,11 @@
 package agent_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/crashtest"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlite"
@@ -227,35 +226,27 @@ func TestResumeAfterKills(t *testing.T) {
 // process printed.
 func runChild(t *testing.T, dbPath, threadID, logPath string, kill bool, rng *rand.Rand) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestResumeChild$", "-test.count=1", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), resumeEnvDB+"="+dbPath, resumeEnvThread+"="+threadID, resumeEnvLog+"="+logPath)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var timer *time.Timer
+	c := crashtest.Start(t, "TestResumeChild", resumeEnvDB+"="+dbPath, resumeEnvThread+"="+threadID, resumeEnvLog+"="+logPath)
 	afterLines := -1
 	if kill {
 		if rng.IntN(2) == 0 {
-			timer = time.AfterFunc(time.Duration(1+rng.IntN(15))*time.Millisecond, func() { cmd.Process.Kill() })
+			timer := time.AfterFunc(time.Duration(1+rng.IntN(15))*time.Millisecond, c.Kill)
+			defer timer.Stop()
 		} else {
 			afterLines = 1 + rng.IntN(4)
 		}
 	}
 	var lines []string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
+	for {
+		line, ok := c.Line(60 * time.Second)
+		if !ok {
+			break
+		}
+		lines = append(lines, line)
 		if afterLines > 0 && len(lines) >= afterLines {
-			cmd.Process.Kill() // SIGKILL, right after a result was reported persisted
+			c.Kill() // right after a result was reported persisted
 		}
 	}
-	if timer != nil {
-		timer.Stop()
-	}
-	cmd.Wait()
-	return lines
+	rest, _ := c.Finish()
+	return append(lines, rest...)
 }

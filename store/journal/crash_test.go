@@ -3,20 +3,16 @@
 package journal_test
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/crashtest"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
 	"github.com/quiverhq/quiver/store/sqlite"
@@ -157,59 +153,40 @@ func lastIndex(ids []string) int {
 	return n
 }
 
-// runAndKill starts a writer and kills it with SIGKILL, and returns the call ids it reported
+// runAndKill starts a writer, kills it with SIGKILL and returns the call ids it reported
 // appended. Every other run is killed at a random moment from its start (while it opens the
 // store and replays the journal, or appends), the others a random 0 to 40 ms after their
 // first append, so that most kills land while appends and batches are under way.
 func runAndKill(t *testing.T, dir, thread string, start int, rng *rand.Rand) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvThread+"="+thread, crashEnvStart+"="+strconv.Itoa(start))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan []string, 1)
-	first := make(chan struct{})
-	go func() {
-		var ids []string
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			if id, ok := strings.CutPrefix(line, crashPrefix); ok {
-				if len(ids) == 0 {
-					close(first)
-				}
-				ids = append(ids, id)
-			} else if strings.HasPrefix(line, "error ") {
-				ids = append(ids, "!"+line)
-			}
+	c := crashtest.Start(t, "TestCrashChild", crashEnvDir+"="+dir, crashEnvThread+"="+thread, crashEnvStart+"="+strconv.Itoa(start))
+	var ids []string
+	take := func(line string) {
+		if id, ok := strings.CutPrefix(line, crashPrefix); ok {
+			ids = append(ids, id)
+		} else if strings.HasPrefix(line, "error") {
+			t.Fatalf("the writer failed: %s\n%s", line, c.Stderr())
 		}
-		_, _ = io.Copy(io.Discard, out)
-		lines <- ids
-	}()
+	}
 	if rng.IntN(2) == 0 {
 		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
 	} else {
-		select {
-		case <-first:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the writer appended nothing in 10 s:\n%s", stderr.String())
+		for len(ids) == 0 {
+			line, ok := c.Line(20 * time.Second)
+			if !ok {
+				t.Fatalf("the writer ended before appending:\n%s", c.Stderr())
+			}
+			take(line)
 		}
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	ids := <-lines
-	_ = cmd.Wait()
-	for _, id := range ids {
-		if strings.HasPrefix(id, "!") {
-			t.Fatalf("the writer failed: %s\n%s", id[1:], stderr.String())
-		}
+	c.Kill()
+	rest, killed := c.Finish()
+	for _, line := range rest {
+		take(line)
+	}
+	if !killed {
+		t.Fatalf("the writer exited by itself before it was killed:\n%s", c.Stderr())
 	}
 	return ids
 }

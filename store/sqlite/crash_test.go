@@ -3,21 +3,18 @@
 package sqlite_test
 
 import (
-	"bufio"
-	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/crashtest"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlite"
 )
@@ -142,62 +139,23 @@ func TestCrashSafety(t *testing.T) {
 // call ids the writer reported as committed.
 func runAndKill(t *testing.T, path, threadID string, start int, rng *rand.Rand) (committed []string, note string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), crashEnvDB+"="+path, crashEnvThread+"="+threadID, crashEnvStart+"="+strconv.Itoa(start))
-	var errBuf bytes.Buffer
-	cmd.Stderr = &errBuf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	defer func() { // when the test fails before the kill
-		if !killed {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
-
-	lines := make(chan string, 1024)
-	go func() {
-		defer close(lines)
-		r := bufio.NewReader(out)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil { // io.EOF after the kill; a line cut short was never fully reported
-				if err != io.EOF {
-					lines <- "error reading: " + err.Error()
-				}
-				return
-			}
-			lines <- strings.TrimSuffix(line, "\n")
-		}
-	}()
-
+	c := crashtest.Start(t, "TestCrashChild", crashEnvDB+"="+path, crashEnvThread+"="+threadID, crashEnvStart+"="+strconv.Itoa(start))
 	var got []string
 	take := func(line string) {
 		switch {
 		case strings.HasPrefix(line, crashPrefix):
 			got = append(got, strings.TrimPrefix(line, crashPrefix))
 		case strings.HasPrefix(line, "error"):
-			t.Fatalf("child: %s\n%s", line, errBuf.String())
+			t.Fatalf("child: %s\n%s", line, c.Stderr())
 		}
 	}
 	waitLines := func(n int) { // until n results are reported, or the child ends
-		timeout := time.After(20 * time.Second)
 		for len(got) < n {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					return
-				}
-				take(line)
-			case <-timeout:
-				t.Fatalf("the child reported %d results in 20s, waiting for %d\n%s", len(got), n, errBuf.String())
+			line, ok := c.Line(20 * time.Second)
+			if !ok {
+				return
 			}
+			take(line)
 		}
 	}
 	delay := time.Duration(2+rng.IntN(59)) * time.Millisecond
@@ -216,15 +174,14 @@ func runAndKill(t *testing.T, path, threadID string, start int, rng *rand.Rand) 
 		note = fmt.Sprintf(" (killed after result %d)", n)
 		waitLines(n)
 	}
-	cmd.Process.Kill() // SIGKILL
-	killed = true
-	// Read what the child wrote before it died up to EOF, then reap it: Wait closes the pipe.
-	for line := range lines {
+	c.Kill()
+	// What the child wrote before it died, up to EOF.
+	rest, killed := c.Finish()
+	for _, line := range rest {
 		take(line)
 	}
-	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != -1 { // -1: ended by a signal, ours
-		t.Fatalf("the child exited by itself with status %d before it was killed\n%s", code, errBuf.String())
+	if !killed {
+		t.Fatalf("the child exited by itself before it was killed\n%s", c.Stderr())
 	}
 	return got, note
 }
