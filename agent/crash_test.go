@@ -53,10 +53,7 @@ func TestResumeChild(t *testing.T) {
 	if path == "" {
 		return
 	}
-	fail := func(format string, args ...any) {
-		fmt.Fprintf(os.Stdout, "error "+format+"\n", args...)
-		os.Exit(3)
-	}
+	fail := crashtest.Fail
 	st, err := sqlite.Open(path)
 	if err != nil {
 		fail("open: %v", err)
@@ -81,7 +78,7 @@ func TestResumeChild(t *testing.T) {
 	r := &agent.Runner{Store: st, Registry: reg, Model: resumeScript()}
 	r.Subscribe(func(e agent.Event) {
 		if e.Type == agent.EventToolResult {
-			os.Stdout.WriteString("committed " + e.Call.ID + "\n")
+			crashtest.Report("committed " + e.Call.ID)
 		}
 	})
 	th, err := thread.Open(ctx, st, resumeWorkspace, os.Getenv(resumeEnvThread))

@@ -84,12 +84,7 @@ func startServe(t *testing.T, extra ...string) (string, func() int, *syncBuffer)
 func TestServe(t *testing.T) {
 	endpoint, stop, stderr := startServe(t)
 	ctx := context.Background()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectServe(t, endpoint)
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -151,12 +146,7 @@ func TestServe(t *testing.T) {
 func TestServeWithoutJournal(t *testing.T) {
 	endpoint, stop, stderr := startServe(t, "--journal=false")
 	ctx := context.Background()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectServe(t, endpoint)
 	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_current_time", Arguments: map[string]any{"timezone": "UTC"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +161,19 @@ func TestServeWithoutJournal(t *testing.T) {
 	if _, err := os.Stat(dbPath + ".journal"); !os.IsNotExist(err) {
 		t.Errorf("a journal directory exists with --journal=false: %v", err)
 	}
+}
+
+// connectServe connects an MCP client to a server started by startServe; it is closed when the
+// test ends.
+func connectServe(t *testing.T, endpoint string) *sdk.ClientSession {
+	t.Helper()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // recordedResults counts the tool results recorded in the SQLite database at path.
@@ -191,12 +194,7 @@ func recordedResults(t *testing.T, path string) int {
 func TestServeConformanceFixtures(t *testing.T) {
 	endpoint, _, _ := startServe(t, "--conformance")
 	ctx := context.Background()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectServe(t, endpoint)
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "test_simple_text"})
 	if err != nil || res.IsError {
 		t.Fatalf("test_simple_text: %v %v", err, res)
@@ -300,12 +298,7 @@ func TestServeOffersStoredJavaScriptTools(t *testing.T) {
 	}
 	endpoint, _, _ := startServe(t, "--db", db)
 	ctx := context.Background()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectServe(t, endpoint)
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "weather", Arguments: map[string]any{"city": "Oslo"}})
 	if err != nil {
 		t.Fatal(err)

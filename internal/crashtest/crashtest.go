@@ -11,6 +11,7 @@ package crashtest
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -20,6 +21,17 @@ import (
 	"testing"
 	"time"
 )
+
+// Report prints line on standard output with one unbuffered write: what a child does to tell
+// the parent of progress it must find again after the kill.
+func Report(line string) { _, _ = os.Stdout.WriteString(line + "\n") }
+
+// Fail reports "error <message>" and ends the child with status 3; the parent's test fails on
+// such a line.
+func Fail(format string, args ...any) {
+	Report("error " + fmt.Sprintf(format, args...))
+	os.Exit(3)
+}
 
 // Child is a child test process whose standard output is read line by line.
 type Child struct {

@@ -36,10 +36,7 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		return
 	}
-	fail := func(format string, args ...any) {
-		fmt.Fprintf(os.Stdout, "error "+format+"\n", args...)
-		os.Exit(3)
-	}
+	fail := crashtest.Fail
 	start, err := strconv.Atoi(os.Getenv(crashEnvStart))
 	if err != nil {
 		fail("start: %v", err)
@@ -59,7 +56,7 @@ func TestCrashChild(t *testing.T) {
 		if err := j.Append(ctx, ws, thread, record(id)...); err != nil {
 			fail("append %s: %v", id, err)
 		}
-		os.Stdout.WriteString(crashPrefix + id + "\n")
+		crashtest.Report(crashPrefix + id)
 	}
 }
 

@@ -49,10 +49,7 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		return
 	}
-	fail := func(format string, args ...any) {
-		fmt.Fprintf(os.Stdout, "error "+format+"\n", args...)
-		os.Exit(3)
-	}
+	fail := crashtest.Fail
 	start, err := strconv.Atoi(os.Getenv(crashEnvStart))
 	if err != nil {
 		fail("start: %v", err)
@@ -70,7 +67,7 @@ func TestCrashChild(t *testing.T) {
 		if err := s.Append(ctx, crashWorkspace, threadID, res); err != nil {
 			fail("result %s: %v", callID, err)
 		}
-		os.Stdout.WriteString(crashPrefix + callID + "\n")
+		crashtest.Report(crashPrefix + callID)
 	}
 	pending, err := s.PendingCalls(ctx, crashWorkspace, threadID)
 	if err != nil {
