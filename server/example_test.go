@@ -1,0 +1,91 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store/sqlite"
+)
+
+// A server offers a registry's tools over MCP and records every call in the store, here
+// through a journal beside the SQLite file, as quiver serve does. (Serve or ListenAndServe
+// run it on an address; the example mounts its handler on a test server.)
+func ExampleNew() {
+	dir, err := os.MkdirTemp("", "quiver-server-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	reg := &quiver.Registry{}
+	type greetArgs struct {
+		Name string `json:"name" minLength:"1"`
+	}
+	reg.Register(quiver.Func("greet", "Greets someone by name.", func(_ context.Context, a greetArgs) (string, error) {
+		return "Hello, " + a.Name + "!", nil
+	}))
+	srv, err := server.New(ctx, server.Config{
+		Store:      st,
+		Registry:   reg,
+		JournalDir: filepath.Join(dir, "quiver.db.journal"),
+		Logger:     slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "example", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL + "/mcp"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "Ada"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(*sdk.TextContent).Text)
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "greet", Arguments: map[string]any{"name": ""}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("error result:", res.IsError)
+
+	// Both calls are recorded in the session's thread once the journal's writer has stored them.
+	if err := srv.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "quiver.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM messages WHERE role = 'tool'`).Scan(&n); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("recorded results:", n)
+	// Output:
+	// Hello, Ada!
+	// error result: true
+	// recorded results: 2
+}
