@@ -128,8 +128,8 @@ func (u *fileUsage) add(bytes, entries int64) error {
 
 // change runs fn in a write transaction once the thread is found in the workspace, then stores
 // the thread's usage as fn left it.
-func (f *fileSystem) change(ctx context.Context, op, workspaceID, threadID string, fn func(tx *sql.Tx, u *fileUsage) error) error {
-	return f.s.write(ctx, func(tx *sql.Tx) error {
+func (f *fileSystem) change(ctx context.Context, op, workspaceID, threadID string, fn func(tx querier, u *fileUsage) error) error {
+	return f.s.write(ctx, func(tx querier) error {
 		if err := fsThreadExists(ctx, tx, op, workspaceID, threadID); err != nil {
 			return err
 		}
@@ -172,7 +172,7 @@ func fsThreadExists(ctx context.Context, q fileQuerier, op, workspaceID, threadI
 
 // read runs fn in a read transaction of the read pool once the thread is found in the
 // workspace.
-func (f *fileSystem) read(ctx context.Context, op, workspaceID, threadID string, fn func(tx *sql.Tx) error) error {
+func (f *fileSystem) read(ctx context.Context, op, workspaceID, threadID string, fn func(tx querier) error) error {
 	tx, err := f.s.r.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
@@ -240,7 +240,7 @@ const insertFile = `INSERT INTO files (thread_id, path, parent, id, is_dir, size
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // mkdirs creates the directories dirs (top down, none existing).
-func fsMkdirs(ctx context.Context, tx *sql.Tx, op, threadID string, dirs []string, now time.Time) error {
+func fsMkdirs(ctx context.Context, tx querier, op, threadID string, dirs []string, now time.Time) error {
 	for _, d := range dirs {
 		if _, err := tx.ExecContext(ctx, insertFile, threadID, d, store.ParentDir(d), store.NewID(store.PrefixFile), true, 0, "", 0, 0, "",
 			now.UnixNano(), nil); err != nil {
@@ -251,7 +251,7 @@ func fsMkdirs(ctx context.Context, tx *sql.Tx, op, threadID string, dirs []strin
 }
 
 // put writes a file at p, which holds nothing, and returns its description.
-func fsPut(ctx context.Context, tx *sql.Tx, op, threadID, p string, data []byte, meta store.FileMeta, now time.Time) (*store.FileInfo, error) {
+func fsPut(ctx context.Context, tx querier, op, threadID, p string, data []byte, meta store.FileMeta, now time.Time) (*store.FileInfo, error) {
 	fi := &store.FileInfo{ID: store.NewID(store.PrefixFile), Path: p, Name: store.BaseName(p), Size: int64(len(data)),
 		MimeType: meta.MimeType, Width: meta.Width, Height: meta.Height, Description: meta.Description, ModTime: now}
 	if data == nil {
@@ -274,7 +274,7 @@ func (f *fileSystem) WriteFile(ctx context.Context, workspaceID, threadID, p str
 		return nil, err
 	}
 	var out *store.FileInfo
-	err = f.change(ctx, op, workspaceID, threadID, func(tx *sql.Tx, u *fileUsage) error {
+	err = f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
 		old, err := fsStat(ctx, tx, op, threadID, p)
 		switch {
 		case err == nil && old.IsDir:
@@ -319,7 +319,7 @@ func (f *fileSystem) ReadFile(ctx context.Context, workspaceID, threadID, p stri
 	}
 	var data []byte
 	var fi *store.FileInfo
-	err := f.read(ctx, op, workspaceID, threadID, func(tx *sql.Tx) error {
+	err := f.read(ctx, op, workspaceID, threadID, func(tx querier) error {
 		var err error
 		if p == "/" {
 			return fmt.Errorf("sqlite: %s: it is a directory: %w", op, store.ErrInvalid)
@@ -351,7 +351,7 @@ func (f *fileSystem) Stat(ctx context.Context, workspaceID, threadID, p string) 
 		return nil, err
 	}
 	var fi *store.FileInfo
-	err := f.read(ctx, op, workspaceID, threadID, func(tx *sql.Tx) error {
+	err := f.read(ctx, op, workspaceID, threadID, func(tx querier) error {
 		var err error
 		fi, err = fsStat(ctx, tx, op, threadID, p)
 		return err
@@ -366,7 +366,7 @@ func (f *fileSystem) ReadDir(ctx context.Context, workspaceID, threadID, p strin
 		return nil, err
 	}
 	out := []*store.FileInfo{}
-	err := f.read(ctx, op, workspaceID, threadID, func(tx *sql.Tx) error {
+	err := f.read(ctx, op, workspaceID, threadID, func(tx querier) error {
 		dir, err := fsStat(ctx, tx, op, threadID, p)
 		if err != nil {
 			return err
@@ -403,7 +403,7 @@ func (f *fileSystem) Remove(ctx context.Context, workspaceID, threadID, p string
 	if err := store.CheckPath(p); err != nil {
 		return err
 	}
-	return f.change(ctx, op, workspaceID, threadID, func(tx *sql.Tx, u *fileUsage) error {
+	return f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
 		fi, err := fsStat(ctx, tx, op, threadID, p)
 		if err != nil {
 			return err
@@ -428,12 +428,12 @@ func (f *fileSystem) Mkdir(ctx context.Context, workspaceID, threadID, p string)
 		return nil, err
 	}
 	if p == "/" { // after the thread check: a thread the workspace does not have is not found
-		return nil, f.read(ctx, op, workspaceID, threadID, func(*sql.Tx) error {
+		return nil, f.read(ctx, op, workspaceID, threadID, func(querier) error {
 			return fmt.Errorf("sqlite: %s: the root directory always exists: %w", op, store.ErrExists)
 		})
 	}
 	var out *store.FileInfo
-	err := f.change(ctx, op, workspaceID, threadID, func(tx *sql.Tx, u *fileUsage) error {
+	err := f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
 		old, err := fsStat(ctx, tx, op, threadID, p)
 		switch {
 		case err == nil && old.IsDir:
@@ -470,11 +470,11 @@ func (f *fileSystem) Rmdir(ctx context.Context, workspaceID, threadID, p string)
 		return err
 	}
 	if p == "/" {
-		return f.read(ctx, op, workspaceID, threadID, func(*sql.Tx) error {
+		return f.read(ctx, op, workspaceID, threadID, func(querier) error {
 			return fmt.Errorf("sqlite: %s: the root directory cannot be removed: %w", op, store.ErrInvalid)
 		})
 	}
-	return f.change(ctx, op, workspaceID, threadID, func(tx *sql.Tx, u *fileUsage) error {
+	return f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
 		fi, err := fsStat(ctx, tx, op, threadID, p)
 		if err != nil {
 			return err
@@ -522,7 +522,7 @@ func (f *fileSystem) Grep(ctx context.Context, workspaceID, threadID, root, patt
 	if err != nil {
 		return nil, false, err
 	}
-	err = f.read(ctx, op, workspaceID, threadID, func(tx *sql.Tx) error {
+	err = f.read(ctx, op, workspaceID, threadID, func(tx querier) error {
 		top, err := fsStat(ctx, tx, op, threadID, root)
 		if err != nil {
 			return err
@@ -590,7 +590,7 @@ func (f *fileSystem) Find(ctx context.Context, workspaceID, threadID, root, patt
 	if err != nil {
 		return nil, false, err
 	}
-	err = f.read(ctx, op, workspaceID, threadID, func(tx *sql.Tx) error {
+	err = f.read(ctx, op, workspaceID, threadID, func(tx querier) error {
 		top, err := fsStat(ctx, tx, op, threadID, root)
 		if err != nil {
 			return err
@@ -627,7 +627,7 @@ func (f *fileSystem) Find(ctx context.Context, workspaceID, threadID, root, patt
 
 // freshAttachmentPath returns p, or another attachment path when p is taken (which 64 random
 // bits make all but impossible).
-func freshAttachmentPath(ctx context.Context, tx *sql.Tx, op, threadID, p, name, mimeType string) (string, error) {
+func freshAttachmentPath(ctx context.Context, tx querier, op, threadID, p, name, mimeType string) (string, error) {
 	for range 8 {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM files WHERE thread_id = ? AND path = ?`, threadID, p).Scan(&n); err != nil {
@@ -650,7 +650,7 @@ func (f *fileSystem) AddAttachment(ctx context.Context, workspaceID, threadID st
 		return nil, err
 	}
 	var out *store.FileInfo
-	err = f.change(ctx, op, workspaceID, threadID, func(tx *sql.Tx, u *fileUsage) error {
+	err = f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
 		dirs, err := fsMissingDirs(ctx, tx, op, threadID, []string{store.AttachmentsDir})
 		if err != nil {
 			return err
@@ -691,7 +691,7 @@ func (f *fileSystem) CopyFiles(ctx context.Context, workspaceID, fromThreadID st
 		}
 	}
 	copies := map[string]*store.FileInfo{}
-	err := f.change(ctx, op, workspaceID, toThreadID, func(tx *sql.Tx, u *fileUsage) error {
+	err := f.change(ctx, op, workspaceID, toThreadID, func(tx querier, u *fileUsage) error {
 		if err := fsThreadExists(ctx, tx, op, workspaceID, fromThreadID); err != nil {
 			return err
 		}

@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestConnectionSettings checks the pragmas each pool runs with.
@@ -19,16 +21,16 @@ func TestConnectionSettings(t *testing.T) {
 		ctx := context.Background()
 		var mode string
 		var sync, fk, busy, queryOnly int
-		if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		if err := s.wc.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 			t.Errorf("writer journal_mode %q, %v", mode, err)
 		}
-		if err := s.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil || sync != tc.want {
+		if err := s.wc.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil || sync != tc.want {
 			t.Errorf("Synchronous %q: writer synchronous %d, %v, want %d", tc.sync, sync, err, tc.want)
 		}
-		if err := s.w.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		if err := s.wc.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
 			t.Errorf("writer foreign_keys %d, %v", fk, err)
 		}
-		if err := s.w.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil || busy != 5000 {
+		if err := s.wc.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil || busy != 5000 {
 			t.Errorf("writer busy_timeout %d, %v", busy, err)
 		}
 		if err := s.r.QueryRowContext(ctx, `PRAGMA query_only`).Scan(&queryOnly); err != nil || queryOnly != 1 {
@@ -51,5 +53,77 @@ func TestMigrationFiles(t *testing.T) {
 	}
 	if len(ms) == 0 || ms[0].version != 1 {
 		t.Fatalf("migrations: %+v", ms)
+	}
+}
+
+// TestWriteTransactions: a write that fails, panics or is cancelled leaves nothing behind and
+// the writer connection usable; writers waiting for their turn give up when their context ends.
+func TestWriteTransactions(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	insert := func(tx querier, name string) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, created_at, updated_at) VALUES (?, ?, 0, 0)`, "wsp_"+name, name)
+		return err
+	}
+	count := func() int {
+		var n int
+		if err := s.wc.QueryRowContext(ctx, `SELECT count(*) FROM workspaces`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	boom := errors.New("boom")
+	mustInsert := func(tx querier, name string) {
+		if err := insert(tx, name); err != nil {
+			t.Fatalf("insert %s: %v", name, err)
+		}
+	}
+	if err := s.write(ctx, func(tx querier) error { mustInsert(tx, "a"); return boom }); !errors.Is(err, boom) {
+		t.Fatalf("failing write: %v", err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not come through")
+			}
+		}()
+		s.write(ctx, func(tx querier) error { mustInsert(tx, "b"); panic("in the middle of a write") })
+	}()
+	cctx, cancel := context.WithCancel(ctx)
+	err = s.write(cctx, func(tx querier) error {
+		mustInsert(tx, "c")
+		cancel()
+		return insert(tx, "d") // interrupted
+	})
+	if err == nil {
+		t.Fatal("a write whose context was cancelled in the middle succeeded")
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d workspaces after three failed writes, want 0", n)
+	}
+	if err := s.write(ctx, func(tx querier) error { return insert(tx, "e") }); err != nil {
+		t.Fatalf("a write after the failed ones: %v", err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d workspaces, want 1", n)
+	}
+
+	// While one write holds the turn, another gives up when its context ends.
+	holding, release := make(chan struct{}), make(chan struct{})
+	go s.write(ctx, func(querier) error { close(holding); <-release; return nil })
+	<-holding
+	short, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel2()
+	if err := s.write(short, func(querier) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for the turn: %v, want DeadlineExceeded", err)
+	}
+	close(release)
+	if err := s.write(ctx, func(tx querier) error { return insert(tx, "f") }); err != nil {
+		t.Fatal(err)
 	}
 }

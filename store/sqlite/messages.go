@@ -73,11 +73,11 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	}
 	now := time.Now().UTC().Round(0)
 	firsts := make([]int64, len(ops))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		// The last seq of each thread appended to so far in this transaction: the next append
 		// to it need not look it up.
 		lasts := map[[2]string]int64{}
-		ins := &inserts{msg: tx.StmtContext(ctx, s.wInsertMessage)}
+		ins := &inserts{msg: s.wInsertMessage}
 		for k, op := range ops {
 			at := now
 			if !op.At.IsZero() {
@@ -120,7 +120,7 @@ type inserts struct {
 }
 
 // appendRows inserts one append's rows inside tx, numbered from first.
-func (s *Store) appendRows(ctx context.Context, tx *sql.Tx, ins *inserts, threadID string, rows []row, first int64, at time.Time) error {
+func (s *Store) appendRows(ctx context.Context, tx querier, ins *inserts, threadID string, rows []row, first int64, at time.Time) error {
 	for i := range rows {
 		r := &rows[i]
 		seq := first + int64(i)
@@ -131,7 +131,7 @@ func (s *Store) appendRows(ctx context.Context, tx *sql.Tx, ins *inserts, thread
 			return s.insertError(ctx, tx, threadID, i, r, err)
 		}
 		if len(r.calls) > 0 && ins.call == nil {
-			ins.call = tx.StmtContext(ctx, s.wInsertCall)
+			ins.call = s.wInsertCall
 		}
 		for j, c := range r.calls {
 			_, err := ins.call.ExecContext(ctx, threadID, c.id, seq, j, c.name, c.args, c.reasoning)
@@ -149,9 +149,9 @@ func (s *Store) appendRows(ctx context.Context, tx *sql.Tx, ins *inserts, thread
 
 // lastSeq returns the seq of the thread's newest message (0 for none) inside a write
 // transaction, or store.ErrNotFound when the workspace has no such thread.
-func (s *Store) lastSeq(ctx context.Context, tx *sql.Tx, workspaceID, threadID string) (int64, error) {
+func (s *Store) lastSeq(ctx context.Context, tx querier, workspaceID, threadID string) (int64, error) {
 	var last sql.NullInt64
-	err := tx.StmtContext(ctx, s.wThreadSeq).QueryRowContext(ctx, threadID, workspaceID).Scan(&last)
+	err := s.wThreadSeq.QueryRowContext(ctx, threadID, workspaceID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, store.ErrNotFound
 	}
@@ -161,12 +161,12 @@ func (s *Store) lastSeq(ctx context.Context, tx *sql.Tx, workspaceID, threadID s
 // insertError explains why inserting message i failed. A constraint failure on a tool message
 // is either a second result for its call or a call the thread never asked for: the indexes
 // refuse both, and one query tells which it was.
-func (s *Store) insertError(ctx context.Context, tx *sql.Tx, threadID string, i int, r *row, err error) error {
+func (s *Store) insertError(ctx context.Context, tx querier, threadID string, i int, r *row, err error) error {
 	if !isConstraint(err) {
 		return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
 	}
 	var taken bool
-	if err := tx.StmtContext(ctx, s.wMessageExists).QueryRowContext(ctx, r.id).Scan(&taken); err != nil {
+	if err := s.wMessageExists.QueryRowContext(ctx, r.id).Scan(&taken); err != nil {
 		return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
 	}
 	if taken {
@@ -174,7 +174,7 @@ func (s *Store) insertError(ctx context.Context, tx *sql.Tx, threadID string, i 
 	}
 	if r.toolCallID.Valid {
 		var asked, answered bool
-		if err := tx.StmtContext(ctx, s.wCallState).QueryRowContext(ctx, threadID, r.toolCallID.String).Scan(&asked, &answered); err != nil {
+		if err := s.wCallState.QueryRowContext(ctx, threadID, r.toolCallID.String).Scan(&asked, &answered); err != nil {
 			return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
 		}
 		switch {

@@ -21,10 +21,10 @@
 //
 // # Concurrency
 //
-// A Store holds two connection pools on the same file. Writes go through a single connection
-// and each is one BEGIN IMMEDIATE transaction, so writers in one process queue in Go rather than
-// racing for the SQLite lock (no SQLITE_BUSY); writers in other processes wait for the lock
-// under a busy timeout. Reads use a separate pool of read-only connections and, thanks to WAL,
+// A Store holds two connection pools on the same file. Writes go through a single connection,
+// held for the store's life, and each is one BEGIN IMMEDIATE transaction, so writers in one
+// process queue in Go rather than racing for the SQLite lock (no SQLITE_BUSY); writers in other
+// processes wait for the lock under a busy timeout. Reads use a separate pool of read-only connections and, thanks to WAL,
 // never wait for a writer. A result is stored at most once per call id even with several
 // processes writing (see Schema).
 //
@@ -78,8 +78,15 @@ type Options struct {
 
 // Store is the SQLite backend of store.Store. It is safe for concurrent use.
 type Store struct {
-	w *sql.DB // one connection: every write transaction
-	r *sql.DB // read-only pool
+	w  *sql.DB   // a pool of one connection, which wc holds
+	wc *sql.Conn // the writer connection: every write transaction
+	r  *sql.DB   // read-only pool
+
+	// wsem admits one write transaction at a time on wc.
+	wsem chan struct{}
+	// BEGIN IMMEDIATE, COMMIT and ROLLBACK prepared once: database/sql's own transactions parse
+	// them anew each time, which is a tenth of a small write's cost.
+	wBegin, wCommit, wRollback *sql.Stmt
 
 	// Prepared statements of the writer connection.
 	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wMessageExists, wThread, wUpdateThread, wInsertThread, wThreadWorkspace *sql.Stmt
@@ -91,6 +98,15 @@ var (
 	_ store.Store         = (*Store)(nil)
 	_ store.BatchAppender = (*Store)(nil)
 )
+
+// querier is what the store's SQL runs on: the writer connection inside a write transaction,
+// or a read transaction of the read pool.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
 
 // Open opens the database file at path (a file name, not a URI or ":memory:"), creating it if
 // needed, and applies the schema migrations it lacks. Pass at most one Options.
@@ -138,7 +154,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w}
+	s := &Store{w: w, wsem: make(chan struct{}, 1)}
 	// Switching a new file to WAL takes an exclusive lock without waiting for it, so processes
 	// creating the same database at once can see SQLITE_BUSY here: retry until BusyTimeout.
 	for deadline := time.Now().Add(busy); ; {
@@ -166,6 +182,10 @@ func Open(path string, opts ...Options) (*Store, error) {
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	s.r = r
+	if s.wc, err = w.Conn(context.Background()); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	if err := s.prepare(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
@@ -191,7 +211,7 @@ func fileURI(path string) (string, error) {
 // first; call it once the store is no longer used.
 func (s *Store) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wMessageExists, s.wThread,
+	for _, st := range []*sql.Stmt{s.wBegin, s.wCommit, s.wRollback, s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wMessageExists, s.wThread,
 		s.wUpdateThread, s.wInsertThread, s.wThreadWorkspace, s.rThread, s.rThreadExists, s.rLastMessages,
 		s.rChildren, s.rPending, s.rQueued} {
 		if st != nil {
@@ -201,6 +221,9 @@ func (s *Store) Close() error {
 	// Readers first: the last connection to close checkpoints the log, let it be the writer.
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
+	}
+	if s.wc != nil {
+		errs = append(errs, s.wc.Close())
 	}
 	errs = append(errs, s.w.Close())
 	return errors.Join(errs...)
@@ -213,24 +236,29 @@ const (
 
 func (s *Store) prepare() error {
 	var err error
-	prep := func(db *sql.DB, dst **sql.Stmt, query string) {
+	prep := func(db interface {
+		PrepareContext(context.Context, string) (*sql.Stmt, error)
+	}, dst **sql.Stmt, query string) {
 		if err != nil {
 			return
 		}
-		if *dst, err = db.Prepare(query); err != nil {
+		if *dst, err = db.PrepareContext(context.Background(), query); err != nil {
 			err = fmt.Errorf("prepare %q: %w", query, err)
 		}
 	}
-	prep(s.w, &s.wThreadSeq, `SELECT (SELECT max(seq) FROM messages WHERE thread_id = ?1) FROM threads WHERE id = ?1 AND workspace_id = ?2`)
-	prep(s.w, &s.wInsertMessage, `INSERT INTO messages (`+messageCols+`, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	prep(s.w, &s.wInsertCall, `INSERT INTO tool_calls (thread_id, call_id, seq, idx, name, args, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	prep(s.w, &s.wCallState, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = ?1 AND call_id = ?2),
+	prep(s.wc, &s.wBegin, `BEGIN IMMEDIATE`)
+	prep(s.wc, &s.wCommit, `COMMIT`)
+	prep(s.wc, &s.wRollback, `ROLLBACK`)
+	prep(s.wc, &s.wThreadSeq, `SELECT (SELECT max(seq) FROM messages WHERE thread_id = ?1) FROM threads WHERE id = ?1 AND workspace_id = ?2`)
+	prep(s.wc, &s.wInsertMessage, `INSERT INTO messages (`+messageCols+`, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	prep(s.wc, &s.wInsertCall, `INSERT INTO tool_calls (thread_id, call_id, seq, idx, name, args, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	prep(s.wc, &s.wCallState, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = ?1 AND call_id = ?2),
 		EXISTS (SELECT 1 FROM messages WHERE thread_id = ?1 AND tool_call_id = ?2)`)
-	prep(s.w, &s.wMessageExists, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?)`)
-	prep(s.w, &s.wThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
-	prep(s.w, &s.wUpdateThread, `UPDATE threads SET tags = ?, step_count = ?, current_side = ?, stopped = ?, status = ?, state = ?, updated_at = ? WHERE id = ?`)
-	prep(s.w, &s.wInsertThread, `INSERT INTO threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	prep(s.w, &s.wThreadWorkspace, `SELECT workspace_id FROM threads WHERE id = ?`)
+	prep(s.wc, &s.wMessageExists, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?)`)
+	prep(s.wc, &s.wThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
+	prep(s.wc, &s.wUpdateThread, `UPDATE threads SET tags = ?, step_count = ?, current_side = ?, stopped = ?, status = ?, state = ?, updated_at = ? WHERE id = ?`)
+	prep(s.wc, &s.wInsertThread, `INSERT INTO threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	prep(s.wc, &s.wThreadWorkspace, `SELECT workspace_id FROM threads WHERE id = ?`)
 
 	prep(s.r, &s.rThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
 	prep(s.r, &s.rThreadExists, `SELECT 1 FROM threads WHERE id = ? AND workspace_id = ?`)
@@ -250,18 +278,37 @@ func (s *Store) prepare() error {
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE on the writer connection) and commits
-// it if fn returns nil.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
+// it if fn returns nil; otherwise, or if fn panics, it rolls it back. Write transactions of the
+// store take turns; waiting for one's turn ends with ctx.
+func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
+	select {
+	case s.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("sqlite: waiting to write: %w", ctx.Err())
+	}
+	defer func() { <-s.wsem }()
+	if _, err := s.wBegin.ExecContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	defer tx.Rollback() // after a commit: a no-op; after a panic in fn: releases the lock
-	if err := fn(tx); err != nil {
+	done := false
+	defer func() {
+		if !done {
+			// Also after a failed COMMIT, which leaves the transaction open. An error here means
+			// SQLite rolled back already (as it does after some errors).
+			_, _ = s.wRollback.ExecContext(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(s.wc); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	// As with database/sql's transactions, a context cancelled before the commit rolls back;
+	// one cancelled during the commit does not interrupt it.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: before commit: %w", err)
+	}
+	if _, err := s.wCommit.ExecContext(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
+	done = true
 	return nil
 }

@@ -34,10 +34,10 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 		return err
 	}
 	now := time.Now().UTC().Round(0)
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx querier) error {
 		if t.ParentID != "" {
 			var ws string
-			err := tx.StmtContext(ctx, s.wThreadWorkspace).QueryRowContext(ctx, t.ParentID).Scan(&ws)
+			err := s.wThreadWorkspace.QueryRowContext(ctx, t.ParentID).Scan(&ws)
 			if errors.Is(err, sql.ErrNoRows) || (err == nil && ws != t.WorkspaceID) {
 				return fmt.Errorf("sqlite: create thread: parent %s: %w", t.ParentID, store.ErrNotFound)
 			}
@@ -45,7 +45,7 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 				return fmt.Errorf("sqlite: create thread: %w", err)
 			}
 		}
-		_, err := tx.StmtContext(ctx, s.wInsertThread).ExecContext(ctx, id, t.WorkspaceID, t.AgentID, t.UserID,
+		_, err := s.wInsertThread.ExecContext(ctx, id, t.WorkspaceID, t.AgentID, t.UserID,
 			nullString(t.ParentID), tags, t.StepCount, t.CurrentSide, t.Stopped, string(status), t.Blocking, t.Resumable,
 			nullJSON(t.State), now.UnixNano(), now.UnixNano())
 		if isConstraint(err) {
@@ -81,8 +81,8 @@ func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*stor
 // the store's write lock is held: it must be quick and must not write to the store.
 func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
 	var out *store.Thread
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		th, err := scanThread(tx.StmtContext(ctx, s.wThread).QueryRowContext(ctx, threadID, workspaceID))
+	err := s.write(ctx, func(tx querier) error {
+		th, err := scanThread(s.wThread.QueryRowContext(ctx, threadID, workspaceID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: update thread %s: %w", threadID, store.ErrNotFound)
 		}
@@ -108,7 +108,7 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 		if now.Before(before.UpdatedAt) { // the clock went back: UpdatedAt does not
 			now = before.UpdatedAt
 		}
-		if _, err := tx.StmtContext(ctx, s.wUpdateThread).ExecContext(ctx, tags, th.StepCount, th.CurrentSide,
+		if _, err := s.wUpdateThread.ExecContext(ctx, tags, th.StepCount, th.CurrentSide,
 			th.Stopped, string(th.Status), nullJSON(th.State), now.UnixNano(), threadID); err != nil {
 			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
 		}

@@ -16,7 +16,7 @@ import (
 // Content; nothing else may change, and tool messages not at all (store.ErrInvalid).
 func (s *Store) UpdateMessage(ctx context.Context, workspaceID, threadID, messageID string, fn func(*store.Message) error) (*store.Message, error) {
 	var out *store.Message
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+messageCols+` FROM messages m
 			WHERE m.id = ?1 AND m.thread_id = ?2 AND EXISTS (SELECT 1 FROM threads WHERE id = ?2 AND workspace_id = ?3)`,
 			messageID, threadID, workspaceID)
@@ -60,7 +60,7 @@ func (s *Store) Enqueue(ctx context.Context, workspaceID, threadID string, msgs 
 	}
 	now := time.Now().UTC().Round(0)
 	ids := make([]string, len(msgs))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
 			return fmt.Errorf("sqlite: enqueue to %s: %w", threadID, err)
 		}
@@ -128,7 +128,7 @@ func (s *Store) Queued(ctx context.Context, workspaceID, threadID string) ([]*st
 func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) ([]*store.Message, error) {
 	now := time.Now().UTC().Round(0)
 	var out []*store.Message
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
 		if err != nil {
 			return fmt.Errorf("sqlite: append queued to %s: %w", threadID, err)
@@ -136,7 +136,7 @@ func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) 
 		if out, err = queued(ctx, tx, threadID); err != nil {
 			return fmt.Errorf("sqlite: append queued to %s: %w", threadID, err)
 		}
-		ins := tx.StmtContext(ctx, s.wInsertMessage)
+		ins := s.wInsertMessage
 		for i, m := range out {
 			m.Seq, m.CreatedAt = last+1+int64(i), now
 			if _, err := ins.ExecContext(ctx, m.ID, m.Seq, string(m.Role), m.Content, nil, nil, nil, nil, now.UnixNano(), threadID); err != nil {
@@ -157,7 +157,7 @@ func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) 
 	return out, nil
 }
 
-func queued(ctx context.Context, tx *sql.Tx, threadID string) ([]*store.Message, error) {
+func queued(ctx context.Context, tx querier, threadID string) ([]*store.Message, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, role, content, created_at FROM queued_messages WHERE thread_id = ? ORDER BY rowid`, threadID)
 	if err != nil {
 		return nil, err
@@ -189,12 +189,12 @@ func (s *Store) Decide(ctx context.Context, workspaceID, threadID string, d *sto
 		decided = time.Now()
 	}
 	decided = decided.UTC().Round(0)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
 			return fmt.Errorf("sqlite: decide in %s: %w", threadID, err)
 		}
 		var asked, answered bool
-		if err := tx.StmtContext(ctx, s.wCallState).QueryRowContext(ctx, threadID, d.CallID).Scan(&asked, &answered); err != nil {
+		if err := s.wCallState.QueryRowContext(ctx, threadID, d.CallID).Scan(&asked, &answered); err != nil {
 			return fmt.Errorf("sqlite: decide in %s: %w", threadID, err)
 		}
 		if !asked || answered {
@@ -266,7 +266,7 @@ func (s *Store) Log(ctx context.Context, workspaceID, threadID string, e *store.
 	}
 	at = at.UTC().Round(0)
 	var seq int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
 			return fmt.Errorf("sqlite: log to %s: %w", threadID, err)
 		}
@@ -329,7 +329,7 @@ func (s *Store) Logs(ctx context.Context, workspaceID, threadID string, page sto
 }
 
 // threadInTx reports store.ErrNotFound unless the thread exists in the workspace.
-func threadInTx(ctx context.Context, tx *sql.Tx, workspaceID, threadID string) error {
+func threadInTx(ctx context.Context, tx querier, workspaceID, threadID string) error {
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ? AND workspace_id = ?`, threadID, workspaceID).Scan(new(int))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
