@@ -20,7 +20,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -40,6 +39,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/ids"
 	"github.com/quiverhq/quiver/schema"
 )
 
@@ -315,7 +315,9 @@ func (s *Server) sessionScope(ctx context.Context, ss *sdk.ServerSession) (quive
 	return scope, nil
 }
 
-func newCallID() string { return "mcp_" + strings.ToLower(rand.Text()) }
+// newCallID names a call; ids that sort by time keep the store's indexes of calls appending at
+// their end.
+func newCallID() string { return ids.New("mcp") }
 
 // reporter turns a tool's progress and logs into notifications on its MCP session.
 type reporter struct {

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"mime"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/quiverhq/quiver/internal/ids"
 )
 
 // Errors of the thread file system, besides ErrNotFound and ErrInvalid.
@@ -376,11 +377,7 @@ func attachmentExt(name, mimeType string) string {
 // random bits, and <ext> the lowercased extension of name when it is 1 to 10 letters and
 // digits, else one for the MIME type (png for image/png...), else bin.
 func AttachmentPath(name, mimeType string, now time.Time) string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("store: no randomness: " + err.Error()) // crypto/rand does not fail on supported systems
-	}
-	return AttachmentsDir + "/" + now.UTC().Format("20060102T150405.000Z") + "-" + idEncoding.EncodeToString(b[:]) +
+	return AttachmentsDir + "/" + now.UTC().Format("20060102T150405.000Z") + "-" + ids.Random(8) +
 		"." + attachmentExt(name, mimeType)
 }
 
