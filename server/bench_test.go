@@ -23,9 +23,12 @@ type benchEchoArgs struct {
 
 // BenchmarkMCPToolsCall measures tools/call round trips over loopback streamable HTTP for a
 // trivial tool, through a bare go-sdk server and through Quiver's whole pipeline (policy,
-// validation, dispatcher, recording each call in SQLite), in one run:
+// validation, dispatcher, recording each call in SQLite), in one run. Run it a few times in a
+// row rather than with -count (which runs each server N times in a row, so that a machine's
+// drift over minutes favours one):
 //
-//	go test -run '^$' -bench MCPToolsCall -benchtime 5000x -count 3 ./server/
+//	go test -c -o /tmp/server.test ./server/
+//	for i in 1 2 3 4 5 6; do /tmp/server.test -test.run '^$' -test.bench MCPToolsCall -test.benchtime 5000x; done
 //
 // Besides ns/op and allocs/op (client and server together: they share the process) it reports
 // calls/s and the p50 and p99 latency of one round trip. Quiver runs twice: with the journal
