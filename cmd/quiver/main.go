@@ -1,7 +1,7 @@
 // Command quiver lists, renders and calls Quiver tools, and serves them over MCP.
 //
-//	quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--conformance]
-//	quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN]
+//	quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--conformance]
+//	quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN] [--journal=false]
 //	quiver tools list [--json]
 //	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp]
 //	quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
@@ -40,10 +40,12 @@ const (
 const usage = `Quiver: define tools once; govern, validate, execute and record every call.
 
 Usage:
-  quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--conformance]
+  quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--conformance]
                                              serve the tools over MCP at http://127.0.0.1:7411/mcp
                                              (--addr or QUIVER_ADDR to change), recording every call
-  quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN]
+                                             (with SQLite through a journal beside the database;
+                                             --journal=false stores each record before answering)
+  quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN] [--journal=false]
                                              serve the tools over MCP on standard input and output
   quiver tools list [--json]                 list the available tools
   quiver tools schema NAME [--dialect D]     print a tool as a provider sees it
