@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -125,5 +126,34 @@ func TestWriteTransactions(t *testing.T) {
 	close(release)
 	if err := s.write(ctx, func(tx querier) error { return insert(tx, "f") }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCancelledWritesNeverWedgeTheWriter: writes whose context ends at any moment (before,
+// during or just as their BEGIN or a statement completes) leave the writer connection outside
+// any transaction, so the next write succeeds.
+func TestCancelledWritesNeverWedgeTheWriter(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 400 {
+		cctx, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(time.Duration(i%60)*time.Microsecond, cancel)
+		_ = s.write(cctx, func(tx querier) error {
+			_, err := tx.ExecContext(cctx, `INSERT INTO workspaces (id, name, created_at, updated_at) VALUES (?, 'x', 0, 0)`, fmt.Sprintf("wsp_c%d", i))
+			return err
+		})
+		timer.Stop()
+		cancel()
+		err := s.write(ctx, func(tx querier) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, created_at, updated_at) VALUES (?, 'y', 0, 0)`, fmt.Sprintf("wsp_ok%d", i))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("write %d after a cancelled one: %v", i, err)
+		}
 	}
 }

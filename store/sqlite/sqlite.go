@@ -287,7 +287,15 @@ func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
 		return fmt.Errorf("sqlite: waiting to write: %w", ctx.Err())
 	}
 	defer func() { <-s.wsem }()
-	if _, err := s.wBegin.ExecContext(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	// Not cancellable: the driver reports a cancellation that arrives as a statement ends as
+	// that statement's error, even when it succeeded, and a BEGIN that succeeded unseen would
+	// leave the connection inside a transaction. The wait for the lock is bounded by the busy
+	// timeout.
+	if _, err := s.wBegin.ExecContext(context.WithoutCancel(ctx)); err != nil {
+		_, _ = s.wRollback.ExecContext(context.WithoutCancel(ctx)) // in case; fails when none is open
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	done := false
