@@ -271,6 +271,10 @@ type JournalHealth struct {
 	Pending int `json:"pending"`
 	// Refused records were refused by the store and dropped (each was logged) since the start.
 	Refused uint64 `json:"refused"`
+	// Error is the store's last failure while the journal's writer retries it (the server's
+	// status is then "degraded": calls are answered and recorded in the journal, and reach
+	// the store once it is back).
+	Error string `json:"error,omitempty"`
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
@@ -280,6 +284,9 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	}
 	if s.journal != nil {
 		h.Journal = &JournalHealth{Pending: s.journal.Pending(), Refused: s.journal.Refused()}
+		if err := s.journal.Failing(); err != nil {
+			h.Status, h.Journal.Error = "degraded", err.Error()
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(h)
@@ -392,9 +399,13 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 	if r.Journal != nil {
 		// A journal full of records the store does not take (it is down) makes Append wait:
 		// bound the wait, so that the call ends with an error instead of hanging.
-		ctx, cancel := context.WithTimeout(ctx, journalWait)
+		jctx, cancel := context.WithTimeout(ctx, journalWait)
 		defer cancel()
-		return r.Journal.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
+		err := r.Journal.Append(jctx, scope.WorkspaceID, scope.ThreadID, msgs...)
+		if !errors.Is(err, journal.ErrClosed) {
+			return err
+		}
+		// A call that outlived the server's shutdown: record it directly.
 	}
 	return r.Store.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
 }

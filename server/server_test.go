@@ -12,12 +12,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/journal"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -394,6 +396,27 @@ func TestJournaledCallsSurviveAStoreOutage(t *testing.T) {
 			t.Fatalf("call while the store is down: %v %+v", err, res)
 		}
 	}
+	// Once the journal's writer has tried, the server says it is degraded, and why.
+	var h server.Health
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = server.Health{}
+		err = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Status == "degraded" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h.Status != "degraded" || h.Journal == nil || h.Journal.Pending != 3 || !strings.Contains(h.Journal.Error, "database is down") {
+		t.Fatalf("/healthz while the store is down: %+v %+v", h, h.Journal)
+	}
 	cs.Close()
 	stop()
 	if err := <-done; err != nil {
@@ -427,4 +450,50 @@ func TestJournaledCallsSurviveAStoreOutage(t *testing.T) {
 	if strings.Join(texts, ",") != "one,two,three" {
 		t.Fatalf("stored after the restart: %v", texts)
 	}
+}
+
+// TestRecorderWithAJournal: records go through the journal; once it is closed (a call that
+// outlived the server's shutdown), straight to the store.
+func TestRecorderWithAJournal(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	th := &store.Thread{WorkspaceID: "wsp_x"}
+	if err := st.CreateThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal"), st, &journal.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &server.Recorder{Store: st, Journal: j}
+	scoped := quiver.WithScope(ctx, quiver.Scope{WorkspaceID: "wsp_x", ThreadID: th.ID})
+	if err := rec.RecordResult(scoped, &quiver.Call{ID: "c1", Name: "echo"}, quiver.Text("one")); err != nil {
+		t.Fatal(err)
+	}
+	if j.Pending() != 1 && len(mustMessages(t, st, th.ID)) != 2 {
+		t.Fatal("the record is neither in the journal nor in the store")
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.RecordResult(scoped, &quiver.Call{ID: "c2", Name: "echo"}, quiver.Text("two")); err != nil {
+		t.Fatalf("recording after the journal closed: %v", err)
+	}
+	msgs := mustMessages(t, st, th.ID)
+	if len(msgs) != 4 || msgs[1].ToolCallID != "c1" || msgs[3].ToolCallID != "c2" {
+		t.Fatalf("stored %d messages: %+v", len(msgs), msgs)
+	}
+}
+
+func mustMessages(t *testing.T, st store.Store, threadID string) []*store.Message {
+	t.Helper()
+	msgs, err := st.Messages(context.Background(), "wsp_x", threadID, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
 }

@@ -55,6 +55,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quiverhq/quiver/store"
@@ -78,6 +79,9 @@ type Options struct {
 	// RetryDelay is the first wait before storing again after the store failed (not refused);
 	// it doubles up to 5 seconds. Default 100 ms.
 	RetryDelay time.Duration
+	// CloseTimeout bounds how long Close waits for the store to take what is pending (a store
+	// that hangs is then cancelled; what it did not take stays for the next Open). Default 10 s.
+	CloseTimeout time.Duration
 	// Logger receives refused appends, retries and replays; nil uses slog.Default().
 	Logger *slog.Logger
 }
@@ -100,10 +104,18 @@ type Journal struct {
 	queue    []*entry   // appended and not yet stored, in order
 	appended uint64     // appends made
 	done     uint64     // appends stored or refused; the first done of appended
-	refused  uint64
 	closed   bool
 	progress chan struct{} // closed and replaced whenever done advances or the writer stops
 	nextSeg  int
+
+	// pendingN, refusedN and failing mirror what j.mu guards, for readers that must not wait
+	// behind a write (a health check while the disk stalls).
+	pendingN atomic.Int64
+	refusedN atomic.Uint64
+	failing  atomic.Pointer[error] // the store's last failure, nil once it stores again
+
+	storeCtx    context.Context // the writer's store calls; cancelled when Close gives up
+	cancelStore context.CancelFunc
 
 	wake    chan struct{} // something was appended
 	urgent  chan struct{} // store now, without waiting MaxDelay
@@ -120,7 +132,8 @@ type segment struct {
 	path    string
 	f       *os.File
 	size    int64
-	pending int // appends in this file not yet stored
+	pending int  // appends in this file not yet stored
+	broken  bool // a write failed: its end may hold part of a frame, so append elsewhere
 }
 
 // record is an append as the journal stores it.
@@ -136,6 +149,7 @@ const (
 	frameHeader = 8
 	maxPayload  = 256 << 20 // a length beyond this is damage, not an append
 	fileSuffix  = ".journal"
+	tmpSuffix   = ".new" // a file being started, not yet named *.journal
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -167,6 +181,10 @@ func Open(ctx context.Context, dir string, st store.Store, opts *Options) (*Jour
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = 100 * time.Millisecond
 	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = 10 * time.Second
+	}
+	j.storeCtx, j.cancelStore = context.WithCancel(context.WithoutCancel(ctx))
 	j.log = cmp.Or(o.Logger, slog.Default())
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -246,19 +264,23 @@ func copies(msgs []*store.Message) []*store.Message {
 
 // write puts one framed append at the end of the current file and queues it. j.mu is held.
 func (j *Journal) write(frame []byte, op store.AppendOp) error {
-	if j.cur.size > int64(len(magic)) && j.cur.size+int64(len(frame)) > j.opts.SegmentBytes {
+	if j.cur.broken || j.cur.size > int64(len(magic)) && j.cur.size+int64(len(frame)) > j.opts.SegmentBytes {
 		if err := j.rotate(); err != nil {
 			return err
 		}
 	}
 	seg := j.cur
 	if _, err := seg.f.Write(frame); err != nil {
-		// Take back a partial frame so that the next append starts at a frame boundary.
-		_ = seg.f.Truncate(seg.size)
+		// Take back a partial frame; should that fail too, a replay stops at it, so nothing
+		// more goes into this file.
+		seg.broken = seg.f.Truncate(seg.size) != nil
 		return fmt.Errorf("writing %s: %w", seg.path, err)
 	}
 	if j.opts.Sync {
 		if err := seg.f.Sync(); err != nil {
+			// After a failed fsync the kernel may have dropped the file's dirty pages: what
+			// was acknowledged before is still pending, but this file is not to be trusted.
+			seg.broken = true
 			_ = seg.f.Truncate(seg.size)
 			return fmt.Errorf("syncing %s: %w", seg.path, err)
 		}
@@ -267,6 +289,7 @@ func (j *Journal) write(frame []byte, op store.AppendOp) error {
 	seg.pending++
 	j.queue = append(j.queue, &entry{op: op, seg: seg})
 	j.appended++
+	j.pendingN.Store(int64(len(j.queue)))
 	return nil
 }
 
@@ -275,19 +298,34 @@ func (j *Journal) write(frame []byte, op store.AppendOp) error {
 func (j *Journal) rotate() error {
 	j.nextSeg++
 	path := filepath.Join(j.dir, fmt.Sprintf("%s-%06d%s", j.process, j.nextSeg, fileSuffix))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	// The file gets its name once it is locked and has its header: another process's Open
+	// never sees it unlocked (it would take it for a dead process's and remove it).
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if err := lock(f); err != nil {
+	fail := func(err error) error {
 		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("journal: locking %s: %w", path, err)
+		os.Remove(tmp)
+		return fmt.Errorf("journal: starting %s: %w", path, err)
+	}
+	if err := lock(f); err != nil {
+		return fail(err)
 	}
 	if _, err := f.Write([]byte(magic)); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("journal: writing %s: %w", path, err)
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(err)
+	}
+	if j.opts.Sync {
+		// A new file's name is durable once its directory is.
+		if err := syncDir(j.dir); err != nil {
+			f.Close()
+			os.Remove(path)
+			return fmt.Errorf("journal: starting %s: %w", path, err)
+		}
 	}
 	old := j.cur
 	j.cur = &segment{path: path, f: f, size: int64(len(magic))}
@@ -296,6 +334,16 @@ func (j *Journal) rotate() error {
 		j.release(old)
 	}
 	return nil
+}
+
+// syncDir flushes a directory's entries to stable storage.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // release deletes a file whose appends are all stored. j.mu is held.
@@ -412,23 +460,23 @@ func (j *Journal) Flush(ctx context.Context) error {
 }
 
 // Pending is the number of appends not stored yet.
-func (j *Journal) Pending() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return len(j.queue)
-}
+func (j *Journal) Pending() int { return int(j.pendingN.Load()) }
 
 // Refused is the number of appends the store refused (each was logged), since Open.
-func (j *Journal) Refused() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.refused
+func (j *Journal) Refused() uint64 { return j.refusedN.Load() }
+
+// Failing returns the store's last failure while the writer retries it, or nil when the
+// store takes appends.
+func (j *Journal) Failing() error {
+	if p := j.failing.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Close stops taking appends, stores what is pending and closes the files. If the store fails
-// meanwhile, Close returns once the writer has given up retrying for ctx's time or, when ctx
-// has no deadline, one retry; what was not stored stays in the journal and is stored by the
-// next Open.
+// meanwhile, or has not taken everything within Options.CloseTimeout, Close stops trying and
+// returns an error: what was not stored stays in the journal and the next Open stores it.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	if j.closed {
@@ -440,7 +488,10 @@ func (j *Journal) Close() error {
 	j.progress = make(chan struct{})
 	j.mu.Unlock()
 	close(j.quit)
+	giveUp := time.AfterFunc(j.opts.CloseTimeout, j.cancelStore)
 	<-j.stopped
+	giveUp.Stop()
+	j.cancelStore()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	left := len(j.queue)
@@ -508,7 +559,7 @@ func (j *Journal) storeNext(closing bool) bool {
 	for i, e := range batch {
 		ops[i] = e.op
 	}
-	refused, err := j.storeOps(ops, closing)
+	refused, err := j.storeOps(j.storeCtx, ops, closing)
 	if err != nil {
 		return false // closing and the store fails: the rest stays in the files
 	}
@@ -518,7 +569,8 @@ func (j *Journal) storeNext(closing bool) bool {
 		j.queue = nil // let the backing array go
 	}
 	j.done += uint64(n)
-	j.refused += uint64(refused)
+	j.pendingN.Store(int64(len(j.queue)))
+	j.refusedN.Add(uint64(refused))
 	for _, e := range batch {
 		e.seg.pending--
 		if e.seg.pending == 0 && e.seg != j.cur {
@@ -527,7 +579,7 @@ func (j *Journal) storeNext(closing bool) bool {
 	}
 	// Everything in the current file is stored: empty it, so that a replay has nothing to
 	// read again.
-	if j.cur.pending == 0 && j.cur.size > int64(len(magic)) {
+	if j.cur.pending == 0 && j.cur.size > int64(len(magic)) && !j.cur.broken {
 		if err := j.cur.f.Truncate(int64(len(magic))); err == nil {
 			j.cur.size = int64(len(magic))
 		}
@@ -540,13 +592,13 @@ func (j *Journal) storeNext(closing bool) bool {
 
 // storeOps stores ops in order and returns how many the store refused. It returns an error only
 // when closing and the store fails; ops before the failure may then be stored already.
-func (j *Journal) storeOps(ops []store.AppendOp, closing bool) (refused int, err error) {
-	ctx := context.Background()
+func (j *Journal) storeOps(ctx context.Context, ops []store.AppendOp, closing bool) (refused int, err error) {
 	delay := j.opts.RetryDelay
 	for len(ops) > 0 {
 		stored, err := j.appendBatch(ctx, ops)
 		ops = ops[stored:]
 		if err == nil {
+			j.failing.Store(nil)
 			return refused, nil
 		}
 		var be *store.BatchError
@@ -555,7 +607,7 @@ func (j *Journal) storeOps(ops []store.AppendOp, closing bool) (refused int, err
 			// (a batch is all or nothing) and are fine: store them, then go on after it.
 			i := be.Index - stored
 			if i > 0 {
-				r, err := j.storeOps(ops[:i], closing)
+				r, err := j.storeOps(ctx, ops[:i], closing)
 				refused += r
 				if err != nil {
 					return refused, err
@@ -566,9 +618,11 @@ func (j *Journal) storeOps(ops []store.AppendOp, closing bool) (refused int, err
 			}
 			ops = ops[i+1:]
 			delay = j.opts.RetryDelay
+			j.failing.Store(nil)
 			continue
 		}
 		// The store failed (it is down, locked, full): wait and try again.
+		j.failing.Store(&err)
 		if closing {
 			j.log.Error("journal: the store failed; appends stay in the journal for the next Open", "pending", len(ops), "err", err)
 			return refused, err
@@ -633,6 +687,19 @@ func (j *Journal) replay(ctx context.Context) error {
 			return err
 		}
 	}
+	// Files a process was starting when it died hold no appends (a file is named *.journal
+	// before its first append): remove those no live process holds.
+	starting, _ := filepath.Glob(filepath.Join(j.dir, "*"+fileSuffix+tmpSuffix))
+	for _, path := range starting {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if lock(f) == nil {
+			os.Remove(path)
+		}
+		f.Close()
+	}
 	return nil
 }
 
@@ -653,9 +720,12 @@ func (j *Journal) replayFile(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil // removed between our open and our lock: it was stored
 	}
-	ops, rest, err := readFile(f)
+	ops, undecodable, rest, err := readFile(f)
 	if err != nil {
 		return fmt.Errorf("journal: reading %s: %w", path, err)
+	}
+	if undecodable > 0 {
+		j.log.Error("journal: records of a journal file do not decode; skipped", "file", path, "records", undecodable)
 	}
 	if rest > 0 {
 		j.log.Warn("journal: the end of a journal file is damaged or cut short; discarded", "file", path, "bytes", rest)
@@ -665,7 +735,7 @@ func (j *Journal) replayFile(ctx context.Context, path string) error {
 	}
 	for len(ops) > 0 {
 		n := min(len(ops), j.opts.MaxBatch)
-		if _, err := j.storeOps(ops[:n], true); err != nil {
+		if _, err := j.storeOps(ctx, ops[:n], true); err != nil {
 			return fmt.Errorf("journal: storing the appends of %s: %w", path, err)
 		}
 		ops = ops[n:]
@@ -680,17 +750,18 @@ func (j *Journal) replayFile(ctx context.Context, path string) error {
 }
 
 // readFile reads the appends of a journal file, up to the first frame that is cut short or
-// damaged, and returns how many bytes follow them.
-func readFile(f *os.File) (ops []store.AppendOp, rest int64, err error) {
+// damaged, and returns how many whole frames did not decode and how many bytes follow the last
+// whole frame.
+func readFile(f *os.File) (ops []store.AppendOp, undecodable int, rest int64, err error) {
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	if len(b) < len(magic) {
-		return nil, int64(len(b)), nil // created, then killed before the header was written
+		return nil, 0, int64(len(b)), nil
 	}
 	if string(b[:len(magic)]) != magic {
-		return nil, 0, fmt.Errorf("not a journal file (it starts with %q)", strings.ToValidUTF8(string(b[:len(magic)]), "?"))
+		return nil, 0, 0, fmt.Errorf("not a journal file (it starts with %q)", strings.ToValidUTF8(string(b[:len(magic)]), "?"))
 	}
 	b = b[len(magic):]
 	for len(b) > 0 {
@@ -698,19 +769,23 @@ func readFile(f *os.File) (ops []store.AppendOp, rest int64, err error) {
 			break
 		}
 		n := binary.LittleEndian.Uint32(b[0:4])
-		if n > maxPayload || int64(n) > int64(len(b)-frameHeader) {
+		// An empty payload is never written (and its checksum is 0, like zeros on disk).
+		if n == 0 || n > maxPayload || int64(n) > int64(len(b)-frameHeader) {
 			break
 		}
 		payload := b[frameHeader : frameHeader+int(n)]
 		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[4:8]) {
 			break
 		}
+		b = b[frameHeader+int(n):]
 		op, err := decode(payload)
 		if err != nil {
-			break
+			// Framed and checksummed, so written whole: a record this version cannot read
+			// (a bug), not damage. Skip it, keep the rest.
+			undecodable++
+			continue
 		}
 		ops = append(ops, op)
-		b = b[frameHeader+int(n):]
 	}
-	return ops, int64(len(b)), nil
+	return ops, undecodable, int64(len(b)), nil
 }

@@ -319,9 +319,15 @@ func TestStoreDownIsRetriedAndNothingIsLost(t *testing.T) {
 			if err := j.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Flush while the store is down: %v, want DeadlineExceeded", err)
 			}
+			if err := j.Failing(); !errors.Is(err, errDown) || j.Pending() != 20 {
+				t.Fatalf("while the store is down: Failing %v, Pending %d; want errDown, 20", err, j.Pending())
+			}
 			f.down.Store(false)
 			if err := j.Flush(ctx); err != nil {
 				t.Fatal(err)
+			}
+			if err := j.Failing(); err != nil || j.Pending() != 0 {
+				t.Fatalf("once the store is back: Failing %v, Pending %d", err, j.Pending())
 			}
 			got := callIDs(t, sq, threads[0])
 			if len(got) != 20 || got[0] != "c00" || got[19] != "c19" || j.Refused() != 0 {
@@ -492,5 +498,47 @@ func TestOpenRefusesAFileThatIsNotAJournal(t *testing.T) {
 	_, err := journal.Open(ctx, dir, sq, nil)
 	if err == nil || !strings.Contains(err.Error(), "not a journal file") || !strings.Contains(err.Error(), "notes.journal") {
 		t.Fatalf("Open with a foreign file: %v", err)
+	}
+}
+
+// hanging is a store whose appends wait until their context ends, as a database connection
+// that stopped answering does.
+type hanging struct{ *sqlite.Store }
+
+func (h hanging) AppendBatch(ctx context.Context, _ []store.AppendOp) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestCloseGivesUpOnAHangingStore: Close returns after CloseTimeout when the store hangs, and
+// the appends stay for the next Open.
+func TestCloseGivesUpOnAHangingStore(t *testing.T) {
+	sq, threads := openStore(t, 1)
+	dir := t.TempDir()
+	j, err := journal.Open(ctx, dir, hanging{sq}, &journal.Options{MaxDelay: time.Millisecond, CloseTimeout: 50 * time.Millisecond, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(ctx, ws, threads[0], record("c1")...); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // the writer is inside the hanging store call
+	done := make(chan error, 1)
+	go func() { done <- j.Close() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "1 appends could not be stored") {
+			t.Fatalf("Close with a hanging store: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return with the store hanging")
+	}
+	j2, err := journal.Open(ctx, dir, sq, &journal.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	if got := callIDs(t, sq, threads[0]); len(got) != 1 {
+		t.Fatalf("after the next Open: %v", got)
 	}
 }

@@ -3,6 +3,9 @@ package journal
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
 	"fmt"
 	"log/slog"
 	"os"
@@ -165,5 +168,74 @@ func TestReplayStoresNothingTwice(t *testing.T) {
 	}
 	if j.Refused() != 0 {
 		t.Fatalf("Refused = %d: appends stored already were counted as refused", j.Refused())
+	}
+}
+
+// TestReplaySkipsAnUndecodableRecord: a whole frame (its checksum matches) whose record does not
+// decode is skipped and reported; the records after it are stored.
+func TestReplaySkipsAnUndecodableRecord(t *testing.T) {
+	st, th := openReplayStore(t)
+	dir := t.TempDir()
+	at := time.Now().UTC()
+	bad := []byte(`{"w": 42}`)
+	var frame [frameHeader]byte
+	binary.LittleEndian.PutUint32(frame[0:4], uint32(len(bad)))
+	binary.LittleEndian.PutUint32(frame[4:8], crc32.Checksum(bad, crcTable))
+	first, second := callRecord(th, "c1", at), callRecord(th, "c2", at)
+	for _, r := range []*record{first, second} {
+		if err := check(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f1, _ := encode(first)
+	f2, _ := encode(second)
+	data := slices.Concat([]byte(magic), f1, frame[:], bad, f2)
+	if err := os.WriteFile(filepath.Join(dir, "x-000001.journal"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	j, err := Open(context.Background(), dir, st, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if ids, _ := storedCalls(t, st, th); strings.Join(ids, ",") != "c1,c2" {
+		t.Fatalf("replayed %v, want c1,c2", ids)
+	}
+	if !strings.Contains(logs.String(), "do not decode") || !strings.Contains(logs.String(), "records=1") {
+		t.Fatalf("the skipped record is not reported:\n%s", logs.String())
+	}
+}
+
+// TestOpenRemovesFilesLeftWhileStarting: a file a dead process was starting (locked by nobody)
+// is removed; one a live process is starting is left alone.
+func TestOpenRemovesFilesLeftWhileStarting(t *testing.T) {
+	st, _ := openReplayStore(t)
+	dir := t.TempDir()
+	dead := filepath.Join(dir, "a-000001.journal"+tmpSuffix)
+	live := filepath.Join(dir, "b-000001.journal"+tmpSuffix)
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, []byte(magic), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := lock(f); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Open(context.Background(), dir, st, &Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead process's file is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the live process's file was removed: %v", err)
 	}
 }
