@@ -9,7 +9,9 @@
 // at any moment, exactly as a SQLite transaction with synchronous=NORMAL does, and Open stores
 // whatever a killed process left behind before it accepts new appends. With Options.Sync each
 // append is also flushed to stable storage (fsync) before Append returns, so it survives a power
-// loss too. Appends reach the store in the order they were made.
+// loss too. Appends reach the store in the order they were made by one process; appends of
+// several processes to one thread have no order between them (a dead process's appends are
+// stored when a journal of the directory next opens).
 //
 // # What a caller gives up
 //
