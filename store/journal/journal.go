@@ -81,8 +81,8 @@ type Options struct {
 	// RetryDelay is the first wait before storing again after the store failed (not refused);
 	// it doubles up to 5 seconds. Default 100 ms.
 	RetryDelay time.Duration
-	// CloseTimeout bounds how long Close waits for the store to take what is pending (a store
-	// that hangs is then cancelled; what it did not take stays for the next Open). Default 10 s.
+	// CloseTimeout bounds how long Close waits for the store to take what is pending; what it
+	// has not taken by then stays for the next Open. Default 10 s.
 	CloseTimeout time.Duration
 	// Logger receives refused appends, retries and replays; nil uses slog.Default().
 	Logger *slog.Logger
@@ -107,17 +107,17 @@ type Journal struct {
 	appended uint64     // appends made
 	done     uint64     // appends stored or refused; the first done of appended
 	closed   bool
-	progress chan struct{} // closed and replaced whenever done advances or the writer stops
-	nextSeg  int
+	// abandoned: Close gave up waiting for the writer, stuck in a store call; when that call
+	// returns, the writer leaves the files as they are and closes them.
+	abandoned bool
+	progress  chan struct{} // closed and replaced whenever done advances or the writer stops
+	nextSeg   int
 
 	// pendingN, refusedN and failing mirror what j.mu guards, for readers that must not wait
 	// behind a write (a health check while the disk stalls).
 	pendingN atomic.Int64
 	refusedN atomic.Uint64
 	failing  atomic.Pointer[error] // the store's last failure, nil once it stores again
-
-	storeCtx    context.Context // the writer's store calls; cancelled when Close gives up
-	cancelStore context.CancelFunc
 
 	wake    chan struct{} // something was appended
 	urgent  chan struct{} // store now, without waiting MaxDelay
@@ -186,7 +186,6 @@ func Open(ctx context.Context, dir string, st store.Store, opts *Options) (*Jour
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = 10 * time.Second
 	}
-	j.storeCtx, j.cancelStore = context.WithCancel(context.WithoutCancel(ctx))
 	j.log = cmp.Or(o.Logger, slog.Default())
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -490,10 +489,16 @@ func (j *Journal) Close() error {
 	j.progress = make(chan struct{})
 	j.mu.Unlock()
 	close(j.quit)
-	giveUp := time.AfterFunc(j.opts.CloseTimeout, j.cancelStore)
-	<-j.stopped
-	giveUp.Stop()
-	j.cancelStore()
+	select {
+	case <-j.stopped:
+	case <-time.After(j.opts.CloseTimeout):
+		j.mu.Lock()
+		j.abandoned = true
+		left := len(j.queue)
+		j.mu.Unlock()
+		return fmt.Errorf("journal: the store did not answer within %v; %d appends stay in %s and are stored by the next Open",
+			j.opts.CloseTimeout, left, j.dir)
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	left := len(j.queue)
@@ -561,11 +566,22 @@ func (j *Journal) storeNext(closing bool) bool {
 	for i, e := range batch {
 		ops[i] = e.op
 	}
-	refused, err := j.storeOps(j.storeCtx, ops, closing)
+	// The store's calls get a context without cancellation: with one, modernc's SQLite watches
+	// it around every statement, which costs a tenth of an append. A store that hangs is left
+	// behind by Close instead (see abandoned).
+	refused, err := j.storeOps(context.Background(), ops, closing)
+	j.mu.Lock()
+	if j.abandoned {
+		for _, seg := range j.segs {
+			seg.f.Close()
+		}
+		j.mu.Unlock()
+		return false
+	}
 	if err != nil {
+		j.mu.Unlock()
 		return false // closing and the store fails: the rest stays in the files
 	}
-	j.mu.Lock()
 	j.queue = j.queue[n:]
 	if len(j.queue) == 0 {
 		j.queue = nil // let the backing array go

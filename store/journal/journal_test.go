@@ -501,21 +501,25 @@ func TestOpenRefusesAFileThatIsNotAJournal(t *testing.T) {
 	}
 }
 
-// hanging is a store whose appends wait until their context ends, as a database connection
-// that stopped answering does.
-type hanging struct{ *sqlite.Store }
-
-func (h hanging) AppendBatch(ctx context.Context, _ []store.AppendOp) error {
-	<-ctx.Done()
-	return ctx.Err()
+// hanging is a store whose appends wait until released, as a database connection that stopped
+// answering does, then fail.
+type hanging struct {
+	*sqlite.Store
+	release chan struct{}
 }
 
-// TestCloseGivesUpOnAHangingStore: Close returns after CloseTimeout when the store hangs, and
-// the appends stay for the next Open.
+func (h hanging) AppendBatch(context.Context, []store.AppendOp) error {
+	<-h.release
+	return errDown
+}
+
+// TestCloseGivesUpOnAHangingStore: Close returns after CloseTimeout when the store hangs; the
+// appends stay for the next Open, once the stuck call has returned.
 func TestCloseGivesUpOnAHangingStore(t *testing.T) {
 	sq, threads := openStore(t, 1)
 	dir := t.TempDir()
-	j, err := journal.Open(ctx, dir, hanging{sq}, &journal.Options{MaxDelay: time.Millisecond, CloseTimeout: 50 * time.Millisecond, Logger: quiet()})
+	h := hanging{sq, make(chan struct{})}
+	j, err := journal.Open(ctx, dir, h, &journal.Options{MaxDelay: time.Millisecond, CloseTimeout: 50 * time.Millisecond, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,15 +531,27 @@ func TestCloseGivesUpOnAHangingStore(t *testing.T) {
 	go func() { done <- j.Close() }()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "1 appends could not be stored") {
+		if err == nil || !strings.Contains(err.Error(), "did not answer within 50ms; 1 appends stay") {
 			t.Fatalf("Close with a hanging store: %v", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not return with the store hanging")
 	}
-	j2, err := journal.Open(ctx, dir, sq, &journal.Options{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
+	if files := journalFiles(t, dir); len(files) != 1 {
+		t.Fatalf("journal files after Close gave up: %v", files)
+	}
+	close(h.release) // the stuck call returns; the writer leaves the file and closes it
+	var j2 *journal.Journal
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		j2, err = journal.Open(ctx, dir, sq, &journal.Options{Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(callIDs(t, sq, threads[0])) == 1 || time.Now().After(deadline) {
+			break
+		}
+		j2.Close() // the old writer had not closed the file yet: its lock kept it from replay
+		time.Sleep(5 * time.Millisecond)
 	}
 	defer j2.Close()
 	if got := callIDs(t, sq, threads[0]); len(got) != 1 {
