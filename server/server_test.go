@@ -322,16 +322,8 @@ func TestHealthAndShutdown(t *testing.T) {
 // TestRecorderStoresAttachmentsInTheThread: a result's new attachment is written to the
 // session thread's file system (R5) and the recorded result, like the caller's, refers to it.
 func TestRecorderStoresAttachmentsInTheThread(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, th := storeWithThread(t)
 	ctx := context.Background()
-	th := &store.Thread{WorkspaceID: "wsp_x"}
-	if err := st.CreateThread(ctx, th); err != nil {
-		t.Fatal(err)
-	}
 	scoped := quiver.WithScope(ctx, quiver.Scope{WorkspaceID: "wsp_x", ThreadID: th.ID})
 	res := &quiver.Result{Status: quiver.StatusSuccess, Text: "chart",
 		Attachments: []quiver.Attachment{{Name: "chart.png", MimeType: "image/png", Data: "iVBORw0KGgo="}}}
@@ -455,16 +447,8 @@ func TestJournaledCallsSurviveAStoreOutage(t *testing.T) {
 // TestRecorderWithAJournal: records go through the journal; once it is closed (a call that
 // outlived the server's shutdown), straight to the store.
 func TestRecorderWithAJournal(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, th := storeWithThread(t)
 	ctx := context.Background()
-	th := &store.Thread{WorkspaceID: "wsp_x"}
-	if err := st.CreateThread(ctx, th); err != nil {
-		t.Fatal(err)
-	}
 	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal"), st, &journal.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -496,4 +480,20 @@ func mustMessages(t *testing.T, st store.Store, threadID string) []*store.Messag
 		t.Fatal(err)
 	}
 	return msgs
+}
+
+// storeWithThread opens a SQLite store (closed when the test ends) holding one thread of
+// workspace wsp_x.
+func storeWithThread(t *testing.T) (*sqlite.Store, *store.Thread) {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	th := &store.Thread{WorkspaceID: "wsp_x"}
+	if err := st.CreateThread(context.Background(), th); err != nil {
+		t.Fatal(err)
+	}
+	return st, th
 }
