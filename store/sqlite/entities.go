@@ -110,7 +110,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *store.Workspace) error {
 		return failf(op, store.ErrInvalid, "a new workspace has no members to run tools as: add members, then set the default runtime user")
 	}
 	now := entityNow()
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO workspaces (`+workspaceCols+`) VALUES (?, ?, NULL, ?, ?, ?)`,
 			nw.ID, nw.Name, nw.RetentionTier, now.UnixNano(), now.UnixNano())
 		if isConstraint(err) {
@@ -142,7 +142,7 @@ func (s *Store) Workspace(ctx context.Context, id string) (*store.Workspace, err
 func (s *Store) UpdateWorkspace(ctx context.Context, id, callerUserID string, fn func(*store.Workspace) error) (*store.Workspace, error) {
 	op := "update workspace " + id
 	var out *store.Workspace
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		w, err := scanWorkspace(tx.QueryRowContext(ctx, `SELECT `+workspaceCols+` FROM workspaces WHERE id = ?`, id))
 		if err != nil {
 			return dbFail(op, err)
@@ -247,7 +247,7 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	}
 	email := strings.TrimSpace(u.Email)
 	now := entityNow()
-	err = s.write(ctx, func(tx querier) error {
+	err = s.write(ctx, func(ctx context.Context, tx querier) error {
 		var other string
 		err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE email_key = ?`, key).Scan(&other)
 		if err == nil {
@@ -315,7 +315,7 @@ func (s *Store) AddMember(ctx context.Context, m *store.Membership) error {
 		return failf(op, store.ErrInvalid, "role %q is neither admin nor member", m.Role)
 	}
 	now := entityNow()
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		if err := exists(ctx, tx, op, `SELECT 1 FROM workspaces WHERE id = ?`, "no such workspace", m.WorkspaceID); err != nil {
 			return err
 		}
@@ -403,7 +403,7 @@ func (s *Store) SetMemberRole(ctx context.Context, workspaceID, userID string, r
 	if !role.Valid() {
 		return failf(op, store.ErrInvalid, "role %q is neither admin nor member", role)
 	}
-	return s.write(ctx, func(tx querier) error {
+	return s.write(ctx, func(ctx context.Context, tx querier) error {
 		cur, err := memberRole(ctx, tx, workspaceID, userID)
 		if err != nil {
 			return dbFail(op, err)
@@ -430,7 +430,7 @@ func (s *Store) SetMemberRole(ctx context.Context, workspaceID, userID string, r
 // removed (store.ErrInvalid): change those first.
 func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string) error {
 	op := fmt.Sprintf("remove user %s from workspace %s", userID, workspaceID)
-	return s.write(ctx, func(tx querier) error {
+	return s.write(ctx, func(ctx context.Context, tx querier) error {
 		cur, err := memberRole(ctx, tx, workspaceID, userID)
 		if err != nil {
 			return dbFail(op, err)
@@ -489,7 +489,7 @@ func (s *Store) CreateSchema(ctx context.Context, sc *store.Schema) error {
 		id = store.NewID(store.PrefixSchema)
 	}
 	now := entityNow()
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		if sc.WorkspaceID != "" {
 			if err := exists(ctx, tx, op, `SELECT 1 FROM workspaces WHERE id = ?`, "no workspace "+sc.WorkspaceID, sc.WorkspaceID); err != nil {
 				return err
@@ -566,7 +566,7 @@ func (s *Store) CreateFunction(ctx context.Context, f *store.Function) error {
 		id = store.NewID(store.PrefixFunction)
 	}
 	now := entityNow()
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		if f.WorkspaceID != "" {
 			if err := exists(ctx, tx, op, `SELECT 1 FROM workspaces WHERE id = ?`, "no workspace "+f.WorkspaceID, f.WorkspaceID); err != nil {
 				return err
@@ -655,7 +655,7 @@ func (s *Store) CreateFunctionVersion(ctx context.Context, v *store.FunctionVers
 	}
 	now := entityNow()
 	var number int
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		f, err := ownFunction(ctx, tx, op, v.WorkspaceID, v.FunctionID)
 		if err != nil {
 			return err
@@ -724,7 +724,7 @@ func (s *Store) FunctionVersions(ctx context.Context, workspaceID, functionID st
 func (s *Store) SetDefaultVersion(ctx context.Context, workspaceID, functionID, versionID string) (*store.Function, error) {
 	op := fmt.Sprintf("set the default version of function %s", functionID)
 	var out *store.Function
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		f, err := ownFunction(ctx, tx, op, workspaceID, functionID)
 		if err != nil {
 			return err
@@ -864,7 +864,7 @@ func (s *Store) CreateTool(ctx context.Context, t *store.Tool) error {
 		return fail(op, err)
 	}
 	now := entityNow()
-	err = s.write(ctx, func(tx querier) error {
+	err = s.write(ctx, func(ctx context.Context, tx querier) error {
 		if err := checkToolRefs(ctx, tx, op, nt); err != nil {
 			return err
 		}
@@ -928,7 +928,7 @@ func writableTool(ctx context.Context, tx dbtx, op, workspaceID, id string) (*st
 func (s *Store) UpdateTool(ctx context.Context, workspaceID, toolID, callerUserID string, fn func(*store.Tool) error) (*store.Tool, error) {
 	op := "update tool " + toolID
 	var out *store.Tool
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		before, err := writableTool(ctx, tx, op, workspaceID, toolID)
 		if err != nil {
 			return err
@@ -983,7 +983,7 @@ func (s *Store) DeleteTool(ctx context.Context, workspaceID, toolID string, tier
 		return nil, failf(op, store.ErrInvalid, "unknown retention tier %q", tier)
 	}
 	var out *store.Tool
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		t, err := writableTool(ctx, tx, op, workspaceID, toolID)
 		if err != nil {
 			return err
@@ -1109,7 +1109,7 @@ func (s *Store) ResolveToolVersion(ctx context.Context, workspaceID, toolID stri
 // plus their tier's days is at or before now (tier none: never), and returns how many.
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
 	var n int64
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM tools WHERE purge_at IS NOT NULL AND purge_at <= ?`, now.UnixNano())
 		if err != nil {
 			return err

@@ -128,8 +128,8 @@ func (u *fileUsage) add(bytes, entries int64) error {
 
 // change runs fn in a write transaction once the thread is found in the workspace, then stores
 // the thread's usage as fn left it.
-func (f *fileSystem) change(ctx context.Context, op, workspaceID, threadID string, fn func(tx querier, u *fileUsage) error) error {
-	return f.s.write(ctx, func(tx querier) error {
+func (f *fileSystem) change(ctx context.Context, op, workspaceID, threadID string, fn func(ctx context.Context, tx querier, u *fileUsage) error) error {
+	return f.s.write(ctx, func(ctx context.Context, tx querier) error {
 		if err := fsThreadExists(ctx, tx, op, workspaceID, threadID); err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (f *fileSystem) change(ctx context.Context, op, workspaceID, threadID strin
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: %s: %w", op, err)
 		}
-		if err := fn(tx, u); err != nil {
+		if err := fn(ctx, tx, u); err != nil {
 			return err
 		}
 		if u.changed {
@@ -274,7 +274,7 @@ func (f *fileSystem) WriteFile(ctx context.Context, workspaceID, threadID, p str
 		return nil, err
 	}
 	var out *store.FileInfo
-	err = f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
+	err = f.change(ctx, op, workspaceID, threadID, func(ctx context.Context, tx querier, u *fileUsage) error {
 		old, err := fsStat(ctx, tx, op, threadID, p)
 		switch {
 		case err == nil && old.IsDir:
@@ -403,7 +403,7 @@ func (f *fileSystem) Remove(ctx context.Context, workspaceID, threadID, p string
 	if err := store.CheckPath(p); err != nil {
 		return err
 	}
-	return f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
+	return f.change(ctx, op, workspaceID, threadID, func(ctx context.Context, tx querier, u *fileUsage) error {
 		fi, err := fsStat(ctx, tx, op, threadID, p)
 		if err != nil {
 			return err
@@ -433,7 +433,7 @@ func (f *fileSystem) Mkdir(ctx context.Context, workspaceID, threadID, p string)
 		})
 	}
 	var out *store.FileInfo
-	err := f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
+	err := f.change(ctx, op, workspaceID, threadID, func(ctx context.Context, tx querier, u *fileUsage) error {
 		old, err := fsStat(ctx, tx, op, threadID, p)
 		switch {
 		case err == nil && old.IsDir:
@@ -474,7 +474,7 @@ func (f *fileSystem) Rmdir(ctx context.Context, workspaceID, threadID, p string)
 			return fmt.Errorf("sqlite: %s: the root directory cannot be removed: %w", op, store.ErrInvalid)
 		})
 	}
-	return f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
+	return f.change(ctx, op, workspaceID, threadID, func(ctx context.Context, tx querier, u *fileUsage) error {
 		fi, err := fsStat(ctx, tx, op, threadID, p)
 		if err != nil {
 			return err
@@ -650,7 +650,7 @@ func (f *fileSystem) AddAttachment(ctx context.Context, workspaceID, threadID st
 		return nil, err
 	}
 	var out *store.FileInfo
-	err = f.change(ctx, op, workspaceID, threadID, func(tx querier, u *fileUsage) error {
+	err = f.change(ctx, op, workspaceID, threadID, func(ctx context.Context, tx querier, u *fileUsage) error {
 		dirs, err := fsMissingDirs(ctx, tx, op, threadID, []string{store.AttachmentsDir})
 		if err != nil {
 			return err
@@ -691,7 +691,7 @@ func (f *fileSystem) CopyFiles(ctx context.Context, workspaceID, fromThreadID st
 		}
 	}
 	copies := map[string]*store.FileInfo{}
-	err := f.change(ctx, op, workspaceID, toThreadID, func(tx querier, u *fileUsage) error {
+	err := f.change(ctx, op, workspaceID, toThreadID, func(ctx context.Context, tx querier, u *fileUsage) error {
 		if err := fsThreadExists(ctx, tx, op, workspaceID, fromThreadID); err != nil {
 			return err
 		}

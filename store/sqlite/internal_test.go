@@ -84,7 +84,7 @@ func TestWriteTransactions(t *testing.T) {
 			t.Fatalf("insert %s: %v", name, err)
 		}
 	}
-	if err := s.write(ctx, func(tx querier) error { mustInsert(tx, "a"); return boom }); !errors.Is(err, boom) {
+	if err := s.write(ctx, func(_ context.Context, tx querier) error { mustInsert(tx, "a"); return boom }); !errors.Is(err, boom) {
 		t.Fatalf("failing write: %v", err)
 	}
 	func() {
@@ -93,10 +93,10 @@ func TestWriteTransactions(t *testing.T) {
 				t.Fatal("the panic did not come through")
 			}
 		}()
-		s.write(ctx, func(tx querier) error { mustInsert(tx, "b"); panic("in the middle of a write") })
+		s.write(ctx, func(_ context.Context, tx querier) error { mustInsert(tx, "b"); panic("in the middle of a write") })
 	}()
 	cctx, cancel := context.WithCancel(ctx)
-	err = s.write(cctx, func(tx querier) error {
+	err = s.write(cctx, func(_ context.Context, tx querier) error {
 		mustInsert(tx, "c")
 		cancel()
 		return insert(tx, "d") // interrupted
@@ -107,7 +107,7 @@ func TestWriteTransactions(t *testing.T) {
 	if n := count(); n != 0 {
 		t.Fatalf("%d workspaces after three failed writes, want 0", n)
 	}
-	if err := s.write(ctx, func(tx querier) error { return insert(tx, "e") }); err != nil {
+	if err := s.write(ctx, func(_ context.Context, tx querier) error { return insert(tx, "e") }); err != nil {
 		t.Fatalf("a write after the failed ones: %v", err)
 	}
 	if n := count(); n != 1 {
@@ -116,15 +116,15 @@ func TestWriteTransactions(t *testing.T) {
 
 	// While one write holds the turn, another gives up when its context ends.
 	holding, release := make(chan struct{}), make(chan struct{})
-	go s.write(ctx, func(querier) error { close(holding); <-release; return nil })
+	go s.write(ctx, func(context.Context, querier) error { close(holding); <-release; return nil })
 	<-holding
 	short, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel2()
-	if err := s.write(short, func(querier) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.write(short, func(context.Context, querier) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("waiting for the turn: %v, want DeadlineExceeded", err)
 	}
 	close(release)
-	if err := s.write(ctx, func(tx querier) error { return insert(tx, "f") }); err != nil {
+	if err := s.write(ctx, func(_ context.Context, tx querier) error { return insert(tx, "f") }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -142,13 +142,13 @@ func TestCancelledWritesNeverWedgeTheWriter(t *testing.T) {
 	for i := range 400 {
 		cctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(time.Duration(i%60)*time.Microsecond, cancel)
-		_ = s.write(cctx, func(tx querier) error {
+		_ = s.write(cctx, func(_ context.Context, tx querier) error {
 			_, err := tx.ExecContext(cctx, `INSERT INTO workspaces (id, name, created_at, updated_at) VALUES (?, 'x', 0, 0)`, fmt.Sprintf("wsp_c%d", i))
 			return err
 		})
 		timer.Stop()
 		cancel()
-		err := s.write(ctx, func(tx querier) error {
+		err := s.write(ctx, func(_ context.Context, tx querier) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, created_at, updated_at) VALUES (?, 'y', 0, 0)`, fmt.Sprintf("wsp_ok%d", i))
 			return err
 		})

@@ -73,7 +73,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	}
 	now := time.Now().UTC().Round(0)
 	firsts := make([]int64, len(ops))
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		// The last seq of each thread appended to so far in this transaction: the next append
 		// to it need not look it up.
 		lasts := map[[2]string]int64{}

@@ -280,7 +280,12 @@ func (s *Store) prepare() error {
 // write runs fn in one write transaction (BEGIN IMMEDIATE on the writer connection) and commits
 // it if fn returns nil; otherwise, or if fn panics, it rolls it back. Write transactions of the
 // store take turns; waiting for one's turn ends with ctx.
-func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
+//
+// fn gets ctx without its cancellation, for the statements it runs: with a cancellable context
+// modernc's driver arms a watcher around every statement (a dozen allocations and a few
+// microseconds each), and a write transaction is short. A ctx that ends before the commit
+// still rolls the transaction back.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx querier) error) error {
 	select {
 	case s.wsem <- struct{}{}:
 	case <-ctx.Done():
@@ -290,12 +295,13 @@ func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	// Not cancellable: the driver reports a cancellation that arrives as a statement ends as
-	// that statement's error, even when it succeeded, and a BEGIN that succeeded unseen would
-	// leave the connection inside a transaction. The wait for the lock is bounded by the busy
-	// timeout.
-	if _, err := s.wBegin.ExecContext(context.WithoutCancel(ctx)); err != nil {
-		_, _ = s.wRollback.ExecContext(context.WithoutCancel(ctx)) // in case; fails when none is open
+	// Not cancellable either: the driver reports a cancellation that arrives as a statement
+	// ends as that statement's error, even when it succeeded, and a BEGIN that succeeded unseen
+	// would leave the connection inside a transaction. The wait for the lock is bounded by the
+	// busy timeout.
+	quiet := context.WithoutCancel(ctx)
+	if _, err := s.wBegin.ExecContext(quiet); err != nil {
+		_, _ = s.wRollback.ExecContext(quiet) // in case; fails when none is open
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	done := false
@@ -303,18 +309,17 @@ func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
 		if !done {
 			// Also after a failed COMMIT, which leaves the transaction open. An error here means
 			// SQLite rolled back already (as it does after some errors).
-			_, _ = s.wRollback.ExecContext(context.WithoutCancel(ctx))
+			_, _ = s.wRollback.ExecContext(quiet)
 		}
 	}()
-	if err := fn(s.wc); err != nil {
+	if err := fn(quiet, s.wc); err != nil {
 		return err
 	}
-	// As with database/sql's transactions, a context cancelled before the commit rolls back;
-	// one cancelled during the commit does not interrupt it.
+	// As with database/sql's transactions, a context that ended before the commit rolls back.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlite: before commit: %w", err)
 	}
-	if _, err := s.wCommit.ExecContext(context.WithoutCancel(ctx)); err != nil {
+	if _, err := s.wCommit.ExecContext(quiet); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	done = true

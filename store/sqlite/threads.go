@@ -34,7 +34,7 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 		return err
 	}
 	now := time.Now().UTC().Round(0)
-	err = s.write(ctx, func(tx querier) error {
+	err = s.write(ctx, func(ctx context.Context, tx querier) error {
 		if t.ParentID != "" {
 			var ws string
 			err := s.wThreadWorkspace.QueryRowContext(ctx, t.ParentID).Scan(&ws)
@@ -81,7 +81,7 @@ func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*stor
 // the store's write lock is held: it must be quick and must not write to the store.
 func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
 	var out *store.Thread
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		th, err := scanThread(s.wThread.QueryRowContext(ctx, threadID, workspaceID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: update thread %s: %w", threadID, store.ErrNotFound)

@@ -16,7 +16,7 @@ import (
 // Content; nothing else may change, and tool messages not at all (store.ErrInvalid).
 func (s *Store) UpdateMessage(ctx context.Context, workspaceID, threadID, messageID string, fn func(*store.Message) error) (*store.Message, error) {
 	var out *store.Message
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+messageCols+` FROM messages m
 			WHERE m.id = ?1 AND m.thread_id = ?2 AND EXISTS (SELECT 1 FROM threads WHERE id = ?2 AND workspace_id = ?3)`,
 			messageID, threadID, workspaceID)
@@ -60,7 +60,7 @@ func (s *Store) Enqueue(ctx context.Context, workspaceID, threadID string, msgs 
 	}
 	now := time.Now().UTC().Round(0)
 	ids := make([]string, len(msgs))
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
 			return fmt.Errorf("sqlite: enqueue to %s: %w", threadID, err)
 		}
@@ -128,7 +128,7 @@ func (s *Store) Queued(ctx context.Context, workspaceID, threadID string) ([]*st
 func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) ([]*store.Message, error) {
 	now := time.Now().UTC().Round(0)
 	var out []*store.Message
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
 		if err != nil {
 			return fmt.Errorf("sqlite: append queued to %s: %w", threadID, err)
@@ -189,7 +189,7 @@ func (s *Store) Decide(ctx context.Context, workspaceID, threadID string, d *sto
 		decided = time.Now()
 	}
 	decided = decided.UTC().Round(0)
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
 			return fmt.Errorf("sqlite: decide in %s: %w", threadID, err)
 		}
@@ -266,7 +266,7 @@ func (s *Store) Log(ctx context.Context, workspaceID, threadID string, e *store.
 	}
 	at = at.UTC().Round(0)
 	var seq int64
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
 			return fmt.Errorf("sqlite: log to %s: %w", threadID, err)
 		}

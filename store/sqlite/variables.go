@@ -38,7 +38,7 @@ func (s *Store) SetVariables(ctx context.Context, values []*store.Variable) erro
 	}
 	now := time.Now().UTC().Round(0)
 	created := make([]int64, len(values))
-	err := s.write(ctx, func(tx querier) error {
+	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		for i, v := range values {
 			if v.Layer == store.LayerThread {
 				var one int
@@ -68,7 +68,7 @@ func (s *Store) SetVariables(ctx context.Context, values []*store.Variable) erro
 
 // DeleteVariable removes a value; store.ErrNotFound when the owner has none of that name.
 func (s *Store) DeleteVariable(ctx context.Context, workspaceID string, layer store.VariableLayer, ownerID, name string) error {
-	return s.write(ctx, func(tx querier) error {
+	return s.write(ctx, func(ctx context.Context, tx querier) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM variables WHERE workspace_id = ? AND layer = ? AND owner_id = ? AND name = ?`, workspaceID, string(layer), ownerID, name)
 		if err != nil {
 			return fmt.Errorf("sqlite: delete variable %s: %w", name, err)
@@ -179,7 +179,7 @@ func (s *Store) LookupVariables(ctx context.Context, workspaceID string, q store
 // the store's write lock keeps every other writer, in this process or another, out until it
 // commits. An error from fn leaves everything as it was.
 func (s *Store) RewriteSecrets(ctx context.Context, fn func(v *store.Variable) (string, error)) error {
-	return s.write(ctx, func(tx querier) error {
+	return s.write(ctx, func(ctx context.Context, tx querier) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+variableCols+` FROM variables WHERE secret = 1
 			ORDER BY workspace_id, layer, owner_id, name`)
 		if err != nil {
