@@ -33,10 +33,17 @@
 // replays only files no live process holds. A file is a magic header, then one frame per
 // append: the payload's length and CRC-32C (little-endian uint32 each), then the payload (JSON).
 // A frame cut short or damaged (a disk that lost the end of a file in a power loss) ends the
-// replay of its file, and what follows it is reported and discarded.
+// replay of its file, and what follows it is reported and discarded; a whole frame whose record
+// does not decode is reported and skipped.
 //
 // Appends are recognised when replayed: Append gives every message an id, and the store refuses
 // an id it already has (store.ErrIDTaken), which the replay takes for "already stored".
+//
+// Why a journal of Quiver's own: SQLite has a write-ahead log, but what an append costs is its
+// transaction (every index the rows touch, a WAL frame per page, the commit), and that cost
+// shrinks per append only when appends share a transaction. The journal lets callers that each
+// make one append share them without waiting for each other; no library does that in front of
+// a store.
 package journal
 
 import (
