@@ -77,12 +77,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 		// The last seq of each thread appended to so far in this transaction: the next append
 		// to it need not look it up.
 		lasts := map[[2]string]int64{}
-		ins := &inserts{msg: s.wInsertMessage}
 		for k, op := range ops {
-			at := now
-			if !op.At.IsZero() {
-				at = op.At.UTC().Round(0)
-			}
 			key := [2]string{op.WorkspaceID, op.ThreadID}
 			last, known := lasts[key]
 			if !known {
@@ -91,7 +86,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 					return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: %w", op.ThreadID, err)}
 				}
 			}
-			if err := s.appendRows(ctx, tx, ins, op.ThreadID, rows[k], last+1, at); err != nil {
+			if err := s.appendRows(ctx, tx, op.ThreadID, rows[k], last+1, opTime(op, now)); err != nil {
 				return &store.BatchError{Index: k, Err: err}
 			}
 			firsts[k] = last + 1
@@ -103,10 +98,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 		return err
 	}
 	for k, op := range ops {
-		at := now
-		if !op.At.IsZero() {
-			at = op.At.UTC().Round(0)
-		}
+		at := opTime(op, now)
 		for i, m := range op.Messages {
 			m.ID, m.ThreadID, m.Seq, m.CreatedAt = rows[k][i].id, op.ThreadID, firsts[k]+int64(i), at
 		}
@@ -114,27 +106,27 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	return nil
 }
 
-// inserts are the insert statements of one write transaction, prepared for it once.
-type inserts struct {
-	msg, call *sql.Stmt // call: when first needed
+// opTime is when an op's messages were written: its At, else the batch's time.
+func opTime(op store.AppendOp, batch time.Time) time.Time {
+	if op.At.IsZero() {
+		return batch
+	}
+	return op.At.UTC().Round(0)
 }
 
 // appendRows inserts one append's rows inside tx, numbered from first.
-func (s *Store) appendRows(ctx context.Context, tx querier, ins *inserts, threadID string, rows []row, first int64, at time.Time) error {
+func (s *Store) appendRows(ctx context.Context, tx querier, threadID string, rows []row, first int64, at time.Time) error {
 	for i := range rows {
 		r := &rows[i]
 		seq := first + int64(i)
 		m := r.msg
-		_, err := ins.msg.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
+		_, err := s.wInsertMessage.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
 			r.toolName, r.result, at.UnixNano(), threadID)
 		if err != nil {
 			return s.insertError(ctx, tx, threadID, i, r, err)
 		}
-		if len(r.calls) > 0 && ins.call == nil {
-			ins.call = s.wInsertCall
-		}
 		for j, c := range r.calls {
-			_, err := ins.call.ExecContext(ctx, threadID, c.id, seq, j, c.name, c.args, c.reasoning)
+			_, err := s.wInsertCall.ExecContext(ctx, threadID, c.id, seq, j, c.name, c.args, c.reasoning)
 			if isConstraint(err) {
 				return fmt.Errorf("sqlite: append to %s: message %d: call id %q is already used in the thread: %w",
 					threadID, i, c.id, store.ErrInvalid)
