@@ -43,6 +43,7 @@ type Call struct {
 	vars          map[string]string
 	secrets       []string
 	outputChecked bool // a latent tool's _output was already checked against the output schema
+	notStarted    bool // the context ended before the tool started: nothing to record
 }
 
 // Tool returns the tool the call resolved to, or nil before lookup (and for unknown names).
@@ -64,12 +65,18 @@ type Hooks struct {
 	AfterSuccess func(ctx context.Context, call *Call, r *Result)
 	AfterFailure func(ctx context.Context, call *Call, r *Result)
 	// BeforeStore runs before a result is recorded; it may return a rewritten result, or false
-	// to keep the result out of history (the caller still receives it).
+	// (or a nil result) to keep the result out of history. The caller still receives the
+	// result, and the call is still answered in history, by a placeholder that says its result
+	// was withheld: a call left without a result would be run again by a resumed run, and
+	// every provider rejects a conversation with an unanswered call.
 	BeforeStore func(ctx context.Context, call *Call, r *Result) (*Result, bool)
 }
 
 // Recorder persists results. The store packages implement it; the dispatcher calls it for
-// every call not marked NoRecord, after BeforeStore.
+// every call not marked NoRecord, after BeforeStore, except a call whose context ended before
+// its tool started (nothing ran, so nothing is lost, and whoever owns the call runs it later).
+// The context it gets keeps the caller's values but not its cancellation (see
+// Dispatcher.RecordTimeout), so a call cancelled while it ran still ends with a stored result.
 type Recorder interface {
 	RecordResult(ctx context.Context, call *Call, r *Result) error
 }
@@ -130,6 +137,10 @@ type Dispatcher struct {
 	Grace time.Duration
 	// MaxArgsBytes caps the size of a call's arguments; zero means 1 MiB.
 	MaxArgsBytes int
+	// RecordTimeout bounds recording a result when the caller's context can end; zero means
+	// 10 seconds. The record does not share the caller's cancellation: a run cancelled while
+	// its tool ran must still store what the tool did, or a resume would run it again (X2).
+	RecordTimeout time.Duration
 
 	once      sync.Once
 	handler   Handler
@@ -137,8 +148,9 @@ type Dispatcher struct {
 }
 
 const (
-	defaultGrace        = 2 * time.Second
-	defaultMaxArgsBytes = 1 << 20
+	defaultGrace         = 2 * time.Second
+	defaultMaxArgsBytes  = 1 << 20
+	defaultRecordTimeout = 10 * time.Second
 )
 
 func (d *Dispatcher) registry() *Registry {
@@ -167,10 +179,14 @@ func (d *Dispatcher) build() {
 // Dispatch runs call through the pipeline and returns its result, which is an error result for
 // every failure of the call itself. The error is non-nil only when the runtime failed: the
 // Recorder could not persist the result (which is still returned).
+//
+// A call whose context is over before its tool starts returns a cancelled (or timed-out)
+// result and is not recorded; once the tool has started, its result is recorded whatever
+// happens to the context, so every call either left no trace or has exactly one result.
 func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 	d.once.Do(d.build)
 	c := &call
-	c.tool, c.vars, c.secrets, c.outputChecked = nil, nil, nil, false
+	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
 	if c.Meta != nil {
 		c.Meta = maps.Clone(c.Meta) // meta-fields are added to it; the caller's map stays as it was
 	}
@@ -182,7 +198,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 	if d.policyErr != nil {
 		r = Errorf(CodePolicyDenied, "no tool can run: the dispatcher's policy is invalid: %v", d.policyErr)
 	} else if ctx.Err() != nil {
-		r = stopped(ctx, c, 0)
+		r = notStarted(ctx, c)
 	} else {
 		r = d.handler(context.WithValue(ctx, callKey{}, c), c)
 	}
@@ -193,7 +209,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 	} else if d.Hooks.AfterSuccess != nil {
 		d.Hooks.AfterSuccess(ctx, c, r)
 	}
-	if c.NoRecord || d.Recorder == nil {
+	if c.NoRecord || d.Recorder == nil || c.notStarted {
 		return r, nil
 	}
 	stored, keep := r, true
@@ -204,12 +220,39 @@ func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 		}
 	}
 	if !keep {
-		return r, nil
+		stored = withheld(c, r)
 	}
-	if err := d.Recorder.RecordResult(ctx, c, stored); err != nil {
+	rctx, cancel := d.recordContext(ctx)
+	defer cancel()
+	if err := d.Recorder.RecordResult(rctx, c, stored); err != nil {
 		return r, fmt.Errorf("quiver: recording the result of %s: %w", c.Name, err)
 	}
 	return r, nil
+}
+
+// recordContext is the context a result is recorded with: ctx's values without its
+// cancellation, bounded by RecordTimeout. A context that can never end is used as it is (a
+// detached one would cost allocations on every call for nothing).
+func (d *Dispatcher) recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Done() == nil {
+		return ctx, func() {}
+	}
+	timeout := d.RecordTimeout
+	if timeout <= 0 {
+		timeout = defaultRecordTimeout
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+}
+
+// withheld is what history keeps of a result a BeforeStore hook dropped: an answer to the
+// call that says the result was withheld, with the result's status and code (identifiers, not
+// content) and nothing else of it.
+func withheld(c *Call, r *Result) *Result {
+	msg := fmt.Sprintf("the result of %s was withheld from the conversation history", c.Name)
+	if r.IsError() {
+		return &Result{Status: StatusError, Code: r.Code, Error: msg}
+	}
+	return &Result{Status: StatusSuccess, Text: msg}
 }
 
 // Call dispatches a call to name with args given as any JSON-encodable value (or
@@ -537,7 +580,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *Call) *Result {
 	}
 	if ctx.Err() != nil {
 		// Cancelled while waiting for confirmation or variables: do not start the work.
-		return stopped(ctx, c, 0)
+		return notStarted(ctx, c)
 	}
 	fn, err := d.registry().activity(t)
 	if err != nil {
@@ -626,6 +669,13 @@ func settle(parent, ctx context.Context, c *Call, r *Result, timeout time.Durati
 		return r
 	}
 	return stopped(parent, c, timeout)
+}
+
+// notStarted is the result of a call whose context ended before its tool started; the call
+// is not recorded (see Dispatch).
+func notStarted(ctx context.Context, c *Call) *Result {
+	c.notStarted = true
+	return stopped(ctx, c, 0)
 }
 
 // stopped is the result of a call whose context ended: the caller's cancellation or deadline,

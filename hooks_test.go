@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver"
 )
@@ -108,8 +109,11 @@ func TestRecordingAndBeforeStore(t *testing.T) {
 			c.Text = strings.ReplaceAll(r.Text, "secret", "public")
 			return &c, true
 		}, wantStored: []string{"public plans"}},
-		{name: "dropped", beforeStore: func(context.Context, *quiver.Call, *quiver.Result) (*quiver.Result, bool) { return nil, false }},
-		{name: "nil result drops", beforeStore: func(context.Context, *quiver.Call, *quiver.Result) (*quiver.Result, bool) { return nil, true }},
+		// A dropped result still answers the call in history, without any of its content.
+		{name: "dropped", beforeStore: func(context.Context, *quiver.Call, *quiver.Result) (*quiver.Result, bool) { return nil, false },
+			wantStored: []string{"the result of plans was withheld from the conversation history"}},
+		{name: "nil result drops", beforeStore: func(context.Context, *quiver.Call, *quiver.Result) (*quiver.Result, bool) { return nil, true },
+			wantStored: []string{"the result of plans was withheld from the conversation history"}},
 		{name: "NoRecord skips recording and BeforeStore", noRecord: true,
 			beforeStore: func(context.Context, *quiver.Call, *quiver.Result) (*quiver.Result, bool) {
 				panic("BeforeStore called for a NoRecord call")
@@ -338,5 +342,54 @@ func TestApprovedIsNotReadFromJSON(t *testing.T) {
 	}
 	if c.Approved {
 		t.Fatal("Call.Approved was set from JSON")
+	}
+}
+
+// strictRecorder refuses a context that has ended, as the stores do.
+type strictRecorder struct{ memRecorder }
+
+func (s *strictRecorder) RecordResult(ctx context.Context, c *quiver.Call, r *quiver.Result) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("recorded without a bound on the time it may take")
+	}
+	return s.memRecorder.RecordResult(ctx, c, r)
+}
+
+// X2, X3: a call cancelled while its tool runs is recorded (the record does not share the
+// caller's cancellation, and is bounded by its own timeout); a call whose context ended before
+// its tool started is not (nothing ran; its owner runs it later).
+func TestRecordingOutlivesTheCallersCancellation(t *testing.T) {
+	started := make(chan struct{})
+	ran := 0
+	tool := rawTool(t, "wait", "", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		ran++
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	rec := &strictRecorder{}
+	d := &quiver.Dispatcher{Registry: newRegistry(t, tool), Recorder: rec, Grace: time.Second}
+	cctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	r, err := d.Dispatch(cctx, quiver.Call{ID: "c1", Name: "wait"})
+	if err != nil {
+		t.Fatalf("recording the cancelled call failed: %v", err)
+	}
+	wantError(t, r, quiver.CodeCancelled, "was cancelled")
+	if got := rec.all(); len(got) != 1 || got[0].Result.Code != quiver.CodeCancelled {
+		t.Fatalf("recorded %+v, want the cancelled result", got)
+	}
+
+	// Already over before the tool starts: a cancelled result, nothing run, nothing recorded.
+	r, err = d.Dispatch(cctx, quiver.Call{ID: "c2", Name: "wait"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, r, quiver.CodeCancelled, "was cancelled")
+	if ran != 1 || len(rec.all()) != 1 {
+		t.Fatalf("after a call under an ended context: ran %d, recorded %d; want 1 and 1", ran, len(rec.all()))
 	}
 }

@@ -172,7 +172,8 @@ func fsThreadExists(ctx context.Context, q fileQuerier, op, workspaceID, threadI
 
 // read runs fn in a read transaction of the read pool once the thread is found in the
 // workspace.
-func (f *fileSystem) read(ctx context.Context, op, workspaceID, threadID string, fn func(tx querier) error) error {
+func (f *fileSystem) read(ctx context.Context, op, workspaceID, threadID string, fn func(tx querier) error) (err error) {
+	defer func() { err = readErr(ctx, err) }()
 	tx, err := f.s.r.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)

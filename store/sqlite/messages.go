@@ -323,7 +323,8 @@ func scanMessage(rows *sql.Rows) (*store.Message, error) {
 
 // PendingCalls returns the calls of the thread's assistant messages that have no result yet,
 // in the order they were asked for.
-func (s *Store) PendingCalls(ctx context.Context, workspaceID, threadID string) ([]store.ToolCall, error) {
+func (s *Store) PendingCalls(ctx context.Context, workspaceID, threadID string) (_ []store.ToolCall, err error) {
+	defer func() { err = readErr(ctx, err) }()
 	// One read transaction, so that the thread check and the calls see the same snapshot.
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -372,4 +373,15 @@ func isConstraint(err error) bool {
 func isBusy(err error) bool {
 	var e *msqlite.Error
 	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// readErr makes a read that failed because its context ended say so. database/sql rolls a
+// transaction back as soon as its context ends, and the statements after that fail with "sql:
+// statement is closed" or sql.ErrTxDone, which hide the cancellation a caller needs to see to
+// know the read failed only because it was cancelled (and may be tried again).
+func readErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (the read's context ended: %w)", err, cerr)
+	}
+	return err
 }

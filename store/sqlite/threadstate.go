@@ -217,7 +217,8 @@ func (s *Store) Decide(ctx context.Context, workspaceID, threadID string, d *sto
 }
 
 // Decisions returns the decisions on the thread's calls, in the order they were made.
-func (s *Store) Decisions(ctx context.Context, workspaceID, threadID string) ([]*store.Decision, error) {
+func (s *Store) Decisions(ctx context.Context, workspaceID, threadID string) (_ []*store.Decision, err error) {
+	defer func() { err = readErr(ctx, err) }()
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: decisions of %s: %w", threadID, err)
@@ -285,7 +286,8 @@ func (s *Store) Log(ctx context.Context, workspaceID, threadID string, e *store.
 }
 
 // Logs returns a page of the thread's log, oldest first.
-func (s *Store) Logs(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.LogEntry, error) {
+func (s *Store) Logs(ctx context.Context, workspaceID, threadID string, page store.Page) (_ []*store.LogEntry, err error) {
+	defer func() { err = readErr(ctx, err) }()
 	limit, before, err := store.PageBounds(page)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: logs of %s: %w", threadID, err)
