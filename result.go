@@ -44,6 +44,9 @@ const (
 	CodeInvalidOutput        Code = "invalid_output"
 	CodeClientTool           Code = "client_tool"
 	CodeRejected             Code = "rejected"
+	// CodeTooManyCalls: the model asked for more calls in one step than the run allows; the
+	// calls past the limit were not run.
+	CodeTooManyCalls Code = "too_many_calls"
 )
 
 // Result is what every call yields (R1): a status, text for the model, an optional structured

@@ -51,15 +51,20 @@ type definition struct {
 	Allow       []string         `json:"allow"`
 	Deny        []string         `json:"deny"`
 	Variables   quiver.Variables `json:"variables"`
-	Output      json.RawMessage  `json:"output"`
-	Stop        StopRules        `json:"stop"`
-	Strict      bool             `json:"strict"`
-	Temperature *float64         `json:"temperature"`
-	MaxTokens   int              `json:"max_tokens"`
+	// Tenvs is the older name of variables (V6), as a list or a tenvs object schema.
+	Tenvs  quiver.Variables `json:"tenvs"`
+	Output json.RawMessage  `json:"output"`
+	Stop   StopRules        `json:"stop"`
+	Strict bool             `json:"strict"`
+	// ReasoningForCall and MaxCallsPerStep: see Prompt.
+	ReasoningForCall bool     `json:"reasoning_for_call"`
+	MaxCallsPerStep  int      `json:"max_calls_per_step"`
+	Temperature      *float64 `json:"temperature"`
+	MaxTokens        int      `json:"max_tokens"`
 }
 
-const fieldList = "kind, name, description, prompt, system, model, tools, allow, deny, variables, output, stop " +
-	"(no_calls, on_output, max_steps, tools), strict, temperature, max_tokens"
+const fieldList = "kind, name, description, prompt, system, model, tools, allow, deny, variables (or tenvs), output, stop " +
+	"(no_calls, on_output, max_steps, tools), strict, reasoning_for_call, max_calls_per_step, temperature, max_tokens"
 
 // LoadFile reads one definition file (.yaml, .yml or .json) into a catalog.
 func LoadFile(path string) (*Catalog, error) {
@@ -121,6 +126,7 @@ func (c *Catalog) load(path string, refs map[string]string) error {
 	}
 	p := &Prompt{Name: def.Name, Description: def.Description, System: def.System, Model: def.Model, Tools: def.Tools,
 		Allow: def.Allow, Deny: def.Deny, Variables: def.Variables, Stop: def.Stop, Strict: def.Strict,
+		ReasoningForCall: def.ReasoningForCall, MaxCallsPerStep: def.MaxCallsPerStep,
 		Temperature: def.Temperature, MaxTokens: def.MaxTokens}
 	if len(def.Output) > 0 && string(def.Output) != "null" {
 		p.Output = new(schema.Schema)
@@ -214,6 +220,15 @@ func parseDefinition(raw []byte) (*definition, error) {
 	var def definition
 	if err := dec.Decode(&def); err != nil {
 		return nil, fmt.Errorf("%v (fields: %s)", err, fieldList)
+	}
+	if len(def.Tenvs) > 0 {
+		for _, t := range def.Tenvs {
+			if slices.ContainsFunc(def.Variables, func(v quiver.Variable) bool { return v.Name == t.Name }) {
+				return nil, fmt.Errorf("variable %s is declared in both variables and tenvs; declare it once", t.Name)
+			}
+		}
+		def.Variables = append(def.Variables, def.Tenvs...)
+		def.Tenvs = nil
 	}
 	return &def, nil
 }

@@ -100,6 +100,8 @@ func TestLoadErrorsSayWhatAndWhere(t *testing.T) {
 		{"negative steps", map[string]string{"a.yaml": "name: x\nstop: {max_steps: -1}\n"}, []string{"max_steps -1"}},
 		{"stop tool not bound", map[string]string{"a.yaml": "name: x\ntools: [a]\nstop: {tools: [b]}\n"}, []string{`stop tool "b"`}},
 		{"variable without name", map[string]string{"a.yaml": "name: x\nvariables: [{type: text}]\n"}, []string{"variable"}},
+		{"variable in variables and tenvs", map[string]string{"a.yaml": "name: x\nvariables: [{name: K}]\ntenvs: {type: object, properties: {K: {type: string}}}\n"},
+			[]string{"a.yaml", "K is declared in both"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,5 +132,43 @@ func TestLoadFile(t *testing.T) {
 	}
 	if a, ok := c.Agent("solo"); !ok || a.Prompt.Tools[0] != "echo" {
 		t.Fatalf("catalog %+v", c)
+	}
+}
+
+// V6: agents and prompts take tenvs, as a list or an object schema, beside variables.
+func TestLoadTenvs(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"p.yaml": `kind: prompt
+name: search
+system: Search.
+tenvs:
+  type: object
+  properties:
+    vectorStoreId: {type: string, description: Vector store to search}
+    apiKey: {type: string, format: password}
+  required: [vectorStoreId]
+`,
+		"a.yaml": `name: researcher
+system: Research.
+variables: [{name: REGION, required: true}]
+tenvs: [{name: TOKEN, type: secret}]
+`,
+	})
+	c, err := agent.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Prompts["search"]
+	// A YAML mapping keeps no order once decoded: the properties come sorted by name.
+	want := []quiver.Variable{
+		{Name: "apiKey", Type: quiver.VarSecret},
+		{Name: "vectorStoreId", Type: quiver.VarText, Required: true, Description: "Vector store to search"},
+	}
+	if len(p.Variables) != 2 || p.Variables[0] != want[0] || p.Variables[1] != want[1] {
+		t.Fatalf("prompt variables %+v, want %+v", p.Variables, want)
+	}
+	a, _ := c.Agent("researcher")
+	if got := a.Prompt.Variables; len(got) != 2 || got[0].Name != "REGION" || got[1].Name != "TOKEN" || got[1].Type != quiver.VarSecret {
+		t.Fatalf("agent variables %+v", got)
 	}
 }

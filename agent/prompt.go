@@ -38,9 +38,17 @@ type Prompt struct {
 	Output *schema.Schema `json:"output,omitempty" yaml:"-"`
 	Stop   StopRules      `json:"stop" yaml:"stop"`
 	// Strict asks OpenAI models for strict mode on the tools that allow it.
-	Strict      bool     `json:"strict,omitempty" yaml:"strict,omitempty"`
-	Temperature *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
-	MaxTokens   int      `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
+	Strict bool `json:"strict,omitempty" yaml:"strict,omitempty"`
+	// ReasoningForCall offers the model a _reasoningForCall argument on every tool, to say why
+	// it makes each call (L4); it is stored with the call and never reaches the tool. The
+	// composed {calls, output} mode always offers it.
+	ReasoningForCall bool `json:"reasoning_for_call,omitempty" yaml:"reasoning_for_call,omitempty"`
+	// MaxCallsPerStep bounds the tool calls one model turn may ask for (X4); 0 means
+	// DefaultMaxCallsPerStep. The calls past it are answered with an error result
+	// (too_many_calls) and not run.
+	MaxCallsPerStep int      `json:"max_calls_per_step,omitempty" yaml:"max_calls_per_step,omitempty"`
+	Temperature     *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
+	MaxTokens       int      `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
 }
 
 // StopRules say when a run is finished. The run also stops, paused, for a confirmation or a
@@ -58,6 +66,18 @@ type StopRules struct {
 
 // DefaultMaxSteps bounds a run whose prompt sets no MaxSteps.
 const DefaultMaxSteps = 25
+
+// DefaultMaxCallsPerStep bounds the calls of one model turn when the prompt sets no
+// MaxCallsPerStep: far more than a sane model asks for at once, and few enough that a model
+// stuck repeating itself cannot queue work without end.
+const DefaultMaxCallsPerStep = 128
+
+func (p *Prompt) maxCallsPerStep() int {
+	if p.MaxCallsPerStep > 0 {
+		return p.MaxCallsPerStep
+	}
+	return DefaultMaxCallsPerStep
+}
 
 func (s StopRules) noCalls() bool  { return s.NoCalls == nil || *s.NoCalls }
 func (s StopRules) onOutput() bool { return s.OnOutput == nil || *s.OnOutput }
@@ -89,6 +109,8 @@ func (p *Prompt) Check() error {
 		return fmt.Errorf("%w: prompt %s: stop.max_steps %d is negative", ErrDefinition, p.Name, p.Stop.MaxSteps)
 	case p.MaxTokens < 0:
 		return fmt.Errorf("%w: prompt %s: max_tokens %d is negative", ErrDefinition, p.Name, p.MaxTokens)
+	case p.MaxCallsPerStep < 0:
+		return fmt.Errorf("%w: prompt %s: max_calls_per_step %d is negative", ErrDefinition, p.Name, p.MaxCallsPerStep)
 	}
 	if pol := p.policy(); pol.Validate() != nil {
 		err := pol.Validate()

@@ -259,7 +259,11 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 	if p.Strict && dialect == schema.OpenAI {
 		dialect = schema.OpenAIStrict
 	}
-	if rs.tools, err = rs.d.Render(dialect); err != nil {
+	schemas := quiver.ToolSchemas(reg, tools)
+	for i := range schemas {
+		schemas[i].Reasoning = p.ReasoningForCall
+	}
+	if rs.tools, err = schema.Render(dialect, schemas); err != nil {
 		return nil, fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)
 	}
 	return rs, nil

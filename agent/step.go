@@ -1,14 +1,17 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -41,6 +44,22 @@ func (rs *run) step(ctx context.Context) error {
 	}
 	rs.hist = append(rs.hist, am)
 	rs.steps = stepNo
+	if limit := rs.prompt.maxCallsPerStep(); len(calls) > limit {
+		// Every call must be answered before the model is asked again: the calls past the
+		// limit get an error result now, and are never run.
+		for _, c := range calls[limit:] {
+			res := quiver.Errorf(quiver.CodeTooManyCalls, "call %s was not run: this step asked for %d tool calls, over the limit of %d "+
+				"calls in one step; the first %d ran. Ask for at most %d calls at a time.", c.Name, len(calls), limit, limit, limit)
+			m, err := th.Record(ctx, &c, res)
+			if err != nil && !errors.Is(err, store.ErrResultExists) {
+				return err
+			}
+			if m != nil {
+				rs.hist = append(rs.hist, m)
+			}
+		}
+		calls = calls[:limit]
+	}
 	rs.pending = calls
 	if retry != "" {
 		// The model broke the composed format: say so, and let it try again next step.
@@ -80,7 +99,7 @@ func (rs *run) request(hist []*store.Message) *model.Request {
 			}
 			am := model.Message{Role: model.RoleAssistant, Text: m.Content}
 			for _, c := range m.ToolCalls {
-				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: outbound(c.Name), Args: thread.HistoryArgs(c.Args),
+				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: outbound(c.Name), Args: historyArgs(c),
 					Signature: c.Signature})
 			}
 			req.Messages = append(req.Messages, am)
@@ -120,6 +139,56 @@ func images(content []quiver.Content) []model.Image {
 		}
 	}
 	return out
+}
+
+// historyArgs returns a stored call's arguments as the model sent them: its reasoning (kept
+// apart from the arguments, see splitReasoning) goes back in, so the history the model sees is
+// what it wrote.
+func historyArgs(c store.ToolCall) json.RawMessage {
+	args := thread.HistoryArgs(c.Args)
+	if c.Reasoning == "" {
+		return args
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(args, &obj) != nil || obj == nil {
+		return args
+	}
+	obj[schema.ReasoningField], _ = json.Marshal(c.Reasoning)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return args
+	}
+	return b
+}
+
+// splitReasoning takes the model's _reasoningForCall out of a native call's arguments (L4),
+// so the stored call holds the arguments and the reasoning apart, as in composed mode.
+// Arguments that are not a JSON object are left for the dispatcher to refuse.
+func splitReasoning(args json.RawMessage) (json.RawMessage, string) {
+	if !bytes.Contains(args, []byte(schema.ReasoningField)) {
+		return args, ""
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(args, &obj) != nil || obj == nil {
+		return args, ""
+	}
+	raw, ok := obj[schema.ReasoningField]
+	if !ok {
+		return args, ""
+	}
+	var reasoning string
+	if json.Unmarshal(raw, &reasoning) != nil {
+		if string(raw) == "null" {
+			raw = nil
+		}
+		reasoning = string(raw)
+	}
+	delete(obj, schema.ReasoningField)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return args, ""
+	}
+	return b, reasoning
 }
 
 // composedDocument rebuilds the {calls, output} document an assistant turn of composed mode
@@ -179,7 +248,8 @@ func (rs *run) interpret(resp *model.Response, hist []*store.Message, step int) 
 			if rs.tools != nil {
 				name, args, _ = rs.tools.Inbound(tc.Name, tc.Args)
 			}
-			calls = append(calls, quiver.Call{ID: tc.ID, Name: name, Args: args})
+			args, reasoning := splitReasoning(args)
+			calls = append(calls, quiver.Call{ID: tc.ID, Name: name, Args: args, Reasoning: reasoning})
 		}
 	}
 	for i := range calls {

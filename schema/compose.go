@@ -16,6 +16,27 @@ const (
 )
 
 // withOutputField returns input extended by the _output property a latent tool's caller fills.
+// withReasoningField returns input with an optional _reasoningForCall string property first,
+// for native tool calling (the composed schema adds its own, see Compose).
+func withReasoningField(input *Schema) *Schema {
+	var s *Schema
+	if input == nil {
+		s = &Schema{Type: "object", Properties: map[string]*Schema{}}
+	} else {
+		s = input.CloneSchemas()
+		if s.Properties == nil {
+			s.Properties = map[string]*Schema{}
+		}
+	}
+	s.Properties[ReasoningField] = reasoningProperty()
+	s.PropertyOrder = dedupe(append([]string{ReasoningField}, propertyOrder(s)...))
+	return s
+}
+
+func reasoningProperty() *Schema {
+	return &Schema{Type: "string", Description: "Why you make this call, in one sentence."}
+}
+
 func withOutputField(input, output *Schema) *Schema {
 	var s *Schema
 	if input == nil {
@@ -103,8 +124,7 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 		}
 		var tool any = t.Name
 		item.Properties[ToolField] = &Schema{Const: &tool, Description: t.Description}
-		item.Properties[ReasoningField] = &Schema{Type: "string",
-			Description: "Why you make this call, in one sentence."}
+		item.Properties[ReasoningField] = reasoningProperty()
 		item.PropertyOrder = dedupe(append([]string{ToolField, ReasoningField}, propertyOrder(item)...))
 		item.Required = dedupe(append([]string{ToolField}, item.Required...))
 		if item.AdditionalProperties == nil {

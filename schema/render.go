@@ -55,6 +55,9 @@ type ToolSchema struct {
 	// Latent marks a tool the model executes itself: its arguments gain an _output property
 	// (the Output schema) that the model fills with the result.
 	Latent bool
+	// Reasoning offers the model an optional _reasoningForCall string in the arguments, to
+	// explain the call (L4); the dispatcher stores it with the call and never passes it on.
+	Reasoning bool
 }
 
 // RenderedTool is one tool as a provider sees it.
@@ -114,6 +117,9 @@ func Render(d Dialect, tools []ToolSchema) (*ToolSet, error) {
 	for i, t := range tools {
 		if t.Latent {
 			t.Input = withOutputField(t.Input, t.Output)
+		}
+		if t.Reasoning {
+			t.Input = withReasoningField(t.Input)
 		}
 		rt, err := renderTool(d, t)
 		if err != nil {

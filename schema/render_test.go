@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -723,5 +724,59 @@ func TestPointerRefs(t *testing.T) {
 	_, out, _ := ts.Inbound("places", []byte(sample))
 	if got, want := canonicalJSON(t, mustDecode(t, string(out))), normalize(t, `{"home":{"city":"a","tags":{"x":1}},"work":{"city":"b"},"sites":[{"y":2}]}`); got != want {
 		t.Errorf("inbound: got %s, want %s", got, want)
+	}
+}
+
+// L4 in native tool calling: every corpus tool rendered with Reasoning offers an optional
+// _reasoningForCall string, in a shape each provider accepts, and leaves the input schema as it
+// was.
+func TestRenderReasoningField(t *testing.T) {
+	tools := renderCorpusTools(t)
+	before := make([]string, len(tools))
+	for i := range tools {
+		if tools[i].Input != nil {
+			before[i] = marshalSchema(t, tools[i].Input)
+		}
+		tools[i].Reasoning = true
+	}
+	for _, d := range Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			ts, err := Render(d, tools)
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			wire, _ := json.Marshal(ts)
+			for _, e := range checkers[d](wire) {
+				t.Error(e)
+			}
+			for _, rt := range ts.Tools {
+				var params struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+					Required   []string                   `json:"required"`
+				}
+				if err := json.Unmarshal(rt.Parameters, &params); err != nil {
+					t.Fatalf("%s: %v", rt.Canonical, err)
+				}
+				raw, ok := params.Properties[ReasoningField]
+				if !ok {
+					t.Errorf("%s: no %s in %s", rt.Canonical, ReasoningField, rt.Parameters)
+					continue
+				}
+				var p struct {
+					Type any `json:"type"`
+				}
+				if err := json.Unmarshal(raw, &p); err != nil || !strings.Contains(strings.ToLower(fmt.Sprint(p.Type)), "string") {
+					t.Errorf("%s: %s is %s", rt.Canonical, ReasoningField, raw)
+				}
+				if d != OpenAIStrict && slices.Contains(params.Required, ReasoningField) {
+					t.Errorf("%s: %s is required in %s", rt.Canonical, ReasoningField, d)
+				}
+			}
+		})
+	}
+	for i, tool := range tools {
+		if tool.Input != nil && marshalSchema(t, tool.Input) != before[i] {
+			t.Errorf("rendering modified the input schema of %s", tool.Name)
+		}
 	}
 }
