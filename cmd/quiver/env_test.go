@@ -6,6 +6,9 @@ import (
 	"testing"
 )
 
+// testRoot is the tests' temporary folder, removed when they end.
+var testRoot string
+
 // TestMain runs the tests in an environment of their own: a data directory in a
 // temporary folder, and none of the variables that point the CLI at a deployment, so that no
 // test reads or writes the database of the machine it runs on.
@@ -15,6 +18,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	testRoot = dir
 	os.Setenv("XDG_DATA_HOME", dir)
 	for _, k := range []string{"QUIVER_POSTGRES", "QUIVER_MODEL", "QUIVER_AGENTS", "QUIVER_ADDR", "QUIVER_CONFIG", "QUIVER_SECRET_KEY"} {
 		os.Unsetenv(k)

@@ -5,9 +5,12 @@
 //	quiver tools list [--json]
 //	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp]
 //	quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
-//	quiver call NAME [--args JSON|@FILE|-]
+//	quiver call NAME [--args JSON|@FILE|-] [--thread ID | --agent NAME | --user ID]
+//	quiver vars set NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]
+//	quiver vars list [--thread ID | --agent NAME | --prompt NAME | --user ID] [--json]
+//	quiver vars unset NAME [--thread ID | --agent NAME | --prompt NAME | --user ID]
 //	quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
-//	quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] "message"
+//	quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"
 //	quiver threads show ID [--json]
 //
 // Exit status: 0 on success, 1 when a call returns an error result, 2 on a usage error.
@@ -53,11 +56,19 @@ Usage:
   quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
                                              store a JavaScript tool in the database (a new version
                                              if it exists); tools list, schema and call load them
-  quiver call NAME [--args JSON|@FILE|-]     call a tool and print the result as JSON
+  quiver call NAME [--args JSON|@FILE|-] [--thread ID | --agent NAME | --user ID]
+                                             call a tool and print the result as JSON; its variables
+                                             resolve on the thread, agent or user given, then the instance
+  quiver vars set NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]
+                                             set a variable (no layer flag: the instance); a --secret
+                                             value is read from standard input, never the command line
+  quiver vars list [LAYER FLAG] [--json]     list the values of a layer (secrets shown only as set)
+  quiver vars unset NAME [LAYER FLAG]        remove a value
   quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
                                              re-encrypt every secret variable under a new key
-  quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] "message"
-                                             run an agent; asks here for confirmations and client results
+  quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"
+                                             run an agent; asks here for confirmations and client results;
+                                             --var sets a text variable on the run's thread
   quiver threads show ID [--json]            print a thread's messages and tool calls
 
 Exit status: 0 success, 1 the call returned an error result, 2 usage error.
@@ -132,6 +143,8 @@ func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 		return a.mcpCmd(ctx, args[1:])
 	case "secrets":
 		return a.secrets(ctx, args[1:])
+	case "vars":
+		return a.varsCmd(ctx, args[1:])
 	case "run":
 		return a.runAgent(ctx, args[1:])
 	case "threads":
@@ -227,6 +240,9 @@ func (a *app) toolsSchema(ctx context.Context, args []string) (int, error) {
 func (a *app) call(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	argText := fs.String("args", "{}", "arguments as JSON, @FILE to read a file, or - to read standard input")
+	threadID := fs.String("thread", "", "resolve the tool's variables on this thread (then its agent, user and the instance)")
+	agentName := fs.String("agent", "", "resolve the tool's variables on this agent's layer (then the instance)")
+	userID := fs.String("user", "", "resolve the tool's variables on this user's layer (then the instance)")
 	sf := addStoreFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -239,8 +255,22 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if err := a.loadStoredTools(ctx, sf); err != nil {
-		return exitError, err
+	d := &quiver.Dispatcher{Registry: a.registry}
+	if sf.exists() {
+		// The database holds the stored tools and the variables they resolve, as for a
+		// model's or an MCP client's call.
+		db, resolver, err := openResolver(ctx, sf)
+		if err != nil {
+			return exitError, err
+		}
+		defer db.Close()
+		if a.registry, err = a.withStoredTools(ctx, db); err != nil {
+			return exitError, err
+		}
+		d.Resolver = resolver
+		ctx = quiver.WithScope(ctx, quiver.Scope{WorkspaceID: localWorkspaceID, ThreadID: *threadID, AgentID: *agentName, UserID: *userID})
+	} else if *threadID != "" || *agentName != "" || *userID != "" {
+		return exitUsage, usagef("--thread, --agent and --user need a database; there is none yet (quiver vars set creates it)")
 	}
 	// Tools of the remote MCP servers in the configuration file are callable too.
 	disconnect, err := a.importConfigured(ctx, sf)
@@ -248,13 +278,16 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer disconnect()
-	d := &quiver.Dispatcher{Registry: a.registry}
+	d.Registry = a.registry
 	r, err := d.Dispatch(ctx, quiver.Call{Name: pos[0], Args: raw})
 	if err != nil {
 		return exitError, err
 	}
 	if err := writeJSON(a.stdout, r); err != nil {
 		return exitError, err
+	}
+	if hint := varHint(r); hint != "" {
+		fmt.Fprintf(a.stderr, "quiver: %s\n", hint)
 	}
 	if r.IsError() {
 		return exitError, nil

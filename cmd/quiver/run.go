@@ -37,6 +37,14 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 	agentsDir := fs.String("agents", "", "the directory of agent and prompt definitions (default: $QUIVER_AGENTS or ./"+defaultAgentsDir+")")
 	modelSpec := fs.String("model", "", "the model, provider:model (default: the agent's, or $QUIVER_MODEL)")
 	threadID := fs.String("thread", "", "continue this thread (default: a new one)")
+	var values []vars.Value
+	fs.Func("var", "NAME=VALUE: a text variable set on the run's thread (repeatable; secrets: quiver vars set --secret)", func(s string) error {
+		v, err := splitVar(s)
+		if err == nil {
+			values = append(values, v)
+		}
+		return err
+	})
 	sf := addStoreFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -52,6 +60,14 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 	ag, err := loadAgent(*agentName, *agentsDir)
 	if err != nil {
 		return exitError, err
+	}
+	for _, v := range values {
+		for _, d := range ag.Prompt.Variables {
+			if d.Name == v.Name && d.Type == quiver.VarSecret {
+				return exitUsage, usagef("%s is a secret, which --var would leave in shell history and the process list: "+
+					"set it with quiver vars set %s --secret (the value is read from standard input)", v.Name, v.Name)
+			}
+		}
 	}
 	m, err := pickModel(*modelSpec, ag)
 	if err != nil {
@@ -69,20 +85,31 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 	resolver := vars.New(db, keys)
 	r := &agent.Runner{Store: db, Registry: a.registry, Model: m, Resolver: resolver}
 
+	ctx = vars.WithPrompt(ctx, ag.Prompt.Name)
 	var th *thread.Thread
 	if *threadID != "" {
 		if th, err = thread.Open(ctx, db, localWorkspaceID, *threadID); err != nil {
 			return exitError, fmt.Errorf("thread %s: %w", *threadID, err)
 		}
+		if len(values) > 0 {
+			if err := resolver.Set(ctx, localWorkspaceID, quiver.LayerThread, th.ID(), values...); err != nil {
+				return exitError, err
+			}
+		}
+		if err := resolver.CheckRequired(ctx, th.Scope(), ag.Prompt.Variables); err != nil {
+			return exitError, cannotRun(ag, err)
+		}
 	} else {
-		if th, err = thread.Create(ctx, db, thread.Options{WorkspaceID: localWorkspaceID, AgentID: ag.Name}); err != nil {
+		// The required variables are checked before the thread exists, so a refused run
+		// leaves nothing behind (V3).
+		info := &store.Thread{WorkspaceID: localWorkspaceID, AgentID: ag.Name}
+		if err := resolver.CreateThread(ctx, info, ag.Prompt.Variables, values...); err != nil {
+			return exitError, cannotRun(ag, err)
+		}
+		if th, err = thread.Open(ctx, db, localWorkspaceID, info.ID); err != nil {
 			return exitError, err
 		}
 		fmt.Fprintf(a.stderr, "thread %s\n", th.ID())
-	}
-	ctx = vars.WithPrompt(ctx, ag.Prompt.Name)
-	if err := resolver.CheckRequired(ctx, th.Scope(), ag.Prompt.Variables); err != nil {
-		return exitError, fmt.Errorf("agent %s cannot run: %w", ag.Name, err)
 	}
 	r.Subscribe(a.showProgress)
 
@@ -111,6 +138,17 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 		fmt.Fprintf(a.stderr, "stopped after %d steps (the agent's stop.max_steps); continue with --thread %s\n", out.Steps, th.ID())
 	}
 	return exitOK, nil
+}
+
+// cannotRun explains why a run could not start on its thread; for missing variables, how to
+// give them.
+func cannotRun(ag *agent.Agent, err error) error {
+	var missing *quiver.MissingVariablesError
+	if errors.As(err, &missing) {
+		return fmt.Errorf("agent %s cannot run: %w; pass --var NAME=VALUE, or set it with quiver vars set NAME "+
+			"[--agent %s | --prompt %s] (--secret for a secret, read from standard input)", ag.Name, err, ag.Name, ag.Prompt.Name)
+	}
+	return fmt.Errorf("agent %s cannot run: %w", ag.Name, err)
 }
 
 // loadAgent finds the agent --agent names: a definition file, or a name in the agents directory.

@@ -18,6 +18,7 @@ import (
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/mcp/conformance"
 	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store/vars"
 )
 
 // addrEnv names the environment variable that sets the address quiver serve listens on.
@@ -94,6 +95,14 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags) (server.Config, fu
 		return server.Config{}, nil, err
 	}
 	cfg.Store = st
+	// Calls over MCP resolve variables as every other door does: on the session's thread, then
+	// its agent, user and the instance (quiver vars set).
+	keys, err := vars.LoadKeyring(st.KeyPath)
+	if err != nil {
+		st.Close()
+		return server.Config{}, nil, err
+	}
+	cfg.Resolver = vars.New(st, keys)
 	if *f.journal && st.SQLitePath != "" {
 		cfg.JournalDir = st.SQLitePath + ".journal"
 	}

@@ -233,13 +233,19 @@ func (a *app) loadStoredTools(ctx context.Context, sf storeFlags) error {
 		return err
 	}
 	defer st.Close()
+	a.registry, err = a.withStoredTools(ctx, st)
+	return err
+}
+
+// withStoredTools returns a registry of the app's tools and the JavaScript tools stored in
+// st's local workspace.
+func (a *app) withStoredTools(ctx context.Context, st *opened) (*quiver.Registry, error) {
 	reg := &quiver.Registry{Logger: a.registry.Logger}
 	if err := reg.Register(a.registry.Tools()...); err != nil {
-		return err
+		return nil, err
 	}
 	a.registerStored(ctx, st, reg)
-	a.registry = reg
-	return nil
+	return reg, nil
 }
 
 // registerStored adds the JavaScript tools stored in the local workspace to reg. A stored tool

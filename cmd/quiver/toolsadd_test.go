@@ -30,9 +30,9 @@ type jsResult struct {
 	Code   string          `json:"code"`
 }
 
-func callJSON(t *testing.T, db string, name, args string) (int, jsResult) {
+func callJSON(t *testing.T, db string, name, args string, extra ...string) (int, jsResult) {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, "", "call", name, "--args", args, "--db", db)
+	code, stdout, stderr := runCLI(t, "", append([]string{"call", name, "--args", args, "--db", db}, extra...)...)
 	var r jsResult
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("call %s: stdout is not a result (%v)\nstdout: %s\nstderr: %s", name, err, stdout, stderr)
