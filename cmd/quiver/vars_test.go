@@ -24,6 +24,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/store/postgres"
+	"github.com/quiverhq/quiver/store/postgres/pgtest"
 )
 
 // buildQuiver builds the command once per test binary, into the tests' folder.
@@ -289,15 +292,39 @@ func TestVariablesAtEveryDoor(t *testing.T) {
 // The layers: quiver call resolves on the user or agent given, then the instance; vars unset
 // removes a value; bad invocations are usage errors.
 func TestVarsLayersAndUsage(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		testVarsLayersAndUsage(t, []string{"--db", filepath.Join(t.TempDir(), "q.db")})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := pgtest.DSN(t) // skips without a server, fails under CI=true
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		schema := pgtest.Schema(t, dsn)
+		st, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(schema)) // creates the schema
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		testVarsLayersAndUsage(t, []string{"--postgres", dsn + sep + "search_path=" + schema})
+	})
+}
+
+// testVarsLayersAndUsage runs the layer checks on the database dbArgs names.
+func testVarsLayersAndUsage(t *testing.T, dbArgs []string) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	dir := writeFiles(t, map[string]string{"vault.js": vaultJS, "vault.json": vaultSchema})
-	db := filepath.Join(dir, "q.db")
-	if code, _, stderr := runCLI(t, "", "tools", "add", "--js", filepath.Join(dir, "vault.js"), "--schema", filepath.Join(dir, "vault.json"), "--db", db); code != exitOK {
+	cli := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, stdin, append(args, dbArgs...)...)
+	}
+	if code, _, stderr := cli("", "tools", "add", "--js", filepath.Join(dir, "vault.js"), "--schema", filepath.Join(dir, "vault.json")); code != exitOK {
 		t.Fatalf("tools add: %s", stderr)
 	}
 	set := func(stdin string, args ...string) {
 		t.Helper()
-		if code, _, stderr := runCLI(t, stdin, append(append([]string{"vars", "set"}, args...), "--db", db)...); code != exitOK {
+		if code, _, stderr := cli(stdin, append([]string{"vars", "set"}, args...)...); code != exitOK {
 			t.Fatalf("vars set %v: %s", args, stderr)
 		}
 	}
@@ -307,9 +334,12 @@ func TestVarsLayersAndUsage(t *testing.T) {
 	set("", "REGION", "ap-south", "--agent", "mapper")
 	region := func(args ...string) any {
 		t.Helper()
-		code, r := callJSON(t, db, "vault_probe", "{}", args...)
-		if code != exitOK {
-			t.Fatalf("call %v: %+v", args, r)
+		code, stdout, stderr := cli("", append([]string{"call", "vault_probe"}, args...)...)
+		var r struct {
+			Value json.RawMessage `json:"value"`
+		}
+		if code != exitOK || json.Unmarshal([]byte(stdout), &r) != nil {
+			t.Fatalf("call %v: exit %d\n%s\n%s", args, code, stdout, stderr)
 		}
 		var v vaultValue
 		if err := json.Unmarshal(r.Value, &v); err != nil {
@@ -334,11 +364,11 @@ func TestVarsLayersAndUsage(t *testing.T) {
 			t.Errorf("call %v: REGION %v, want %s", tt.args, got, tt.want)
 		}
 	}
-	code, stdout, _ := runCLI(t, "", "vars", "list", "--user", "usr_1", "--json", "--db", db)
+	code, stdout, _ := cli("", "vars", "list", "--user", "usr_1", "--json")
 	if code != exitOK || !strings.Contains(stdout, `"us-east"`) || strings.Contains(stdout, "eu-west") {
 		t.Errorf("vars list --user: %s", stdout)
 	}
-	if code, _, stderr := runCLI(t, "", "vars", "unset", "REGION", "--user", "usr_1", "--db", db); code != exitOK {
+	if code, _, stderr := cli("", "vars", "unset", "REGION", "--user", "usr_1"); code != exitOK {
 		t.Fatalf("vars unset: %s", stderr)
 	}
 	if got := region("--user", "usr_1"); got != "eu-west" {
@@ -358,7 +388,7 @@ func TestVarsLayersAndUsage(t *testing.T) {
 		{[]string{"vars", "unset"}, "exactly one NAME"},
 		{[]string{"vars", "list", "extra"}, "takes no arguments"},
 	} {
-		code, _, stderr := runCLI(t, "", append(tt.args, "--db", db)...)
+		code, _, stderr := cli("", tt.args...)
 		if code != exitUsage || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr lacks %q:\n%s", tt.args, code, tt.want, stderr)
 		}
@@ -371,7 +401,7 @@ func TestVarsLayersAndUsage(t *testing.T) {
 		{[]string{"vars", "set", "A", "x", "--thread", "thr_missing"}, "no thread thr_missing"},
 		{[]string{"vars", "unset", "NOPE"}, "NOPE has no value on the instance"},
 	} {
-		code, _, stderr := runCLI(t, "", append(tt.args, "--db", db)...)
+		code, _, stderr := cli("", tt.args...)
 		if code != exitError || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr lacks %q:\n%s", tt.args, code, tt.want, stderr)
 		}
