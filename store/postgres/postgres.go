@@ -350,7 +350,7 @@ func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
 			answered[m.ToolCallID] = true
 			b.callIDs[i] = m.ToolCallID
 			if m.Result != nil {
-				js, err := json.Marshal(m.Result)
+				js, err := store.EncodeResult(m.Content, m.Result)
 				if err != nil {
 					return nil, fmt.Errorf("message %d: result: %v: %w", i, err, store.ErrInvalid)
 				}
@@ -492,10 +492,11 @@ func scanMessages(rows pgx.Rows, threadID string) ([]*store.Message, error) {
 			}
 		}
 		if len(result) > 0 {
-			m.Result = new(store.ToolResult)
-			if err := json.Unmarshal(result, m.Result); err != nil {
+			r, err := store.DecodeResult(m.Content, result)
+			if err != nil {
 				return nil, fmt.Errorf("message %s: result: %w", m.ID, err)
 			}
+			m.Result = r
 		}
 		out = append(out, m)
 	}

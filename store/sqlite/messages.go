@@ -208,7 +208,7 @@ func encodeMessage(m *store.Message, r *row) error {
 		r.toolCallID = sql.NullString{String: m.ToolCallID, Valid: true}
 		r.toolName = nullString(m.ToolName)
 		if m.Result != nil {
-			b, err := marshal(m.Result)
+			b, err := store.EncodeResult(m.Content, m.Result)
 			if err != nil {
 				return fmt.Errorf("result of call %q: %v: %w", m.ToolCallID, err, store.ErrInvalid)
 			}
@@ -313,10 +313,11 @@ func scanMessage(rows *sql.Rows) (*store.Message, error) {
 		}
 	}
 	if len(result) > 0 {
-		m.Result = new(store.ToolResult)
-		if err := json.Unmarshal(result, m.Result); err != nil {
+		r, err := store.DecodeResult(m.Content, result)
+		if err != nil {
 			return nil, fmt.Errorf("message %s: result: %w", m.ID, err)
 		}
+		m.Result = r
 	}
 	return &m, nil
 }
