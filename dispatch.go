@@ -41,7 +41,7 @@ type Call struct {
 
 	tool          *Tool
 	vars          map[string]string
-	secrets       []string
+	secrets       []*masker
 	outputChecked bool // a latent tool's _output was already checked against the output schema
 	notStarted    bool // the context ended before the tool started: nothing to record
 }
@@ -275,11 +275,11 @@ func (d *Dispatcher) Tools() []*Tool { return d.Policy.Effective(d.registry()) }
 func (d *Dispatcher) mask(next Handler) Handler {
 	return func(ctx context.Context, c *Call) *Result {
 		r := next(ctx, c)
-		if len(c.secrets) > 0 {
-			redact(r, c.secrets)
+		if m := secretReplacer(c.secrets); m != nil {
+			redact(r, m)
 			// The call is done: what hooks and the recorder see of its arguments is masked
 			// too (a tool may pass a secret on to a tool it calls).
-			c.Args = redactJSON(c.Args, secretReplacer(c.secrets))
+			c.Args = redactJSON(c.Args, m)
 		}
 		return r
 	}
@@ -534,10 +534,16 @@ func (d *Dispatcher) resolveVariables(next Handler) Handler {
 			return next(ctx, c)
 		}
 		values, err := ResolveVariables(ctx, d.Resolver, ScopeFrom(ctx), decls)
+		var secrets []string
 		for _, v := range decls {
-			if val, ok := values[v.Name]; ok && v.Type == VarSecret {
-				c.secrets = append(c.secrets, val)
+			if val, ok := values[v.Name]; ok && v.Type == VarSecret && val != "" {
+				secrets = append(secrets, val)
 			}
+		}
+		if secrets != nil {
+			// The forms of the secrets are computed once, here, with those the call inherited;
+			// the one masker serves the result, the arguments and every log message.
+			c.secrets = []*masker{newMasker(c.secrets, secrets)}
 		}
 		var missing *MissingVariablesError
 		switch {

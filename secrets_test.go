@@ -3,12 +3,19 @@ package quiver_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
@@ -275,4 +282,486 @@ func TestSecretsMaskedOnTimeout(t *testing.T) {
 	if where := leaks(t, r, "hunter2"); where != "" {
 		t.Errorf("secret in %s", where)
 	}
+}
+
+// transformation is one way a tool may hand back a secret it holds (issue 11, finding 5).
+type transformation struct {
+	name   string
+	encode func(secret string) string
+	// reveals reports whether text still shows the secret to someone undoing this
+	// transformation. For the masked ones it is written from the attacker's side (decode
+	// whatever looks encoded), not from the masker's list of forms.
+	reveals func(text, secret string) bool
+	// masked says whether masking promises to catch the transformation; why says why not.
+	masked bool
+	why    string
+}
+
+// secretTransformations lists every transformation the masking test tries: first those masking
+// promises to catch, then those it does not, each with the reason.
+func secretTransformations() []transformation {
+	b64 := func(enc *base64.Encoding, prefix, suffix string) func(string) string {
+		return func(s string) string { return enc.EncodeToString([]byte(prefix + s + suffix)) }
+	}
+	jsonInner := func(html bool) func(string) string {
+		return func(s string) string {
+			b := unescapedJSON(s)
+			if html {
+				b, _ = json.Marshal(s)
+			}
+			return string(b[1 : len(b)-1])
+		}
+	}
+	uEsc := func(s string) string { return strings.Trim(uEscaped(s), `"`) }
+	passesThrough := func(encode func(string) string) func(text, secret string) bool {
+		return func(text, secret string) bool { return strings.Contains(text, encode(secret)) }
+	}
+	upper := strings.ToUpper
+	hexOf := func(s string) string { return hex.EncodeToString([]byte(s)) }
+	spaced := func(s string) string { return strings.Join(strings.Split(s, ""), " ") }
+	dashed := func(s string) string { return strings.Join(strings.Split(s, ""), "-") }
+	halves := func(s string) string {
+		r := []rune(s)
+		return "first half " + string(r[:len(r)/2]) + ", second half " + string(r[len(r)/2:])
+	}
+	codes := func(s string) string {
+		var parts []string
+		for _, r := range s {
+			parts = append(parts, strconv.Itoa(int(r)))
+		}
+		return strings.Join(parts, ",")
+	}
+	rot13 := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			switch {
+			case 'a' <= r && r <= 'z':
+				return 'a' + (r-'a'+13)%26
+			case 'A' <= r && r <= 'Z':
+				return 'A' + (r-'A'+13)%26
+			}
+			return r
+		}, s)
+	}
+	double := func(s string) string {
+		return base64.StdEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString([]byte(s))))
+	}
+	mime := func(s string) string {
+		// 51 bytes ahead are 68 characters: the line break after column 76 falls in the secret.
+		e := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", 51) + s))
+		return e[:76] + "\r\n" + e[76:]
+	}
+	return []transformation{
+		{name: "exact", encode: func(s string) string { return s }, reveals: revealsExact, masked: true},
+		{name: "JSON-escaped", encode: jsonInner(true), reveals: revealsJSON, masked: true},
+		{name: "JSON-escaped without HTML escapes", encode: jsonInner(false), reveals: revealsJSON, masked: true},
+		{name: `\u-escaped`, encode: uEsc, reveals: revealsJSON, masked: true},
+		{name: `\u-escaped with upper-case hex`, encode: func(s string) string { return strings.ReplaceAll(upper(uEsc(s)), `\U`, `\u`) }, reveals: revealsJSON, masked: true},
+		{name: "base64", encode: b64(base64.StdEncoding, "", ""), reveals: revealsBase64, masked: true},
+		{name: "base64 without padding", encode: b64(base64.RawStdEncoding, "", ""), reveals: revealsBase64, masked: true},
+		{name: "base64 URL-safe", encode: b64(base64.URLEncoding, "", ""), reveals: revealsBase64, masked: true},
+		{name: "base64 URL-safe without padding", encode: b64(base64.RawURLEncoding, "", ""), reveals: revealsBase64, masked: true},
+		{name: "base64 inside a blob at offset 1", encode: b64(base64.StdEncoding, "{", `"}`), reveals: revealsBase64, masked: true},
+		{name: "base64 inside a blob at offset 2", encode: b64(base64.StdEncoding, "k=", "\n"), reveals: revealsBase64, masked: true},
+		{name: "base64 inside a blob at offset 3", encode: b64(base64.StdEncoding, "ab=", ";x"), reveals: revealsBase64, masked: true},
+		{name: "base64 URL-safe inside a blob at offset 1", encode: b64(base64.RawURLEncoding, "?", "&"), reveals: revealsBase64, masked: true},
+		{name: "base64 URL-safe inside a blob at offset 2", encode: b64(base64.URLEncoding, "t:", "."), reveals: revealsBase64, masked: true},
+		{name: "hex", encode: hexOf, reveals: revealsHex, masked: true},
+		{name: "hex upper-case", encode: func(s string) string { return upper(hexOf(s)) }, reveals: revealsHex, masked: true},
+		{name: "URL query-escaped", encode: url.QueryEscape, reveals: revealsURL, masked: true},
+		{name: "URL path-escaped", encode: url.PathEscape, reveals: revealsURL, masked: true},
+		{name: "URL-escaped as encodeURIComponent does", encode: encodeURIComponent, reveals: revealsURL, masked: true},
+		{name: "reversed", encode: reverse, reveals: revealsReversed, masked: true},
+
+		{name: "upper-case", encode: upper, reveals: passesThrough(upper),
+			why: "a change of case is not an encoding; catching it would take case-insensitive matching of every form"},
+		{name: "split into characters", encode: spaced, reveals: passesThrough(spaced),
+			why: "the separator can be anything, and a secret spread over single characters is only found by a fuzzy search"},
+		{name: "joined with dashes", encode: dashed, reveals: passesThrough(dashed),
+			why: "as split into characters: any separator between the characters"},
+		{name: "two halves", encode: halves, reveals: passesThrough(halves),
+			why: "each half is a shorter, different string; masking every part of a secret would mask unrelated text"},
+		{name: "character codes", encode: codes, reveals: passesThrough(codes),
+			why: "numbers in any base, format and separator are ordinary data, not one string to search for"},
+		{name: "ROT13", encode: rot13, reveals: passesThrough(rot13),
+			why: "a cipher, not an encoding: there is no end to them"},
+		{name: "base64 of base64", encode: double, reveals: passesThrough(double),
+			why: "an encoding of an encoding: masking decodes nothing in text (only base64 data fields, once)"},
+		{name: "base64 wrapped at 76 columns", encode: mime, reveals: passesThrough(mime),
+			why: "a line break can fall anywhere inside the encoded secret, and forms are matched as they are, without white space"},
+	}
+}
+
+// Masking catches the encodings a careless tool produces (issue 11, finding 5). A tool holding
+// a secret returns it transformed in every field of a success and of an error result, logs it
+// and passes it to a tool it calls; every transformation masking promises is masked in the
+// result returned, in what the hooks see, in what the Recorder stores (arguments included) and
+// in the progress and log messages. Those it does not promise are listed with the reason and
+// shown to pass through unmasked, so the table is the promise: moving a row from one side to
+// the other fails this test.
+func TestSecretTransformationsMasked(t *testing.T) {
+	table := secretTransformations()
+	names := map[string]bool{}
+	masked := 0
+	for _, tr := range table {
+		names[tr.name] = true
+		if tr.masked {
+			masked++
+		} else if tr.why == "" {
+			t.Errorf("%s is not masked and the table does not say why", tr.name)
+		}
+	}
+	// The transformations the issue names are all in the table, masked or not.
+	for _, n := range []string{"base64", "hex", "reversed", "split into characters", "joined with dashes",
+		"upper-case", "two halves", "character codes", `\u-escaped`} {
+		if !names[n] {
+			t.Errorf("the issue's %q is not in the table", n)
+		}
+	}
+	t.Logf("%d transformations: %d masked, %d not promised", len(table), masked, len(table)-masked)
+
+	const key = "sk-live-4f9a2b7c1d8e"
+	secrets := []struct {
+		name, value string
+		others      quiver.Vars // more secrets of the tool: more forms than one secret has
+	}{
+		{"API key", key, nil},
+		{"password with specials", `p@ss w0rd/+?&"<ü>~x`, nil},
+		{"API key among other secrets", key, quiver.Vars{"db_password": "correct horse battery", "signing_key": "k3y-0f-s1gn1ng"}},
+	}
+	for _, sec := range secrets {
+		for _, tr := range table {
+			t.Run(sec.name+"/"+tr.name, func(t *testing.T) {
+				testTransformation(t, tr, sec.value, sec.others)
+			})
+		}
+	}
+}
+
+// testTransformation runs a tool returning secret transformed by tr and checks every place
+// the result goes.
+func testTransformation(t *testing.T, tr transformation, secret string, others quiver.Vars) {
+	vars := quiver.Vars{"api_key": secret}
+	decls := []quiver.Variable{{Name: "api_key", Type: quiver.VarSecret, Required: true}}
+	for name, v := range others {
+		vars[name] = v
+		decls = append(decls, quiver.Variable{Name: name, Type: quiver.VarSecret})
+	}
+	var d *quiver.Dispatcher
+	echo := rawTool(t, "echo", `{"type":"object","properties":{"text":{"type":"string"}}}`,
+		func(_ context.Context, args json.RawMessage) (any, error) { return string(args), nil })
+	leaky := rawTool(t, "leaky", `{"type":"object","properties":{"fail":{"type":"boolean"}}}`,
+		func(ctx context.Context, args json.RawMessage) (any, error) {
+			k, _ := quiver.Var(ctx, "api_key")
+			leak := tr.encode(k)
+			if _, err := d.Call(ctx, "echo", map[string]string{"text": leak}); err != nil {
+				return nil, err
+			}
+			quiver.Log(ctx, quiver.LogInfo, "log "+leak)
+			quiver.ReportProgress(ctx, 1, 2, "progress "+leak)
+			var a struct{ Fail bool }
+			if err := json.Unmarshal(args, &a); err != nil {
+				return nil, err
+			}
+			if a.Fail {
+				return &quiver.Result{Status: quiver.StatusError, Error: "failed with " + leak,
+					Problems: []schema.Problem{{Pointer: "/" + leak, Message: "bad " + leak}}}, nil
+			}
+			content := []quiver.Content{quiver.TextContent("c " + leak),
+				quiver.ImageContent([]byte("\x89PNG\r\n"+leak+"\x00"), "image/png")}
+			if others != nil {
+				// Several secrets in a long text: masked in one pass of a strings.Replacer.
+				content = append(content, quiver.TextContent(strings.Repeat("filler ", 20<<10/7)+leak))
+			}
+			return &quiver.Result{
+				Text:    "token: " + leak + ".",
+				Value:   unescapedJSON(map[string]any{"note": "x " + leak + " y", leak: 1, "list": []string{leak}}),
+				Content: content,
+				Attachments: []quiver.Attachment{{Name: "leak.txt", MimeType: "text/plain", Description: "d " + leak,
+					Data: base64.StdEncoding.EncodeToString([]byte("file " + leak + "\n"))}},
+			}, nil
+		}, func(s *quiver.Spec) { s.Variables = decls })
+
+	// Every text a hook, the Recorder or the caller gets, named by where it was seen.
+	var mu sync.Mutex
+	var seen []seenText
+	see := func(where string, c *quiver.Call, r *quiver.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, seenText{where + " " + c.Name + " arguments", string(c.Args)})
+		for _, v := range resultTexts(t, r) {
+			seen = append(seen, seenText{where + " " + c.Name + " " + v.where, v.text})
+		}
+	}
+	rec := &memRecorder{}
+	d = &quiver.Dispatcher{Registry: newRegistry(t, echo, leaky), Resolver: vars, Recorder: rec,
+		Hooks: quiver.Hooks{
+			AfterSuccess: func(_ context.Context, c *quiver.Call, r *quiver.Result) { see("AfterSuccess", c, r) },
+			AfterFailure: func(_ context.Context, c *quiver.Call, r *quiver.Result) { see("AfterFailure", c, r) },
+			BeforeStore: func(_ context.Context, c *quiver.Call, r *quiver.Result) (*quiver.Result, bool) {
+				see("BeforeStore", c, r)
+				return r, true
+			},
+		}}
+	reports := &recordingReporter{}
+	ctx := quiver.WithReporter(context.Background(), reports)
+	ok := dispatchCall(t, ctx, d, quiver.Call{Name: "leaky", Args: json.RawMessage(`{}`)})
+	wantSuccess(t, ok)
+	failed := dispatchCall(t, ctx, d, quiver.Call{Name: "leaky", Args: json.RawMessage(`{"fail":true}`)})
+	if !failed.IsError() {
+		t.Fatalf("want an error result, got %+v", failed)
+	}
+	for _, r := range []*quiver.Result{ok, failed} {
+		for _, v := range resultTexts(t, r) {
+			seen = append(seen, seenText{"returned " + v.where, v.text})
+		}
+	}
+	records := rec.all()
+	if len(records) != 4 {
+		t.Fatalf("%d records, want 4 (two calls, each with a nested one)", len(records))
+	}
+	for _, x := range records {
+		seen = append(seen, seenText{"recorded " + x.Name + " arguments", x.Args})
+		for _, v := range resultTexts(t, &x.Result) {
+			seen = append(seen, seenText{"recorded " + x.Name + " " + v.where, v.text})
+		}
+	}
+
+	if len(reports.events) != 4 {
+		t.Fatalf("%d progress and log messages, want 4", len(reports.events))
+	}
+	for _, e := range reports.events {
+		seen = append(seen, seenText{"reported " + e.Kind, e.Message})
+	}
+
+	if !tr.masked {
+		// Not promised: the transformed secret passes through, as the table says.
+		if !tr.reveals(ok.Text, secret) {
+			t.Errorf("%s is listed as not masked (%s), but the result's text no longer shows it: %q", tr.name, tr.why, ok.Text)
+		}
+		return
+	}
+	if !strings.Contains(ok.Text, "[REDACTED]") {
+		t.Errorf("no mask in the text %q", ok.Text)
+	}
+	for _, s := range seen {
+		if how := readable(s.text, secret); how != "" {
+			t.Errorf("%s: the secret can be read back (%s) from %q", s.where, how, excerpt(s.text))
+		}
+	}
+}
+
+type seenText struct{ where, text string }
+
+// excerpt shortens a long text for a failure message.
+func excerpt(s string) string {
+	if len(s) <= 400 {
+		return s
+	}
+	return s[:200] + " ... " + s[len(s)-200:]
+}
+
+// resultTexts lists every text of r a person or model could read: its fields, the strings
+// and keys of its value, the decoded data of its content and attachments, and its JSON.
+func resultTexts(t *testing.T, r *quiver.Result) []seenText {
+	t.Helper()
+	out := []seenText{{"text", r.Text}, {"error", r.Error}, {"stack", r.Stack}, {"code", string(r.Code)}}
+	for i, p := range r.Problems {
+		out = append(out, seenText{fmt.Sprintf("problem %d", i), p.Pointer + " " + p.Message})
+	}
+	decoded := func(data string) string {
+		b, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			t.Fatalf("masking broke base64 data %q: %v", data, err)
+		}
+		return string(b)
+	}
+	for i, c := range r.Content {
+		out = append(out, seenText{fmt.Sprintf("content %d", i), c.Text + " " + c.URI + " " + c.MimeType + " " + decoded(c.Data)})
+	}
+	for i, a := range r.Attachments {
+		out = append(out, seenText{fmt.Sprintf("attachment %d", i),
+			strings.Join([]string{a.Name, a.Description, a.Path, a.ID, a.Type, a.MimeType, decoded(a.Data)}, " ")})
+	}
+	if len(r.Value) > 0 {
+		v, err := schema.Decode(r.Value)
+		if err != nil {
+			t.Fatalf("masking broke the value %s: %v", r.Value, err)
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case string:
+				out = append(out, seenText{"value", x})
+			case json.Number:
+				out = append(out, seenText{"value", string(x)})
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			case map[string]any:
+				for k, e := range x {
+					out = append(out, seenText{"value key", k})
+					walk(e)
+				}
+			}
+		}
+		walk(v)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatalf("result cannot be encoded: %v", err)
+	}
+	return append(out, seenText{"JSON", string(b)})
+}
+
+// readable names the transformation through which secret can be read in text, "" if none of
+// the masked ones.
+func readable(text, secret string) string {
+	for _, d := range []struct {
+		name    string
+		reveals func(text, secret string) bool
+	}{
+		{"as is", revealsExact}, {"JSON escapes", revealsJSON}, {"base64", revealsBase64},
+		{"hex", revealsHex}, {"URL escapes", revealsURL}, {"reversed", revealsReversed},
+	} {
+		if d.reveals(text, secret) {
+			return d.name
+		}
+	}
+	return ""
+}
+
+// The attacker's decoders: each undoes one family of transformations wherever it can in text.
+
+func revealsExact(text, secret string) bool { return strings.Contains(text, secret) }
+
+// revealsJSON undoes every JSON string escape in text, \u escapes (and surrogate pairs) included.
+func revealsJSON(text, secret string) bool {
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		if text[i] != '\\' || i+1 == len(text) {
+			b.WriteByte(text[i])
+			continue
+		}
+		i++
+		switch c := text[i]; c {
+		case 'u':
+			r, n := decodeU(text[i-1:])
+			if n == 0 {
+				b.WriteString(`\u`)
+				continue
+			}
+			if utf16.IsSurrogate(r) {
+				if r2, n2 := decodeU(text[i-1+n:]); n2 > 0 {
+					r, n = utf16.DecodeRune(r, r2), n+n2
+				}
+			}
+			b.WriteRune(r)
+			i += n - 2
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		default: // \" \\ \/ and the rest stand for themselves
+			b.WriteByte(c)
+		}
+	}
+	return strings.Contains(b.String(), secret)
+}
+
+// decodeU decodes the \uXXXX at the start of s, returning the code unit and 6, or 0, 0.
+func decodeU(s string) (rune, int) {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return 0, 0
+	}
+	v, err := strconv.ParseUint(s[2:6], 16, 16)
+	if err != nil {
+		return 0, 0
+	}
+	return rune(v), 6
+}
+
+// revealsBase64 decodes every run of base64 characters (either alphabet) in text, from each
+// of its first four characters, since a blob may start anywhere in a run.
+func revealsBase64(text, secret string) bool {
+	isB64 := func(r rune) bool {
+		return 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || strings.ContainsRune("+/-_", r)
+	}
+	for _, run := range strings.FieldsFunc(text, func(r rune) bool { return !isB64(r) }) {
+		run = strings.NewReplacer("-", "+", "_", "/").Replace(run)
+		for skip := 0; skip < 4 && skip < len(run); skip++ {
+			r := run[skip:]
+			if len(r)%4 == 1 {
+				r = r[:len(r)-1]
+			}
+			if b, err := base64.RawStdEncoding.DecodeString(r); err == nil && strings.Contains(string(b), secret) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// revealsHex decodes every run of hex digits in text, from its first and its second digit.
+func revealsHex(text, secret string) bool {
+	notHex := func(r rune) bool { return !strings.ContainsRune("0123456789abcdefABCDEF", r) }
+	for _, run := range strings.FieldsFunc(text, notHex) {
+		for skip := 0; skip < 2 && skip < len(run); skip++ {
+			r := run[skip:]
+			if b, err := hex.DecodeString(r[:len(r)/2*2]); err == nil && strings.Contains(string(b), secret) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// revealsURL undoes percent-encoding in text, reading + as a space and as itself.
+func revealsURL(text, secret string) bool {
+	for _, plus := range []string{" ", "+"} {
+		var b strings.Builder
+		for i := 0; i < len(text); i++ {
+			switch c := text[i]; {
+			case c == '%' && i+2 < len(text):
+				if v, err := strconv.ParseUint(text[i+1:i+3], 16, 8); err == nil {
+					b.WriteByte(byte(v))
+					i += 2
+					continue
+				}
+				b.WriteByte(c)
+			case c == '+':
+				b.WriteString(plus)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		if strings.Contains(b.String(), secret) {
+			return true
+		}
+	}
+	return false
+}
+
+func revealsReversed(text, secret string) bool { return strings.Contains(reverse(text), secret) }
+
+func reverse(s string) string {
+	r := []rune(s)
+	slices.Reverse(r)
+	return string(r)
+}
+
+// encodeURIComponent escapes s as JavaScript's encodeURIComponent does.
+func encodeURIComponent(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
