@@ -137,6 +137,12 @@ type Dispatcher struct {
 	Grace time.Duration
 	// MaxArgsBytes caps the size of a call's arguments; zero means 1 MiB.
 	MaxArgsBytes int
+	// MaxResultBytes caps the size of a result, all its parts together (text, error, stack,
+	// structured value, problems, content, attachment data); zero means 1 MiB. It applies to
+	// every tool, after secret masking, so that what is cut was masked whole; over it, text
+	// is cut with a marker saying how much, and what cannot be cut is left out with a note
+	// (see DefaultMaxResultBytes).
+	MaxResultBytes int
 	// RecordTimeout bounds recording a result when the caller's context can end; zero means
 	// 10 seconds. The record does not share the caller's cancellation: a run cancelled while
 	// its tool ran must still store what the tool did, or a resume would run it again (X2).
@@ -173,6 +179,7 @@ func (d *Dispatcher) build() {
 	h = d.decode(h)
 	h = d.lookupAndPolicy(h)
 	h = d.mask(h)
+	h = d.limitResult(h)
 	d.handler = h
 }
 

@@ -44,6 +44,9 @@ const (
 	CodeInvalidOutput        Code = "invalid_output"
 	CodeClientTool           Code = "client_tool"
 	CodeRejected             Code = "rejected"
+	// CodeResultTooLarge: a success whose structured value did not fit the result limit
+	// (Dispatcher.MaxResultBytes) while its tool declares an output schema.
+	CodeResultTooLarge Code = "result_too_large"
 	// CodeTooManyCalls: the model asked for more calls in one step than the run allows; the
 	// calls past the limit were not run.
 	CodeTooManyCalls Code = "too_many_calls"
