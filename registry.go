@@ -39,11 +39,40 @@ func MustRegister(tools ...*Tool) {
 var (
 	providerSafeName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	snakeCase        = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	validName        = regexp.MustCompile(`^[a-zA-Z0-9_-]+([./][a-zA-Z0-9_-]+)*$`)
 )
 
-// Register adds tools. A name already registered is an error (T5) and nothing is added; a name
-// that is not snake_case of 1 to 64 [a-zA-Z0-9_-] characters is added with a warning (T6),
-// and mapped safely for providers that reject it.
+// MaxNameLength is the longest tool name accepted: MCP's limit, the widest of the providers'.
+const MaxNameLength = 128
+
+// NameRule is the rule every tool name follows; [CheckName] and [Registry.Register] refuse a
+// name that does not. It admits the names of imported tools (everything.echo) and namespaced
+// ones (github/create_issue), and keeps out what looks like a path (../x, /x, .x, a//b) and
+// characters no provider accepts.
+const NameRule = `a tool name is 1 to 128 characters: words of letters, digits, "_" and "-", joined by single "." or "/" ` +
+	`(get_weather, everything.echo, github/create_issue); it cannot start or end with "." or "/", nor hold "..", "//" or other characters`
+
+// CheckName returns an error that states [NameRule] when name does not follow it. A name that
+// follows it but not the convention (snake_case, 1 to 64 characters of [a-zA-Z0-9_-]) is
+// valid: Register accepts it with a warning (T6).
+func CheckName(name string) error {
+	if len(name) > MaxNameLength || !validName.MatchString(name) {
+		return fmt.Errorf("the tool name %q is refused: %s", truncateName(name), NameRule)
+	}
+	return nil
+}
+
+func truncateName(s string) string {
+	if len(s) <= MaxNameLength+8 {
+		return s
+	}
+	return s[:MaxNameLength] + "..."
+}
+
+// Register adds tools. A name already registered, or that does not follow [NameRule], is an
+// error and nothing is added (T5); a name that follows the rule but is not snake_case of 1 to
+// 64 [a-zA-Z0-9_-] characters is added with a warning (T6), and mapped safely for providers
+// that reject it.
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -59,6 +88,9 @@ func (r *Registry) Register(tools ...*Tool) error {
 			return fmt.Errorf("quiver: register: a tool must be built by NewTool, NewFunc, Func or ParseSchemaTool")
 		}
 		n := t.Name()
+		if err := CheckName(n); err != nil {
+			return fmt.Errorf("quiver: register: %w", err)
+		}
 		if _, dup := r.tools[n]; dup || batch[n] {
 			return fmt.Errorf("quiver: register: a tool named %q is already registered", n)
 		}

@@ -60,6 +60,9 @@ func (a *app) toolsAdd(ctx context.Context, args []string) (int, error) {
 	if def.Name == "" {
 		return exitUsage, usagef("the tool has no name: pass --name, or set _tool in the schema")
 	}
+	if err := quiver.CheckName(def.Name); err != nil {
+		return exitUsage, usagef("%v; choose another with --name", err)
+	}
 	if def.Description == "" {
 		return exitUsage, usagef("tool %q has no description: pass --description, or set description in the schema; say what it does, when to use it and what it returns", def.Name)
 	}
