@@ -18,21 +18,16 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -178,6 +173,11 @@ func (s *Server) ToolsChanged() {
 
 func (s *Server) receive(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if sl, ok := ctx.Value(slotKey{}).(*sessionSlot); ok {
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
+				sl.bind(ss)
+			}
+		}
 		switch method {
 		case "tools/list":
 			if r, ok := req.(*sdk.ListToolsRequest); ok {
@@ -470,151 +470,4 @@ func attachmentContent(a quiver.Attachment) sdk.Content {
 		return &sdk.AudioContent{Data: data, MIMEType: a.MimeType}
 	}
 	return &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "quiver://attachments/" + url.PathEscape(a.Name), MIMEType: a.MimeType, Blob: data}}
-}
-
-// HTTPOptions configures [Server.HTTPHandler].
-type HTTPOptions struct {
-	// MaxRequestBytes caps the body of one HTTP request; larger ones get 413. Zero means 4 MiB.
-	MaxRequestBytes int64
-	// AllowedOrigins lists the Origin header values accepted besides local ones
-	// (http://localhost, http://127.0.0.1 and http://[::1], any port). A request with another
-	// Origin gets 403: browsers send it, so this keeps web pages from driving the server.
-	AllowedOrigins []string
-	// SessionTimeout closes sessions idle for that long; zero means one hour.
-	SessionTimeout time.Duration
-	// Logger receives the transport's diagnostics; nil discards them.
-	Logger *slog.Logger
-}
-
-// HTTPHandler returns the streamable HTTP transport for the server, with stateful sessions,
-// to be mounted at /mcp. DNS rebinding protection is on: on a loopback address, a request
-// whose Host is not local is refused, and so is one whose Origin is not local or allowed.
-func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
-	var o HTTPOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.SessionTimeout == 0 {
-		o.SessionTimeout = time.Hour
-	}
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &sdk.StreamableHTTPOptions{
-		MaxRequestBodyBytes: o.MaxRequestBytes,
-		SessionTimeout:      o.SessionTimeout,
-		Logger:              o.Logger,
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
-			http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed", truncate(origin, 100)), http.StatusForbidden)
-			return
-		}
-		if r.Method != http.MethodPost {
-			h.ServeHTTP(w, r)
-			return
-		}
-		head := &prefixBuffer{max: 64 << 10}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.TeeReader(r.Body, head), r.Body}
-		ew := &rpcErrorWriter{ResponseWriter: w}
-		h.ServeHTTP(ew, r)
-		ew.finish(head.Bytes())
-	})
-}
-
-// rpcErrorWriter turns the SDK's plain-text 400 answer to a JSON-RPC message it rejects (an
-// unknown method, a request without id) into a JSON-RPC error response, which the streamable
-// HTTP transport allows in the body of an HTTP error, so clients see -32601 or -32600 and the
-// request id rather than a line of text. Everything else passes through untouched.
-type rpcErrorWriter struct {
-	http.ResponseWriter
-	rejected bool
-	text     bytes.Buffer
-}
-
-func (w *rpcErrorWriter) WriteHeader(code int) {
-	if code == http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
-		w.rejected = true
-		return
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *rpcErrorWriter) Write(b []byte) (int, error) {
-	if w.rejected {
-		return w.text.Write(b)
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *rpcErrorWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.rejected {
-		f.Flush()
-	}
-}
-
-func (w *rpcErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// finish writes the JSON-RPC error for a rejected message; body is (the start of) the request.
-func (w *rpcErrorWriter) finish(body []byte) {
-	if !w.rejected {
-		return
-	}
-	msg := strings.TrimSpace(w.text.String())
-	// The SDK's wording tells which error it was; anything else is an invalid request.
-	code := int64(jsonrpc.CodeInvalidRequest)
-	switch {
-	case strings.Contains(msg, "unsupported"):
-		code = jsonrpc.CodeMethodNotFound
-	case strings.HasPrefix(msg, "malformed payload"):
-		code = jsonrpc.CodeParseError
-	}
-	var req struct {
-		ID json.RawMessage `json:"id"`
-	}
-	id := json.RawMessage("null")
-	if json.Unmarshal(body, &req) == nil && len(req.ID) > 0 {
-		id = req.ID
-	}
-	out, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   jsonrpc.Error   `json:"error"`
-	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
-	h := w.ResponseWriter.Header()
-	h.Set("Content-Type", "application/json")
-	h.Del("Content-Length")
-	w.ResponseWriter.WriteHeader(http.StatusBadRequest)
-	_, _ = w.ResponseWriter.Write(out)
-}
-
-// prefixBuffer keeps the first max bytes written to it.
-type prefixBuffer struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (p *prefixBuffer) Write(b []byte) (int, error) {
-	if room := p.max - p.buf.Len(); room > 0 {
-		p.buf.Write(b[:min(len(b), room)])
-	}
-	return len(b), nil
-}
-
-func (p *prefixBuffer) Bytes() []byte { return p.buf.Bytes() }
-
-func originAllowed(origin string, allowed []string) bool {
-	if slices.Contains(allowed, origin) {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

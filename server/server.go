@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -61,6 +62,8 @@ type Config struct {
 	Remotes []mcp.Remote
 	// PublicURL is the server's base URL as browsers reach it; the OAuth redirect URL of
 	// remotes that give none is PublicURL + "/oauth/callback". "http://" + Addr when empty.
+	// Its host is accepted in the Host header of requests to /mcp besides local ones (DNS
+	// rebinding protection refuses others).
 	PublicURL string
 	// OAuthGrants keeps the OAuth grants of remotes across restarts (see GrantFiles); nil
 	// keeps them in memory, so a restart asks users to authorize again.
@@ -78,6 +81,20 @@ type Config struct {
 	MaxRequestBytes int64
 	// AllowedOrigins are browser origins accepted on /mcp besides local ones.
 	AllowedOrigins []string
+	// SessionIdleTimeout closes an MCP session that has had no request for that long (its
+	// client initializes a new one); zero means mcp.DefaultSessionIdleTimeout (5 minutes),
+	// negative never.
+	SessionIdleTimeout time.Duration
+	// MaxSessions caps the MCP sessions open at once: a client that would open another gets
+	// 503 until some close or expire. Zero means mcp.DefaultMaxSessions (1000), negative no
+	// cap.
+	MaxSessions int
+	// MaxSessionsPerOwner caps the MCP sessions one owner (see SessionOwner) has open at once:
+	// beyond it, 429. Zero means mcp.DefaultMaxSessionsPerOwner (250), negative no cap.
+	MaxSessionsPerOwner int
+	// SessionOwner names whom a request that opens an MCP session comes from, for
+	// MaxSessionsPerOwner; nil uses the client's IP address.
+	SessionOwner func(*http.Request) string
 	// ShutdownTimeout bounds the graceful shutdown; zero means 10 seconds.
 	ShutdownTimeout time.Duration
 	// Logger receives the server's logs; nil uses slog.Default().
@@ -168,9 +185,20 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)
+	var hosts []string
+	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
+		// Browsers and proxies that reach the server by its public name send it as Host.
+		hosts = append(hosts, u.Hostname())
+	}
 	s.mux.Handle("/mcp", s.mcp.HTTPHandler(&mcp.HTTPOptions{
-		MaxRequestBytes: cfg.MaxRequestBytes,
-		AllowedOrigins:  cfg.AllowedOrigins,
+		MaxRequestBytes:     cfg.MaxRequestBytes,
+		AllowedOrigins:      cfg.AllowedOrigins,
+		AllowedHosts:        hosts,
+		SessionTimeout:      cfg.SessionIdleTimeout,
+		MaxSessions:         cfg.MaxSessions,
+		MaxSessionsPerOwner: cfg.MaxSessionsPerOwner,
+		Owner:               cfg.SessionOwner,
+		Logger:              s.logger,
 	}))
 	s.mux.HandleFunc("GET /healthz", s.health)
 	return s, nil

@@ -122,7 +122,11 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+server.DefaultAddr+")")
 	maxBody := fs.Int64("max-request-bytes", 0, "largest HTTP request body accepted on /mcp, in bytes (default 4 MiB)")
-	publicURL := fs.String("public-url", "", "the server's URL as browsers reach it, for OAuth redirects from remote MCP servers' authorization (default: $"+publicURLEnv+", else http://ADDR)")
+	publicURL := fs.String("public-url", "", "the server's URL as browsers reach it, for OAuth redirects from remote MCP servers' authorization; "+
+		"its host is also accepted in the Host header of MCP requests (default: $"+publicURLEnv+", else http://ADDR)")
+	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "MCP sessions open at once; a client that would open another gets 503 until some close or expire (0: no limit)")
+	maxPerClient := fs.Int("max-sessions-per-client", mcp.DefaultMaxSessionsPerOwner, "MCP sessions one client (IP address) has open at once; beyond it, 429 (0: no limit)")
+	idleTimeout := fs.Duration("session-idle-timeout", mcp.DefaultSessionIdleTimeout, "close an MCP session after this long without a request (0: never)")
 	f := addServeFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -143,6 +147,23 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	if *maxBody < 0 {
 		return exitUsage, usagef("--max-request-bytes must not be negative")
 	}
+	for _, n := range []struct {
+		flag string
+		v    *int
+	}{{"max-sessions", maxSessions}, {"max-sessions-per-client", maxPerClient}} {
+		switch {
+		case *n.v < 0:
+			return exitUsage, usagef("--%s must not be negative (0: no limit)", n.flag)
+		case *n.v == 0:
+			*n.v = -1 // server.Config's "no cap"
+		}
+	}
+	switch {
+	case *idleTimeout < 0:
+		return exitUsage, usagef("--session-idle-timeout must not be negative (0: never)")
+	case *idleTimeout == 0:
+		*idleTimeout = -1 // server.Config's "never"
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, closeStore, err := a.serverConfig(ctx, f)
@@ -153,6 +174,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	cfg.Addr = *addr
 	cfg.MaxRequestBytes = *maxBody
 	cfg.PublicURL = cmp.Or(*publicURL, os.Getenv(publicURLEnv))
+	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = *maxSessions, *maxPerClient, *idleTimeout
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return exitError, err
@@ -163,10 +185,24 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 		return exitError, fmt.Errorf("listening on %s: %w (is another quiver serve running? choose another port with --addr)", cfg.Addr, err)
 	}
 	fmt.Fprintf(a.stderr, "quiver: serving MCP at http://%s/mcp (health: /healthz); Ctrl-C stops\n", ln.Addr())
+	if w := exposedWarning(ln.Addr()); w != "" {
+		fmt.Fprintln(a.stderr, w)
+	}
 	if err := srv.Serve(ctx, ln); err != nil {
 		return exitError, err
 	}
 	return exitOK, nil
+}
+
+// exposedWarning is what quiver serve says when it listens where other hosts can reach it:
+// until API keys exist nothing authenticates a client.
+func exposedWarning(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return ""
+	}
+	return fmt.Sprintf("quiver: WARNING: listening on %s, which is not a loopback address: anyone who can reach this port can list and call "+
+		"every tool, run_code included, without authentication (Quiver has no API keys yet). Listen on 127.0.0.1 (--addr 127.0.0.1:PORT) "+
+		"unless every host that can reach it is trusted.", addr)
 }
 
 // mcpStdio serves the tools over MCP on standard input and output, recording calls like

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// initialize posts an initialize request to endpoint with the given Host (none: the
+// endpoint's) and returns the status and body.
+func initialize(t *testing.T, endpoint, host string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The session limits are the operator's to set: a flood of initialize requests from one
+// client gets 429, from all of them 503, and places come back as sessions expire.
+func TestServeSessionLimits(t *testing.T) {
+	tests := []struct {
+		name  string
+		flags []string
+		// want is the status of each initialize in turn; 0 retries until one is let in (the
+		// sessions expired), which takes a place again.
+		want []int
+		says string
+	}{
+		{"--max-sessions", []string{"--max-sessions", "2", "--max-sessions-per-client", "0"}, []int{200, 200, 503, 503},
+			"the server has 2 open, its limit"},
+		{"--max-sessions-per-client", []string{"--max-sessions", "0", "--max-sessions-per-client", "1"}, []int{200, 429},
+			"127.0.0.1 has 1 open, the limit per client"},
+		{"--session-idle-timeout", []string{"--max-sessions", "1", "--session-idle-timeout", "500ms"}, []int{200, 503, 0, 503},
+			"a session closes after 500ms without a request"},
+		{"defaults", nil, []int{200, 200, 200, 200, 200}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			endpoint, _, _ := startServe(t, tt.flags...)
+			for i, want := range tt.want {
+				if want == 0 {
+					deadline := time.Now().Add(10 * time.Second)
+					for {
+						status, _ := initialize(t, endpoint, "")
+						if status == 200 {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("step %d: the sessions did not expire", i+1)
+						}
+						time.Sleep(100 * time.Millisecond)
+					}
+					continue
+				}
+				status, body := initialize(t, endpoint, "")
+				if status != want {
+					t.Fatalf("step %d: status %d, want %d: %s", i+1, status, want, body)
+				}
+				if status != 200 && (!strings.Contains(body, fmt.Sprintf(`"code":%d`, -32030)) || !strings.Contains(body, tt.says)) {
+					t.Errorf("step %d: refusal %s does not say %q", i+1, body, tt.says)
+				}
+			}
+		})
+	}
+}
+
+func TestServeSessionFlagErrors(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-sessions", "-1"}, "--max-sessions must not be negative"},
+		{[]string{"--max-sessions-per-client", "-5"}, "--max-sessions-per-client must not be negative"},
+		{[]string{"--session-idle-timeout", "-1s"}, "--session-idle-timeout must not be negative"},
+		{[]string{"--session-idle-timeout", "soon"}, "invalid value"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, stderr := runCLI(t, "", append([]string{"serve", "--addr", "127.0.0.1:0"}, tt.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitUsage, tt.want)
+			}
+		})
+	}
+}
+
+// quiver serve warns when it listens where other hosts can reach it, and checks the Host of
+// MCP requests against local names and the public URL's host whatever the address.
+func TestServeExposure(t *testing.T) {
+	tests := []struct {
+		name  string
+		flags []string
+		warns bool
+		// hosts maps a Host header to the status an initialize with it gets.
+		hosts map[string]int
+	}{
+		{"loopback", nil, false, map[string]int{"": 200, "localhost": 200, "evil.example": 403, "quiver.example.com": 403}},
+		{"all interfaces", []string{"--addr", "0.0.0.0:0"}, true, map[string]int{"": 200, "evil.example:7411": 403}},
+		{"public URL", []string{"--public-url", "https://quiver.example.com"}, false,
+			map[string]int{"": 200, "quiver.example.com": 200, "quiver.example.com:443": 200, "evil.example": 403, "quiver.example.com.evil.example": 403}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(publicURLEnv, "")
+			endpoint, _, stderr := startServe(t, tt.flags...)
+			// The server prints where it listens; reach it on loopback whatever the address.
+			port := endpoint[strings.LastIndex(endpoint, ":")+1 : strings.LastIndex(endpoint, "/mcp")]
+			endpoint = "http://127.0.0.1:" + port + "/mcp"
+			warned := strings.Contains(stderr.String(), "WARNING: listening on") &&
+				strings.Contains(stderr.String(), "anyone who can reach this port can list and call every tool, run_code included")
+			if warned != tt.warns {
+				t.Errorf("warned %v, want %v:\n%s", warned, tt.warns, stderr.String())
+			}
+			for host, want := range tt.hosts {
+				if status, body := initialize(t, endpoint, host); status != want {
+					t.Errorf("Host %q: status %d, want %d: %s", host, status, want, body)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,509 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults of [HTTPOptions]. A session holds about 20 KB of the server's memory until it ends,
+// so the defaults bound what clients that open sessions and never close them can hold to about
+// 20 MB.
+const (
+	// DefaultSessionIdleTimeout is how long a session may go without a request before it is
+	// closed.
+	DefaultSessionIdleTimeout = 5 * time.Minute
+	// DefaultMaxSessions is the number of sessions open at once.
+	DefaultMaxSessions = 1000
+	// DefaultMaxSessionsPerOwner is the number of sessions one owner (by default, one IP
+	// address) may have open at once.
+	DefaultMaxSessionsPerOwner = 250
+)
+
+// CodeTooManySessions is the JSON-RPC error code of the answer to a request that would open a
+// session beyond [HTTPOptions.MaxSessions] (HTTP 503) or [HTTPOptions.MaxSessionsPerOwner]
+// (HTTP 429). It is in the range JSON-RPC leaves to servers.
+const CodeTooManySessions = -32030
+
+// HTTPOptions configures [Server.HTTPHandler].
+type HTTPOptions struct {
+	// MaxRequestBytes caps the body of one HTTP request; larger ones get 413. Zero means 4 MiB.
+	MaxRequestBytes int64
+	// AllowedOrigins lists the Origin header values accepted besides local ones
+	// (http://localhost, http://127.0.0.1 and http://[::1], any port). A request with another
+	// Origin gets 403: browsers send it, so this keeps web pages from driving the server.
+	AllowedOrigins []string
+	// AllowedHosts lists the host names (without port) accepted in the Host header besides
+	// local ones: localhost, loopback addresses and the address the request arrived on. A
+	// request with another Host gets 403, which defeats DNS rebinding (a web page whose
+	// name is made to resolve to this server sends its own name as Host). Give the host of
+	// the URL clients use when they reach the server by a name (a DNS name, a reverse proxy).
+	AllowedHosts []string
+	// SessionTimeout closes a session that has had no request for that long (a request in
+	// progress keeps it open); its client must initialize a new one. Zero means
+	// DefaultSessionIdleTimeout; negative, never.
+	SessionTimeout time.Duration
+	// MaxSessions caps the sessions open at once: a request that would open another gets 503
+	// with a JSON-RPC error ([CodeTooManySessions]) until some close. Zero means
+	// DefaultMaxSessions; negative, no cap.
+	MaxSessions int
+	// MaxSessionsPerOwner caps the sessions one owner (see Owner) has open at once: a request
+	// that would open another gets 429 with a JSON-RPC error ([CodeTooManySessions]), so that
+	// one client cannot take every session. Zero means DefaultMaxSessionsPerOwner; negative,
+	// no cap.
+	MaxSessionsPerOwner int
+	// Owner names whom a request that opens a session comes from, for MaxSessionsPerOwner
+	// (an API key, say). Nil uses the client's IP address; behind a reverse proxy every client
+	// has the proxy's, so give one that reads what the proxy forwards.
+	Owner func(*http.Request) string
+	// Logger receives the transport's diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// HTTPHandler returns the streamable HTTP transport for the server, with stateful sessions,
+// to be mounted at /mcp. DNS rebinding protection is on: a request whose Host is neither
+// local nor allowed is refused, and so is one whose Origin is neither local nor allowed.
+// Sessions are capped in number (in total and per owner) and closed when idle (see
+// [HTTPOptions]).
+func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.SessionTimeout == 0:
+		o.SessionTimeout = DefaultSessionIdleTimeout
+	case o.SessionTimeout < 0:
+		o.SessionTimeout = 0 // the SDK's "never"
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxSessionsPerOwner == 0 {
+		o.MaxSessionsPerOwner = DefaultMaxSessionsPerOwner
+	}
+	if o.Owner == nil {
+		o.Owner = remoteIP
+	}
+	maxBody := o.MaxRequestBytes
+	if maxBody == 0 {
+		maxBody = sdk.DefaultMaxRequestBodyBytes
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &sdk.StreamableHTTPOptions{
+		MaxRequestBodyBytes: o.MaxRequestBytes,
+		SessionTimeout:      o.SessionTimeout,
+		Logger:              o.Logger,
+		// The SDK checks Host only on loopback connections; hostAllowed checks it on every
+		// connection, and accepts the hosts the operator allowed.
+		DisableLocalhostProtection: true,
+	})
+	lim := &sessionLimiter{max: o.MaxSessions, perOwner: o.MaxSessionsPerOwner, idle: o.SessionTimeout, logger: logger, owners: map[string]int{}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostAllowed(r, o.AllowedHosts) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q: this server answers to local addresses and its configured hosts only (DNS rebinding protection)",
+				truncate(r.Host, 100)), http.StatusForbidden)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
+			http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed", truncate(origin, 100)), http.StatusForbidden)
+			return
+		}
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			head := &prefixBuffer{max: 64 << 10}
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.TeeReader(r.Body, head), r.Body}
+			ew := &rpcErrorWriter{ResponseWriter: w}
+			h.ServeHTTP(ew, r)
+			ew.finish(head.Bytes())
+			return
+		}
+		// Without a session id the SDK opens a session for the request, whatever it is: only
+		// initialize may do that, and only within the limits.
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if int64(len(body)) > maxBody {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		id, needs := needsSession(r, body)
+		if needs {
+			writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
+				"no session: this request needs the Mcp-Session-Id header of a session; send initialize without it first, "+
+					"then send the Mcp-Session-Id its answer carries with every request")
+			return
+		}
+		slot, refusal := lim.acquire(o.Owner(r))
+		if refusal != nil {
+			if secs := int(math.Ceil(o.SessionTimeout.Seconds())); secs > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+			}
+			writeRPCError(w, refusal.status, id, CodeTooManySessions, refusal.message)
+			return
+		}
+		defer slot.settle()
+		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, slot))
+		ew := &rpcErrorWriter{ResponseWriter: w}
+		h.ServeHTTP(ew, r)
+		ew.finish(body)
+	})
+}
+
+// remoteIP is the default owner of a session: the client's IP address.
+func remoteIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// hostAllowed reports whether the request's Host names this server: localhost, a loopback
+// address, the address the connection arrived on, or an allowed host. A DNS rebinding page
+// can only send a name it controls, so it is refused.
+func hostAllowed(r *http.Request, allowed []string) bool {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "" {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") || slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, host) }) {
+		return true
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+		if ta, ok := la.(*net.TCPAddr); ok {
+			return ta.IP.Equal(ip)
+		}
+		if h, _, err := net.SplitHostPort(la.String()); err == nil {
+			return net.ParseIP(h).Equal(ip)
+		}
+	}
+	return false
+}
+
+// protocolVersionSessionless is the first MCP version whose requests need no session
+// (SEP-2575); the SDK answers them itself, with the versions this stateful server speaks.
+const protocolVersionSessionless = "2026-07-28"
+
+// needsSession reports whether body, posted without a session id, holds a request that needs
+// a session (anything but initialize); id is the id of its first request, for the answer.
+// Bodies it cannot read, and requests of the sessionless protocol, are left to the SDK, which
+// answers them.
+func needsSession(r *http.Request, body []byte) (id json.RawMessage, needs bool) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, false
+	}
+	var raw []json.RawMessage
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if json.Unmarshal(trimmed, &raw) != nil {
+			return nil, false
+		}
+	} else {
+		raw = []json.RawMessage{trimmed}
+	}
+	needs = r.Header.Get("Mcp-Protocol-Version") < protocolVersionSessionless
+	calls := false
+	for _, m := range raw {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(m, &msg) != nil {
+			return nil, false
+		}
+		if msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null" {
+			continue // a notification or a response
+		}
+		calls = true
+		if id == nil {
+			id = msg.ID
+		}
+		var params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		_ = json.Unmarshal(msg.Params, &params)
+		if _, ok := params.Meta["io.modelcontextprotocol/protocolVersion"]; ok || msg.Method == "initialize" || msg.Method == "server/discover" {
+			needs = false
+		}
+	}
+	return id, needs && calls
+}
+
+// writeRPCError answers with a JSON-RPC error in the body of an HTTP error, as the streamable
+// HTTP transport allows; id is the request's (null when nil).
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Del("Content-Length")
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+}
+
+// sessionLimiter counts the sessions open through one HTTP handler, in total and per owner.
+type sessionLimiter struct {
+	max, perOwner int // negative: no cap
+	idle          time.Duration
+	logger        *slog.Logger
+
+	mu       sync.Mutex
+	total    int
+	owners   map[string]int
+	refused  int       // refusals not yet logged
+	lastLog  time.Time // of a refusal
+	lastKind string
+}
+
+// refusal is why a session is refused, and how to answer.
+type refusal struct {
+	status  int
+	message string
+}
+
+// refusalLogEvery bounds the log lines a flood of refused sessions produces.
+const refusalLogEvery = 10 * time.Second
+
+// acquire takes a place for a session of owner, or says why there is none.
+func (l *sessionLimiter) acquire(owner string) (*sessionSlot, *refusal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ref *refusal
+	switch {
+	case l.max >= 0 && l.total >= l.max:
+		ref = &refusal{http.StatusServiceUnavailable, fmt.Sprintf(
+			"too many MCP sessions: the server has %d open, its limit; close the sessions you no longer use "+
+				"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request",
+			l.total, l.idleText())}
+	case l.perOwner >= 0 && l.owners[owner] >= l.perOwner:
+		ref = &refusal{http.StatusTooManyRequests, fmt.Sprintf(
+			"too many MCP sessions: %s has %d open, the limit per client; close the sessions you no longer use "+
+				"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request",
+			truncate(owner, 100), l.owners[owner], l.idleText())}
+	}
+	if ref != nil {
+		l.refused++
+		kind := "MaxSessions"
+		if ref.status == http.StatusTooManyRequests {
+			kind = "MaxSessionsPerOwner"
+		}
+		if now := time.Now(); now.Sub(l.lastLog) >= refusalLogEvery || kind != l.lastKind {
+			l.logger.Warn("mcp: refusing new sessions over the limit", "limit", kind, "open", l.total, "refused", l.refused, "owner", truncate(owner, 100))
+			l.refused, l.lastLog, l.lastKind = 0, now, kind
+		}
+		return nil, ref
+	}
+	l.total++
+	l.owners[owner]++
+	return &sessionSlot{l: l, owner: owner}, nil
+}
+
+func (l *sessionLimiter) idleText() string {
+	if l.idle <= 0 {
+		return "the server's shutdown" // no idle timeout
+	}
+	return l.idle.String()
+}
+
+// add counts a session whose place was given back too early (see sessionSlot.bind); it may
+// take the count over the cap, which it then only delays new sessions.
+func (l *sessionLimiter) add(owner string) {
+	l.mu.Lock()
+	l.total++
+	l.owners[owner]++
+	l.mu.Unlock()
+}
+
+func (l *sessionLimiter) release(owner string) {
+	l.mu.Lock()
+	l.total--
+	if l.owners[owner]--; l.owners[owner] <= 0 {
+		delete(l.owners, owner)
+	}
+	l.mu.Unlock()
+}
+
+type slotKey struct{}
+
+// sessionSlot is the place a request without a session id takes in the limiter. The SDK
+// gives no hook for a session's start or end, but it keeps the values of the context of the
+// request that opened a session in the contexts of all its requests: the receiving middleware
+// finds the slot there and binds it to the session, which gives the place back when it ends.
+// A request that opened no lasting session gives it back when it is answered.
+type sessionSlot struct {
+	l     *sessionLimiter
+	owner string
+
+	bound atomic.Bool // fast path: the middleware looks at every request of the session
+	mu    sync.Mutex
+	// settled: the request that opened the session was answered; an unbound slot was given
+	// back then.
+	settled bool
+}
+
+// bind ties the slot to its session: the place is given back when the session ends.
+func (sl *sessionSlot) bind(ss *sdk.ServerSession) {
+	if sl.bound.Load() {
+		return
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.bound.Load() {
+		return
+	}
+	sl.bound.Store(true)
+	if sl.settled {
+		// The opening request was answered before its first message was handled (its client
+		// went away): the SDK closes such sessions, but count it until it is gone.
+		sl.l.add(sl.owner)
+	}
+	go func() {
+		_ = ss.Wait()
+		sl.l.release(sl.owner)
+	}()
+}
+
+// settle is called once the request that took the slot is answered.
+func (sl *sessionSlot) settle() {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.settled = true
+	if !sl.bound.Load() {
+		sl.l.release(sl.owner)
+	}
+}
+
+// rpcErrorWriter turns the SDK's plain-text 400 answer to a JSON-RPC message it rejects (an
+// unknown method, a request without id) into a JSON-RPC error response, which the streamable
+// HTTP transport allows in the body of an HTTP error, so clients see -32601 or -32600 and the
+// request id rather than a line of text. Everything else passes through untouched.
+type rpcErrorWriter struct {
+	http.ResponseWriter
+	rejected bool
+	text     bytes.Buffer
+}
+
+func (w *rpcErrorWriter) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.rejected = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rpcErrorWriter) Write(b []byte) (int, error) {
+	if w.rejected {
+		return w.text.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *rpcErrorWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.rejected {
+		f.Flush()
+	}
+}
+
+func (w *rpcErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes the JSON-RPC error for a rejected message; body is (the start of) the request.
+func (w *rpcErrorWriter) finish(body []byte) {
+	if !w.rejected {
+		return
+	}
+	msg := strings.TrimSpace(w.text.String())
+	// The SDK's wording tells which error it was; anything else is an invalid request.
+	code := int64(jsonrpc.CodeInvalidRequest)
+	switch {
+	case strings.Contains(msg, "unsupported"):
+		code = jsonrpc.CodeMethodNotFound
+	case strings.HasPrefix(msg, "malformed payload"):
+		code = jsonrpc.CodeParseError
+	}
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	var id json.RawMessage
+	if json.Unmarshal(body, &req) == nil && len(req.ID) > 0 {
+		id = req.ID
+	}
+	writeRPCError(w.ResponseWriter, http.StatusBadRequest, id, code, msg)
+}
+
+// prefixBuffer keeps the first max bytes written to it.
+type prefixBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (p *prefixBuffer) Write(b []byte) (int, error) {
+	if room := p.max - p.buf.Len(); room > 0 {
+		p.buf.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
+}
+
+func (p *prefixBuffer) Bytes() []byte { return p.buf.Bytes() }
+
+func originAllowed(origin string, allowed []string) bool {
+	if slices.Contains(allowed, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
