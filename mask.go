@@ -298,8 +298,9 @@ const (
 )
 
 // replaceByIndex masks forms (longest first) in s. next[i] is where forms[i] next occurs at or
-// after pos, -1 if nowhere: each form is searched for once per match at most, so a long text
-// full of matches stays linear in the number of forms times its length.
+// after pos, -1 if nowhere; a form is searched for again only when a match has passed its next
+// occurrence, and from the end of that match, so its searches cover the text once however
+// many matches there are.
 func replaceByIndex(s string, forms []string) (string, bool) {
 	found := false
 	for _, f := range forms {
