@@ -110,8 +110,8 @@ type Confirmer func(ctx context.Context, call *Call) (Decision, error)
 //
 //	policy -> lookup -> decode and validate (defaults, meta-fields) -> confirmation gate
 //	-> BeforeCall hook -> variables -> Middleware -> execute (timeout, cancellation,
-//	panic recovery) -> output check -> secret masking -> AfterSuccess/AfterFailure hooks
-//	-> BeforeStore hook -> Recorder
+//	panic recovery) -> output check -> secret masking -> result limit (MaxResultBytes)
+//	-> AfterSuccess/AfterFailure hooks -> BeforeStore hook -> Recorder
 //
 // Configure a Dispatcher by setting its fields before the first call, as with http.Server; it
 // is safe for concurrent use after that and must not be changed.

@@ -79,6 +79,9 @@ type Config struct {
 	SetupMCP func(*mcp.Server)
 	// MaxRequestBytes caps one HTTP request body on /mcp; zero means 4 MiB.
 	MaxRequestBytes int64
+	// MaxResultBytes caps each call's result, all its parts together (see
+	// quiver.Dispatcher.MaxResultBytes); zero means quiver.DefaultMaxResultBytes (1 MiB).
+	MaxResultBytes int
 	// AllowedOrigins are browser origins accepted on /mcp besides local ones.
 	AllowedOrigins []string
 	// SessionIdleTimeout closes an MCP session that has had no request for that long (its
@@ -155,7 +158,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Policy:   cfg.Policy,
 		Resolver: cfg.Resolver,
 		Confirm:  mcp.Confirm(nil),
-		Recorder: &Recorder{Store: cfg.Store, Journal: s.journal},
+		// What a tool returns is cut to this before it is answered or stored.
+		MaxResultBytes: cfg.MaxResultBytes,
+		Recorder:       &Recorder{Store: cfg.Store, Journal: s.journal},
 	}
 	opts := mcp.ServerOptions{}
 	if cfg.MCP != nil {

@@ -122,6 +122,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+server.DefaultAddr+")")
 	maxBody := fs.Int64("max-request-bytes", 0, "largest HTTP request body accepted on /mcp, in bytes (default 4 MiB)")
+	maxResult := fs.Int("max-result-bytes", 0, "largest result of a call, all its parts together, in bytes; the rest is cut with a note saying how much (default 1 MiB)")
 	publicURL := fs.String("public-url", "", "the server's URL as browsers reach it, for OAuth redirects from remote MCP servers' authorization; "+
 		"its host is also accepted in the Host header of MCP requests (default: $"+publicURLEnv+", else http://ADDR)")
 	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "MCP sessions open at once; a client that would open another gets 503 until some close or expire (0: no limit)")
@@ -143,6 +144,9 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	}
 	if _, _, err := net.SplitHostPort(*addr); err != nil {
 		return exitUsage, usagef("--addr %q must be HOST:PORT, like 127.0.0.1:7411", *addr)
+	}
+	if *maxResult < 0 {
+		return exitUsage, usagef("--max-result-bytes must not be negative (0: the default, 1 MiB)")
 	}
 	if *maxBody < 0 {
 		return exitUsage, usagef("--max-request-bytes must not be negative")
@@ -172,7 +176,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	}
 	defer closeStore()
 	cfg.Addr = *addr
-	cfg.MaxRequestBytes = *maxBody
+	cfg.MaxRequestBytes, cfg.MaxResultBytes = *maxBody, *maxResult
 	cfg.PublicURL = cmp.Or(*publicURL, os.Getenv(publicURLEnv))
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = *maxSessions, *maxPerClient, *idleTimeout
 	srv, err := server.New(ctx, cfg)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // initialize posts an initialize request to endpoint with the given Host (none: the
@@ -91,6 +94,7 @@ func TestServeSessionFlagErrors(t *testing.T) {
 		{[]string{"--max-sessions-per-client", "-5"}, "--max-sessions-per-client must not be negative"},
 		{[]string{"--session-idle-timeout", "-1s"}, "--session-idle-timeout must not be negative"},
 		{[]string{"--session-idle-timeout", "soon"}, "invalid value"},
+		{[]string{"--max-result-bytes", "-1"}, "--max-result-bytes must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -135,5 +139,20 @@ func TestServeExposure(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// quiver serve --max-result-bytes caps what every tool returns over MCP, errors included.
+func TestServeCapsResults(t *testing.T) {
+	endpoint, _, _ := startServe(t, "--max-result-bytes", "4096")
+	cs := connectServe(t, endpoint)
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_code",
+		Arguments: map[string]any{"code": `export default () => { throw new Error("x".repeat(200000)) }`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	if !res.IsError || len(text) > 4096+200 || !strings.Contains(text, "the result limit is 4 KiB") {
+		t.Fatalf("a 200 kB error came back as %d bytes (error %v): %.300s", len(text), res.IsError, text)
 	}
 }
