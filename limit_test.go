@@ -14,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quiverhq/quiver/internal/backendtest"
+
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/postgres"
-	"github.com/quiverhq/quiver/store/postgres/pgtest"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -124,7 +124,7 @@ var limitCases = []limitCase{
 // holds the model's text once.
 func TestResultLimit(t *testing.T) {
 	reg := limitTools(t)
-	eachLimitBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		for _, recorder := range []string{"thread", "server"} {
 			for _, tc := range limitCases {
 				t.Run(recorder+"/"+tc.tool, func(t *testing.T) {
@@ -214,26 +214,6 @@ func dbSize(t *testing.T, path string) int {
 		}
 	}
 	return n
-}
-
-func eachLimitBackend(t *testing.T, fn func(t *testing.T, st thread.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, st)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		dsn := pgtest.DSN(t)
-		st, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(pgtest.Schema(t, dsn)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, st)
-	})
 }
 
 // dispatchRecorded calls tool in a new thread of st, recorded by recorder ("thread" or

@@ -6,43 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/backendtest"
+
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/postgres"
-	"github.com/quiverhq/quiver/store/postgres/pgtest"
-	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
 )
-
-// eachBackend runs fn against a fresh SQLite store and a fresh PostgreSQL schema (skipped
-// without QUIVER_TEST_POSTGRES, failed under CI=true).
-func eachBackend(t *testing.T, fn func(t *testing.T, st thread.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, st)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		dsn := pgtest.DSN(t)
-		st, err := postgres.Open(ctx, dsn, postgres.WithSchema(pgtest.Schema(t, dsn)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, st)
-	})
-}
 
 // executions counts how often each call's handler started, by the call's "id" argument.
 type executions struct {
@@ -85,7 +61,7 @@ func resultsByCall(t *testing.T, th *thread.Thread) (calls []store.ToolCall, res
 // X2, X3: a run cancelled while a tool runs stores that call's result (cancelled) before it
 // stops, so Resume goes on after it and never runs it again.
 func TestCancelledCallIsRecordedAndNotRunAgain(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		var runs executions
 		started := make(chan struct{}, 1)
 		reg := &quiver.Registry{}
@@ -136,7 +112,7 @@ func TestCancelledCallIsRecordedAndNotRunAgain(t *testing.T) {
 // made ran exactly once and has exactly one result.
 func TestRandomCancellationsRunEveryCallExactlyOnce(t *testing.T) {
 	const steps, perStep = 12, 3
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		var runs executions
 		reg := &quiver.Registry{}
 		if err := reg.Register(quiver.Func("work", "Works a little.", func(ctx context.Context, in struct {
@@ -230,7 +206,7 @@ func TestRandomCancellationsRunEveryCallExactlyOnce(t *testing.T) {
 // X8: a BeforeStore hook that drops a result leaves the call answered in the thread (a
 // placeholder, so the next model request is valid), and the call is never run again.
 func TestDroppedResultIsAnsweredAndNotRunAgain(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		var runs executions
 		reg := &quiver.Registry{}
 		if err := reg.Register(quiver.Func("lookup", "Looks something up.", func(_ context.Context, in struct {

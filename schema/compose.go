@@ -15,19 +15,23 @@ const (
 	ActivityField  = "_activity"         // binds a schema-only tool to code
 )
 
-// withOutputField returns input extended by the _output property a latent tool's caller fills.
+// argumentsCopy returns a copy of an argument schema that properties can be added to (an
+// empty object schema for a tool without arguments).
+func argumentsCopy(input *Schema) *Schema {
+	if input == nil {
+		return &Schema{Type: "object", Properties: map[string]*Schema{}}
+	}
+	s := input.CloneSchemas()
+	if s.Properties == nil {
+		s.Properties = map[string]*Schema{}
+	}
+	return s
+}
+
 // withReasoningField returns input with an optional _reasoningForCall string property first,
 // for native tool calling (the composed schema adds its own, see Compose).
 func withReasoningField(input *Schema) *Schema {
-	var s *Schema
-	if input == nil {
-		s = &Schema{Type: "object", Properties: map[string]*Schema{}}
-	} else {
-		s = input.CloneSchemas()
-		if s.Properties == nil {
-			s.Properties = map[string]*Schema{}
-		}
-	}
+	s := argumentsCopy(input)
 	s.Properties[ReasoningField] = reasoningProperty()
 	s.PropertyOrder = dedupe(append([]string{ReasoningField}, propertyOrder(s)...))
 	return s
@@ -37,16 +41,9 @@ func reasoningProperty() *Schema {
 	return &Schema{Type: "string", Description: "Why you make this call, in one sentence."}
 }
 
+// withOutputField returns input extended by the _output property a latent tool's caller fills.
 func withOutputField(input, output *Schema) *Schema {
-	var s *Schema
-	if input == nil {
-		s = &Schema{Type: "object", Properties: map[string]*Schema{}}
-	} else {
-		s = input.CloneSchemas()
-		if s.Properties == nil {
-			s.Properties = map[string]*Schema{}
-		}
-	}
+	s := argumentsCopy(input)
 	out := &Schema{Description: "The result of this call, which you produce yourself."}
 	if output != nil {
 		out = output.CloneSchemas()

@@ -6,45 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/quiverhq/quiver/internal/backendtest"
+
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/postgres"
-	"github.com/quiverhq/quiver/store/postgres/pgtest"
-	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
 )
 
 const ws = "wsp_test"
 
 var ctx = context.Background()
-
-// eachBackend runs fn against a fresh SQLite store and, when configured, a fresh PostgreSQL
-// schema.
-func eachBackend(t *testing.T, fn func(t *testing.T, st thread.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, st)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		dsn := pgtest.DSN(t)
-		st, err := postgres.Open(ctx, dsn, postgres.WithSchema(pgtest.Schema(t, dsn)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fn(t, st)
-	})
-}
 
 func newThread(t *testing.T, st thread.Store) *thread.Thread {
 	t.Helper()
@@ -56,7 +32,7 @@ func newThread(t *testing.T, st thread.Store) *thread.Thread {
 }
 
 func TestIdentityAndExecutionState(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		th := newThread(t, st)
 		if !strings.HasPrefix(th.ID(), "thr_") || th.WorkspaceID() != ws || th.AgentID() != "agt_1" || th.UserID() != "usr_1" ||
 			th.Name() != "main" || th.ParentID() != "" {
@@ -102,7 +78,7 @@ func TestIdentityAndExecutionState(t *testing.T) {
 // runs through a dispatcher that records its result on the thread, and what is pending is
 // exactly what has not run.
 func TestPersistThenAdvance(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		th := newThread(t, st)
 		reg := &quiver.Registry{}
 		var ran []string
@@ -205,7 +181,7 @@ func TestPersistThenAdvance(t *testing.T) {
 
 func TestAttachmentsAreStoredAndReferenced(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\nfake image bytes")
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		th := newThread(t, st)
 		existing, err := th.Files().Write(ctx, "/reports/q3.pdf", []byte("%PDF-1.7"), store.FileMeta{})
 		if err != nil {
@@ -276,7 +252,7 @@ func TestAttachmentsAreStoredAndReferenced(t *testing.T) {
 }
 
 func TestChildrenRegistryAndCrossThreadAttachments(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		parent := newThread(t, st)
 		researcher, err := parent.Spawn(ctx, thread.ChildOptions{Name: "researcher", AgentID: "agt_r", Blocking: true, Resumable: true})
 		if err != nil {
@@ -355,7 +331,7 @@ func TestChildrenRegistryAndCrossThreadAttachments(t *testing.T) {
 }
 
 func TestQueueUpdateAndLogs(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		th := newThread(t, st)
 		m, err := th.AppendUser(ctx, "helo")
 		if err != nil {
@@ -393,7 +369,7 @@ func TestQueueUpdateAndLogs(t *testing.T) {
 // TestHandlersReachTheThread: a handler finds its thread in the context (X3) and writes to
 // its file system.
 func TestHandlersReachTheThread(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		th := newThread(t, st)
 		save := quiver.Func("save_note", "Saves a note in the thread.", func(ctx context.Context, in struct {
 			Text string `json:"text"`
@@ -436,7 +412,7 @@ func TestHandlersReachTheThread(t *testing.T) {
 // TestConcurrentRunsOnManyThreads: runs on many threads at once, under -race, each dispatching
 // its calls in order; every thread ends with its results complete and in order.
 func TestConcurrentRunsOnManyThreads(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		reg := &quiver.Registry{}
 		if err := reg.Register(quiver.Func("echo", "Echoes.", func(_ context.Context, in struct {
 			N int `json:"n"`
@@ -496,7 +472,7 @@ func TestConcurrentRunsOnManyThreads(t *testing.T) {
 // TestCallArgumentsSurviveStorage: what a model wrote comes back from Pending byte for byte,
 // whatever it was, and the history form is always an object.
 func TestCallArgumentsSurviveStorage(t *testing.T) {
-	eachBackend(t, func(t *testing.T, st thread.Store) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		th := newThread(t, st)
 		args := []string{`{"a":1}`, `{"text":`, `[1,2]`, `"just a string"`, `null`, "{\"bad utf8\":\"\xff\"}", ``}
 		var calls []quiver.Call

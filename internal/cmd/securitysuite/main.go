@@ -1,0 +1,138 @@
+// Command securitysuite runs Quiver's security tests (the attacks of docs/SECURITY.md) and
+// prints how many attacks were tried and how many held, per area and in total:
+//
+//	go run ./internal/cmd/securitysuite
+//
+// Each case is one test: a leaf subtest, or a test without subtests. Most cases are attacks;
+// some are the legitimate use beside an attack (a name that must still be accepted, a host
+// that must still be served), which a defence must not break. A case holds when its test
+// passes; a failed or skipped case does not (a skipped one proved nothing), and the command
+// then exits with status 1. The tests are the ordinary ones `go test ./...` runs:
+// this command only selects and counts them, so the count cannot drift from what CI checks.
+// It needs what those tests need: QUIVER_TEST_POSTGRES for the PostgreSQL cases (as .ci/run
+// sets it).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// area is a group of attacks: the tests of one package whose names match Run.
+type area struct {
+	Name    string
+	Package string
+	Run     string // a go test -run pattern
+}
+
+var areas = []area{
+	{"sandbox: escapes, memory, runaway code, deadlines", "./sandbox",
+		"^(TestMemoryBombs|TestRunawayCode|TestNoHostCapabilities|TestNoSharedState|TestConcurrentRuns|TestHostStaysHealthy|TestDeadline.*|TestAbandoned.*)$"},
+	{"run_code: limits and fair sharing", "./tools/runcode", "^(TestConcurrencyLimit|TestTimeoutCapped|TestFair.*|TestPerOwner.*)$"},
+	{"secret masking", ".", "^(TestSecretsMasked|TestSecretTransformationsMasked|TestSecretsMaskedOnTimeout|TestMaskingScope|TestMaskingCoversEveryField|TestNestedCallsInheritSecrets)$"},
+	{"result size cap", ".", "^TestResultLimit"},
+	{"tool names", ".", "^TestRegistryRefusesInvalidNames$"},
+	{"MCP over HTTP: sessions, hosts, bad requests", "./mcp", "^(TestSessionLimits|TestSessionLimitWithTheSDKClient|TestSessionFloodMemory|TestRequestWithoutSession|TestHostCheck)$"},
+	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap)", "./cmd/quiver",
+		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestToolsAddRefusesInvalidNames)$"},
+}
+
+// event is a line of go test -json.
+type event struct {
+	Action string
+	Test   string
+}
+
+// result counts the attacks of an area.
+type result struct {
+	tried, held int
+	failed      []string
+}
+
+func main() {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "area\tcases tried\theld")
+	total := result{}
+	for _, a := range areas {
+		r, err := runArea(a)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "securitysuite: %s: %v\n", a.Name, err)
+			os.Exit(2)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\n", a.Name, r.tried, r.held)
+		total.tried += r.tried
+		total.held += r.held
+		total.failed = append(total.failed, r.failed...)
+	}
+	fmt.Fprintf(w, "total\t%d\t%d\n", total.tried, total.held)
+	w.Flush()
+	fmt.Printf("security suite: %d attacks (and the legitimate uses beside them) tried, %d held\n", total.tried, total.held)
+	if len(total.failed) > 0 {
+		fmt.Printf("did not hold (failed or skipped): %s\n", strings.Join(total.failed, ", "))
+		os.Exit(1)
+	}
+}
+
+// runArea runs an area's tests and counts their leaf cases.
+func runArea(a area) (result, error) {
+	cmd := exec.Command("go", "test", "-count=1", "-json", "-run", a.Run, a.Package)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil && len(out) == 0 {
+		return result{}, fmt.Errorf("go test: %v\n%s", err, stderr.String())
+	}
+	outcome := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Test == "" {
+			continue
+		}
+		switch e.Action {
+		case "pass", "fail", "skip":
+			outcome[e.Test] = e.Action
+		}
+	}
+	parents := map[string]bool{} // tests with subtests: the subtests are the attacks
+	names := make([]string, 0, len(outcome))
+	for n := range outcome {
+		names = append(names, n)
+		for i := strings.IndexByte(n, '/'); i >= 0; i = nextSlash(n, i) {
+			parents[n[:i]] = true
+		}
+	}
+	slices.Sort(names)
+	var r result
+	for _, n := range names {
+		if parents[n] {
+			continue
+		}
+		r.tried++
+		if outcome[n] == "pass" {
+			r.held++
+		} else {
+			r.failed = append(r.failed, a.Package+" "+n+" ("+outcome[n]+")")
+		}
+	}
+	if r.tried == 0 {
+		return r, fmt.Errorf("no test matched %s in %s: the suite's list is out of date", a.Run, a.Package)
+	}
+	return r, nil
+}
+
+func nextSlash(s string, i int) int {
+	j := strings.IndexByte(s[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
