@@ -107,6 +107,7 @@ func BenchmarkCancelToStop(b *testing.B) {
 		{"busy-loop", `console.log("go"); export default () => { for (;;) {} }`},
 		{"allocating-loop", `console.log("go"); export default () => { for (;;) { const a = [1, 2, 3].map(x => ({x})) } }`},
 		{"promise-loop", `console.log("go"); export default async () => { for (;;) await null }`},
+		{"catch-recursion", `console.log("go"); export default () => { ` + catchRecursion + `; return f(0) }`},
 	} {
 		b.Run(loop.name, func(b *testing.B) {
 			var l latencies

@@ -61,7 +61,10 @@ func (h *Handle) runVM(c *config) *Result {
 	if err != nil {
 		return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not create an interpreter: " + err.Error()}
 	}
-	defer vm.Close()
+	defer func() {
+		h.detach()
+		vm.Close()
+	}()
 	vm.SetMemoryLimit(uintptr(c.memoryLimit))
 	var out outcome
 	var linkErr string

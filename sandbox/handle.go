@@ -20,9 +20,12 @@ type Handle struct {
 	stop   chan struct{} // closed by the first Terminate
 	result *Result       // set before done is closed
 
-	mu        sync.Mutex
-	vm        *quickjs.VM // the run's interpreter once it exists; only Interrupt is called on it from outside
-	reason    string      // why the run was terminated, "" while it was not
+	mu sync.Mutex
+	// vm is the run's interpreter while it is open; only Interrupt is called on it from
+	// outside. countdown is its interrupt countdown (see interruptCountdown), nil with it.
+	vm        *quickjs.VM
+	countdown *int32
+	reason    string // why the run was terminated, "" while it was not
 	logs      []LogEntry
 	logBytes  int
 	truncated bool
@@ -113,10 +116,19 @@ func (h *Handle) terminated() string {
 // attach publishes the run's interpreter so that Terminate can interrupt it, and reports
 // whether the run may go on.
 func (h *Handle) attach(vm *quickjs.VM) bool {
+	countdown := interruptCountdown(vm)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.vm = vm
+	h.vm, h.countdown = vm, countdown
 	return h.reason == ""
+}
+
+// detach withdraws the interpreter before it closes: the countdown is in memory Close frees,
+// and interruptWhenStopped writes it only under h.mu while it is attached.
+func (h *Handle) detach() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.vm, h.countdown = nil, nil
 }
 
 func (h *Handle) interruptWhenStopped() {
@@ -129,11 +141,14 @@ func (h *Handle) interruptWhenStopped() {
 	defer tick.Stop()
 	for {
 		h.mu.Lock()
-		vm := h.vm
-		h.mu.Unlock()
-		if vm != nil {
-			vm.Interrupt() // safe from any goroutine, also while and after the VM closes
+		if h.vm != nil {
+			// The flag first, so that the handler the countdown brings on finds it.
+			h.vm.Interrupt()
+			if h.countdown != nil {
+				pollNow(h.countdown)
+			}
 		}
+		h.mu.Unlock()
 		select {
 		case <-h.done:
 			return

@@ -8,8 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"modernc.org/quickjs"
 )
 
 // Memory bombs of every shape end with StatusMemory at the run's limit.
@@ -73,6 +76,90 @@ func TestRunawayCode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			wantFailure(t, run(t, tt.opts), tt.status, tt.has...)
 		})
+	}
+}
+
+// catchRecursion recurses, and catches its own stack overflow only to recurse again: every
+// overflow builds an error with a stack of thousands of frames, so it gets slower the deeper
+// it goes, and it never ends on its own.
+const catchRecursion = `const f = n => { try { return f(n + 1) } catch (e) { return f(n + 1) } }`
+
+// Code that makes the engine do a great deal of work between two of its interrupt checks still
+// ends at its timeout (see interrupt.go). With a 200 ms timeout, before a terminated run's
+// countdown was set to zero, the recursions took 8 to 11 s (generators 0.8 s), the loop around
+// indexOf 15 s; async recursion and regular expressions were already stopped in time. Now each
+// takes about its timeout. The bound is generous, for a loaded machine.
+func TestDeadlineHolds(t *testing.T) {
+	tests := []struct{ name, src string }{
+		{"recursion that catches its overflow", `export default () => { ` + catchRecursion + `; return f(0) }`},
+		{"nested try/catch", `export default () => {
+			const f = n => { try { try { return f(n + 1) } catch (e) { return f(n + 1) } } catch (e) { return f(n + 1) } }
+			return f(0) }`},
+		{"finally", `export default () => { const f = n => { try { return f(n + 1) } finally { return f(n + 1) } }; return f(0) }`},
+		{"generators", `function* g(n) { try { yield* g(n + 1) } catch (e) { yield* g(n + 1) } } export default () => [...g(0)]`},
+		{"inside a generator", `export default () => { ` + catchRecursion + `; function* g() { yield f(0) } return [...g()] }`},
+		{"async recursion", `const f = async n => { try { return await f(n + 1) } catch (e) { return await f(n + 1) } }
+			export default () => f(0)`},
+		{"after an await", `export default async () => { await null; ` + catchRecursion + `; return f(0) }`},
+		{"in a promise chain", `export default () => Promise.resolve(0).then(function f(n) { try { return f(n + 1) } catch (e) { return f(n + 1) } })`},
+		{"regex backtracking", `export default () => /(a+)+$/.test("a".repeat(40) + "b")`},
+		{"a loop around a builtin over a large array", `const a = new Array(3e5).fill(0); export default () => { for (;;) a.indexOf(1) }`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			r := run(t, Options{Source: tt.src, Timeout: 200 * time.Millisecond, MemoryLimit: 32 << 20})
+			took := time.Since(start)
+			wantFailure(t, r, StatusTerminated, "timed out after 200ms")
+			if took > 2*time.Second {
+				t.Errorf("a run with a 200ms timeout took %s", took)
+			}
+		})
+	}
+}
+
+// A run whose caller has gone (its context cancelled, as when the dispatcher gives up on a
+// call) stops at once. Done is closed only after the interpreter has returned and closed, so
+// once it is, the run uses no more CPU.
+func TestAbandonedRunStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := Start(ctx, Options{Source: `console.log("deep"); export default () => { ` + catchRecursion + `; return f(0) }`,
+		Timeout: time.Minute, MemoryLimit: 32 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLogs(t, h, 1)
+	time.Sleep(100 * time.Millisecond) // into the overflows, where an interrupt used to wait seconds
+	cancel()
+	select {
+	case <-h.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the interpreter still runs 2s after its context was cancelled")
+	}
+	wantFailure(t, h.Wait(), StatusTerminated, "cancelled")
+}
+
+// The sandbox finds the engine's interrupt countdown: without it a terminated run would wait
+// for the engine's own countdown again (see interrupt.go).
+func TestStrongInterruptReachesTheEngine(t *testing.T) {
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	countdown := interruptCountdown(vm)
+	if countdown == nil {
+		t.Fatal("the interpreter's interrupt countdown was not found: modernc.org/quickjs changed; see interrupt.go")
+	}
+	loop := func() int32 {
+		if _, err := vm.Eval("for (let i = 0; i < 100; i++) {}", quickjs.EvalGlobal); err != nil {
+			t.Fatal(err)
+		}
+		return atomic.LoadInt32(countdown)
+	}
+	// The countdown starts at 0 and is set to its full count at the first check.
+	if before, after := loop(), loop(); after >= before {
+		t.Fatalf("the countdown went from %d to %d over a loop of 100: it is not the engine's", before, after)
 	}
 }
 

@@ -1,0 +1,56 @@
+package sandbox
+
+import (
+	"reflect"
+	"sync/atomic"
+	"unsafe"
+
+	lib "modernc.org/libquickjs"
+	"modernc.org/quickjs"
+)
+
+// Why a terminated run needs more than quickjs.VM.Interrupt.
+//
+// VM.Interrupt only sets a flag. QuickJS reads that flag in its interrupt handler, and calls
+// the handler only when a per-context countdown (JSContext.interrupt_counter, reset to
+// JS_INTERRUPT_COUNTER_INIT = 10000) reaches zero; the countdown moves by one at each function
+// entry and backward jump. So a run stops only after up to 10000 more of those, and nothing
+// bounds the work between two of them. Two kinds of code make that work huge:
+//
+//   - Recursion that catches its own stack overflow (f = n => { try { return f(n+1) } catch
+//     { return f(n+1) } }): every overflow builds an error whose stack lists all ~5000
+//     frames, so 10000 steps cost about 8 s (a CPU profile of the attack is 98% in
+//     build_backtrace). A lower stack limit only divides that, it does not bound it.
+//   - Loops around builtins over large data (for (;;) a.indexOf(x) on 2e6 elements): each
+//     call is one step, 10000 calls took 107 s.
+//
+// Setting the countdown to zero after setting the flag makes the handler run at the very next
+// function entry or backward jump, which the engine reaches quickly whatever the code does, so
+// the run ends within one step. The countdown is the engine's own mechanism, not a new check on
+// the hot path: a run that is never terminated costs nothing more.
+//
+// quickjs.VM keeps its JSContext pointer in an unexported field, read once per run by
+// reflection; TestStrongInterruptReachesTheEngine fails if a new version of modernc.org/quickjs
+// renames it, rather than letting the sandbox fall back silently to the weak interrupt.
+
+// interruptCountdown returns the address of vm's interrupt countdown, or nil when this version
+// of modernc.org/quickjs does not expose it the way the sandbox expects. vm must be open; the
+// address is valid until vm closes.
+func interruptCountdown(vm *quickjs.VM) *int32 {
+	f := reflect.ValueOf(vm).Elem().FieldByName("cContext")
+	if !f.IsValid() || f.Kind() != reflect.Uintptr || f.Uint() == 0 {
+		return nil
+	}
+	ctx := uintptr(f.Uint())
+	// The context is C memory (modernc.org/libc), outside the Go heap: the garbage collector
+	// neither moves nor frees it, so holding its address is safe until vm.Close.
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&ctx))
+	return &(*lib.TJSContext)(p).Finterrupt_counter
+}
+
+// pollNow makes the engine call its interrupt handler at its next function entry or backward
+// jump. The engine's own decrement is not atomic: a store that lands between its load and its
+// store is lost, which is why the caller repeats it until the run ends.
+func pollNow(countdown *int32) {
+	atomic.StoreInt32(countdown, 0)
+}
