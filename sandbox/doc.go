@@ -7,7 +7,10 @@
 // did not hand it; Date is frozen at [Options.Now] and local time is UTC; console output is
 // captured. A run ends
 // with a [Result] whose status is success, error, memory, link_error or terminated, and it can
-// be ended at any time with [Handle.Terminate], by its timeout or by its context.
+// be ended at any time with [Handle.Terminate], by its timeout or by its context. So that a
+// single builtin call cannot outlast those, a builtin that would walk an array-like longer
+// than the run's memory could hold (a sparse array, or {length: 2 ** 53 - 1}) throws a
+// RangeError instead.
 //
 // The code is an ES module. Its entry export (the default export unless [Execute].Fn names
 // another) is called with [Execute].Args and what it returns, awaited if it is a promise,

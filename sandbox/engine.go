@@ -231,8 +231,10 @@ const (
 func cleanStack(stack string) string {
 	var kept []string
 	lines := strings.Split(strings.TrimRight(stack, "\n"), "\n")
-	for _, l := range lines {
-		if l == "" || strings.Contains(l, "<eval>") {
+	for i, l := range lines {
+		// A prelude frame, or the native call a prelude guard makes to the builtin it guards.
+		if l == "" || strings.Contains(l, "<eval>") ||
+			strings.HasSuffix(l, "(native)") && i+1 < len(lines) && strings.Contains(lines[i+1], "<eval>") {
 			continue
 		}
 		if len(kept) == maxStackLines {

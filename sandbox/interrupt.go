@@ -54,3 +54,10 @@ func interruptCountdown(vm *quickjs.VM) *int32 {
 func pollNow(countdown *int32) {
 	atomic.StoreInt32(countdown, 0)
 }
+
+// maxLength is the most values a run's memory could hold (each takes a JSValue in an array).
+// The prelude refuses to let a builtin walk an array-like longer than that: it can only be
+// holes, which cost the walk time but no memory, and no interrupt reaches a walk in progress.
+func maxLength(memoryLimit int64) int64 {
+	return memoryLimit / int64(unsafe.Sizeof(lib.TJSValue{}))
+}

@@ -167,7 +167,7 @@ func (o *Options) check() (*config, error) {
 		}
 		c.imports[spec] = src
 	}
-	input, err := o.preludeInput(main)
+	input, err := o.preludeInput(main, maxLength(c.memoryLimit))
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (o *Options) check() (*config, error) {
 	return c, nil
 }
 
-func (o *Options) preludeInput(main string) (string, error) {
+func (o *Options) preludeInput(main string, maxLength int64) (string, error) {
 	for name := range o.Globals {
 		if !identifier.MatchString(name) {
 			return "", fmt.Errorf("sandbox: globals: %q is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit)", name)
@@ -203,7 +203,8 @@ func (o *Options) preludeInput(main string) (string, error) {
 		Args     []any          `json:"args"`
 		Globals  map[string]any `json:"globals"`
 		Now      int64          `json:"now"`
-	}{"./" + main, entry, explicit, args, o.Globals, now.UnixMilli()}
+		MaxLen   int64          `json:"maxLength"`
+	}{"./" + main, entry, explicit, args, o.Globals, now.UnixMilli(), maxLength}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return "", fmt.Errorf("sandbox: execute arguments and globals must be JSON-encodable: %w", err)

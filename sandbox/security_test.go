@@ -163,6 +163,97 @@ func TestStrongInterruptReachesTheEngine(t *testing.T) {
 	}
 }
 
+// Builtins that walk an array-like index by index do it inside the engine, where no interrupt
+// reaches them (see prelude.js). Over holes, or a bare length, a walk needs no memory: with a
+// length of 3e7 or 4e7 each of these went on for 1 to 6 s past a 100 ms timeout, over an Array of
+// 2 ** 32 - 1 for minutes and over {length: 2 ** 53 - 1} for years. A length longer than the
+// run's memory could hold is now refused at once, well before the 1 s timeout.
+func TestHoleWalksAreRefused(t *testing.T) {
+	walks := []string{"indexOf(1)", "lastIndexOf(1)", "includes(1)", "join('')", "toLocaleString()", "forEach(x => x)",
+		"map(x => x)", "filter(x => x)", "every(x => true)", "some(x => false)", "reduce((a, b) => a, 0)",
+		"reduceRight((a, b) => a, 0)", "copyWithin(1, 0)", "reverse()", "sort()", "slice()", "splice(0)",
+		"splice(0, 0, 1)", "shift()", "unshift(1)", "flat()", "flatMap(x => x)"}
+	type walk struct{ name, src, what string }
+	var tests []walk
+	for _, target := range []string{"new Array(2 ** 32 - 1)", "({length: 2 ** 53 - 1})"} {
+		for _, w := range walks {
+			name, args, _ := strings.Cut(w, "(")
+			if args != ")" {
+				args = ", " + args
+			}
+			tests = append(tests, walk{target + "." + w,
+				fmt.Sprintf("export default () => Array.prototype.%s.call(%s%s", name, target, args), "Array.prototype." + name})
+		}
+	}
+	tests = append(tests, []walk{
+		{"toString of a sparse array", `export default () => String(new Array(2 ** 32 - 1))`, "Array.prototype.join"},
+		{"concat of a sparse array", `export default () => [].concat(new Array(2 ** 32 - 1))`, "Array.prototype.concat"},
+		{"concat of many sparse arrays, each within the limit", `export default () => [].concat(...Array(1000).fill(new Array(1e5)))`, "Array.prototype.concat"},
+		{"concat of a spreadable array-like", `export default () => [].concat({length: 2 ** 53 - 1, [Symbol.isConcatSpreadable]: true})`, "Array.prototype.concat"},
+		{"flat of one sparse array repeated", `export default () => Array(1e4).fill(new Array(1e5)).flat()`, "Array.prototype.flat"},
+		{"flat of nested sparse arrays", `export default () => [[[new Array(2 ** 32 - 1)]]].flat(Infinity)`, "Array.prototype.flat"},
+		{"flatMap returning a sparse array", `export default () => [1, 2].flatMap(() => new Array(2 ** 32 - 1))`, "Array.prototype.flatMap"},
+		{"concat, with Symbol and the array iterator replaced", `const S = Symbol.isConcatSpreadable; globalThis.Symbol = {};
+			Array.prototype[S.constructor.iterator] = function* () {};
+			export default () => [].concat({length: 2 ** 53 - 1, [S]: true})`, "Array.prototype.concat"},
+		{"flat, with Math.trunc and Object replaced", `Math.trunc = () => 0; globalThis.Object = () => [];
+			export default () => Array(1e4).fill(new Array(1e5)).flat(1)`, "Array.prototype.flat"},
+		{"String.raw of an array-like", `export default () => String.raw({raw: {length: 2 ** 53 - 1}})`, "String.raw"},
+		{"JSON.stringify with a sparse replacer", `export default () => JSON.stringify({}, new Array(2 ** 32 - 1))`, "JSON.stringify"},
+		{"a typed array from an array-like", `export default () => new Uint8Array({length: 6e7})`, "Uint8Array would walk"},
+		{"a subclass of a typed array from an array-like", `class B extends Float32Array {} export default () => new B({length: 1e7})`, "Float32Array would walk"},
+		{"TypedArray.from an array-like", `export default () => Uint8Array.from({length: 6e7})`, "TypedArray.from"},
+		{"TypedArray.prototype.set from an array-like", `export default () => new Uint8Array(3e7).set({length: 3e7})`, "TypedArray.prototype.set"},
+	}...)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			r := run(t, Options{Source: tt.src, Timeout: time.Second, MemoryLimit: 64 << 20})
+			took := time.Since(start)
+			wantFailure(t, r, StatusError, "RangeError", tt.what, "more than this run's memory could hold (4194304)")
+			if took > 2*time.Second {
+				t.Errorf("refusing took %s", took)
+			}
+		})
+	}
+}
+
+// The guards leave the builtins as they were for everything else: names, lengths, results,
+// species, typed array constructors and the errors they throw (values from Node 20).
+func TestGuardedBuiltinsBehave(t *testing.T) {
+	tests := []struct{ name, expr, want string }{
+		{"names and lengths", `["indexOf","lastIndexOf","includes","join","toLocaleString","forEach","map","filter","every","some","reduce","reduceRight","copyWithin","reverse","sort","slice","splice","shift","unshift","concat","flat","flatMap"].map(n => n + "/" + Array.prototype[n].length + "/" + Array.prototype[n].name).join(" ")`,
+			`"indexOf/1/indexOf lastIndexOf/1/lastIndexOf includes/1/includes join/1/join toLocaleString/0/toLocaleString forEach/1/forEach map/1/map filter/1/filter every/1/every some/1/some reduce/1/reduce reduceRight/1/reduceRight copyWithin/2/copyWithin reverse/0/reverse sort/1/sort slice/2/slice splice/2/splice shift/0/shift unshift/1/unshift concat/1/concat flat/0/flat flatMap/1/flatMap"`},
+		{"not constructors", `(() => { try { new [].indexOf(); return "constructed" } catch (e) { return e instanceof TypeError } })()`,
+			`true`},
+		{"not enumerable", `Object.keys(Array.prototype).length + Object.keys(Object.getPrototypeOf(Int8Array)).length`,
+			`0`},
+		{"array methods", `[[3,1,2].sort(), [1,2,3].indexOf(2), [1,2,3].lastIndexOf(3), [NaN].includes(NaN), [1,[2]].join("-"), [1,2,3].map(x => x * 2), [1,2,3].filter(x => x & 1), [1,2].every(x => x > 0), [1,2].some(x => x > 1), [1,2,3].reduce((a, b) => a + b), ["a","b"].reduceRight((a, b) => a + b), [1,2,3,4].copyWithin(0, 2), [1,2,3].reverse(), [1,2,3].slice(1), (() => { const a = [1,2,3]; return [a.splice(1, 1), a] })(), (() => { const a = [1,2]; return [a.shift(), a.unshift(0, 9), a] })()]`,
+			`[[1,2,3],1,2,true,"1-2",[2,4,6],[1,3],true,true,6,"ba",[3,4,3,4],[3,2,1],[2,3],[[2],[1,3]],[1,3,[0,9,2]]]`},
+		{"this and arguments reach the builtin", `[[1, 2].map(function (x) { return x + this.k }, {k: 10}), Array.prototype.indexOf.call("abc", "b"), Array.prototype.join.call({length: 2, 0: "x", 1: "y"}, "+"), [1, 2, 3].indexOf(1, 1)]`,
+			`[[11,12],1,"x+y",-1]`},
+		{"concat", `[[1].concat([2], 3, [[4]]), [].concat({length: 2, 0: "a", 1: "b", [Symbol.isConcatSpreadable]: true}), Array.prototype.concat.call(1, 2).length]`,
+			`[[1,2,3,[4]],["a","b"],2]`},
+		{"flat and flatMap", `[[1, [2, [3, [4]]]].flat(), [1, [2, [3, [4]]]].flat(Infinity), [1, [2]].flat(0), [1, 2].flatMap(function (x) { return [x, this.k] }, {k: 0}), [[1], [2]].flatMap(x => x)]`,
+			`[[1,2,[3,[4]]],[1,2,3,4],[1,[2]],[1,0,2,0],[1,2]]`},
+		{"sparse arrays within the limit", `[new Array(1000).indexOf(undefined), new Array(1000).includes(undefined), (() => { const a = []; a[500] = 1; let n = 0; a.forEach(() => n++); return n })(), new Array(3).join("-")]`,
+			`[-1,true,1,"--"]`},
+		{"species", `(() => { class A extends Array {} const a = A.from([1, 2, 3]); return [a.map(x => x) instanceof A, a.filter(Boolean) instanceof A, a.slice() instanceof A, a.concat([4]) instanceof A, a.flat() instanceof A] })()`,
+			`[true,true,true,true,true]`},
+		{"typed arrays", `(() => { class U extends Uint8Array {} const u = new U(2); const b = new Uint8Array(4); b.set([1, 2], 1); return [Array.from(new Uint8Array([1, 2, 300])), Array.from(Uint16Array.from({length: 2, 0: 7})), new Float64Array(new ArrayBuffer(16)).length, new Int32Array(3).length, u instanceof U, u instanceof Uint8Array, new Uint8Array(2).constructor === Uint8Array, Object.getPrototypeOf(Uint8Array) === Object.getPrototypeOf(Int8Array), Uint8Array.name, Uint8Array.BYTES_PER_ELEMENT, Array.from(b), Array.from(new Uint8Array(2).map(x => x + 1)), new BigInt64Array(1).length, typeof Uint8Array] })()`,
+			`[[1,2,44],[7,0],2,3,true,true,true,true,"Uint8Array",1,[0,1,2,0],[1,1],1,"function"]`},
+		{"String.raw and JSON.stringify", `[String.raw.length, String.raw.name, JSON.stringify.length, JSON.stringify.name, String.raw({raw: ["a","b"]}, 1), JSON.stringify({a:1,b:2,c:3}, ["a","c"], 1), String.raw` + "`x${1}y`" + `]`,
+			`[1,"raw",3,"stringify","a1b","{\n \"a\": 1,\n \"c\": 3\n}","x1y"]`},
+		{"errors keep their kind", `(() => { const r = []; for (const f of [() => [].forEach(1), () => Array.prototype.map.call(null, x => x), () => new Uint8Array(-1), () => Uint8Array(2), () => [].flatMap(null)]) { try { f(); r.push("none") } catch (e) { r.push(e.name) } } return r })()`,
+			`["TypeError","TypeError","RangeError","TypeError","TypeError"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantValue(t, run(t, Options{Source: "export default () => " + tt.expr}), tt.want)
+		})
+	}
+}
+
 // The code reaches nothing of the host: no module loader for files, no require, process,
 // environment, file or network API, and eval only evaluates more sandboxed code.
 func TestNoHostCapabilities(t *testing.T) {
