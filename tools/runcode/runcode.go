@@ -36,9 +36,15 @@ type Limits struct {
 	// MaxOutputBytes caps the JSON of the returned value; MaxLogBytes the console output.
 	MaxOutputBytes, MaxLogBytes int
 	// MaxConcurrent is how many runs may execute at once; further calls wait for a free slot
-	// (or their context). With MaxMemoryBytes it bounds the memory run_code can take:
-	// MaxConcurrent × MaxMemoryBytes.
+	// (or until shortly before their context ends, with an error result naming these limits).
+	// With MaxMemoryBytes it bounds the memory run_code can take: MaxConcurrent ×
+	// MaxMemoryBytes.
 	MaxConcurrent int
+	// MaxConcurrentPerOwner is how many of those one owner may hold, so that no caller can
+	// take every slot: an owner is the call's thread (each MCP session has its own), else its
+	// user, else its workspace, else one owner for every call without a scope. Free slots go
+	// to waiting owners in turn, fewest runs first. At most MaxConcurrent.
+	MaxConcurrentPerOwner int
 }
 
 // DefaultLimits are the limits of the registered tool.
@@ -51,6 +57,9 @@ var DefaultLimits = Limits{
 	MaxOutputBytes:     256 << 10,
 	MaxLogBytes:        32 << 10,
 	MaxConcurrent:      16,
+	// Four: a model rarely runs more programs at once than that, and four owners at their
+	// limit still leave slots for others.
+	MaxConcurrentPerOwner: 4,
 }
 
 // Args are the arguments of run_code.
@@ -100,28 +109,38 @@ func mustNew(l Limits) *quiver.Tool {
 
 // New returns run_code with the operator's limits l; zero fields take DefaultLimits'.
 func New(l Limits) (*quiver.Tool, error) {
+	t, _, err := build(l)
+	return t, err
+}
+
+func build(l Limits) (*quiver.Tool, *runner, error) {
 	l = l.withDefaults()
 	if l.DefaultTimeout > l.MaxTimeout || l.DefaultMemoryBytes > l.MaxMemoryBytes {
-		return nil, fmt.Errorf("runcode: the default timeout (%s) and memory (%d bytes) must not exceed their maximums (%s, %d bytes)",
+		return nil, nil, fmt.Errorf("runcode: the default timeout (%s) and memory (%d bytes) must not exceed their maximums (%s, %d bytes)",
 			l.DefaultTimeout, l.DefaultMemoryBytes, l.MaxTimeout, l.MaxMemoryBytes)
 	}
 	if l.MaxMemoryBytes < sandbox.MinMemoryLimit || l.DefaultMemoryBytes < sandbox.MinMemoryLimit {
-		return nil, fmt.Errorf("runcode: memory limits must be at least %d bytes (1 MiB)", sandbox.MinMemoryLimit)
+		return nil, nil, fmt.Errorf("runcode: memory limits must be at least %d bytes (1 MiB)", sandbox.MinMemoryLimit)
+	}
+	if l.MaxConcurrent < 0 || l.MaxConcurrentPerOwner < 0 {
+		return nil, nil, fmt.Errorf("runcode: MaxConcurrent (%d) and MaxConcurrentPerOwner (%d) must not be negative; 0 takes the default",
+			l.MaxConcurrent, l.MaxConcurrentPerOwner)
 	}
 	in, err := schema.InferType(reflect.TypeFor[argsSchema]())
 	if err != nil {
-		return nil, fmt.Errorf("runcode: %w", err)
+		return nil, nil, fmt.Errorf("runcode: %w", err)
 	}
 	in.Properties["timeout_ms"].Description = fmt.Sprintf("time limit in milliseconds; %d by default, at most %d (larger values are capped)",
 		l.DefaultTimeout.Milliseconds(), l.MaxTimeout.Milliseconds())
 	in.Properties["memory_limit_bytes"].Description = fmt.Sprintf("memory limit in bytes; %d by default, at most %d (larger values are capped)",
 		l.DefaultMemoryBytes, l.MaxMemoryBytes)
-	r := &runner{limits: l, slots: make(chan struct{}, l.MaxConcurrent)}
-	return quiver.NewFunc(Name, description, r.run,
+	r := &runner{limits: l, slots: newSlots(l.MaxConcurrent, l.MaxConcurrentPerOwner)}
+	t, err := quiver.NewFunc(Name, description, r.run,
 		quiver.WithInputSchema(in),
 		// The sandbox stops the code at its own timeout and reports what it logged; the
 		// dispatcher's bound is only a backstop.
 		quiver.WithTimeout(l.MaxTimeout+2*time.Second))
+	return t, r, err
 }
 
 const description = "Runs JavaScript or TypeScript in an isolated sandbox and returns its result: use it to compute, " +
@@ -146,13 +165,19 @@ func (l Limits) withDefaults() Limits {
 	l.MaxOutputBytes = int(pick(int64(l.MaxOutputBytes), int64(d.MaxOutputBytes)))
 	l.MaxLogBytes = int(pick(int64(l.MaxLogBytes), int64(d.MaxLogBytes)))
 	l.MaxConcurrent = int(pick(int64(l.MaxConcurrent), int64(d.MaxConcurrent)))
+	l.MaxConcurrentPerOwner = min(int(pick(int64(l.MaxConcurrentPerOwner), int64(d.MaxConcurrentPerOwner))), l.MaxConcurrent)
 	return l
 }
 
 type runner struct {
 	limits Limits
-	slots  chan struct{} // one token per run executing
+	slots  *slots
 }
+
+// giveUpBefore is how long before its context's deadline a waiting call stops waiting: an
+// error returned after the deadline is replaced by the dispatcher's own timeout message, which
+// would not say which limit held the call up.
+const giveUpBefore = 200 * time.Millisecond
 
 func (r *runner) run(ctx context.Context, a Args) (*quiver.Result, error) {
 	l := r.limits
@@ -169,17 +194,42 @@ func (r *runner) run(ctx context.Context, a Args) (*quiver.Result, error) {
 	if len(a.Args) > 0 {
 		opts.Execute.Args = []any{a.Args}
 	}
-	select {
-	case r.slots <- struct{}{}:
-		defer func() { <-r.slots }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("all %d sandboxes stayed busy until the call ended: %w", cap(r.slots), context.Cause(ctx))
+	release, err := r.wait(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	res, err := sandbox.Run(ctx, opts)
 	if err != nil {
 		return nil, quiver.Fail(quiver.CodeInvalidArguments, "%v", err)
 	}
 	return result(res)
+}
+
+// wait takes a slot for the call's owner, and gives up shortly before ctx's deadline with an
+// error result that says which limit held the call up and who sets it.
+func (r *runner) wait(ctx context.Context) (release func(), err error) {
+	start := time.Now()
+	waitCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithDeadline(ctx, deadline.Add(-giveUpBefore))
+		defer cancel()
+	}
+	key := ownerOf(ctx)
+	release, running, waiting, err := r.slots.acquire(waitCtx, key)
+	if err == nil {
+		return release, nil
+	}
+	l := r.limits
+	why := fmt.Sprintf("all %d sandboxes were busy", l.MaxConcurrent)
+	if running >= l.MaxConcurrentPerOwner {
+		why = fmt.Sprintf("this caller (%s) already had %d programs running, its limit", key, running)
+	}
+	return nil, quiver.Fail(quiver.CodeTimeout, "the code did not run: it waited %s for a sandbox until the call had to end (%v), because %s. "+
+		"run_code runs at most %d programs at once, %d per caller (runcode.Limits MaxConcurrent and MaxConcurrentPerOwner, set by the operator); "+
+		"this caller had %d more waiting. Run fewer programs at once, or retry when they have finished.",
+		time.Since(start).Round(time.Millisecond), err, why, l.MaxConcurrent, l.MaxConcurrentPerOwner, waiting)
 }
 
 // capped is v, or def when v is not set, never more than limit.

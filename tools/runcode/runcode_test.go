@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,30 +172,126 @@ func TestNewRejectsBadLimits(t *testing.T) {
 	}
 }
 
-// A call waits for a free sandbox, and gives up with its context.
-func TestConcurrencyLimit(t *testing.T) {
+// A call waits for a free sandbox, and gives up shortly before its context ends, with an
+// error result that names the limit that held it up (the dispatcher would replace an error
+// returned after the deadline by its own, which names none).
+func TestWaitEndsWithTheLimits(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits Limits
+		holder string // the thread of the call that holds the slot
+		has    []string
+	}{
+		{"all sandboxes busy", Limits{MaxConcurrent: 1}, "other",
+			[]string{"waited", "all 1 sandboxes were busy", "MaxConcurrent and MaxConcurrentPerOwner", "at most 1 programs at once, 1 per caller"}},
+		{"the caller at its own limit", Limits{MaxConcurrent: 4, MaxConcurrentPerOwner: 1}, "me",
+			[]string{"this caller (thread me) already had 1 programs running, its limit", "at most 4 programs at once, 1 per caller"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool, r, err := build(tt.limits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := dispatcher(t, tool)
+			held := make(chan *quiver.Result, 1)
+			go func() {
+				ctx := quiver.WithScope(context.Background(), quiver.Scope{ThreadID: tt.holder})
+				res, _ := d.Dispatch(ctx, quiver.Call{Name: Name, Args: json.RawMessage(`{"code":"export default () => { for (;;) {} }","timeout_ms":1000}`)})
+				held <- res
+			}()
+			for running, _, _, _ := r.slots.state(""); running == 0; running, _, _, _ = r.slots.state("") {
+				time.Sleep(time.Millisecond)
+			}
+			ctx, cancel := context.WithTimeout(quiver.WithScope(context.Background(), quiver.Scope{ThreadID: "me"}), 600*time.Millisecond)
+			defer cancel()
+			res, err := d.Dispatch(ctx, quiver.Call{Name: Name, Args: json.RawMessage(`{"code":"export default 1"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.IsError() || res.Code != quiver.CodeTimeout {
+				t.Fatalf("result %+v, want a timeout", res)
+			}
+			for _, h := range tt.has {
+				if !strings.Contains(res.Error, h) {
+					t.Errorf("error %q does not contain %q", res.Error, h)
+				}
+			}
+			if res := <-held; !res.IsError() || !strings.Contains(res.Error, "timed out after 1s") {
+				t.Errorf("the holder's result %+v, want its own timeout", res)
+			}
+			if running, waiting, _, _ := r.slots.state(""); running != 0 || waiting != 0 {
+				t.Errorf("%d running and %d waiting after both calls ended", running, waiting)
+			}
+		})
+	}
+}
+
+// One owner flooding run_code with long runs delays another owner's call by about one run, not
+// by its whole queue: with 2 slots, 20 runs of 500 ms from thread A would keep a call that
+// waits its turn in arrival order for 5 s. The bound is generous, for a loaded machine.
+func TestFloodDoesNotDelayOthers(t *testing.T) {
+	tool, r, err := build(Limits{MaxConcurrent: 2, MaxConcurrentPerOwner: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dispatcher(t, tool)
+	flood := quiver.WithScope(context.Background(), quiver.Scope{ThreadID: "A"})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			res, err := d.Dispatch(flood, quiver.Call{Name: Name, Args: json.RawMessage(`{"code":"export default () => { for (;;) {} }","timeout_ms":500}`)})
+			if err != nil || !strings.Contains(res.Error, "timed out after 500ms") {
+				t.Errorf("a flooding call: %v %+v", err, res)
+			}
+		})
+	}
+	defer wg.Wait()
+	for _, _, running, waiting := r.slots.state("thread A"); running+waiting < 20; _, _, running, waiting = r.slots.state("thread A") {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	res, err := d.Dispatch(quiver.WithScope(context.Background(), quiver.Scope{ThreadID: "B"}),
+		quiver.Call{Name: Name, Args: json.RawMessage(`{"code":"export default 1"}`)})
+	took := time.Since(start)
+	if err != nil || res.IsError() {
+		t.Fatalf("B's call: %v %+v", err, res)
+	}
+	if _, _, _, waiting := r.slots.state("thread A"); waiting == 0 {
+		t.Error("A's queue had drained before B's call ran: the test proves nothing")
+	}
+	if took > 2*time.Second {
+		t.Errorf("B's call took %s behind A's 20 runs of 500 ms", took)
+	}
+}
+
+// A call the dispatcher gives up on frees its sandbox at once, even when its code catches its
+// own stack overflows (which used to hold the slot for seconds after the call was gone).
+func TestAbandonedCallFreesItsSlot(t *testing.T) {
 	tool, err := New(Limits{MaxConcurrent: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{limits: Limits{MaxConcurrent: 1}.withDefaults(), slots: make(chan struct{}, 1)}
-	r.slots <- struct{}{} // the one slot is taken
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = r.run(ctx, Args{Code: "export default 1"})
-	if err == nil || !strings.Contains(err.Error(), "all 1 sandboxes stayed busy") {
-		t.Errorf("error %v, want the busy error", err)
-	}
-	<-r.slots
-	res, err := r.run(context.Background(), Args{Code: "export default 1"})
-	if err != nil || res.IsError() {
-		t.Fatalf("after the slot freed: %v %+v", err, res)
-	}
-	// Through the dispatcher, sequential calls each get the slot back.
 	d := dispatcher(t, tool)
-	for range 3 {
-		if res, _ := call(t, d, `{"code":"export default 1"}`); res.IsError() {
-			t.Fatalf("call failed: %s", res.Error)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	const attack = `{"code":"export default () => { const f = n => { try { return f(n + 1) } catch (e) { return f(n + 1) } }; return f(0) }","timeout_ms":10000}`
+	if res, err := d.Dispatch(ctx, quiver.Call{Name: Name, Args: json.RawMessage(attack)}); err != nil || !res.IsError() {
+		t.Fatalf("the abandoned call: %v %+v", err, res)
+	}
+	start := time.Now()
+	if res, _ := call(t, d, `{"code":"export default 1"}`); res.IsError() {
+		t.Fatalf("the next call: %s", res.Error)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the next call waited %s for the abandoned one's sandbox", took)
+	}
+}
+
+func TestNegativeConcurrencyRejected(t *testing.T) {
+	for _, l := range []Limits{{MaxConcurrent: -1}, {MaxConcurrentPerOwner: -1}} {
+		if _, err := New(l); err == nil || !strings.Contains(err.Error(), "must not be negative") {
+			t.Errorf("New(%+v): %v, want an error", l, err)
 		}
 	}
 }
