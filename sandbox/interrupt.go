@@ -30,7 +30,7 @@ import (
 // the hot path: a run that is never terminated costs nothing more.
 //
 // quickjs.VM keeps its JSContext pointer in an unexported field, read once per run by
-// reflection; TestStrongInterruptReachesTheEngine fails if a new version of modernc.org/quickjs
+// reflection; TestDeadlineInterruptReachesTheEngine fails if a new version of modernc.org/quickjs
 // renames it, rather than letting the sandbox fall back silently to the weak interrupt.
 
 // interruptCountdown returns the address of vm's interrupt countdown, or nil when this version

@@ -141,7 +141,7 @@ func TestAbandonedRunStops(t *testing.T) {
 
 // The sandbox finds the engine's interrupt countdown: without it a terminated run would wait
 // for the engine's own countdown again (see interrupt.go).
-func TestStrongInterruptReachesTheEngine(t *testing.T) {
+func TestDeadlineInterruptReachesTheEngine(t *testing.T) {
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestStrongInterruptReachesTheEngine(t *testing.T) {
 // length of 3e7 or 4e7 each of these went on for 1 to 6 s past a 100 ms timeout, over an Array of
 // 2 ** 32 - 1 for minutes and over {length: 2 ** 53 - 1} for years. A length longer than the
 // run's memory could hold is now refused at once, well before the 1 s timeout.
-func TestHoleWalksAreRefused(t *testing.T) {
+func TestDeadlineRefusesHoleWalks(t *testing.T) {
 	walks := []string{"indexOf(1)", "lastIndexOf(1)", "includes(1)", "join('')", "toLocaleString()", "forEach(x => x)",
 		"map(x => x)", "filter(x => x)", "every(x => true)", "some(x => false)", "reduce((a, b) => a, 0)",
 		"reduceRight((a, b) => a, 0)", "copyWithin(1, 0)", "reverse()", "sort()", "slice()", "splice(0)",
@@ -220,7 +220,7 @@ func TestHoleWalksAreRefused(t *testing.T) {
 
 // The guards leave the builtins as they were for everything else: names, lengths, results,
 // species, typed array constructors and the errors they throw (values from Node 20).
-func TestGuardedBuiltinsBehave(t *testing.T) {
+func TestDeadlineGuardsKeepBuiltins(t *testing.T) {
 	tests := []struct{ name, expr, want string }{
 		{"names and lengths", `["indexOf","lastIndexOf","includes","join","toLocaleString","forEach","map","filter","every","some","reduce","reduceRight","copyWithin","reverse","sort","slice","splice","shift","unshift","concat","flat","flatMap"].map(n => n + "/" + Array.prototype[n].length + "/" + Array.prototype[n].name).join(" ")`,
 			`"indexOf/1/indexOf lastIndexOf/1/lastIndexOf includes/1/includes join/1/join toLocaleString/0/toLocaleString forEach/1/forEach map/1/map filter/1/filter every/1/every some/1/some reduce/1/reduce reduceRight/1/reduceRight copyWithin/2/copyWithin reverse/0/reverse sort/1/sort slice/2/slice splice/2/splice shift/0/shift unshift/1/unshift concat/1/concat flat/0/flat flatMap/1/flatMap"`},

@@ -175,7 +175,7 @@ func TestNewRejectsBadLimits(t *testing.T) {
 // A call waits for a free sandbox, and gives up shortly before its context ends, with an
 // error result that names the limit that held it up (the dispatcher would replace an error
 // returned after the deadline by its own, which names none).
-func TestWaitEndsWithTheLimits(t *testing.T) {
+func TestConcurrencyLimit(t *testing.T) {
 	tests := []struct {
 		name   string
 		limits Limits
@@ -230,7 +230,7 @@ func TestWaitEndsWithTheLimits(t *testing.T) {
 // One owner flooding run_code with long runs delays another owner's call by about one run, not
 // by its whole queue: with 2 slots, 20 runs of 500 ms from thread A would keep a call that
 // waits its turn in arrival order for 5 s. The bound is generous, for a loaded machine.
-func TestFloodDoesNotDelayOthers(t *testing.T) {
+func TestFairShareUnderFlood(t *testing.T) {
 	tool, r, err := build(Limits{MaxConcurrent: 2, MaxConcurrentPerOwner: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestFloodDoesNotDelayOthers(t *testing.T) {
 
 // A call the dispatcher gives up on frees its sandbox at once, even when its code catches its
 // own stack overflows (which used to hold the slot for seconds after the call was gone).
-func TestAbandonedCallFreesItsSlot(t *testing.T) {
+func TestFairSlotFreedByAbandonedCall(t *testing.T) {
 	tool, err := New(Limits{MaxConcurrent: 1})
 	if err != nil {
 		t.Fatal(err)

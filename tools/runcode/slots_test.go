@@ -45,7 +45,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 
 // A freed slot goes to the waiting owner with the fewest runs, the first in turn among equals,
 // not to the owner whose calls arrived first.
-func TestSlotsServeOwnersInTurn(t *testing.T) {
+func TestFairTurns(t *testing.T) {
 	s := newSlots(2, 2)
 	type grant struct {
 		label   string
@@ -100,7 +100,7 @@ func TestSlotsServeOwnersInTurn(t *testing.T) {
 // Under contention from many goroutines (run with -race), no owner ever holds more than its
 // limit nor all of them more than the total, calls that give up leave no trace, and every slot
 // comes back.
-func TestSlotsLimitsHold(t *testing.T) {
+func TestPerOwnerLimitHolds(t *testing.T) {
 	const total, perOwner, owners, calls = 6, 2, 4, 40
 	s := newSlots(total, perOwner)
 	var inUse, peak atomic.Int32
