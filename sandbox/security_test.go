@@ -65,7 +65,9 @@ func TestRunawayCode(t *testing.T) {
 			StatusError, []string{"stack overflow"}},
 		{"recursion in toJSON", Options{Source: `const o = { toJSON() { return JSON.stringify(this) } }; export default () => o`},
 			StatusError, []string{"stack overflow"}},
-		{"huge return value", Options{Source: `export default () => "x".repeat(5e6)`, MemoryLimit: 32 << 20},
+		// The race detector makes building and encoding 5 MB take ~3 s, close to the default
+		// timeout on a loaded machine: the case is about the output limit, so give it time.
+		{"huge return value", Options{Source: `export default () => "x".repeat(5e6)`, MemoryLimit: 32 << 20, Timeout: 30 * time.Second},
 			StatusError, []string{"OutputLimitError", "over the limit of 1048576 bytes"}},
 		{"huge array returned", Options{Source: `export default () => new Array(3e5).fill("abcdef")`, MemoryLimit: 32 << 20},
 			StatusError, []string{"OutputLimitError"}},
