@@ -68,6 +68,13 @@ func benchNode(b *testing.B, body string) {
 	l.report(b)
 }
 
+// guardedCallsScript makes 4e4 calls of guarded builtins on short values.
+const guardedCallsScript = `export default () => {
+	const s = "key=value; other=thing", a = ["x", "y", "z"];
+	let n = 0;
+	for (let i = 0; i < 1e4; i++) n += s.indexOf("other") + s.split(";").length + s.replace("key", "k").length + a.indexOf("z");
+	return n }`
+
 // BenchmarkRun is a fresh interpreter per run, side by side with a fresh node process per run.
 func BenchmarkRun(b *testing.B) {
 	b.Run("sandbox/trivial", func(b *testing.B) { benchRun(b, trivialScript) })
@@ -76,6 +83,9 @@ func BenchmarkRun(b *testing.B) {
 	b.Run("node-process/sum-1e6-stringify", func(b *testing.B) {
 		benchNode(b, `let s = 0; for (let i = 1; i <= 1e6; i++) s += i; console.log(JSON.stringify({ sum: s, items: [1, 2, 3], nested: { ok: true } }))`)
 	})
+	// The string searches and array searches the prelude guards (see prelude.js), called on
+	// short values as most code does: what each guarded call costs.
+	b.Run("sandbox/guarded-calls-4e4", func(b *testing.B) { benchRun(b, guardedCallsScript) })
 	b.Run("sandbox/typescript", func(b *testing.B) {
 		var l latencies
 		for b.Loop() {

@@ -14,17 +14,28 @@ import (
 // sent between two such calls would be lost.
 const interruptEvery = time.Millisecond
 
+// stopGrace is how long a terminated run's caller waits for the interpreter to stop before it
+// gets its answer anyway. A run stops within a few milliseconds of its interrupt, except inside
+// a single builtin call that allocates nothing as it loops (see interrupt.go): that one goes on
+// to the call's end, which the run's memory bounds, and its caller should not wait for it.
+const stopGrace = 20 * time.Millisecond
+
 // Handle is a run in progress. Its methods are safe for concurrent use.
 type Handle struct {
-	done   chan struct{}
-	stop   chan struct{} // closed by the first Terminate
-	result *Result       // set before done is closed
+	start   time.Time
+	done    chan struct{} // closed once result is set
+	stopped chan struct{} // closed once the interpreter has returned and closed
+	stop    chan struct{} // closed by the first Terminate
+	answer  sync.Once
+	result  *Result
 
 	mu sync.Mutex
 	// vm is the run's interpreter while it is open; only Interrupt is called on it from
-	// outside. countdown is its interrupt countdown (see interruptCountdown), nil with it.
+	// outside. countdown and limit are its interrupt countdown and memory limit (see
+	// interrupt.go), nil with it.
 	vm        *quickjs.VM
 	countdown *int32
+	limit     *uintptr
 	reason    string // why the run was terminated, "" while it was not
 	logs      []LogEntry
 	logBytes  int
@@ -38,7 +49,7 @@ func Start(ctx context.Context, opts Options) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handle{done: make(chan struct{}), stop: make(chan struct{})}
+	h := &Handle{start: time.Now(), done: make(chan struct{}), stopped: make(chan struct{}), stop: make(chan struct{})}
 	if ctx.Err() != nil {
 		// Decided before the run starts, so that no code runs for a caller that has gone.
 		h.Terminate("cancelled: " + context.Cause(ctx).Error())
@@ -50,8 +61,8 @@ func Start(ctx context.Context, opts Options) (*Handle, error) {
 		r := h.execute(c)
 		timer.Stop()
 		unwatch()
-		h.result = r
-		close(h.done)
+		h.finish(r)
+		close(h.stopped)
 	}()
 	return h, nil
 }
@@ -65,14 +76,30 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return h.Wait(), nil
 }
 
-// Wait waits for the run to end and returns its result.
+// Wait waits for the run to end and returns its result. A terminated run ends within
+// stopGrace of its termination, whatever its code is doing.
 func (h *Handle) Wait() *Result {
 	<-h.done
 	return h.result
 }
 
-// Done is closed when the run has ended.
+// Done is closed when the run has ended and its result is known.
 func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Stopped is closed when the run's interpreter has returned and closed: from then on the run
+// uses no CPU and no memory. It closes with Done or, for a terminated run that was inside one
+// long builtin call (see interrupt.go), when that call ends. A caller that shares interpreters
+// out (a pool of slots) should count a run as busy until Stopped.
+func (h *Handle) Stopped() <-chan struct{} { return h.stopped }
+
+// finish sets the run's result, once: the interpreter's own, or the terminated answer when the
+// interpreter has not stopped within stopGrace.
+func (h *Handle) finish(r *Result) {
+	h.answer.Do(func() {
+		h.result = r
+		close(h.done)
+	})
+}
 
 // Running reports whether the run has not ended yet.
 func (h *Handle) Running() bool {
@@ -116,10 +143,10 @@ func (h *Handle) terminated() string {
 // attach publishes the run's interpreter so that Terminate can interrupt it, and reports
 // whether the run may go on.
 func (h *Handle) attach(vm *quickjs.VM) bool {
-	countdown := interruptCountdown(vm)
+	countdown, limit := interruptCountdown(vm), memoryLimitOf(vm)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.vm, h.countdown = vm, countdown
+	h.vm, h.countdown, h.limit = vm, countdown, limit
 	return h.reason == ""
 }
 
@@ -128,17 +155,19 @@ func (h *Handle) attach(vm *quickjs.VM) bool {
 func (h *Handle) detach() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.vm, h.countdown = nil, nil
+	h.vm, h.countdown, h.limit = nil, nil, nil
 }
 
 func (h *Handle) interruptWhenStopped() {
 	select {
-	case <-h.done:
+	case <-h.stopped:
 		return
 	case <-h.stop:
 	}
 	tick := time.NewTicker(interruptEvery)
 	defer tick.Stop()
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
 	for {
 		h.mu.Lock()
 		if h.vm != nil {
@@ -147,14 +176,30 @@ func (h *Handle) interruptWhenStopped() {
 			if h.countdown != nil {
 				pollNow(h.countdown)
 			}
+			if h.limit != nil {
+				starve(h.limit)
+			}
 		}
 		h.mu.Unlock()
 		select {
-		case <-h.done:
+		case <-h.stopped:
 			return
+		case <-grace.C:
+			h.finish(h.abandonedResult())
 		case <-tick.C:
 		}
 	}
+}
+
+// abandonedResult is the answer for a terminated run whose interpreter is still inside a
+// builtin call: what it logged so far, and why it was stopped.
+func (h *Handle) abandonedResult() *Result {
+	r := h.terminatedResult()
+	r.Duration = time.Since(h.start)
+	h.mu.Lock()
+	r.Logs, r.LogsTruncated = slices.Clone(h.logs), h.truncated
+	h.mu.Unlock()
+	return r
 }
 
 // addLog records one console call and reports whether there is room for more.

@@ -29,9 +29,19 @@ import (
 // the run ends within one step. The countdown is the engine's own mechanism, not a new check on
 // the hot path: a run that is never terminated costs nothing more.
 //
-// quickjs.VM keeps its JSContext pointer in an unexported field, read once per run by
-// reflection; TestDeadlineInterruptReachesTheEngine fails if a new version of modernc.org/quickjs
-// renames it, rather than letting the sandbox fall back silently to the weak interrupt.
+// The countdown does not reach a builtin that is already running: a single call such as
+// JSON.stringify of a large sparse array, or a join or a walk over one, loops inside the engine
+// and checks for an interrupt only when it returns (up to 0.7 s at 64 MiB). Most of those loops
+// allocate as they go (the string they build grows), so a terminated run also gets a memory
+// limit of zero: the builtin's next allocation fails, it throws, and the countdown ends the run.
+// What remains is a builtin that allocates nothing while it loops; Handle answers the caller at
+// the deadline regardless (see stopGrace) and keeps the run's resources counted until the
+// interpreter stops.
+//
+// quickjs.VM keeps its JSContext and JSRuntime pointers in unexported fields, read once per run
+// by reflection; TestDeadlineInterruptReachesTheEngine fails if a new version of
+// modernc.org/quickjs renames them, rather than letting the sandbox fall back silently to the
+// weak interrupt.
 
 // interruptCountdown returns the address of vm's interrupt countdown, or nil when this version
 // of modernc.org/quickjs does not expose it the way the sandbox expects. vm must be open; the
@@ -46,6 +56,30 @@ func interruptCountdown(vm *quickjs.VM) *int32 {
 	// neither moves nor frees it, so holding its address is safe until vm.Close.
 	p := *(*unsafe.Pointer)(unsafe.Pointer(&ctx))
 	return &(*lib.TJSContext)(p).Finterrupt_counter
+}
+
+// memoryLimitOf returns the address of the memory limit of vm's runtime, or nil when this
+// version of modernc.org/quickjs does not expose it the way the sandbox expects. vm must be
+// open; the address is valid until vm closes.
+func memoryLimitOf(vm *quickjs.VM) *uintptr {
+	rt := reflect.ValueOf(vm).Elem().FieldByName("runtime")
+	if !rt.IsValid() || rt.Kind() != reflect.Pointer || rt.IsNil() {
+		return nil
+	}
+	f := rt.Elem().FieldByName("cRuntime")
+	if !f.IsValid() || f.Kind() != reflect.Uintptr || f.Uint() == 0 {
+		return nil
+	}
+	r := uintptr(f.Uint())
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&r)) // C memory, as in interruptCountdown
+	// size_t, which is as wide as a pointer on every platform libquickjs supports.
+	return (*uintptr)(unsafe.Pointer(&(*lib.TJSRuntime)(p).Fmalloc_ctx.Fmalloc_state.Fmalloc_limit))
+}
+
+// starve makes every allocation the engine asks for from now on fail, which ends a builtin that
+// is building something; freeing still works, so the run unwinds and closes normally.
+func starve(limit *uintptr) {
+	atomic.StoreUintptr(limit, 0)
 }
 
 // pollNow makes the engine call its interrupt handler at its next function entry or backward

@@ -156,16 +156,212 @@
 			return construct(C, args, nt);
 		},
 	};
+	// Searching compares, inside the engine, up to (length searched) × (length sought)
+	// characters: a pattern of 1e4 characters that almost matches everywhere in a string of
+	// 1e6 took 9 s in String.prototype.indexOf, a string of 1e7 sought in an array of 1e5
+	// references to one that differs in its last character took a minute in
+	// Array.prototype.indexOf, and memory allows far worse. Past searchWork compares, the
+	// guards search in steps that each compare at most about that much, in script, where the
+	// interrupt stops a run between two steps.
+	const searchWork = 1 << 22, max = Math.max, min = Math.min;
+	const SP = String.prototype;
+	const { indexOf: sIndexOf, lastIndexOf: sLastIndexOf, includes: sIncludes, split: sSplit, replace: sReplace,
+		replaceAll: sReplaceAll, slice: sSlice } = SP;
+	const { indexOf: aIndexOf, includes: aIncludes, lastIndexOf: aLastIndexOf, join: aJoin } = AP;
+	const symMatch = Symbol.match, symSplit = Symbol.split, symReplace = Symbol.replace;
+	const toStr = (v) => `${v}`; // ToString: throws for a symbol, as the builtins do
+	const toInt = (v) => { const x = +v; return x !== x ? 0 : trunc(x); }; // ToIntegerOrInfinity
+	// small reports whether searching n characters for m costs the builtin little: at most
+	// searchWork compares, or a pattern of one character, which is a plain scan.
+	const small = (n, m) => n * m <= searchWork || m <= 1;
+	// find is s.indexOf(p, from) for from in [0, s.length], in steps: each native search gets a
+	// slice that holds the next w starting positions, so compares at most about w × m
+	// characters. w starts small and doubles up to searchWork / m, so that a match close by
+	// costs little copying and a long search few steps.
+	const find = (s, p, from) => {
+		const n = s.length, m = p.length;
+		if (small(n - from, m)) return apply(sIndexOf, s, [p, from]);
+		const most = max(1, trunc(searchWork / m));
+		for (let i = from, w = min(most, 256); i + m <= n; i += w, w = min(2 * w, most)) {
+			const j = apply(sIndexOf, apply(sSlice, s, [i, i + w + m - 1]), [p]);
+			if (j >= 0) return i + j;
+		}
+		return -1;
+	};
+	// findLast is s.lastIndexOf(p, from) for from in [0, s.length], in steps, backwards.
+	const findLast = (s, p, from) => {
+		const n = s.length, m = p.length;
+		if (small(from + 1, m)) return apply(sLastIndexOf, s, [p, from]);
+		const most = max(1, trunc(searchWork / m));
+		for (let e = min(from, n - m), w = min(most, 256); e >= 0; e -= w, w = min(2 * w, most)) {
+			const lo = max(0, e - w + 1);
+			const j = apply(sLastIndexOf, apply(sSlice, s, [lo, e + m]), [p]);
+			if (j >= 0) return lo + j;
+		}
+		return -1;
+	};
+	// eachStep splits s at the matches of p from `from` on, left to right and not overlapping (as
+	// split and replaceAll find them), a step at a time. A step hands one native split a slice
+	// that holds the next `most` starting positions (few enough that the pieces stay small) and
+	// calls step(i, next, pieces, at): the matches it found all lie in [i, next), which no match
+	// crosses, and pieces are the slice split at them (the last one runs on past next); at is
+	// where the last of those matches ends (i when there is none). It stops when step returns
+	// false, and returns where the unsearched rest of s begins.
+	const eachStep = (s, p, from, step) => {
+		const n = s.length, m = p.length, most = min(max(1, trunc(searchWork / m)), 1 << 16);
+		let i = from;
+		while (i + m <= n) {
+			const pieces = apply(sSplit, apply(sSlice, s, [i, i + most + m - 1]), [p]);
+			let at = i;
+			for (let k = 0; k < pieces.length - 1; k++) at += pieces[k].length + m;
+			// No match starts between the last one found and the slice's last position.
+			const next = min(max(at, i + most), n);
+			if (step(i, next, pieces, at) === false) return -1;
+			i = next;
+		}
+		return i;
+	};
+	// substitute is GetSubstitution for a match of a plain string (no captures).
+	const substitute = (s, matched, pos, replacement) => {
+		let out = "", from = 0, i;
+		while ((i = apply(sIndexOf, replacement, ["$", from])) >= 0 && i + 1 < replacement.length) {
+			const c = replacement[i + 1];
+			const by = c === "$" ? "$" : c === "&" ? matched : c === "`" ? apply(sSlice, s, [0, pos]) :
+				c === "'" ? apply(sSlice, s, [pos + matched.length]) : undefined;
+			if (by === undefined) {
+				out += apply(sSlice, replacement, [from, i + 1]);
+				from = i + 1;
+			} else {
+				out += apply(sSlice, replacement, [from, i]) + by;
+				from = i + 2;
+			}
+		}
+		return out + apply(sSlice, replacement, [from]);
+	};
+	const isRegExp = (v) => {
+		if (!isObject(v)) return false;
+		const m = v[symMatch];
+		return m !== undefined ? !!m : v instanceof RegExp;
+	};
+	// Each string guard converts its receiver and arguments the way the builtin does, once, and
+	// hands the builtin the converted values when the search is small, so that nothing is
+	// converted twice.
+	const strings = {
+		apply(f, o, args) {
+			const v = args[0];
+			// Most calls search a short string for a string: nothing to convert, nothing to fear.
+			if (typeof o === "string" && typeof v === "string" && o.length * v.length <= searchWork) return apply(f, o, args);
+			if (o === null || o === undefined) return apply(f, o, args); // the builtin's TypeError
+			switch (f) {
+			case sIndexOf: case sIncludes: {
+				const s = toStr(o);
+				if (f === sIncludes && isRegExp(v)) return apply(f, s, args);
+				const p = toStr(v), from = min(max(toInt(args[1]), 0), s.length);
+				if (small(s.length - from, p.length)) return apply(f, s, [p, from]);
+				const i = find(s, p, from);
+				return f === sIncludes ? i >= 0 : i;
+			}
+			case sLastIndexOf: {
+				const s = toStr(o), p = toStr(v), x = +args[1];
+				const from = min(max(x !== x ? Infinity : trunc(x), 0), s.length);
+				return findLast(s, p, from);
+			}
+			case sSplit: {
+				if (v !== null && v !== undefined && v[symSplit] != null) return apply(f, o, args);
+				const s = toStr(o), limit = args[1], lim = limit === undefined ? 4294967295 : limit >>> 0, p = toStr(v);
+				if (lim === 0 || v === undefined || small(s.length, p.length)) return apply(f, s, [v === undefined ? v : p, lim]);
+				// carry is the text since the last match, which the next piece continues.
+				const parts = [];
+				let carry = "";
+				const rest = eachStep(s, p, 0, (i, next, pieces, at) => {
+					const k = pieces.length - 1;
+					if (k === 0) {
+						carry += apply(sSlice, s, [i, next]);
+						return true;
+					}
+					for (let j = 0; j < k && parts.length < lim; j++) parts[parts.length] = j === 0 ? carry + pieces[0] : pieces[j];
+					carry = apply(sSlice, s, [at, next]);
+					return parts.length < lim;
+				});
+				if (rest >= 0) parts[parts.length] = carry + apply(sSlice, s, [rest]);
+				return parts;
+			}
+			case sReplace: case sReplaceAll: {
+				if (v !== null && v !== undefined) {
+					if (f === sReplaceAll && isRegExp(v) || v[symReplace] != null) return apply(f, o, args);
+				}
+				const s = toStr(o), p = toStr(v), r = args[1], call = typeof r === "function", by = call ? r : toStr(r);
+				if (small(s.length, p.length)) return apply(f, s, [p, by]);
+				const replacement = (i) => call ? toStr(apply(r, undefined, [p, i, s])) : substitute(s, p, i, by);
+				if (f === sReplace) {
+					const i = find(s, p, 0);
+					return i < 0 ? s : apply(sSlice, s, [0, i]) + replacement(i) + apply(sSlice, s, [i + p.length]);
+				}
+				// A plain replacement is the builtin's, a step at a time. Otherwise each match is
+				// replaced here; the pieces are joined a few thousand at a time, since a string
+				// built by thousands of += costs memory for each.
+				const plain = !call && apply(sIndexOf, by, ["$"]) < 0;
+				let out = "", seg = [];
+				const flush = () => { out += apply(aJoin, seg, [""]); seg = []; };
+				const rest = eachStep(s, p, 0, (i, next, pieces) => {
+					if (plain) {
+						out += apply(sReplaceAll, apply(sSlice, s, [i, next]), [p, by]);
+						return true;
+					}
+					let at = i;
+					for (let k = 0; k < pieces.length - 1; k++) {
+						at += pieces[k].length;
+						seg[seg.length] = pieces[k];
+						seg[seg.length] = replacement(at);
+						at += p.length;
+					}
+					seg[seg.length] = apply(sSlice, s, [at, next]);
+					if (seg.length > 4096) flush();
+				});
+				seg[seg.length] = apply(sSlice, s, [rest]);
+				flush();
+				return out;
+			}
+			}
+			return apply(f, o, args);
+		},
+	};
+	// The array searches compare strings as long as the one sought: past searchWork, they walk
+	// in script.
+	const searchArray = (f, o, x, args) => {
+		const a = toObject(o), n = +a.length;
+		if (f === aLastIndexOf) {
+			const k0 = args.length > 1 ? toInt(args[1]) : n - 1;
+			for (let k = k0 >= 0 ? min(k0, n - 1) : n + k0; k >= 0; k--) if (k in a && a[k] === x) return k;
+			return -1;
+		}
+		const k0 = toInt(args[1]);
+		for (let k = k0 >= 0 ? k0 : max(n + k0, 0); k < n; k++) {
+			if (f === aIncludes ? a[k] === x : k in a && a[k] === x) return f === aIncludes ? true : k;
+		}
+		return f === aIncludes ? false : -1;
+	};
+
 	// Most walk only their receiver, and run often: they get a handler of their own.
 	const walks = {
 		apply(f, o, args) {
-			if (o !== null && o !== undefined && +o.length > maxLength) refuse("Array.prototype." + f.name, +o.length);
+			if (o !== null && o !== undefined) {
+				const n = +o.length;
+				if (n > maxLength) refuse("Array.prototype." + f.name, n);
+				const v = args[0];
+				if (typeof v === "string" && n * v.length > searchWork && (f === aIndexOf || f === aIncludes || f === aLastIndexOf)) {
+					return searchArray(f, o, v, args);
+				}
+			}
 			return apply(f, o, args);
 		},
 	};
 	for (const name of ["indexOf", "lastIndexOf", "includes", "join", "toLocaleString", "forEach", "map", "filter", "every",
 		"some", "reduce", "reduceRight", "copyWithin", "reverse", "sort", "slice", "splice", "shift", "unshift"]) {
 		AP[name] = new Proxy(AP[name], walks);
+	}
+	for (const name of ["indexOf", "lastIndexOf", "includes", "split", "replace", "replaceAll"]) {
+		SP[name] = new Proxy(SP[name], strings);
 	}
 	AP.concat = new Proxy(concat, guard);
 	AP.flat = new Proxy(flat, guard);

@@ -87,11 +87,15 @@ func TestRunawayCode(t *testing.T) {
 const catchRecursion = `const f = n => { try { return f(n + 1) } catch (e) { return f(n + 1) } }`
 
 // Code that makes the engine do a great deal of work between two of its interrupt checks still
-// ends at its timeout (see interrupt.go). With a 200 ms timeout, before a terminated run's
-// countdown was set to zero, the recursions took 8 to 11 s (generators 0.8 s), the loop around
-// indexOf 15 s; async recursion and regular expressions were already stopped in time. Now each
-// takes about its timeout. The bound is generous, for a loaded machine.
+// ends at its timeout (see interrupt.go), and its interpreter stops, so it uses no more CPU.
+// With a 200 ms timeout, before a terminated run's countdown was set to zero, the recursions
+// took 8 to 11 s (generators 0.8 s), the loop around indexOf 15 s; async recursion and regular
+// expressions were already stopped in time. Single builtin calls ran to their end after the
+// deadline: a string search for a near match 9 s (far longer with more memory), an array search
+// for a long string an hour, JSON.stringify of a sparse array 0.6 s. Now each stops within
+// milliseconds of its timeout. The bound is generous, for a loaded machine.
 func TestDeadlineHolds(t *testing.T) {
+	const nearMatch = `const s = "a".repeat(1e6), p = "a".repeat(1e4) + "b";`
 	tests := []struct{ name, src string }{
 		{"recursion that catches its overflow", `export default () => { ` + catchRecursion + `; return f(0) }`},
 		{"nested try/catch", `export default () => {
@@ -106,22 +110,67 @@ func TestDeadlineHolds(t *testing.T) {
 		{"in a promise chain", `export default () => Promise.resolve(0).then(function f(n) { try { return f(n + 1) } catch (e) { return f(n + 1) } })`},
 		{"regex backtracking", `export default () => /(a+)+$/.test("a".repeat(40) + "b")`},
 		{"a loop around a builtin over a large array", `const a = new Array(3e5).fill(0); export default () => { for (;;) a.indexOf(1) }`},
+		{"String indexOf of a near match", nearMatch + `export default () => s.indexOf(p)`},
+		{"String includes of a near match", nearMatch + `export default () => s.includes(p)`},
+		{"String lastIndexOf of a near match", nearMatch + `export default () => s.lastIndexOf(p)`},
+		{"String split at a near match", nearMatch + `export default () => s.split(p)`},
+		{"String replace of a near match", nearMatch + `export default () => s.replace(p, "")`},
+		{"String replaceAll of a near match", nearMatch + `export default () => s.replaceAll(p, "$&")`},
+		{"String search through an object's toString", nearMatch + `export default () => s.indexOf({ toString: () => p })`},
+		{"Array indexOf of a long string", `const s = "a".repeat(1e6), t = "a".repeat(1e6 - 1) + "b", a = new Array(1e6).fill(s);
+			export default () => a.indexOf(t)`},
+		{"Array includes of a long string", `const s = "a".repeat(1e6), t = "a".repeat(1e6 - 1) + "b", a = new Array(1e6).fill(s);
+			export default () => a.includes(t)`},
+		{"Array lastIndexOf of a long string", `const s = "a".repeat(1e6), t = "a".repeat(1e6 - 1) + "b", a = new Array(1e6).fill(s);
+			export default () => a.lastIndexOf(t)`},
+		{"JSON.stringify of a sparse array", `export default () => JSON.stringify(new Array(2e6))`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			r := run(t, Options{Source: tt.src, Timeout: 200 * time.Millisecond, MemoryLimit: 32 << 20})
+			h, err := Start(context.Background(), Options{Source: tt.src, Timeout: 200 * time.Millisecond, MemoryLimit: 32 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-h.Stopped():
+			case <-time.After(5 * time.Second):
+				t.Fatal("the interpreter still runs 5s after the start of a run with a 200ms timeout")
+			}
 			took := time.Since(start)
-			wantFailure(t, r, StatusTerminated, "timed out after 200ms")
+			wantFailure(t, h.Wait(), StatusTerminated, "timed out after 200ms")
 			if took > 2*time.Second {
-				t.Errorf("a run with a 200ms timeout took %s", took)
+				t.Errorf("a run with a 200ms timeout stopped after %s", took)
 			}
 		})
 	}
 }
 
+// A terminated run is answered within stopGrace of its termination even while its interpreter
+// is still inside one builtin call (here a walk over four million holes, which allocates
+// nothing and takes about 250 ms, far longer under the race detector), and Stopped tells when
+// that call has ended. Before, the answer waited for it.
+func TestDeadlineAnswersBeforeABuiltinEnds(t *testing.T) {
+	h, err := Start(context.Background(), Options{Source: `export default () => new Array(4e6).includes(1)`,
+		Timeout: 100 * time.Millisecond, MemoryLimit: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.Wait()
+	select {
+	case <-h.Stopped():
+		t.Fatal("the interpreter had stopped when the answer came: the answer waited for the builtin")
+	default:
+	}
+	wantFailure(t, r, StatusTerminated, "timed out after 100ms")
+	<-h.Stopped()
+	if h.Wait() != r {
+		t.Error("the result changed after the interpreter stopped")
+	}
+}
+
 // A run whose caller has gone (its context cancelled, as when the dispatcher gives up on a
-// call) stops at once. Done is closed only after the interpreter has returned and closed, so
+// call) stops at once. Stopped is closed only after the interpreter has returned and closed, so
 // once it is, the run uses no more CPU.
 func TestAbandonedRunStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -134,7 +183,7 @@ func TestAbandonedRunStops(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // into the overflows, where an interrupt used to wait seconds
 	cancel()
 	select {
-	case <-h.Done():
+	case <-h.Stopped():
 	case <-time.After(2 * time.Second):
 		t.Fatal("the interpreter still runs 2s after its context was cancelled")
 	}

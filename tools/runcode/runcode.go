@@ -198,10 +198,23 @@ func (r *runner) run(ctx context.Context, a Args) (*quiver.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	res, err := sandbox.Run(ctx, opts)
+	h, err := sandbox.Start(ctx, opts)
 	if err != nil {
+		release()
 		return nil, quiver.Fail(quiver.CodeInvalidArguments, "%v", err)
+	}
+	res := h.Wait()
+	// A terminated run is answered at its deadline, but its interpreter may still be finishing
+	// one builtin call: the slot stays taken until it has stopped, so that abandoned runs
+	// cannot add up to more CPU than the limits allow.
+	select {
+	case <-h.Stopped():
+		release()
+	default:
+		go func() {
+			<-h.Stopped()
+			release()
+		}()
 	}
 	return result(res)
 }

@@ -220,8 +220,14 @@ func TestConcurrencyLimit(t *testing.T) {
 			if res := <-held; !res.IsError() || !strings.Contains(res.Error, "timed out after 1s") {
 				t.Errorf("the holder's result %+v, want its own timeout", res)
 			}
-			if running, waiting, _, _ := r.slots.state(""); running != 0 || waiting != 0 {
-				t.Errorf("%d running and %d waiting after both calls ended", running, waiting)
+			// The holder's slot is given back once its interpreter has stopped, which may be
+			// just after its answer (see TestSlotHeldUntilTheInterpreterStops).
+			deadline := time.Now().Add(5 * time.Second)
+			for running, waiting, _, _ := r.slots.state(""); running != 0 || waiting != 0; running, waiting, _, _ = r.slots.state("") {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d running and %d waiting 5s after both calls ended", running, waiting)
+				}
+				time.Sleep(time.Millisecond)
 			}
 		})
 	}
@@ -300,5 +306,32 @@ func TestNegativeConcurrencyRejected(t *testing.T) {
 func TestRegistered(t *testing.T) {
 	if got, ok := quiver.Default.Lookup(Name); !ok || got != Tool {
 		t.Fatalf("run_code is not registered in quiver.Default")
+	}
+}
+
+// A terminated run is answered at its deadline even while its interpreter finishes one builtin
+// call (see sandbox.Handle.Stopped); its slot stays taken until the interpreter has stopped, so
+// that abandoned runs cannot add up to more than MaxConcurrent at once.
+func TestSlotHeldUntilTheInterpreterStops(t *testing.T) {
+	tool, r, err := build(Limits{MaxConcurrent: 1, MaxMemoryBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dispatcher(t, tool)
+	// A walk over four million holes allocates nothing and takes about 250 ms (far longer
+	// under the race detector), so it runs on past its interrupt.
+	res, _ := call(t, d, `{"code":"export default () => new Array(4e6).includes(1)","timeout_ms":100,"memory_limit_bytes":67108864}`)
+	if !res.IsError() || !strings.Contains(res.Error, "timed out after 100ms") {
+		t.Fatalf("result %+v, want a timeout", res)
+	}
+	if running, _, _, _ := r.slots.state(""); running != 1 {
+		t.Fatalf("%d runs hold a slot right after the answer, want the one still stopping", running)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for running, _, _, _ := r.slots.state(""); running != 0; running, _, _, _ = r.slots.state("") {
+		if time.Now().After(deadline) {
+			t.Fatal("the slot was not given back a minute after the answer")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

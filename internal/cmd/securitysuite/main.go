@@ -35,7 +35,7 @@ type area struct {
 var areas = []area{
 	{"sandbox: escapes, memory, runaway code, deadlines", "./sandbox",
 		"^(TestMemoryBombs|TestRunawayCode|TestNoHostCapabilities|TestNoSharedState|TestConcurrentRuns|TestHostStaysHealthy|TestDeadline.*|TestAbandoned.*)$"},
-	{"run_code: limits and fair sharing", "./tools/runcode", "^(TestConcurrencyLimit|TestTimeoutCapped|TestFair.*|TestPerOwner.*)$"},
+	{"run_code: limits and fair sharing", "./tools/runcode", "^(TestConcurrencyLimit|TestTimeoutCapped|TestFair.*|TestPerOwner.*|TestSlotHeld.*)$"},
 	{"secret masking", ".", "^(TestSecretsMasked|TestSecretTransformationsMasked|TestSecretsMaskedOnTimeout|TestMaskingScope|TestMaskingCoversEveryField|TestNestedCallsInheritSecrets)$"},
 	{"result size cap", ".", "^TestResultLimit"},
 	{"tool names", ".", "^TestRegistryRefusesInvalidNames$"},

@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The string and array searches that compare more than searchWork characters run in steps
+// (see prelude.js). Those steps must give what the builtins give: each case below is large
+// enough to take them, and its expected value comes from Go's strings package (the strings are
+// ASCII, so JavaScript's indexes are Go's).
+func TestLargeSearchesKeepTheirResults(t *testing.T) {
+	p := strings.Repeat("a", 49) + "b" // almost matches everywhere in s
+	s := strings.Repeat("a", 100_000) + p + strings.Repeat("a", 50_000) + p + strings.Repeat("c", 50_000)
+	i1, i2 := strings.Index(s, p), strings.LastIndex(s, p)
+	m := len(p)
+	if len(s)*m <= 1<<22 {
+		t.Fatalf("s is too short (%d) to take the guarded path", len(s))
+	}
+	quote := func(v string) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	lengths := func(parts []string) string {
+		n := make([]string, len(parts))
+		for i, x := range parts {
+			n[i] = strconv.Itoa(len(x))
+		}
+		return "[" + strings.Join(n, ",") + "]"
+	}
+	const aa = 1_500_000 // a string of as many "a"s, where "aaa" overlaps itself everywhere
+	// Matches on both sides of, and across, the guards' step of 65536 positions.
+	u := strings.Repeat("a", 65_530) + p + strings.Repeat("a", 65_500) + p + p + strings.Repeat("c", 70_000) + p
+	tests := []struct{ expr, want string }{
+		{`s.indexOf(p)`, strconv.Itoa(i1)},
+		{`s.indexOf(p, i1 + 1)`, strconv.Itoa(i2)},
+		{`s.indexOf(p, -5)`, strconv.Itoa(i1)},
+		{`s.indexOf(p, NaN)`, strconv.Itoa(i1)},
+		{`s.indexOf(p, 1e9)`, `-1`},
+		{`s.indexOf(p + "x")`, `-1`},
+		{`s.lastIndexOf(p)`, strconv.Itoa(i2)},
+		{`s.lastIndexOf(p, i2 - 1)`, strconv.Itoa(i1)},
+		{`s.lastIndexOf(p, i2)`, strconv.Itoa(i2)},
+		{`s.lastIndexOf(p, -1)`, `-1`},
+		{`s.lastIndexOf(p, NaN)`, strconv.Itoa(i2)},
+		{`[s.includes(p), s.includes(p + "x"), s.includes(p, i2 + 1), s.includes(p, i2)]`, `[true,false,false,true]`},
+		{`s.split(p).map(x => x.length)`, lengths(strings.Split(s, p))},
+		{`s.split(p, 1).map(x => x.length)`, lengths(strings.Split(s, p)[:1])},
+		{`s.split(p, 0)`, `[]`},
+		{`(s.slice(0, 60000) + p + p).split(p).map(x => x.length)`, `[60000,0,0]`},
+		{`s.replace(p, "[$&|$$|$1|$<x>|$]")`, quote(s[:i1] + "[" + p + "|$|$1|$<x>|$]" + s[i1+m:])},
+		{`s.replace(p, "<$` + "`" + `>")`, quote(s[:i1] + "<" + s[:i1] + ">" + s[i1+m:])},
+		{`s.replaceAll(p, "($')")`, quote(s[:i1] + "(" + s[i1+m:] + ")" + s[i1+m:i2] + "(" + s[i2+m:] + ")" + s[i2+m:])},
+		{`s.replace(p, (m, i, all) => m.length + "@" + i + "/" + all.length)`, quote(s[:i1] + fmt.Sprintf("%d@%d/%d", m, i1, len(s)) + s[i1+m:])},
+		{`s.replaceAll(p, (m, i) => "#" + i)`, quote(s[:i1] + fmt.Sprintf("#%d", i1) + s[i1+m:i2] + fmt.Sprintf("#%d", i2) + s[i2+m:])},
+		{`s.replace(p + "x", "y") === s`, `true`},
+		{`(a => [a.indexOf("aaa", 5), a.lastIndexOf("aaa"), a.replaceAll("aaa", "b").length, a.split("aaa").length, a.split("aaa", 7).length])("a".repeat(` + strconv.Itoa(aa) + `))`,
+			fmt.Sprintf(`[5,%d,%d,%d,7]`, aa-3, aa/3, aa/3+1)},
+		{`u.split(p).map(x => x.length)`, lengths(strings.Split(u, p))},
+		{`u.split(p, 3).map(x => x.length)`, lengths(strings.Split(u, p)[:3])},
+		{`u.replaceAll(p, "=")`, quote(strings.ReplaceAll(u, p, "="))},
+		{`u.replaceAll(p, "<$&>")`, quote(strings.ReplaceAll(u, p, "<"+p+">"))},
+		{`[u.indexOf(p, 65_531), u.lastIndexOf(p, 65_529)]`, fmt.Sprintf(`[%d,-1]`, strings.Index(u[65_531:], p)+65_531)},
+		{`String.prototype.indexOf.call({toString() { return s }}, {toString() { return p }})`, strconv.Itoa(i1)},
+		{`String.prototype.indexOf.call(123456, 34)`, `2`},
+		{`(() => { try { s.includes(/a/) } catch (e) { return e.name } })()`, `"TypeError"`},
+		{`(() => { try { s.replaceAll(/a/, "") } catch (e) { return e.name } })()`, `"TypeError"`},
+		{`(() => { try { String.prototype.indexOf.call(null, "a") } catch (e) { return e.name } })()`, `"TypeError"`},
+		{`(() => { try { s.indexOf(Symbol()) } catch (e) { return e.name } })()`, `"TypeError"`},
+		{`s.replace(/a+b/, "x").length`, strconv.Itoa(len(s) - (i1 + m) + 1)},
+		{`s.split(/b/).length`, `3`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			r := run(t, Options{
+				Source:      `export default (s, p, i1, i2, u) => ` + tt.expr,
+				Execute:     Execute{Args: []any{s, p, i1, i2, u}},
+				Timeout:     time.Minute, // the race detector makes these slow
+				MemoryLimit: 64 << 20,
+			})
+			wantValue(t, r, tt.want)
+		})
+	}
+}
+
+func TestLargeArraySearchesKeepTheirResults(t *testing.T) {
+	const prelude = `
+		const long = "a".repeat(5000), needle = "a".repeat(4999) + "b";
+		const a = new Array(2000).fill(long);
+		a[1500] = "a".repeat(4999) + "b";`
+	tests := []struct{ expr, want string }{
+		{`[a.indexOf(needle), a.includes(needle), a.lastIndexOf(needle)]`, `[1500,true,1500]`},
+		{`[a.indexOf(needle, 1501), a.indexOf(needle, -500), a.indexOf(needle, -499), a.includes(needle, 1501)]`, `[-1,1500,-1,false]`},
+		{`[a.lastIndexOf(needle, 1499), a.lastIndexOf(needle, -500), a.lastIndexOf(needle, -501), a.lastIndexOf(needle, 1e9)]`, `[-1,1500,-1,1500]`},
+		{`a.indexOf(long)`, `0`},
+		{`(delete a[1500], [a.indexOf(needle), a.includes(needle), a.lastIndexOf(needle)])`, `[-1,false,-1]`},
+		{`Array.prototype.indexOf.call({length: 2000, 1999: needle}, needle)`, `1999`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			wantValue(t, run(t, Options{Source: prelude + `export default () => ` + tt.expr, MemoryLimit: 64 << 20}), tt.want)
+		})
+	}
+}
