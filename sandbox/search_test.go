@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +104,60 @@ func TestLargeArraySearchesKeepTheirResults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			wantValue(t, run(t, Options{Source: prelude + `export default () => ` + tt.expr, MemoryLimit: 64 << 20}), tt.want)
+		})
+	}
+}
+
+// Sorts without a comparator past sortAlone elements take a comparator in the guard (see
+// prelude.js); the order must be the builtin's, which Go computes here: numbers by their
+// decimal strings, undefined then holes last; typed arrays by number, -0 before +0, NaN last.
+func TestLargeSortsKeepTheirOrder(t *testing.T) {
+	const n = 70_000
+	ints := make([]int, n)
+	for i := range ints {
+		ints[i] = (i*7919)%n - n/2
+	}
+	// Array.prototype.sort and toSorted: numbers compared as strings; a[5] undefined, a[6] a hole.
+	byString := slices.Clone(ints[7:])
+	byString = append(byString, ints[:5]...)
+	slices.SortStableFunc(byString, func(x, y int) int { return strings.Compare(strconv.Itoa(x), strconv.Itoa(y)) })
+	wantStrings, _ := json.Marshal(byString)
+	wantArray := strings.TrimSuffix(string(wantStrings), "]") + ",null,null]"
+	// Typed arrays: with NaN at 3 and 9, -0 at 4, 0 at 5.
+	floats := make([]string, 0, n)
+	var nums []int
+	for i, v := range ints {
+		if i != 3 && i != 4 && i != 5 && i != 9 {
+			nums = append(nums, v)
+		}
+	}
+	nums = append(nums, 0)
+	slices.Sort(nums)
+	zero := false
+	for _, v := range nums {
+		if v == 0 && !zero {
+			floats = append(floats, `"-0"`)
+			zero = true
+		}
+		floats = append(floats, strconv.Itoa(v))
+	}
+	floats = append(floats, `"NaN"`, `"NaN"`)
+	wantTyped := "[" + strings.Join(floats, ",") + "]"
+	sortedInts := slices.Sorted(slices.Values(ints))
+	wantBig, _ := json.Marshal(sortedInts)
+	show := `Array.from(s, x => Object.is(x, -0) ? "-0" : Number.isNaN(x) ? "NaN" : x)`
+	tests := []struct{ name, expr, want string }{
+		{"Array sort", `const a = ints.slice(); a[5] = undefined; delete a[6]; const s = a.sort(); return s`, wantArray},
+		{"Array toSorted", `const a = ints.slice(); a[5] = undefined; delete a[6]; const s = a.toSorted(); return [s, a[0] === ints[0]]`, "[" + wantArray + ",true]"},
+		{"Float64Array sort", `const s = new Float64Array(ints); s[3] = NaN; s[4] = -0; s[5] = 0; s[9] = NaN; s.sort(); return ` + show, wantTyped},
+		{"Float64Array toSorted", `const a = new Float64Array(ints); a[3] = NaN; a[4] = -0; a[5] = 0; a[9] = NaN; const s = a.toSorted(); return ` + show, wantTyped},
+		{"BigInt64Array sort", `const s = new BigInt64Array(ints.map(BigInt)).sort(); return Array.from(s, Number)`, string(wantBig)},
+		{"Int32Array sort", `return Array.from(new Int32Array(ints).sort())`, string(wantBig)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantValue(t, run(t, Options{Source: `export default (ints) => { ` + tt.expr + ` }`, Execute: Execute{Args: []any{ints}},
+				MemoryLimit: 64 << 20, Timeout: time.Minute}), tt.want)
 		})
 	}
 }
