@@ -1,10 +1,12 @@
-// Package peers benchmarks one tool, get_forecast, dispatched through Quiver and through the
-// tool paths of peer libraries, so that their costs can be compared side by side. It is a
-// separate module so that the peers never enter Quiver's own go.mod.
+// Package peers benchmarks one tool, get_forecast (see bench/forecast), dispatched through
+// Quiver and through the tool paths of peer libraries, so that their costs can be compared side
+// by side, in process (this file) and over MCP on loopback HTTP (http_test.go). It is a separate
+// module so that the peers never enter Quiver's own go.mod; genkit, whose requirements fight
+// Quiver's, is in bench/genkit.
 //
-// Every benchmark does, per op, what happens when a model's call arrives: take the raw JSON
-// arguments, validate and decode them (where the library validates), run the handler and
-// produce the library's encoded or normalised result.
+// Every in-process benchmark does, per op, what happens when a model's call arrives: take the
+// raw JSON arguments, validate and decode them (where the library validates), run the handler
+// and produce the library's encoded or normalised result.
 package peers
 
 import (
@@ -14,32 +16,29 @@ import (
 	"testing"
 
 	"github.com/cloudwego/eino/components/tool/utils"
-	"github.com/firebase/genkit/go/ai"
-	"github.com/firebase/genkit/go/genkit"
 	"github.com/google/jsonschema-go/jsonschema"
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpgoserver "github.com/mark3labs/mcp-go/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/bench/forecast"
 )
 
 const (
-	toolName = "get_forecast"
-	toolDesc = "Returns the weather forecast for a city over the next 1 to 14 days."
+	toolName = forecast.Name
+	toolDesc = forecast.Description
 )
 
-// validArgs is the call a model sends on every op; invalidArgs breaks the 1..14 bound on days.
 var (
-	validArgs   = []byte(`{"city":"Paris","days":3}`)
-	invalidArgs = []byte(`{"city":"Paris","days":30}`)
-	wantOutput  = `{"city":"Paris","days":3,"summary":"sunny"}`
+	validArgs   = forecast.ValidArgs
+	invalidArgs = forecast.InvalidArgs
+	wantOutput  = forecast.WantOutput
 )
 
 // Forecast is the tool's result, shared by every library.
-type Forecast struct {
-	City    string `json:"city"`
-	Days    int    `json:"days"`
-	Summary string `json:"summary"`
-}
+type Forecast = forecast.Forecast
 
 // The input has the same JSON shape everywhere; each library gets its own Go type because each
 // reads a different struct-tag dialect for descriptions and bounds.
@@ -50,17 +49,18 @@ type QuiverArgs struct {
 	Days int    `json:"days" minimum:"1" maximum:"14" description:"Number of days to forecast, 1 to 14"`
 }
 
-// GenkitArgs uses the invopop/jsonschema tags that genkit's schema inference reads.
-type GenkitArgs struct {
-	City string `json:"city" jsonschema:"description=City to forecast, e.g. Paris"`
-	Days int    `json:"days" jsonschema:"minimum=1,maximum=14,description=Number of days to forecast, 1 to 14"`
-}
-
 // MCPArgs uses google/jsonschema-go tags, which carry only a description; the bound on days is
 // added to the inferred schema by hand (see mcpInputSchema).
 type MCPArgs struct {
 	City string `json:"city" jsonschema:"City to forecast, e.g. Paris"`
 	Days int    `json:"days" jsonschema:"Number of days to forecast, 1 to 14"`
+}
+
+// MCPGoArgs is what mcp-go binds the arguments into; its schema is built with mcp-go's
+// property options (see newMCPGo), which carry the bound.
+type MCPGoArgs struct {
+	City string `json:"city"`
+	Days int    `json:"days"`
 }
 
 // EinoArgs uses the eino-contrib/jsonschema (invopop fork) tags that eino's InferTool reads. The
@@ -70,15 +70,11 @@ type EinoArgs struct {
 	Days int    `json:"days" jsonschema:"minimum=1,maximum=14,description=Number of days to forecast, 1 to 14"`
 }
 
-// handlerCalls counts how often the handler ran, so the tests can tell that an invalid call was
-// refused before it. Benchmarks run one op at a time, and the MCP client waits for the server's
-// reply, so a plain counter is enough.
-var handlerCalls int
+// handlerCalls is how often the handler ran, so the tests can tell that an invalid call was
+// refused before it.
+func handlerCalls() int64 { return forecast.Calls() }
 
-func forecast(city string, days int) Forecast {
-	handlerCalls++
-	return Forecast{City: city, Days: days, Summary: "sunny"}
-}
+func forecastFor(city string, days int) Forecast { return forecast.Run(city, days) }
 
 // --- Quiver ---
 
@@ -86,7 +82,7 @@ func newQuiver(tb testing.TB) func(context.Context, []byte) *quiver.Result {
 	tb.Helper()
 	reg := &quiver.Registry{}
 	tool := quiver.Func(toolName, toolDesc, func(_ context.Context, in QuiverArgs) (Forecast, error) {
-		return forecast(in.City, in.Days), nil
+		return forecastFor(in.City, in.Days), nil
 	})
 	if err := reg.Register(tool); err != nil {
 		tb.Fatal(err)
@@ -103,29 +99,7 @@ func newQuiver(tb testing.TB) func(context.Context, []byte) *quiver.Result {
 
 // --- encoding/json baseline (no validation) ---
 
-func baseline(raw []byte) ([]byte, error) {
-	var in QuiverArgs
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, err
-	}
-	return json.Marshal(forecast(in.City, in.Days))
-}
-
-// --- genkit ---
-
-func newGenkit(tb testing.TB) func(context.Context, []byte) (any, error) {
-	tb.Helper()
-	g := genkit.Init(context.Background())
-	tool := genkit.DefineTool(g, toolName, toolDesc, func(_ *ai.ToolContext, in GenkitArgs) (Forecast, error) {
-		return forecast(in.City, in.Days), nil
-	})
-	return func(ctx context.Context, raw []byte) (any, error) {
-		// RunRaw marshals its input to JSON; a json.RawMessage passes through (compacted), so
-		// the arguments are parsed once, by the action, which validates them against the
-		// inferred schema before calling the handler.
-		return tool.RunRaw(ctx, json.RawMessage(raw))
-	}
-}
+func baseline(raw []byte) ([]byte, error) { return forecast.Baseline(raw) }
 
 // --- MCP Go SDK ---
 
@@ -147,7 +121,7 @@ func newMCP(tb testing.TB) func(context.Context, []byte) (*mcp.CallToolResult, e
 	server := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v0.0.1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: toolName, Description: toolDesc, InputSchema: mcpInputSchema(tb)},
 		func(_ context.Context, _ *mcp.CallToolRequest, in MCPArgs) (*mcp.CallToolResult, Forecast, error) {
-			return nil, forecast(in.City, in.Days), nil
+			return nil, forecastFor(in.City, in.Days), nil
 		})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(ctx, st, nil)
@@ -168,12 +142,52 @@ func newMCP(tb testing.TB) func(context.Context, []byte) (*mcp.CallToolResult, e
 	}
 }
 
+// --- mcp-go ---
+
+// newMCPGo serves the tool from an mcp-go server with input validation on (opt-in in mcp-go,
+// and what its documentation recommends), called through mcp-go's in-process client.
+func newMCPGo(tb testing.TB) func(context.Context, []byte) (*mcpgo.CallToolResult, error) {
+	tb.Helper()
+	ctx := context.Background()
+	c, err := mcpgoclient.NewInProcessClient(newMCPGoServer())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "bench-client", Version: "v0.0.1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return func(ctx context.Context, raw []byte) (*mcpgo.CallToolResult, error) {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = toolName
+		req.Params.Arguments = json.RawMessage(raw)
+		return c.CallTool(ctx, req)
+	}
+}
+
+func newMCPGoServer() *mcpgoserver.MCPServer {
+	s := mcpgoserver.NewMCPServer("bench", "v0.0.1", mcpgoserver.WithToolCapabilities(false), mcpgoserver.WithInputSchemaValidation())
+	s.AddTool(mcpgo.NewTool(toolName, mcpgo.WithDescription(toolDesc),
+		mcpgo.WithString("city", mcpgo.Required(), mcpgo.Description("City to forecast, e.g. Paris")),
+		mcpgo.WithNumber("days", mcpgo.Required(), mcpgo.Min(1), mcpgo.Max(14), mcpgo.Description("Number of days to forecast, 1 to 14")),
+	), mcpgo.NewStructuredToolHandler(func(_ context.Context, _ mcpgo.CallToolRequest, in MCPGoArgs) (Forecast, error) {
+		return forecastFor(in.City, in.Days), nil
+	}))
+	return s
+}
+
 // --- Eino ---
 
 func newEino(tb testing.TB) func(context.Context, []byte) (string, error) {
 	tb.Helper()
 	tool, err := utils.InferTool(toolName, toolDesc, func(_ context.Context, in EinoArgs) (Forecast, error) {
-		return forecast(in.City, in.Days), nil
+		return forecastFor(in.City, in.Days), nil
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -207,19 +221,23 @@ func BenchmarkBaseline(b *testing.B) {
 	}
 }
 
-func BenchmarkGenkit(b *testing.B) {
-	call := newGenkit(b)
+func BenchmarkMCPGoSDK(b *testing.B) {
+	call := newMCP(b)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := call(ctx, validArgs); err != nil {
+		res, err := call(ctx, validArgs)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if res.IsError {
+			b.Fatal("tool error")
 		}
 	}
 }
 
-func BenchmarkMCPGoSDK(b *testing.B) {
-	call := newMCP(b)
+func BenchmarkMCPGo(b *testing.B) {
+	call := newMCPGo(b)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -272,12 +290,12 @@ func TestSameAnswer(t *testing.T) {
 		if r.IsError() || !sameJSON(t, r.Value, wantOutput) {
 			t.Fatalf("valid call: got %+v, want value %s", r, wantOutput)
 		}
-		before := handlerCalls
+		before := handlerCalls()
 		r = call(ctx, invalidArgs)
 		if !r.IsError() || r.Code != quiver.CodeInvalidArguments {
 			t.Errorf("days=30: got %+v, want an %s error", r, quiver.CodeInvalidArguments)
 		}
-		if handlerCalls != before {
+		if handlerCalls() != before {
 			t.Error("days=30: the handler ran")
 		}
 		t.Logf("days=30: %s", r.Error)
@@ -287,28 +305,6 @@ func TestSameAnswer(t *testing.T) {
 		out, err := baseline(validArgs)
 		if err != nil || !sameJSON(t, out, wantOutput) {
 			t.Fatalf("valid call: got %s, %v; want %s", out, err, wantOutput)
-		}
-	})
-
-	t.Run("Genkit", func(t *testing.T) {
-		call := newGenkit(t)
-		out, err := call(ctx, validArgs)
-		if err != nil {
-			t.Fatalf("valid call: %v", err)
-		}
-		b, err := json.Marshal(out)
-		if err != nil || !sameJSON(t, b, wantOutput) {
-			t.Fatalf("valid call: got %s (%T), want %s", b, out, wantOutput)
-		}
-		before := handlerCalls
-		out, err = call(ctx, invalidArgs)
-		if err == nil {
-			t.Errorf("days=30: accepted, returned %v", out)
-		} else {
-			t.Logf("days=30: %v", err)
-		}
-		if handlerCalls != before {
-			t.Error("days=30: the handler ran")
 		}
 	})
 
@@ -329,7 +325,7 @@ func TestSameAnswer(t *testing.T) {
 		if !ok || !sameJSON(t, []byte(text.Text), wantOutput) {
 			t.Errorf("valid call: content %#v, want text %s", res.Content[0], wantOutput)
 		}
-		before := handlerCalls
+		before := handlerCalls()
 		res, err = call(ctx, invalidArgs)
 		switch {
 		case err != nil:
@@ -341,7 +337,34 @@ func TestSameAnswer(t *testing.T) {
 				t.Logf("days=30: tool error %s", tc.Text)
 			}
 		}
-		if handlerCalls != before {
+		if handlerCalls() != before {
+			t.Error("days=30: the handler ran")
+		}
+	})
+
+	t.Run("MCPGo", func(t *testing.T) {
+		call := newMCPGo(t)
+		res, err := call(ctx, validArgs)
+		if err != nil || res.IsError {
+			t.Fatalf("valid call: %+v, %v", res, err)
+		}
+		sc, err := json.Marshal(res.StructuredContent)
+		if err != nil || !sameJSON(t, sc, wantOutput) {
+			t.Errorf("valid call: structuredContent %s, want %s", sc, wantOutput)
+		}
+		before := handlerCalls()
+		res, err = call(ctx, invalidArgs)
+		switch {
+		case err != nil:
+			t.Logf("days=30: protocol error %v", err)
+		case !res.IsError:
+			t.Errorf("days=30: accepted, returned %+v", res)
+		default:
+			if tc, ok := res.Content[0].(mcpgo.TextContent); ok {
+				t.Logf("days=30: tool error %s", tc.Text)
+			}
+		}
+		if handlerCalls() != before {
 			t.Error("days=30: the handler ran")
 		}
 	})
@@ -352,12 +375,12 @@ func TestSameAnswer(t *testing.T) {
 		if err != nil || !sameJSON(t, []byte(out), wantOutput) {
 			t.Fatalf("valid call: got %s, %v; want %s", out, err, wantOutput)
 		}
-		before := handlerCalls
+		before := handlerCalls()
 		out, err = call(ctx, invalidArgs)
 		switch {
 		case err != nil:
 			t.Logf("days=30: rejected: %v", err)
-		case handlerCalls != before:
+		case handlerCalls() != before:
 			t.Logf("days=30: NOT rejected (eino does not validate arguments); the handler ran and returned %s", out)
 		default:
 			t.Logf("days=30: no error, but the handler did not run: %s", out)

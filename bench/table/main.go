@@ -1,0 +1,199 @@
+// Command table prints the figures of docs/PERFORMANCE.md from the output of bench/run: each
+// figure beside the baseline it is compared with, both measured in the same rounds.
+//
+// It reads Go benchmark lines, each prefixed with the name of the test binary that printed it
+// ("peers:BenchmarkQuiver-2  1000  1213 ns/op ..."), and "# round N" lines between rounds. For
+// each figure it prints the median over the rounds and their range, the same for the
+// baseline, and the median of the per-round ratios (figure / baseline), so that a machine
+// whose speed drifts between rounds moves both sides of a ratio together.
+//
+//	bench/run            # builds, runs and pipes into: go run ./bench/table
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// figure names one value: a benchmark (binary:Name, without the -GOMAXPROCS suffix) and a
+// unit it reported.
+type figure struct{ bench, unit string }
+
+// row is one line of the table: a figure and, unless base.bench is "", its baseline.
+type row struct {
+	label string
+	fig   figure
+	base  figure
+	// ratio says what the ratio means, e.g. "x floor"; "" prints none.
+	ratio string
+}
+
+type section struct {
+	title string
+	rows  []row
+}
+
+var sections = []section{
+	{"In process: get_forecast through each library, against encoding/json (no validation) in the same binary", []row{
+		{"Quiver (validates)", figure{"peers:BenchmarkQuiver", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"genkit DefineTool + RunRaw (validates)", figure{"genkit:BenchmarkGenkit", "ns/op"}, figure{"genkit:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"mcp-go in-process client, validation on", figure{"peers:BenchmarkMCPGo", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"MCP go-sdk in-memory CallTool (validates)", figure{"peers:BenchmarkMCPGoSDK", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"Eino InferTool (does not validate)", figure{"peers:BenchmarkEino", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"genkit against Quiver", figure{"genkit:BenchmarkGenkit", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
+		{"mcp-go against Quiver", figure{"peers:BenchmarkMCPGo", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
+		{"go-sdk against Quiver", figure{"peers:BenchmarkMCPGoSDK", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
+		{"Quiver allocations", figure{"peers:BenchmarkQuiver", "allocs/op"}, figure{"peers:BenchmarkBaseline", "allocs/op"}, "x floor"},
+	}},
+	{"MCP tools/call over loopback streamable HTTP (bench/peers BenchmarkHTTP), against the bare go-sdk server", []row{
+		{"quiver serve's handler, 1 client, calls/s", figure{"peers:BenchmarkHTTP/quiver/seq", "calls/s"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "calls/s"}, "x bare"},
+		{"mcp-go, 1 client, calls/s", figure{"peers:BenchmarkHTTP/mcp-go/seq", "calls/s"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "calls/s"}, "x bare"},
+		{"quiver against mcp-go, 1 client, calls/s", figure{"peers:BenchmarkHTTP/quiver/seq", "calls/s"}, figure{"peers:BenchmarkHTTP/mcp-go/seq", "calls/s"}, "x mcp-go"},
+		{"quiver, 1 client, p50 µs", figure{"peers:BenchmarkHTTP/quiver/seq", "p50-µs"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "p50-µs"}, "x bare"},
+		{"quiver, 1 client, p99 µs", figure{"peers:BenchmarkHTTP/quiver/seq", "p99-µs"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "p99-µs"}, "x bare"},
+		{"quiver serve's handler, 16 clients, calls/s", figure{"peers:BenchmarkHTTP/quiver/c16", "calls/s"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/c16", "calls/s"}, "x bare"},
+		{"mcp-go, 16 clients, calls/s", figure{"peers:BenchmarkHTTP/mcp-go/c16", "calls/s"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/c16", "calls/s"}, "x bare"},
+		{"quiver against mcp-go, 16 clients, calls/s", figure{"peers:BenchmarkHTTP/quiver/c16", "calls/s"}, figure{"peers:BenchmarkHTTP/mcp-go/c16", "calls/s"}, "x mcp-go"},
+		{"quiver, 16 clients, p99 µs", figure{"peers:BenchmarkHTTP/quiver/c16", "p99-µs"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/c16", "p99-µs"}, "x bare"},
+	}},
+	{"Memory of the server process (internal/cmd/rssbench), against a bare go-sdk server with one tool", []row{
+		{"quiver serve idle RSS, MB", figure{"rss:BenchmarkRSS/quiver", "idle-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "idle-MB"}, "x bare"},
+		{"quiver serve RSS after 4,000 calls, MB", figure{"rss:BenchmarkRSS/quiver", "after-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "after-MB"}, "x bare"},
+	}},
+	{"Store (store/sqlite), against raw SQLite single-row inserts, each its own transaction", []row{
+		{"append a tool result, own transaction, results/s", figure{"sqlite:BenchmarkAppendResult", "results/s"}, figure{"sqlite:BenchmarkRawSQLiteInsert", "rows/s"}, "x raw"},
+	}},
+	{"Agent loop step, scripted model, everything persisted in SQLite (agent BenchmarkLoopStep)", []row{
+		{"loop step p50 µs, against one append", figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, figure{"sqlite:BenchmarkAppendResult", "µs/op"}, "x append"},
+		{"loop step p99 µs, against its p50", figure{"agent:BenchmarkLoopStep", "p99-µs/step"}, figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, "x p50"},
+	}},
+	{"Sandbox: a fresh interpreter per run, against a fresh node process per run", []row{
+		{"sandbox.Run, trivial script, p50 µs", figure{"sandbox:BenchmarkRun/sandbox/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/node-process/trivial", "p50-µs"}, "x node"},
+		{"run_code through the dispatcher, trivial, p50 µs", figure{"runcode:BenchmarkRunCode/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/node-process/trivial", "p50-µs"}, "x node"},
+	}},
+}
+
+// benchLine is "name iterations value unit value unit ...".
+var benchLine = regexp.MustCompile(`^(\w+):(Benchmark\S*?)(-\d+)?\s+\d+\s+(.*)$`)
+
+func main() {
+	rounds, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "table:", err)
+		os.Exit(1)
+	}
+	report(os.Stdout, rounds)
+}
+
+// values holds, for each round, the value of each figure.
+type values []map[figure]float64
+
+func parse(r io.Reader) (values, error) {
+	var rounds values
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "# round") || rounds == nil {
+			rounds = append(rounds, map[figure]float64{})
+			if strings.HasPrefix(line, "# round") {
+				continue
+			}
+		}
+		m := benchLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name := m[1] + ":" + m[2]
+		fields := strings.Fields(m[4])
+		for i := 0; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q: value %q is not a number", line, fields[i])
+			}
+			cur := rounds[len(rounds)-1]
+			cur[figure{name, fields[i+1]}] = v
+			if fields[i+1] == "ns/op" { // for figures compared in microseconds
+				cur[figure{name, "µs/op"}] = v / 1000
+			}
+		}
+	}
+	return rounds, sc.Err()
+}
+
+// stats is the median and range of a figure over the rounds that measured it.
+func stats(rounds values, f figure) (med, lo, hi float64, n int) {
+	var xs []float64
+	for _, r := range rounds {
+		if v, ok := r[f]; ok {
+			xs = append(xs, v)
+		}
+	}
+	return summary(xs)
+}
+
+func summary(xs []float64) (med, lo, hi float64, n int) {
+	if len(xs) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(xs)
+	med = xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return med, xs[0], xs[len(xs)-1], len(xs)
+}
+
+func report(w io.Writer, rounds values) {
+	fmt.Fprintf(w, "%d rounds; each cell is the median over the rounds and, in brackets, their range.\n", len(rounds))
+	for _, s := range sections {
+		fmt.Fprintf(w, "\n### %s\n\n| | figure | baseline | ratio |\n|---|---:|---:|---:|\n", s.title)
+		for _, r := range s.rows {
+			med, lo, hi, n := stats(rounds, r.fig)
+			if n == 0 {
+				fmt.Fprintf(w, "| %s | not measured | | |\n", r.label)
+				continue
+			}
+			bmed, blo, bhi, bn := stats(rounds, r.base)
+			var ratios []float64
+			for _, rd := range rounds {
+				v, ok1 := rd[r.fig]
+				b, ok2 := rd[r.base]
+				if ok1 && ok2 && b != 0 {
+					ratios = append(ratios, v/b)
+				}
+			}
+			cells := []string{r.label, fmt.Sprintf("%s (%s-%s)", num(med), num(lo), num(hi)), "", ""}
+			if bn > 0 {
+				cells[2] = fmt.Sprintf("%s (%s-%s)", num(bmed), num(blo), num(bhi))
+			}
+			if rmed, rlo, rhi, rn := summary(ratios); rn > 0 {
+				cells[3] = fmt.Sprintf("%s %s (%s-%s)", num(rmed), r.ratio, num(rlo), num(rhi))
+			}
+			fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+		}
+	}
+}
+
+// num prints a figure with three significant digits, thousands separated.
+func num(v float64) string {
+	switch {
+	case v >= 1000:
+		s := strconv.FormatFloat(v, 'f', 0, 64)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// The table takes each figure's median over the rounds, and the median of the per-round ratios
+// to its baseline, not the ratio of the medians.
+func TestReport(t *testing.T) {
+	in := `# round 1
+peers:BenchmarkQuiver-2   	 1000	      1000 ns/op	     728 B/op	      11 allocs/op
+peers:BenchmarkBaseline-2 	 1000	       500 ns/op	     344 B/op	       8 allocs/op
+unrelated output
+# round 2
+peers:BenchmarkQuiver-2   	 1000	      3000 ns/op	     728 B/op	      11 allocs/op
+peers:BenchmarkBaseline-2 	 1000	      1000 ns/op	     344 B/op	       8 allocs/op
+# round 3
+peers:BenchmarkQuiver-2   	 1000	      1200 ns/op	     728 B/op	      11 allocs/op
+peers:BenchmarkBaseline-2 	 1000	       600 ns/op	     344 B/op	       8 allocs/op
+peers:BenchmarkHTTP/quiver/seq-2   2000   375218 ns/op   2665 calls/s   274.0 p50-µs
+`
+	rounds, err := parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rounds) != 3 {
+		t.Fatalf("%d rounds, want 3", len(rounds))
+	}
+	var out strings.Builder
+	report(&out, rounds)
+	for _, want := range []string{
+		"| Quiver (validates) | 1,200 (1,000-3,000) | 600 (500-1,000) | 2.00 x floor (2.00-3.00) |",
+		"| Quiver allocations | 11.0 (11.0-11.0) | 8.00 (8.00-8.00) | 1.38 x floor (1.38-1.38) |",
+		"| quiver serve's handler, 1 client, calls/s | 2,665 (2,665-2,665) |  |  |",
+		"| genkit DefineTool + RunRaw (validates) | not measured | | |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table has no line %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := parse(strings.NewReader("peers:BenchmarkX-2 10 abc ns/op\n")); err == nil {
+		t.Error("a value that is not a number was accepted")
+	}
+}
