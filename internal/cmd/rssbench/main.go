@@ -1,3 +1,5 @@
+//go:build linux && (amd64 || arm64)
+
 // Command rssbench measures how much memory (resident set size) `quiver serve` holds when idle
 // and after a run of calls, beside a bare MCP server built on the same SDK
 // (github.com/modelcontextprotocol/go-sdk) with one equivalent tool, so the figure says what
@@ -17,7 +19,11 @@
 // VmRSS counts the binary's pages the process has touched (RssFile) as well as its heap and
 // stacks (RssAnon); -split prints both parts.
 //
-// Linux only (it reads /proc). Every child is killed when rssbench exits or -timeout passes.
+// Every binary is copied into a temporary directory and its page cache dropped before each
+// start (see dropCache), so each server starts as after a cold boot whatever built it last.
+//
+// Linux only (it reads /proc and drops the page cache with fadvise). Every child is killed
+// when rssbench exits or -timeout passes.
 package main
 
 import (
@@ -54,10 +60,11 @@ const toolName = "get_current_time"
 // urlPattern finds the MCP endpoint in a server's log (as .ci/run does for quiver serve).
 var urlPattern = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/mcp`)
 
-// target is a server to measure: a quiver binary, or the bare server when bin is empty.
+// target is a server to measure: a quiver binary, or this command as the bare server.
 type target struct {
 	label string
 	bin   string
+	bare  bool
 }
 
 // sample is the memory of one server in one round, in kB.
@@ -137,11 +144,19 @@ func run(ctx context.Context, quivers []target, rounds, calls int, settle time.D
 	if err != nil {
 		return err
 	}
-	targets := append(slices.Clone(quivers), target{label: "bare go-sdk", bin: ""})
+	targets := append(slices.Clone(quivers), target{label: "bare go-sdk", bin: self})
+	for i := range targets {
+		dst := filepath.Join(tmp, fmt.Sprintf("bin%d", i))
+		if err := copyExecutable(dst, targets[i].bin); err != nil {
+			return fmt.Errorf("copying %s: %w", targets[i].bin, err)
+		}
+		targets[i].bin = dst
+	}
+	targets[len(targets)-1].bare = true
 	results := make([][]sample, len(targets)) // [target][round]
 	for r := range rounds {
 		for i, t := range targets {
-			s, err := measure(ctx, t, self, filepath.Join(tmp, fmt.Sprintf("r%d-%d", r, i)), calls, settle)
+			s, err := measure(ctx, t, filepath.Join(tmp, fmt.Sprintf("r%d-%d", r, i)), calls, settle)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r+1, t.label, err)
 			}
@@ -154,15 +169,18 @@ func run(ctx context.Context, quivers []target, rounds, calls int, settle time.D
 }
 
 // measure starts one server in dir, reads its RSS idle and after the calls, and stops it.
-func measure(ctx context.Context, t target, self, dir string, calls int, settle time.Duration) (sample, error) {
+func measure(ctx context.Context, t target, dir string, calls int, settle time.Duration) (sample, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return sample{}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := dropCache(t.bin); err != nil {
+		return sample{}, fmt.Errorf("dropping the page cache of %s: %w", t.bin, err)
+	}
 	var cmd *exec.Cmd
-	if t.bin == "" {
-		cmd = exec.CommandContext(ctx, self)
+	if t.bare {
+		cmd = exec.CommandContext(ctx, t.bin)
 		cmd.Env = append(os.Environ(), bareEnv+"=1")
 	} else {
 		cmd = exec.CommandContext(ctx, t.bin, "serve", "--addr", "127.0.0.1:0")
