@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -188,6 +189,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 		srv.Close()
 		return exitError, fmt.Errorf("listening on %s: %w (is another quiver serve running? choose another port with --addr)", cfg.Addr, err)
 	}
+	releaseStartupGarbage()
 	fmt.Fprintf(a.stderr, "quiver: serving MCP at http://%s/mcp (health: /healthz); Ctrl-C stops\n", ln.Addr())
 	if w := exposedWarning(ln.Addr()); w != "" {
 		fmt.Fprintln(a.stderr, w)
@@ -238,6 +240,7 @@ func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer srv.Close()
+	releaseStartupGarbage()
 	err = srv.MCP().Run(ctx, stdioTransport(a.stdin, a.stdout))
 	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		return exitError, err
@@ -309,3 +312,12 @@ func (a *app) importConfigured(ctx context.Context, sf storeFlags) (func(), erro
 	}
 	return func() { im.Close(); closeAuth() }, nil
 }
+
+// releaseStartupGarbage returns the heap that start-up used and dropped to the operating
+// system, once, before a server starts answering. The package initialisers of the libraries
+// linked in (the JSON Schema metaschemas, the provider SDKs' type registries, ...) and the
+// opening of the store allocate about 4 MB of which about 1.5 MB stays live; the Go runtime
+// would otherwise keep the rest resident until its scavenger gets to it, and a server that
+// then sits idle holds it for nothing (about 1.2 MB of its idle RSS, measured with
+// internal/cmd/rssbench). It costs one garbage collection, about a millisecond.
+func releaseStartupGarbage() { debug.FreeOSMemory() }
