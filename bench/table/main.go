@@ -65,6 +65,8 @@ var sections = []section{
 	{"Memory of the server process (internal/cmd/rssbench), against a bare go-sdk server with one tool", []row{
 		{"quiver serve idle RSS, MB", figure{"rss:BenchmarkRSS/quiver", "idle-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "idle-MB"}, "x bare"},
 		{"quiver serve RSS after 4,000 calls, MB", figure{"rss:BenchmarkRSS/quiver", "after-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "after-MB"}, "x bare"},
+		{"quiver serve idle, private part (RssAnon), MB", figure{"rss:BenchmarkRSS/quiver", "idle-anon-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "idle-anon-MB"}, "x bare"},
+		{"quiver serve idle, the binary's mapped pages (RssFile), MB", figure{"rss:BenchmarkRSS/quiver", "idle-file-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "idle-file-MB"}, "x bare"},
 	}},
 	{"Store (store/sqlite), against raw SQLite single-row inserts, each its own transaction", []row{
 		{"append a tool result, own transaction, results/s", figure{"sqlite:BenchmarkAppendResult", "results/s"}, figure{"sqlite:BenchmarkRawSQLiteInsert", "rows/s"}, "x raw"},

@@ -108,6 +108,7 @@ func main() {
 	settle := flag.Duration("settle", 2*time.Second, "wait before each reading, so start-up and the calls' garbage settle")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up (and kill the servers) after this long")
 	split := flag.Bool("split", false, "also print RssAnon (heap, stacks) and RssFile (the binary's touched pages)")
+	benchFormat := flag.Bool("bench-format", false, "print each server's figures of each round as Go benchmark lines (BenchmarkRSS/LABEL), for bench/run")
 	flag.Parse()
 	if *rounds < 1 || *calls < 0 {
 		fmt.Fprintln(os.Stderr, "rssbench: -rounds must be at least 1 and -calls not negative")
@@ -118,13 +119,13 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := run(ctx, quivers, *rounds, *calls, *settle, *split); err != nil {
+	if err := run(ctx, quivers, *rounds, *calls, *settle, *split, *benchFormat); err != nil {
 		fmt.Fprintln(os.Stderr, "rssbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, quivers []target, rounds, calls int, settle time.Duration, split bool) error {
+func run(ctx context.Context, quivers []target, rounds, calls int, settle time.Duration, split, benchFormat bool) error {
 	tmp, err := os.MkdirTemp("", "rssbench-")
 	if err != nil {
 		return err
@@ -164,8 +165,25 @@ func run(ctx context.Context, quivers []target, rounds, calls int, settle time.D
 			fmt.Fprintf(os.Stderr, "rssbench: round %d, %s: idle %s, after %d calls %s\n", r+1, t.label, mb(s.idle.rss), calls, mb(s.after.rss))
 		}
 	}
+	if benchFormat {
+		printBenchLines(os.Stdout, targets, results)
+		return nil
+	}
 	printTable(os.Stdout, targets, results, calls, split)
 	return nil
+}
+
+// printBenchLines prints one Go benchmark line per server and round, so that bench/table can
+// read these figures beside the benchmarks': "BenchmarkRSS/quiver 1 38.1 idle-MB 47.2 after-MB
+// 7.1 idle-anon-MB 31.0 idle-file-MB".
+func printBenchLines(w io.Writer, targets []target, results [][]sample) {
+	for r := range len(results[0]) {
+		for i, t := range targets {
+			s := results[i][r]
+			fmt.Fprintf(w, "BenchmarkRSS/%s 1 %s idle-MB %s after-MB %s idle-anon-MB %s idle-file-MB\n",
+				strings.ReplaceAll(t.label, " ", "-"), mb(s.idle.rss), mb(s.after.rss), mb(s.idle.anon), mb(s.idle.file))
+		}
+	}
 }
 
 // measure starts one server in dir, reads its RSS idle and after the calls, and stops it.
