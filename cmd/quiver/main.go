@@ -12,6 +12,7 @@
 //	quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
 //	quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"
 //	quiver threads show ID [--json]
+//	quiver version
 //
 // Exit status: 0 on success, 1 when a call returns an error result, 2 on a usage error.
 package main
@@ -70,6 +71,7 @@ Usage:
                                              run an agent; asks here for confirmations and client results;
                                              --var sets a text variable on the run's thread
   quiver threads show ID [--json]            print a thread's messages and tool calls
+  quiver version                             print the version, commit and platform
 
 Exit status: 0 success, 1 the call returned an error result, 2 usage error.
 `
@@ -121,6 +123,9 @@ func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 	switch args[0] {
 	case "help", "-h", "--help":
 		fmt.Fprint(a.stdout, usage)
+		return exitOK, nil
+	case "version", "--version":
+		fmt.Fprintln(a.stdout, versionText())
 		return exitOK, nil
 	case "tools":
 		if len(args) < 2 {

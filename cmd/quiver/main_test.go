@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,8 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{name: "no command", args: nil, code: exitUsage, stderrHas: []string{"no command given", "Usage:"}},
 		{name: "help", args: []string{"help"}, code: exitOK, stdoutHas: "Usage:"},
 		{name: "--help", args: []string{"--help"}, code: exitOK, stdoutHas: "quiver call NAME"},
+		{name: "version", args: []string{"version"}, code: exitOK, stdoutHas: "quiver (devel) (commit unknown, " + runtime.Version()},
+		{name: "--version", args: []string{"--version"}, code: exitOK, stdoutHas: runtime.GOOS + "/" + runtime.GOARCH + ")"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderrHas: []string{`unknown command "frobnicate"`, "Usage:"}},
 		{name: "tools without subcommand", args: []string{"tools"}, code: exitUsage, stderrHas: []string{"list or schema"}},
 		{name: "unknown tools subcommand", args: []string{"tools", "delete"}, code: exitUsage, stderrHas: []string{`"delete"`}},
@@ -92,6 +95,17 @@ func TestUsageAndExitCodes(t *testing.T) {
 				t.Errorf("stderr on success: %s", stderr)
 			}
 		})
+	}
+}
+
+// A release build sets the version and commit (-ldflags -X, as .goreleaser.yaml and the
+// Dockerfile do); they win over what the toolchain recorded.
+func TestVersionOfARelease(t *testing.T) {
+	defer func(v, c string) { version, commit = v, c }(version, commit)
+	version, commit = "v1.2.3", "0123456789abcdef0123"
+	want := "quiver v1.2.3 (commit 0123456789ab, " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")"
+	if got := versionText(); got != want {
+		t.Errorf("versionText() = %q, want %q", got, want)
 	}
 }
 
