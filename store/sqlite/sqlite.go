@@ -92,6 +92,9 @@ type Store struct {
 	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wMessageExists, wThread, wUpdateThread, wInsertThread, wThreadWorkspace *sql.Stmt
 	// Prepared statements of the read pool.
 	rThread, rThreadExists, rLastMessages, rChildren, rPending, rQueued *sql.Stmt
+
+	// ckpt checkpoints the log off the writer's path (see checkpoint.go).
+	ckpt *checkpointer
 }
 
 var (
@@ -144,7 +147,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 	busyMS := fmt.Sprint(busy.Milliseconds())
 
 	w, err := sql.Open("sqlite", uri+"?"+url.Values{
-		"_pragma": {"busy_timeout(" + busyMS + ")", "foreign_keys(1)", "journal_mode(WAL)", "journal_size_limit(67108864)", "synchronous(" + sync + ")"},
+		"_pragma": {"busy_timeout(" + busyMS + ")", "foreign_keys(1)", "journal_mode(WAL)", "journal_size_limit(67108864)", "wal_autocheckpoint(0)", "synchronous(" + sync + ")"},
 		"_txlock": {"immediate"},
 	}.Encode())
 	if err != nil {
@@ -190,6 +193,10 @@ func Open(path string, opts ...Options) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
+	if err := s.startCheckpointer(uri, busyMS); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -207,10 +214,13 @@ func fileURI(path string) (string, error) {
 	return "file:" + (&url.URL{Path: p}).EscapedPath(), nil
 }
 
-// Close closes the store's connections. It does not wait for operations in flight to finish
-// first; call it once the store is no longer used.
+// Close stops the store's checkpoints and closes its connections. It does not wait for
+// operations in flight to finish first; call it once the store is no longer used.
 func (s *Store) Close() error {
 	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.stop())
+	}
 	for _, st := range []*sql.Stmt{s.wBegin, s.wCommit, s.wRollback, s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wMessageExists, s.wThread,
 		s.wUpdateThread, s.wInsertThread, s.wThreadWorkspace, s.rThread, s.rThreadExists, s.rLastMessages,
 		s.rChildren, s.rPending, s.rQueued} {
@@ -323,5 +333,6 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx queri
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	done = true
+	s.afterCommit()
 	return nil
 }
