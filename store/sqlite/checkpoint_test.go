@@ -102,9 +102,9 @@ func TestBackgroundCheckpoint(t *testing.T) {
 // the log file within it (plus what the goroutine's pass lets the writer add).
 func TestWALBoundedUnderBurst(t *testing.T) {
 	s, path := openCheckpointTest(t)
-	burst(t, s, 10*walSyncPages)
+	burst(t, s, 3*walSyncPages)
 	if n, limit := walPages(t, s, path), int64(2*walSyncPages+checkpointPages); n > limit {
-		t.Errorf("log reached %d pages under a burst of %d; want at most %d", n, 10*walSyncPages, limit)
+		t.Errorf("log reached %d pages under a burst of %d; want at most %d", n, 3*walSyncPages, limit)
 	}
 }
 
