@@ -41,15 +41,15 @@ type section struct {
 
 var sections = []section{
 	{"In process: get_forecast through each library, against encoding/json (no validation) in the same binary", []row{
-		{"Quiver (validates)", figure{"peers:BenchmarkQuiver", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
-		{"genkit DefineTool + RunRaw (validates)", figure{"genkit:BenchmarkGenkit", "ns/op"}, figure{"genkit:BenchmarkBaseline", "ns/op"}, "x floor"},
-		{"mcp-go in-process client, validation on", figure{"peers:BenchmarkMCPGo", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
-		{"MCP go-sdk in-memory CallTool (validates)", figure{"peers:BenchmarkMCPGoSDK", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
-		{"Eino InferTool (does not validate)", figure{"peers:BenchmarkEino", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
-		{"genkit against Quiver", figure{"genkit:BenchmarkGenkit", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
-		{"mcp-go against Quiver", figure{"peers:BenchmarkMCPGo", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
-		{"go-sdk against Quiver", figure{"peers:BenchmarkMCPGoSDK", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
-		{"Quiver allocations", figure{"peers:BenchmarkQuiver", "allocs/op"}, figure{"peers:BenchmarkBaseline", "allocs/op"}, "x floor"},
+		{"Quiver (validates), ns/op", figure{"peers:BenchmarkQuiver", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"genkit DefineTool + RunRaw (validates), ns/op", figure{"genkit:BenchmarkGenkit", "ns/op"}, figure{"genkit:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"mcp-go in-process client, validation on, ns/op", figure{"peers:BenchmarkMCPGo", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"MCP go-sdk in-memory CallTool (validates), ns/op", figure{"peers:BenchmarkMCPGoSDK", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"Eino InferTool (does not validate), ns/op", figure{"peers:BenchmarkEino", "ns/op"}, figure{"peers:BenchmarkBaseline", "ns/op"}, "x floor"},
+		{"genkit against Quiver, ns/op", figure{"genkit:BenchmarkGenkit", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
+		{"mcp-go against Quiver, ns/op", figure{"peers:BenchmarkMCPGo", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
+		{"go-sdk against Quiver, ns/op", figure{"peers:BenchmarkMCPGoSDK", "ns/op"}, figure{"peers:BenchmarkQuiver", "ns/op"}, "x Quiver"},
+		{"Quiver, allocations per op", figure{"peers:BenchmarkQuiver", "allocs/op"}, figure{"peers:BenchmarkBaseline", "allocs/op"}, "x floor"},
 	}},
 	{"MCP tools/call over loopback streamable HTTP (bench/peers BenchmarkHTTP), against the bare go-sdk server", []row{
 		{"quiver serve's handler, 1 client, calls/s", figure{"peers:BenchmarkHTTP/quiver/seq", "calls/s"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "calls/s"}, "x bare"},
@@ -61,6 +61,8 @@ var sections = []section{
 		{"mcp-go, 16 clients, calls/s", figure{"peers:BenchmarkHTTP/mcp-go/c16", "calls/s"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/c16", "calls/s"}, "x bare"},
 		{"quiver against mcp-go, 16 clients, calls/s", figure{"peers:BenchmarkHTTP/quiver/c16", "calls/s"}, figure{"peers:BenchmarkHTTP/mcp-go/c16", "calls/s"}, "x mcp-go"},
 		{"quiver, 16 clients, p99 µs", figure{"peers:BenchmarkHTTP/quiver/c16", "p99-µs"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/c16", "p99-µs"}, "x bare"},
+		{"quiver, bytes allocated per call (client and server)", figure{"peers:BenchmarkHTTP/quiver/seq", "B/op"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "B/op"}, "x bare"},
+		{"mcp-go, bytes allocated per call (client and server)", figure{"peers:BenchmarkHTTP/mcp-go/seq", "B/op"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "B/op"}, "x bare"},
 	}},
 	{"Memory of the server process (internal/cmd/rssbench), against a bare go-sdk server with one tool", []row{
 		{"quiver serve idle RSS, MB", figure{"rss:BenchmarkRSS/quiver", "idle-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "idle-MB"}, "x bare"},
@@ -196,6 +198,9 @@ func num(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case v >= 10:
 		return strconv.FormatFloat(v, 'f', 1, 64)
+	case v >= 0.1 || v == 0:
+		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
+	return strconv.FormatFloat(v, 'g', 3, 64) // a small ratio keeps its digits: 0.00825
+
 }

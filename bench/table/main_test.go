@@ -30,10 +30,10 @@ peers:BenchmarkHTTP/quiver/seq-2   2000   375218 ns/op   2665 calls/s   274.0 p5
 	var out strings.Builder
 	report(&out, rounds)
 	for _, want := range []string{
-		"| Quiver (validates) | 1,200 (1,000-3,000) | 600 (500-1,000) | 2.00 x floor (2.00-3.00) |",
-		"| Quiver allocations | 11.0 (11.0-11.0) | 8.00 (8.00-8.00) | 1.38 x floor (1.38-1.38) |",
+		"| Quiver (validates), ns/op | 1,200 (1,000-3,000) | 600 (500-1,000) | 2.00 x floor (2.00-3.00) |",
+		"| Quiver, allocations per op | 11.0 (11.0-11.0) | 8.00 (8.00-8.00) | 1.38 x floor (1.38-1.38) |",
 		"| quiver serve's handler, 1 client, calls/s | 2,665 (2,665-2,665) |  |  |",
-		"| genkit DefineTool + RunRaw (validates) | not measured | | |",
+		"| genkit DefineTool + RunRaw (validates), ns/op | not measured | | |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table has no line %q:\n%s", want, out.String())
