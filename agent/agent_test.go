@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -654,5 +655,43 @@ func TestLatentToolReturnsTheModelsOutput(t *testing.T) {
 	// The tool is offered with its _output property for the model to fill.
 	if rt, ok := m.reqs[0].Tools.Lookup("sentiment"); !ok || !strings.Contains(string(rt.Parameters), "_output") {
 		t.Fatalf("latent tool offered as %+v", rt)
+	}
+}
+
+// The request rebuilt for each step carries an earlier result's images (decoded from the stored
+// content) and its failure, on the tool message the model sees.
+func TestResultImagesAndErrorsReachTheModel(t *testing.T) {
+	m := &turnModel{turns: []model.Response{
+		{ToolCalls: calls(call("i1", "snapshot", `{}`), call("i2", "boom", `{}`))},
+		{ToolCalls: calls(call("i3", "echo", `{"text":"again"}`))},
+		{Text: "done"},
+	}}
+	f := newFixture(t, m, &agent.Prompt{Name: "assistant", Tools: []string{"snapshot", "boom", "echo"}})
+	png := []byte("\x89PNG\r\n\x1a\nnot really")
+	if err := f.reg.Register(quiver.Func("snapshot", "Takes a picture.", func(context.Context, struct{}) (*quiver.Result, error) {
+		return &quiver.Result{Status: quiver.StatusSuccess, Text: "a picture",
+			Content: []quiver.Content{quiver.TextContent("a picture"), quiver.ImageContent(png, "image/png")}}, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Run(ctx, f.th, f.agent, "look"); err != nil {
+		t.Fatal(err)
+	}
+	// The last request holds both steps' results: the first step's are read back from the
+	// history, not from the call that produced them.
+	tools := map[string]model.Message{}
+	for _, msg := range m.lastRequest().Messages {
+		if msg.Role == model.RoleTool {
+			tools[msg.ToolCallID] = msg
+		}
+	}
+	if img := tools["i1"].Images; len(img) != 1 || img[0].MIMEType != "image/png" || !bytes.Equal(img[0].Data, png) || tools["i1"].IsError {
+		t.Errorf("snapshot's message: %+v, want one image/png of %q, not an error", tools["i1"], png)
+	}
+	if !tools["i2"].IsError || len(tools["i2"].Images) != 0 {
+		t.Errorf("boom's message: %+v, want an error without images", tools["i2"])
+	}
+	if tools["i3"].IsError || len(tools["i3"].Images) != 0 {
+		t.Errorf("echo's message: %+v, want a plain success", tools["i3"])
 	}
 }

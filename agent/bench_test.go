@@ -44,7 +44,14 @@ func BenchmarkLoopStep(b *testing.B) {
 	}
 	defer st.Close()
 	reg := &quiver.Registry{}
-	if err := reg.Register(quiver.Func("add", "Adds.", func(_ context.Context, in struct{ A, B int }) (int, error) {
+	// The handler counts its calls: every step's call must be valid and run, so that the
+	// benchmark measures the loop's path, not an invalid-arguments answer.
+	ran := 0
+	if err := reg.Register(quiver.Func("add", "Adds.", func(_ context.Context, in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (int, error) {
+		ran++
 		return in.A + in.B, nil
 	})); err != nil {
 		b.Fatal(err)
@@ -80,6 +87,9 @@ func BenchmarkLoopStep(b *testing.B) {
 			b.Fatalf("run took %d steps", out.Steps)
 		}
 		steps += stepsPerRun + 1
+		if ran != steps/(stepsPerRun+1)*stepsPerRun {
+			b.Fatalf("the tool ran %d times in %d steps: the model's calls were refused", ran, steps)
+		}
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")

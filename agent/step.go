@@ -104,8 +104,10 @@ func (rs *run) request(hist []*store.Message) *model.Request {
 			}
 			req.Messages = append(req.Messages, am)
 		case store.RoleTool:
-			res, _ := thread.Result(m.Result)
-			isErr := res != nil && res.IsError()
+			// The history is rebuilt for every request, so a step must not decode every earlier
+			// result again: the status says whether it failed, and only content that can hold
+			// an image is decoded.
+			isErr := m.Result != nil && quiver.Status(m.Result.Status) == quiver.StatusError
 			if rs.composed != nil {
 				// Without native tool calling, results come back as a user message.
 				label := "Result"
@@ -118,8 +120,11 @@ func (rs *run) request(hist []*store.Message) *model.Request {
 			}
 			tm := model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, ToolName: outbound(m.ToolName), Text: m.Content,
 				IsError: isErr}
-			if res != nil {
-				tm.Images = images(res.Content)
+			if m.Result != nil && bytes.Contains(m.Result.Content, []byte(`"image"`)) {
+				var content []quiver.Content
+				if json.Unmarshal(m.Result.Content, &content) == nil {
+					tm.Images = images(content)
+				}
 			}
 			req.Messages = append(req.Messages, tm)
 		}
