@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -87,10 +88,38 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// helpRequest is -h or --help given to a command: its usage and flags go to standard output.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (helpRequest) Error() string { return "help requested" }
+
+// commandUsage is the part of usage about one command, "serve" or "tools list" (a group name,
+// "tools", gives all of its commands): the synopsis lines and what follows them. "" when usage
+// has no such command.
+func commandUsage(name string) string {
+	var b strings.Builder
+	in := false
+	for line := range strings.Lines(usage) {
+		switch {
+		case strings.HasPrefix(line, "  quiver "+name+" ") || strings.TrimSpace(line) == "quiver "+name:
+			in = true
+		case in && strings.HasPrefix(line, strings.Repeat(" ", 20)): // a description's next line
+		default:
+			in = false
+		}
+		if in {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 // app is the command's environment, kept explicit so tests run it in-process.
 type app struct {
+	// cmd is the command being run ("serve", "tools list"), for the usage line of a usage error.
+	cmd      string
 	registry *quiver.Registry
 	stdin    io.Reader
 	stdout   io.Writer
@@ -105,9 +134,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func (a *app) run(ctx context.Context, args []string) int {
 	code, err := a.dispatch(ctx, args)
 	var ue usageError
+	var help helpRequest
 	switch {
+	case errors.As(err, &help):
+		fmt.Fprintf(a.stdout, "Usage:\n%s\nFlags:\n", commandUsage(help.fs.Name()))
+		help.fs.SetOutput(a.stdout)
+		help.fs.PrintDefaults()
+		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.stderr, "quiver: %s\n\n%s", ue.msg, usage)
+		// The command's own usage, short; the whole help only when no command was recognised.
+		if u := commandUsage(a.cmd); a.cmd != "" && u != "" {
+			fmt.Fprintf(a.stderr, "quiver: %s\n\nUsage:\n%s\nRun 'quiver %s -h' for its flags, 'quiver help' for every command.\n", ue.msg, u, a.cmd)
+		} else {
+			fmt.Fprintf(a.stderr, "quiver: %s\n\n%s", ue.msg, usage)
+		}
 		return exitUsage
 	case err != nil:
 		fmt.Fprintf(a.stderr, "quiver: %v\n", err)
@@ -119,6 +159,18 @@ func (a *app) run(ctx context.Context, args []string) int {
 func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 	if len(args) == 0 {
 		return exitUsage, usagef("no command given")
+	}
+	a.cmd = ""
+	if commandUsage(args[0]) != "" {
+		a.cmd = args[0]
+		if len(args) > 1 && commandUsage(args[0]+" "+args[1]) != "" {
+			a.cmd = args[0] + " " + args[1]
+		} else if len(args) == 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") &&
+			slices.Contains([]string{"tools", "mcp", "secrets", "vars", "threads"}, args[0]) {
+			// A group of commands: its commands' usage.
+			fmt.Fprintf(a.stdout, "Usage:\n%s\nRun 'quiver %s COMMAND -h' for a command's flags.\n", commandUsage(args[0]), args[0])
+			return exitOK, nil
+		}
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
@@ -165,6 +217,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, helpRequest{fs}
+			}
 			return nil, usagef("%v", err)
 		}
 		rest := fs.Args()

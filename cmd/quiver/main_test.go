@@ -58,6 +58,11 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{name: "no command", args: nil, code: exitUsage, stderrHas: []string{"no command given", "Usage:"}},
 		{name: "help", args: []string{"help"}, code: exitOK, stdoutHas: "Usage:"},
 		{name: "--help", args: []string{"--help"}, code: exitOK, stdoutHas: "quiver call NAME"},
+		{name: "serve -h lists every flag", args: []string{"serve", "-h"}, code: exitOK, stdoutHas: "-max-request-bytes int"},
+		{name: "call --help", args: []string{"call", "--help"}, code: exitOK, stdoutHas: "quiver call NAME [--args"},
+		{name: "a group's help", args: []string{"tools", "-h"}, code: exitOK, stdoutHas: "quiver tools schema NAME"},
+		{name: "a usage error shows the command's usage", args: []string{"call"}, code: exitUsage,
+			stderrHas: []string{"call needs exactly one tool name", "quiver call NAME [--args", "Run 'quiver call -h' for its flags"}},
 		{name: "version", args: []string{"version"}, code: exitOK, stdoutHas: "quiver (devel) (commit unknown, " + runtime.Version()},
 		{name: "--version", args: []string{"--version"}, code: exitOK, stdoutHas: runtime.GOOS + "/" + runtime.GOARCH + ")"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderrHas: []string{`unknown command "frobnicate"`, "Usage:"}},
@@ -95,6 +100,43 @@ func TestUsageAndExitCodes(t *testing.T) {
 				t.Errorf("stderr on success: %s", stderr)
 			}
 		})
+	}
+}
+
+// Every command the help lists answers -h with its own usage and every flag it takes, and a
+// usage error prints that command's usage, not the whole help.
+func TestEveryCommandHasHelp(t *testing.T) {
+	seen := 0
+	for line := range strings.Lines(usage) {
+		rest, ok := strings.CutPrefix(line, "  quiver ")
+		if !ok {
+			continue
+		}
+		synopsis, _, _ := strings.Cut(rest, "  ") // the description follows two spaces
+		var name []string
+		for _, w := range strings.Fields(synopsis) {
+			if strings.ContainsAny(w[:1], "[-\"") || strings.ToUpper(w) == w {
+				break
+			}
+			name = append(name, w)
+		}
+		cmd := strings.Join(name, " ")
+		t.Run(cmd, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append(name, "-h")...)
+			if code != exitOK || stderr != "" {
+				t.Fatalf("%s -h: exit %d, stderr %q", cmd, code, stderr)
+			}
+			if cmd != "version" && (!strings.Contains(stdout, "quiver "+cmd) || !strings.Contains(stdout, "Usage:")) {
+				t.Errorf("%s -h printed %q, want its usage", cmd, stdout)
+			}
+			if strings.Contains(stdout, "quiver secrets rotate-key") && cmd != "secrets rotate-key" {
+				t.Errorf("%s -h printed the whole help", cmd)
+			}
+		})
+		seen++
+	}
+	if seen < 12 {
+		t.Fatalf("found %d commands in the help, want every one", seen)
 	}
 }
 
