@@ -1,6 +1,6 @@
 // Package agent runs prompts and agents on threads: the loop that asks a model, persists its
 // turn, runs the calls it made one by one through the dispatcher, persists each result before
-// the next, and goes on until a stop rule holds (SPEC X1-X7). A run pauses, persisted, for a
+// the next, and goes on until a stop rule holds. A run pauses, persisted, for a
 // call that needs a person's confirmation or a client's result, and resumes exactly there; a
 // run interrupted by a crash resumes from the store without losing a step or running a
 // completed call again.

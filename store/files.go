@@ -190,7 +190,7 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%d bytes (%s %s)", n, s, units[u])
 }
 
-// Files is a thread's file system (SPEC R5-R7), stored in the database: several nodes sharing
+// Files is a thread's file system, stored in the database: several nodes sharing
 // it see the same files. Every method names the workspace and the thread; a thread that does
 // not exist, or belongs to another workspace, is ErrNotFound, and nothing of it is read or
 // changed. Paths are checked by CheckPath (ErrInvalid, as a *PathError, when they break a

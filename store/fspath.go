@@ -14,7 +14,7 @@ const (
 	MaxNameBytes = 255
 )
 
-// PathError reports a path that breaks a rule of the thread file system (SPEC R6). It wraps
+// PathError reports a path that breaks a rule of the thread file system. It wraps
 // ErrInvalid, so errors.Is(err, ErrInvalid) holds for it.
 type PathError struct {
 	// Path is the offending path, as given.
@@ -40,7 +40,7 @@ func (e *PathError) Error() string {
 // Unwrap returns ErrInvalid.
 func (e *PathError) Unwrap() error { return ErrInvalid }
 
-// CheckPath checks a path of a thread's file system (SPEC R6) and returns a *PathError naming
+// CheckPath checks a path of a thread's file system and returns a *PathError naming
 // the first rule it breaks, or nil. A valid path:
 //
 //   - is absolute: it starts with "/", the root of the thread's file system (which is not the

@@ -9,7 +9,7 @@ import (
 )
 
 // VariableLayer is where a variable value is set: on a thread, an agent, a prompt, a user or
-// the instance (SPEC V2). The names match quiver.Layer.
+// the instance. The names match quiver.Layer.
 type VariableLayer string
 
 // Variable layers, in resolution order (the first that has a value wins; package store/vars
@@ -140,7 +140,7 @@ type VariableLookup struct {
 	Values []*Variable
 }
 
-// Variables stores variable values (SPEC V2-V5) per layer and owner, within a workspace. The
+// Variables stores variable values per layer and owner, within a workspace. The
 // store keeps what it is given: secret values arrive sealed (package store/vars seals and
 // opens them, the same way for every backend) and are returned sealed. A value of one
 // workspace is never read, changed or deleted through another workspace.

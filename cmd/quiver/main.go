@@ -124,6 +124,10 @@ type app struct {
 	stdin    io.Reader
 	stdout   io.Writer
 	stderr   io.Writer
+	// quiver run: turnText gathers the text streamed to stderr of the model's turn under way;
+	// streamedTurn is the last finished turn's text when all of it was streamed.
+	turnText     strings.Builder
+	streamedTurn string
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -251,7 +255,7 @@ func (a *app) toolsList(ctx context.Context, args []string) (int, error) {
 			Name         string         `json:"name"`
 			Description  string         `json:"description"`
 			InputSchema  *schema.Schema `json:"input_schema"`
-			OutputSchema *schema.Schema `json:"output_schema"`
+			OutputSchema *schema.Schema `json:"output_schema,omitempty"`
 		}
 		list := make([]entry, len(tools))
 		for i, t := range tools {

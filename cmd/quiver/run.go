@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/term"
+
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/model"
@@ -129,9 +131,10 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	if out.Output != nil {
+	switch {
+	case out.Output != nil:
 		fmt.Fprintln(a.stdout, string(out.Output))
-	} else {
+	case !shownTwice(isTerminal(a.stdout), isTerminal(a.stderr), a.streamedTurn, out.Text):
 		fmt.Fprintln(a.stdout, out.Text)
 	}
 	if out.Reason == agent.ReasonMaxSteps {
@@ -207,6 +210,18 @@ func pickModel(flagSpec string, ag *agent.Agent) (model.Model, error) {
 	return m, nil
 }
 
+// shownTwice reports whether printing the final answer on standard output would show it a
+// second time: both streams are the same terminal's and the answer was streamed on standard
+// error as the model wrote it. Redirected, standard output always gets the answer, for scripts.
+func shownTwice(stdoutTTY, stderrTTY bool, streamed, final string) bool {
+	return stdoutTTY && stderrTTY && final != "" && streamed == final
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // showProgress prints the run as it goes, on standard error: the model's text as it streams,
 // each call and its result.
 func (a *app) showProgress(e agent.Event) {
@@ -214,10 +229,16 @@ func (a *app) showProgress(e agent.Event) {
 	switch e.Type {
 	case agent.EventTextDelta:
 		fmt.Fprint(w, e.Text)
+		a.turnText.WriteString(e.Text)
 	case agent.EventModelTurn:
 		if e.Text != "" {
 			fmt.Fprintln(w)
 		}
+		a.streamedTurn = ""
+		if e.Text != "" && a.turnText.String() == e.Text {
+			a.streamedTurn = e.Text
+		}
+		a.turnText.Reset()
 	case agent.EventToolCall:
 		fmt.Fprintf(w, "→ %s %s\n", e.Call.Name, oneLine(string(e.Call.Args), 200))
 	case agent.EventToolResult:
@@ -321,6 +342,9 @@ func (a *app) threads(ctx context.Context, args []string) (int, error) {
 	}
 	defer db.Close()
 	th, err := thread.Open(ctx, db, localWorkspaceID, pos[0])
+	if errors.Is(err, store.ErrNotFound) {
+		return exitError, fmt.Errorf("no thread %s in this database (%s)", pos[0], db.Where)
+	}
 	if err != nil {
 		return exitError, fmt.Errorf("thread %s: %w", pos[0], err)
 	}

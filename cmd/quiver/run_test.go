@@ -161,7 +161,8 @@ func TestRunAgainstAnOpenAICompatibleServer(t *testing.T) {
 			t.Errorf("threads show lacks %q:\n%s", want, stdout)
 		}
 	}
-	if code, _, stderr := runCLI(t, "", "threads", "show", "thr_missing", "--db", db); code != exitError || !strings.Contains(stderr, "not found") {
+	if code, _, stderr := runCLI(t, "", "threads", "show", "thr_missing", "--db", db); code != exitError ||
+		!strings.Contains(stderr, "no thread thr_missing in this database ("+db+")") {
 		t.Fatalf("missing thread: exit %d\n%s", code, stderr)
 	}
 }
@@ -262,5 +263,27 @@ func TestRunScriptedAndResumeInAnotherInvocation(t *testing.T) {
 	code, stdout, stderr := runWith(reg, "a\n", "run", "--model", "scripted:"+script, "--db", db, "--thread", id[1])
 	if code != exitOK || strings.TrimSpace(stdout) != "The old log is gone." || strings.Join(ran, ",") != "/tmp/old.log" {
 		t.Fatalf("second invocation: exit %d stdout %q ran %v\n%s", code, stdout, ran, stderr)
+	}
+}
+
+// In a terminal the final answer, already streamed on standard error, is not printed again on
+// standard output; redirected, standard output always gets it.
+func TestFinalAnswerShownOnce(t *testing.T) {
+	tests := []struct {
+		name                 string
+		stdoutTTY, stderrTTY bool
+		streamed, final      string
+		twice                bool
+	}{
+		{"both a terminal, streamed", true, true, "It is noon.", "It is noon.", true},
+		{"stdout redirected", false, true, "It is noon.", "It is noon.", false},
+		{"stderr redirected", true, false, "It is noon.", "It is noon.", false},
+		{"not streamed", true, true, "", "It is noon.", false},
+		{"an earlier turn streamed", true, true, "Checking.", "It is noon.", false},
+	}
+	for _, tt := range tests {
+		if got := shownTwice(tt.stdoutTTY, tt.stderrTTY, tt.streamed, tt.final); got != tt.twice {
+			t.Errorf("%s: shownTwice = %v, want %v", tt.name, got, tt.twice)
+		}
 	}
 }

@@ -24,7 +24,7 @@ type FilesStore interface {
 	WithFileLimits(store.FileLimits) store.Files
 }
 
-// RunFiles runs the file system conformance tests (SPEC R5-R7) against stores returned by
+// RunFiles runs the file system conformance tests against stores returned by
 // open, each test with a fresh, empty store:
 //
 //	func TestFilesConformance(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package vars resolves thread variables (SPEC V2-V5) from a store, and keeps secret values
+// Package vars resolves thread variables from a store, and keeps secret values
 // encrypted at rest. It sits between the runtime and the store: the store (store.Variables,
 // implemented by store/sqlite and store/postgres) keeps what it is given, and this package
 // seals secret values before they reach it and opens them only while resolving, so both
