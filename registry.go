@@ -1,6 +1,7 @@
 package quiver
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -100,7 +101,11 @@ func (r *Registry) Register(tools ...*Tool) error {
 		n := t.Name()
 		r.tools[n] = t
 		if msg := nameWarning(n); msg != "" {
-			r.logger().Warn("quiver: tool name does not follow the naming convention", "tool", n, "problem", msg)
+			level := slog.LevelWarn
+			if t.spec.Imported {
+				level = slog.LevelDebug
+			}
+			r.logger().Log(context.Background(), level, "quiver: tool name does not follow the naming convention", "tool", n, "problem", msg)
 		}
 	}
 	return nil

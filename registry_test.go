@@ -107,6 +107,22 @@ func TestRegistryNameWarnings(t *testing.T) {
 			// The tool is still callable under its odd name.
 			res := dispatch(t, &quiver.Dispatcher{Registry: r}, tt.name, "{}")
 			wantSuccess(t, res)
+
+			// An imported tool's name is the remote's, which no one here can change: the same
+			// departure is logged at debug level only.
+			buf.Reset()
+			r = &quiver.Registry{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+			imported, err := quiver.NewTool(quiver.Spec{Name: tt.name, Description: "Imported.", Imported: true},
+				func(context.Context, json.RawMessage) (any, error) { return "ok", nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Register(imported); err != nil {
+				t.Fatal(err)
+			}
+			if log := buf.String(); !strings.Contains(log, "level=DEBUG") || strings.Contains(log, "level=WARN") {
+				t.Errorf("an imported name was logged as %q, want at debug level", log)
+			}
 		})
 	}
 }

@@ -65,6 +65,10 @@ type Spec struct {
 	// Activity names the code that executes a schema-only tool (M1). Empty means the activity
 	// registered under the tool's name, if any; with neither the tool is latent.
 	Activity string
+	// Imported marks a tool whose name comes from elsewhere (a remote MCP server's): its owner
+	// cannot rename it, so a name that departs from the convention is logged at debug level,
+	// not warned about (providers see the mapped name either way).
+	Imported bool
 }
 
 // ToolFunc is the code behind a tool: it receives the validated arguments (with defaults

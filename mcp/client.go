@@ -541,7 +541,7 @@ func (r *remote) quiverName(remoteName string) string {
 }
 
 func (r *remote) toolFor(name string, rt *sdk.Tool) (*quiver.Tool, error) {
-	spec := quiver.Spec{Name: name, Description: strings.TrimSpace(rt.Description), Timeout: r.cfg.Timeout}
+	spec := quiver.Spec{Name: name, Description: strings.TrimSpace(rt.Description), Timeout: r.cfg.Timeout, Imported: true}
 	if spec.Description == "" {
 		spec.Description = fmt.Sprintf("The tool %s of the MCP server %s.", rt.Name, r.cfg.Name)
 	}

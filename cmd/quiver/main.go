@@ -2,10 +2,10 @@
 //
 //	quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--conformance]
 //	quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN] [--journal=false]
-//	quiver tools list [--json]
-//	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp]
+//	quiver tools list [--json] [--config FILE]
+//	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp] [--config FILE]
 //	quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
-//	quiver call NAME [--args JSON|@FILE|-] [--thread ID | --agent NAME | --user ID]
+//	quiver call NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID]
 //	quiver vars set NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]
 //	quiver vars list [--thread ID | --agent NAME | --prompt NAME | --user ID] [--json]
 //	quiver vars unset NAME [--thread ID | --agent NAME | --prompt NAME | --user ID]
@@ -52,13 +52,15 @@ Usage:
                                              --journal=false stores each record before answering)
   quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN] [--journal=false]
                                              serve the tools over MCP on standard input and output
-  quiver tools list [--json]                 list the available tools
-  quiver tools schema NAME [--dialect D]     print a tool as a provider sees it
+  quiver tools list [--json] [--config FILE]
+                                             list the available tools (the configuration's remote ones too)
+  quiver tools schema NAME [--dialect D] [--config FILE]
+                                             print a tool as a provider sees it
                                              D: openai (default), openai-strict, anthropic, gemini, mcp
   quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
                                              store a JavaScript tool in the database (a new version
                                              if it exists); tools list, schema and call load them
-  quiver call NAME [--args JSON|@FILE|-] [--thread ID | --agent NAME | --user ID]
+  quiver call NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID]
                                              call a tool and print the result as JSON; its variables
                                              resolve on the thread, agent or user given, then the instance
   quiver vars set NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]
@@ -239,6 +241,7 @@ func (a *app) toolsList(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("tools list", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print name, description, input_schema and output_schema as JSON")
 	sf := addStoreFlags(fs)
+	config := addConfigFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
@@ -249,6 +252,12 @@ func (a *app) toolsList(ctx context.Context, args []string) (int, error) {
 	if err := a.loadStoredTools(ctx, sf); err != nil {
 		return exitError, err
 	}
+	// The remote MCP servers' tools are listed as quiver call would call them.
+	disconnect, err := a.importConfigured(ctx, sf, *config)
+	if err != nil {
+		return exitError, err
+	}
+	defer disconnect()
 	tools := a.registry.Tools()
 	if *asJSON {
 		type entry struct {
@@ -276,6 +285,7 @@ func (a *app) toolsSchema(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("tools schema", flag.ContinueOnError)
 	dialect := fs.String("dialect", string(schema.OpenAI), "openai, openai-strict, anthropic, gemini or mcp")
 	sf := addStoreFlags(fs)
+	config := addConfigFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
@@ -290,6 +300,11 @@ func (a *app) toolsSchema(ctx context.Context, args []string) (int, error) {
 	if err := a.loadStoredTools(ctx, sf); err != nil {
 		return exitError, err
 	}
+	disconnect, err := a.importConfigured(ctx, sf, *config)
+	if err != nil {
+		return exitError, err
+	}
+	defer disconnect()
 	t, ok := a.registry.Lookup(pos[0])
 	if !ok {
 		return exitError, fmt.Errorf("unknown tool %q; run \"quiver tools list\" to see the available tools", pos[0])
@@ -308,6 +323,7 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 	agentName := fs.String("agent", "", "resolve the tool's variables on this agent's layer (then the instance)")
 	userID := fs.String("user", "", "resolve the tool's variables on this user's layer (then the instance)")
 	sf := addStoreFlags(fs)
+	config := addConfigFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
@@ -337,7 +353,7 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 		return exitUsage, usagef("--thread, --agent and --user need a database; there is none yet (quiver vars set creates it)")
 	}
 	// Tools of the remote MCP servers in the configuration file are callable too.
-	disconnect, err := a.importConfigured(ctx, sf)
+	disconnect, err := a.importConfigured(ctx, sf, *config)
 	if err != nil {
 		return exitError, err
 	}
@@ -347,7 +363,7 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	if err := writeJSON(a.stdout, r); err != nil {
+	if err := writeJSON(a.stdout, oneShape(r)); err != nil {
 		return exitError, err
 	}
 	if hint := varHint(r); hint != "" {
@@ -357,6 +373,22 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 		return exitError, nil
 	}
 	return exitOK, nil
+}
+
+// oneShape is r as quiver call prints it: whatever the tool, its answer is in "value". A tool
+// that answers with text (a remote MCP tool, a JavaScript tool returning a string) gets the
+// text as a JSON string there, instead of Result's separate "result" field.
+func oneShape(r *quiver.Result) *quiver.Result {
+	if r.Value != nil || r.Text == "" {
+		return r
+	}
+	text, err := json.Marshal(r.Text)
+	if err != nil {
+		return r
+	}
+	out := *r
+	out.Value, out.Text = text, ""
+	return &out
 }
 
 func (a *app) readArgs(text string) (json.RawMessage, error) {

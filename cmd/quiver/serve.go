@@ -42,11 +42,17 @@ type serveFlags struct {
 func addServeFlags(fs *flag.FlagSet) serveFlags {
 	return serveFlags{
 		store:       addStoreFlags(fs),
-		config:      fs.String("config", "", "configuration file (default: $"+configEnv+", else "+server.ConfigFileName+" in the data directory when it exists)"),
+		config:      addConfigFlag(fs),
 		conformance: fs.Bool("conformance", false, "also serve the fixture tools, resources and prompts of the MCP conformance suite"),
 		journal: fs.Bool("journal", true, "with SQLite, record calls through a journal beside the database (DB.journal/): a client gets its answer once the record "+
 			"is in the journal, and it reaches the database within milliseconds; --journal=false stores each record before answering"),
 	}
+}
+
+// addConfigFlag adds --config, which names the configuration file (its remote MCP servers):
+// every command that serves or calls tools takes it.
+func addConfigFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "", "configuration file, for its remote MCP servers (default: $"+configEnv+", else "+server.ConfigFileName+" in the data directory when it exists)")
 }
 
 // loadConfig reads the configuration file the flags (or the environment) name; the default
@@ -265,10 +271,11 @@ func (a *app) mcpConformanceClient(ctx context.Context, args []string) (int, err
 	return exitOK, nil
 }
 
-// importConfigured imports the tools of the remote MCP servers in the configuration file, when
-// there is one, into the app's registry, for quiver call. The returned function disconnects.
-func (a *app) importConfigured(ctx context.Context, sf storeFlags) (func(), error) {
-	file, err := loadConfig("")
+// importConfigured imports the tools of the remote MCP servers in the configuration file (config,
+// else $QUIVER_CONFIG, else the data directory's), when there is one, into the app's registry,
+// for quiver call and quiver tools. The returned function disconnects.
+func (a *app) importConfigured(ctx context.Context, sf storeFlags, config string) (func(), error) {
+	file, err := loadConfig(config)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -285,6 +286,47 @@ func TestCallSeesImportedTools(t *testing.T) {
 	code := a.run(context.Background(), []string{"call", "upstream.get_current_time", "--args", `{"timezone":"Asia/Tokyo"}`})
 	if code != exitOK || !strings.Contains(stdout.String(), "Asia/Tokyo") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout.String(), stderr.String())
+	}
+}
+
+// The configuration file's remote servers reach every command that lists or calls tools, named
+// by --config or QUIVER_CONFIG alike, and their names (the remote's, which no one here can
+// change) are not warned about on every command.
+func TestConfigReachesEveryToolCommand(t *testing.T) {
+	endpoint, _, _ := startServe(t)
+	cfg := filepath.Join(t.TempDir(), "quiver.yaml")
+	if err := os.WriteFile(cfg, []byte("mcp:\n  servers:\n    - {name: upstream, url: \""+endpoint+"\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  bool // QUIVER_CONFIG instead of --config
+		args []string
+		want string
+	}{
+		{"tools list --config", false, []string{"tools", "list", "--config", cfg}, "upstream.get_current_time"},
+		{"tools list with QUIVER_CONFIG", true, []string{"tools", "list"}, "upstream.get_current_time"},
+		{"tools schema --config", false, []string{"tools", "schema", "upstream.get_current_time", "--config", cfg, "--dialect", "mcp"}, `"name": "upstream.get_current_time"`},
+		{"call --config", false, []string{"call", "upstream.get_current_time", "--config", cfg, "--args", `{"timezone":"Asia/Tokyo"}`}, `"value": {`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env {
+				t.Setenv(configEnv, cfg)
+			} else {
+				t.Setenv(configEnv, "")
+			}
+			var stdout, stderr bytes.Buffer
+			reg := &quiver.Registry{Logger: slog.New(slog.NewTextHandler(&stderr, nil))}
+			a := &app{registry: reg, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+			code := a.run(context.Background(), tt.args)
+			if code != exitOK || !strings.Contains(stdout.String(), tt.want) {
+				t.Fatalf("exit %d, want %q\nstdout %s\nstderr %s", code, tt.want, stdout.String(), stderr.String())
+			}
+			if strings.Contains(stderr.String(), "WARN") {
+				t.Errorf("warnings for the remote's tool names:\n%s", stderr.String())
+			}
+		})
 	}
 }
 

@@ -24,7 +24,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 // jsResult is the JSON a call of a JavaScript tool prints.
 type jsResult struct {
 	Status string          `json:"status"`
-	Text   string          `json:"result"`
+	Result *string         `json:"result"` // never printed: every tool's answer is in value
 	Value  json.RawMessage `json:"value"`
 	Error  string          `json:"error"`
 	Code   string          `json:"code"`
@@ -125,7 +125,7 @@ input_schema:
 			t.Fatalf("tools add %s: exit %d\n%s%s", def, code, stdout, stderr)
 		}
 	}
-	if _, r := callJSON(t, db, "slugify", `{"text":"Hello, Big World"}`); r.Text != "hello-big-world" {
+	if _, r := callJSON(t, db, "slugify", `{"text":"Hello, Big World"}`); string(r.Value) != `"hello-big-world"` || r.Result != nil {
 		t.Errorf("slugify: %+v", r)
 	}
 	if _, r := callJSON(t, db, "double", `{"n":21}`); string(r.Value) != "42" {
