@@ -75,6 +75,10 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
+	if *modelSpec != "" {
+		// --model is this run's model, over the one the agent's definition names.
+		ag.Prompt.Model = ""
+	}
 	db, err := sf.open(ctx)
 	if err != nil {
 		return exitError, err
@@ -231,7 +235,7 @@ func (a *app) showProgress(e agent.Event) {
 		fmt.Fprint(w, e.Text)
 		a.turnText.WriteString(e.Text)
 	case agent.EventModelTurn:
-		if e.Text != "" {
+		if e.Text != "" || a.turnText.Len() > 0 { // end the streamed text's line
 			fmt.Fprintln(w)
 		}
 		a.streamedTurn = ""

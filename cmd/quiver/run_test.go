@@ -287,3 +287,47 @@ func TestFinalAnswerShownOnce(t *testing.T) {
 		}
 	}
 }
+
+// The README's agent definition (agents/researcher.yaml) runs as written: its tools exist, its
+// required variable can be given with --var, and --model overrides the model it names.
+func TestREADMEAgentExampleRuns(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(readme), "# agents/researcher.yaml")
+	if start < 0 {
+		t.Fatal("the README has no agents/researcher.yaml example")
+	}
+	def := string(readme[start:])
+	def = def[:strings.Index(def, "```")]
+	dir := t.TempDir()
+	agents := filepath.Join(dir, "agents")
+	script := filepath.Join(dir, "turns.yaml")
+	if err := os.MkdirAll(agents, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		filepath.Join(agents, "researcher.yaml"): def,
+		// The definition asks for a structured answer, so the model answers in JSON documents
+		// ({calls, output} mode).
+		script: "turns:\n" +
+			"  - text: '{\"calls\": [{\"_tool\": \"get_current_time\", \"timezone\": \"Europe/Oslo\"}], \"output\": null}'\n" +
+			"  - text: '{\"calls\": [], \"output\": {\"answer\": \"It is daytime in Oslo.\"}}'\n",
+	} {
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(dir, "q.db")
+	args := []string{"run", "--agents", agents, "--agent", "researcher", "--model", "scripted:" + script, "--db", db}
+	if code, _, stderr := runCLI(t, "", append(args, "time in Oslo?")...); code != exitError || !strings.Contains(stderr, "required variable not set: REGION") {
+		t.Fatalf("without REGION: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "", append(args, "--var", "REGION=nordics", "time in Oslo?")...)
+	var out struct{ Answer string }
+	if code != exitOK || json.Unmarshal([]byte(stdout), &out) != nil || out.Answer != "It is daytime in Oslo." ||
+		!strings.Contains(stderr, "\n→ get_current_time") {
+		t.Fatalf("with REGION: exit %d\nstdout %q\nstderr %s", code, stdout, stderr)
+	}
+}
