@@ -159,6 +159,11 @@ type Store interface {
 	UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*Thread) error) (*Thread, error)
 	// Children lists the threads whose parent is threadID, oldest first.
 	Children(ctx context.Context, workspaceID, threadID string) ([]*Thread, error)
+	// Threads lists the workspace's threads, newest first, a page at a time: at most limit
+	// (see CheckThreadPage) after the place cursor names ("" for the first page). next names
+	// the place after this page, "" when it is the last. A cursor that this method did not
+	// return is refused with ErrInvalid.
+	Threads(ctx context.Context, workspaceID string, limit int, cursor string) (threads []*Thread, next string, err error)
 
 	// Append adds messages to the end of a thread in one transaction, assigning ID, Seq and
 	// CreatedAt. A tool message must answer a call of an earlier assistant message of the

@@ -11,6 +11,7 @@
 //	quiver vars unset NAME [--thread ID | --agent NAME | --prompt NAME | --user ID]
 //	quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
 //	quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"
+//	quiver threads list [--limit N] [--cursor C] [--json]
 //	quiver threads show ID [--json]
 //	quiver version
 //
@@ -73,6 +74,8 @@ Usage:
   quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"
                                              run an agent; asks here for confirmations and client results;
                                              --var sets a text variable on the run's thread
+  quiver threads list [--limit N] [--cursor C] [--json]
+                                             list the threads, newest first, a page at a time
   quiver threads show ID [--json]            print a thread's messages and tool calls
   quiver version                             print the version, commit and platform
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
 	"golang.org/x/term"
 
@@ -256,6 +257,71 @@ func (a *app) showProgress(e agent.Event) {
 	}
 }
 
+// threadsList prints a page of the local workspace's threads, newest first, and how to see the
+// next page.
+func (a *app) threadsList(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("threads list", flag.ContinueOnError)
+	limit := fs.Int("limit", store.DefaultThreadPage, fmt.Sprintf("threads per page, 1 to %d", store.MaxThreadPage))
+	cursor := fs.String("cursor", "", "where the page starts: the cursor the previous page printed")
+	asJSON := fs.Bool("json", false, `print {"threads": [...], "next": CURSOR} as JSON`)
+	sf := addStoreFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) > 0 {
+		return exitUsage, usagef("threads list takes no arguments, got %q", pos[0])
+	}
+	if *limit < 1 || *limit > store.MaxThreadPage {
+		return exitUsage, usagef("--limit must be 1 to %d, got %d", store.MaxThreadPage, *limit)
+	}
+	if !sf.exists() {
+		if *asJSON {
+			return exitOK, writeJSON(a.stdout, map[string]any{"threads": []any{}, "next": ""})
+		}
+		fmt.Fprintln(a.stderr, "no threads yet: there is no database")
+		return exitOK, nil
+	}
+	db, err := sf.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer db.Close()
+	page, next, err := db.Threads(ctx, localWorkspaceID, *limit, *cursor)
+	if errors.Is(err, store.ErrInvalid) {
+		return exitUsage, usagef("%v", err)
+	}
+	if err != nil {
+		return exitError, err
+	}
+	if *asJSON {
+		if page == nil {
+			page = []*store.Thread{}
+		}
+		return exitOK, writeJSON(a.stdout, struct {
+			Threads []*store.Thread `json:"threads"`
+			Next    string          `json:"next"`
+		}{page, next})
+	}
+	if len(page) == 0 && *cursor == "" {
+		fmt.Fprintf(a.stderr, "no threads yet in this database (%s)\n", db.Where)
+		return exitOK, nil
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "THREAD\tCREATED\tSTATUS\tAGENT\tSTEPS\tTAGS")
+	for _, th := range page {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", th.ID, th.CreatedAt.Format("2006-01-02 15:04:05Z"), th.Status,
+			orDash(th.AgentID), th.StepCount, orDash(strings.Join(th.Tags, ",")))
+	}
+	if err := w.Flush(); err != nil {
+		return exitError, err
+	}
+	if next != "" {
+		fmt.Fprintf(a.stderr, "more: quiver threads list --cursor %s\n", next)
+	}
+	return exitOK, nil
+}
+
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > max {
@@ -327,8 +393,11 @@ func (a *app) answer(ctx context.Context, r *agent.Runner, th *thread.Thread, ag
 
 // threads prints stored threads.
 func (a *app) threads(ctx context.Context, args []string) (int, error) {
+	if len(args) >= 1 && args[0] == "list" {
+		return a.threadsList(ctx, args[1:])
+	}
 	if len(args) < 1 || args[0] != "show" {
-		return exitUsage, usagef("threads needs a subcommand: show ID")
+		return exitUsage, usagef("threads needs a subcommand: list, or show ID")
 	}
 	fs := flag.NewFlagSet("threads show", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the messages as JSON")

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlite"
 )
 
 // chatServer speaks OpenAI's chat completions wire format (streamed as server-sent events, as
@@ -329,5 +331,52 @@ func TestREADMEAgentExampleRuns(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(stdout), &out) != nil || out.Answer != "It is daytime in Oslo." ||
 		!strings.Contains(stderr, "\n→ get_current_time") {
 		t.Fatalf("with REGION: exit %d\nstdout %q\nstderr %s", code, stdout, stderr)
+	}
+}
+
+// quiver threads list pages through the threads newest first, says how to see the next page,
+// and prints the same as JSON.
+func TestThreadsList(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "q.db")
+	if code, _, stderr := runCLI(t, "", "threads", "list", "--db", db); code != exitOK || !strings.Contains(stderr, "no threads yet") {
+		t.Fatalf("without a database: exit %d\n%s", code, stderr)
+	}
+	st, err := sqlite.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 3 {
+		th := &store.Thread{WorkspaceID: localWorkspaceID, AgentID: "researcher", Tags: []string{fmt.Sprintf("n:%d", i)}}
+		if i == 0 {
+			if err := ensureLocalWorkspace(context.Background(), st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.CreateThread(context.Background(), th); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ID)
+	}
+	st.Close()
+	code, stdout, stderr := runCLI(t, "", "threads", "list", "--db", db, "--limit", "2")
+	next := regexp.MustCompile(`--cursor (\S+)`).FindStringSubmatch(stderr)
+	if code != exitOK || next == nil || !strings.Contains(stdout, "THREAD") || !strings.Contains(stdout, "researcher") {
+		t.Fatalf("first page: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	first := strings.Index(stdout, ids[2])
+	if first < 0 || strings.Index(stdout, ids[1]) < first || strings.Contains(stdout, ids[0]) {
+		t.Errorf("first page of 2, newest first, want %s then %s:\n%s", ids[2], ids[1], stdout)
+	}
+	code, stdout, stderr = runCLI(t, "", "threads", "list", "--db", db, "--limit", "2", "--cursor", next[1], "--json")
+	var page struct {
+		Threads []store.Thread `json:"threads"`
+		Next    string         `json:"next"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(stdout), &page) != nil || len(page.Threads) != 1 || page.Threads[0].ID != ids[0] || page.Next != "" {
+		t.Fatalf("second page: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, "", "threads", "list", "--db", db, "--cursor", "nonsense"); code != exitUsage || !strings.Contains(stderr, "not a cursor") {
+		t.Errorf("bad cursor: exit %d\n%s", code, stderr)
 	}
 }

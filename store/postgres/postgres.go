@@ -244,6 +244,30 @@ WHERE workspace_id = $1 AND parent_id = $2 ORDER BY created_at, id`, workspaceID
 	return kids, nil
 }
 
+// Threads lists the workspace's threads, newest first, a page at a time (see store.Store).
+func (s *Store) Threads(ctx context.Context, workspaceID string, limit int, cursor string) ([]*store.Thread, string, error) {
+	limit, err := store.CheckThreadPage(limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("postgres: list threads: %w", err)
+	}
+	c, err := store.ParseThreadCursor(cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("postgres: list threads: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+threadColumns+` FROM threads
+WHERE workspace_id = $1 AND ($2 OR (created_at, id) < ($3, $4)) ORDER BY created_at DESC, id DESC LIMIT $5`,
+		workspaceID, c.IsStart(), c.CreatedAt, c.ID, limit+1)
+	if err != nil {
+		return nil, "", dbError("list threads", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Thread, error) { return scanThread(row) })
+	if err != nil {
+		return nil, "", dbError("list threads", err)
+	}
+	page, next := store.PageThreads(out, limit)
+	return page, next, nil
+}
+
 // appendSQL appends a batch in one statement. The UPDATE of the thread row comes first: it
 // finds the thread in the workspace (no row: not found), locks it until the statement
 // commits (appends to one thread take turns), and reserves the batch's seqs. The clock is read

@@ -91,7 +91,7 @@ type Store struct {
 	// Prepared statements of the writer connection.
 	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wMessageExists, wThread, wUpdateThread, wInsertThread, wThreadWorkspace *sql.Stmt
 	// Prepared statements of the read pool.
-	rThread, rThreadExists, rLastMessages, rChildren, rPending, rQueued *sql.Stmt
+	rThread, rThreadExists, rLastMessages, rChildren, rThreads, rPending, rQueued *sql.Stmt
 
 	// ckpt checkpoints the log off the writer's path (see checkpoint.go).
 	ckpt *checkpointer
@@ -223,7 +223,7 @@ func (s *Store) Close() error {
 	}
 	for _, st := range []*sql.Stmt{s.wBegin, s.wCommit, s.wRollback, s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wMessageExists, s.wThread,
 		s.wUpdateThread, s.wInsertThread, s.wThreadWorkspace, s.rThread, s.rThreadExists, s.rLastMessages,
-		s.rChildren, s.rPending, s.rQueued} {
+		s.rChildren, s.rThreads, s.rPending, s.rQueued} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -278,6 +278,9 @@ func (s *Store) prepare() error {
 		WHERE thread_id = ?1 AND seq < ?2 AND EXISTS (SELECT 1 FROM threads WHERE id = ?1 AND workspace_id = ?3)
 		ORDER BY seq DESC LIMIT ?4`)
 	prep(s.r, &s.rChildren, `SELECT `+threadCols+` FROM threads WHERE parent_id = ? AND workspace_id = ? ORDER BY created_at, rowid`)
+	// The newest first, after a cursor (see store.PageThreads); the first argument is true for the first page.
+	prep(s.r, &s.rThreads, `SELECT `+threadCols+` FROM threads WHERE workspace_id = ? AND (? OR created_at < ? OR (created_at = ? AND id < ?))
+		ORDER BY created_at DESC, id DESC LIMIT ?`)
 	prep(s.r, &s.rQueued, `SELECT q.id, q.role, q.content, q.created_at FROM threads t
 		LEFT JOIN queued_messages q ON q.thread_id = t.id
 		WHERE t.id = ? AND t.workspace_id = ? ORDER BY q.rowid`)

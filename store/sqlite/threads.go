@@ -144,6 +144,37 @@ func (s *Store) Children(ctx context.Context, workspaceID, threadID string) ([]*
 	return out, nil
 }
 
+// Threads lists the workspace's threads, newest first, a page at a time (see store.Store).
+func (s *Store) Threads(ctx context.Context, workspaceID string, limit int, cursor string) ([]*store.Thread, string, error) {
+	limit, err := store.CheckThreadPage(limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	c, err := store.ParseThreadCursor(cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	at := c.CreatedAt.UnixNano()
+	rows, err := s.rThreads.QueryContext(ctx, workspaceID, c.IsStart(), at, at, c.ID, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list threads: %w", readErr(ctx, err))
+	}
+	defer rows.Close()
+	var out []*store.Thread
+	for rows.Next() {
+		th, err := scanThread(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list threads: %w", err)
+		}
+		out = append(out, th)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("sqlite: list threads: %w", readErr(ctx, err))
+	}
+	page, next := store.PageThreads(out, limit)
+	return page, next, nil
+}
+
 type scanner interface{ Scan(dest ...any) error }
 
 func scanThread(row scanner) (*store.Thread, error) {

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Open) {
 		{"Threads", testThreads},
 		{"UpdateThread", testUpdateThread},
 		{"Children", testChildren},
+		{"ThreadList", testThreadList},
 		{"AppendAndRead", testAppendAndRead},
 		{"Paging", testPaging},
 		{"ResultsExactlyOnce", testResultsExactlyOnce},
@@ -190,6 +191,68 @@ func testChildren(t *testing.T, s store.Store) {
 	}
 	if err := s.CreateThread(ctx, &store.Thread{WorkspaceID: ws, ParentID: "thr_missing"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("child of a missing parent: %v, want ErrNotFound", err)
+	}
+}
+
+// testThreadList pages through a workspace's threads, newest first: every thread once, in
+// order (creation time, then id, both descending), none of another workspace.
+func testThreadList(t *testing.T, s store.Store) {
+	var want []*store.Thread
+	for range 7 {
+		th := newThread(t, s, ws)
+		stored, err := s.Thread(ctx, ws, th.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, stored)
+	}
+	newThread(t, s, "wsp_other")
+	slices.SortFunc(want, func(a, b *store.Thread) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	var got []string
+	var sizes []int
+	cursor := ""
+	for range 10 {
+		page, next, err := s.Threads(ctx, ws, 3, cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(page))
+		for _, th := range page {
+			got = append(got, th.ID)
+			if th.WorkspaceID != ws {
+				t.Errorf("thread %s of workspace %s listed in %s", th.ID, th.WorkspaceID, ws)
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	var wantIDs []string
+	for _, th := range want {
+		wantIDs = append(wantIDs, th.ID)
+	}
+	if !slices.Equal(got, wantIDs) || !slices.Equal(sizes, []int{3, 3, 1}) {
+		t.Fatalf("pages of 3: %v in pages of %v, want %v in pages of [3 3 1]", got, sizes, wantIDs)
+	}
+	if all, next, err := s.Threads(ctx, ws, 0, ""); err != nil || len(all) != 7 || next != "" {
+		t.Errorf("default page: %d threads, next %q, %v", len(all), next, err)
+	}
+	if none, next, err := s.Threads(ctx, "wsp_empty", 5, ""); err != nil || len(none) != 0 || next != "" {
+		t.Errorf("empty workspace: %d threads, next %q, %v", len(none), next, err)
+	}
+	for _, bad := range []struct {
+		limit  int
+		cursor string
+	}{{-1, ""}, {store.MaxThreadPage + 1, ""}, {3, "nonsense"}, {3, "12.msg_1"}, {3, "x.thr_1"}} {
+		if _, _, err := s.Threads(ctx, ws, bad.limit, bad.cursor); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Threads(limit %d, cursor %q): %v, want ErrInvalid", bad.limit, bad.cursor, err)
+		}
 	}
 }
 
