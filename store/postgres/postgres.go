@@ -399,9 +399,14 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
+	wctx, cancel, err := writeContext(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	defer cancel()
 	var base int64
 	var at time.Time
-	err = s.pool.QueryRow(ctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at)
+	err = s.pool.QueryRow(wctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at)
 	if err != nil {
 		return dbError(op, err)
 	}
@@ -438,7 +443,12 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	}
 	bases := make([]int64, len(ops))
 	ats := make([]time.Time, len(ops))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	ctx, cancel, err := writeContext(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: append batch: %w", err)
+	}
+	defer cancel()
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for k, op := range ops {
 			var at *time.Time
 			if !op.At.IsZero() {
@@ -569,6 +579,23 @@ ORDER BY c.message_seq, c.idx`, threadID, workspaceID)
 }
 
 // dbError maps a database error to the store's errors, with op saying what failed.
+// writeTimeout bounds an append once it has started (see writeContext).
+const writeTimeout = 30 * time.Second
+
+// writeContext is the context an append runs with: the caller's values without its
+// cancellation, bounded by writeTimeout, or ctx's error when it has already ended. A statement
+// cancelled while it runs may still commit on the server after the client has given up on it,
+// so a caller told "cancelled" could see its messages appear later: a run resumed at once would
+// read the calls as not yet made and the history as holding them, and skip them. Once begun, an
+// append runs to its end, so that what the caller is told is what the database holds.
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	return wctx, cancel, nil
+}
+
 func dbError(op string, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
