@@ -355,13 +355,10 @@ func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message s
 	if info.Status == store.StatusTerminated {
 		return nil, fmt.Errorf("agent: thread %s is terminated: %w", th.ID(), store.ErrInvalid)
 	}
-	pending, err := th.Pending(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if rs.hist, err = th.History(ctx); err != nil {
 		return nil, err
 	}
+	pending := pendingIn(rs.hist)
 	rs.pending = pending
 	for _, m := range rs.hist {
 		if m.Role == store.RoleAssistant {
@@ -402,6 +399,27 @@ func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message s
 		}
 	}()
 	return rs.loop(ctx)
+}
+
+// pendingIn returns the calls of hist that have no result in hist, in order. They come from the
+// same read as the history, so the two cannot disagree: read apart, a write landing between
+// them made a resumed run see a turn's calls in its history but not among the pending ones.
+func pendingIn(hist []*store.Message) []quiver.Call {
+	answered := map[string]bool{}
+	for _, m := range hist {
+		if m.Role == store.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var out []quiver.Call
+	for _, m := range hist {
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, quiver.Call{ID: c.ID, Name: c.Name, Args: thread.CallArgs(c.Args), Reasoning: c.Reasoning})
+			}
+		}
+	}
+	return out
 }
 
 func (rs *run) loop(ctx context.Context) (*Outcome, error) {
