@@ -34,6 +34,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/quiverhq/quiver/store"
 )
@@ -52,6 +54,10 @@ import (
 // several processes sharing the database.
 type Store struct {
 	pool *pgxpool.Pool
+	// db is database/sql over the same pool (pgx/v5/stdlib), for the SQL both backends share.
+	db *sql.DB
+
+	*entities // store.Entities, on db
 }
 
 var (
@@ -98,13 +104,15 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool}, nil
+	db := stdlib.OpenDBFromPool(pool)
+	return &Store{pool: pool, db: db, entities: newEntities(db)}, nil
 }
 
 // Close closes the store's connections, waiting for those in use to be released.
 func (s *Store) Close() error {
+	err := s.db.Close() // returns its connections to the pool, which it does not close
 	s.pool.Close()
-	return nil
+	return err
 }
 
 // threadColumns are read by scanThread, in this order.

@@ -95,6 +95,8 @@ type Store struct {
 
 	// ckpt checkpoints the log off the writer's path (see checkpoint.go).
 	ckpt *checkpointer
+
+	*entities // store.Entities, on the writer connection and the read pool
 }
 
 var (
@@ -185,6 +187,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	s.r = r
+	s.entities = s.newEntities()
 	if s.wc, err = w.Conn(context.Background()); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)

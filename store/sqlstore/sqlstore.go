@@ -1,0 +1,209 @@
+// Package sqlstore is the SQL that store/sqlite and store/postgres share, written once: the
+// statements both databases accept as they are ($N parameters, RETURNING, row values in
+// comparisons, COALESCE, EXISTS), run through database/sql, together with the rules they
+// enforce and the wording of their errors.
+//
+// A backend provides what really differs between the databases, in a Dialect (how a time is
+// stored, which clock a write reads, whether rows must be locked, which errors are which
+// constraint), and a way to run a write transaction (SQLite's single writer connection,
+// PostgreSQL's pool through pgx/v5/stdlib). Everything else, including which rows a write
+// locks, is here.
+//
+// What is here so far: the entities (store.Entities). The thread history, files and
+// variables are still each backend's own.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// Querier is what statements run on: a write transaction or the read pool.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// WriteFunc runs fn in one write transaction, committing it when fn returns nil and rolling it
+// back otherwise. It returns fn's error as it is.
+type WriteFunc func(ctx context.Context, fn func(ctx context.Context, tx Querier) error) error
+
+// Dialect is what differs between the two databases, and nothing else.
+type Dialect struct {
+	// Name begins every error: "sqlite", "postgres".
+	Name string
+	// RowLocks says that writers run side by side and a write must lock the rows its checks
+	// rely on (PostgreSQL at READ COMMITTED, several nodes). Without it the lock clauses are
+	// left out: SQLite has no FOR UPDATE, and needs none since its writers take turns.
+	RowLocks bool
+	// Time is the value a time is stored as: SQLite keeps Unix nanoseconds in INTEGER columns,
+	// PostgreSQL a timestamptz. Reading accepts both (see scanTime).
+	Time func(time.Time) any
+	// Now is the time of a write, in UTC, read inside its transaction. PostgreSQL reads the
+	// database's clock, the one clock every node shares (to the microsecond); SQLite, which
+	// has no nanosecond clock in SQL, the process's.
+	Now func(ctx context.Context, tx Querier) (time.Time, error)
+	// Constraint classifies err when it is a constraint violation: kind is store.ErrConflict
+	// (a unique key), store.ErrNotFound (a foreign key) or store.ErrInvalid (a check, bad
+	// data); name is the constraint's name when the database gives it, msg the database's
+	// words. kind is nil for any other error.
+	Constraint func(err error) (kind error, name, msg string)
+}
+
+// lock returns clause (such as "FOR SHARE") to end a SELECT with, or "" where writers take
+// turns and rows need no lock.
+func (d *Dialect) lock(clause string) string {
+	if !d.RowLocks {
+		return ""
+	}
+	return " " + clause
+}
+
+// constraintWording says in the store's words what a violation of a named constraint means.
+// Both schemas give these constraints the same names. The checks made before each write
+// report these cases themselves; a violation is what is left when a concurrent writer got
+// there first.
+var constraintWording = map[string]string{
+	"tools_name":       "an active tool of the workspace already has this name",
+	"functions_name":   "the workspace already has a function of this name",
+	"users_email_key":  "the email is already used",
+	"memberships_pkey": "already a member",
+}
+
+// fail wraps err, from a rule the store checks, with the operation.
+func (d *Dialect) fail(op string, err error) error { return fmt.Errorf("%s: %s: %w", d.Name, op, err) }
+
+// failf reports a broken rule: kind is the store error it wraps.
+func (d *Dialect) failf(op string, kind error, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %s: %w", d.Name, op, fmt.Sprintf(format, args...), kind)
+}
+
+// dbErr maps a database error to the store's: no row is store.ErrNotFound, a constraint
+// violation what Constraint says. An error that already says which rule broke (or nil) is
+// returned as it is.
+func (d *Dialect) dbErr(op string, err error) error {
+	switch {
+	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) ||
+		errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrForbidden):
+		return err
+	case errors.Is(err, sql.ErrNoRows):
+		return d.fail(op, store.ErrNotFound)
+	}
+	kind, name, msg := d.Constraint(err)
+	if kind == nil {
+		return fmt.Errorf("%s: %s: %w", d.Name, op, err)
+	}
+	if w, ok := constraintWording[name]; ok {
+		msg = w
+	} else if strings.HasSuffix(name, "_pkey") {
+		msg = "the id is already taken"
+	}
+	return fmt.Errorf("%s: %s: %s: %w", d.Name, op, msg, kind)
+}
+
+// nullTime is the stored form of an optional time.
+func (d *Dialect) nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return d.Time(*t)
+}
+
+// scanTime reads a time column of either database: Unix nanoseconds (SQLite) or a timestamp
+// (PostgreSQL), as UTC. NULL leaves t nil.
+type scanTime struct{ t *time.Time }
+
+// Scan implements sql.Scanner.
+func (s scanTime) Scan(src any) error {
+	switch v := src.(type) {
+	case int64:
+		*s.t = time.Unix(0, v).UTC()
+	case time.Time:
+		*s.t = v.UTC()
+	default:
+		return fmt.Errorf("sqlstore: a time stored as %T", src)
+	}
+	return nil
+}
+
+// scanNullTime is scanTime for a column that may be NULL.
+type scanNullTime struct{ t **time.Time }
+
+// Scan implements sql.Scanner.
+func (s scanNullTime) Scan(src any) error {
+	if src == nil {
+		*s.t = nil
+		return nil
+	}
+	var t time.Time
+	if err := (scanTime{&t}).Scan(src); err != nil {
+		return err
+	}
+	*s.t = &t
+	return nil
+}
+
+// notBefore keeps an UpdatedAt from going back when the clock does (or when another node's
+// clock is behind).
+func notBefore(now, prev time.Time) time.Time {
+	if now.Before(prev) {
+		return prev
+	}
+	return now
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// scanner is a row to read: *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// collect reads every row with scan.
+func collect[T any](d *Dialect, rows *sql.Rows, op string, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, d.dbErr(op, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.dbErr(op, err)
+	}
+	return out, nil
+}
+
+// exists fails with store.ErrNotFound (saying what) when query finds no row.
+func (d *Dialect) exists(ctx context.Context, q Querier, op, query, what string, args ...any) error {
+	var one int
+	err := q.QueryRowContext(ctx, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d.failf(op, store.ErrNotFound, "%s", what)
+	}
+	return d.dbErr(op, err)
+}
+
+// Transactions is the WriteFunc of a database whose writers each take a connection of the pool
+// and run side by side (PostgreSQL): a transaction at the database's default isolation, ended
+// with ctx.
+func Transactions(db *sql.DB) WriteFunc {
+	return func(ctx context.Context, fn func(ctx context.Context, tx Querier) error) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(ctx, tx); err != nil {
+			_ = tx.Rollback() // the error that matters is fn's
+			return err
+		}
+		return tx.Commit()
+	}
+}
