@@ -53,6 +53,8 @@ var dialect = sqlstore.Dialect{
 		}
 		return kind, pe.ConstraintName, pe.Message
 	},
+	// READ COMMITTED would let each query of a read see other commits.
+	ReadTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 }
 
 // newEntities runs the entities on db, a database/sql view of the store's pool, each write in

@@ -58,6 +58,7 @@ type Store struct {
 	db *sql.DB
 
 	*entities // store.Entities, on db
+	*files    // store.Files, on db
 }
 
 var (
@@ -105,7 +106,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	return &Store{pool: pool, db: db, entities: newEntities(db)}, nil
+	return &Store{pool: pool, db: db, entities: newEntities(db), files: newFiles(db)}, nil
 }
 
 // Close closes the store's connections, waiting for those in use to be released.

@@ -44,12 +44,12 @@ var dialect = sqlstore.Dialect{
 		}
 		return store.ErrInvalid, "", err.Error()
 	},
+	// A read transaction of the read pool is a snapshot as it is.
+	ReadTx: nil,
 }
 
 // newEntities runs the entities' writes on the writer connection and their reads on the read
 // pool.
 func (s *Store) newEntities() *entities {
-	return sqlstore.NewEntities(dialect, s.r, func(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
-		return s.write(ctx, func(ctx context.Context, tx querier) error { return fn(ctx, tx) })
-	})
+	return sqlstore.NewEntities(dialect, s.r, s.writeSQL)
 }

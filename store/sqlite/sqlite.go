@@ -97,6 +97,7 @@ type Store struct {
 	ckpt *checkpointer
 
 	*entities // store.Entities, on the writer connection and the read pool
+	*files    // store.Files, likewise
 }
 
 var (
@@ -187,7 +188,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	s.r = r
-	s.entities = s.newEntities()
+	s.entities, s.files = s.newEntities(), s.newFiles()
 	if s.wc, err = w.Conn(context.Background()); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)

@@ -9,8 +9,8 @@
 // PostgreSQL's pool through pgx/v5/stdlib). Everything else, including which rows a write
 // locks, is here.
 //
-// What is here so far: the entities (store.Entities). The thread history, files and
-// variables are still each backend's own.
+// What is here so far: the entities (store.Entities) and the thread file system
+// (store.Files). The thread history and variables are still each backend's own.
 package sqlstore
 
 import (
@@ -55,6 +55,10 @@ type Dialect struct {
 	// data); name is the constraint's name when the database gives it, msg the database's
 	// words. kind is nil for any other error.
 	Constraint func(err error) (kind error, name, msg string)
+	// ReadTx are the options of a read that takes more than one query: it must see one
+	// snapshot. PostgreSQL needs REPEATABLE READ for that; a SQLite read transaction is one
+	// already, and its read pool's connections are read-only.
+	ReadTx *sql.TxOptions
 }
 
 // lock returns clause (such as "FOR SHARE") to end a SELECT with, or "" where writers take
