@@ -37,11 +37,28 @@ const (
 	sumScript     = `export default () => { let s = 0; for (let i = 1; i <= 1e6; i++) s += i; return JSON.stringify({ sum: s, items: [1, 2, 3], nested: { ok: true } }) }`
 )
 
-func benchRun(b *testing.B, src string) {
+func benchRun(b *testing.B, src string) { benchRunIn(b, Run, src) }
+
+// benchWorkers is benchRun in worker processes: kept between runs (the pool's default), or a
+// new one per run (cold).
+func benchWorkers(b *testing.B, cold bool, src string) {
+	cfg := WorkerConfig{}
+	if cold {
+		cfg.MaxIdle = -1
+	}
+	w, err := NewWorkers(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	benchRunIn(b, w.Run, src)
+}
+
+func benchRunIn(b *testing.B, run func(context.Context, Options) (*Result, error), src string) {
 	var l latencies
 	for b.Loop() {
 		l.time(func() {
-			r, err := Run(context.Background(), Options{Source: src})
+			r, err := run(context.Background(), Options{Source: src})
 			if err != nil || r.Status != StatusSuccess {
 				b.Fatalf("%v %+v", err, r)
 			}
@@ -78,8 +95,11 @@ const guardedCallsScript = `export default () => {
 // BenchmarkRun is a fresh interpreter per run, side by side with a fresh node process per run.
 func BenchmarkRun(b *testing.B) {
 	b.Run("sandbox/trivial", func(b *testing.B) { benchRun(b, trivialScript) })
+	b.Run("worker/trivial", func(b *testing.B) { benchWorkers(b, false, trivialScript) })
+	b.Run("worker-cold/trivial", func(b *testing.B) { benchWorkers(b, true, trivialScript) })
 	b.Run("node-process/trivial", func(b *testing.B) { benchNode(b, `console.log(JSON.stringify(1))`) })
 	b.Run("sandbox/sum-1e6-stringify", func(b *testing.B) { benchRun(b, sumScript) })
+	b.Run("worker/sum-1e6-stringify", func(b *testing.B) { benchWorkers(b, false, sumScript) })
 	b.Run("node-process/sum-1e6-stringify", func(b *testing.B) {
 		benchNode(b, `let s = 0; for (let i = 1; i <= 1e6; i++) s += i; console.log(JSON.stringify({ sum: s, items: [1, 2, 3], nested: { ok: true } }))`)
 	})

@@ -23,4 +23,10 @@
 //
 // A module without the default entry export runs for its side effects (its console output)
 // and returns null; an entry export that is not a function is itself the value.
+//
+// Runs execute in this process unless a program sends them to worker processes ([Workers],
+// [UseWorkers]; the program calls [WorkerMain] first in main). A worker can be killed, so a
+// terminated run stops using CPU within 50 ms even inside one long builtin call, which in this
+// process runs on to its end; and the code is kept out of the program's address space and
+// environment. The quiver command does this.
 package sandbox

@@ -45,3 +45,30 @@ func ExampleStart() {
 	fmt.Println(r.Status, r.ErrorMessage)
 	// Output: terminated the user cancelled
 }
+
+// A program that runs untrusted code sends it to worker processes: itself, started again. The
+// tests of this package call WorkerMain in TestMain, as main does here.
+func ExampleWorkers() {
+	// In main, before anything else:
+	sandbox.WorkerMain()
+
+	workers, err := sandbox.NewWorkers(sandbox.WorkerConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer workers.Close()
+	sandbox.UseWorkers(workers) // every sandbox.Start and Run from now on
+	defer sandbox.UseWorkers(nil)
+
+	r, err := sandbox.Run(context.Background(), sandbox.Options{
+		Source:  `export default () => { const a = new Float64Array([3, 1, 2]); a.sort(); return Array.from(a) }`,
+		Timeout: time.Second,
+	})
+	if err != nil {
+		fmt.Println("bad options:", err)
+		return
+	}
+	fmt.Println(r.Status, string(r.Value))
+	// Output: success [1,2,3]
+}

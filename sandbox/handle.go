@@ -42,13 +42,27 @@ type Handle struct {
 	truncated bool
 }
 
-// Start checks opts and starts the run on its own goroutine. An error means the options are
-// wrong (the code's own failures are in the Result). Cancelling ctx terminates the run.
+// Start checks opts and starts the run on its own goroutine: in this process, or in a worker
+// process when UseWorkers has set a pool. An error means the options are wrong (the code's own
+// failures are in the Result). Cancelling ctx terminates the run.
 func Start(ctx context.Context, opts Options) (*Handle, error) {
+	if w := defaultWorkers.Load(); w != nil {
+		return w.Start(ctx, opts)
+	}
 	c, err := opts.check()
 	if err != nil {
 		return nil, err
 	}
+	return begin(ctx, c, func(h *Handle) {
+		go h.interruptWhenStopped()
+		h.finish(h.execute(c))
+	}), nil
+}
+
+// begin makes the Handle of a run of c, terminates it at c's timeout or when ctx ends, and
+// calls execute on a goroutine of its own. execute must set the run's result (finish) and
+// return only once the interpreter has stopped.
+func begin(ctx context.Context, c *config, execute func(*Handle)) *Handle {
 	h := &Handle{start: time.Now(), done: make(chan struct{}), stopped: make(chan struct{}), stop: make(chan struct{})}
 	if ctx.Err() != nil {
 		// Decided before the run starts, so that no code runs for a caller that has gone.
@@ -56,15 +70,13 @@ func Start(ctx context.Context, opts Options) (*Handle, error) {
 	}
 	timer := time.AfterFunc(c.timeout, func() { h.Terminate("timed out after " + c.timeout.String()) })
 	unwatch := context.AfterFunc(ctx, func() { h.Terminate("cancelled: " + context.Cause(ctx).Error()) })
-	go h.interruptWhenStopped()
 	go func() {
-		r := h.execute(c)
+		execute(h)
 		timer.Stop()
 		unwatch()
-		h.finish(r)
 		close(h.stopped)
 	}()
-	return h, nil
+	return h
 }
 
 // Run starts a run and waits for its result.

@@ -29,9 +29,11 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/sandbox"
 	"github.com/quiverhq/quiver/schema"
 	_ "github.com/quiverhq/quiver/tools/clock" // built-in tools register themselves
 	_ "github.com/quiverhq/quiver/tools/runcode"
@@ -83,6 +85,8 @@ Exit status: 0 success, 1 the call returned an error result, 2 usage error.
 `
 
 func main() {
+	// First: this program is also the sandbox's worker process (see sandboxWorkers).
+	sandbox.WorkerMain()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -135,7 +139,23 @@ type app struct {
 	streamedTurn string
 }
 
+// sandboxWorkers runs the code of run_code and of JavaScript tools in worker processes (this
+// program started again), made once per process and shared by every command: a run that
+// overruns its timeout is killed, so it stops using CPU within moments however it loops, and
+// the code never shares an address space or an environment with the server's secrets. Workers
+// start at the first run; they exit when this process does (their input ends).
+var sandboxWorkers = sync.OnceValues(func() (*sandbox.Workers, error) {
+	w, err := sandbox.NewWorkers(sandbox.WorkerConfig{})
+	if err == nil {
+		sandbox.UseWorkers(w)
+	}
+	return w, err
+})
+
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if _, err := sandboxWorkers(); err != nil {
+		fmt.Fprintf(stderr, "quiver: warning: code runs inside this process, where an overrunning run cannot be killed: %v\n", err)
+	}
 	a := &app{registry: quiver.Default, stdin: stdin, stdout: stdout, stderr: stderr}
 	return a.run(ctx, args)
 }

@@ -34,14 +34,14 @@ type area struct {
 
 var areas = []area{
 	{"sandbox: escapes, memory, runaway code, deadlines", "./sandbox",
-		"^(TestMemoryBombs|TestRunawayCode|TestNoHostCapabilities|TestNoSharedState|TestConcurrentRuns|TestHostStaysHealthy|TestDeadline.*|TestAbandoned.*)$"},
+		"^(TestMemoryBombs|TestRunawayCode|TestNoHostCapabilities|TestNoSharedState|TestConcurrentRuns|TestHostStaysHealthy|TestDeadline.*|TestAbandoned.*|TestWorkers.*|TestWorkerEnvironmentIsEmpty)$"},
 	{"run_code: limits and fair sharing", "./tools/runcode", "^(TestConcurrencyLimit|TestTimeoutCapped|TestFair.*|TestPerOwner.*|TestSlotHeld.*)$"},
 	{"secret masking", ".", "^(TestSecretsMasked|TestSecretTransformationsMasked|TestSecretsMaskedOnTimeout|TestMaskingScope|TestMaskingCoversEveryField|TestNestedCallsInheritSecrets)$"},
 	{"result size cap", ".", "^TestResultLimit"},
 	{"tool names", ".", "^TestRegistryRefusesInvalidNames$"},
 	{"MCP over HTTP: sessions, hosts, bad requests", "./mcp", "^(TestSessionLimits|TestSessionLimitWithTheSDKClient|TestSessionFloodMemory|TestRequestWithoutSession|TestHostCheck)$"},
 	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap)", "./cmd/quiver",
-		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestToolsAddRefusesInvalidNames)$"},
+		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames)$"},
 }
 
 // event is a line of go test -json.
