@@ -80,6 +80,8 @@ var sections = []section{
 	{"Sandbox: a fresh interpreter per run, against a fresh node process per run", []row{
 		{"sandbox.Run, trivial script, p50 µs", figure{"sandbox:BenchmarkRun/sandbox/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/node-process/trivial", "p50-µs"}, "x node"},
 		{"run_code through the dispatcher, trivial, p50 µs", figure{"runcode:BenchmarkRunCode/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/node-process/trivial", "p50-µs"}, "x node"},
+		{"in a worker process (as quiver runs code), trivial, p50 µs", figure{"sandbox:BenchmarkRun/worker/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/sandbox/trivial", "p50-µs"}, "x in process"},
+		{"in a new worker process each run, trivial, p50 µs", figure{"sandbox:BenchmarkRun/worker-cold/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/node-process/trivial", "p50-µs"}, "x node"},
 	}},
 }
 

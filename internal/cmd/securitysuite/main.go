@@ -33,7 +33,7 @@ type area struct {
 }
 
 var areas = []area{
-	{"sandbox: escapes, memory, runaway code, deadlines", "./sandbox",
+	{"sandbox: escapes, memory, runaway code, deadlines, worker processes", "./sandbox",
 		"^(TestMemoryBombs|TestRunawayCode|TestNoHostCapabilities|TestNoSharedState|TestConcurrentRuns|TestHostStaysHealthy|TestDeadline.*|TestAbandoned.*|TestWorkers.*|TestWorkerEnvironmentIsEmpty)$"},
 	{"run_code: limits and fair sharing", "./tools/runcode", "^(TestConcurrencyLimit|TestTimeoutCapped|TestFair.*|TestPerOwner.*|TestSlotHeld.*)$"},
 	{"secret masking", ".", "^(TestSecretsMasked|TestSecretTransformationsMasked|TestSecretsMaskedOnTimeout|TestMaskingScope|TestMaskingCoversEveryField|TestNestedCallsInheritSecrets)$"},
