@@ -53,6 +53,8 @@ var dialect = sqlstore.Dialect{
 		}
 		return kind, pe.ConstraintName, pe.Message
 	},
+	// The default collation follows the database's locale.
+	Bytewise: ` COLLATE "C"`,
 	// READ COMMITTED would let each query of a read see other commits.
 	ReadTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 }

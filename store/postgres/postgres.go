@@ -57,8 +57,9 @@ type Store struct {
 	// db is database/sql over the same pool (pgx/v5/stdlib), for the SQL both backends share.
 	db *sql.DB
 
-	*entities // store.Entities, on db
-	*files    // store.Files, on db
+	*entities  // store.Entities, on db
+	*files     // store.Files, on db
+	*variables // store.Variables, on db
 }
 
 var (
@@ -106,7 +107,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	return &Store{pool: pool, db: db, entities: newEntities(db), files: newFiles(db)}, nil
+	return &Store{pool: pool, db: db, entities: newEntities(db), files: newFiles(db), variables: newVariables(db)}, nil
 }
 
 // Close closes the store's connections, waiting for those in use to be released.

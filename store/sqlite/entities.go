@@ -44,6 +44,8 @@ var dialect = sqlstore.Dialect{
 		}
 		return store.ErrInvalid, "", err.Error()
 	},
+	// Text compares byte by byte (BINARY) unless told otherwise.
+	Bytewise: "",
 	// A read transaction of the read pool is a snapshot as it is.
 	ReadTx: nil,
 }

@@ -96,8 +96,9 @@ type Store struct {
 	// ckpt checkpoints the log off the writer's path (see checkpoint.go).
 	ckpt *checkpointer
 
-	*entities // store.Entities, on the writer connection and the read pool
-	*files    // store.Files, likewise
+	*entities  // store.Entities, on the writer connection and the read pool
+	*files     // store.Files, likewise
+	*variables // store.Variables, likewise
 }
 
 var (
@@ -188,7 +189,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	s.r = r
-	s.entities, s.files = s.newEntities(), s.newFiles()
+	s.entities, s.files, s.variables = s.newEntities(), s.newFiles(), s.newVariables()
 	if s.wc, err = w.Conn(context.Background()); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)

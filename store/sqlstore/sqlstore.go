@@ -9,8 +9,8 @@
 // PostgreSQL's pool through pgx/v5/stdlib). Everything else, including which rows a write
 // locks, is here.
 //
-// What is here so far: the entities (store.Entities) and the thread file system
-// (store.Files). The thread history and variables are still each backend's own.
+// What is here so far: the entities (store.Entities), the thread file system (store.Files)
+// and variables (store.Variables). The thread history is still each backend's own.
 package sqlstore
 
 import (
@@ -55,6 +55,9 @@ type Dialect struct {
 	// data); name is the constraint's name when the database gives it, msg the database's
 	// words. kind is nil for any other error.
 	Constraint func(err error) (kind error, name, msg string)
+	// Bytewise is the clause that makes an ORDER BY of text compare bytes, as names are
+	// listed: SQLite's default; PostgreSQL's default follows the database's locale.
+	Bytewise string
 	// ReadTx are the options of a read that takes more than one query: it must see one
 	// snapshot. PostgreSQL needs REPEATABLE READ for that; a SQLite read transaction is one
 	// already, and its read pool's connections are read-only.
