@@ -2,18 +2,14 @@ package postgres
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
 // ErrSchemaTooNew is returned by Open when the database was migrated by a newer version of
@@ -21,53 +17,15 @@ import (
 // touch it rather than guess. Upgrade the binary (or point it at another schema).
 var ErrSchemaTooNew = errors.New("postgres: the database schema is newer than this build of quiver")
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
+// migrations are the steps of the schema, PostgreSQL's side of sqlstore's list.
+var migrations = mustLoadMigrations()
 
-// A migration is one numbered step of the schema: migrations/NNNN_name.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations are the embedded steps in order, numbered 1, 2, 3... without gaps.
-var migrations = mustLoadMigrations(migrationFiles)
-
-func mustLoadMigrations(fsys fs.FS) []migration {
-	ms, err := loadMigrations(fsys)
+func mustLoadMigrations() []sqlstore.Migration {
+	ms, err := sqlstore.Migrations(dialect.Name)
 	if err != nil {
 		panic(err) // the embedded files are part of the build: a test catches this first
 	}
 	return ms
-}
-
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names {
-		base := path.Base(name)
-		num, rest, ok := strings.Cut(strings.TrimSuffix(base, ".sql"), "_")
-		version, err := strconv.Atoi(num)
-		if !ok || err != nil || version <= 0 {
-			return nil, fmt.Errorf("postgres: migration %s: want a name like 0001_what.sql", base)
-		}
-		sql, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: version, name: rest, sql: string(sql)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("postgres: migration %d (%s) found where %d was due: versions must run 1, 2, 3... without gaps or repeats", m.version, m.name, i+1)
-		}
-	}
-	return ms, nil
 }
 
 // latestVersion is the schema version this build migrates to.
@@ -123,11 +81,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, lockName, createSchema str
 				ErrSchemaTooNew, current, latestVersion())
 		}
 		for _, m := range migrations[current:] {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("postgres: migrate: apply %04d_%s: %w", m.version, m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("postgres: migrate: apply %s: %w", m.File, err)
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-				return fmt.Errorf("postgres: migrate: record %04d_%s: %w", m.version, m.name, err)
+			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+				return fmt.Errorf("postgres: migrate: record %s: %w", m.File, err)
 			}
 		}
 		return nil

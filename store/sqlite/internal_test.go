@@ -52,7 +52,7 @@ func TestMigrationFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) == 0 || ms[0].version != 1 {
+	if len(ms) == 0 || ms[0].Version != 1 {
 		t.Fatalf("migrations: %+v", ms)
 	}
 }

@@ -3,54 +3,19 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
 // ErrSchemaTooNew is returned by Open for a database whose schema was written by a newer
 // version of this package: it has migrations this build does not know.
 var ErrSchemaTooNew = errors.New("the database schema is newer than this program knows")
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// migration is one numbered schema change.
-type migration struct {
-	version int
-	name    string // the file name
-	sql     string
-}
-
-// migrations returns the embedded migrations in order; their numbers must run 1, 2, 3...
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries { // ReadDir sorts by name
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || len(num) != 4 {
-			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", e.Name())
-		}
-		if v != len(out)+1 {
-			return nil, fmt.Errorf("migration %s: want number %04d", e.Name(), len(out)+1)
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	return out, nil
-}
+// migrations are the steps of the schema, SQLite's side of sqlstore's list.
+func migrations() ([]sqlstore.Migration, error) { return sqlstore.Migrations(dialect.Name) }
 
 // migrate brings the schema up to date, one migration per transaction. Every transaction
 // re-reads the version under the write lock, so processes opening the same file at once apply
@@ -70,7 +35,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // migrateOne applies the first migration the database lacks, and reports whether there was
 // none left.
-func migrateOne(ctx context.Context, db *sql.DB, ms []migration) (done bool, err error) {
+func migrateOne(ctx context.Context, db *sql.DB, ms []sqlstore.Migration) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: holds the write lock from the start
 	if err != nil {
 		return false, fmt.Errorf("migrate: begin: %w", err)
@@ -94,15 +59,17 @@ func migrateOne(ctx context.Context, db *sql.DB, ms []migration) (done bool, err
 		return true, tx.Commit()
 	}
 	m := ms[current]
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return false, fmt.Errorf("migration %s: %w", m.name, err)
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.File, err)
 	}
+	// The file's name, as before the files moved to sqlstore (0001_init.sql then): the version
+	// is what counts.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixNano()); err != nil {
-		return false, fmt.Errorf("migration %s: %w", m.name, err)
+		m.Version, m.File, time.Now().UnixNano()); err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.File, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("migration %s: %w", m.name, err)
+		return false, fmt.Errorf("migration %s: %w", m.File, err)
 	}
 	return false, nil
 }

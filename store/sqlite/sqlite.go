@@ -42,8 +42,8 @@
 // (store.Variables) and the entities of store.Entities (workspaces, users, memberships,
 // schemas, functions and their versions, tools).
 //
-// Migrations live in the migrations directory of this package as numbered SQL files
-// (0001_init.sql, 0002_...). Open applies the ones a database lacks, each in its own
+// Migrations are numbered SQL files beside PostgreSQL's in store/sqlstore/migrations
+// (0001_threads_messages.sqlite.sql, 0002_...). Open applies the ones a database lacks, each in its own
 // transaction, and records them in the schema_migrations table; a database written by a newer
 // version of this package is refused with ErrSchemaTooNew.
 package sqlite
