@@ -138,8 +138,11 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 func (s *Server) SDK() *sdk.Server { return s.srv }
 
 // Run serves one session over t (an [sdk.StdioTransport] for stdio) until the client
-// disconnects or ctx is done.
-func (s *Server) Run(ctx context.Context, t sdk.Transport) error { return s.srv.Run(ctx, t) }
+// disconnects or ctx is done. When the client's input ends, the requests already read are
+// answered first.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	return s.srv.Run(ctx, drainingTransport{t})
+}
 
 // Connect starts a session over t and returns at once; for in-process clients and tests.
 func (s *Server) Connect(ctx context.Context, t sdk.Transport) (*sdk.ServerSession, error) {

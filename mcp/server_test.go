@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -539,6 +540,41 @@ func TestToolsChangedNotifiesClients(t *testing.T) {
 		t.Fatal("no tools/list_changed notification")
 	}
 }
+
+// Requests read before the client's input ended are answered before the session ends: with
+// the SDK alone, `echo '{...initialize...}' | quiver mcp stdio` printed nothing.
+func TestStdioAnswersWhatWasReadBeforeTheEnd(t *testing.T) {
+	d := &quiver.Dispatcher{Registry: fixtureTools(t, &blockSignals{})}
+	srv := qmcp.NewServer(d, nil)
+	in := strings.NewReader(initBody + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"steps","arguments":{}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"greet","arguments":{"name":"pipe"}}}` + "\n")
+	var out bytes.Buffer
+	if err := srv.Run(context.Background(), &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{&out}}); err != nil &&
+		!errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	answers := map[string]string{}
+	for line := range strings.Lines(out.String()) {
+		var m struct {
+			ID     json.RawMessage
+			Result json.RawMessage
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.ID != nil {
+			answers[string(m.ID)] = string(m.Result)
+		}
+	}
+	for id, want := range map[string]string{"1": `"protocolVersion"`, "2": "stepped", "3": "Hello, pipe!"} {
+		if !strings.Contains(answers[id], want) {
+			t.Errorf("request %s: answer %q, want one containing %s; all output:\n%s", id, answers[id], want, out.String())
+		}
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 func TestStdioBadInput(t *testing.T) {
 	d := &quiver.Dispatcher{Registry: fixtureTools(t, &blockSignals{})}

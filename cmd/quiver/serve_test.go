@@ -350,3 +350,16 @@ func TestServeOffersStoredJavaScriptTools(t *testing.T) {
 		t.Fatalf("weather over MCP: error %v, %s", res.IsError, b)
 	}
 }
+
+// quiver mcp stdio answers every request it read before its input ended, as a pipe gives them:
+// `echo '{...initialize...}' | quiver mcp stdio` printed nothing and exited 0.
+func TestMCPStdioAnswersBeforeItsInputEnds(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"echo","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_code","arguments":{"code":"export default () => 6 * 7"}}}` + "\n"
+	code, stdout, stderr := runCLI(t, in, "mcp", "stdio", "--db", filepath.Join(t.TempDir(), "q.db"))
+	if code != exitOK || !strings.Contains(stdout, `"id":1,"result":{"capabilities"`) || !strings.Contains(stdout, `"id":2,"result":{"content"`) ||
+		!strings.Contains(stdout, `\"value\":42`) {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+}
