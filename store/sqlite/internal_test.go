@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/quiverhq/quiver/store"
 )
 
 // TestConnectionSettings checks the pragmas each pool runs with.
@@ -154,6 +156,39 @@ func TestCancelledWritesNeverWedgeTheWriter(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("write %d after a cancelled one: %v", i, err)
+		}
+	}
+}
+
+// TestDialectConstraint checks that the dialect tells SQLite's constraint violations apart, as
+// the shared SQL reports them: the checks before each write leave them to races, so the store's
+// methods alone never reach them on SQLite.
+func TestDialectConstraint(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.wc.ExecContext(ctx, `INSERT INTO users (id, email, email_key, name, created_at) VALUES ('usr_1', 'a@b', 'a@b', '', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, sql string
+		want      error
+	}{
+		{"primary key", `INSERT INTO users (id, email, email_key, name, created_at) VALUES ('usr_1', 'c@d', 'c@d', '', 0)`, store.ErrConflict},
+		{"unique", `INSERT INTO users (id, email, email_key, name, created_at) VALUES ('usr_2', 'a@b', 'a@b', '', 0)`, store.ErrConflict},
+		{"foreign key", `INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ('wsp_none', 'usr_1', 'admin', 0)`, store.ErrNotFound},
+		{"check", `INSERT INTO workspaces (id, name, retention_tier, created_at, updated_at) VALUES ('wsp_1', 'w', 'forever', 0, 0)`, store.ErrInvalid},
+		{"not a constraint", `INSERT INTO no_such_table VALUES (1)`, nil},
+	} {
+		_, err := s.wc.ExecContext(ctx, tc.sql)
+		if err == nil {
+			t.Fatalf("%s: no error", tc.name)
+		}
+		if kind, _, msg := dialect.Constraint(err); kind != tc.want || (kind != nil && msg == "") {
+			t.Errorf("%s: %v: kind %v, message %q; want %v", tc.name, err, kind, msg, tc.want)
 		}
 	}
 }
