@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Each dispatches calls one after another, in order (X1): the way calls from one model step
+// Each dispatches calls one after another, in order: the way calls from one model step
 // run. It stops early only when the runtime fails (recording a result), returning the results
 // so far and the error.
 func (d *Dispatcher) Each(ctx context.Context, calls ...Call) ([]*Result, error) {
@@ -21,7 +21,7 @@ func (d *Dispatcher) Each(ctx context.Context, calls ...Call) ([]*Result, error)
 	return out, nil
 }
 
-// All dispatches calls concurrently and returns every result, in the order of calls (M5).
+// All dispatches calls concurrently and returns every result, in the order of calls.
 // The error joins the runtime failures, if any.
 func (d *Dispatcher) All(ctx context.Context, calls ...Call) ([]*Result, error) {
 	out := make([]*Result, len(calls))
@@ -34,8 +34,8 @@ func (d *Dispatcher) All(ctx context.Context, calls ...Call) ([]*Result, error) 
 	return out, errors.Join(errs...)
 }
 
-// Any dispatches calls concurrently and returns the first successful result and its index
-// (M5); the other calls are cancelled once it arrives. If none succeeds it returns the index
+// Any dispatches calls concurrently and returns the first successful result and its index;
+// the other calls are cancelled once it arrives. If none succeeds it returns the index
 // and result of the first call's failure. It waits for every call to settle, so that no
 // handler outlives it unobserved.
 func (d *Dispatcher) Any(ctx context.Context, calls ...Call) (int, *Result, error) {
@@ -43,7 +43,7 @@ func (d *Dispatcher) Any(ctx context.Context, calls ...Call) (int, *Result, erro
 }
 
 // Race dispatches calls concurrently and returns the first result to settle, success or
-// failure, and its index (M5); the other calls are cancelled. Like Any, it returns once every
+// failure, and its index; the other calls are cancelled. Like Any, it returns once every
 // call has settled (a handler that ignores cancellation delays it by up to the Grace period),
 // so that no handler outlives it unobserved.
 func (d *Dispatcher) Race(ctx context.Context, calls ...Call) (int, *Result, error) {

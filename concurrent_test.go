@@ -57,7 +57,7 @@ func TestEachRunsInOrder(t *testing.T) {
 	if len(results) != 5 {
 		t.Fatalf("%d results", len(results))
 	}
-	// A failed call does not stop the others (R3).
+	// A failed call does not stop the others.
 	for i, r := range results {
 		switch i {
 		case 2:

@@ -2,7 +2,7 @@ package quiver
 
 import "context"
 
-// Scope identifies who a call runs for (X3).
+// Scope identifies who a call runs for.
 type Scope struct {
 	AgentID     string `json:"agent_id,omitempty"`
 	UserID      string `json:"user_id,omitempty"`
@@ -10,7 +10,7 @@ type Scope struct {
 	ThreadID    string `json:"thread_id,omitempty"`
 }
 
-// Execution is the state of the run a call belongs to (X3).
+// Execution is the state of the run a call belongs to.
 type Execution struct {
 	// StepCount is the number of model steps taken so far in the run.
 	StepCount int `json:"step_count"`

@@ -26,9 +26,9 @@ type Call struct {
 	// Args is the JSON object of arguments. Empty or null means no arguments. After decoding
 	// it holds the arguments the handler receives: defaults applied, meta-fields removed.
 	Args json.RawMessage `json:"args,omitempty"`
-	// Reasoning is the model's _reasoningForCall: stored with the call, never passed on (L4).
+	// Reasoning is the model's _reasoningForCall: stored with the call, never passed on.
 	Reasoning string `json:"reasoning,omitempty"`
-	// Output is the model's _output, the result of a latent tool (M1).
+	// Output is the model's _output, the result of a latent tool.
 	Output json.RawMessage `json:"output,omitempty"`
 	// Meta holds the other meta-fields of the call (_outputPath, _instance, _delegate, ...).
 	Meta map[string]json.RawMessage `json:"meta,omitempty"`
@@ -36,7 +36,7 @@ type Call struct {
 	// it through (a resumed run carries the persisted decision here). It is never read from
 	// JSON: a client must not be able to approve its own call.
 	Approved bool `json:"-"`
-	// NoRecord runs the call through the whole pipeline without recording the result (X9).
+	// NoRecord runs the call through the whole pipeline without recording the result.
 	NoRecord bool `json:"-"`
 
 	tool          *Tool
@@ -49,13 +49,13 @@ type Call struct {
 // Tool returns the tool the call resolved to, or nil before lookup (and for unknown names).
 func (c *Call) Tool() *Tool { return c.tool }
 
-// Handler runs a call and always returns a result: every failure is an error result (R3).
+// Handler runs a call and always returns a result: every failure is an error result.
 type Handler func(ctx context.Context, call *Call) *Result
 
 // Middleware wraps a handler; see [Dispatcher.Middleware] for where in the pipeline it runs.
 type Middleware func(Handler) Handler
 
-// Hooks observe and shape execution (X8). Each may be nil.
+// Hooks observe and shape execution. Each may be nil.
 type Hooks struct {
 	// BeforeCall runs once the call is validated and confirmed, just before its variables are
 	// resolved and it executes, so it sees the arguments that will run (edited ones included);
@@ -84,7 +84,7 @@ type Recorder interface {
 // DecisionAction is what a person decided about a call that needs confirmation.
 type DecisionAction string
 
-// Confirmation decisions (X6).
+// Confirmation decisions.
 const (
 	Approve DecisionAction = "approve"
 	// Edit approves the call with edited arguments, which are validated again.
@@ -106,7 +106,7 @@ type Decision struct {
 // Confirmer asks for a decision on a call to a tool that requires confirmation.
 type Confirmer func(ctx context.Context, call *Call) (Decision, error)
 
-// Dispatcher runs calls through one pipeline, whoever makes them (X1, X9):
+// Dispatcher runs calls through one pipeline, whoever makes them:
 //
 //	policy -> lookup -> decode and validate (defaults, meta-fields) -> confirmation gate
 //	-> BeforeCall hook -> variables -> Middleware -> execute (timeout, cancellation,
@@ -118,7 +118,7 @@ type Confirmer func(ctx context.Context, call *Call) (Decision, error)
 type Dispatcher struct {
 	// Registry holds the tools; nil means Default.
 	Registry *Registry
-	// Policy restricts which tools may be called (P4).
+	// Policy restricts which tools may be called.
 	Policy Policy
 	// Resolver supplies the values of declared variables; nil resolves none.
 	Resolver VariableResolver
@@ -145,7 +145,7 @@ type Dispatcher struct {
 	MaxResultBytes int
 	// RecordTimeout bounds recording a result when the caller's context can end; zero means
 	// 10 seconds. The record does not share the caller's cancellation: a run cancelled while
-	// its tool ran must still store what the tool did, or a resume would run it again (X2).
+	// its tool ran must still store what the tool did, or a resume would run it again.
 	RecordTimeout time.Duration
 
 	once      sync.Once
@@ -263,7 +263,7 @@ func withheld(c *Call, r *Result) *Result {
 }
 
 // Call dispatches a call to name with args given as any JSON-encodable value (or
-// json.RawMessage), for code invoking tools (X9).
+// json.RawMessage), for code invoking tools.
 func (d *Dispatcher) Call(ctx context.Context, name string, args any) (*Result, error) {
 	raw, ok := args.(json.RawMessage)
 	if !ok && args != nil {
@@ -705,7 +705,7 @@ func stopped(parent context.Context, c *Call, timeout time.Duration) *Result {
 }
 
 // ArgsForHistory returns a call's arguments as they may be sent back to a provider in the
-// assistant message that made the call (X5): unchanged when they are a JSON object, else {}.
+// assistant message that made the call: unchanged when they are a JSON object, else {}.
 // Providers reject a conversation whose tool-call arguments are not an object; what was wrong
 // with them is already in the call's error result.
 func ArgsForHistory(args json.RawMessage) json.RawMessage {

@@ -412,7 +412,7 @@ func (w *maskWriter) flush() {
 }
 
 // redact masks the call's secrets in everything r carries that could reach a model, a log or
-// a person (R4): text, structured value, error, stack, problems, content and attachment
+// a person: text, structured value, error, stack, problems, content and attachment
 // metadata, and the data of content and attachments.
 func redact(r *Result, m *masker) {
 	r.Text = m.Replace(r.Text)

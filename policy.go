@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Policy decides which tools an agent may see and call (P1-P4). Its effective set is the tools
+// Policy decides which tools an agent may see and call. Its effective set is the tools
 // bound to it, that are enabled, that Allow permits (an empty Allow permits all), minus Deny:
 // deny always wins. Entries are tool names or path.Match patterns such as "github.*".
 //
@@ -18,12 +18,12 @@ type Policy struct {
 	Bound []string `json:"bound"`
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
-	// Parents are the policies this one is restricted by (P2): a tool must be permitted by
+	// Parents are the policies this one is restricted by: a tool must be permitted by
 	// every one of them too. Within adds to it; it is kept when the policy is stored.
 	Parents []Policy `json:"parents,omitempty"`
 }
 
-// Within returns p restricted by parent as well (P2): a tool is permitted only if p and parent
+// Within returns p restricted by parent as well: a tool is permitted only if p and parent
 // (with parent's own parents) permit it, so a sub-agent never has more than the agent that
 // spawned it, however deep the chain.
 func (p Policy) Within(parent Policy) Policy {

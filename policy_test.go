@@ -151,7 +151,7 @@ func TestPolicyDeniedCallNeverRuns(t *testing.T) {
 	if ran {
 		t.Error("a denied tool ran")
 	}
-	// Code invoking the tool goes through the same gate (X9).
+	// Code invoking the tool goes through the same gate.
 	res, err := d.Call(context.Background(), "rm_rf", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func WithReporter(ctx context.Context, r Reporter) context.Context {
 // ReportProgress tells whoever made the running call how far it has come: done units of work
 // out of total (0 when the total is unknown), with an optional message. It does nothing when
 // no [Reporter] listens, so a tool can call it unconditionally. Secret values of the call's
-// variables are masked in the message, as in results (R4).
+// variables are masked in the message, as in results.
 func ReportProgress(ctx context.Context, done, total float64, message string) {
 	r, _ := ctx.Value(reporterKey{}).(Reporter)
 	if r == nil {

@@ -22,7 +22,7 @@ type Registry struct {
 	activities map[string]ToolFunc
 }
 
-// Default is the registry tools register into at import time (T5): a package that defines a
+// Default is the registry tools register into at import time: a package that defines a
 // tool calls [MustRegister] in an init function, and a program gets the tool by importing the
 // package, even blank.
 var Default = &Registry{}
@@ -55,7 +55,7 @@ const NameRule = `a tool name is 1 to 128 characters: words of letters, digits, 
 
 // CheckName returns an error that states [NameRule] when name does not follow it. A name that
 // follows it but not the convention (snake_case, 1 to 64 characters of [a-zA-Z0-9_-]) is
-// valid: Register accepts it with a warning (T6).
+// valid: Register accepts it with a warning.
 func CheckName(name string) error {
 	if len(name) > MaxNameLength || !validName.MatchString(name) {
 		return fmt.Errorf("the tool name %q is refused: %s", truncateName(name), NameRule)
@@ -71,8 +71,8 @@ func truncateName(s string) string {
 }
 
 // Register adds tools. A name already registered, or that does not follow [NameRule], is an
-// error and nothing is added (T5); a name that follows the rule but is not snake_case of 1 to
-// 64 [a-zA-Z0-9_-] characters is added with a warning (T6), and mapped safely for providers
+// error and nothing is added; a name that follows the rule but is not snake_case of 1 to
+// 64 [a-zA-Z0-9_-] characters is added with a warning, and mapped safely for providers
 // that reject it.
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
@@ -111,7 +111,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 	return nil
 }
 
-// nameWarning says how name departs from the convention (T6), or "" if it does not.
+// nameWarning says how name departs from the convention, or "" if it does not.
 func nameWarning(name string) string {
 	switch {
 	case !providerSafeName.MatchString(name):
@@ -166,7 +166,7 @@ func (r *Registry) Tools() []*Tool {
 	return out
 }
 
-// RegisterActivity binds code to schema-only tools (M1): a tool whose Spec.Activity is name,
+// RegisterActivity binds code to schema-only tools: a tool whose Spec.Activity is name,
 // or a tool named name with no activity of its own, is executed by fn. A duplicate name is an
 // error.
 func (r *Registry) RegisterActivity(name string, fn ToolFunc) error {
@@ -185,7 +185,7 @@ func (r *Registry) RegisterActivity(name string, fn ToolFunc) error {
 	return nil
 }
 
-// activity returns the code that executes t (M1): its own function, else the activity its
+// activity returns the code that executes t: its own function, else the activity its
 // spec names, else the activity registered under its name; nil means t is latent. A tool that
 // names an activity is never latent: if neither that activity nor one under the tool's name
 // is registered, that is an error, so that a model cannot invent the result of code that was

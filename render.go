@@ -21,12 +21,12 @@ func ToolSchemas(r *Registry, tools []*Tool) []schema.ToolSchema {
 	return out
 }
 
-// Render renders the tools the policy permits in dialect d (L1).
+// Render renders the tools the policy permits in dialect d.
 func (d *Dispatcher) Render(dialect schema.Dialect) (*schema.ToolSet, error) {
 	return schema.Render(dialect, ToolSchemas(d.registry(), d.Tools()))
 }
 
-// Compose returns the composed {calls, output} schema over the permitted tools (L2); see
+// Compose returns the composed {calls, output} schema over the permitted tools; see
 // [schema.Compose]. A nil output means the final answer is text.
 func (d *Dispatcher) Compose(output *schema.Schema) (*schema.Schema, error) {
 	return schema.Compose(ToolSchemas(d.registry(), d.Tools()), output)
@@ -85,7 +85,7 @@ func ParseComposed(data []byte) ([]Call, json.RawMessage, error) {
 	return calls, doc.Output, nil
 }
 
-// RenderExamples writes the tools' examples as text for the system prompt (L3), or "" when
+// RenderExamples writes the tools' examples as text for the system prompt, or "" when
 // none has any.
 func RenderExamples(tools []*Tool) string {
 	var b strings.Builder

@@ -74,7 +74,7 @@ func TestRender(t *testing.T) {
 			}
 		})
 	}
-	// A tool without arguments is offered an empty object (T1).
+	// A tool without arguments is offered an empty object.
 	set, err := d.Render(schema.OpenAI)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ const (
 	CodeTooManyCalls Code = "too_many_calls"
 )
 
-// Result is what every call yields (R1): a status, text for the model, an optional structured
+// Result is what every call yields: a status, text for the model, an optional structured
 // value, and on failure an error message and optionally a stack that is never shown to the model.
 type Result struct {
 	Status Status `json:"status"`
@@ -107,7 +107,7 @@ func Text(s string) *Result { return &Result{Status: StatusSuccess, Text: s} }
 // ContentType is the kind of a content item.
 type ContentType string
 
-// Content types (R2). Audio and resource follow MCP's content model.
+// Content types. Audio and resource follow MCP's content model.
 const (
 	ContentText     ContentType = "text"
 	ContentImage    ContentType = "image"
@@ -132,7 +132,7 @@ func ImageContent(data []byte, mimeType string) Content {
 	return Content{Type: ContentImage, Data: base64.StdEncoding.EncodeToString(data), MimeType: mimeType}
 }
 
-// Attachment is a file a tool returns (R5): either new data (Data set, stored by the runtime
+// Attachment is a file a tool returns: either new data (Data set, stored by the runtime
 // under /attachments/ in the thread's file system) or a reference to a file already stored
 // there (Type "file" with ID and Path), which passes through unchanged.
 type Attachment struct {
@@ -188,7 +188,7 @@ func (a *Attachment) Validate() error {
 	return CheckPath(a.Path)
 }
 
-// CheckPath checks a path in a thread's file system (R6): absolute, clean (no . or ..
+// CheckPath checks a path in a thread's file system: absolute, clean (no . or ..
 // segments, no doubled slashes), valid UTF-8, no NUL, at most 1024 bytes.
 func CheckPath(p string) error {
 	switch {
@@ -217,7 +217,7 @@ func CheckPath(p string) error {
 	return nil
 }
 
-// normalize turns whatever a handler returned into a Result (R1): a *Result or Result as is, a
+// normalize turns whatever a handler returned into a Result: a *Result or Result as is, a
 // string as text, Content items as content, json.RawMessage as a structured value, any other
 // value as its JSON encoding; a non-nil error makes it an error result. Results the handler
 // built itself go through checkResult; those built here are well-formed by construction.

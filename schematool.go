@@ -10,7 +10,7 @@ import (
 	"github.com/quiverhq/quiver/schema"
 )
 
-// ParseSchemaTool builds a tool from a pure JSON Schema definition (T4), the form of seed 002:
+// ParseSchemaTool builds a tool from a pure JSON Schema definition, the form of seed 002:
 //
 //	{"type": "object", "description": "Analyzes text sentiment",
 //	 "properties": {

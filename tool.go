@@ -34,7 +34,7 @@ const (
 )
 
 // Example is a sample call (arguments and optionally the result), shown to the model to steer
-// how it calls the tool (L3).
+// how it calls the tool.
 type Example struct {
 	Args   json.RawMessage `json:"args"`
 	Result json.RawMessage `json:"result,omitempty"`
@@ -50,19 +50,19 @@ type Spec struct {
 	// InputSchema describes the arguments; its root must be an object schema. Nil means the
 	// tool takes no arguments (the model is offered an empty object).
 	InputSchema *schema.Schema
-	// OutputSchema, when set, is the contract a structured result is checked against (S4).
+	// OutputSchema, when set, is the contract a structured result is checked against.
 	OutputSchema *schema.Schema
 	Examples     []Example
 	// Variables are the thread variables the tool needs; only these reach its handler.
 	Variables []Variable
 	Target    Target
-	// RequiresConfirmation makes the dispatcher ask a person before the tool runs (X6).
+	// RequiresConfirmation makes the dispatcher ask a person before the tool runs.
 	RequiresConfirmation bool
 	// Timeout bounds one execution; zero means the dispatcher's default.
 	Timeout time.Duration
-	// Disabled hides the tool from models and refuses calls to it (P3).
+	// Disabled hides the tool from models and refuses calls to it.
 	Disabled bool
-	// Activity names the code that executes a schema-only tool (M1). Empty means the activity
+	// Activity names the code that executes a schema-only tool. Empty means the activity
 	// registered under the tool's name, if any; with neither the tool is latent.
 	Activity string
 	// Imported marks a tool whose name comes from elsewhere (a remote MCP server's): its owner
@@ -216,7 +216,7 @@ func (t *Tool) Description() string { return t.spec.Description }
 // executes it.
 func (t *Tool) SchemaOnly() bool { return t.fn == nil }
 
-// As returns the same tool offered under another name and description (T7): schemas and code
+// As returns the same tool offered under another name and description: schemas and code
 // are shared, only what the model sees changes.
 func (t *Tool) As(name, description string) (*Tool, error) {
 	c := *t
@@ -272,7 +272,7 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 	return t
 }
 
-// NewFunc returns a tool backed by fn (T1, T3). The argument schema is inferred once from In
+// NewFunc returns a tool backed by fn. The argument schema is inferred once from In
 // (see [schema.InferType] for the struct tags); a struct without fields, such as struct{},
 // means the tool takes no arguments. When Out is a struct, map or slice its schema becomes the
 // output schema. Options may replace either schema by a hand-written one.

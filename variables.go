@@ -14,7 +14,7 @@ import (
 // VariableType says how a variable's value is treated.
 type VariableType string
 
-// Variable types (V1).
+// Variable types.
 const (
 	// VarText values may be shown and logged.
 	VarText VariableType = "text"
@@ -23,13 +23,13 @@ const (
 	VarSecret VariableType = "secret"
 )
 
-// Variable declares a thread variable a tool or prompt needs (V1).
+// Variable declares a thread variable a tool or prompt needs.
 type Variable struct {
 	Name     string       `json:"name"`
 	Type     VariableType `json:"type"`
 	Required bool         `json:"required"`
 	// Scoped variables are not inherited from a parent thread; they flow down from the thread
-	// where they are set to its descendants (V5).
+	// where they are set to its descendants.
 	Scoped      bool   `json:"scoped,omitempty"`
 	Description string `json:"description"`
 }
@@ -56,7 +56,7 @@ func checkVariables(vars []Variable) error {
 	return nil
 }
 
-// Variables is a list of declarations that also reads the older "tenvs" form (V6): a JSON
+// Variables is a list of declarations that also reads the older "tenvs" form: a JSON
 // Schema object whose properties are the variables and whose required list marks the required
 // ones, as in {"type":"object","properties":{"vectorStoreId":{"type":"string",
 // "description":"..."}},"required":["vectorStoreId"]}. A property with "format": "password" or
@@ -86,7 +86,7 @@ func (vs *Variables) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// VariablesFromTenvs converts a tenvs object schema (V6) into variable declarations, in the
+// VariablesFromTenvs converts a tenvs object schema into variable declarations, in the
 // schema's property order.
 func VariablesFromTenvs(s *schema.Schema) ([]Variable, error) {
 	if s.Type != "object" && s.Properties == nil {
@@ -120,7 +120,7 @@ func VariablesFromTenvs(s *schema.Schema) ([]Variable, error) {
 // Layer is one place a variable value can come from.
 type Layer string
 
-// Layers, in resolution order (V2): the first that has a value wins.
+// Layers, in resolution order: the first that has a value wins.
 const (
 	LayerThread   Layer = "thread"
 	LayerAgent    Layer = "agent"
@@ -159,7 +159,7 @@ func (m Vars) ResolveVariable(ctx context.Context, scope Scope, v Variable) (str
 	return m.LookupVariable(ctx, scope, v.Name)
 }
 
-// Layered resolves variables through the documented order (V2): thread, agent, prompt, user,
+// Layered resolves variables through the documented order: thread, agent, prompt, user,
 // instance; the first layer that has a value wins. Nil layers are skipped.
 type Layered struct {
 	Thread, Agent, Prompt, User, Instance VariableSource
@@ -215,7 +215,7 @@ func them(n int) string {
 }
 
 // ResolveVariables resolves every declared variable; it returns the values found and, when
-// required ones are missing, a *MissingVariablesError naming all of them (V3).
+// required ones are missing, a *MissingVariablesError naming all of them.
 func ResolveVariables(ctx context.Context, r VariableResolver, scope Scope, decls []Variable) (map[string]string, error) {
 	values := make(map[string]string, len(decls))
 	var missing []Variable

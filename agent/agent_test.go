@@ -622,7 +622,7 @@ func TestRunRefusals(t *testing.T) {
 }
 
 // TestLatentToolReturnsTheModelsOutput: a schema-only tool without an activity is executed by
-// the model itself (M1): its _output is the result, checked against the output schema.
+// the model itself: its _output is the result, checked against the output schema.
 func TestLatentToolReturnsTheModelsOutput(t *testing.T) {
 	m := &turnModel{turns: []model.Response{
 		{ToolCalls: calls(

@@ -51,7 +51,7 @@ type definition struct {
 	Allow       []string         `json:"allow"`
 	Deny        []string         `json:"deny"`
 	Variables   quiver.Variables `json:"variables"`
-	// Tenvs is the older name of variables (V6), as a list or a tenvs object schema.
+	// Tenvs is the older name of variables, as a list or a tenvs object schema.
 	Tenvs  quiver.Variables `json:"tenvs"`
 	Output json.RawMessage  `json:"output"`
 	Stop   StopRules        `json:"stop"`

@@ -22,28 +22,28 @@ import (
 type Prompt struct {
 	Name        string `json:"name" yaml:"name"`
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
-	// System is the system prompt. The tools' examples are added after it (L3).
+	// System is the system prompt. The tools' examples are added after it.
 	System string `json:"system,omitempty" yaml:"system,omitempty"`
 	// Model is "provider:model" (for example "openai:gpt-4.1-mini"); empty uses the runner's.
 	Model string `json:"model,omitempty" yaml:"model,omitempty"`
 	// Tools are the names (or glob patterns) of the tools bound to the prompt; Allow and Deny
-	// narrow them (P1: an empty Allow permits all, Deny wins).
+	// narrow them (an empty Allow permits all, Deny wins).
 	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
 	Allow []string `json:"allow,omitempty" yaml:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty" yaml:"deny,omitempty"`
-	// Variables the prompt declares (V1); they resolve on the prompt's layer (V2).
+	// Variables the prompt declares; they resolve on the prompt's layer.
 	Variables quiver.Variables `json:"variables,omitempty" yaml:"variables,omitempty"`
 	// Output, when set, asks the model for a final answer in this JSON Schema. With tools, the
-	// model is asked for the composed {calls, output} document (L2).
+	// model is asked for the composed {calls, output} document.
 	Output *schema.Schema `json:"output,omitempty" yaml:"-"`
 	Stop   StopRules      `json:"stop" yaml:"stop"`
 	// Strict asks OpenAI models for strict mode on the tools that allow it.
 	Strict bool `json:"strict,omitempty" yaml:"strict,omitempty"`
 	// ReasoningForCall offers the model a _reasoningForCall argument on every tool, to say why
-	// it makes each call (L4); it is stored with the call and never reaches the tool. The
+	// it makes each call; it is stored with the call and never reaches the tool. The
 	// composed {calls, output} mode always offers it.
 	ReasoningForCall bool `json:"reasoning_for_call,omitempty" yaml:"reasoning_for_call,omitempty"`
-	// MaxCallsPerStep bounds the tool calls one model turn may ask for (X4); 0 means
+	// MaxCallsPerStep bounds the tool calls one model turn may ask for; 0 means
 	// DefaultMaxCallsPerStep. The calls past it are answered with an error result
 	// (too_many_calls) and not run.
 	MaxCallsPerStep int      `json:"max_calls_per_step,omitempty" yaml:"max_calls_per_step,omitempty"`
@@ -58,7 +58,7 @@ type StopRules struct {
 	NoCalls *bool `json:"no_calls,omitempty" yaml:"no_calls,omitempty"`
 	// OnOutput ends the run when the model gives the structured output (default true).
 	OnOutput *bool `json:"on_output,omitempty" yaml:"on_output,omitempty"`
-	// MaxSteps bounds the model turns of one run (X4); 0 means DefaultMaxSteps.
+	// MaxSteps bounds the model turns of one run; 0 means DefaultMaxSteps.
 	MaxSteps int `json:"max_steps,omitempty" yaml:"max_steps,omitempty"`
 	// Tools are stop tools: once one of them has run, the run ends after the step.
 	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
@@ -129,7 +129,7 @@ func (p *Prompt) Check() error {
 	return nil
 }
 
-// policy is the prompt's tool policy (P1).
+// policy is the prompt's tool policy.
 func (p *Prompt) policy() quiver.Policy {
 	bound := p.Tools
 	if bound == nil {

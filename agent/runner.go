@@ -135,7 +135,7 @@ func (r *Runner) Decide(ctx context.Context, th *thread.Thread, a *Agent, callID
 		Message: d.Message, UserID: th.UserID()})
 }
 
-// SubmitResult records a client's result for a client tool's call (X7). Resume the run
+// SubmitResult records a client's result for a client tool's call. Resume the run
 // afterwards. Secrets are not masked in what a client submits: it never had them.
 func (r *Runner) SubmitResult(ctx context.Context, th *thread.Thread, a *Agent, callID string, res *quiver.Result) error {
 	p, err := r.waiting(ctx, th, a)

@@ -166,7 +166,7 @@ func historyArgs(c store.ToolCall) json.RawMessage {
 	return b
 }
 
-// splitReasoning takes the model's _reasoningForCall out of a native call's arguments (L4),
+// splitReasoning takes the model's _reasoningForCall out of a native call's arguments,
 // so the stored call holds the arguments and the reasoning apart, as in composed mode.
 // Arguments that are not a JSON object are left for the dispatcher to refuse.
 func splitReasoning(args json.RawMessage) (json.RawMessage, string) {

@@ -1,5 +1,5 @@
 // Package sandbox runs model- or user-authored JavaScript and TypeScript in a fresh, isolated
-// interpreter per run (C1): runCode.
+// interpreter per run: runCode.
 //
 // Each run gets its own QuickJS runtime (modernc.org/quickjs, pure Go): its own heap with a
 // real memory cap, its own global object and prototypes, nothing shared with the host or with

@@ -82,7 +82,7 @@ func dedupe(list []string) []string {
 }
 
 // Compose builds the single schema a structured-output model answers with when it may both
-// call tools and give its final output (L2):
+// call tools and give its final output:
 //
 //	{"calls": [{"_tool": NAME, "_reasoningForCall": WHY, ...arguments}], "output": OUTPUT | null}
 //

@@ -56,7 +56,7 @@ type ToolSchema struct {
 	// (the Output schema) that the model fills with the result.
 	Latent bool
 	// Reasoning offers the model an optional _reasoningForCall string in the arguments, to
-	// explain the call (L4); the dispatcher stores it with the call and never passes it on.
+	// explain the call; the dispatcher stores it with the call and never passes it on.
 	Reasoning bool
 }
 

@@ -320,7 +320,7 @@ func TestHealthAndShutdown(t *testing.T) {
 }
 
 // TestRecorderStoresAttachmentsInTheThread: a result's new attachment is written to the
-// session thread's file system (R5) and the recorded result, like the caller's, refers to it.
+// session thread's file system and the recorded result, like the caller's, refers to it.
 func TestRecorderStoresAttachmentsInTheThread(t *testing.T) {
 	st, th := storeWithThread(t)
 	ctx := context.Background()

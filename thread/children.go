@@ -7,7 +7,7 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
-// Child is an entry of a thread's children registry (A8).
+// Child is an entry of a thread's children registry.
 type Child struct {
 	// Ref is the child thread's id: what a parent passes to subagent_message.
 	Ref       string             `json:"ref"`

@@ -8,7 +8,7 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
-// Files is the thread's file system (R5-R7), stored in the database: see store.Files for the
+// Files is the thread's file system, stored in the database: see store.Files for the
 // rules every operation follows (checked paths, size caps, all-or-nothing changes).
 type Files struct{ t *Thread }
 
@@ -61,7 +61,7 @@ func (f Files) Find(ctx context.Context, root, pattern string) ([]string, bool, 
 }
 
 // CopyAttachments brings attachments of a result crossing from thread from into f's thread
-// (R7: a child's result reaching its parent, a parent's files given to a child): every
+// (a child's result reaching its parent, a parent's files given to a child): every
 // referenced file is copied to a fresh path under /attachments/ of f's thread and the
 // returned attachments point there. Attachments with data (not yet stored anywhere) pass
 // through, to be stored when the result is recorded. All are copied or none.

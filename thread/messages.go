@@ -140,7 +140,7 @@ func HistoryArgs(stored json.RawMessage) json.RawMessage {
 // RecordResult stores a call's result as a tool message answering call.ID; it makes the
 // thread a quiver.Recorder, so a Dispatcher persists each result before the caller advances.
 // New attachments (with data) are first stored in the thread's file system under
-// /attachments/ and replaced, in r itself, by references to the stored files (R5), so the
+// /attachments/ and replaced, in r itself, by references to the stored files, so the
 // caller and the history agree; when one cannot be stored (too large, bad data) r becomes an
 // error result saying so. A call that already has a result fails with store.ErrResultExists
 // and changes nothing.
@@ -175,7 +175,7 @@ func (t *Thread) storeAttachments(ctx context.Context, r *quiver.Result) error {
 }
 
 // StoreAttachments stores the new attachments of r (those with data) in the thread's file
-// system under /attachments/ and replaces them, in r, by references to the stored files (R5).
+// system under /attachments/ and replaces them, in r, by references to the stored files.
 // Only a storage failure is returned as an error; an attachment that is not valid base64 or
 // is too large turns r into an error result saying so, so that what is recorded and what the
 // caller holds agree.
@@ -207,7 +207,7 @@ func StoreAttachments(ctx context.Context, files store.Files, workspaceID, threa
 	return nil
 }
 
-// AttachmentRef is the reference to a stored file that a result carries (R5).
+// AttachmentRef is the reference to a stored file that a result carries.
 func AttachmentRef(fi *store.FileInfo) quiver.Attachment {
 	return quiver.Attachment{ID: fi.ID, Type: "file", Path: fi.Path, Name: fi.Name, MimeType: fi.MimeType, Size: fi.Size,
 		Width: fi.Width, Height: fi.Height, Description: fi.Description}

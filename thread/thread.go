@@ -69,7 +69,7 @@ type Options struct {
 	UserID      string
 	// ParentID makes the thread a child of a thread of the same workspace.
 	ParentID string
-	// Name, when set, is stored as the tag "name:<Name>" (A3).
+	// Name, when set, is stored as the tag "name:<Name>".
 	Name string
 	Tags []string
 	// Blocking and Resumable are the thread's entry in its parent's children registry.
@@ -138,7 +138,7 @@ func (t *Thread) Name() string {
 // Store is the store the thread lives in.
 func (t *Thread) Store() Store { return t.st }
 
-// Scope is who calls on this thread run for (X3), for quiver.WithScope.
+// Scope is who calls on this thread run for, for quiver.WithScope.
 func (t *Thread) Scope() quiver.Scope {
 	return quiver.Scope{AgentID: t.agent, UserID: t.user, WorkspaceID: t.ws, ThreadID: t.id}
 }
@@ -165,7 +165,7 @@ func (t *Thread) Update(ctx context.Context, fn func(*store.Thread) error) (stor
 	return t.keep(info), nil
 }
 
-// Execution is the thread's execution state (X3) as last read or written.
+// Execution is the thread's execution state as last read or written.
 func (t *Thread) Execution() quiver.Execution {
 	info := t.snapshot()
 	return quiver.Execution{StepCount: info.StepCount, Side: info.CurrentSide}
@@ -197,7 +197,7 @@ func (t *Thread) Stop(ctx context.Context, stopped bool) (store.Thread, error) {
 type threadKey struct{}
 
 // NewContext returns a context carrying the thread, for handlers that need its messages,
-// files or log (X3); it also carries the thread's scope and execution state for the
+// files or log; it also carries the thread's scope and execution state for the
 // dispatcher.
 func NewContext(ctx context.Context, t *Thread) context.Context {
 	ctx = quiver.WithScope(ctx, t.Scope())

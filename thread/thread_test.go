@@ -366,7 +366,7 @@ func TestQueueUpdateAndLogs(t *testing.T) {
 	})
 }
 
-// TestHandlersReachTheThread: a handler finds its thread in the context (X3) and writes to
+// TestHandlersReachTheThread: a handler finds its thread in the context and writes to
 // its file system.
 func TestHandlersReachTheThread(t *testing.T) {
 	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {

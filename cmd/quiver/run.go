@@ -108,7 +108,7 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 		}
 	} else {
 		// The required variables are checked before the thread exists, so a refused run
-		// leaves nothing behind (V3).
+		// leaves nothing behind.
 		info := &store.Thread{WorkspaceID: localWorkspaceID, AgentID: ag.Name}
 		if err := resolver.CreateThread(ctx, info, ag.Prompt.Variables, values...); err != nil {
 			return exitError, cannotRun(ag, err)

@@ -10,7 +10,7 @@ import (
 
 // Issue 11: "tools add --name ../../evil" was accepted with a warning and served as
 // ".._.._evil". Path-like names, and characters no provider accepts, are refused with the rule;
-// names that are valid but not snake_case are still added (T6).
+// names that are valid but not snake_case are still added.
 func TestToolsAddRefusesInvalidNames(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
 		"ok.js": weatherJS, "ok.json": weatherSchema,

@@ -1,5 +1,5 @@
 // Package jsfunc turns JavaScript (or TypeScript) function code into a quiver.Tool whose calls
-// run in the sandbox (C2): a function version stored in the database, or code and schemas from
+// run in the sandbox: a function version stored in the database, or code and schemas from
 // files.
 //
 // The code is an ES module whose default export receives the validated arguments and a state

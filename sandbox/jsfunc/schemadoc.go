@@ -11,7 +11,7 @@ import (
 )
 
 // SchemaDoc is what a tool's schema document holds. The document is the argument schema, in
-// the form quiver.ParseSchemaTool reads (T4): beside the parameters it may carry the tool's
+// the form quiver.ParseSchemaTool reads: beside the parameters it may carry the tool's
 // description, its name (_tool), its result schema (_output) and its variables ("variables",
 // a list, or "tenvs", an object schema), which are taken out of the argument schema:
 //

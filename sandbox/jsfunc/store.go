@@ -9,7 +9,7 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
-// Save stores def in a workspace (E2): a function named like the tool with def's code as a new
+// Save stores def in a workspace: a function named like the tool with def's code as a new
 // version, made its default, and the server tool that wraps it, created or, when a tool of
 // that name exists, updated to follow the function's default version. The code is checked
 // first; TypeScript is stored transpiled. It returns the tool and the version.
