@@ -77,7 +77,7 @@ func (rs *run) step(ctx context.Context) error {
 func (rs *run) request(hist []*store.Message) *model.Request {
 	p := rs.prompt
 	req := &model.Request{System: rs.system, Tools: rs.tools, Output: rs.composed, MaxTokens: p.MaxTokens,
-		Temperature: p.Temperature}
+		Temperature: p.Temperature, Messages: make([]model.Message, 0, len(hist))}
 	outbound := func(name string) string {
 		if rs.tools == nil {
 			return name
