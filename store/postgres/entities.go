@@ -55,6 +55,8 @@ var dialect = sqlstore.Dialect{
 	},
 	// The default collation follows the database's locale.
 	Bytewise: ` COLLATE "C"`,
+	// The identity column of the tables listed in insertion order.
+	RowOrder: "n",
 	// READ COMMITTED would let each query of a read see other commits.
 	ReadTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 }

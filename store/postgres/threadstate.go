@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,7 +11,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlstore"
 )
+
+// Enqueue, Decide, Decisions and Logs are sqlstore's (see sqlstore.ThreadState for why the
+// rest is here).
+
+// threadState is embedded in Store under a name of its own, like entities.
+type threadState = sqlstore.ThreadState
+
+// newThreadState runs on db, each write in a transaction of its own.
+func newThreadState(db *sql.DB) *threadState {
+	return sqlstore.NewThreadState(dialect, db, sqlstore.Transactions(db))
+}
 
 // UpdateMessage locks a message of the thread, applies fn to it and stores its Content; nothing
 // else may change, and tool messages not at all (store.ErrInvalid).
@@ -50,46 +63,6 @@ FOR UPDATE`, messageID, threadID, workspaceID)
 		return nil, err
 	}
 	return out, nil
-}
-
-// Enqueue queues messages for the thread's next step, in one statement.
-func (s *Store) Enqueue(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
-	op := "enqueue to thread " + threadID
-	ids, roles, contents := make([]string, len(msgs)), make([]string, len(msgs)), make([]string, len(msgs))
-	for i, m := range msgs {
-		if err := store.CheckQueued(m); err != nil {
-			return fmt.Errorf("postgres: %s: message %d: %w", op, i, err)
-		}
-		ids[i], roles[i], contents[i] = m.ID, string(m.Role), m.Content
-		if ids[i] == "" {
-			ids[i] = store.NewID(store.PrefixMessage)
-		}
-	}
-	if len(msgs) == 0 {
-		_, err := s.Thread(ctx, workspaceID, threadID)
-		return err
-	}
-	// The ORDER BY gives the identity column the messages' order.
-	rows, err := s.pool.Query(ctx, `INSERT INTO queued_messages (id, thread_id, role, content, created_at)
-SELECT u.id, t.id, u.role, u.content, t.at
-FROM (SELECT id, clock_timestamp() AS at FROM threads WHERE id = $1 AND workspace_id = $2) t,
-	unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(id, role, content, n)
-ORDER BY u.n
-RETURNING created_at`, threadID, workspaceID, ids, roles, contents)
-	if err != nil {
-		return dbError(op, err)
-	}
-	times, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
-	if err != nil {
-		return dbError(op, err)
-	}
-	if len(times) == 0 {
-		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
-	}
-	for i, m := range msgs {
-		m.ID, m.ThreadID, m.CreatedAt = ids[i], threadID, times[i].UTC()
-	}
-	return nil
 }
 
 // Queued returns the thread's queued messages, oldest first.
@@ -187,73 +160,6 @@ FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(id, role, c
 	return out, nil
 }
 
-// Decide records a decision on a pending call of the thread.
-func (s *Store) Decide(ctx context.Context, workspaceID, threadID string, d *store.Decision) error {
-	if err := d.Check(); err != nil {
-		return fmt.Errorf("postgres: decide in thread %s: %w", threadID, err)
-	}
-	op := fmt.Sprintf("decide on call %q of thread %s", d.CallID, threadID)
-	var decided *time.Time
-	if !d.DecidedAt.IsZero() {
-		decided = &d.DecidedAt
-	}
-	var at time.Time
-	err := s.pool.QueryRow(ctx, `INSERT INTO call_decisions (thread_id, call_id, action, args, message, user_id, decided_at)
-SELECT t.id, $3, $4, NULLIF($5, '')::json, $6, $7, COALESCE($8, clock_timestamp())
-FROM threads t
-WHERE t.id = $1 AND t.workspace_id = $2
-	AND NOT EXISTS (SELECT FROM messages m WHERE m.thread_id = t.id AND m.tool_call_id = $3)
-RETURNING decided_at`, threadID, workspaceID, d.CallID, string(d.Action), string(d.Args), d.Message, d.UserID, decided).Scan(&at)
-	if err == pgx.ErrNoRows {
-		// No row: no such thread in the workspace, or the call already has its result.
-		if _, err := s.Thread(ctx, workspaceID, threadID); err != nil {
-			return err
-		}
-		return fmt.Errorf("postgres: %s: the call already has a result: %w", op, store.ErrInvalid)
-	}
-	if err != nil {
-		return dbError(op, err)
-	}
-	d.DecidedAt = at.UTC()
-	return nil
-}
-
-// Decisions returns the decisions on the thread's calls, in the order they were made.
-func (s *Store) Decisions(ctx context.Context, workspaceID, threadID string) ([]*store.Decision, error) {
-	op := "read decisions of thread " + threadID
-	rows, err := s.pool.Query(ctx, `SELECT call_id, action, args, message, user_id, decided_at FROM call_decisions
-WHERE thread_id = $1 AND EXISTS (SELECT FROM threads WHERE id = $1 AND workspace_id = $2)
-ORDER BY decided_at, n`, threadID, workspaceID)
-	if err != nil {
-		return nil, dbError(op, err)
-	}
-	var out []*store.Decision
-	for rows.Next() {
-		var (
-			d    store.Decision
-			args []byte
-		)
-		if err := rows.Scan(&d.CallID, &d.Action, &args, &d.Message, &d.UserID, &d.DecidedAt); err != nil {
-			rows.Close()
-			return nil, dbError(op, err)
-		}
-		d.DecidedAt = d.DecidedAt.UTC()
-		if len(args) > 0 {
-			d.Args = json.RawMessage(slices.Clone(args))
-		}
-		out = append(out, &d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError(op, err)
-	}
-	if len(out) == 0 {
-		if _, err := s.Thread(ctx, workspaceID, threadID); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // Log appends an entry to the thread's log; the thread row numbers the entries.
 func (s *Store) Log(ctx context.Context, workspaceID, threadID string, e *store.LogEntry) error {
 	if err := e.Check(); err != nil {
@@ -277,45 +183,4 @@ RETURNING seq, time`, threadID, workspaceID, string(e.Level), e.Message, string(
 	}
 	e.Seq, e.Time = seq, when.UTC()
 	return nil
-}
-
-// Logs returns a page of the thread's log, oldest first.
-func (s *Store) Logs(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.LogEntry, error) {
-	op := "read the log of thread " + threadID
-	limit, before, err := store.PageBounds(page)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, level, message, data, time FROM thread_logs
-WHERE thread_id = $1 AND seq < $3 AND EXISTS (SELECT FROM threads WHERE id = $1 AND workspace_id = $2)
-ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
-	if err != nil {
-		return nil, dbError(op, err)
-	}
-	out := []*store.LogEntry{}
-	for rows.Next() {
-		var (
-			e    store.LogEntry
-			data []byte
-		)
-		if err := rows.Scan(&e.Seq, &e.Level, &e.Message, &data, &e.Time); err != nil {
-			rows.Close()
-			return nil, dbError(op, err)
-		}
-		e.Time = e.Time.UTC()
-		if len(data) > 0 {
-			e.Data = json.RawMessage(slices.Clone(data))
-		}
-		out = append(out, &e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError(op, err)
-	}
-	if len(out) == 0 {
-		if _, err := s.Thread(ctx, workspaceID, threadID); err != nil {
-			return nil, err
-		}
-	}
-	slices.Reverse(out)
-	return out, nil
 }

@@ -46,6 +46,7 @@ var dialect = sqlstore.Dialect{
 	},
 	// Text compares byte by byte (BINARY) unless told otherwise.
 	Bytewise: "",
+	RowOrder: "rowid",
 	// A read transaction of the read pool is a snapshot as it is.
 	ReadTx: nil,
 }

@@ -96,9 +96,10 @@ type Store struct {
 	// ckpt checkpoints the log off the writer's path (see checkpoint.go).
 	ckpt *checkpointer
 
-	*entities  // store.Entities, on the writer connection and the read pool
-	*files     // store.Files, likewise
-	*variables // store.Variables, likewise
+	*entities    // store.Entities, on the writer connection and the read pool
+	*files       // store.Files, likewise
+	*variables   // store.Variables, likewise
+	*threadState // Enqueue, Decide, Decisions and Logs of store.Store, likewise
 }
 
 var (
@@ -189,7 +190,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	s.r = r
-	s.entities, s.files, s.variables = s.newEntities(), s.newFiles(), s.newVariables()
+	s.entities, s.files, s.variables, s.threadState = s.newEntities(), s.newFiles(), s.newVariables(), s.newThreadState()
 	if s.wc, err = w.Conn(context.Background()); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)

@@ -6,11 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlstore"
 )
+
+// Enqueue, Decide, Decisions and Logs are sqlstore's (see sqlstore.ThreadState for why the
+// rest is here).
+
+// threadState is embedded in Store under a name of its own, like entities.
+type threadState = sqlstore.ThreadState
+
+// newThreadState writes on the writer connection and reads on the read pool.
+func (s *Store) newThreadState() *threadState {
+	return sqlstore.NewThreadState(dialect, s.r, s.writeSQL)
+}
 
 // UpdateMessage applies fn to a message of the thread in one write transaction and stores its
 // Content; nothing else may change, and tool messages not at all (store.ErrInvalid).
@@ -49,44 +60,6 @@ func (s *Store) UpdateMessage(ctx context.Context, workspaceID, threadID, messag
 		return nil
 	})
 	return out, err
-}
-
-// Enqueue queues messages for the thread's next step.
-func (s *Store) Enqueue(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
-	for i, m := range msgs {
-		if err := store.CheckQueued(m); err != nil {
-			return fmt.Errorf("sqlite: enqueue to %s: message %d: %w", threadID, i, err)
-		}
-	}
-	now := time.Now().UTC().Round(0)
-	ids := make([]string, len(msgs))
-	err := s.write(ctx, func(ctx context.Context, tx querier) error {
-		if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
-			return fmt.Errorf("sqlite: enqueue to %s: %w", threadID, err)
-		}
-		for i, m := range msgs {
-			ids[i] = m.ID
-			if ids[i] == "" {
-				ids[i] = store.NewID(store.PrefixMessage)
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO queued_messages (id, thread_id, role, content, created_at) VALUES (?, ?, ?, ?, ?)`,
-				ids[i], threadID, string(m.Role), m.Content, now.UnixNano())
-			if isConstraint(err) {
-				return fmt.Errorf("sqlite: enqueue to %s: message id %s is taken: %w", threadID, ids[i], store.ErrInvalid)
-			}
-			if err != nil {
-				return fmt.Errorf("sqlite: enqueue to %s: %w", threadID, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for i, m := range msgs {
-		m.ID, m.ThreadID, m.CreatedAt = ids[i], threadID, now
-	}
-	return nil
 }
 
 // Queued returns the thread's queued messages, oldest first. It is one prepared query, since a
@@ -179,83 +152,6 @@ func queued(ctx context.Context, tx querier, threadID string) ([]*store.Message,
 	return out, rows.Err()
 }
 
-// Decide records a decision on a pending call of the thread.
-func (s *Store) Decide(ctx context.Context, workspaceID, threadID string, d *store.Decision) error {
-	if err := d.Check(); err != nil {
-		return fmt.Errorf("sqlite: decide in %s: %w", threadID, err)
-	}
-	decided := d.DecidedAt
-	if decided.IsZero() {
-		decided = time.Now()
-	}
-	decided = decided.UTC().Round(0)
-	err := s.write(ctx, func(ctx context.Context, tx querier) error {
-		if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
-			return fmt.Errorf("sqlite: decide in %s: %w", threadID, err)
-		}
-		var asked, answered bool
-		if err := s.wCallState.QueryRowContext(ctx, threadID, d.CallID).Scan(&asked, &answered); err != nil {
-			return fmt.Errorf("sqlite: decide in %s: %w", threadID, err)
-		}
-		if !asked || answered {
-			return fmt.Errorf("sqlite: decide in %s: call %q is not a pending call of the thread: %w", threadID, d.CallID, store.ErrInvalid)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO call_decisions (thread_id, call_id, action, args, message, user_id, decided_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, threadID, d.CallID, string(d.Action), nullJSON(d.Args), d.Message, d.UserID, decided.UnixNano())
-		if isConstraint(err) {
-			return fmt.Errorf("sqlite: decide in %s: call %q: %w", threadID, d.CallID, store.ErrDecided)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: decide in %s: %w", threadID, err)
-		}
-		return nil
-	})
-	if err == nil {
-		d.DecidedAt = decided
-	}
-	return err
-}
-
-// Decisions returns the decisions on the thread's calls, in the order they were made.
-func (s *Store) Decisions(ctx context.Context, workspaceID, threadID string) (_ []*store.Decision, err error) {
-	defer func() { err = readErr(ctx, err) }()
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: decisions of %s: %w", threadID, err)
-	}
-	defer tx.Rollback()
-	if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
-		return nil, fmt.Errorf("sqlite: decisions of %s: %w", threadID, err)
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT call_id, action, args, message, user_id, decided_at FROM call_decisions
-		WHERE thread_id = ? ORDER BY decided_at, rowid`, threadID)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: decisions of %s: %w", threadID, err)
-	}
-	defer rows.Close()
-	var out []*store.Decision
-	for rows.Next() {
-		var (
-			d       store.Decision
-			action  string
-			args    []byte
-			decided int64
-		)
-		if err := rows.Scan(&d.CallID, &action, &args, &d.Message, &d.UserID, &decided); err != nil {
-			return nil, fmt.Errorf("sqlite: decisions of %s: %w", threadID, err)
-		}
-		d.Action, d.DecidedAt = store.DecisionAction(action), fromNanos(decided)
-		if len(args) > 0 {
-			d.Args = json.RawMessage(args)
-		}
-		out = append(out, &d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: decisions of %s: %w", threadID, err)
-	}
-	return out, nil
-}
-
 // Log appends an entry to the thread's log.
 func (s *Store) Log(ctx context.Context, workspaceID, threadID string, e *store.LogEntry) error {
 	if err := e.Check(); err != nil {
@@ -283,51 +179,6 @@ func (s *Store) Log(ctx context.Context, workspaceID, threadID string, e *store.
 		e.Seq, e.Time = seq, at
 	}
 	return err
-}
-
-// Logs returns a page of the thread's log, oldest first.
-func (s *Store) Logs(ctx context.Context, workspaceID, threadID string, page store.Page) (_ []*store.LogEntry, err error) {
-	defer func() { err = readErr(ctx, err) }()
-	limit, before, err := store.PageBounds(page)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: logs of %s: %w", threadID, err)
-	}
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: logs of %s: %w", threadID, err)
-	}
-	defer tx.Rollback()
-	if err := threadInTx(ctx, tx, workspaceID, threadID); err != nil {
-		return nil, fmt.Errorf("sqlite: logs of %s: %w", threadID, err)
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, level, message, data, time FROM thread_logs
-		WHERE thread_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, threadID, before, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: logs of %s: %w", threadID, err)
-	}
-	defer rows.Close()
-	out := []*store.LogEntry{}
-	for rows.Next() {
-		var (
-			e     store.LogEntry
-			level string
-			data  []byte
-			at    int64
-		)
-		if err := rows.Scan(&e.Seq, &level, &e.Message, &data, &at); err != nil {
-			return nil, fmt.Errorf("sqlite: logs of %s: %w", threadID, err)
-		}
-		e.Level, e.Time = store.LogLevel(level), fromNanos(at)
-		if len(data) > 0 {
-			e.Data = json.RawMessage(data)
-		}
-		out = append(out, &e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: logs of %s: %w", threadID, err)
-	}
-	slices.Reverse(out)
-	return out, nil
 }
 
 // threadInTx reports store.ErrNotFound unless the thread exists in the workspace.

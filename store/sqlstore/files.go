@@ -113,19 +113,6 @@ func (f *Files) change(ctx context.Context, op, workspaceID, threadID string, fn
 	})
 }
 
-// threadExists returns store.ErrNotFound unless the workspace has the thread.
-func (f *Files) threadExists(ctx context.Context, q Querier, op, workspaceID, threadID string) error {
-	var ok bool
-	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2)`,
-		threadID, workspaceID).Scan(&ok); err != nil {
-		return f.d.dbErr(op, err)
-	}
-	if !ok {
-		return f.d.failf(op, store.ErrNotFound, "thread %s", threadID)
-	}
-	return nil
-}
-
 // readTx runs fn in a read transaction once the thread is found in the workspace.
 func (f *Files) readTx(ctx context.Context, op, workspaceID, threadID string, fn func(tx Querier) error) (err error) {
 	defer func() { err = readErr(ctx, err) }()
@@ -134,7 +121,7 @@ func (f *Files) readTx(ctx context.Context, op, workspaceID, threadID string, fn
 		return f.d.dbErr(op, err)
 	}
 	defer tx.Rollback() // read only: nothing to commit
-	if err := f.threadExists(ctx, tx, op, workspaceID, threadID); err != nil {
+	if err := f.d.threadExists(ctx, tx, op, workspaceID, threadID); err != nil {
 		return err
 	}
 	return fn(tx)
@@ -170,7 +157,7 @@ func (f *Files) stat(ctx context.Context, q Querier, op, threadID, p string) (*s
 // transaction), and its content too when data is not nil.
 func (f *Files) statOne(ctx context.Context, op, workspaceID, threadID, p string, data *[]byte) (*store.FileInfo, error) {
 	if p == "/" {
-		if err := f.threadExists(ctx, f.read, op, workspaceID, threadID); err != nil {
+		if err := f.d.threadExists(ctx, f.read, op, workspaceID, threadID); err != nil {
 			return nil, readErr(ctx, err)
 		}
 		return rootInfo(), nil
@@ -717,7 +704,7 @@ func (f *Files) CopyFiles(ctx context.Context, workspaceID, fromThreadID string,
 	}
 	copies := map[string]*store.FileInfo{}
 	err := f.change(ctx, op, workspaceID, toThreadID, func(ctx context.Context, tx Querier, u *fileUsage) error {
-		if err := f.threadExists(ctx, tx, op, workspaceID, fromThreadID); err != nil {
+		if err := f.d.threadExists(ctx, tx, op, workspaceID, fromThreadID); err != nil {
 			return err
 		}
 		var srcs []*store.FileInfo

@@ -9,8 +9,9 @@
 // PostgreSQL's pool through pgx/v5/stdlib). Everything else, including which rows a write
 // locks, is here.
 //
-// What is here so far: the entities (store.Entities), the thread file system (store.Files)
-// and variables (store.Variables). The thread history is still each backend's own.
+// What is here so far: the entities (store.Entities), the thread file system (store.Files),
+// variables (store.Variables) and part of the thread state (see ThreadState). Threads and
+// their history, whose appends are the hot path, are still each backend's own.
 package sqlstore
 
 import (
@@ -58,6 +59,10 @@ type Dialect struct {
 	// Bytewise is the clause that makes an ORDER BY of text compare bytes, as names are
 	// listed: SQLite's default; PostgreSQL's default follows the database's locale.
 	Bytewise string
+	// RowOrder is the column that numbers a table's rows in the order they were inserted, to
+	// list them in that order: SQLite's rowid; PostgreSQL's tables that need one have an
+	// identity column n.
+	RowOrder string
 	// ReadTx are the options of a read that takes more than one query: it must see one
 	// snapshot. PostgreSQL needs REPEATABLE READ for that; a SQLite read transaction is one
 	// already, and its read pool's connections are read-only.

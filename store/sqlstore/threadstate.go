@@ -1,0 +1,210 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// ThreadState implements the parts of a thread's state (migration 0005) that both databases
+// store alike: queueing messages (Enqueue), decisions on calls (Decide, Decisions) and reading
+// the log (Logs). The backends embed it.
+//
+// The rest stays each backend's own, for reasons of their own: reading and emptying the queue
+// (Queued, AppendQueued) are on a run's path at every step, where SQLite uses statements
+// prepared once and PostgreSQL numbers messages with the thread row's counter; writing the log
+// (Log) numbers entries with a counter of PostgreSQL's thread row, which SQLite's schema does
+// not have; and UpdateMessage reads a message in each backend's own encoding.
+type ThreadState struct {
+	d     Dialect
+	read  *sql.DB
+	write WriteFunc
+}
+
+// NewThreadState returns the thread state of a database: reads go to read, writes through write.
+func NewThreadState(d Dialect, read *sql.DB, write WriteFunc) *ThreadState {
+	return &ThreadState{d: d, read: read, write: write}
+}
+
+// threadExists returns store.ErrNotFound unless the workspace has the thread.
+func (d *Dialect) threadExists(ctx context.Context, q Querier, op, workspaceID, threadID string) error {
+	var ok bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2)`,
+		threadID, workspaceID).Scan(&ok); err != nil {
+		return d.dbErr(op, err)
+	}
+	if !ok {
+		return d.failf(op, store.ErrNotFound, "thread %s", threadID)
+	}
+	return nil
+}
+
+// nullJSON stores an empty JSON value as NULL.
+func nullJSON(b json.RawMessage) sql.NullString {
+	return sql.NullString{String: string(b), Valid: len(b) > 0}
+}
+
+// Enqueue queues messages for the thread's next step, in one write transaction.
+func (ts *ThreadState) Enqueue(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
+	op := "enqueue to thread " + threadID
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		if err := store.CheckQueued(m); err != nil {
+			return ts.d.fail(op, fmt.Errorf("message %d: %w", i, err))
+		}
+		ids[i] = m.ID
+		if ids[i] == "" {
+			ids[i] = store.NewID(store.PrefixMessage)
+		}
+	}
+	var at time.Time
+	err := ts.write(ctx, func(ctx context.Context, tx Querier) error {
+		if err := ts.d.threadExists(ctx, tx, op, workspaceID, threadID); err != nil {
+			return err
+		}
+		var err error
+		if at, err = ts.d.Now(ctx, tx); err != nil {
+			return ts.d.dbErr(op, err)
+		}
+		for i, m := range msgs {
+			// Inserted in order: the queue is read in the order of its rows (Dialect.RowOrder).
+			_, err := tx.ExecContext(ctx, `INSERT INTO queued_messages (id, thread_id, role, content, created_at) VALUES ($1, $2, $3, $4, $5)`,
+				ids[i], threadID, m.Role, m.Content, ts.d.Time(at))
+			if err != nil {
+				if kind, _, _ := ts.d.Constraint(err); kind == store.ErrConflict {
+					return ts.d.failf(op, store.ErrInvalid, "message id %s is taken", ids[i])
+				}
+				return ts.d.dbErr(op, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, m := range msgs {
+		m.ID, m.ThreadID, m.CreatedAt = ids[i], threadID, at
+	}
+	return nil
+}
+
+// Decide records a decision on a pending call of the thread: one it asked for that has no
+// result yet (store.ErrInvalid otherwise), decided once (store.ErrDecided).
+func (ts *ThreadState) Decide(ctx context.Context, workspaceID, threadID string, d *store.Decision) error {
+	if err := d.Check(); err != nil {
+		return ts.d.fail("decide in thread "+threadID, err)
+	}
+	op := fmt.Sprintf("decide on call %q of thread %s", d.CallID, threadID)
+	var at time.Time
+	err := ts.write(ctx, func(ctx context.Context, tx Querier) error {
+		if err := ts.d.threadExists(ctx, tx, op, workspaceID, threadID); err != nil {
+			return err
+		}
+		var asked, answered bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = $1 AND call_id = $2),
+			EXISTS (SELECT 1 FROM messages WHERE thread_id = $1 AND tool_call_id = $2)`, threadID, d.CallID).Scan(&asked, &answered); err != nil {
+			return ts.d.dbErr(op, err)
+		}
+		if !asked || answered {
+			return ts.d.failf(op, store.ErrInvalid, "not a pending call of the thread")
+		}
+		decided := d.DecidedAt
+		if decided.IsZero() {
+			var err error
+			if decided, err = ts.d.Now(ctx, tx); err != nil {
+				return ts.d.dbErr(op, err)
+			}
+		}
+		err := tx.QueryRowContext(ctx, `INSERT INTO call_decisions (thread_id, call_id, action, args, message, user_id, decided_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING decided_at`,
+			threadID, d.CallID, d.Action, nullJSON(d.Args), d.Message, d.UserID, ts.d.Time(decided.UTC().Round(0))).Scan(scanTime{&at})
+		if err != nil {
+			if kind, _, _ := ts.d.Constraint(err); kind == store.ErrConflict {
+				return ts.d.fail(op, store.ErrDecided)
+			}
+			return ts.d.dbErr(op, err)
+		}
+		return nil
+	})
+	if err == nil {
+		d.DecidedAt = at
+	}
+	return err
+}
+
+// Decisions returns the decisions on the thread's calls, in the order they were made.
+func (ts *ThreadState) Decisions(ctx context.Context, workspaceID, threadID string) ([]*store.Decision, error) {
+	op := "read the decisions of thread " + threadID
+	rows, err := ts.read.QueryContext(ctx, `SELECT call_id, action, args, message, user_id, decided_at FROM call_decisions
+		WHERE thread_id = $1 AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2)
+		ORDER BY decided_at, `+ts.d.RowOrder, threadID, workspaceID)
+	if err != nil {
+		return nil, ts.d.dbErr(op, readErr(ctx, err))
+	}
+	out, err := collect(&ts.d, rows, op, func(row scanner) (*store.Decision, error) {
+		var (
+			d    store.Decision
+			args []byte
+		)
+		if err := row.Scan(&d.CallID, &d.Action, &args, &d.Message, &d.UserID, scanTime{&d.DecidedAt}); err != nil {
+			return nil, err
+		}
+		if len(args) > 0 {
+			d.Args = json.RawMessage(args)
+		}
+		return &d, nil
+	})
+	if err != nil {
+		return nil, readErr(ctx, err)
+	}
+	if len(out) == 0 { // none, or no such thread
+		if err := ts.d.threadExists(ctx, ts.read, op, workspaceID, threadID); err != nil {
+			return nil, readErr(ctx, err)
+		}
+	}
+	return out, nil
+}
+
+// Logs returns a page of the thread's log, oldest first.
+func (ts *ThreadState) Logs(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.LogEntry, error) {
+	op := "read the log of thread " + threadID
+	limit, before, err := store.PageBounds(page)
+	if err != nil {
+		return nil, ts.d.fail(op, err)
+	}
+	rows, err := ts.read.QueryContext(ctx, `SELECT seq, level, message, data, time FROM thread_logs
+		WHERE thread_id = $1 AND seq < $3 AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2)
+		ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
+	if err != nil {
+		return nil, ts.d.dbErr(op, readErr(ctx, err))
+	}
+	out, err := collect(&ts.d, rows, op, func(row scanner) (*store.LogEntry, error) {
+		var (
+			e    store.LogEntry
+			data []byte
+		)
+		if err := row.Scan(&e.Seq, &e.Level, &e.Message, &data, scanTime{&e.Time}); err != nil {
+			return nil, err
+		}
+		if len(data) > 0 {
+			e.Data = json.RawMessage(data)
+		}
+		return &e, nil
+	})
+	if err != nil {
+		return nil, readErr(ctx, err)
+	}
+	if len(out) == 0 { // an empty page, or no such thread
+		if err := ts.d.threadExists(ctx, ts.read, op, workspaceID, threadID); err != nil {
+			return nil, readErr(ctx, err)
+		}
+		return []*store.LogEntry{}, nil
+	}
+	slices.Reverse(out)
+	return out, nil
+}
