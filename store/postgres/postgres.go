@@ -57,10 +57,8 @@ type Store struct {
 	// db is database/sql over the same pool (pgx/v5/stdlib), for the SQL both backends share.
 	db *sql.DB
 
-	*entities    // store.Entities, on db
-	*files       // store.Files, on db
-	*variables   // store.Variables, on db
-	*threadState // Enqueue, Decide, Decisions and Logs of store.Store, on db
+	// The entities, files, variables and part of the thread state, on db (see dialect.go).
+	*shared
 }
 
 var (
@@ -108,8 +106,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	return &Store{pool: pool, db: db, entities: newEntities(db), files: newFiles(db), variables: newVariables(db),
-		threadState: newThreadState(db)}, nil
+	return &Store{pool: pool, db: db, shared: newShared(db)}, nil
 }
 
 // Close closes the store's connections, waiting for those in use to be released.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,19 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
-// Enqueue, Decide, Decisions and Logs are sqlstore's (see sqlstore.ThreadState for why the
-// rest is here).
-
-// threadState is embedded in Store under a name of its own, like entities.
-type threadState = sqlstore.ThreadState
-
-// newThreadState runs on db, each write in a transaction of its own.
-func newThreadState(db *sql.DB) *threadState {
-	return sqlstore.NewThreadState(dialect, db, sqlstore.Transactions(db))
-}
+// Enqueue, Decide, Decisions and Logs are sqlstore's (see dialect.go and sqlstore.ThreadState,
+// which says why the rest is here).
 
 // UpdateMessage locks a message of the thread, applies fn to it and stores its Content; nothing
 // else may change, and tool messages not at all (store.ErrInvalid).

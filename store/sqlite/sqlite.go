@@ -96,10 +96,8 @@ type Store struct {
 	// ckpt checkpoints the log off the writer's path (see checkpoint.go).
 	ckpt *checkpointer
 
-	*entities    // store.Entities, on the writer connection and the read pool
-	*files       // store.Files, likewise
-	*variables   // store.Variables, likewise
-	*threadState // Enqueue, Decide, Decisions and Logs of store.Store, likewise
+	// The entities, files, variables and part of the thread state (see dialect.go).
+	*shared
 }
 
 var (
@@ -190,7 +188,7 @@ func Open(path string, opts ...Options) (*Store, error) {
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	s.r = r
-	s.entities, s.files, s.variables, s.threadState = s.newEntities(), s.newFiles(), s.newVariables(), s.newThreadState()
+	s.shared = s.newShared()
 	if s.wc, err = w.Conn(context.Background()); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)

@@ -9,19 +9,10 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
-// Enqueue, Decide, Decisions and Logs are sqlstore's (see sqlstore.ThreadState for why the
-// rest is here).
-
-// threadState is embedded in Store under a name of its own, like entities.
-type threadState = sqlstore.ThreadState
-
-// newThreadState writes on the writer connection and reads on the read pool.
-func (s *Store) newThreadState() *threadState {
-	return sqlstore.NewThreadState(dialect, s.r, s.writeSQL)
-}
+// Enqueue, Decide, Decisions and Logs are sqlstore's (see dialect.go and sqlstore.ThreadState,
+// which says why the rest is here).
 
 // UpdateMessage applies fn to a message of the thread in one write transaction and stores its
 // Content; nothing else may change, and tool messages not at all (store.ErrInvalid).

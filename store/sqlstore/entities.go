@@ -32,18 +32,9 @@ import (
 //     settling concurrent creations (reported as store.ErrConflict).
 //
 // Times come from Dialect.Now; a change never moves UpdatedAt back.
-type Entities struct {
-	d     Dialect
-	read  *sql.DB
-	write WriteFunc
-}
+type Entities struct{ db }
 
 var _ store.Entities = (*Entities)(nil)
-
-// NewEntities returns the entity store of a database: reads go to read, writes through write.
-func NewEntities(d Dialect, read *sql.DB, write WriteFunc) *Entities {
-	return &Entities{d: d, read: read, write: write}
-}
 
 // now is the time of a write in tx (see Dialect.Now).
 func (e *Entities) now(ctx context.Context, tx Querier, op string) (time.Time, error) {

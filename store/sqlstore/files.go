@@ -25,19 +25,11 @@ import (
 // meanwhile. Reads that need more than one query run in one read transaction (Dialect.ReadTx),
 // so they see one snapshot.
 type Files struct {
-	d     Dialect
-	read  *sql.DB
-	write WriteFunc
-	lim   store.FileLimits
+	db
+	lim store.FileLimits
 }
 
 var _ store.Files = (*Files)(nil)
-
-// NewFiles returns the file system of a database under the default caps
-// (store.DefaultFileLimits): reads go to read, changes through write.
-func NewFiles(d Dialect, read *sql.DB, write WriteFunc) *Files {
-	return &Files{d: d, read: read, write: write, lim: store.DefaultFileLimits()}
-}
 
 // WithFileLimits returns the same file system with other caps than the defaults; zero fields of
 // l keep their default. Every node sharing a database should use the same caps.

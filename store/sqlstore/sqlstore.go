@@ -25,6 +25,36 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
+// Store is everything sqlstore implements for one database. A backend embeds it and
+// implements the rest of store.Store (threads and their history) itself; a method the backend
+// declares takes the place of one of Store's.
+type Store struct {
+	*Entities
+	*Files
+	*VariableStore
+	*ThreadState
+}
+
+// New returns the shared part of a store on a database of dialect d: reads go to read (a
+// pool), writes through write. The file system has the default caps
+// (store.DefaultFileLimits).
+func New(d Dialect, read *sql.DB, write WriteFunc) *Store {
+	b := db{d: d, read: read, write: write}
+	return &Store{
+		Entities:      &Entities{b},
+		Files:         &Files{db: b, lim: store.DefaultFileLimits()},
+		VariableStore: &VariableStore{b},
+		ThreadState:   &ThreadState{b},
+	}
+}
+
+// db is a database as sqlstore's types use it.
+type db struct {
+	d     Dialect
+	read  *sql.DB
+	write WriteFunc
+}
+
 // Querier is what statements run on: a write transaction or the read pool.
 type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

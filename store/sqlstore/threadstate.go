@@ -20,16 +20,7 @@ import (
 // prepared once and PostgreSQL numbers messages with the thread row's counter; writing the log
 // (Log) numbers entries with a counter of PostgreSQL's thread row, which SQLite's schema does
 // not have; and UpdateMessage reads a message in each backend's own encoding.
-type ThreadState struct {
-	d     Dialect
-	read  *sql.DB
-	write WriteFunc
-}
-
-// NewThreadState returns the thread state of a database: reads go to read, writes through write.
-func NewThreadState(d Dialect, read *sql.DB, write WriteFunc) *ThreadState {
-	return &ThreadState{d: d, read: read, write: write}
-}
+type ThreadState struct{ db }
 
 // threadExists returns store.ErrNotFound unless the workspace has the thread.
 func (d *Dialect) threadExists(ctx context.Context, q Querier, op, workspaceID, threadID string) error {

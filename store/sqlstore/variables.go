@@ -9,20 +9,12 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
-// Variables implements store.Variables (migration 0003) for both backends, which embed it.
+// VariableStore implements store.Variables (migration 0003) for both backends, which embed it
+// (not named Variables: that is one of its methods).
 // The store keeps values as it is given them: secret ones arrive sealed and leave sealed.
-type Variables struct {
-	d     Dialect
-	read  *sql.DB
-	write WriteFunc
-}
+type VariableStore struct{ db }
 
-var _ store.Variables = (*Variables)(nil)
-
-// NewVariables returns the variables of a database: reads go to read, writes through write.
-func NewVariables(d Dialect, read *sql.DB, write WriteFunc) *Variables {
-	return &Variables{d: d, read: read, write: write}
-}
+var _ store.Variables = (*VariableStore)(nil)
 
 const variableCols = `workspace_id, layer, owner_id, name, value, secret, scoped, created_at, updated_at`
 
@@ -44,14 +36,14 @@ const setVariableSQL = `INSERT INTO variables (` + variableCols + `) VALUES ($1,
 	RETURNING created_at, updated_at`
 
 // SetVariable creates or replaces the value of name for the owner (see store.Variables).
-func (vs *Variables) SetVariable(ctx context.Context, workspaceID string, layer store.VariableLayer, ownerID, name, value string, secret, scoped bool) error {
+func (vs *VariableStore) SetVariable(ctx context.Context, workspaceID string, layer store.VariableLayer, ownerID, name, value string, secret, scoped bool) error {
 	return vs.SetVariables(ctx, []*store.Variable{{WorkspaceID: workspaceID, Layer: layer, OwnerID: ownerID,
 		Name: name, Value: value, Secret: secret, Scoped: scoped}})
 }
 
 // SetVariables sets several values in one write transaction: all are stored or none. It sets
 // CreatedAt (for a new value) and UpdatedAt of each.
-func (vs *Variables) SetVariables(ctx context.Context, values []*store.Variable) error {
+func (vs *VariableStore) SetVariables(ctx context.Context, values []*store.Variable) error {
 	for _, v := range values {
 		if err := store.CheckVariable(v); err != nil {
 			return vs.d.fail("set variable", err)
@@ -90,7 +82,7 @@ func (vs *Variables) SetVariables(ctx context.Context, values []*store.Variable)
 }
 
 // DeleteVariable removes a value; store.ErrNotFound when the owner has none of that name.
-func (vs *Variables) DeleteVariable(ctx context.Context, workspaceID string, layer store.VariableLayer, ownerID, name string) error {
+func (vs *VariableStore) DeleteVariable(ctx context.Context, workspaceID string, layer store.VariableLayer, ownerID, name string) error {
 	op := "delete variable " + name
 	return vs.write(ctx, func(ctx context.Context, tx Querier) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM variables WHERE workspace_id = $1 AND layer = $2 AND owner_id = $3 AND name = $4`,
@@ -106,7 +98,7 @@ func (vs *Variables) DeleteVariable(ctx context.Context, workspaceID string, lay
 }
 
 // Variables lists the owner's values by name, secret ones as stored (sealed).
-func (vs *Variables) Variables(ctx context.Context, workspaceID string, layer store.VariableLayer, ownerID string) ([]*store.Variable, error) {
+func (vs *VariableStore) Variables(ctx context.Context, workspaceID string, layer store.VariableLayer, ownerID string) ([]*store.Variable, error) {
 	op := "list variables"
 	rows, err := vs.read.QueryContext(ctx, `SELECT `+variableCols+` FROM variables
 		WHERE workspace_id = $1 AND layer = $2 AND owner_id = $3 ORDER BY name`+vs.d.Bytewise, workspaceID, layer, ownerID)
@@ -145,7 +137,7 @@ ORDER BY o.depth, o.layer, v.name%s`
 
 // LookupVariables reads every value resolution may need (see store.VariableQuery), in one
 // statement; store.ErrNotFound when the query names a thread the workspace does not have.
-func (vs *Variables) LookupVariables(ctx context.Context, workspaceID string, q store.VariableQuery) (*store.VariableLookup, error) {
+func (vs *VariableStore) LookupVariables(ctx context.Context, workspaceID string, q store.VariableQuery) (*store.VariableLookup, error) {
 	op := "look up variables"
 	args := []any{workspaceID, q.ThreadID, q.AgentID, q.PromptName, q.UserID}
 	names := "" // nil: every name
@@ -195,7 +187,7 @@ func (vs *Variables) LookupVariables(ctx context.Context, workspaceID string, q 
 // RewriteSecrets replaces every secret value with what fn returns, in one write transaction
 // that keeps every other writer of variables out until it commits, so no value is missed or
 // overwritten. An error from fn leaves everything as it was.
-func (vs *Variables) RewriteSecrets(ctx context.Context, fn func(v *store.Variable) (string, error)) error {
+func (vs *VariableStore) RewriteSecrets(ctx context.Context, fn func(v *store.Variable) (string, error)) error {
 	op := "rewrite secrets"
 	return vs.write(ctx, func(ctx context.Context, tx Querier) error {
 		if vs.d.RowLocks {

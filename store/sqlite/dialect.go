@@ -12,14 +12,21 @@ import (
 	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
-// The entities (store.Entities, migration 0004) are sqlstore's: this file says what SQLite
-// differs in.
+// The entities (store.Entities), the thread file system (store.Files), variables
+// (store.Variables) and part of the thread state (see sqlstore.ThreadState) are the SQL both
+// backends share, store/sqlstore's: this file says what SQLite differs in. Their writes are
+// write transactions like any other (the writer connection), so they take turns with each
+// other and with appends; their reads use the read pool.
 
-var _ store.Entities = (*Store)(nil)
+var (
+	_ store.Entities  = (*Store)(nil)
+	_ store.Files     = (*Store)(nil)
+	_ store.Variables = (*Store)(nil)
+)
 
-// entities is embedded in Store under a name of its own, so that its methods are the store's
+// shared is embedded in Store under a name of its own, so that its methods are the store's
 // without a field of the store being exported.
-type entities = sqlstore.Entities
+type shared = sqlstore.Store
 
 // dialect is what sqlstore needs to know of SQLite.
 var dialect = sqlstore.Dialect{
@@ -51,8 +58,10 @@ var dialect = sqlstore.Dialect{
 	ReadTx: nil,
 }
 
-// newEntities runs the entities' writes on the writer connection and their reads on the read
+// newShared runs the shared SQL's writes on the writer connection and its reads on the read
 // pool.
-func (s *Store) newEntities() *entities {
-	return sqlstore.NewEntities(dialect, s.r, s.writeSQL)
+func (s *Store) newShared() *shared {
+	return sqlstore.New(dialect, s.r, func(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+		return s.write(ctx, func(ctx context.Context, tx querier) error { return fn(ctx, tx) })
+	})
 }

@@ -13,14 +13,22 @@ import (
 	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
-// The entities (store.Entities, migration 0004) are sqlstore's, run through database/sql on
-// the store's own pool (pgx/v5/stdlib): this file says what PostgreSQL differs in.
+// The entities (store.Entities), the thread file system (store.Files), variables
+// (store.Variables) and part of the thread state (see sqlstore.ThreadState) are the SQL both
+// backends share, store/sqlstore's, run through database/sql on the store's own pool
+// (pgx/v5/stdlib): this file says what PostgreSQL differs in. Every write is a transaction of
+// its own at READ COMMITTED, which locks the rows its checks rely on (see sqlstore.Entities and
+// sqlstore.Files); times come from the database clock.
 
-var _ store.Entities = (*Store)(nil)
+var (
+	_ store.Entities  = (*Store)(nil)
+	_ store.Files     = (*Store)(nil)
+	_ store.Variables = (*Store)(nil)
+)
 
-// entities is embedded in Store under a name of its own, so that its methods are the store's
+// shared is embedded in Store under a name of its own, so that its methods are the store's
 // without a field of the store being exported.
-type entities = sqlstore.Entities
+type shared = sqlstore.Store
 
 // dialect is what sqlstore needs to know of PostgreSQL.
 var dialect = sqlstore.Dialect{
@@ -35,7 +43,7 @@ var dialect = sqlstore.Dialect{
 		err := tx.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&t)
 		return t.UTC(), err
 	},
-	// Constraint names are part of the contract with migration 0004 (see sqlstore).
+	// Constraint names are part of the contract with the migrations (see sqlstore).
 	Constraint: func(err error) (kind error, name, msg string) {
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) {
@@ -61,8 +69,6 @@ var dialect = sqlstore.Dialect{
 	ReadTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 }
 
-// newEntities runs the entities on db, a database/sql view of the store's pool, each write in
+// newShared runs the shared SQL on db, a database/sql view of the store's pool, each write in
 // a transaction of its own.
-func newEntities(db *sql.DB) *entities {
-	return sqlstore.NewEntities(dialect, db, sqlstore.Transactions(db))
-}
+func newShared(db *sql.DB) *shared { return sqlstore.New(dialect, db, sqlstore.Transactions(db)) }
