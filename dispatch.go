@@ -14,6 +14,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/quiverhq/quiver/internal/genai"
 	"github.com/quiverhq/quiver/schema"
 )
 
@@ -147,8 +152,18 @@ type Dispatcher struct {
 	// 10 seconds. The record does not share the caller's cancellation: a run cancelled while
 	// its tool ran must still store what the tool did, or a resume would run it again.
 	RecordTimeout time.Duration
+	// TracerProvider makes a span for every call, named and described as OpenTelemetry's
+	// GenAI conventions say ("execute_tool NAME", with the tool's name, the call's id, and
+	// error.type and an error status for an error result); nil means the global provider
+	// (otel.SetTracerProvider) as set at the first call. Without one, calls make no spans and
+	// pay nothing for them.
+	TracerProvider trace.TracerProvider
+	// TraceContent also records each call's arguments and result on its span, secrets masked.
+	// Off by default: they may hold personal data.
+	TraceContent bool
 
 	once      sync.Once
+	tracer    trace.Tracer
 	handler   Handler
 	policyErr error // a malformed policy refuses every call rather than guess
 }
@@ -167,6 +182,7 @@ func (d *Dispatcher) registry() *Registry {
 }
 
 func (d *Dispatcher) build() {
+	d.tracer = genai.Tracer(d.TracerProvider)
 	d.policyErr = d.Policy.Validate()
 	h := d.execute
 	h = d.checkOutput(h)
@@ -193,6 +209,45 @@ func (d *Dispatcher) build() {
 func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 	d.once.Do(d.build)
 	c := &call
+	if d.tracer == nil {
+		return d.dispatch(ctx, c)
+	}
+	// The span's name and attributes are set only when it records (a sampler may drop it).
+	ctx, span := d.tracer.Start(ctx, genai.OpExecuteTool)
+	r, err := d.dispatch(ctx, c)
+	if span.IsRecording() {
+		d.describe(span, c, r)
+	}
+	span.End()
+	return r, err
+}
+
+// describe sets what a call's span says about the call and its result.
+func (d *Dispatcher) describe(span trace.Span, c *Call, r *Result) {
+	span.SetName(genai.OpExecuteTool + " " + c.Name)
+	attrs := []attribute.KeyValue{genai.Operation.String(genai.OpExecuteTool), genai.ToolName.String(c.Name),
+		genai.ToolType.String("function")}
+	if c.ID != "" {
+		attrs = append(attrs, genai.ToolCallID.String(c.ID))
+	}
+	if d.TraceContent {
+		args := c.Args
+		if m := secretReplacer(c.secrets); m != nil && len(args) > 0 {
+			args = redactJSON(args, m)
+		}
+		attrs = append(attrs, genai.ToolArguments.String(string(args)))
+		if b, err := json.Marshal(r); err == nil {
+			attrs = append(attrs, genai.ToolResult.String(string(b)))
+		}
+	}
+	if r.IsError() {
+		attrs = append(attrs, genai.ErrorType.String(string(r.Code)))
+		span.SetStatus(codes.Error, r.Error)
+	}
+	span.SetAttributes(attrs...)
+}
+
+func (d *Dispatcher) dispatch(ctx context.Context, c *Call) (*Result, error) {
 	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
 	if c.Meta != nil {
 		c.Meta = maps.Clone(c.Meta) // meta-fields are added to it; the caller's map stays as it was

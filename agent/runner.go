@@ -9,7 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/genai"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
@@ -36,6 +41,14 @@ type Runner struct {
 	// Timeout bounds a tool that sets none; Grace is how long a cancelled tool gets before it
 	// is abandoned (see quiver.Dispatcher).
 	Timeout, Grace time.Duration
+	// TracerProvider makes spans as OpenTelemetry's GenAI conventions name them: one per run
+	// ("invoke_agent NAME", the thread as the conversation), one per model request ("chat
+	// MODEL", with the provider, the token usage and the finish reason) and one per call
+	// ("execute_tool NAME"), nested in that order. nil means the global provider as set at
+	// the run's start; without one, runs make no spans. TraceContent records calls' arguments
+	// and results too (see quiver.Dispatcher).
+	TracerProvider trace.TracerProvider
+	TraceContent   bool
 
 	events events
 	busy   busySet
@@ -186,6 +199,7 @@ type run struct {
 	tools    *schema.ToolSet // tool-calling mode
 	composed *schema.Schema  // composed {calls, output} mode
 	system   string
+	tracer   trace.Tracer // nil: no spans
 
 	// The thread as this run knows it: read once when the run starts, then kept up to date
 	// with what the run writes (a Runner runs a thread once at a time), so a step reads
@@ -223,9 +237,10 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 	if err := p.CheckTools(reg); err != nil {
 		return nil, err
 	}
-	rs := &run{r: r, th: th, prompt: p, policy: p.policy()}
+	rs := &run{r: r, th: th, prompt: p, policy: p.policy(), tracer: genai.Tracer(r.TracerProvider)}
 	rs.d = &quiver.Dispatcher{Registry: reg, Policy: rs.policy, Resolver: r.Resolver, Hooks: r.Hooks,
 		Middleware: r.Middleware, Recorder: recorder{rs}, Timeout: r.Timeout, Grace: r.Grace,
+		TracerProvider: r.TracerProvider, TraceContent: r.TraceContent,
 		// A call reaches the confirmation gate only with a persisted decision (see mustWait).
 		Confirm: func(ctx context.Context, c *quiver.Call) (quiver.Decision, error) {
 			if rs, ok := ctx.Value(decisionsKey{}).(*run); ok {
@@ -347,6 +362,12 @@ func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message s
 	rs, err := r.prepare(ctx, th, a, true)
 	if err != nil {
 		return nil, err
+	}
+	if rs.tracer != nil {
+		var span trace.Span
+		ctx, span = rs.tracer.Start(ctx, genai.OpInvokeAgent+" "+a.Name, trace.WithAttributes(
+			genai.Operation.String(genai.OpInvokeAgent), genai.AgentName.String(a.Name), genai.ConversationID.String(th.ID())))
+		defer func() { endRunSpan(span, out, err) }()
 	}
 	info, err := th.Refresh(ctx)
 	if err != nil {
@@ -566,4 +587,30 @@ func (b *busySet) release(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.threads, id)
+}
+
+// endRunSpan ends a run's span with how the run ended.
+func endRunSpan(span trace.Span, out *Outcome, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(genai.ErrorType.String(errorType(err)))
+	} else if out != nil {
+		span.SetAttributes(attribute.String("quiver.run.status", string(out.Status)), attribute.String("quiver.run.reason", out.Reason),
+			attribute.Int("quiver.run.steps", out.Steps))
+	}
+	span.End()
+}
+
+// errorType is the error.type of a failed run or model request: the sentinel it wraps when it
+// is one of the well-known ones, else the Go type of the error.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, model.ErrNotConfigured):
+		return "not_configured"
+	}
+	return fmt.Sprintf("%T", err)
 }

@@ -8,8 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/genai"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
@@ -24,9 +30,11 @@ func (rs *run) step(ctx context.Context) error {
 	stepNo := rs.steps + 1
 	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo})
 	req := rs.request(rs.hist)
-	resp, err := rs.model.Generate(ctx, req, func(d model.Delta) {
+	mctx, span := rs.chatSpan(ctx)
+	resp, err := rs.model.Generate(mctx, req, func(d model.Delta) {
 		rs.r.events.emit(Event{Type: EventTextDelta, ThreadID: th.ID(), Step: stepNo, Text: d.Text})
 	})
+	endChatSpan(span, resp, err)
 	if err != nil {
 		return fmt.Errorf("agent: model %s: %w", rs.model.Name(), err)
 	}
@@ -71,6 +79,39 @@ func (rs *run) step(ctx context.Context) error {
 	}
 	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: th.ID(), Step: stepNo, Text: text, Calls: calls})
 	return nil
+}
+
+// chatSpan starts the span of a model request ("chat MODEL"), nil when the run makes no spans.
+func (rs *run) chatSpan(ctx context.Context) (context.Context, trace.Span) {
+	if rs.tracer == nil {
+		return ctx, nil
+	}
+	provider, name, ok := strings.Cut(rs.model.Name(), ":")
+	if !ok {
+		provider, name = "", provider
+	}
+	attrs := []attribute.KeyValue{genai.Operation.String(genai.OpChat), genai.RequestModel.String(name)}
+	if provider != "" {
+		attrs = append(attrs, genai.ProviderName.String(provider))
+	}
+	return rs.tracer.Start(ctx, genai.OpChat+" "+name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// endChatSpan ends a model request's span with its usage and finish reason, or its error.
+func endChatSpan(span trace.Span, resp *model.Response, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(genai.ErrorType.String(errorType(err)))
+	} else if resp != nil {
+		span.SetAttributes(genai.UsageInputTokens.Int64(resp.Usage.InputTokens), genai.UsageOutputTokens.Int64(resp.Usage.OutputTokens))
+		if resp.StopReason != "" {
+			span.SetAttributes(genai.ResponseFinish.StringSlice([]string{resp.StopReason}))
+		}
+	}
+	span.End()
 }
 
 // request renders the thread's history for the model.

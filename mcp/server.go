@@ -32,6 +32,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/ids"
@@ -273,6 +275,7 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if s.opts.Session != nil {
 		ctx = quiver.WithScope(ctx, scope)
 	}
+	ctx = traceContext(ctx, req)
 	ctx = context.WithValue(ctx, requestKey{}, req)
 	ctx = quiver.WithReporter(ctx, &reporter{session: req.Session, token: req.Params.GetProgressToken(), tool: name})
 	r, err := s.d.Dispatch(ctx, quiver.Call{ID: newCallID(), Name: name, Args: args})
@@ -473,4 +476,22 @@ func attachmentContent(a quiver.Attachment) sdk.Content {
 		return &sdk.AudioContent{Data: data, MIMEType: a.MimeType}
 	}
 	return &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "quiver://attachments/" + url.PathEscape(a.Name), MIMEType: a.MimeType, Blob: data}}
+}
+
+// traceContext continues the client's trace in the call's span: W3C trace context from the
+// request's _meta (traceparent, tracestate), where MCP clients put it, else from the HTTP
+// request's headers. The propagator is the global one, a no-op until a program sets one.
+func traceContext(ctx context.Context, req *sdk.CallToolRequest) context.Context {
+	p := otel.GetTextMapPropagator()
+	if parent, ok := req.Params.Meta["traceparent"].(string); ok && parent != "" {
+		carrier := propagation.MapCarrier{"traceparent": parent}
+		if state, ok := req.Params.Meta["tracestate"].(string); ok {
+			carrier["tracestate"] = state
+		}
+		return p.Extract(ctx, carrier)
+	}
+	if req.Extra != nil && req.Extra.Header != nil {
+		return p.Extract(ctx, propagation.HeaderCarrier(req.Extra.Header))
+	}
+	return ctx
 }

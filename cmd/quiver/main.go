@@ -31,6 +31,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/sandbox"
@@ -156,6 +157,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if _, err := sandboxWorkers(); err != nil {
 		fmt.Fprintf(stderr, "quiver: warning: code runs inside this process, where an overrunning run cannot be killed: %v\n", err)
 	}
+	stopTracing, err := startTracing(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "quiver: warning: no traces will be sent: %v\n", err)
+		stopTracing = func(context.Context) error { return nil }
+	}
+	defer func() {
+		// What the batcher still holds goes out before the command exits, within a bound.
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			fmt.Fprintf(stderr, "quiver: warning: sending the last traces: %v\n", err)
+		}
+	}()
 	a := &app{registry: quiver.Default, stdin: stdin, stdout: stdout, stderr: stderr}
 	return a.run(ctx, args)
 }

@@ -40,6 +40,8 @@ var readmeExamples = map[string]readmeExample{
 		skip: "it installs into the user's GOPATH and serves until stopped: TestVersion checks quiver version, TestServe serve"},
 	"docker build -t quiver .": {
 		skip: "no container engine in CI; the Dockerfile was checked with a linter (see README, Installing)"},
+	"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 OTEL_SERVICE_NAME=quiver quiver serve": {
+		skip: "it serves until stopped: TestServeContinuesTheClientsTrace starts serve with OTEL_EXPORTER_OTLP_ENDPOINT and checks the spans an OTLP receiver gets"},
 	"cat > /tmp/demo.yaml <<'YAML'": {
 		want: []string{"get_current_time", "Done, I checked the time in Paris."}},
 	`go run ./cmd/quiver call run_code --args '{"code":"export default ({n}) => Array.from({length: n}, (_, i) => i * i)","args":{"n":5}}'`: {

@@ -1,0 +1,84 @@
+package agent_test
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/quiverhq/quiver/model"
+)
+
+// A run is one invoke_agent span; each model request a chat span and each call an
+// execute_tool span under it, with the GenAI conventions' attributes.
+func TestRunSpans(t *testing.T) {
+	m := &turnModel{turns: []model.Response{
+		{Text: "Let me check.", ToolCalls: calls(call("c1", "echo", `{"text":"a"}`)), StopReason: "tool_calls",
+			Usage: model.Usage{InputTokens: 12, OutputTokens: 5}},
+		{Text: "Echoed.", StopReason: "stop"},
+	}}
+	f := newFixture(t, m, nil)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(ctx)
+	f.r.TracerProvider = tp
+	if _, err := f.r.Run(ctx, f.th, f.agent, "echo a"); err != nil {
+		t.Fatal(err)
+	}
+	spans := rec.Ended()
+	var names []string
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		names = append(names, s.Name())
+		byName[s.Name()] = s
+	}
+	run, chat, tool := byName["invoke_agent assistant"], byName["chat turns"], byName["execute_tool echo"]
+	if len(spans) != 4 || run == nil || chat == nil || tool == nil {
+		t.Fatalf("spans %q, want invoke_agent assistant, two chat turns and execute_tool echo", names)
+	}
+	for _, s := range spans {
+		if s != run && s.Parent().SpanID() != run.SpanContext().SpanID() {
+			t.Errorf("%s is not a child of the run's span", s.Name())
+		}
+	}
+	want := map[sdktrace.ReadOnlySpan]map[string]string{
+		run:  {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "assistant", "gen_ai.conversation.id": f.th.ID(), "quiver.run.status": "finished"},
+		tool: {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "gen_ai.tool.call.id": "c1"},
+	}
+	first := spans[0] // the first model request ended first
+	want[first] = map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "test", "gen_ai.request.model": "turns",
+		"gen_ai.usage.input_tokens": "12", "gen_ai.usage.output_tokens": "5", "gen_ai.response.finish_reasons": `["tool_calls"]`}
+	for s, attrs := range want {
+		got := map[string]string{}
+		for _, kv := range s.Attributes() {
+			got[string(kv.Key)] = kv.Value.Emit()
+		}
+		for k, v := range attrs {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q", s.Name(), k, got[k], v)
+			}
+		}
+	}
+}
+
+// A model request that fails marks its span and the run's with an error.
+func TestRunSpansOnFailure(t *testing.T) {
+	f := newFixture(t, &turnModel{}, nil) // no turns: the first request fails
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(ctx)
+	f.r.TracerProvider = tp
+	if _, err := f.r.Run(ctx, f.th, f.agent, "hi"); err == nil {
+		t.Fatal("the run did not fail")
+	}
+	spans := rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want the chat and the run", len(spans))
+	}
+	for _, s := range spans {
+		if s.Status().Code != codes.Error {
+			t.Errorf("%s: status %v, want an error", s.Name(), s.Status())
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// otlpReceiver is an OTLP/HTTP trace receiver: it decodes what it gets with the protocol's own
+// types and keeps the spans, and the service name they came with.
+type otlpReceiver struct {
+	mu       sync.Mutex
+	spans    []*tracepb.Span
+	services []string
+}
+
+func startOTLPReceiver(t *testing.T) (*otlpReceiver, string) {
+	t.Helper()
+	rec := &otlpReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var req collector.ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || err != nil || proto.Unmarshal(body, &req) != nil {
+			t.Errorf("the receiver got %s %s (%d bytes), not an OTLP trace export", r.Method, r.URL.Path, len(body))
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		rec.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, kv := range rs.GetResource().GetAttributes() {
+				if kv.Key == "service.name" {
+					rec.services = append(rec.services, kv.GetValue().GetStringValue())
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				rec.spans = append(rec.spans, ss.Spans...)
+			}
+		}
+		rec.mu.Unlock()
+		b, _ := proto.Marshal(&collector.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return rec, srv.URL
+}
+
+func (rec *otlpReceiver) byName() map[string]*tracepb.Span {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	out := map[string]*tracepb.Span{}
+	for _, s := range rec.spans {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, a run's spans reach an OTLP receiver: the run, its
+// model requests and its call, in one trace, under the service name the environment gives.
+func TestRunSendsTracesOverOTLP(t *testing.T) {
+	rec, url := startOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+	t.Setenv("OTEL_SERVICE_NAME", "quiver-under-test")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "turns.yaml")
+	if err := os.WriteFile(script, []byte("turns:\n  - calls: [{name: get_current_time, args: {timezone: UTC}}]\n  - text: It is now.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "", "run", "--model", "scripted:"+script, "--db", filepath.Join(dir, "q.db"), "what time is it?")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	spans := rec.byName()
+	run, tool := spans["invoke_agent assistant"], spans["execute_tool get_current_time"]
+	var chat *tracepb.Span
+	for name, s := range spans {
+		if strings.HasPrefix(name, "chat ") {
+			chat = s
+		}
+	}
+	if run == nil || tool == nil || chat == nil {
+		t.Fatalf("spans received: %v; want invoke_agent, chat and execute_tool", keys(spans))
+	}
+	for _, s := range []*tracepb.Span{chat, tool} {
+		if string(s.TraceId) != string(run.TraceId) || string(s.ParentSpanId) != string(run.SpanId) {
+			t.Errorf("%s is not in the run's trace, under the run", s.Name)
+		}
+	}
+	rec.mu.Lock()
+	services := rec.services
+	rec.mu.Unlock()
+	if len(services) == 0 || services[0] != "quiver-under-test" {
+		t.Errorf("service names %q, want quiver-under-test", services)
+	}
+}
+
+// quiver serve continues a client's trace: a tools/call carrying traceparent in _meta makes an
+// execute_tool span in that trace, under the client's span.
+func TestServeContinuesTheClientsTrace(t *testing.T) {
+	rec, url := startOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+	endpoint, stop, _ := startServe(t)
+	cs := connectServe(t, endpoint)
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	params := &sdk.CallToolParams{Name: "get_current_time", Arguments: map[string]any{"timezone": "UTC"}}
+	params.SetMeta(map[string]any{"traceparent": "00-" + traceID + "-" + parentID + "-01"})
+	if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	cs.Close()
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exited with %d", code)
+	}
+	s := rec.byName()["execute_tool get_current_time"]
+	if s == nil {
+		t.Fatalf("no execute_tool span received: %v", keys(rec.byName()))
+	}
+	if hex.EncodeToString(s.TraceId) != traceID || hex.EncodeToString(s.ParentSpanId) != parentID {
+		t.Errorf("the call's span is in trace %x under %x, want %s under %s", s.TraceId, s.ParentSpanId, traceID, parentID)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
