@@ -13,22 +13,17 @@ import (
 	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
-// The entities (store.Entities), the thread file system (store.Files), variables
-// (store.Variables) and part of the thread state (see sqlstore.ThreadState) are the SQL both
-// backends share, store/sqlstore's, run through database/sql on the store's own pool
-// (pgx/v5/stdlib): this file says what PostgreSQL differs in. Every write is a transaction of
-// its own at READ COMMITTED, which locks the rows its checks rely on (see sqlstore.Entities and
-// sqlstore.Files); times come from the database clock.
+// PostgreSQL's side of store/sqlstore, the SQL both backends share (entities, the thread file
+// system, variables, part of the thread state), run through database/sql on the store's own
+// pool (pgx/v5/stdlib). Each write is a transaction of its own at READ COMMITTED, which locks
+// the rows its checks rely on; times come from the database clock.
+type shared = sqlstore.Store // embedded in Store: its methods become the store's, no field is exported
 
 var (
 	_ store.Entities  = (*Store)(nil)
 	_ store.Files     = (*Store)(nil)
 	_ store.Variables = (*Store)(nil)
 )
-
-// shared is embedded in Store under a name of its own, so that its methods are the store's
-// without a field of the store being exported.
-type shared = sqlstore.Store
 
 // dialect is what sqlstore needs to know of PostgreSQL.
 var dialect = sqlstore.Dialect{

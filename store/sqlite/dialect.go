@@ -12,21 +12,16 @@ import (
 	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
-// The entities (store.Entities), the thread file system (store.Files), variables
-// (store.Variables) and part of the thread state (see sqlstore.ThreadState) are the SQL both
-// backends share, store/sqlstore's: this file says what SQLite differs in. Their writes are
-// write transactions like any other (the writer connection), so they take turns with each
-// other and with appends; their reads use the read pool.
+// SQLite's side of store/sqlstore, the SQL both backends share (entities, the thread file
+// system, variables and part of the thread state): its writes run on the writer connection,
+// so they take turns with each other and with appends, and its reads on the read pool.
+type shared = sqlstore.Store // embedded in Store: its methods become the store's, no field is exported
 
 var (
 	_ store.Entities  = (*Store)(nil)
 	_ store.Files     = (*Store)(nil)
 	_ store.Variables = (*Store)(nil)
 )
-
-// shared is embedded in Store under a name of its own, so that its methods are the store's
-// without a field of the store being exported.
-type shared = sqlstore.Store
 
 // dialect is what sqlstore needs to know of SQLite.
 var dialect = sqlstore.Dialect{
