@@ -22,7 +22,31 @@ type (
 	scopeKey     struct{}
 	executionKey struct{}
 	callKey      struct{}
+	doorKey      struct{}
 )
+
+// Doors a call comes in by, as metrics name them (WithDoor).
+const (
+	DoorCode  = "code" // a Go program calling the dispatcher: the default
+	DoorAgent = "agent"
+	DoorMCP   = "mcp"
+	DoorCLI   = "cli"
+	DoorHTTP  = "http"
+)
+
+// WithDoor returns a context whose calls are counted as coming in by door (one of the Door
+// constants, or a name of the program's own) in the dispatcher's metrics.
+func WithDoor(ctx context.Context, door string) context.Context {
+	return context.WithValue(ctx, doorKey{}, door)
+}
+
+// DoorFrom returns the door in ctx, DoorCode if none.
+func DoorFrom(ctx context.Context) string {
+	if d, ok := ctx.Value(doorKey{}).(string); ok {
+		return d
+	}
+	return DoorCode
+}
 
 // WithScope returns a context carrying scope, which the dispatcher hands to handlers and uses
 // to resolve variables.

@@ -16,6 +16,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiverhq/quiver/internal/genai"
@@ -161,9 +162,16 @@ type Dispatcher struct {
 	// TraceContent also records each call's arguments and result on its span, secrets masked.
 	// Off by default: they may hold personal data.
 	TraceContent bool
+	// MeterProvider records a histogram of call durations, quiver.tool.call.duration in
+	// seconds, by tool (gen_ai.tool.name), door (quiver.door: see WithDoor), status
+	// (quiver.call.status) and error code (error.type): calls, errors and latency per tool and
+	// per door. nil means the global provider (otel.SetMeterProvider) as set at the first
+	// call; without one, calls record nothing and read no clock for it.
+	MeterProvider metric.MeterProvider
 
 	once      sync.Once
 	tracer    trace.Tracer
+	durations metric.Float64Histogram // nil: no metrics
 	handler   Handler
 	policyErr error // a malformed policy refuses every call rather than guess
 }
@@ -183,6 +191,12 @@ func (d *Dispatcher) registry() *Registry {
 
 func (d *Dispatcher) build() {
 	d.tracer = genai.Tracer(d.TracerProvider)
+	if m := genai.Meter(d.MeterProvider); m != nil {
+		// A meter that cannot make the instrument (a bad name: a bug) leaves metrics off.
+		d.durations, _ = m.Float64Histogram(genai.MetricToolCallDuration, metric.WithUnit("s"),
+			metric.WithDescription("Duration of tool calls, by tool, door, status and error code."),
+			metric.WithExplicitBucketBoundaries(genai.DurationBuckets...))
+	}
 	d.policyErr = d.Policy.Validate()
 	h := d.execute
 	h = d.checkOutput(h)
@@ -209,16 +223,32 @@ func (d *Dispatcher) build() {
 func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 	d.once.Do(d.build)
 	c := &call
-	if d.tracer == nil {
+	if d.tracer == nil && d.durations == nil {
 		return d.dispatch(ctx, c)
 	}
-	// The span's name and attributes are set only when it records (a sampler may drop it).
-	ctx, span := d.tracer.Start(ctx, genai.OpExecuteTool)
-	r, err := d.dispatch(ctx, c)
-	if span.IsRecording() {
-		d.describe(span, c, r)
+	var start time.Time
+	if d.durations != nil {
+		start = time.Now()
 	}
-	span.End()
+	var span trace.Span
+	if d.tracer != nil {
+		ctx, span = d.tracer.Start(ctx, genai.OpExecuteTool)
+	}
+	r, err := d.dispatch(ctx, c)
+	if span != nil {
+		// The span's name and attributes are set only when it records (a sampler may drop it).
+		if span.IsRecording() {
+			d.describe(span, c, r)
+		}
+		span.End()
+	}
+	if d.durations != nil {
+		attrs := []attribute.KeyValue{genai.ToolName.String(c.Name), genai.Door.String(DoorFrom(ctx)), genai.CallStatus.String(string(r.Status))}
+		if r.IsError() {
+			attrs = append(attrs, genai.ErrorType.String(string(r.Code)))
+		}
+		d.durations.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	}
 	return r, err
 }
 

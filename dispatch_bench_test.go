@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
 )
@@ -113,4 +117,25 @@ func BenchmarkDispatchFullValidation(b *testing.B) {
 			return forecast{City: a.City, Summary: "sunny"}, nil
 		}, quiver.WithInputSchema(&in)))
 	runDispatch(b, context.Background(), reg, benchArgs)
+}
+
+// BenchmarkDispatchObserved is BenchmarkDispatch with spans and metrics switched on (the SDK's
+// providers, spans to a recorder, metrics to a reader): what observability costs a call when
+// it is wanted. BenchmarkDispatch is the cost when it is not.
+func BenchmarkDispatchObserved(b *testing.B) {
+	reg := &quiver.Registry{}
+	reg.Register(quiver.Func("get_forecast", "Weather forecast for a city.", getForecast))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	defer tp.Shutdown(context.Background())
+	defer mp.Shutdown(context.Background())
+	d := &quiver.Dispatcher{Registry: reg, TracerProvider: tp, MeterProvider: mp}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := d.Dispatch(ctx, quiver.Call{Name: "get_forecast", Args: benchArgs})
+		if err != nil || r.IsError() {
+			b.Fatal(err, r)
+		}
+	}
 }

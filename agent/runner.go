@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiverhq/quiver"
@@ -49,6 +50,12 @@ type Runner struct {
 	// and results too (see quiver.Dispatcher).
 	TracerProvider trace.TracerProvider
 	TraceContent   bool
+	// MeterProvider records runs (quiver.agent.runs, by quiver.run.event: started, finished,
+	// paused or failed, and agent), model requests (the conventions' gen_ai.client.operation.
+	// duration and gen_ai.client.token.usage, by provider and model) and calls (see
+	// quiver.Dispatcher). nil means the global provider as set at the run's start; without one,
+	// nothing is recorded.
+	MeterProvider metric.MeterProvider
 
 	events events
 	busy   busySet
@@ -200,6 +207,7 @@ type run struct {
 	composed *schema.Schema  // composed {calls, output} mode
 	system   string
 	tracer   trace.Tracer // nil: no spans
+	meters   *meters      // nil: no metrics
 
 	// The thread as this run knows it: read once when the run starts, then kept up to date
 	// with what the run writes (a Runner runs a thread once at a time), so a step reads
@@ -237,10 +245,10 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 	if err := p.CheckTools(reg); err != nil {
 		return nil, err
 	}
-	rs := &run{r: r, th: th, prompt: p, policy: p.policy(), tracer: genai.Tracer(r.TracerProvider)}
+	rs := &run{r: r, th: th, prompt: p, policy: p.policy(), tracer: genai.Tracer(r.TracerProvider), meters: newMeters(r.MeterProvider)}
 	rs.d = &quiver.Dispatcher{Registry: reg, Policy: rs.policy, Resolver: r.Resolver, Hooks: r.Hooks,
 		Middleware: r.Middleware, Recorder: recorder{rs}, Timeout: r.Timeout, Grace: r.Grace,
-		TracerProvider: r.TracerProvider, TraceContent: r.TraceContent,
+		TracerProvider: r.TracerProvider, TraceContent: r.TraceContent, MeterProvider: r.MeterProvider,
 		// A call reaches the confirmation gate only with a persisted decision (see mustWait).
 		Confirm: func(ctx context.Context, c *quiver.Call) (quiver.Decision, error) {
 			if rs, ok := ctx.Value(decisionsKey{}).(*run); ok {
@@ -363,11 +371,23 @@ func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message s
 	if err != nil {
 		return nil, err
 	}
+	ctx = quiver.WithDoor(ctx, quiver.DoorAgent)
 	if rs.tracer != nil {
 		var span trace.Span
 		ctx, span = rs.tracer.Start(ctx, genai.OpInvokeAgent+" "+a.Name, trace.WithAttributes(
 			genai.Operation.String(genai.OpInvokeAgent), genai.AgentName.String(a.Name), genai.ConversationID.String(th.ID())))
 		defer func() { endRunSpan(span, out, err) }()
+	}
+	if rs.meters != nil {
+		rs.meters.run(ctx, a.Name, "started")
+		defer func() {
+			switch {
+			case err != nil:
+				rs.meters.run(ctx, a.Name, "failed")
+			case out != nil:
+				rs.meters.run(ctx, a.Name, string(out.Status))
+			}
+		}()
 	}
 	info, err := th.Refresh(ctx)
 	if err != nil {

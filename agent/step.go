@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -31,10 +31,17 @@ func (rs *run) step(ctx context.Context) error {
 	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo})
 	req := rs.request(rs.hist)
 	mctx, span := rs.chatSpan(ctx)
+	var start time.Time
+	if rs.meters != nil {
+		start = time.Now()
+	}
 	resp, err := rs.model.Generate(mctx, req, func(d model.Delta) {
 		rs.r.events.emit(Event{Type: EventTextDelta, ThreadID: th.ID(), Step: stepNo, Text: d.Text})
 	})
 	endChatSpan(span, resp, err)
+	if rs.meters != nil {
+		rs.meters.chat(ctx, rs.model.Name(), time.Since(start), resp, err)
+	}
 	if err != nil {
 		return fmt.Errorf("agent: model %s: %w", rs.model.Name(), err)
 	}
@@ -86,10 +93,7 @@ func (rs *run) chatSpan(ctx context.Context) (context.Context, trace.Span) {
 	if rs.tracer == nil {
 		return ctx, nil
 	}
-	provider, name, ok := strings.Cut(rs.model.Name(), ":")
-	if !ok {
-		provider, name = "", provider
-	}
+	provider, name := splitModel(rs.model.Name())
 	attrs := []attribute.KeyValue{genai.Operation.String(genai.OpChat), genai.RequestModel.String(name)}
 	if provider != "" {
 		attrs = append(attrs, genai.ProviderName.String(provider))

@@ -1,9 +1,12 @@
 package agent_test
 
 import (
+	"fmt"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -79,6 +82,59 @@ func TestRunSpansOnFailure(t *testing.T) {
 	for _, s := range spans {
 		if s.Status().Code != codes.Error {
 			t.Errorf("%s: status %v, want an error", s.Name(), s.Status())
+		}
+	}
+}
+
+// A run counts as started and finished, its model requests' durations and tokens are
+// recorded, and its calls are counted as coming in by the agent door.
+func TestRunMetrics(t *testing.T) {
+	m := &turnModel{turns: []model.Response{
+		{ToolCalls: calls(call("c1", "echo", `{"text":"a"}`)), Usage: model.Usage{InputTokens: 12, OutputTokens: 5}},
+		{Text: "Echoed.", Usage: model.Usage{InputTokens: 20, OutputTokens: 3}},
+	}}
+	f := newFixture(t, m, nil)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(ctx)
+	f.r.MeterProvider = mp
+	if _, err := f.r.Run(ctx, f.th, f.agent, "echo a"); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, metric := range sm.Metrics {
+			switch data := metric.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range data.DataPoints {
+					event, _ := dp.Attributes.Value("quiver.run.event")
+					got[metric.Name+" "+event.AsString()] = fmt.Sprint(dp.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range data.DataPoints {
+					door, _ := dp.Attributes.Value("quiver.door")
+					got[metric.Name+" "+door.AsString()] = fmt.Sprint(dp.Count)
+				}
+			case metricdata.Histogram[int64]:
+				for _, dp := range data.DataPoints {
+					kind, _ := dp.Attributes.Value("gen_ai.token.type")
+					got[metric.Name+" "+kind.AsString()] = fmt.Sprint(dp.Sum)
+				}
+			}
+		}
+	}
+	for k, want := range map[string]string{
+		"quiver.agent.runs started": "1", "quiver.agent.runs finished": "1",
+		"gen_ai.client.operation.duration ": "2",
+		"gen_ai.client.token.usage input":   "32", "gen_ai.client.token.usage output": "8",
+		"quiver.tool.call.duration agent": "1",
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %q (all: %v)", k, got[k], want, got)
 		}
 	}
 }

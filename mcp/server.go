@@ -275,7 +275,7 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if s.opts.Session != nil {
 		ctx = quiver.WithScope(ctx, scope)
 	}
-	ctx = traceContext(ctx, req)
+	ctx = quiver.WithDoor(traceContext(ctx, req), quiver.DoorMCP)
 	ctx = context.WithValue(ctx, requestKey{}, req)
 	ctx = quiver.WithReporter(ctx, &reporter{session: req.Session, token: req.Params.GetProgressToken(), tool: name})
 	r, err := s.d.Dispatch(ctx, quiver.Call{ID: newCallID(), Name: name, Args: args})

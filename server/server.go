@@ -25,7 +25,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/genai"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
@@ -114,6 +117,32 @@ type Server struct {
 	mcp        *mcp.Server
 	importer   *mcp.Importer
 	mux        *http.ServeMux
+	// journalMetrics reports the journal's pending records to the global meter provider's
+	// metrics, when there are any, until Close.
+	journalMetrics metric.Registration
+}
+
+// journalMetrics reports j's pending records (quiver.journal.pending) when the global meter
+// provider's metrics are read; nil when there are no metrics, or the instrument cannot be
+// made (a bug, which leaves the gauge out rather than the server).
+func journalMetrics(j *journal.Journal) metric.Registration {
+	m := genai.Meter(nil)
+	if m == nil {
+		return nil
+	}
+	gauge, err := m.Int64ObservableGauge(genai.MetricJournalPending, metric.WithUnit("{record}"),
+		metric.WithDescription("Records in the journal not yet in the store."))
+	if err != nil {
+		return nil
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(gauge, int64(j.Pending()))
+		return nil
+	}, gauge)
+	if err != nil {
+		return nil
+	}
+	return reg
 }
 
 // New builds a server: it makes sure the workspace exists, connects to the remote MCP servers
@@ -152,6 +181,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 				j.Close()
 			}
 		}()
+		s.journalMetrics = journalMetrics(j)
 	}
 	s.dispatcher = &quiver.Dispatcher{
 		Registry: cfg.Registry,
@@ -368,6 +398,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Close disconnects remote MCP servers, ends MCP sessions and stores what the journal holds.
 // Serve calls it on shutdown.
 func (s *Server) Close() {
+	if s.journalMetrics != nil {
+		_ = s.journalMetrics.Unregister()
+	}
 	s.mcp.Close()
 	if s.importer != nil {
 		_ = s.importer.Close()

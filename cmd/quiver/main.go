@@ -396,7 +396,7 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 	}
 	defer disconnect()
 	d.Registry = a.registry
-	r, err := d.Dispatch(ctx, quiver.Call{Name: pos[0], Args: raw})
+	r, err := d.Dispatch(quiver.WithDoor(ctx, quiver.DoorCLI), quiver.Call{Name: pos[0], Args: raw})
 	if err != nil {
 		return exitError, err
 	}

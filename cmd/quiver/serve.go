@@ -37,6 +37,7 @@ type serveFlags struct {
 	config      *string
 	conformance *bool
 	journal     *bool
+	metricsAddr *string
 }
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
@@ -46,6 +47,8 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 		conformance: fs.Bool("conformance", false, "also serve the fixture tools, resources and prompts of the MCP conformance suite"),
 		journal: fs.Bool("journal", true, "with SQLite, record calls through a journal beside the database (DB.journal/): a client gets its answer once the record "+
 			"is in the journal, and it reaches the database within milliseconds; --journal=false stores each record before answering"),
+		metricsAddr: fs.String("metrics-addr", "", "serve Prometheus metrics (calls, model requests, runs, the journal) at http://HOST:PORT/metrics, "+
+			"apart from the clients' address (default: none)"),
 	}
 }
 
@@ -177,6 +180,11 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopMetrics, err := a.startMetrics(f)
+	if err != nil {
+		return exitError, err
+	}
+	defer stopMetrics()
 	cfg, closeStore, err := a.serverConfig(ctx, f)
 	if err != nil {
 		return exitError, err
@@ -231,6 +239,11 @@ func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopMetrics, err := a.startMetrics(f)
+	if err != nil {
+		return exitError, err
+	}
+	defer stopMetrics()
 	cfg, closeStore, err := a.serverConfig(ctx, f)
 	if err != nil {
 		return exitError, err
@@ -328,3 +341,22 @@ func (a *app) importConfigured(ctx context.Context, sf storeFlags, config string
 // then sits idle holds it for nothing (about 1.2 MB of its idle RSS, measured with
 // internal/cmd/rssbench). It costs one garbage collection, about a millisecond.
 func releaseStartupGarbage() { debug.FreeOSMemory() }
+
+// startMetrics serves metrics when --metrics-addr asks for them; the returned function stops.
+func (a *app) startMetrics(f serveFlags) (func(), error) {
+	if *f.metricsAddr == "" {
+		return func() {}, nil
+	}
+	if _, _, err := net.SplitHostPort(*f.metricsAddr); err != nil {
+		return nil, usagef("--metrics-addr %q must be HOST:PORT, like 127.0.0.1:9464", *f.metricsAddr)
+	}
+	stop, err := startMetrics(*f.metricsAddr, a.stderr)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stop(ctx)
+	}, nil
+}

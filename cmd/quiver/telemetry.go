@@ -4,14 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -74,4 +83,45 @@ func startTracing(ctx context.Context) (stop func(context.Context) error, err er
 		otel.SetTracerProvider(noop.NewTracerProvider())
 		return err
 	}, nil
+}
+
+// startMetrics serves the metrics of calls, model requests, runs and the journal (see
+// quiver.Dispatcher, agent.Runner and server.Server) in the Prometheus text format at
+// http://ADDR/metrics, on a listener of their own: an operator's address, apart from the one
+// clients reach. It sets the global meter provider, which every dispatcher and runner made
+// afterwards uses. The returned function stops serving and switches metrics off.
+func startMetrics(addr string, stderr io.Writer) (stop func(context.Context) error, err error) {
+	registry := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listening on %s: %w (choose another address with --metrics-addr)", addr, err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	otel.SetMeterProvider(mp)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	fmt.Fprintf(stderr, "quiver: metrics at http://%s/metrics\n", ln.Addr())
+	if w := exposedMetricsWarning(ln.Addr()); w != "" {
+		fmt.Fprintln(stderr, w)
+	}
+	return func(ctx context.Context) error {
+		err := hs.Shutdown(ctx)
+		otel.SetMeterProvider(metricnoop.NewMeterProvider())
+		return errors.Join(err, mp.Shutdown(ctx))
+	}, nil
+}
+
+// exposedMetricsWarning is what quiver serve says when its metrics listen where other hosts
+// can reach them: they name the tools and agents in use, and nothing authenticates a scrape.
+func exposedMetricsWarning(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return ""
+	}
+	return fmt.Sprintf("quiver: WARNING: metrics on %s, which is not a loopback address: anyone who can reach it can read them", addr)
 }

@@ -8,11 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -138,4 +141,51 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// quiver serve --metrics-addr serves Prometheus metrics apart from /mcp: calls by tool, door,
+// status and error, and the journal's pending records, read with Prometheus's own parser.
+func TestServeMetrics(t *testing.T) {
+	endpoint, stop, stderr := startServe(t, "--metrics-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("serve did not say where its metrics are:\n%s", stderr.String())
+	}
+	cs := connectServe(t, endpoint)
+	for _, name := range []string{"get_current_time", "get_current_time", "no_such_tool"} {
+		if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics is not in the Prometheus text format: %v", err)
+	}
+	calls := families["quiver_tool_call_duration_seconds"]
+	if calls == nil || calls.GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatalf("no histogram quiver_tool_call_duration_seconds among %v", keys(families))
+	}
+	counts := map[string]uint64{}
+	for _, metric := range calls.Metric {
+		labels := map[string]string{}
+		for _, l := range metric.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		counts[labels["gen_ai_tool_name"]+"/"+labels["quiver_door"]+"/"+labels["quiver_call_status"]+"/"+labels["error_type"]] = metric.GetHistogram().GetSampleCount()
+	}
+	for key, want := range map[string]uint64{"get_current_time/mcp/success/": 2, "no_such_tool/mcp/error/unknown_tool": 1} {
+		if counts[key] != want {
+			t.Errorf("calls %s: %d, want %d (all: %v)", key, counts[key], want, counts)
+		}
+	}
+	if g := families["quiver_journal_pending"]; g == nil || len(g.Metric) != 1 {
+		t.Errorf("no quiver_journal_pending gauge among %v", keys(families))
+	}
+	stop()
 }

@@ -8,6 +8,8 @@ package genai
 import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -38,6 +40,20 @@ const (
 	ToolArguments     attribute.Key = "gen_ai.tool.call.arguments"
 	ToolResult        attribute.Key = "gen_ai.tool.call.result"
 	ErrorType         attribute.Key = "error.type"
+	TokenType         attribute.Key = "gen_ai.token.type"
+	// Quiver's own, where the conventions have none.
+	Door       attribute.Key = "quiver.door"
+	CallStatus attribute.Key = "quiver.call.status"
+	RunEvent   attribute.Key = "quiver.run.event"
+)
+
+// Metric names: the conventions' for model requests, Quiver's own for calls and runs.
+const (
+	MetricOperationDuration = "gen_ai.client.operation.duration"
+	MetricTokenUsage        = "gen_ai.client.token.usage"
+	MetricToolCallDuration  = "quiver.tool.call.duration"
+	MetricRuns              = "quiver.agent.runs"
+	MetricJournalPending    = "quiver.journal.pending"
 )
 
 // unsetGlobal is the global tracer provider before a program sets one: the API's placeholder,
@@ -60,3 +76,25 @@ func Tracer(tp trace.TracerProvider) trace.Tracer {
 	}
 	return tp.Tracer(Instrumentation)
 }
+
+// unsetGlobalMeter is the global meter provider before a program sets one (see unsetGlobal).
+var unsetGlobalMeter = otel.GetMeterProvider()
+
+// Meter is Tracer for metrics: Quiver's meter from mp or the global provider, nil when neither
+// records anything, so that a call records no metric and reads no clock for one.
+func Meter(mp metric.MeterProvider) metric.Meter {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+		if mp == unsetGlobalMeter {
+			return nil
+		}
+	}
+	if _, ok := mp.(metricnoop.MeterProvider); ok {
+		return nil
+	}
+	return mp.Meter(Instrumentation)
+}
+
+// DurationBuckets are the histogram bounds, in seconds, of call and model request durations:
+// from a fraction of a millisecond (a call in process) to minutes (a model's long answer).
+var DurationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
