@@ -91,3 +91,43 @@ func PageBounds(page Page) (limit int, before int64, err error) {
 	}
 	return limit, before, nil
 }
+
+// CheckMessage reports, wrapping ErrInvalid, what Append refuses in a message for thread
+// threadID by itself, whatever else the batch and the stored history hold: no message, an
+// unknown role, a ThreadID of another thread, tool calls on a message other than an
+// assistant's, a call without an id or a tool name or whose arguments are not JSON, and a
+// tool message without a call id or another message with a call id, a tool name or a result.
+// Every writer of messages checks this (both backends, store/journal), so that they refuse the
+// same messages in the same words; what needs the batch or the history (a call answered
+// twice, a result for a call never asked for) each backend checks its own way.
+func CheckMessage(threadID string, m *Message) error {
+	if m == nil {
+		return fmt.Errorf("nil message: %w", ErrInvalid)
+	}
+	switch m.Role {
+	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+	default:
+		return fmt.Errorf("unknown role %q (system, user, assistant or tool): %w", m.Role, ErrInvalid)
+	}
+	if m.ThreadID != "" && m.ThreadID != threadID {
+		return fmt.Errorf("the message belongs to thread %s: %w", m.ThreadID, ErrInvalid)
+	}
+	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
+		return fmt.Errorf("a %s message has tool calls: %w", m.Role, ErrInvalid)
+	}
+	if m.Role == RoleTool && m.ToolCallID == "" {
+		return fmt.Errorf("a tool message answers a call, and this one names none: %w", ErrInvalid)
+	}
+	if m.Role != RoleTool && (m.ToolCallID != "" || m.ToolName != "" || m.Result != nil) {
+		return fmt.Errorf("only a tool message answers a call, and this %s message has a call id, tool name or result: %w", m.Role, ErrInvalid)
+	}
+	for j, c := range m.ToolCalls {
+		switch {
+		case c.ID == "" || c.Name == "":
+			return fmt.Errorf("tool call %d has no id or no name: %w", j, ErrInvalid)
+		case len(c.Args) > 0 && !json.Valid(c.Args):
+			return fmt.Errorf("tool call %q: the arguments are not JSON: %w", c.ID, ErrInvalid)
+		}
+	}
+	return nil
+}

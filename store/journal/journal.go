@@ -365,7 +365,8 @@ func (j *Journal) release(seg *segment) {
 	seg.f.Close()
 }
 
-// check applies the rules Append can check without the store, and gives messages ids.
+// check applies the rules Append can check without the store (store.CheckMessage's), and gives
+// messages ids.
 func check(rec *record) error {
 	if len(rec.Messages) == 0 {
 		return fmt.Errorf("no messages to append: %w", store.ErrInvalid)
@@ -374,27 +375,8 @@ func check(rec *record) error {
 		return fmt.Errorf("a workspace and a thread are required: %w", store.ErrInvalid)
 	}
 	for i, m := range rec.Messages {
-		if m == nil {
-			return fmt.Errorf("message %d is nil: %w", i, store.ErrInvalid)
-		}
-		switch m.Role {
-		case store.RoleSystem, store.RoleUser, store.RoleAssistant, store.RoleTool:
-		default:
-			return fmt.Errorf("message %d: unknown role %q (system, user, assistant or tool): %w", i, m.Role, store.ErrInvalid)
-		}
-		if m.ThreadID != "" && m.ThreadID != rec.ThreadID {
-			return fmt.Errorf("message %d belongs to thread %s: %w", i, m.ThreadID, store.ErrInvalid)
-		}
-		if len(m.ToolCalls) > 0 && m.Role != store.RoleAssistant {
-			return fmt.Errorf("message %d: a %s message has tool calls: %w", i, m.Role, store.ErrInvalid)
-		}
-		if (m.Role == store.RoleTool) != (m.ToolCallID != "") || (m.Result != nil && m.Role != store.RoleTool) {
-			return fmt.Errorf("message %d: only a tool message, and every tool message, answers a call: %w", i, store.ErrInvalid)
-		}
-		for k, c := range m.ToolCalls {
-			if c.ID == "" || c.Name == "" {
-				return fmt.Errorf("message %d: tool call %d has no id or no name: %w", i, k, store.ErrInvalid)
-			}
+		if err := store.CheckMessage(rec.ThreadID, m); err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
 		}
 		if m.ID == "" {
 			m.ID = store.NewID(store.PrefixMessage)

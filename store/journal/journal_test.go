@@ -205,7 +205,7 @@ func TestAppendRejectsBadMessages(t *testing.T) {
 		{"calls on a user message", ws, th, []*store.Message{{Role: store.RoleUser, ToolCalls: []store.ToolCall{{ID: "a", Name: "b"}}}}, "has tool calls"},
 		{"call without a name", ws, th, []*store.Message{{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "a"}}}}, "no id or no name"},
 		{"message of another thread", ws, th, []*store.Message{{Role: store.RoleUser, ThreadID: "thr_other"}}, "belongs to thread thr_other"},
-		{"arguments that are not JSON", ws, th, []*store.Message{{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "a", Name: "b", Args: json.RawMessage(`{nope`)}}}}, "encoding"},
+		{"arguments that are not JSON", ws, th, []*store.Message{{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "a", Name: "b", Args: json.RawMessage(`{nope`)}}}}, "arguments are not JSON"},
 	} {
 		err := j.Append(ctx, tc.ws, tc.th, tc.msgs...)
 		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), tc.wantInErr) {

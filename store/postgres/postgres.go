@@ -311,9 +311,11 @@ type batch struct {
 	callIdx                                         []int32
 }
 
-// newBatch checks msgs and lays them out as columns. What it can check alone it does here
-// (roles, ids, a call or result repeated inside the batch, a result before its call); what
-// needs the stored history (a call or result from an earlier batch) the database checks.
+// newBatch checks msgs and lays them out as columns. Each message's own rules are
+// store.CheckMessage's; what needs the batch (a call or result repeated inside it, a result
+// before its call) it checks here, since the one statement of Append cannot say which row
+// failed; what needs the stored history (a call or result from an earlier batch) the database
+// checks.
 func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
 	n := len(msgs)
 	b := &batch{
@@ -323,22 +325,8 @@ func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
 	declared := map[string]bool{} // call ids asked for in this batch
 	answered := map[string]bool{} // call ids answered in this batch
 	for i, m := range msgs {
-		if m == nil {
-			return nil, fmt.Errorf("message %d is nil: %w", i, store.ErrInvalid)
-		}
-		switch m.Role {
-		case store.RoleSystem, store.RoleUser, store.RoleAssistant, store.RoleTool:
-		default:
-			return nil, fmt.Errorf("message %d: unknown role %q: %w", i, m.Role, store.ErrInvalid)
-		}
-		if m.ThreadID != "" && m.ThreadID != threadID {
-			return nil, fmt.Errorf("message %d belongs to thread %s: %w", i, m.ThreadID, store.ErrInvalid)
-		}
-		if len(m.ToolCalls) > 0 && m.Role != store.RoleAssistant {
-			return nil, fmt.Errorf("message %d: a %s message has tool calls: %w", i, m.Role, store.ErrInvalid)
-		}
-		if m.Role != store.RoleTool && (m.ToolCallID != "" || m.Result != nil) {
-			return nil, fmt.Errorf("message %d: a %s message carries a tool result: %w", i, m.Role, store.ErrInvalid)
+		if err := store.CheckMessage(threadID, m); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		b.ids[i] = m.ID
 		if b.ids[i] == "" {
@@ -347,16 +335,10 @@ func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
 		b.roles[i], b.contents[i], b.toolNames[i] = string(m.Role), m.Content, m.ToolName
 		for j, c := range m.ToolCalls {
 			switch {
-			case c.ID == "":
-				return nil, fmt.Errorf("message %d: call %d has no id: %w", i, j, store.ErrInvalid)
-			case c.Name == "":
-				return nil, fmt.Errorf("message %d: call %q has no tool name: %w", i, c.ID, store.ErrInvalid)
 			case declared[c.ID]:
 				return nil, fmt.Errorf("message %d: call id %q is asked for twice: %w", i, c.ID, store.ErrInvalid)
 			case answered[c.ID]:
 				return nil, fmt.Errorf("message %d: call %q comes after its result: %w", i, c.ID, store.ErrInvalid)
-			case len(c.Args) > 0 && !json.Valid(c.Args):
-				return nil, fmt.Errorf("message %d: call %q: arguments are not JSON: %w", i, c.ID, store.ErrInvalid)
 			}
 			declared[c.ID] = true
 			b.callCallIDs = append(b.callCallIDs, c.ID)
@@ -374,9 +356,6 @@ func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
 			b.calls[i] = string(js)
 		}
 		if m.Role == store.RoleTool {
-			if m.ToolCallID == "" {
-				return nil, fmt.Errorf("message %d: a tool message without a call id: %w", i, store.ErrInvalid)
-			}
 			if answered[m.ToolCallID] {
 				return nil, fmt.Errorf("message %d: call %q is answered twice in one batch: %w", i, m.ToolCallID, store.ErrResultExists)
 			}

@@ -66,7 +66,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	for k, op := range ops {
 		rows[k] = make([]row, len(op.Messages))
 		for i, m := range op.Messages {
-			if err := encodeMessage(m, &rows[k][i]); err != nil {
+			if err := encodeMessage(op.ThreadID, m, &rows[k][i]); err != nil {
 				return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: message %d: %w", op.ThreadID, i, err)}
 			}
 		}
@@ -180,31 +180,17 @@ func (s *Store) insertError(ctx context.Context, tx querier, threadID string, i 
 	return fmt.Errorf("sqlite: append to %s: message %d: %v: %w", threadID, i, err, store.ErrInvalid)
 }
 
-// encodeMessage checks m against the rules of its role and encodes its JSON columns.
-func encodeMessage(m *store.Message, r *row) error {
-	if m == nil {
-		return fmt.Errorf("nil message: %w", store.ErrInvalid)
+// encodeMessage checks m (store.CheckMessage) and encodes its JSON columns.
+func encodeMessage(threadID string, m *store.Message, r *row) error {
+	if err := store.CheckMessage(threadID, m); err != nil {
+		return err
 	}
 	r.msg = m
 	r.id = m.ID
 	if r.id == "" {
 		r.id = store.NewID(store.PrefixMessage)
 	}
-	switch m.Role {
-	case store.RoleSystem, store.RoleUser, store.RoleAssistant, store.RoleTool:
-	default:
-		return fmt.Errorf("unknown role %q: %w", m.Role, store.ErrInvalid)
-	}
-	if m.Role != store.RoleAssistant && len(m.ToolCalls) > 0 {
-		return fmt.Errorf("a %s message has tool calls: %w", m.Role, store.ErrInvalid)
-	}
-	if m.Role != store.RoleTool && (m.ToolCallID != "" || m.ToolName != "" || m.Result != nil) {
-		return fmt.Errorf("a %s message has a tool call id, tool name or result: %w", m.Role, store.ErrInvalid)
-	}
 	if m.Role == store.RoleTool {
-		if m.ToolCallID == "" {
-			return fmt.Errorf("tool message without a call id: %w", store.ErrInvalid)
-		}
 		r.toolCallID = sql.NullString{String: m.ToolCallID, Valid: true}
 		r.toolName = nullString(m.ToolName)
 		if m.Result != nil {
@@ -218,9 +204,6 @@ func encodeMessage(m *store.Message, r *row) error {
 	if len(m.ToolCalls) > 0 {
 		r.calls = make([]callRow, len(m.ToolCalls))
 		for j, c := range m.ToolCalls {
-			if c.ID == "" || c.Name == "" {
-				return fmt.Errorf("tool call %d has no id or no name: %w", j, store.ErrInvalid)
-			}
 			cr := callRow{id: c.ID, name: c.Name, reasoning: c.Reasoning}
 			if len(c.Args) > 0 {
 				var buf bytes.Buffer
