@@ -22,6 +22,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
@@ -593,6 +596,7 @@ func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (a
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
 	token := newCallID()
 	params.SetProgressToken(token)
+	passTraceContext(ctx, params)
 	r.progress.Store(token, ctx)
 	// Notifications are handled apart from responses, so the last ones may be handled just
 	// after the call returned: keep the token a moment longer.
@@ -694,4 +698,24 @@ func (r *remote) names() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// passTraceContext puts the call's trace context (W3C traceparent and tracestate, through the
+// global propagator) in the request's _meta, where MCP servers look for it, so that the remote
+// tool's work joins the caller's trace.
+func passTraceContext(ctx context.Context, params *sdk.CallToolParams) {
+	p := otel.GetTextMapPropagator()
+	if len(p.Fields()) == 0 || !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	carrier := propagation.MapCarrier{}
+	p.Inject(ctx, carrier)
+	meta := params.GetMeta()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	for k, v := range carrier {
+		meta[k] = v
+	}
+	params.SetMeta(meta)
 }

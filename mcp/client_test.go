@@ -16,6 +16,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiverhq/quiver"
 	qmcp "github.com/quiverhq/quiver/mcp"
@@ -25,6 +28,8 @@ import (
 // tests: a real child process speaking MCP on its standard input and output.
 func TestMain(m *testing.M) {
 	if os.Getenv("QUIVER_MCP_TEST_SERVER") == "stdio" {
+		// As a program with tracing on: it continues the trace its callers send.
+		otel.SetTextMapPropagator(propagation.TraceContext{})
 		srv := qmcp.NewServer(&quiver.Dispatcher{Registry: remoteTools(nil)}, &qmcp.ServerOptions{Name: "child"})
 		if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -58,6 +63,9 @@ func remoteTools(slow *slowSignals) *quiver.Registry {
 			quiver.ReportProgress(ctx, 1, 2, "half")
 			quiver.ReportProgress(ctx, 2, 2, "all")
 			return "done", nil
+		}),
+		quiver.Func("trace", "Returns the trace it runs in.", func(ctx context.Context, _ struct{}) (string, error) {
+			return trace.SpanContextFromContext(ctx).TraceID().String(), nil
 		}),
 		quiver.Func("sleep", "Sleeps until cancelled.", func(ctx context.Context, _ struct{}) (string, error) {
 			<-ctx.Done()
@@ -123,7 +131,7 @@ func TestImport(t *testing.T) {
 			changed := make(chan struct{}, 8)
 			im := importInto(t, reg, []qmcp.Remote{tr.remote}, &qmcp.ImportOptions{OnChange: func() { changed <- struct{}{} }, KeepAlive: -1})
 			p := tr.remote.Name + "."
-			want := []string{"local_tool", p + "crash", p + "echo", p + "fail", p + "get-sum", p + "progress", p + "sleep"}
+			want := []string{"local_tool", p + "crash", p + "echo", p + "fail", p + "get-sum", p + "progress", p + "sleep", p + "trace"}
 			slices.Sort(want)
 			if got := names(reg); !slices.Equal(got, want) {
 				t.Fatalf("tools = %v, want %v", got, want)
@@ -131,7 +139,7 @@ func TestImport(t *testing.T) {
 			if len(changed) == 0 {
 				t.Error("OnChange was not called after the import")
 			}
-			if st := im.Status(); len(st) != 1 || !st[0].Connected || st[0].Tools != 6 {
+			if st := im.Status(); len(st) != 1 || !st[0].Connected || st[0].Tools != 7 {
 				t.Errorf("status = %+v", st)
 			}
 			rec := &memRecorder{}
@@ -161,6 +169,33 @@ func TestImport(t *testing.T) {
 				t.Errorf("recorded %d calls, want %d", n, len(cases))
 			}
 		})
+	}
+}
+
+// A call of an imported tool carries the caller's trace context to the remote server (in
+// _meta), and the remote's tool runs in the caller's trace: over HTTP and stdio alike.
+func TestImportedCallsCarryTraceContext(t *testing.T) {
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	defer otel.SetTextMapPropagator(prev)
+	remote := remoteHTTP(t, "127.0.0.1:0", nil)
+	traceID, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled}))
+	for _, r := range []qmcp.Remote{
+		{Name: "web", URL: remote.URL},
+		{Name: "child", Command: os.Args[0], Args: []string{"-test.run=^$"}, Env: map[string]string{"QUIVER_MCP_TEST_SERVER": "stdio"}},
+	} {
+		reg := &quiver.Registry{Logger: slog.New(slog.DiscardHandler)}
+		importInto(t, reg, []qmcp.Remote{r}, fastRetry)
+		res, err := (&quiver.Dispatcher{Registry: reg}).Dispatch(ctx, quiver.Call{Name: r.Name + ".trace"})
+		if err != nil || res.IsError() {
+			t.Fatalf("%s: %v %+v", r.Name, err, res)
+		}
+		if res.Text != traceID.String() {
+			t.Errorf("%s: the remote tool ran in trace %q, want the caller's %s", r.Name, res.Text, traceID)
+		}
 	}
 }
 

@@ -259,7 +259,7 @@ func Request(ctx context.Context) *sdk.CallToolRequest {
 func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	scope, err := s.sessionScope(ctx, req.Session)
 	if err != nil {
-		s.logger.Error("mcp: preparing the session", "err", err)
+		s.logger.ErrorContext(ctx, "mcp: preparing the session", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server could not prepare this session: " + err.Error()}
 	}
 	name, args := req.Params.Name, req.Params.Arguments
@@ -282,7 +282,7 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		// The call ran, but its record could not be stored: the client still gets the result
 		// (the tool's effects happened), and the operator is told.
-		s.logger.Error("mcp: recording a tool call", "tool", name, "err", err)
+		s.logger.ErrorContext(ctx, "mcp: recording a tool call", "tool", name, "err", err)
 	}
 	return ToResult(r), nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/quiverhq/quiver/internal/tracehttp"
 )
 
 // Config is what Open passes a provider beside the model name. Its zero value reads everything
@@ -17,7 +19,9 @@ type Config struct {
 	APIKey string
 	// BaseURL overrides the provider's base URL variable (OPENAI_BASE_URL, ...).
 	BaseURL string
-	// HTTPClient sends the requests; nil leaves the choice to the SDK.
+	// HTTPClient sends the requests; nil means one that passes the request's trace context on
+	// to the provider (W3C traceparent, through the global propagator), so that the provider's
+	// side joins the run's trace. A client given here is used as it is.
 	HTTPClient *http.Client
 	// Retries is how often a failed request (429, 5xx, a dropped connection) is tried again:
 	// 0 means DefaultRetries, a negative number means never.
@@ -118,8 +122,14 @@ func OpenConfig(spec string, cfg Config) (Model, error) {
 	if name == "" {
 		return nil, fmt.Errorf("model: %q names no model: write %s:MODEL", spec, provider)
 	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = tracingClient
+	}
 	return open(name, cfg)
 }
+
+// tracingClient is the HTTP client of providers opened without one (see Config.HTTPClient).
+var tracingClient = &http.Client{Transport: tracehttp.Transport(nil)}
 
 func knownProviders() string {
 	names := Providers()

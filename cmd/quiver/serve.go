@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/tracelog"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/mcp/conformance"
 	"github.com/quiverhq/quiver/server"
@@ -92,7 +93,8 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags) (server.Config, fu
 		return server.Config{}, nil, err
 	}
 	cfg := server.Config{Registry: reg, Remotes: remotes, WorkspaceID: localWorkspaceID,
-		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+		// Lines logged about a call or a run carry its trace_id and span_id.
+		Logger: slog.New(tracelog.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
 	if *f.conformance {
 		if err := reg.Register(conformance.Tools()...); err != nil {
 			return server.Config{}, nil, err

@@ -189,3 +189,41 @@ func TestServeMetrics(t *testing.T) {
 	}
 	stop()
 }
+
+// A model request carries the run's trace context to the provider: a fake OpenAI API (whose
+// SDK does no tracing of its own) sees a traceparent naming the run's chat span.
+func TestModelRequestsCarryTraceContext(t *testing.T) {
+	rec, url := startOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+	var mu sync.Mutex
+	var parents []string
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		parents = append(parents, r.Header.Get("traceparent"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, chunk := range []string{
+			`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"role":"assistant","content":"Done."},"finish_reason":null}]}`,
+			`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`,
+		} {
+			io.WriteString(w, "data: "+chunk+"\n\n")
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer provider.Close()
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("OPENAI_BASE_URL", provider.URL)
+	code, _, stderr := runCLI(t, "", "run", "--model", "openai:gpt-test", "--db", filepath.Join(t.TempDir(), "q.db"), "hello")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	chat := rec.byName()["chat gpt-test"]
+	mu.Lock()
+	defer mu.Unlock()
+	if chat == nil || len(parents) == 0 {
+		t.Fatalf("spans %v, traceparents %q", keys(rec.byName()), parents)
+	}
+	if want := "00-" + hex.EncodeToString(chat.TraceId) + "-" + hex.EncodeToString(chat.SpanId) + "-01"; parents[0] != want {
+		t.Errorf("the provider got traceparent %q, want %q (the chat span)", parents[0], want)
+	}
+}
