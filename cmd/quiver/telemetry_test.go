@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/hex"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -225,5 +228,59 @@ func TestModelRequestsCarryTraceContext(t *testing.T) {
 	}
 	if want := "00-" + hex.EncodeToString(chat.TraceId) + "-" + hex.EncodeToString(chat.SpanId) + "-01"; parents[0] != want {
 		t.Errorf("the provider got traceparent %q, want %q (the chat span)", parents[0], want)
+	}
+}
+
+// grpcReceiver is an OTLP/gRPC trace receiver: the collector's own service definition.
+type grpcReceiver struct {
+	collector.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+}
+
+func (g *grpcReceiver) Export(_ context.Context, req *collector.ExportTraceServiceRequest) (*collector.ExportTraceServiceResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				g.names = append(g.names, s.Name)
+			}
+		}
+	}
+	return &collector.ExportTraceServiceResponse{}, nil
+}
+
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc sends the spans over gRPC.
+func TestTracesOverGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &grpcReceiver{}
+	gs := grpc.NewServer()
+	collector.RegisterTraceServiceServer(gs, rec)
+	go gs.Serve(ln)
+	defer gs.Stop()
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	code, _, stderr := runCLI(t, "", "call", "get_current_time", "--args", `{"timezone":"UTC"}`)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Contains(rec.names, "execute_tool get_current_time") {
+		t.Errorf("the gRPC receiver got %q, want execute_tool get_current_time", rec.names)
+	}
+}
+
+// An unknown protocol is a clear warning, and the command still runs.
+func TestTracesUnknownProtocol(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	code, _, stderr := runCLI(t, "", "call", "get_current_time", "--args", `{"timezone":"UTC"}`)
+	if code != exitOK || !strings.Contains(stderr, `OTEL_EXPORTER_OTLP_PROTOCOL "carrier-pigeon" is not supported: use http/protobuf (the default) or grpc`) {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
