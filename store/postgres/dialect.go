@@ -38,7 +38,8 @@ var dialect = sqlstore.Dialect{
 		err := tx.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&t)
 		return t.UTC(), err
 	},
-	// Constraint names are part of the contract with the migrations (see sqlstore).
+	// Constraint names are part of the contract with the migrations (see sqlstore's
+	// constraints): the schema's, the mapping's and the one statement of Append's.
 	Constraint: func(err error) (kind error, name, msg string) {
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) {
@@ -54,7 +55,11 @@ var dialect = sqlstore.Dialect{
 		default:
 			return nil, "", ""
 		}
-		return kind, pe.ConstraintName, pe.Message
+		msg = pe.Message
+		if pe.Detail != "" {
+			msg += " (" + pe.Detail + ")"
+		}
+		return kind, pe.ConstraintName, msg
 	},
 	// The default collation follows the database's locale.
 	Bytewise: ` COLLATE "C"`,

@@ -36,14 +36,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -177,7 +174,7 @@ RETURNING created_at`,
 		id, t.WorkspaceID, t.AgentID, t.UserID, t.ParentID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped,
 		string(status), t.Blocking, t.Resumable, string(t.State)).Scan(&at)
 	if err != nil {
-		return dbError(op, err)
+		return dialect.Err(op, err)
 	}
 	t.ID, t.Status, t.CreatedAt, t.UpdatedAt = id, status, at.UTC(), at.UTC()
 	return nil
@@ -188,7 +185,7 @@ func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*stor
 	t, err := scanThread(s.pool.QueryRow(ctx, `SELECT `+threadColumns+` FROM threads WHERE id = $1 AND workspace_id = $2`,
 		threadID, workspaceID))
 	if err != nil {
-		return nil, dbError("read thread "+threadID, err)
+		return nil, dialect.Err("read thread "+threadID, err)
 	}
 	return t, nil
 }
@@ -203,7 +200,7 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 		old, err := scanThread(tx.QueryRow(ctx, `SELECT `+threadColumns+` FROM threads WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE`,
 			threadID, workspaceID))
 		if err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		t := *old
 		t.Tags = slices.Clone(old.Tags)
@@ -223,7 +220,7 @@ WHERE id = $1 AND workspace_id = $2
 RETURNING updated_at`, threadID, workspaceID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped,
 			string(t.Status), string(t.State)).Scan(&t.UpdatedAt)
 		if err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		t.UpdatedAt = t.UpdatedAt.UTC()
 		if len(t.Tags) == 0 {
@@ -244,11 +241,11 @@ func (s *Store) Children(ctx context.Context, workspaceID, threadID string) ([]*
 	rows, err := s.pool.Query(ctx, `SELECT `+threadColumns+` FROM threads
 WHERE workspace_id = $1 AND parent_id = $2 ORDER BY created_at, id`, workspaceID, threadID)
 	if err != nil {
-		return nil, dbError("list children of "+threadID, err)
+		return nil, dialect.Err("list children of "+threadID, err)
 	}
 	kids, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Thread, error) { return scanThread(row) })
 	if err != nil {
-		return nil, dbError("list children of "+threadID, err)
+		return nil, dialect.Err("list children of "+threadID, err)
 	}
 	return kids, nil
 }
@@ -267,11 +264,11 @@ func (s *Store) Threads(ctx context.Context, workspaceID string, limit int, curs
 WHERE workspace_id = $1 AND ($2 OR (created_at, id) < ($3, $4)) ORDER BY created_at DESC, id DESC LIMIT $5`,
 		workspaceID, c.IsStart(), c.CreatedAt, c.ID, limit+1)
 	if err != nil {
-		return nil, "", dbError("list threads", err)
+		return nil, "", dialect.Err("list threads", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Thread, error) { return scanThread(row) })
 	if err != nil {
-		return nil, "", dbError("list threads", err)
+		return nil, "", dialect.Err("list threads", err)
 	}
 	page, next := store.PageThreads(out, limit)
 	return page, next, nil
@@ -396,7 +393,7 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 	var at time.Time
 	err = s.pool.QueryRow(wctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at)
 	if err != nil {
-		return dbError(op, err)
+		return dialect.Err(op, err)
 	}
 	b.fill(msgs, threadID, base, at)
 	return nil
@@ -450,7 +447,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 			}
 			err := tx.QueryRow(ctx, appendSQL, batches[k].args(op.ThreadID, op.WorkspaceID, at)...).Scan(&bases[k], &ats[k])
 			if err != nil {
-				return &store.BatchError{Index: k, Err: dbError("append to thread "+op.ThreadID, err)}
+				return &store.BatchError{Index: k, Err: dialect.Err("append to thread "+op.ThreadID, err)}
 			}
 		}
 		return nil
@@ -480,7 +477,7 @@ FROM messages
 WHERE thread_id = $1 AND seq < $3 AND EXISTS (SELECT FROM threads WHERE id = $1 AND workspace_id = $2)
 ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, dialect.Err(op, err)
 	}
 	out, err := scanMessages(rows, threadID)
 	if err != nil {
@@ -536,7 +533,7 @@ LEFT JOIN tool_calls c ON c.thread_id = t.id
 WHERE t.id = $1 AND t.workspace_id = $2
 ORDER BY c.message_seq, c.idx`, threadID, workspaceID)
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, dialect.Err(op, err)
 	}
 	var out []store.ToolCall
 	found := false
@@ -546,7 +543,7 @@ ORDER BY c.message_seq, c.idx`, threadID, workspaceID)
 		var args []byte
 		if err := rows.Scan(&id, &name, &args, &reasoning); err != nil {
 			rows.Close()
-			return nil, dbError(op, err)
+			return nil, dialect.Err(op, err)
 		}
 		if id == nil {
 			continue // the thread's row, with no pending call joined
@@ -558,7 +555,7 @@ ORDER BY c.message_seq, c.idx`, threadID, workspaceID)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbError(op, err)
+		return nil, dialect.Err(op, err)
 	}
 	if !found {
 		return nil, fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
@@ -582,42 +579,4 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc, err
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	return wctx, cancel, nil
-}
-
-func dbError(op string, err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
-	}
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	var kind error
-	what := pe.Message
-	switch {
-	case pe.Code == "23505" && pe.ConstraintName == "messages_one_result":
-		kind, what = store.ErrResultExists, "the call already has a result"
-	case pe.Code == "23505" && pe.ConstraintName == "tool_calls_pkey":
-		kind, what = store.ErrInvalid, "a call id is already used in the thread"
-	case pe.Code == "23505" && pe.ConstraintName == "call_decisions_pkey":
-		kind, what = store.ErrDecided, "the call already has a decision"
-	case pe.Code == "23503" && pe.ConstraintName == "call_decisions_call_fkey":
-		kind, what = store.ErrInvalid, "the thread asked for no such call"
-	case pe.Code == "23505" && pe.ConstraintName == "messages_pkey":
-		kind, what = fmt.Errorf("%w (%w)", store.ErrIDTaken, store.ErrInvalid), "the id is already taken"
-	case pe.Code == "23505" && (pe.ConstraintName == "threads_pkey" || pe.ConstraintName == "queued_messages_pkey"):
-		kind, what = store.ErrInvalid, "the id is already taken"
-	case pe.Code == "23503" && pe.ConstraintName == "threads_parent_fkey":
-		kind, what = store.ErrNotFound, "no such parent thread in the workspace"
-	case pe.Code == "23503" && pe.ConstraintName == "messages_call_fkey":
-		kind, what = store.ErrInvalid, "a tool message answers no call of the thread"
-	case pe.Code == "23514" || strings.HasPrefix(pe.Code, "22"): // check constraints; data exceptions (NUL in text, bad JSON)
-		kind = store.ErrInvalid
-	default:
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	if pe.Detail != "" {
-		what += " (" + pe.Detail + ")"
-	}
-	return fmt.Errorf("postgres: %s: %s: %w", op, what, kind)
 }

@@ -218,12 +218,12 @@ func TestResultUniqueInDatabase(t *testing.T) {
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO messages (id, thread_id, seq, role, tool_call_id, created_at)
 VALUES ('msg_x', $1, 99, 'tool', 'c1', now())`, th.ID)
-	if got := dbError("raw insert", err); !errors.Is(got, store.ErrResultExists) {
+	if got := dialect.Err("raw insert", err); !errors.Is(got, store.ErrResultExists) {
 		t.Fatalf("a second result written with SQL: %v, want a unique violation", err)
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO messages (id, thread_id, seq, role, tool_call_id, created_at)
 VALUES ('msg_y', $1, 98, 'tool', 'nobody_asked', now())`, th.ID)
-	if got := dbError("raw insert", err); !errors.Is(got, store.ErrInvalid) {
+	if got := dialect.Err("raw insert", err); !errors.Is(got, store.ErrInvalid) {
 		t.Fatalf("a result for an unknown call written with SQL: %v, want a foreign key violation", err)
 	}
 }

@@ -26,7 +26,7 @@ FROM messages m
 WHERE m.id = $1 AND m.thread_id = $2 AND EXISTS (SELECT FROM threads WHERE id = $2 AND workspace_id = $3)
 FOR UPDATE`, messageID, threadID, workspaceID)
 		if err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		msgs, err := scanMessages(rows, threadID)
 		if err != nil {
@@ -44,7 +44,7 @@ FOR UPDATE`, messageID, threadID, workspaceID)
 			return fmt.Errorf("postgres: %s: %w", op, err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE messages SET content = $2 WHERE id = $1`, messageID, m.Content); err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		out = m
 		return nil
@@ -62,7 +62,7 @@ func (s *Store) Queued(ctx context.Context, workspaceID, threadID string) ([]*st
 LEFT JOIN queued_messages q ON q.thread_id = t.id
 WHERE t.id = $1 AND t.workspace_id = $2 ORDER BY q.n`, threadID, workspaceID)
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, dialect.Err(op, err)
 	}
 	var out []*store.Message
 	found := false
@@ -72,7 +72,7 @@ WHERE t.id = $1 AND t.workspace_id = $2 ORDER BY q.n`, threadID, workspaceID)
 		var at *time.Time
 		if err := rows.Scan(&id, &role, &content, &at); err != nil {
 			rows.Close()
-			return nil, dbError(op, err)
+			return nil, dialect.Err(op, err)
 		}
 		if id == nil {
 			continue // the thread's row, with nothing queued
@@ -80,7 +80,7 @@ WHERE t.id = $1 AND t.workspace_id = $2 ORDER BY q.n`, threadID, workspaceID)
 		out = append(out, &store.Message{ID: *id, ThreadID: threadID, Role: store.Role(*role), Content: *content, CreatedAt: at.UTC()})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbError(op, err)
+		return nil, dialect.Err(op, err)
 	}
 	if !found {
 		return nil, fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
@@ -100,11 +100,11 @@ func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) 
 		var at time.Time
 		if err := tx.QueryRow(ctx, `SELECT last_seq, clock_timestamp() FROM threads WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE`,
 			threadID, workspaceID).Scan(&last, &at); err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		rows, err := tx.Query(ctx, `DELETE FROM queued_messages WHERE thread_id = $1 RETURNING id, n, role, content`, threadID)
 		if err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		type queued struct {
 			m *store.Message
@@ -116,12 +116,12 @@ func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) 
 			var n int64
 			if err := rows.Scan(&m.ID, &n, &m.Role, &m.Content); err != nil {
 				rows.Close()
-				return dbError(op, err)
+				return dialect.Err(op, err)
 			}
 			q = append(q, queued{m, n})
 		}
 		if err := rows.Err(); err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		if len(q) == 0 {
 			return nil
@@ -137,10 +137,10 @@ func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) 
 SELECT u.id, $1, $2 + u.n, u.role, u.content, $3
 FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(id, role, content, n)`,
 			threadID, last, at, ids, roles, contents); err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE threads SET last_seq = $2 WHERE id = $1`, threadID, last+int64(len(q))); err != nil {
-			return dbError(op, err)
+			return dialect.Err(op, err)
 		}
 		return nil
 	})
@@ -169,7 +169,7 @@ INSERT INTO thread_logs (thread_id, seq, level, message, data, time)
 SELECT $1, t.last_log_seq, $3, $4, NULLIF($5, '')::json, COALESCE($6, clock_timestamp()) FROM t
 RETURNING seq, time`, threadID, workspaceID, string(e.Level), e.Message, string(e.Data), at).Scan(&seq, &when)
 	if err != nil {
-		return dbError(op, err)
+		return dialect.Err(op, err)
 	}
 	e.Seq, e.Time = seq, when.UTC()
 	return nil

@@ -40,7 +40,7 @@ var _ store.Entities = (*Entities)(nil)
 func (e *Entities) now(ctx context.Context, tx Querier, op string) (time.Time, error) {
 	t, err := e.d.Now(ctx, tx)
 	if err != nil {
-		return time.Time{}, e.d.dbErr(op, err)
+		return time.Time{}, e.d.Err(op, err)
 	}
 	return t, nil
 }
@@ -94,7 +94,7 @@ func (e *Entities) CreateWorkspace(ctx context.Context, w *store.Workspace) erro
 		return nil
 	})
 	if err != nil {
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	}
 	*w = nw
 	return nil
@@ -104,7 +104,7 @@ func (e *Entities) CreateWorkspace(ctx context.Context, w *store.Workspace) erro
 func (e *Entities) Workspace(ctx context.Context, id string) (*store.Workspace, error) {
 	w, err := scanWorkspace(e.read.QueryRowContext(ctx, `SELECT `+workspaceCols+` FROM workspaces WHERE id = $1`, id))
 	if err != nil {
-		return nil, e.d.dbErr("workspace "+id, err)
+		return nil, e.d.Err("workspace "+id, err)
 	}
 	return w, nil
 }
@@ -117,7 +117,7 @@ func (e *Entities) lockWorkspace(ctx context.Context, tx Querier, op, id string)
 		return nil, e.d.failf(op, store.ErrNotFound, "no workspace %s", id)
 	}
 	if err != nil {
-		return nil, e.d.dbErr(op, err)
+		return nil, e.d.Err(op, err)
 	}
 	return w, nil
 }
@@ -156,7 +156,7 @@ func (e *Entities) UpdateWorkspace(ctx context.Context, id, callerUserID string,
 		now = notBefore(now, before.UpdatedAt)
 		if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET name = $1, default_runtime_user_id = $2, retention_tier = $3, updated_at = $4
 			WHERE id = $5`, w.Name, nullString(w.DefaultRuntimeUserID), w.RetentionTier, e.d.Time(now), id); err != nil {
-			return e.d.dbErr(op, err)
+			return e.d.Err(op, err)
 		}
 		w.UpdatedAt = now
 		out = w
@@ -177,7 +177,7 @@ func (e *Entities) memberRole(ctx context.Context, tx Querier, op, workspaceID, 
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
-	return role, e.d.dbErr(op, err)
+	return role, e.d.Err(op, err)
 }
 
 // checkRuntimeUser enforces E3 for setting a runtime user (what names the setting): caller must
@@ -253,7 +253,7 @@ func (e *Entities) CreateUser(ctx context.Context, u *store.User) error {
 		return err
 	})
 	if err != nil {
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	}
 	u.ID, u.Email, u.CreatedAt = id, email, at
 	return nil
@@ -263,7 +263,7 @@ func (e *Entities) CreateUser(ctx context.Context, u *store.User) error {
 func (e *Entities) User(ctx context.Context, id string) (*store.User, error) {
 	u, err := scanUser(e.read.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = $1`, id))
 	if err != nil {
-		return nil, e.d.dbErr("user "+id, err)
+		return nil, e.d.Err("user "+id, err)
 	}
 	return u, nil
 }
@@ -277,7 +277,7 @@ func (e *Entities) UserByEmail(ctx context.Context, email string) (*store.User, 
 	}
 	u, err := scanUser(e.read.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE email_key = $1`, key))
 	if err != nil {
-		return nil, e.d.dbErr(op, err)
+		return nil, e.d.Err(op, err)
 	}
 	return u, nil
 }
@@ -327,7 +327,7 @@ func (e *Entities) AddMember(ctx context.Context, m *store.Membership) error {
 		return err
 	})
 	if err != nil {
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	}
 	m.CreatedAt = at
 	return nil
@@ -338,7 +338,7 @@ func (e *Entities) Member(ctx context.Context, workspaceID, userID string) (*sto
 	m, err := scanMembership(e.read.QueryRowContext(ctx, `SELECT `+membershipCols+` FROM memberships
 		WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID))
 	if err != nil {
-		return nil, e.d.dbErr(fmt.Sprintf("membership of user %s in workspace %s", userID, workspaceID), err)
+		return nil, e.d.Err(fmt.Sprintf("membership of user %s in workspace %s", userID, workspaceID), err)
 	}
 	return m, nil
 }
@@ -349,7 +349,7 @@ func (e *Entities) Members(ctx context.Context, workspaceID string) ([]*store.Me
 	rows, err := e.read.QueryContext(ctx, `SELECT `+membershipCols+` FROM memberships
 		WHERE workspace_id = $1 ORDER BY created_at, user_id`, workspaceID)
 	if err != nil {
-		return nil, e.d.dbErr(op, err)
+		return nil, e.d.Err(op, err)
 	}
 	return collect(&e.d, rows, op, scanMembership)
 }
@@ -363,7 +363,7 @@ func (e *Entities) lockMember(ctx context.Context, tx Querier, op, workspaceID, 
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", e.d.failf(op, store.ErrNotFound, "not a member")
 	}
-	return role, e.d.dbErr(op, err)
+	return role, e.d.Err(op, err)
 }
 
 // lastAdmin reports whether userID is the only admin of the workspace.
@@ -371,7 +371,7 @@ func (e *Entities) lastAdmin(ctx context.Context, tx Querier, op, workspaceID, u
 	var others bool
 	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM memberships WHERE workspace_id = $1 AND role = 'admin' AND user_id <> $2)`,
 		workspaceID, userID).Scan(&others)
-	return !others, e.d.dbErr(op, err)
+	return !others, e.d.Err(op, err)
 }
 
 // SetMemberRole changes a member's role (store.ErrNotFound for a user who is not a member).
@@ -399,7 +399,7 @@ func (e *Entities) SetMemberRole(ctx context.Context, workspaceID, userID string
 			}
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND user_id = $3`, role, workspaceID, userID)
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	})
 }
 
@@ -436,10 +436,10 @@ func (e *Entities) RemoveMember(ctx context.Context, workspaceID, userID string)
 			return e.d.failf(op, store.ErrInvalid, "the user is the runtime user of tool %s: change it first", tool)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return e.d.dbErr(op, err)
+			return e.d.Err(op, err)
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID)
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	})
 }
 
@@ -479,7 +479,7 @@ func (e *Entities) CreateSchema(ctx context.Context, sc *store.Schema) error {
 		return err
 	})
 	if err != nil {
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	}
 	sc.ID, sc.CreatedAt = id, at
 	return nil
@@ -495,7 +495,7 @@ func (e *Entities) Schema(ctx context.Context, workspaceID, id string) (*store.S
 	err := e.read.QueryRowContext(ctx, `SELECT id, workspace_id, content, created_at FROM schemas WHERE id = $1 AND `+visible,
 		id, workspaceID).Scan(&sc.ID, &ws, &content, scanTime{&sc.CreatedAt})
 	if err != nil {
-		return nil, e.d.dbErr("schema "+id, err)
+		return nil, e.d.Err("schema "+id, err)
 	}
 	sc.WorkspaceID, sc.Content = ws.String, json.RawMessage(content)
 	return &sc, nil
@@ -564,7 +564,7 @@ func (e *Entities) CreateFunction(ctx context.Context, f *store.Function) error 
 		return err
 	})
 	if err != nil {
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	}
 	f.ID, f.CreatedAt, f.UpdatedAt = id, at, at
 	return nil
@@ -574,7 +574,7 @@ func (e *Entities) CreateFunction(ctx context.Context, f *store.Function) error 
 func (e *Entities) Function(ctx context.Context, workspaceID, id string) (*store.Function, error) {
 	f, err := scanFunction(e.read.QueryRowContext(ctx, `SELECT `+functionCols+` FROM functions WHERE id = $1 AND `+visible, id, workspaceID))
 	if err != nil {
-		return nil, e.d.dbErr("function "+id, err)
+		return nil, e.d.Err("function "+id, err)
 	}
 	return f, nil
 }
@@ -585,7 +585,7 @@ func (e *Entities) Functions(ctx context.Context, workspaceID string) ([]*store.
 	rows, err := e.read.QueryContext(ctx, `SELECT `+functionCols+` FROM functions WHERE COALESCE(workspace_id, '') = $1
 		ORDER BY created_at, id`, workspaceID)
 	if err != nil {
-		return nil, e.d.dbErr(op, err)
+		return nil, e.d.Err(op, err)
 	}
 	return collect(&e.d, rows, op, scanFunction)
 }
@@ -603,7 +603,7 @@ func (e *Entities) ownFunction(ctx context.Context, tx Querier, op, scope, id st
 		return nil, e.d.failf(op, store.ErrNotFound, "function %s is not in the workspace", id)
 	}
 	if err != nil {
-		return nil, e.d.dbErr(op, err)
+		return nil, e.d.Err(op, err)
 	}
 	return f, nil
 }
@@ -674,7 +674,7 @@ func (e *Entities) CreateFunctionVersion(ctx context.Context, v *store.FunctionV
 		return err
 	})
 	if err != nil {
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	}
 	v.ID, v.Version, v.CreatedAt = id, number, at
 	return nil
@@ -686,7 +686,7 @@ func (e *Entities) FunctionVersion(ctx context.Context, workspaceID, id string) 
 	v, err := scanVersion(e.read.QueryRowContext(ctx, `SELECT `+versionCols+` FROM function_versions v
 		JOIN functions f ON f.id = v.function_id WHERE v.id = $1 AND (f.workspace_id IS NULL OR f.workspace_id = $2)`, id, workspaceID))
 	if err != nil {
-		return nil, e.d.dbErr("function version "+id, err)
+		return nil, e.d.Err("function version "+id, err)
 	}
 	return v, nil
 }
@@ -702,7 +702,7 @@ func (e *Entities) FunctionVersions(ctx context.Context, workspaceID, functionID
 		JOIN functions f ON f.id = v.function_id WHERE v.function_id = $1 AND (f.workspace_id IS NULL OR f.workspace_id = $2)
 		ORDER BY v.version`, functionID, workspaceID)
 	if err != nil {
-		return nil, e.d.dbErr(op, err)
+		return nil, e.d.Err(op, err)
 	}
 	return collect(&e.d, rows, op, scanVersion)
 }
@@ -728,7 +728,7 @@ func (e *Entities) SetDefaultVersion(ctx context.Context, workspaceID, functionI
 		now = notBefore(now, f.UpdatedAt)
 		if _, err := tx.ExecContext(ctx, `UPDATE functions SET default_version_id = $1, updated_at = $2 WHERE id = $3`,
 			versionID, e.d.Time(now), functionID); err != nil {
-			return e.d.dbErr(op, err)
+			return e.d.Err(op, err)
 		}
 		f.DefaultVersionID, f.UpdatedAt = versionID, now
 		out = f
@@ -804,7 +804,7 @@ func (e *Entities) checkToolRefs(ctx context.Context, tx Querier, op string, t *
 			return e.d.failf(op, store.ErrNotFound, "function version %s is not in the workspace", t.FunctionVersionID)
 		}
 		if err != nil {
-			return e.d.dbErr(op, err)
+			return e.d.Err(op, err)
 		}
 		if fn != t.FunctionID {
 			return e.d.failf(op, store.ErrInvalid, "pinned version %s is not a version of function %s", t.FunctionVersionID, t.FunctionID)
@@ -823,7 +823,7 @@ func (e *Entities) checkToolRefs(ctx context.Context, tx Querier, op string, t *
 		return e.d.failf(op, store.ErrConflict, "an active tool of the workspace is already named %q (%s)", t.Name, other)
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	}
 	return nil
 }
@@ -883,7 +883,7 @@ func (e *Entities) CreateTool(ctx context.Context, t *store.Tool) error {
 		return nil
 	})
 	if err != nil {
-		return e.d.dbErr(op, err)
+		return e.d.Err(op, err)
 	}
 	*t = *nt
 	return nil
@@ -894,7 +894,7 @@ func (e *Entities) CreateTool(ctx context.Context, t *store.Tool) error {
 func (e *Entities) Tool(ctx context.Context, workspaceID, id string) (*store.Tool, error) {
 	t, err := scanTool(e.read.QueryRowContext(ctx, `SELECT `+toolCols+` FROM tools WHERE id = $1 AND `+visible, id, workspaceID))
 	if err != nil {
-		return nil, e.d.dbErr("tool "+id, err)
+		return nil, e.d.Err("tool "+id, err)
 	}
 	return t, nil
 }
@@ -908,7 +908,7 @@ func (e *Entities) writableTool(ctx context.Context, tx Querier, op, workspaceID
 		return nil, e.d.failf(op, store.ErrNotFound, "no tool %s in the workspace", id)
 	}
 	if err != nil {
-		return nil, e.d.dbErr(op, err)
+		return nil, e.d.Err(op, err)
 	}
 	if t.System {
 		return nil, e.d.failf(op, store.ErrForbidden, "%s is a system tool: system tools cannot be edited or deleted", id)
@@ -963,7 +963,7 @@ func (e *Entities) UpdateTool(ctx context.Context, workspaceID, toolID, callerUs
 			t.Name, nullString(t.Description), t.Target, nullString(t.FunctionID), nullString(t.FunctionVersionID),
 			t.InputSchemaID, t.OutputSchemaID, examples, t.RequiresConfirmation, t.Enabled, nullString(t.RuntimeUserID),
 			e.d.Time(now), toolID); err != nil {
-			return e.d.dbErr(op, err)
+			return e.d.Err(op, err)
 		}
 		t.UpdatedAt = now
 		out = t
@@ -990,7 +990,7 @@ func (e *Entities) DeleteTool(ctx context.Context, workspaceID, toolID string, t
 		}
 		if tier == "" {
 			if err := tx.QueryRowContext(ctx, `SELECT retention_tier FROM workspaces WHERE id = $1`, workspaceID).Scan(&tier); err != nil {
-				return e.d.dbErr(op, err)
+				return e.d.Err(op, err)
 			}
 		}
 		now, err := e.now(ctx, tx, op)
@@ -1004,7 +1004,7 @@ func (e *Entities) DeleteTool(ctx context.Context, workspaceID, toolID string, t
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tools SET deleted_at = $1, retention_tier = $2, purge_at = $3, updated_at = $1 WHERE id = $4`,
 			e.d.Time(now), tier, purge, toolID); err != nil {
-			return e.d.dbErr(op, err)
+			return e.d.Err(op, err)
 		}
 		t.DeletedAt, t.RetentionTier, t.UpdatedAt = &now, tier, now
 		out = t
@@ -1069,7 +1069,7 @@ func (e *Entities) ListTools(ctx context.Context, f store.ToolFilter) (*store.To
 	rows, err := e.read.QueryContext(ctx, `SELECT `+toolCols+` FROM tools WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY created_at, id LIMIT `+limit, args...)
 	if err != nil {
-		return nil, e.d.dbErr(op, err)
+		return nil, e.d.Err(op, err)
 	}
 	tools, err := collect(&e.d, rows, op, scanTool)
 	if err != nil {
@@ -1124,7 +1124,7 @@ func (e *Entities) PurgeExpired(ctx context.Context, now time.Time) (int, error)
 		return err
 	})
 	if err != nil {
-		return 0, e.d.dbErr("purge expired tools", err)
+		return 0, e.d.Err("purge expired tools", err)
 	}
 	return int(n), nil
 }

@@ -87,10 +87,10 @@ func (f *Files) change(ctx context.Context, op, workspaceID, threadID string, fn
 			return f.d.failf(op, store.ErrNotFound, "thread %s", threadID)
 		}
 		if err != nil {
-			return f.d.dbErr(op, err)
+			return f.d.Err(op, err)
 		}
 		if u.now, err = f.d.Now(ctx, tx); err != nil {
-			return f.d.dbErr(op, err)
+			return f.d.Err(op, err)
 		}
 		if err := fn(ctx, tx, u); err != nil {
 			return err
@@ -98,7 +98,7 @@ func (f *Files) change(ctx context.Context, op, workspaceID, threadID string, fn
 		if u.changed {
 			if _, err := tx.ExecContext(ctx, `UPDATE file_usage SET bytes = $1, entries = $2 WHERE thread_id = $3`,
 				u.bytes, u.entries, threadID); err != nil {
-				return f.d.dbErr(op, err)
+				return f.d.Err(op, err)
 			}
 		}
 		return nil
@@ -110,7 +110,7 @@ func (f *Files) readTx(ctx context.Context, op, workspaceID, threadID string, fn
 	defer func() { err = readErr(ctx, err) }()
 	tx, err := f.read.BeginTx(ctx, f.d.ReadTx)
 	if err != nil {
-		return f.d.dbErr(op, err)
+		return f.d.Err(op, err)
 	}
 	defer tx.Rollback() // read only: nothing to commit
 	if err := f.d.threadExists(ctx, tx, op, workspaceID, threadID); err != nil {
@@ -140,7 +140,7 @@ func (f *Files) stat(ctx context.Context, q Querier, op, threadID, p string) (*s
 		return nil, f.d.failf(op, store.ErrNotFound, "no file or directory %s", p)
 	}
 	if err != nil {
-		return nil, f.d.dbErr(op, err)
+		return nil, f.d.Err(op, err)
 	}
 	return fi, nil
 }
@@ -177,7 +177,7 @@ func (f *Files) statOne(ctx context.Context, op, workspaceID, threadID, p string
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, f.d.failf(op, store.ErrNotFound, "thread %s", threadID)
 	case err != nil:
-		return nil, f.d.dbErr(op, readErr(ctx, err))
+		return nil, f.d.Err(op, readErr(ctx, err))
 	case !path.Valid:
 		return nil, f.d.failf(op, store.ErrNotFound, "no file or directory %s", p)
 	}
@@ -211,7 +211,7 @@ func (f *Files) missingDirs(ctx context.Context, tx Querier, op, threadID string
 	args := []any{threadID}
 	rows, err := tx.QueryContext(ctx, `SELECT path, is_dir FROM files WHERE thread_id = $1 AND path IN (`+inList(&args, dirs)+`)`, args...)
 	if err != nil {
-		return nil, f.d.dbErr(op, err)
+		return nil, f.d.Err(op, err)
 	}
 	defer rows.Close()
 	found := map[string]bool{}
@@ -219,7 +219,7 @@ func (f *Files) missingDirs(ctx context.Context, tx Querier, op, threadID string
 		var p string
 		var isDir bool
 		if err := rows.Scan(&p, &isDir); err != nil {
-			return nil, f.d.dbErr(op, err)
+			return nil, f.d.Err(op, err)
 		}
 		if !isDir {
 			return nil, f.d.failf(op, store.ErrInvalid, "%s is a file, not a directory", p)
@@ -227,7 +227,7 @@ func (f *Files) missingDirs(ctx context.Context, tx Querier, op, threadID string
 		found[p] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, f.d.dbErr(op, err)
+		return nil, f.d.Err(op, err)
 	}
 	var out []string
 	for _, d := range dirs {
@@ -246,7 +246,7 @@ func (f *Files) mkdirs(ctx context.Context, tx Querier, op, threadID string, dir
 	for _, d := range dirs {
 		if _, err := tx.ExecContext(ctx, insertFile, threadID, d, store.ParentDir(d), store.NewID(store.PrefixFile), true, 0, "", 0, 0, "",
 			f.d.Time(now), nil); err != nil {
-			return f.d.dbErr(op+": create directory "+d, err)
+			return f.d.Err(op+": create directory "+d, err)
 		}
 	}
 	return nil
@@ -266,7 +266,7 @@ func (f *Files) put(ctx context.Context, tx Querier, op, threadID, p string, dat
 	}
 	if _, err := tx.ExecContext(ctx, insertFile, threadID, p, store.ParentDir(p), fi.ID, false, fi.Size, fi.MimeType, fi.Width,
 		fi.Height, fi.Description, f.d.Time(now), data); err != nil {
-		return nil, f.d.dbErr(op, err)
+		return nil, f.d.Err(op, err)
 	}
 	return fi, nil
 }
@@ -297,7 +297,7 @@ func (f *Files) WriteFile(ctx context.Context, workspaceID, threadID, p string, 
 			if _, err := tx.ExecContext(ctx, `UPDATE files SET id = $1, size = $2, mime_type = $3, width = $4, height = $5, description = $6,
 				mod_time = $7, data = $8 WHERE thread_id = $9 AND path = $10`,
 				out.ID, out.Size, out.MimeType, out.Width, out.Height, out.Description, f.d.Time(u.now), data, threadID, p); err != nil {
-				return f.d.dbErr(op, err)
+				return f.d.Err(op, err)
 			}
 			return nil
 		case !errors.Is(err, store.ErrNotFound):
@@ -367,7 +367,7 @@ func (f *Files) ReadDir(ctx context.Context, workspaceID, threadID, p string) ([
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+fileCols+` FROM files WHERE thread_id = $1 AND parent = $2 ORDER BY path`, threadID, p)
 		if err != nil {
-			return f.d.dbErr(op, err)
+			return f.d.Err(op, err)
 		}
 		entries, err := collect(&f.d, rows, op, func(row scanner) (*store.FileInfo, error) { return scanFile(row) })
 		out = append(out, entries...)
@@ -397,7 +397,7 @@ func (f *Files) Remove(ctx context.Context, workspaceID, threadID, p string) err
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM files WHERE thread_id = $1 AND path = $2`, threadID, p)
-		return f.d.dbErr(op, err)
+		return f.d.Err(op, err)
 	})
 }
 
@@ -466,7 +466,7 @@ func (f *Files) Rmdir(ctx context.Context, workspaceID, threadID, p string) erro
 		}
 		var busy bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE thread_id = $1 AND parent = $2)`, threadID, p).Scan(&busy); err != nil {
-			return f.d.dbErr(op, err)
+			return f.d.Err(op, err)
 		}
 		if busy {
 			return f.d.failf(op, store.ErrInvalid, "the directory is not empty")
@@ -475,7 +475,7 @@ func (f *Files) Rmdir(ctx context.Context, workspaceID, threadID, p string) erro
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM files WHERE thread_id = $1 AND path = $2`, threadID, p)
-		return f.d.dbErr(op, err)
+		return f.d.Err(op, err)
 	})
 }
 
@@ -525,7 +525,7 @@ func (f *Files) Grep(ctx context.Context, workspaceID, threadID, root, pattern s
 			rows, err := tx.QueryContext(ctx, `SELECT path, size FROM files WHERE thread_id = $1 AND `+subtree+` AND NOT is_dir ORDER BY path`,
 				threadID, lo, hi)
 			if err != nil {
-				return f.d.dbErr(op, err)
+				return f.d.Err(op, err)
 			}
 			if cands, err = collect(&f.d, rows, op, func(row scanner) (c candidate, err error) { return c, row.Scan(&c.path, &c.size) }); err != nil {
 				return err
@@ -570,20 +570,20 @@ func (f *Files) grepBatch(ctx context.Context, tx Querier, op, threadID string, 
 	rows, err := tx.QueryContext(ctx, `SELECT path, data FROM files WHERE thread_id = $1 AND path IN (`+inList(&args, paths)+`) AND NOT is_dir
 		ORDER BY path`, args...)
 	if err != nil {
-		return false, f.d.dbErr(op, err)
+		return false, f.d.Err(op, err)
 	}
 	defer rows.Close()
 	var p string
 	var data []byte
 	for rows.Next() {
 		if err := rows.Scan(&p, &data); err != nil {
-			return false, f.d.dbErr(op, err)
+			return false, f.d.Err(op, err)
 		}
 		if !g.Scan(p, data) {
 			return true, nil
 		}
 	}
-	return false, f.d.dbErr(op, rows.Err())
+	return false, f.d.Err(op, rows.Err())
 }
 
 // Find implements store.Files.Find.
@@ -607,19 +607,19 @@ func (f *Files) Find(ctx context.Context, workspaceID, threadID, root, pattern s
 		lo, hi := subtreeArgs(root)
 		rows, err := tx.QueryContext(ctx, `SELECT path FROM files WHERE thread_id = $1 AND `+subtree+` ORDER BY path`, threadID, lo, hi)
 		if err != nil {
-			return f.d.dbErr(op, err)
+			return f.d.Err(op, err)
 		}
 		defer rows.Close()
 		var p string
 		for rows.Next() {
 			if err := rows.Scan(&p); err != nil {
-				return f.d.dbErr(op, err)
+				return f.d.Err(op, err)
 			}
 			if !search.Add(p) {
 				return nil
 			}
 		}
-		return f.d.dbErr(op, rows.Err())
+		return f.d.Err(op, rows.Err())
 	})
 	if err != nil {
 		return nil, false, err
@@ -634,7 +634,7 @@ func (f *Files) freshAttachmentPath(ctx context.Context, tx Querier, op, threadI
 	for range 8 {
 		var taken bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE thread_id = $1 AND path = $2)`, threadID, p).Scan(&taken); err != nil {
-			return "", f.d.dbErr(op, err)
+			return "", f.d.Err(op, err)
 		}
 		if !taken {
 			return p, nil
@@ -709,7 +709,7 @@ func (f *Files) CopyFiles(ctx context.Context, workspaceID, fromThreadID string,
 				return f.d.failf(op, store.ErrNotFound, "no file %s", p)
 			}
 			if err != nil {
-				return f.d.dbErr(op, err)
+				return f.d.Err(op, err)
 			}
 			if fi.IsDir {
 				return f.d.failf(op, store.ErrInvalid, "%s is a directory", p)
@@ -747,7 +747,7 @@ func (f *Files) CopyFiles(ctx context.Context, workspaceID, fromThreadID string,
 				FROM files WHERE thread_id = $6 AND path = $7`,
 				toThreadID, c.Path, store.AttachmentsDir, c.ID, f.d.Time(u.now), fromThreadID, src.Path)
 			if err != nil {
-				return f.d.dbErr(op+": "+src.Path, err)
+				return f.d.Err(op+": "+src.Path, err)
 			}
 			if n, err := res.RowsAffected(); err != nil || n != 1 {
 				return f.d.failf(op, store.ErrNotFound, "%s vanished during the copy", src.Path)

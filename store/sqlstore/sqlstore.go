@@ -108,16 +108,35 @@ func (d *Dialect) lock(clause string) string {
 	return " " + clause
 }
 
-// constraintWording says in the store's words what a violation of a named constraint means.
-// Both schemas give these constraints the same names. The checks made before each write
-// report these cases themselves; a violation is what is left when a concurrent writer got
-// there first.
-var constraintWording = map[string]string{
-	"tools_name":       "an active tool of the workspace already has this name",
-	"functions_name":   "the workspace already has a function of this name",
-	"users_email_key":  "the email is already used",
-	"memberships_pkey": "already a member",
+// constraints says what a violation of a named constraint means, in the store's words, and
+// which store error it is where that is not the one its class implies (Dialect.Constraint).
+// Both schemas give their constraints the same names, but only PostgreSQL's errors name them:
+// SQLite's violations are told apart by class alone (its writers check first, and take turns).
+// The checks made before each write report most of these cases themselves; a violation is
+// what is left when a concurrent writer got there first, or what a single statement
+// (PostgreSQL's Append) leaves the database to check.
+var constraints = map[string]struct {
+	kind error // nil: the class's
+	what string
+}{
+	"tools_name":               {nil, "an active tool of the workspace already has this name"},
+	"functions_name":           {nil, "the workspace already has a function of this name"},
+	"users_email_key":          {nil, "the email is already used"},
+	"memberships_pkey":         {nil, "already a member"},
+	"messages_one_result":      {store.ErrResultExists, "the call already has a result"},
+	"messages_pkey":            {errIDTaken, "the id is already taken"},
+	"messages_call_fkey":       {store.ErrInvalid, "a tool message answers no call of the thread"},
+	"tool_calls_pkey":          {store.ErrInvalid, "a call id is already used in the thread"},
+	"threads_pkey":             {store.ErrInvalid, "the id is already taken"},
+	"threads_parent_fkey":      {store.ErrNotFound, "no such parent thread in the workspace"},
+	"queued_messages_pkey":     {store.ErrInvalid, "the id is already taken"},
+	"call_decisions_pkey":      {store.ErrDecided, "the call already has a decision"},
+	"call_decisions_call_fkey": {store.ErrInvalid, "the thread asked for no such call"},
 }
+
+// errIDTaken is a message id already taken: both errors, so that a writer replaying appends
+// (store/journal) tells "already done" from "refused".
+var errIDTaken = fmt.Errorf("%w (%w)", store.ErrIDTaken, store.ErrInvalid)
 
 // fail wraps err, from a rule the store checks, with the operation.
 func (d *Dialect) fail(op string, err error) error { return fmt.Errorf("%s: %s: %w", d.Name, op, err) }
@@ -127,23 +146,28 @@ func (d *Dialect) failf(op string, kind error, format string, args ...any) error
 	return fmt.Errorf("%s: %s: %s: %w", d.Name, op, fmt.Sprintf(format, args...), kind)
 }
 
-// dbErr maps a database error to the store's: no row is store.ErrNotFound, a constraint
-// violation what Constraint says. An error that already says which rule broke (or nil) is
-// returned as it is.
-func (d *Dialect) dbErr(op string, err error) error {
+// Err maps a database error of operation op to the store's: no row is store.ErrNotFound, a
+// constraint violation the store error its constraint or class means (see constraints), in
+// the store's words. An error that already says which rule broke (or nil) is returned as it
+// is. The backends use it for their own statements too, so that the mapping lives here only.
+func (d *Dialect) Err(op string, err error) error {
 	switch {
 	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) ||
-		errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrForbidden):
+		errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrForbidden) || errors.Is(err, store.ErrResultExists) ||
+		errors.Is(err, store.ErrDecided) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrTooLarge):
 		return err
-	case errors.Is(err, sql.ErrNoRows):
+	case errors.Is(err, sql.ErrNoRows): // pgx's ErrNoRows is one too
 		return d.fail(op, store.ErrNotFound)
 	}
 	kind, name, msg := d.Constraint(err)
 	if kind == nil {
 		return fmt.Errorf("%s: %s: %w", d.Name, op, err)
 	}
-	if w, ok := constraintWording[name]; ok {
-		msg = w
+	if c, ok := constraints[name]; ok {
+		msg = c.what
+		if c.kind != nil {
+			kind = c.kind
+		}
 	} else if strings.HasSuffix(name, "_pkey") {
 		msg = "the id is already taken"
 	}
@@ -213,12 +237,12 @@ func collect[T any](d *Dialect, rows *sql.Rows, op string, scan func(scanner) (T
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
-			return nil, d.dbErr(op, err)
+			return nil, d.Err(op, err)
 		}
 		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, d.dbErr(op, err)
+		return nil, d.Err(op, err)
 	}
 	return out, nil
 }
@@ -230,7 +254,7 @@ func (d *Dialect) exists(ctx context.Context, q Querier, op, query, what string,
 	if errors.Is(err, sql.ErrNoRows) {
 		return d.failf(op, store.ErrNotFound, "%s", what)
 	}
-	return d.dbErr(op, err)
+	return d.Err(op, err)
 }
 
 // Transactions is the WriteFunc of a database whose writers each take a connection of the pool

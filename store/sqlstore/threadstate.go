@@ -27,7 +27,7 @@ func (d *Dialect) threadExists(ctx context.Context, q Querier, op, workspaceID, 
 	var ok bool
 	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2)`,
 		threadID, workspaceID).Scan(&ok); err != nil {
-		return d.dbErr(op, err)
+		return d.Err(op, err)
 	}
 	if !ok {
 		return d.failf(op, store.ErrNotFound, "thread %s", threadID)
@@ -60,7 +60,7 @@ func (ts *ThreadState) Enqueue(ctx context.Context, workspaceID, threadID string
 		}
 		var err error
 		if at, err = ts.d.Now(ctx, tx); err != nil {
-			return ts.d.dbErr(op, err)
+			return ts.d.Err(op, err)
 		}
 		for i, m := range msgs {
 			// Inserted in order: the queue is read in the order of its rows (Dialect.RowOrder).
@@ -70,7 +70,7 @@ func (ts *ThreadState) Enqueue(ctx context.Context, workspaceID, threadID string
 				if kind, _, _ := ts.d.Constraint(err); kind == store.ErrConflict {
 					return ts.d.failf(op, store.ErrInvalid, "message id %s is taken", ids[i])
 				}
-				return ts.d.dbErr(op, err)
+				return ts.d.Err(op, err)
 			}
 		}
 		return nil
@@ -99,7 +99,7 @@ func (ts *ThreadState) Decide(ctx context.Context, workspaceID, threadID string,
 		var asked, answered bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = $1 AND call_id = $2),
 			EXISTS (SELECT 1 FROM messages WHERE thread_id = $1 AND tool_call_id = $2)`, threadID, d.CallID).Scan(&asked, &answered); err != nil {
-			return ts.d.dbErr(op, err)
+			return ts.d.Err(op, err)
 		}
 		if !asked || answered {
 			return ts.d.failf(op, store.ErrInvalid, "not a pending call of the thread")
@@ -108,7 +108,7 @@ func (ts *ThreadState) Decide(ctx context.Context, workspaceID, threadID string,
 		if decided.IsZero() {
 			var err error
 			if decided, err = ts.d.Now(ctx, tx); err != nil {
-				return ts.d.dbErr(op, err)
+				return ts.d.Err(op, err)
 			}
 		}
 		err := tx.QueryRowContext(ctx, `INSERT INTO call_decisions (thread_id, call_id, action, args, message, user_id, decided_at)
@@ -118,7 +118,7 @@ func (ts *ThreadState) Decide(ctx context.Context, workspaceID, threadID string,
 			if kind, _, _ := ts.d.Constraint(err); kind == store.ErrConflict {
 				return ts.d.fail(op, store.ErrDecided)
 			}
-			return ts.d.dbErr(op, err)
+			return ts.d.Err(op, err)
 		}
 		return nil
 	})
@@ -135,7 +135,7 @@ func (ts *ThreadState) Decisions(ctx context.Context, workspaceID, threadID stri
 		WHERE thread_id = $1 AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2)
 		ORDER BY decided_at, `+ts.d.RowOrder, threadID, workspaceID)
 	if err != nil {
-		return nil, ts.d.dbErr(op, readErr(ctx, err))
+		return nil, ts.d.Err(op, readErr(ctx, err))
 	}
 	out, err := collect(&ts.d, rows, op, func(row scanner) (*store.Decision, error) {
 		var (
@@ -172,7 +172,7 @@ func (ts *ThreadState) Logs(ctx context.Context, workspaceID, threadID string, p
 		WHERE thread_id = $1 AND seq < $3 AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2)
 		ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
 	if err != nil {
-		return nil, ts.d.dbErr(op, readErr(ctx, err))
+		return nil, ts.d.Err(op, readErr(ctx, err))
 	}
 	out, err := collect(&ts.d, rows, op, func(row scanner) (*store.LogEntry, error) {
 		var (

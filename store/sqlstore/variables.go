@@ -54,7 +54,7 @@ func (vs *VariableStore) SetVariables(ctx context.Context, values []*store.Varia
 	err := vs.write(ctx, func(ctx context.Context, tx Querier) error {
 		now, err := vs.d.Now(ctx, tx)
 		if err != nil {
-			return vs.d.dbErr("set variables", err)
+			return vs.d.Err("set variables", err)
 		}
 		for i, v := range values {
 			op := "set variable " + v.Name
@@ -67,7 +67,7 @@ func (vs *VariableStore) SetVariables(ctx context.Context, values []*store.Varia
 			}
 			if err := tx.QueryRowContext(ctx, setVariableSQL, v.WorkspaceID, v.Layer, v.OwnerID, v.Name, v.Value, v.Secret, v.Scoped,
 				vs.d.Time(now)).Scan(scanTime{&got[i].created}, scanTime{&got[i].updated}); err != nil {
-				return vs.d.dbErr(op, err)
+				return vs.d.Err(op, err)
 			}
 		}
 		return nil
@@ -88,7 +88,7 @@ func (vs *VariableStore) DeleteVariable(ctx context.Context, workspaceID string,
 		res, err := tx.ExecContext(ctx, `DELETE FROM variables WHERE workspace_id = $1 AND layer = $2 AND owner_id = $3 AND name = $4`,
 			workspaceID, layer, ownerID, name)
 		if err != nil {
-			return vs.d.dbErr(op, err)
+			return vs.d.Err(op, err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return vs.d.fail(op, store.ErrNotFound)
@@ -103,7 +103,7 @@ func (vs *VariableStore) Variables(ctx context.Context, workspaceID string, laye
 	rows, err := vs.read.QueryContext(ctx, `SELECT `+variableCols+` FROM variables
 		WHERE workspace_id = $1 AND layer = $2 AND owner_id = $3 ORDER BY name`+vs.d.Bytewise, workspaceID, layer, ownerID)
 	if err != nil {
-		return nil, vs.d.dbErr(op, err)
+		return nil, vs.d.Err(op, err)
 	}
 	return collect(&vs.d, rows, op, scanVariable)
 }
@@ -150,7 +150,7 @@ func (vs *VariableStore) LookupVariables(ctx context.Context, workspaceID string
 	}
 	rows, err := vs.read.QueryContext(ctx, fmt.Sprintf(lookupSQL, names, vs.d.Bytewise), args...)
 	if err != nil {
-		return nil, vs.d.dbErr(op, readErr(ctx, err))
+		return nil, vs.d.Err(op, readErr(ctx, err))
 	}
 	defer rows.Close()
 	out := &store.VariableLookup{}
@@ -163,7 +163,7 @@ func (vs *VariableStore) LookupVariables(ctx context.Context, workspaceID string
 			created, updated *time.Time
 		)
 		if err := rows.Scan(&layer, &owner, &depth, &name, &value, &secret, &scoped, scanNullTime{&created}, scanNullTime{&updated}); err != nil {
-			return nil, vs.d.dbErr(op, err)
+			return nil, vs.d.Err(op, err)
 		}
 		if layer == string(store.LayerThread) && depth == len(out.Threads) {
 			out.Threads = append(out.Threads, owner) // rows come by depth: the first of each depth
@@ -176,7 +176,7 @@ func (vs *VariableStore) LookupVariables(ctx context.Context, workspaceID string
 			CreatedAt: *created, UpdatedAt: *updated})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, vs.d.dbErr(op, readErr(ctx, err))
+		return nil, vs.d.Err(op, readErr(ctx, err))
 	}
 	if q.ThreadID != "" && len(out.Threads) == 0 {
 		return nil, vs.d.failf(op, store.ErrNotFound, "thread %s", q.ThreadID)
@@ -194,13 +194,13 @@ func (vs *VariableStore) RewriteSecrets(ctx context.Context, fn func(v *store.Va
 			// Reads go on, but no other node changes a variable until this commits. Where
 			// writers take turns, the write transaction is that lock already.
 			if _, err := tx.ExecContext(ctx, `LOCK TABLE variables IN EXCLUSIVE MODE`); err != nil {
-				return vs.d.dbErr(op, err)
+				return vs.d.Err(op, err)
 			}
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+variableCols+` FROM variables WHERE secret
 			ORDER BY workspace_id, layer, owner_id, name`)
 		if err != nil {
-			return vs.d.dbErr(op, err)
+			return vs.d.Err(op, err)
 		}
 		all, err := collect(&vs.d, rows, op, scanVariable)
 		if err != nil {
@@ -219,7 +219,7 @@ func (vs *VariableStore) RewriteSecrets(ctx context.Context, fn func(v *store.Va
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE variables SET value = $1 WHERE workspace_id = $2 AND layer = $3 AND owner_id = $4 AND name = $5`,
 				value, v.WorkspaceID, v.Layer, v.OwnerID, v.Name); err != nil {
-				return vs.d.dbErr(op, err)
+				return vs.d.Err(op, err)
 			}
 		}
 		return nil
