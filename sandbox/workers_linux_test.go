@@ -3,43 +3,21 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io/fs"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// children returns the process IDs of this process's children.
-func children(t *testing.T) map[int]bool {
-	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pids := map[int]bool{}
-	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
-		if err != nil {
-			continue // the thread has ended
-		}
-		for _, f := range strings.Fields(string(b)) {
-			pid, _ := strconv.Atoi(f)
-			pids[pid] = true
-		}
-	}
-	return pids
-}
+	"github.com/quiverhq/quiver/internal/proctest"
+)
 
 // workerOf starts a run that logs once, waits for that log (or the run's end), and returns the
 // run and the process ID of the worker that runs it (the one child that was not there before;
 // 0 when the run went to an idle worker).
 func workerOf(t *testing.T, w *Workers, o Options) (*Handle, int) {
 	t.Helper()
-	before := children(t)
+	before := proctest.Children(t)
 	h, err := w.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +26,7 @@ func workerOf(t *testing.T, w *Workers, o Options) (*Handle, int) {
 		time.Sleep(time.Millisecond)
 	}
 	var pid int
-	for p := range children(t) {
+	for p := range proctest.Children(t) {
 		if !before[p] {
 			if pid != 0 {
 				t.Fatalf("two new children, %d and %d, for one run", pid, p)
@@ -57,11 +35,6 @@ func workerOf(t *testing.T, w *Workers, o Options) (*Handle, int) {
 		}
 	}
 	return h, pid
-}
-
-func exists(pid int) bool {
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // The criterion this pool exists for (see workers.go): a terminated run's interpreter stops
@@ -91,7 +64,7 @@ func TestWorkersStopBuiltinsAtOnce(t *testing.T) {
 			took := time.Since(terminated)
 			t.Logf("the interpreter stopped %s after the run was terminated", took)
 			wantFailure(t, h.Wait(), StatusTerminated, "stop now")
-			if exists(pid) {
+			if proctest.Exists(pid) {
 				t.Errorf("worker %d still exists after Stopped", pid)
 			}
 			if took > time.Second {
@@ -118,7 +91,7 @@ func TestWorkersReuseAndReplace(t *testing.T) {
 	}
 	wantValue(t, h.Wait(), "2")
 	<-h.Stopped()
-	if !exists(pid) {
+	if !proctest.Exists(pid) {
 		t.Fatalf("the idle worker %d has exited", pid)
 	}
 

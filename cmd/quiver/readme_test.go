@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -99,14 +98,7 @@ func TestREADMEShellExamples(t *testing.T) {
 			cmd := exec.Command("bash", "-c", script)
 			cmd.Dir, cmd.Env = dir, env
 			out, err := cmd.CombinedOutput()
-			code := 0
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				code = exit.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if code != ex.exit {
+			if code := exitCode(t, err); code != ex.exit {
 				t.Errorf("exit status %d, want %d", code, ex.exit)
 			}
 			for _, w := range ex.want {

@@ -9,28 +9,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-// children returns the process IDs of this process's children.
-func children(t *testing.T) map[int]bool {
-	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pids := map[int]bool{}
-	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
-		if err != nil {
-			continue // the thread has ended
-		}
-		for _, f := range strings.Fields(string(b)) {
-			pid, _ := strconv.Atoi(f)
-			pids[pid] = true
-		}
-	}
-	return pids
-}
+	"github.com/quiverhq/quiver/internal/proctest"
+)
 
 // sortCode sorts 6e6 doubles in one builtin call. The data is made mostly by builtins, so
 // that the run spends its time in the sort, not in making the data.
@@ -46,7 +27,7 @@ const sortCode = `const chunk = new Float64Array(65536), a = new Float64Array(6e
 func TestServeKillsOverrunningCode(t *testing.T) {
 	endpoint, _, _ := startServe(t)
 	cs := connectServe(t, endpoint)
-	before := children(t)
+	before := proctest.Children(t)
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_code", Arguments: map[string]any{
 		"code":       sortCode,
 		"timeout_ms": 1000, "memory_limit_bytes": 64 << 20}})
@@ -58,7 +39,7 @@ func TestServeKillsOverrunningCode(t *testing.T) {
 		t.Fatalf("the sort was answered with %.300s", text)
 	}
 	var workers []int
-	for pid := range children(t) {
+	for pid := range proctest.Children(t) {
 		if !before[pid] {
 			workers = append(workers, pid)
 		}

@@ -94,15 +94,22 @@ func (b binRunner) run(stdin string, args ...string) (int, string, string) {
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	code := 0
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		b.t.Fatalf("%v: %v", args, err)
-	}
+	code := exitCode(b.t, cmd.Run())
 	return code, stdout.String(), stderr.String()
+}
+
+// exitCode is the exit status of a command that ran, from what its Run or Output returned; a
+// command that could not run fails the test.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
 }
 
 // childEnv is the environment of the commands the test starts: the test's own data directory,
