@@ -11,6 +11,7 @@ import (
 
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
+	"github.com/quiverhq/quiver/store/storetest"
 )
 
 // benchStore opens a store in a fresh schema, skipping the benchmark without a DSN.
@@ -142,3 +143,7 @@ func BenchmarkLast100(b *testing.B) {
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
 }
+
+// BenchmarkShared measures the parts of the store whose SQL is store/sqlstore's (see
+// storetest.Bench).
+func BenchmarkShared(b *testing.B) { storetest.Bench(b, benchStore(b)) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/storetest"
 )
 
 const benchWS = "wsp_bench"
@@ -185,4 +186,11 @@ func BenchmarkLast100(b *testing.B) {
 	pct := func(p float64) float64 { return float64(took[int(p*float64(len(took)-1))]) / 1e3 }
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
+}
+
+// BenchmarkShared measures the parts of the store whose SQL is store/sqlstore's (see
+// storetest.Bench).
+func BenchmarkShared(b *testing.B) {
+	s, _ := openTemp(b)
+	storetest.Bench(b, s)
 }
