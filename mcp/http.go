@@ -156,11 +156,18 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		id, needs := needsSession(r, body)
+		id, needs, opens := needsSession(r, body)
 		if needs {
 			writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
 				"no session: this request needs the Mcp-Session-Id header of a session; send initialize without it first, "+
 					"then send the Mcp-Session-Id its answer carries with every request")
+			return
+		}
+		if !opens {
+			// server/discover, a request of the sessionless protocol: the SDK answers it without
+			// a session, so it takes no place. (Taking one made a client's initialize, sent
+			// right after its discover was answered, find the place still taken: 503.)
+			h.ServeHTTP(w, r)
 			return
 		}
 		slot, refusal := lim.acquire(o.Owner(r))
@@ -226,17 +233,19 @@ const protocolVersionSessionless = "2026-07-28"
 
 // needsSession reports whether body, posted without a session id, holds a request that needs
 // a session (anything but initialize); id is the id of its first request, for the answer.
-// Bodies it cannot read, and requests of the sessionless protocol, are left to the SDK, which
-// answers them.
-func needsSession(r *http.Request, body []byte) (id json.RawMessage, needs bool) {
+// opens reports whether it holds an initialize, which opens a session. Bodies it cannot read,
+// and requests of the sessionless protocol, are left to the SDK, which answers them; a body it
+// cannot read is counted as opening one, so that it is held to the limits whatever the SDK
+// makes of it.
+func needsSession(r *http.Request, body []byte) (id json.RawMessage, needs, opens bool) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return nil, false
+		return nil, false, true
 	}
 	var raw []json.RawMessage
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if json.Unmarshal(trimmed, &raw) != nil {
-			return nil, false
+			return nil, false, true
 		}
 	} else {
 		raw = []json.RawMessage{trimmed}
@@ -250,7 +259,7 @@ func needsSession(r *http.Request, body []byte) (id json.RawMessage, needs bool)
 			Params json.RawMessage `json:"params"`
 		}
 		if json.Unmarshal(m, &msg) != nil {
-			return nil, false
+			return nil, false, true
 		}
 		if msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null" {
 			continue // a notification or a response
@@ -266,8 +275,11 @@ func needsSession(r *http.Request, body []byte) (id json.RawMessage, needs bool)
 		if _, ok := params.Meta["io.modelcontextprotocol/protocolVersion"]; ok || msg.Method == "initialize" || msg.Method == "server/discover" {
 			needs = false
 		}
+		if msg.Method == "initialize" {
+			opens = true
+		}
 	}
-	return id, needs && calls
+	return id, needs && calls, opens
 }
 
 // writeRPCError answers with a JSON-RPC error in the body of an HTTP error, as the streamable

@@ -417,3 +417,22 @@ func TestHostCheck(t *testing.T) {
 		})
 	}
 }
+
+// A request without a session that opens none (server/discover, which the SDK's own client sends
+// before initialize) takes no place among the sessions: with the one place taken it is still
+// answered, and its own place used to be given back only after its answer reached the client,
+// whose initialize, sent at once, then found it taken (503, one run in six under the race
+// detector).
+func TestRequestsThatOpenNoSessionTakeNoPlace(t *testing.T) {
+	_, url := serveHTTP(t, &qmcp.HTTPOptions{MaxSessions: 1})
+	if a := post(t, http.DefaultClient, url, nil, initBody); a.status != http.StatusOK {
+		t.Fatalf("initialize: %d %s", a.status, a.body)
+	}
+	a := post(t, http.DefaultClient, url, nil, `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{}}`)
+	if a.status == http.StatusServiceUnavailable || !strings.Contains(a.body, `"id":7`) {
+		t.Fatalf("server/discover with every place taken: %d %s", a.status, a.body)
+	}
+	if a := post(t, http.DefaultClient, url, nil, initBody); a.status != http.StatusServiceUnavailable {
+		t.Errorf("a second initialize over MaxSessions 1: %d, want 503", a.status)
+	}
+}
