@@ -131,3 +131,28 @@ func CheckMessage(threadID string, m *Message) error {
 	}
 	return nil
 }
+
+// PrepareThread returns the id and status CreateThread stores t with (t.ID or a new id; t.Status
+// or StatusIdle), after checking, wrapping ErrInvalid, what a backend must refuse in a new
+// thread by itself: no thread, no workspace, a thread that is its own parent, and what
+// CheckThreadUpdate refuses in its own fields. Whether the parent is a thread of the workspace
+// (ErrNotFound otherwise) is the backend's to check.
+func PrepareThread(t *Thread) (id string, status ThreadStatus, err error) {
+	if t == nil || t.WorkspaceID == "" {
+		return "", "", fmt.Errorf("a thread needs a workspace id: %w", ErrInvalid)
+	}
+	if err := CheckThreadUpdate(t, t); err != nil {
+		return "", "", err
+	}
+	id, status = t.ID, t.Status
+	if id == "" {
+		id = NewID(PrefixThread)
+	}
+	if t.ParentID == id {
+		return "", "", fmt.Errorf("thread %s cannot be its own parent: %w", id, ErrInvalid)
+	}
+	if status == "" {
+		status = StatusIdle
+	}
+	return id, status, nil
+}

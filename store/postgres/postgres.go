@@ -147,26 +147,13 @@ func tagsArg(tags []string) []string {
 // fails with store.ErrInvalid without a workspace or when the id is taken, and with
 // store.ErrNotFound when ParentID names no thread of the workspace.
 func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
-	if t.WorkspaceID == "" {
-		return fmt.Errorf("postgres: create thread: no workspace id: %w", store.ErrInvalid)
-	}
-	id := t.ID
-	if id == "" {
-		id = store.NewID(store.PrefixThread)
+	id, status, err := store.PrepareThread(t)
+	if err != nil {
+		return fmt.Errorf("postgres: create thread: %w", err)
 	}
 	op := "create thread " + id
-	if t.ParentID == id {
-		return fmt.Errorf("postgres: %s: a thread cannot be its own parent: %w", op, store.ErrInvalid)
-	}
-	if err := store.CheckThreadUpdate(t, t); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	status := t.Status
-	if status == "" {
-		status = store.StatusIdle
-	}
 	var at time.Time
-	err := s.pool.QueryRow(ctx, `INSERT INTO threads
+	err = s.pool.QueryRow(ctx, `INSERT INTO threads
 	(id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, status, blocking, resumable, state,
 	created_at, updated_at)
 VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, NULLIF($13, '')::json, now(), now())

@@ -15,19 +15,9 @@ import (
 // CreateThread stores a new thread, setting its ID (when empty), CreatedAt and UpdatedAt. A
 // ParentID must name a thread of the same workspace (store.ErrNotFound otherwise).
 func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
-	if t == nil || t.WorkspaceID == "" {
-		return fmt.Errorf("sqlite: create thread: no workspace id: %w", store.ErrInvalid)
-	}
-	if err := checkThread(t); err != nil {
+	id, status, err := store.PrepareThread(t)
+	if err != nil {
 		return fmt.Errorf("sqlite: create thread: %w", err)
-	}
-	status := t.Status
-	if status == "" {
-		status = store.StatusIdle
-	}
-	id := t.ID
-	if id == "" {
-		id = store.NewID(store.PrefixThread)
 	}
 	tags, err := encodeTags(t.Tags)
 	if err != nil {
@@ -215,11 +205,6 @@ func encodeTags(tags []string) (string, error) {
 }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
-
-// checkThread reports what the store refuses in a new thread's own fields.
-func checkThread(t *store.Thread) error {
-	return store.CheckThreadUpdate(t, t)
-}
 
 // nullJSON stores an empty JSON value as NULL, after checking it is JSON.
 func nullJSON(b json.RawMessage) sql.NullString {

@@ -192,6 +192,13 @@ func testChildren(t *testing.T, s store.Store) {
 	if err := s.CreateThread(ctx, &store.Thread{WorkspaceID: ws, ParentID: "thr_missing"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("child of a missing parent: %v, want ErrNotFound", err)
 	}
+	self := store.NewID(store.PrefixThread)
+	if err := s.CreateThread(ctx, &store.Thread{ID: self, WorkspaceID: ws, ParentID: self}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a thread that is its own parent: %v, want ErrInvalid", err)
+	}
+	if err := s.CreateThread(ctx, nil); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a nil thread: %v, want ErrInvalid", err)
+	}
 }
 
 // testThreadList pages through a workspace's threads, newest first: every thread once, in
