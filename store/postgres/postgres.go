@@ -1,6 +1,8 @@
 // Package postgres is the store backend for deployments where several Quiver nodes share one
 // PostgreSQL database. It implements store.Store on pgx (a pgxpool.Pool) and passes the
-// conformance suite in store/storetest.
+// conformance suite in store/storetest. Threads and their history are its own SQL, on pgx;
+// entities, files, variables and part of the thread state are the SQL it shares with
+// store/sqlite (store/sqlstore), run through database/sql on the same pool (see dialect.go).
 //
 // # Opening
 //

@@ -40,7 +40,8 @@
 // next step, thread_logs is its log. Beside
 // them: files and file_usage (the thread file system, store.Files), variables
 // (store.Variables) and the entities of store.Entities (workspaces, users, memberships,
-// schemas, functions and their versions, tools).
+// schemas, functions and their versions, tools), whose SQL, shared with store/postgres, is
+// store/sqlstore's (see dialect.go).
 //
 // Migrations are numbered SQL files beside PostgreSQL's in store/sqlstore/migrations
 // (0001_threads_messages.sqlite.sql, 0002_...). Open applies the ones a database lacks, each in its own

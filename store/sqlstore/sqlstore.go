@@ -12,6 +12,16 @@
 // What is here so far: the entities (store.Entities), the thread file system (store.Files),
 // variables (store.Variables) and part of the thread state (see ThreadState). Threads and
 // their history, whose appends are the hot path, are still each backend's own.
+//
+// # Adding a table
+//
+// A new table is a migration pair in migrations/ (NNNN_name.sqlite.sql and
+// NNNN_name.postgres.sql, the same version; see Migrations) and its statements here, once,
+// on a type that Store embeds. Write them in the SQL both databases accept: $N parameters,
+// CAST(... AS TEXT) rather than ::text, a time as Dialect.Time(t) and read with scanTime,
+// lock clauses through Dialect.lock, errors through Dialect.Err (name the constraints alike in
+// both migrations and give the store's words for them in constraints). Where the databases
+// really differ, add to Dialect rather than branch on its Name, and say why at the field.
 package sqlstore
 
 import (
