@@ -82,6 +82,29 @@ func DecodeResult(content string, stored []byte) (*ToolResult, error) {
 	return r, nil
 }
 
+// EncodeToolCalls returns the JSON a backend stores for an assistant message's calls, without
+// HTML escaping; DecodeStoredMessage reads it back.
+func EncodeToolCalls(calls []ToolCall) ([]byte, error) { return marshal(calls) }
+
+// DecodeStoredMessage sets m's ToolCalls and Result from the JSON a backend stored for them
+// (EncodeToolCalls, EncodeResult; empty for none). m.Content must be set already: a result
+// may have left its text to it.
+func DecodeStoredMessage(m *Message, toolCalls, result []byte) error {
+	if len(toolCalls) > 0 {
+		if err := json.Unmarshal(toolCalls, &m.ToolCalls); err != nil {
+			return fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+		}
+	}
+	if len(result) > 0 {
+		r, err := DecodeResult(m.Content, result)
+		if err != nil {
+			return fmt.Errorf("message %s: result: %w", m.ID, err)
+		}
+		m.Result = r
+	}
+	return nil
+}
+
 // omitTexts returns the content items without the text of their text items, and the lengths
 // of those texts, when joined by newlines they are content.
 func omitTexts(raw json.RawMessage, content string) (json.RawMessage, []int, bool) {

@@ -335,7 +335,7 @@ func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
 			b.callReasoning = append(b.callReasoning, c.Reasoning)
 		}
 		if len(m.ToolCalls) > 0 {
-			js, err := json.Marshal(m.ToolCalls)
+			js, err := store.EncodeToolCalls(m.ToolCalls)
 			if err != nil {
 				return nil, fmt.Errorf("message %d: tool calls: %v: %w", i, err, store.ErrInvalid)
 			}
@@ -494,17 +494,8 @@ func scanMessages(rows pgx.Rows, threadID string) ([]*store.Message, error) {
 			return nil, err
 		}
 		m.CreatedAt = m.CreatedAt.UTC()
-		if len(calls) > 0 {
-			if err := json.Unmarshal(calls, &m.ToolCalls); err != nil {
-				return nil, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
-			}
-		}
-		if len(result) > 0 {
-			r, err := store.DecodeResult(m.Content, result)
-			if err != nil {
-				return nil, fmt.Errorf("message %s: result: %w", m.ID, err)
-			}
-			m.Result = r
+		if err := store.DecodeStoredMessage(m, calls, result); err != nil {
+			return nil, err
 		}
 		out = append(out, m)
 	}

@@ -214,25 +214,13 @@ func encodeMessage(threadID string, m *store.Message, r *row) error {
 			}
 			r.calls[j] = cr
 		}
-		b, err := marshal(m.ToolCalls)
+		b, err := store.EncodeToolCalls(m.ToolCalls)
 		if err != nil {
 			return fmt.Errorf("tool calls: %v: %w", err, store.ErrInvalid)
 		}
 		r.toolCalls = sql.NullString{String: string(b), Valid: true}
 	}
 	return nil
-}
-
-// marshal encodes v as compact JSON without HTML escaping (what is stored is read back by this
-// package, and by people looking at the database).
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Messages returns a page of the thread's messages, oldest first: the page.Limit newest (100
@@ -290,17 +278,8 @@ func scanMessage(rows *sql.Rows) (*store.Message, error) {
 	m.Role = store.Role(role)
 	m.ToolCallID, m.ToolName = toolCallID.String, toolName.String
 	m.CreatedAt = fromNanos(created)
-	if len(toolCalls) > 0 {
-		if err := json.Unmarshal(toolCalls, &m.ToolCalls); err != nil {
-			return nil, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
-		}
-	}
-	if len(result) > 0 {
-		r, err := store.DecodeResult(m.Content, result)
-		if err != nil {
-			return nil, fmt.Errorf("message %s: result: %w", m.ID, err)
-		}
-		m.Result = r
+	if err := store.DecodeStoredMessage(&m, toolCalls, result); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }
