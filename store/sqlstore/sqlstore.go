@@ -19,8 +19,8 @@
 // NNNN_name.postgres.sql, the same version; see Migrations) and its statements here, once,
 // on a type that Store embeds. Write them in the SQL both databases accept: $N parameters,
 // CAST(... AS TEXT) rather than ::text, a time as Dialect.Time(t) and read with scanTime,
-// lock clauses through Dialect.lock, errors through Dialect.Err (name the constraints alike in
-// both migrations and give the store's words for them in constraints). Where the databases
+// lock clauses through Dialect.lock, errors through Dialect.Err (name PostgreSQL's constraints
+// and give the store's words for them in constraints). Where the databases
 // really differ, add to Dialect rather than branch on its Name, and say why at the field.
 package sqlstore
 
@@ -120,8 +120,9 @@ func (d *Dialect) lock(clause string) string {
 
 // constraints says what a violation of a named constraint means, in the store's words, and
 // which store error it is where that is not the one its class implies (Dialect.Constraint).
-// Both schemas give their constraints the same names, but only PostgreSQL's errors name them:
-// SQLite's violations are told apart by class alone (its writers check first, and take turns).
+// The names are PostgreSQL's (its migrations name every constraint, and its errors say which);
+// SQLite's errors name none, so its violations are told apart by class alone (its writers
+// check first, and take turns).
 // The checks made before each write report most of these cases themselves; a violation is
 // what is left when a concurrent writer got there first, or what a single statement
 // (PostgreSQL's Append) leaves the database to check.
