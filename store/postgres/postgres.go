@@ -51,6 +51,11 @@ import (
 
 // Store is a store.Store on a PostgreSQL database. It is safe for concurrent use, also by
 // several processes sharing the database.
+//
+// It also implements store.Entities, store.Files and store.Variables, and WithFileLimits
+// (store.Files under other caps; every node sharing a database should use the same caps):
+// those methods are sqlstore.Store's, which Store embeds (see dialect.go), so this package's
+// documentation does not list them.
 type Store struct {
 	pool *pgxpool.Pool
 	// db is database/sql over the same pool (pgx/v5/stdlib), for the SQL both backends share.

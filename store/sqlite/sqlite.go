@@ -78,6 +78,10 @@ type Options struct {
 }
 
 // Store is the SQLite backend of store.Store. It is safe for concurrent use.
+//
+// It also implements store.Entities, store.Files and store.Variables, and WithFileLimits
+// (store.Files under other caps): those methods are sqlstore.Store's, which Store embeds (see
+// dialect.go), so this package's documentation does not list them.
 type Store struct {
 	w  *sql.DB   // a pool of one connection, which wc holds
 	wc *sql.Conn // the writer connection: every write transaction
