@@ -1,0 +1,239 @@
+// Package jobs runs agent runs in the background, durably, on River
+// (github.com/riverqueue/river), in the database the store already uses: SQLite through
+// River's SQLite driver, PostgreSQL through its pgx driver. River's tables are migrated on
+// start.
+//
+// A run is a job (RunArgs): its user message, when it has one, is appended to the thread once
+// (by the message's id) however often the job is tried, and the agent loop then runs or
+// resumes the thread, which never runs a completed tool call twice (see agent.Runner). So a
+// process killed in the middle of a run loses nothing: on SQLite, the jobs it was running are
+// made available again when the next process starts; on PostgreSQL, where other nodes go on
+// running, River rescues a job running longer than RunTimeout plus a margin.
+//
+// Two runs of one thread never execute at once: River refuses a second run of a thread while
+// one is queued or running (Start returns ErrRunQueued), and a run holds its thread's lease
+// while it works (an advisory lock on PostgreSQL, across nodes; within the process on SQLite,
+// whose database one process serves), so that a rescued job cannot overlap the one it rescued.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// RunArgs asks for an agent run on a thread.
+type RunArgs struct {
+	WorkspaceID string `json:"workspace_id" river:"unique"`
+	ThreadID    string `json:"thread_id" river:"unique"`
+	// Agent names the agent that runs (see Config.Agents).
+	Agent string `json:"agent"`
+	// Message, when set, is the user's message the run answers. It is appended before the
+	// run, once: a job tried again finds it there by MessageID, which Start sets when empty.
+	Message   string `json:"message,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
+}
+
+// Kind is the job's kind in River's tables.
+func (RunArgs) Kind() string { return "quiver.run" }
+
+// InsertOpts makes a thread's runs unique while one is queued or running (River's unique
+// jobs, by workspace and thread): a run finished, failed for good or cancelled does not count.
+func (RunArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+		rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
+}
+
+const queue = "runs"
+
+// Defaults of Config.
+const (
+	DefaultWorkers    = 4
+	DefaultRunTimeout = time.Hour
+	// rescueMargin is how much longer than RunTimeout a job runs before River takes it for
+	// stuck: its process died.
+	rescueMargin = 5 * time.Minute
+	// busyRetry is how long a run waits before it tries again when another run has its
+	// thread's lease (a rescued job whose first try still works, a run started in the
+	// foreground).
+	busyRetry = 2 * time.Second
+)
+
+// Errors.
+var (
+	// ErrRunQueued: the thread already has a run queued or running.
+	ErrRunQueued = errors.New("jobs: the thread already has a run queued or running")
+)
+
+// Config is what the runs need.
+type Config struct {
+	// Runner runs the agents; its Store is where the threads are. Required.
+	Runner *agent.Runner
+	// Agents returns the agent a job names. Required. An error fails the run for good (the
+	// job is cancelled): the name does not become valid by trying again.
+	Agents func(ctx context.Context, name string) (*agent.Agent, error)
+	// Workers is how many runs execute at once in this process; 0 means DefaultWorkers.
+	Workers int
+	// RunTimeout bounds one run; 0 means DefaultRunTimeout.
+	RunTimeout time.Duration
+	// Logger gets River's logs and the runs' failures; nil means slog.Default.
+	Logger *slog.Logger
+	// pollInterval, when set, is how often River looks for new jobs (tests shorten it).
+	pollInterval time.Duration
+}
+
+func (c *Config) check() error {
+	if c.Runner == nil || c.Runner.Store == nil || c.Agents == nil {
+		return errors.New("jobs: Config needs a Runner with a Store, and Agents")
+	}
+	if c.Workers < 0 || c.RunTimeout < 0 {
+		return fmt.Errorf("jobs: Workers (%d) and RunTimeout (%s) must not be negative; 0 takes the default", c.Workers, c.RunTimeout)
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.RunTimeout == 0 {
+		c.RunTimeout = DefaultRunTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// riverConfig is River's configuration for cfg's runs, done by workers.
+func (c *Config) riverConfig(workers *river.Workers) *river.Config {
+	rc := &river.Config{
+		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: c.Workers}},
+		Workers:              workers,
+		JobTimeout:           c.RunTimeout,
+		RescueStuckJobsAfter: c.RunTimeout + rescueMargin,
+		Logger:               c.Logger,
+	}
+	if c.pollInterval > 0 {
+		rc.FetchPollInterval, rc.FetchCooldown = c.pollInterval, c.pollInterval
+	}
+	return rc
+}
+
+// Jobs runs the background runs of one database. Its methods are safe for concurrent use.
+type Jobs struct {
+	client client
+}
+
+// client is the part of a river.Client Jobs uses: the client's type depends on its driver's.
+type client interface {
+	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	Stop(ctx context.Context) error
+}
+
+// Start queues a run and returns at once with its job's id; ErrRunQueued when the thread
+// already has one queued or running.
+func (j *Jobs) Start(ctx context.Context, args RunArgs) (int64, error) {
+	if args.WorkspaceID == "" || args.ThreadID == "" || args.Agent == "" {
+		return 0, fmt.Errorf("jobs: a run needs a workspace, a thread and an agent: %w", store.ErrInvalid)
+	}
+	switch {
+	case args.Message == "" && args.MessageID != "":
+		return 0, fmt.Errorf("jobs: a run has a message id but no message: %w", store.ErrInvalid)
+	case args.Message != "" && args.MessageID == "":
+		args.MessageID = ids.New("msg") // fixed in the job, so that every try appends the same message
+	}
+	res, err := j.client.Insert(ctx, args, nil)
+	if err != nil {
+		return 0, fmt.Errorf("jobs: queueing the run: %w", err)
+	}
+	if res.UniqueSkippedAsDuplicate {
+		return res.Job.ID, fmt.Errorf("%w (job %d)", ErrRunQueued, res.Job.ID)
+	}
+	return res.Job.ID, nil
+}
+
+// State returns the state of a run's job: available, running, completed, retryable,
+// cancelled, discarded...
+func (j *Jobs) State(ctx context.Context, id int64) (rivertype.JobState, error) {
+	row, err := j.client.JobGet(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return row.State, nil
+}
+
+// Stop stops taking jobs and waits for the runs in progress to end, or ctx.
+func (j *Jobs) Stop(ctx context.Context) error { return j.client.Stop(ctx) }
+
+// runWorker does the runs.
+type runWorker struct {
+	river.WorkerDefaults[RunArgs]
+	cfg   *Config
+	lease lease
+}
+
+// lease keeps two runs of a thread from working at once.
+type lease interface {
+	// acquire takes the thread's lease, false when another run holds it; release gives it
+	// back.
+	acquire(ctx context.Context, threadID string) (release func(), ok bool, err error)
+}
+
+func (w *runWorker) Timeout(*river.Job[RunArgs]) time.Duration { return w.cfg.RunTimeout }
+
+func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
+	a := job.Args
+	release, ok, err := w.lease.acquire(ctx, a.ThreadID)
+	if err != nil {
+		return fmt.Errorf("jobs: taking the lease of thread %s: %w", a.ThreadID, err)
+	}
+	if !ok {
+		return river.JobSnooze(busyRetry)
+	}
+	defer release()
+	st := w.cfg.Runner.Store
+	th, err := thread.Open(ctx, st, a.WorkspaceID, a.ThreadID)
+	if errors.Is(err, store.ErrNotFound) {
+		return river.JobCancel(fmt.Errorf("jobs: no thread %s in workspace %s", a.ThreadID, a.WorkspaceID))
+	}
+	if err != nil {
+		return err
+	}
+	ag, err := w.cfg.Agents(ctx, a.Agent)
+	if err != nil {
+		return river.JobCancel(fmt.Errorf("jobs: agent %q: %w", a.Agent, err))
+	}
+	if a.MessageID != "" {
+		if err := appendOnce(ctx, th, a.MessageID, a.Message); err != nil {
+			return err
+		}
+	}
+	out, err := w.cfg.Runner.Resume(ctx, th, ag)
+	if errors.Is(err, agent.ErrBusy) {
+		return river.JobSnooze(busyRetry)
+	}
+	if err != nil {
+		w.cfg.Logger.Warn("jobs: the run failed; River will try again", "thread", a.ThreadID, "agent", a.Agent, "attempt", job.Attempt, "err", err)
+		return err
+	}
+	w.cfg.Logger.Debug("jobs: run ended", "thread", a.ThreadID, "status", out.Status, "reason", out.Reason)
+	return nil
+}
+
+// appendOnce appends the run's user message unless a try before this one did.
+func appendOnce(ctx context.Context, th *thread.Thread, id, text string) error {
+	err := th.Inject(ctx, &store.Message{ID: id, Role: store.RoleUser, Content: text})
+	if errors.Is(err, store.ErrIDTaken) {
+		return nil // appended by an earlier try
+	}
+	return err
+}

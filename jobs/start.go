@@ -1,0 +1,199 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+	_ "modernc.org/sqlite" // the database/sql driver River's SQLite driver uses
+)
+
+// StartSQLite starts the runs of the SQLite database at path, the store's file: River's tables
+// go in it (migrated first), on a connection of River's own. One process serves a SQLite
+// database, so the runs it finds running were left by one that died: they are made available
+// again before the first job is taken.
+func StartSQLite(ctx context.Context, path string, cfg Config) (*Jobs, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: abs}).String()+"?"+url.Values{
+		// The store checkpoints the file's WAL itself (store/sqlite): River's connection leaves
+		// it to the store.
+		"_pragma": {"busy_timeout(5000)", "journal_mode(WAL)", "wal_autocheckpoint(0)", "synchronous(NORMAL)"},
+		"_txlock": {"immediate"},
+	}.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("jobs: opening %s: %w", path, err)
+	}
+	// River runs operations side by side, which SQLite answers with SQLITE_BUSY: one
+	// connection makes them take turns (the driver's own advice).
+	db.SetMaxOpenConns(1)
+	j, err := start(ctx, riversqlite.New(db), &cfg, &localLease{held: map[string]bool{}}, true)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	j.client = closing{j.client, db.Close}
+	return j, nil
+}
+
+// StartPostgres starts the runs of the PostgreSQL database pool connects to: River's tables go
+// in it (migrated first). Other processes may serve the same database: a run takes its
+// thread's lease as an advisory lock, which other nodes see.
+func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	return start(ctx, riverpgxv5.New(pool), &cfg, &advisoryLease{pool: pool}, false)
+}
+
+func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Config, l lease, orphansRun bool) (*Jobs, error) {
+	m, err := rivermigrate.New(drv, &rivermigrate.Config{Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, fmt.Errorf("jobs: migrating River's tables: %w", err)
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &runWorker{cfg: cfg, lease: l}); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	c, err := river.NewClient(drv, cfg.riverConfig(workers))
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	if orphansRun {
+		if err := rescueOrphans(ctx, c, drv); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, fmt.Errorf("jobs: starting River: %w", err)
+	}
+	return &Jobs{client: c}, nil
+}
+
+// rescueOrphans makes the runs a process that died left running available again, with an
+// attempt error that says so. It is River's own rescue (the driver's JobRescueMany, which its
+// rescuer calls for jobs running too long), done at once: on a database only this process
+// serves, a job found running at start has no one running it. (The client's JobRetry leaves
+// running jobs alone.)
+func rescueOrphans[TTx any](ctx context.Context, c *river.Client[TTx], drv riverdriver.Driver[TTx]) error {
+	params := river.NewJobListParams().Kinds(RunArgs{}.Kind()).States(rivertype.JobStateRunning).First(1000)
+	now := time.Now().UTC()
+	for {
+		res, err := c.JobList(ctx, params)
+		if err != nil {
+			return fmt.Errorf("jobs: listing the runs a stopped process left: %w", err)
+		}
+		if len(res.Jobs) == 0 {
+			return nil
+		}
+		rescue := &riverdriver.JobRescueManyParams{StuckHorizon: now.Add(time.Second)}
+		for _, job := range res.Jobs {
+			why, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(job.Attempt, 0),
+				Error: "the process running this run stopped; taken again when the next process started"})
+			if err != nil {
+				return err
+			}
+			rescue.ID = append(rescue.ID, job.ID)
+			rescue.Error = append(rescue.Error, why)
+			rescue.FinalizedAt = append(rescue.FinalizedAt, nil)
+			rescue.ScheduledAt = append(rescue.ScheduledAt, now)
+			rescue.State = append(rescue.State, string(rivertype.JobStateAvailable))
+		}
+		if _, err := drv.GetExecutor().JobRescueMany(ctx, rescue); err != nil {
+			return fmt.Errorf("jobs: making the runs a stopped process left available again: %w", err)
+		}
+		if len(res.Jobs) < 1000 {
+			return nil
+		}
+		params = params.After(res.LastCursor)
+	}
+}
+
+// closing closes what the client used once it has stopped.
+type closing struct {
+	client
+	close func() error
+}
+
+func (c closing) Stop(ctx context.Context) error {
+	return errors.Join(c.client.Stop(ctx), c.close())
+}
+
+// localLease is a thread's lease within this process.
+type localLease struct {
+	mu   sync.Mutex
+	held map[string]bool
+}
+
+func (l *localLease) acquire(_ context.Context, threadID string) (func(), bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[threadID] {
+		return nil, false, nil
+	}
+	l.held[threadID] = true
+	return func() {
+		l.mu.Lock()
+		delete(l.held, threadID)
+		l.mu.Unlock()
+	}, true, nil
+}
+
+// advisoryLease is a thread's lease across the processes of one PostgreSQL database: a
+// session advisory lock on the thread id's hash, held by a connection of its own for the run.
+// A process that dies loses its connection, and with it the lock.
+type advisoryLease struct{ pool *pgxpool.Pool }
+
+// leaseSpace keeps Quiver's advisory locks apart from other users of the database (the
+// two-key form of pg_try_advisory_lock: this space, the thread's hash). Two threads whose ids
+// hash alike share a lease: their runs take turns, which is safe.
+const leaseSpace = 0x51564552 // "QVER"
+
+func (l *advisoryLease) acquire(ctx context.Context, threadID string) (func(), bool, error) {
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	h := fnv.New32a()
+	h.Write([]byte(threadID))
+	key := int32(h.Sum32())
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(leaseSpace), key).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, err
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() {
+		// Unlocked on the same connection, whatever the run's context did.
+		ctx := context.WithoutCancel(ctx)
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, int32(leaseSpace), key); err != nil {
+			conn.Conn().Close(ctx) // a closed session holds no lock
+		}
+		conn.Release()
+	}, true, nil
+}
