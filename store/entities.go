@@ -52,7 +52,7 @@ const (
 func (r MemberRole) Valid() bool { return r == MemberRoleAdmin || r == MemberRoleMember }
 
 // RetentionTier is how long a soft-deleted tool is kept before the cleanup worker deletes it
-// for good (E4).
+// for good.
 type RetentionTier string
 
 // Retention tiers.
@@ -101,7 +101,7 @@ const (
 )
 
 // Workspace is a tenant: every tool, function and schema belongs to one (or, for the built-in
-// system ones, to none), and nothing of one workspace is visible from another (E6).
+// system ones, to none), and nothing of one workspace is visible from another.
 type Workspace struct {
 	ID   string `json:"id"` // wsp_...
 	Name string `json:"name"`
@@ -143,7 +143,7 @@ type Schema struct {
 }
 
 // Function is a workspace function: named code with numbered versions, one of them the
-// default, that server tools wrap (E2).
+// default, that server tools wrap.
 type Function struct {
 	ID          string `json:"id"` // fun_...
 	WorkspaceID string `json:"workspaceId,omitempty"`
@@ -177,7 +177,7 @@ type ToolExample struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// Tool is the stored tool entity, every field of seed 004 (E1). Optional ids and strings are
+// Tool is the stored tool entity, every field of seed 004. Optional ids and strings are
 // "" for null; its JSON form (MarshalJSON) writes them as null, as the seed does.
 type Tool struct {
 	ID string // tol_...
@@ -443,7 +443,7 @@ const (
 	MaxListLimit = 100
 )
 
-// ToolFilter selects and pages the tools ListTools returns (E5). Agent filtering is not
+// ToolFilter selects and pages the tools ListTools returns. Agent filtering is not
 // offered: agents and their tool bindings are not stored yet.
 type ToolFilter struct {
 	// WorkspaceID is the workspace whose tools are listed; "" lists the system tools.
@@ -642,7 +642,7 @@ type Entities interface {
 	// the retention tier, tier when not "" and the workspace's otherwise. A system tool is
 	// ErrForbidden; an already deleted one ErrNotFound.
 	DeleteTool(ctx context.Context, workspaceID, toolID string, tier RetentionTier) (*Tool, error)
-	// ListTools returns a page of tools (E5), oldest first by (CreatedAt, ID).
+	// ListTools returns a page of tools, oldest first by (CreatedAt, ID).
 	ListTools(ctx context.Context, f ToolFilter) (*ToolPage, error)
 	// ResolveToolVersion returns the function version a tool of the workspace runs: its pinned
 	// version, or else its function's default version (ErrNotFound when the function has

@@ -27,7 +27,7 @@ var (
 // PrefixFile is the id prefix of files and directories.
 const PrefixFile = "fil"
 
-// AttachmentsDir is the directory of a thread's file system where new attachments land (R5).
+// AttachmentsDir is the directory of a thread's file system where new attachments land.
 const AttachmentsDir = "/attachments"
 
 // FileInfo describes a file or a directory of a thread's file system.
@@ -67,7 +67,7 @@ type FileMeta struct {
 // MaxDescriptionBytes caps FileMeta.Description.
 const MaxDescriptionBytes = 4096
 
-// NewAttachment is a file a tool result brings with its data (R5), for AddAttachment.
+// NewAttachment is a file a tool result brings with its data, for AddAttachment.
 type NewAttachment struct {
 	// Name is the file name the tool gave, like "chart.png". Only its extension is used: the
 	// stored file gets a name of its own (see AddAttachment). It may be empty.
@@ -239,7 +239,7 @@ type Files interface {
 	// path relative to root. The empty pattern matches everything. At most
 	// FileLimits.MaxFindResults paths are returned; truncated reports there were more.
 	Find(ctx context.Context, workspaceID, threadID, root, pattern string) (paths []string, truncated bool, err error)
-	// AddAttachment stores a new attachment (R5) at a fresh path
+	// AddAttachment stores a new attachment at a fresh path
 	// /attachments/<time>-<random>.<ext>, where <time> is the UTC time like
 	// 20250102T150405.123Z and <ext> comes from the attachment's name, else its MIME type,
 	// else is "bin" (see AttachmentPath). The file never replaces another one.

@@ -54,8 +54,8 @@ type Thread struct {
 	StepCount   int      `json:"step_count"`
 	CurrentSide string   `json:"current_side,omitempty"`
 	Stopped     bool     `json:"stopped"`
-	// Status, Blocking and Resumable are the thread's entry in its parent's children registry
-	// (A8): whether a run is going on it, whether the parent waits for it, and whether it
+	// Status, Blocking and Resumable are the thread's entry in its parent's children registry:
+	// whether a run is going on it, whether the parent waits for it, and whether it
 	// keeps its thread to be messaged again.
 	Status    ThreadStatus `json:"status"`
 	Blocking  bool         `json:"blocking"`
@@ -192,7 +192,7 @@ type Store interface {
 	// empty slice). A queued message is appended exactly once.
 	AppendQueued(ctx context.Context, workspaceID, threadID string) ([]*Message, error)
 
-	// Decide records a person's decision on a pending call that requires confirmation (X6),
+	// Decide records a person's decision on a pending call that requires confirmation,
 	// setting DecidedAt. The call must be one the thread asked for that has no result
 	// (ErrInvalid), and it is decided once: a second decision fails with ErrDecided.
 	Decide(ctx context.Context, workspaceID, threadID string, d *Decision) error

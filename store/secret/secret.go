@@ -1,4 +1,4 @@
-// Package secret encrypts secret values at rest with AES-256-GCM (V4).
+// Package secret encrypts secret values at rest with AES-256-GCM.
 //
 // The key comes from the environment variable QUIVER_SECRET_KEY (32 bytes, base64 or hex) or
 // from a key file that is created with mode 0600 on first start. Every sealed value names the

@@ -18,7 +18,7 @@ import (
 // t.Cleanup).
 type OpenEntities func(t *testing.T) store.Entities
 
-// RunEntities runs the conformance tests of store.Entities (E1-E6) against stores returned by
+// RunEntities runs the conformance tests of store.Entities against stores returned by
 // open:
 //
 //	func TestEntities(t *testing.T) {

@@ -5,7 +5,7 @@
 // backends share one encryption scheme. A [Resolver] implements [quiver.VariableResolver]; give
 // it to a quiver.Dispatcher as its Resolver.
 //
-// # Layers and order (V2)
+// # Layers and order
 //
 // A value is set on one layer for one owner, within a workspace: a thread (its id), an agent
 // (its id), a prompt (its name), a user (its id), or the instance (no owner). A variable
@@ -14,7 +14,7 @@
 // the scope names a thread but no agent or user, the thread's own agent and user are used. The
 // prompt is not part of quiver.Scope: the runtime names it with [WithPrompt].
 //
-// # Threads: inheritance and scoped variables (V5)
+// # Threads: inheritance and scoped variables
 //
 // The thread layer is not one thread but the thread's ancestry. A thread's own value comes
 // first; after it, its parent's, then its grandparent's, up to the root: the nearest thread that
@@ -60,7 +60,7 @@
 // Resolution reads the store every time and nothing is copied into descendants, so a change to
 // R's or C's value is seen at once by every active descendant (V5 "updates propagate").
 //
-// # Secrets (V4)
+// # Secrets
 //
 // A secret value is sealed with AES-256-GCM (package store/secret) under the keyring's current
 // key before it is stored, bound to its place by the additional data
@@ -264,7 +264,7 @@ func (r *Resolver) Resolve(ctx context.Context, scope quiver.Scope, decls []quiv
 }
 
 // CheckRequired returns a *quiver.MissingVariablesError naming every required declaration
-// that does not resolve for the scope (V3), nil when all do, or the error that kept it from
+// that does not resolve for the scope, nil when all do, or the error that kept it from
 // telling (a store failure, a secret that does not open).
 func (r *Resolver) CheckRequired(ctx context.Context, scope quiver.Scope, decls []quiver.Variable) error {
 	_, err := r.Resolve(ctx, scope, decls)
@@ -274,7 +274,7 @@ func (r *Resolver) CheckRequired(ctx context.Context, scope quiver.Scope, decls 
 // CreateThread creates th with the given values set on it, after checking that every required
 // declaration resolves for it: its own values, then its ancestors' (th.ParentID), then its
 // agent's, the prompt's (WithPrompt), its user's and the instance's. When some do not, nothing
-// is created and the error is a *quiver.MissingVariablesError naming all of them (V3). The
+// is created and the error is a *quiver.MissingVariablesError naming all of them. The
 // store sets th.ID when empty, CreatedAt and UpdatedAt. A value given for a variable that decls
 // declare scoped is stored as scoped (Value.Scoped): it is provided where the variable is
 // declared, so it flows down to the new thread's descendants.
