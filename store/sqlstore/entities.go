@@ -170,14 +170,14 @@ func (e *Entities) UpdateWorkspace(ctx context.Context, id, callerUserID string,
 
 // memberRole returns the user's role in the workspace, "" when not a member, and keeps the
 // membership from being changed or removed until the transaction ends.
-func (e *Entities) memberRole(ctx context.Context, tx Querier, op, workspaceID, userID string) (store.MemberRole, error) {
+func (b db) memberRole(ctx context.Context, tx Querier, op, workspaceID, userID string) (store.MemberRole, error) {
 	var role store.MemberRole
-	err := tx.QueryRowContext(ctx, `SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`+e.d.lock("FOR SHARE"),
+	err := tx.QueryRowContext(ctx, `SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`+b.d.lock("FOR SHARE"),
 		workspaceID, userID).Scan(&role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
-	return role, e.d.Err(op, err)
+	return role, b.d.Err(op, err)
 }
 
 // checkRuntimeUser enforces E3 for setting a runtime user (what names the setting): caller must

@@ -10,7 +10,8 @@
 // locks, is here.
 //
 // What is here so far: the entities (store.Entities), the thread file system (store.Files),
-// variables (store.Variables) and part of the thread state (see ThreadState). Threads and
+// variables (store.Variables), API keys (store.APIKeys) and part of the thread state (see
+// ThreadState). Threads and
 // their history, whose appends are the hot path, are still each backend's own.
 //
 // # Adding a table
@@ -43,6 +44,7 @@ type Store struct {
 	*Files
 	*VariableStore
 	*ThreadState
+	*APIKeyStore
 }
 
 // New returns the shared part of a store on a database of dialect d: reads go to read (a
@@ -55,6 +57,7 @@ func New(d Dialect, read *sql.DB, write WriteFunc) *Store {
 		Files:         &Files{db: b, lim: store.DefaultFileLimits()},
 		VariableStore: &VariableStore{b},
 		ThreadState:   &ThreadState{b},
+		APIKeyStore:   &APIKeyStore{b},
 	}
 }
 

@@ -1,0 +1,151 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+	"unicode/utf8"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// APIKeyStore implements store.APIKeys (migration 0007) for both backends.
+//
+// A key is created inside one transaction with the check that its user is a member whose role
+// allows the key's (read FOR SHARE on PostgreSQL, so that a demotion and a creation take
+// turns). Finding a key by hash also reads its user's current role, so that a key never does
+// more than its user may now.
+type APIKeyStore struct{ db }
+
+var _ store.APIKeys = (*APIKeyStore)(nil)
+
+// apiKeyCols are the columns scanAPIKey reads, of the table named k (SQLite's RETURNING takes
+// only bare column names: apiKeyColsBare).
+const (
+	apiKeyCols     = `k.id, k.workspace_id, k.user_id, k.name, k.role, k.prefix, k.hash, k.created_at, k.expires_at, k.revoked_at, k.last_used_at`
+	apiKeyColsBare = `id, workspace_id, user_id, name, role, prefix, hash, created_at, expires_at, revoked_at, last_used_at`
+)
+
+func scanAPIKey(row scanner, extra ...any) (*store.APIKey, error) {
+	var k store.APIKey
+	dest := append([]any{&k.ID, &k.WorkspaceID, &k.UserID, &k.Name, &k.Role, &k.Prefix, &k.Hash,
+		scanTime{&k.CreatedAt}, scanNullTime{&k.ExpiresAt}, scanNullTime{&k.RevokedAt}, scanNullTime{&k.LastUsedAt}}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// CreateAPIKey stores k; see store.APIKeys.
+func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k *store.APIKey) error {
+	op := "create API key"
+	switch {
+	case k == nil:
+		return s.d.failf(op, store.ErrInvalid, "nil key")
+	case !k.Role.Valid():
+		return s.d.failf(op, store.ErrInvalid, "role %q: want admin, member or viewer", k.Role)
+	case k.Name == "" || utf8.RuneCountInString(k.Name) > 100:
+		return s.d.failf(op, store.ErrInvalid, "name %q: want 1 to 100 characters", k.Name)
+	case len(k.Hash) != store.APIKeyHashSize:
+		return s.d.failf(op, store.ErrInvalid, "the hash is %d bytes, want %d (SHA-256 of the key)", len(k.Hash), store.APIKeyHashSize)
+	case len(k.Prefix) < 4 || len(k.Prefix) > 32:
+		return s.d.failf(op, store.ErrInvalid, "prefix %q: want 4 to 32 characters of the key", k.Prefix)
+	case k.WorkspaceID == "" || k.UserID == "":
+		return s.d.failf(op, store.ErrInvalid, "a key needs a workspace and a user")
+	}
+	id := k.ID
+	if id == "" {
+		id = store.NewID(store.PrefixAPIKey)
+	}
+	var at time.Time
+	err := s.write(ctx, func(ctx context.Context, tx Querier) error {
+		role, err := s.memberRole(ctx, tx, op, k.WorkspaceID, k.UserID)
+		if err != nil {
+			return err
+		}
+		if role == "" {
+			return s.d.failf(op, store.ErrForbidden, "user %s is not a member of workspace %s", k.UserID, k.WorkspaceID)
+		}
+		if most := store.MemberKeyRole(role); !most.Allows(k.Role) {
+			return s.d.failf(op, store.ErrForbidden, "user %s is a %s of workspace %s and cannot make a key of role %s (at most %s)",
+				k.UserID, role, k.WorkspaceID, k.Role, most)
+		}
+		if at, err = s.d.Now(ctx, tx); err != nil {
+			return err
+		}
+		if k.ExpiresAt != nil && !k.ExpiresAt.After(at) {
+			return s.d.failf(op, store.ErrInvalid, "the key would expire at %s, which is not after now (%s)",
+				k.ExpiresAt.UTC().Format(time.RFC3339), at.Format(time.RFC3339))
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO api_keys (id, workspace_id, user_id, name, role, prefix, hash, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			id, k.WorkspaceID, k.UserID, k.Name, string(k.Role), k.Prefix, k.Hash, s.d.Time(at), s.d.nullTime(k.ExpiresAt))
+		return err
+	})
+	if err != nil {
+		return s.d.Err(op, err)
+	}
+	k.ID, k.CreatedAt = id, at
+	return nil
+}
+
+// APIKeyByHash returns the key with this hash and its user's role now; see store.APIKeys.
+func (s *APIKeyStore) APIKeyByHash(ctx context.Context, hash []byte) (*store.APIKey, store.MemberRole, error) {
+	var role sql.NullString
+	k, err := scanAPIKey(s.read.QueryRowContext(ctx, `SELECT `+apiKeyCols+`, m.role FROM api_keys k
+		LEFT JOIN memberships m ON m.workspace_id = k.workspace_id AND m.user_id = k.user_id
+		WHERE k.hash = $1`, hash), &role)
+	if err != nil {
+		return nil, "", s.d.Err("API key by hash", err)
+	}
+	return k, store.MemberRole(role.String), nil
+}
+
+// APIKeys lists the workspace's keys, newest first.
+func (s *APIKeyStore) APIKeys(ctx context.Context, workspaceID string) ([]*store.APIKey, error) {
+	op := "API keys of workspace " + workspaceID
+	rows, err := s.read.QueryContext(ctx, `SELECT `+apiKeyCols+` FROM api_keys k
+		WHERE k.workspace_id = $1 ORDER BY k.created_at DESC, k.id DESC`, workspaceID)
+	if err != nil {
+		return nil, s.d.Err(op, err)
+	}
+	return collect(&s.d, rows, op, func(r scanner) (*store.APIKey, error) { return scanAPIKey(r) })
+}
+
+// RevokeAPIKey revokes the key; see store.APIKeys.
+func (s *APIKeyStore) RevokeAPIKey(ctx context.Context, workspaceID, id string) (*store.APIKey, error) {
+	op := "revoke API key " + id
+	var out *store.APIKey
+	err := s.write(ctx, func(ctx context.Context, tx Querier) error {
+		at, err := s.d.Now(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanAPIKey(tx.QueryRowContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
+			WHERE workspace_id = $1 AND id = $2 RETURNING `+apiKeyColsBare, workspaceID, id, s.d.Time(at)))
+		return err
+	})
+	if err != nil {
+		return nil, s.d.Err(op, err)
+	}
+	return out, nil
+}
+
+// TouchAPIKey records a use of the key; see store.APIKeys.
+func (s *APIKeyStore) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
+	op := "touch API key " + id
+	err := s.write(ctx, func(ctx context.Context, tx Querier) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $2
+			WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)`, id, s.d.Time(at.UTC()))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		// Nothing changed: a later use is recorded already, or there is no such key.
+		var one int
+		return tx.QueryRowContext(ctx, `SELECT 1 FROM api_keys WHERE id = $1`, id).Scan(&one)
+	})
+	return s.d.Err(op, err)
+}
