@@ -11,8 +11,8 @@
 //
 // What is here so far: the entities (store.Entities), the thread file system (store.Files),
 // variables (store.Variables), API keys (store.APIKeys) and part of the thread state (see
-// ThreadState). Threads and
-// their history, whose appends are the hot path, are still each backend's own.
+// ThreadState). Threads and their history, whose appends are the hot path, are still each
+// backend's own.
 //
 // # Adding a table
 //
