@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Children returns the process IDs of this process's children (Linux: /proc/self/task/*/
@@ -38,4 +39,23 @@ func Children(t testing.TB) map[int]bool {
 func Exists(pid int) bool {
 	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
 	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// CPUTime returns the CPU time a process has used (user and system, from /proc/PID/stat), and
+// false once the process is gone.
+func CPUTime(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count fields after it.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, false
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	// Clock ticks are 1/100 s on Linux (USER_HZ), whatever the kernel's own rate.
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
 }
