@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// APIKeyPrefix begins every API key, so that a key is recognisable (in a leaked file, by a
+// secret scanner) and cannot be mistaken for another credential.
+const APIKeyPrefix = "qvk_"
+
+// apiKeyRandomBytes is the key's entropy: 256 bits, so that a fast hash (SHA-256) is enough to
+// store it (there is nothing to guess, unlike a password).
+const apiKeyRandomBytes = 32
+
+// shownPrefix is how much of a key its record keeps, to recognise it in a list: "qvk_" and 8
+// characters, 48 bits, far too few to guess the rest from.
+const shownPrefix = len(APIKeyPrefix) + 8
+
+// NewAPIKey makes a new key: the secret, shown once to whoever asked for it and never stored,
+// and the Prefix and Hash its record keeps (see store.APIKey).
+func NewAPIKey() (secret, prefix string, hash []byte) {
+	b := make([]byte, apiKeyRandomBytes)
+	rand.Read(b) // never fails (crypto/rand)
+	secret = APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return secret, secret[:shownPrefix], HashAPIKey(secret)
+}
+
+// HashAPIKey is the form of a key the store keeps and finds it by: its SHA-256.
+func HashAPIKey(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// Principal is who a request acts as: the key it carried, and that key's workspace, user and
+// role, the role being what the key may do now (store.KeyRole.Effective).
+type Principal struct {
+	KeyID       string
+	WorkspaceID string
+	UserID      string
+	Role        store.KeyRole
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal an authenticated request carries.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// ErrUnauthorized is a request without a usable key: none, malformed, unknown, revoked,
+// expired, or of a user no longer in the workspace. The error says which.
+var ErrUnauthorized = errors.New("unauthorized")
+
+// Bounds of the Authenticator's memory.
+const (
+	// authCacheTTL is how long a key's check is trusted: a revoked key stops working within it.
+	authCacheTTL = time.Second
+	// touchEvery is how often a key's LastUsedAt is written while it is in use.
+	touchEvery = time.Minute
+	// authCacheMax bounds the checks kept, so that a client sending random keys cannot grow
+	// the cache: past it, the cache starts again.
+	authCacheMax = 10000
+)
+
+// Authenticator checks API keys (Authorization: Bearer qvk_...) against the store, keeping
+// each check for authCacheTTL so that a busy key costs one read a second, and a revoked one
+// stops working within that second. Its methods are safe for concurrent use.
+type Authenticator struct {
+	// Keys finds the keys. Required.
+	Keys store.APIKeys
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	cache map[[sha256.Size]byte]*checked
+}
+
+// checked is the outcome of a key's last check.
+type checked struct {
+	p         Principal
+	err       error
+	at        time.Time
+	touchedAt time.Time
+}
+
+func (a *Authenticator) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// Authenticate returns who the Authorization header value authorization acts as, or an error
+// wrapping ErrUnauthorized that says what is wrong with it (never the key).
+func (a *Authenticator) Authenticate(ctx context.Context, authorization string) (Principal, error) {
+	scheme, secret, _ := strings.Cut(strings.TrimSpace(authorization), " ")
+	secret = strings.TrimSpace(secret)
+	switch {
+	case authorization == "":
+		return Principal{}, fmt.Errorf("%w: no API key: send Authorization: Bearer %s...", ErrUnauthorized, APIKeyPrefix)
+	case !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, APIKeyPrefix) ||
+		len(secret) != len(APIKeyPrefix)+base64.RawURLEncoding.EncodedLen(apiKeyRandomBytes):
+		return Principal{}, fmt.Errorf("%w: the Authorization header is not Bearer followed by a Quiver API key (%s...)", ErrUnauthorized, APIKeyPrefix)
+	}
+	var h [sha256.Size]byte
+	copy(h[:], HashAPIKey(secret))
+	now := a.now()
+	a.mu.Lock()
+	c := a.cache[h]
+	a.mu.Unlock()
+	if c == nil || now.Sub(c.at) >= authCacheTTL || now.Before(c.at) {
+		c = a.check(ctx, h[:], now, c)
+		if c.err != nil && !errors.Is(c.err, ErrUnauthorized) {
+			return Principal{}, c.err // the store failed: not the key's fault, and not kept
+		}
+		a.mu.Lock()
+		if a.cache == nil || len(a.cache) >= authCacheMax {
+			a.cache = map[[sha256.Size]byte]*checked{}
+		}
+		a.cache[h] = c
+		a.mu.Unlock()
+	}
+	return c.p, c.err
+}
+
+// check reads the key's record and decides; prev is the last check of the same key, if any.
+func (a *Authenticator) check(ctx context.Context, hash []byte, now time.Time, prev *checked) *checked {
+	c := &checked{at: now}
+	if prev != nil {
+		c.touchedAt = prev.touchedAt
+	}
+	k, role, err := a.Keys.APIKeyByHash(ctx, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		c.err = fmt.Errorf("%w: unknown API key", ErrUnauthorized)
+		return c
+	case err != nil:
+		c.err = fmt.Errorf("checking the API key: %w", err)
+		return c
+	case k.RevokedAt != nil:
+		c.err = fmt.Errorf("%w: API key %s was revoked at %s", ErrUnauthorized, k.ID, k.RevokedAt.UTC().Format(time.RFC3339))
+		return c
+	case !k.Usable(now):
+		c.err = fmt.Errorf("%w: API key %s expired at %s", ErrUnauthorized, k.ID, k.ExpiresAt.UTC().Format(time.RFC3339))
+		return c
+	}
+	eff := k.Role.Effective(role)
+	if eff == "" {
+		c.err = fmt.Errorf("%w: API key %s belongs to a user who is no longer a member of workspace %s", ErrUnauthorized, k.ID, k.WorkspaceID)
+		return c
+	}
+	c.p = Principal{KeyID: k.ID, WorkspaceID: k.WorkspaceID, UserID: k.UserID, Role: eff}
+	if now.Sub(c.touchedAt) >= touchEvery {
+		c.touchedAt = now
+		// Recorded beside the request, at most once a minute per key: the request does not
+		// wait for it, and a failure costs only the record of one use.
+		go func() { _ = a.Keys.TouchAPIKey(context.WithoutCancel(ctx), k.ID, now) }()
+	}
+	return c
+}
+
+// Require serves next only to requests whose key may act as role: 401 for a request without a
+// usable key, 403 for one whose key's role is below role, each with a problem (RFC 9457)
+// saying why. next finds the principal with PrincipalFrom.
+func (a *Authenticator) Require(role store.KeyRole, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		switch {
+		case errors.Is(err, ErrUnauthorized):
+			w.Header().Set("WWW-Authenticate", `Bearer realm="quiver"`)
+			writeProblem(w, http.StatusUnauthorized, "unauthorized", err.Error())
+			return
+		case err != nil:
+			writeProblem(w, http.StatusServiceUnavailable, "store_unavailable", "the server could not check the API key; try again shortly")
+			return
+		case !p.Role.Allows(role):
+			writeProblem(w, http.StatusForbidden, "forbidden",
+				fmt.Sprintf("API key %s has the role %s in workspace %s; this needs %s", p.KeyID, p.Role, p.WorkspaceID, role))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+	})
+}
+
+// problem is an error answer in the form of RFC 9457 (application/problem+json), with a
+// stable code beside the human words.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Code   string `json:"code"`
+}
+
+func writeProblem(w http.ResponseWriter, status int, code, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code})
+}
