@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -215,3 +216,122 @@ func writeProblem(w http.ResponseWriter, status int, code, detail string) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code})
 }
+
+// oneWorkspace refuses keys of other workspaces: the server serves one.
+func (s *Server) oneWorkspace(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, _ := PrincipalFrom(r.Context()); p.WorkspaceID != s.cfg.WorkspaceID {
+			writeProblem(w, http.StatusForbidden, "forbidden",
+				fmt.Sprintf("API key %s is for workspace %s; this server serves workspace %s", p.KeyID, p.WorkspaceID, s.cfg.WorkspaceID))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// callerMayCall refuses a call whose caller may only read (a viewer key): the dispatcher's
+// error result says so, and nothing runs. It sits in the dispatcher, so every door that
+// carries a principal is held to it.
+func callerMayCall(next quiver.Handler) quiver.Handler {
+	return func(ctx context.Context, c *quiver.Call) *quiver.Result {
+		if p, ok := PrincipalFrom(ctx); ok && !p.Role.Allows(store.KeyRoleMember) {
+			return quiver.Errorf(quiver.CodePolicyDenied, "API key %s is a viewer's: it may list the tools but not call them", p.KeyID)
+		}
+		return next(ctx, c)
+	}
+}
+
+// sessionKeys remembers which key opened each MCP session, so that a session answers only that
+// key: a session id is not a credential, and another key (a viewer's, say) must not act in a
+// member's session. Entries of sessions unseen for sessionKeyIdle are forgotten.
+type sessionKeys struct {
+	mu   sync.Mutex
+	keys map[string]sessionKey
+}
+
+type sessionKey struct {
+	keyID string
+	seen  time.Time
+}
+
+// sessionKeyIdle is how long a session's key is remembered without a request: longer than any
+// session idle timeout a server would set, so a live session is never forgotten.
+const sessionKeyIdle = 24 * time.Hour
+
+func newSessionKeys() *sessionKeys { return &sessionKeys{keys: map[string]sessionKey{}} }
+
+func (sk *sessionKeys) bind(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			sk.mu.Lock()
+			k, ok := sk.keys[id]
+			if ok && k.keyID == p.KeyID {
+				sk.keys[id] = sessionKey{p.KeyID, time.Now()}
+			}
+			sk.mu.Unlock()
+			if ok && k.keyID != p.KeyID {
+				writeProblem(w, http.StatusForbidden, "forbidden", "this MCP session was opened with another API key")
+				return
+			}
+			if r.Method == http.MethodDelete {
+				defer sk.forget(id)
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		// A request without a session may open one: remember the key that did.
+		next.ServeHTTP(&sessionRecorder{ResponseWriter: w, sk: sk, keyID: p.KeyID}, r)
+	})
+}
+
+func (sk *sessionKeys) forget(id string) {
+	sk.mu.Lock()
+	delete(sk.keys, id)
+	sk.mu.Unlock()
+}
+
+func (sk *sessionKeys) remember(id, keyID string) {
+	now := time.Now()
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	for sid, k := range sk.keys {
+		if now.Sub(k.seen) > sessionKeyIdle {
+			delete(sk.keys, sid)
+		}
+	}
+	sk.keys[id] = sessionKey{keyID, now}
+}
+
+// sessionRecorder notes the session id an answer gives.
+type sessionRecorder struct {
+	http.ResponseWriter
+	sk    *sessionKeys
+	keyID string
+	done  bool
+}
+
+func (w *sessionRecorder) WriteHeader(code int) {
+	if !w.done {
+		w.done = true
+		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+			w.sk.remember(id, w.keyID)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionRecorder) Write(b []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *sessionRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -103,6 +103,12 @@ type Config struct {
 	SessionOwner func(*http.Request) string
 	// ShutdownTimeout bounds the graceful shutdown; zero means 10 seconds.
 	ShutdownTimeout time.Duration
+	// Auth, when set, authenticates every request to /mcp with an API key of the server's
+	// workspace: a viewer key may list the tools, a member or admin key call them too
+	// (a viewer's call is refused with policy_denied). A session answers only the key that
+	// opened it, and sessions are counted per key (MaxSessionsPerOwner). Nil authenticates
+	// nothing: anyone who can reach /mcp calls every tool.
+	Auth *Authenticator
 	// Logger receives the server's logs; nil uses slog.Default().
 	Logger *slog.Logger
 }
@@ -192,6 +198,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxResultBytes: cfg.MaxResultBytes,
 		Recorder:       &Recorder{Store: cfg.Store, Journal: s.journal},
 	}
+	if cfg.Auth != nil {
+		s.dispatcher.Middleware = []quiver.Middleware{callerMayCall}
+	}
 	opts := mcp.ServerOptions{}
 	if cfg.MCP != nil {
 		opts = *cfg.MCP
@@ -225,16 +234,27 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// Browsers and proxies that reach the server by its public name send it as Host.
 		hosts = append(hosts, u.Hostname())
 	}
-	s.mux.Handle("/mcp", s.mcp.HTTPHandler(&mcp.HTTPOptions{
+	owner := cfg.SessionOwner
+	if cfg.Auth != nil && owner == nil {
+		owner = func(r *http.Request) string {
+			p, _ := PrincipalFrom(r.Context())
+			return p.KeyID
+		}
+	}
+	var mcpHandler http.Handler = s.mcp.HTTPHandler(&mcp.HTTPOptions{
 		MaxRequestBytes:     cfg.MaxRequestBytes,
 		AllowedOrigins:      cfg.AllowedOrigins,
 		AllowedHosts:        hosts,
 		SessionTimeout:      cfg.SessionIdleTimeout,
 		MaxSessions:         cfg.MaxSessions,
 		MaxSessionsPerOwner: cfg.MaxSessionsPerOwner,
-		Owner:               cfg.SessionOwner,
+		Owner:               owner,
 		Logger:              s.logger,
-	}))
+	})
+	if cfg.Auth != nil {
+		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, s.oneWorkspace(newSessionKeys().bind(mcpHandler)))
+	}
+	s.mux.Handle("/mcp", mcpHandler)
 	s.mux.HandleFunc("GET /healthz", s.health)
 	return s, nil
 }

@@ -24,6 +24,7 @@ type backend interface {
 	store.Entities
 	store.Files
 	store.Variables
+	store.APIKeys
 }
 
 // storeFlags are the flags of every command that opens the database: the SQLite file in the

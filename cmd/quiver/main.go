@@ -1,6 +1,6 @@
 // Command quiver lists, renders and calls Quiver tools, and serves them over MCP.
 //
-//	quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--conformance]
+//	quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--insecure-local] [--conformance]
 //	quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN] [--journal=false]
 //	quiver tools list [--json] [--config FILE]
 //	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp] [--config FILE]
@@ -13,6 +13,9 @@
 //	quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"
 //	quiver threads list [--limit N] [--cursor C] [--json]
 //	quiver threads show ID [--json]
+//	quiver keys create --name N [--role admin|member|viewer] [--expires DURATION]
+//	quiver keys list [--json]
+//	quiver keys revoke ID
 //	quiver version
 //
 // Exit status: 0 on success, 1 when a call returns an error result, 2 on a usage error.
@@ -49,8 +52,10 @@ const (
 const usage = `Quiver: define tools once; govern, validate, execute and record every call.
 
 Usage:
-  quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--conformance]
+  quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--insecure-local] [--conformance]
                                              serve the tools over MCP at http://127.0.0.1:7411/mcp
+                                             to clients with an API key (the first start prints one;
+                                             --insecure-local: none needed, on a loopback address only)
                                              (--addr or QUIVER_ADDR to change), recording every call
                                              (with SQLite through a journal beside the database;
                                              --journal=false stores each record before answering)
@@ -80,6 +85,11 @@ Usage:
   quiver threads list [--limit N] [--cursor C] [--json]
                                              list the threads, newest first, a page at a time
   quiver threads show ID [--json]            print a thread's messages and tool calls
+  quiver keys create --name N [--role R] [--expires DURATION]
+                                             make an API key for quiver serve (printed once);
+                                             R: member (default: calls tools), viewer (lists them), admin
+  quiver keys list [--json]                  list the API keys (never the keys themselves)
+  quiver keys revoke ID                      revoke a key; servers refuse it within a second
   quiver version                             print the version, commit and platform
 
 Exit status: 0 success, 1 the call returned an error result, 2 usage error.
@@ -249,6 +259,8 @@ func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 		return a.runAgent(ctx, args[1:])
 	case "threads":
 		return a.threads(ctx, args[1:])
+	case "keys":
+		return a.keysCmd(ctx, args[1:])
 	}
 	return exitUsage, usagef("unknown command %q", args[0])
 }

@@ -140,6 +140,8 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "MCP sessions open at once; a client that would open another gets 503 until some close or expire (0: no limit)")
 	maxPerClient := fs.Int("max-sessions-per-client", mcp.DefaultMaxSessionsPerOwner, "MCP sessions one client (IP address) has open at once; beyond it, 429 (0: no limit)")
 	idleTimeout := fs.Duration("session-idle-timeout", mcp.DefaultSessionIdleTimeout, "close an MCP session after this long without a request (0: never)")
+	insecure := fs.Bool("insecure-local", false, "serve without API keys: anyone who can reach the port calls every tool, run_code included; "+
+		"refused unless --addr is a loopback address")
 	f := addServeFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -154,8 +156,12 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	if *addr == "" {
 		*addr = server.DefaultAddr
 	}
-	if _, _, err := net.SplitHostPort(*addr); err != nil {
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
 		return exitUsage, usagef("--addr %q must be HOST:PORT, like 127.0.0.1:7411", *addr)
+	}
+	if ip := net.ParseIP(host); *insecure && (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return exitUsage, usagef("--insecure-local serves without API keys, so only on a loopback address (--addr 127.0.0.1:PORT), not %s", *addr)
 	}
 	if *maxResult < 0 {
 		return exitUsage, usagef("--max-result-bytes must not be negative (0: the default, 1 MiB)")
@@ -196,6 +202,16 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	cfg.MaxRequestBytes, cfg.MaxResultBytes = *maxBody, *maxResult
 	cfg.PublicURL = cmp.Or(*publicURL, os.Getenv(publicURLEnv))
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = *maxSessions, *maxPerClient, *idleTimeout
+	if !*insecure {
+		keys, ok := cfg.Store.(backend)
+		if !ok {
+			return exitError, errors.New("the database keeps no API keys")
+		}
+		if err := ensureFirstKey(ctx, keys, a.stderr); err != nil {
+			return exitError, err
+		}
+		cfg.Auth = &server.Authenticator{Keys: keys}
+	}
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return exitError, err
@@ -207,24 +223,13 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	}
 	releaseStartupGarbage()
 	fmt.Fprintf(a.stderr, "quiver: serving MCP at http://%s/mcp (health: /healthz); Ctrl-C stops\n", ln.Addr())
-	if w := exposedWarning(ln.Addr()); w != "" {
-		fmt.Fprintln(a.stderr, w)
+	if *insecure {
+		fmt.Fprintln(a.stderr, "quiver: WARNING: --insecure-local: no API key is asked for; anything on this machine can call every tool, run_code included")
 	}
 	if err := srv.Serve(ctx, ln); err != nil {
 		return exitError, err
 	}
 	return exitOK, nil
-}
-
-// exposedWarning is what quiver serve says when it listens where other hosts can reach it:
-// until API keys exist nothing authenticates a client.
-func exposedWarning(addr net.Addr) string {
-	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
-		return ""
-	}
-	return fmt.Sprintf("quiver: WARNING: listening on %s, which is not a loopback address: anyone who can reach this port can list and call "+
-		"every tool, run_code included, without authentication (Quiver has no API keys yet). Listen on 127.0.0.1 (--addr 127.0.0.1:PORT) "+
-		"unless every host that can reach it is trusted.", addr)
 }
 
 // mcpStdio serves the tools over MCP on standard input and output, recording calls like

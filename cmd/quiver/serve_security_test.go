@@ -16,6 +16,12 @@ import (
 // endpoint's) and returns the status and body.
 func initialize(t *testing.T, endpoint, host string) (int, string) {
 	t.Helper()
+	return initializeWithKey(t, endpoint, host, "")
+}
+
+// initializeWithKey is initialize with an API key.
+func initializeWithKey(t *testing.T, endpoint, host, key string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 	if err != nil {
@@ -26,6 +32,9 @@ func initialize(t *testing.T, endpoint, host string) (int, string) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -106,39 +115,42 @@ func TestServeSessionFlagErrors(t *testing.T) {
 	}
 }
 
-// quiver serve warns when it listens where other hosts can reach it, and checks the Host of
-// MCP requests against local names and the public URL's host whatever the address.
+// quiver serve listens where other hosts can reach it only with API keys (--insecure-local is
+// refused there), and checks the Host of MCP requests against local names and the public URL's
+// host whatever the address.
 func TestServeExposure(t *testing.T) {
 	tests := []struct {
 		name  string
 		flags []string
-		warns bool
 		// hosts maps a Host header to the status an initialize with it gets.
 		hosts map[string]int
 	}{
-		{"loopback", nil, false, map[string]int{"": 200, "localhost": 200, "evil.example": 403, "quiver.example.com": 403}},
-		{"all interfaces", []string{"--addr", "0.0.0.0:0"}, true, map[string]int{"": 200, "evil.example:7411": 403}},
-		{"public URL", []string{"--public-url", "https://quiver.example.com"}, false,
+		{"loopback", nil, map[string]int{"": 200, "localhost": 200, "evil.example": 403, "quiver.example.com": 403}},
+		{"all interfaces", []string{"--addr", "0.0.0.0:0"}, map[string]int{"": 200, "evil.example:7411": 403}},
+		{"public URL", []string{"--public-url", "https://quiver.example.com"},
 			map[string]int{"": 200, "quiver.example.com": 200, "quiver.example.com:443": 200, "evil.example": 403, "quiver.example.com.evil.example": 403}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(publicURLEnv, "")
-			endpoint, _, stderr := startServe(t, tt.flags...)
+			endpoint, _, stderr := startServeWith(t, tt.flags...)
+			key := firstKeyRE.FindString(stderr.String())
+			if key == "" {
+				t.Fatalf("no API key printed:\n%s", stderr.String())
+			}
 			// The server prints where it listens; reach it on loopback whatever the address.
 			port := endpoint[strings.LastIndex(endpoint, ":")+1 : strings.LastIndex(endpoint, "/mcp")]
 			endpoint = "http://127.0.0.1:" + port + "/mcp"
-			warned := strings.Contains(stderr.String(), "WARNING: listening on") &&
-				strings.Contains(stderr.String(), "anyone who can reach this port can list and call every tool, run_code included")
-			if warned != tt.warns {
-				t.Errorf("warned %v, want %v:\n%s", warned, tt.warns, stderr.String())
-			}
 			for host, want := range tt.hosts {
-				if status, body := initialize(t, endpoint, host); status != want {
+				if status, body := initializeWithKey(t, endpoint, host, key); status != want {
 					t.Errorf("Host %q: status %d, want %d: %s", host, status, want, body)
 				}
 			}
 		})
+	}
+	code, _, stderr := runCLI(t, "", "serve", "--addr", "0.0.0.0:0", "--insecure-local")
+	if code != exitUsage || !strings.Contains(stderr, "only on a loopback address") {
+		t.Errorf("--insecure-local on all interfaces: exit %d\n%s", code, stderr)
 	}
 }
 

@@ -41,10 +41,19 @@ func (s *syncBuffer) String() string {
 
 var servingRE = regexp.MustCompile(`serving MCP at (http://[^ ]+/mcp)`)
 
+// firstKeyRE finds the API key quiver serve prints on its first start.
+var firstKeyRE = regexp.MustCompile(`qvk_[A-Za-z0-9_-]{43}`)
+
 // startServe runs "quiver serve" in-process on a random 127.0.0.1 port with a fresh data
 // directory, and returns the MCP endpoint and a function that stops it and returns its exit
 // code.
 func startServe(t *testing.T, extra ...string) (string, func() int, *syncBuffer) {
+	t.Helper()
+	return startServeWith(t, append([]string{"--insecure-local"}, extra...)...)
+}
+
+// startServeWith is startServe without --insecure-local: the server asks for API keys.
+func startServeWith(t *testing.T, extra ...string) (string, func() int, *syncBuffer) {
 	t.Helper()
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	t.Setenv(configEnv, "")

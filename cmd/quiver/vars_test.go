@@ -200,7 +200,7 @@ func TestVariablesAtEveryDoor(t *testing.T) {
 	check("quiver call", res.Value)
 
 	// quiver serve, over MCP.
-	serve := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	serve := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--insecure-local")
 	serve.Env = q.env
 	serveErr := &syncBuffer{}
 	serve.Stderr = serveErr

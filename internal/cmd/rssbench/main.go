@@ -201,7 +201,8 @@ func measure(ctx context.Context, t target, dir string, calls int, settle time.D
 		cmd = exec.CommandContext(ctx, t.bin)
 		cmd.Env = append(os.Environ(), bareEnv+"=1")
 	} else {
-		cmd = exec.CommandContext(ctx, t.bin, "serve", "--addr", "127.0.0.1:0")
+		// Without API keys, as the bare servers it is compared with: the figure is the server's own.
+		cmd = exec.CommandContext(ctx, t.bin, "serve", "--addr", "127.0.0.1:0", "--insecure-local")
 		// A fresh data directory (and no inherited address or configuration) so every run
 		// starts from the same empty state.
 		cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+dir, "QUIVER_ADDR=", "QUIVER_CONFIG=", "QUIVER_POSTGRES=")

@@ -40,8 +40,9 @@ var areas = []area{
 	{"result size cap", ".", "^TestResultLimit"},
 	{"tool names", ".", "^TestRegistryRefusesInvalidNames$"},
 	{"MCP over HTTP: sessions, hosts, bad requests", "./mcp", "^(TestSessionLimits|TestSessionLimitWithTheSDKClient|TestSessionFloodMemory|TestRequestWithoutSession|TestRequestsThatOpenNoSessionTakeNoPlace|TestHostCheck)$"},
-	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap)", "./cmd/quiver",
-		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames)$"},
+	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap, API keys)", "./cmd/quiver",
+		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys)$"},
+	{"API keys: authentication, roles, revocation", "./server", "^(TestAPIKeysAuthenticate|TestAPIKeysChangesTakeEffect)$"},
 }
 
 // event is a line of go test -json.

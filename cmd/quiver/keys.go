@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+)
+
+// localAdminEmail is the user the command's keys belong to in the local workspace: the
+// operator at this machine.
+const localAdminEmail = "admin@localhost"
+
+// localAdmin returns the local workspace's admin user, creating it (and its membership) the
+// first time.
+func localAdmin(ctx context.Context, st backend) (*store.User, error) {
+	u, err := st.UserByEmail(ctx, localAdminEmail)
+	if errors.Is(err, store.ErrNotFound) {
+		u = &store.User{Email: localAdminEmail, Name: "local admin"}
+		if err = st.CreateUser(ctx, u); errors.Is(err, store.ErrConflict) {
+			u, err = st.UserByEmail(ctx, localAdminEmail) // another process made it first
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the local admin user: %w", err)
+	}
+	err = st.AddMember(ctx, &store.Membership{WorkspaceID: localWorkspaceID, UserID: u.ID, Role: store.MemberRoleAdmin})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return nil, fmt.Errorf("making %s an admin of the local workspace: %w", localAdminEmail, err)
+	}
+	return u, nil
+}
+
+// createKey makes a key for the local admin and stores its record; the secret is returned to
+// be shown once.
+func createKey(ctx context.Context, st backend, name string, role store.KeyRole, expires *time.Time) (string, *store.APIKey, error) {
+	u, err := localAdmin(ctx, st)
+	if err != nil {
+		return "", nil, err
+	}
+	secret, prefix, hash := server.NewAPIKey()
+	k := &store.APIKey{WorkspaceID: localWorkspaceID, UserID: u.ID, Name: name, Role: role, Prefix: prefix, Hash: hash, ExpiresAt: expires}
+	if err := st.CreateAPIKey(ctx, k); err != nil {
+		return "", nil, err
+	}
+	return secret, k, nil
+}
+
+// ensureFirstKey makes the local workspace's first key, an admin's, when it has none at all,
+// and prints it once: the way into a server that authenticates every request.
+func ensureFirstKey(ctx context.Context, st backend, stderr io.Writer) error {
+	keys, err := st.APIKeys(ctx, localWorkspaceID)
+	if err != nil || len(keys) > 0 {
+		return err
+	}
+	secret, k, err := createKey(ctx, st, "first admin key", store.KeyRoleAdmin, nil)
+	if err != nil {
+		return fmt.Errorf("creating the first API key: %w", err)
+	}
+	fmt.Fprintf(stderr, "quiver: created the first API key, an admin's (%s); it is shown this once, keep it:\n\n    %s\n\n"+
+		"  Clients send it as: Authorization: Bearer %s...   (quiver keys create makes more, quiver keys revoke %s ends this one)\n",
+		k.ID, secret, k.Prefix, k.ID)
+	return nil
+}
+
+// keysCmd runs quiver keys create|list|revoke.
+func (a *app) keysCmd(ctx context.Context, args []string) (int, error) {
+	if len(args) < 1 {
+		return exitUsage, usagef("keys needs a subcommand: create, list or revoke")
+	}
+	switch args[0] {
+	case "create":
+		return a.keysCreate(ctx, args[1:])
+	case "list":
+		return a.keysList(ctx, args[1:])
+	case "revoke":
+		return a.keysRevoke(ctx, args[1:])
+	}
+	return exitUsage, usagef("unknown keys subcommand %q (create, list or revoke)", args[0])
+}
+
+func (a *app) keysCreate(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	role := fs.String("role", "member", "what the key may do: admin, member (call tools) or viewer (list them)")
+	name := fs.String("name", "", "what the key is for, to recognise it in quiver keys list (required)")
+	expires := fs.Duration("expires", 0, "how long the key works, like 720h (default: until revoked)")
+	if pos, err := parse(fs, args); err != nil {
+		return exitUsage, err
+	} else if len(pos) > 0 {
+		return exitUsage, usagef("keys create takes no arguments, got %q (the name goes in --name)", pos[0])
+	}
+	r := store.KeyRole(*role)
+	switch {
+	case !r.Valid():
+		return exitUsage, usagef("--role %q: want admin, member or viewer", *role)
+	case strings.TrimSpace(*name) == "":
+		return exitUsage, usagef("--name is required: say what the key is for (\"ci\", \"claude desktop\")")
+	case *expires < 0:
+		return exitUsage, usagef("--expires must not be negative")
+	}
+	var until *time.Time
+	if *expires > 0 {
+		t := time.Now().Add(*expires)
+		until = &t
+	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer st.Close()
+	secret, k, err := createKey(ctx, st, strings.TrimSpace(*name), r, until)
+	if err != nil {
+		return exitError, err
+	}
+	fmt.Fprintf(a.stderr, "quiver: created API key %s (%s, %s) in %s; it is shown this once:\n", k.ID, k.Name, k.Role, st.Where)
+	fmt.Fprintln(a.stdout, secret)
+	return exitOK, nil
+}
+
+func (a *app) keysList(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("keys list", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	asJSON := fs.Bool("json", false, "print the keys' records as JSON")
+	if pos, err := parse(fs, args); err != nil {
+		return exitUsage, err
+	} else if len(pos) > 0 {
+		return exitUsage, usagef("keys list takes no arguments, got %q", pos[0])
+	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer st.Close()
+	keys, err := st.APIKeys(ctx, localWorkspaceID)
+	if err != nil {
+		return exitError, err
+	}
+	if *asJSON {
+		if keys == nil {
+			keys = []*store.APIKey{}
+		}
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return exitOK, enc.Encode(keys)
+	}
+	if len(keys) == 0 {
+		fmt.Fprintf(a.stderr, "quiver: no API keys in %s yet (quiver serve makes the first; quiver keys create makes more)\n", st.Where)
+		return exitOK, nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKEY\tNAME\tROLE\tCREATED\tLAST USED\tSTATE")
+	now := time.Now()
+	for _, k := range keys {
+		state := "active"
+		switch {
+		case k.RevokedAt != nil:
+			state = "revoked " + k.RevokedAt.UTC().Format("2006-01-02 15:04Z")
+		case !k.Usable(now):
+			state = "expired " + k.ExpiresAt.UTC().Format("2006-01-02 15:04Z")
+		case k.ExpiresAt != nil:
+			state = "expires " + k.ExpiresAt.UTC().Format("2006-01-02 15:04Z")
+		}
+		used := "never"
+		if k.LastUsedAt != nil {
+			used = k.LastUsedAt.UTC().Format("2006-01-02 15:04Z")
+		}
+		fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Name, k.Role, k.CreatedAt.UTC().Format("2006-01-02 15:04Z"), used, state)
+	}
+	return exitOK, tw.Flush()
+}
+
+func (a *app) keysRevoke(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("keys revoke", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 1 {
+		return exitUsage, usagef("keys revoke needs the key's id (key_..., as quiver keys list shows)")
+	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer st.Close()
+	k, err := st.RevokeAPIKey(ctx, localWorkspaceID, pos[0])
+	if errors.Is(err, store.ErrNotFound) {
+		return exitError, fmt.Errorf("no API key %s in %s (quiver keys list shows them)", pos[0], st.Where)
+	}
+	if err != nil {
+		return exitError, err
+	}
+	fmt.Fprintf(a.stderr, "quiver: revoked API key %s (%s); servers refuse it within a second\n", k.ID, k.Name)
+	return exitOK, nil
+}
