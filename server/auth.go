@@ -243,9 +243,11 @@ func callerMayCall(next quiver.Handler) quiver.Handler {
 
 // sessionKeys remembers which key opened each MCP session, so that a session answers only that
 // key: a session id is not a credential, and another key (a viewer's, say) must not act in a
-// member's session. Entries of sessions unseen for sessionKeyIdle are forgotten.
+// member's session. A session's entry goes with a DELETE, or once the session has been idle
+// longer than the server closes idle sessions after (twice that, for a margin).
 type sessionKeys struct {
 	mu   sync.Mutex
+	idle time.Duration
 	keys map[string]sessionKey
 }
 
@@ -254,11 +256,19 @@ type sessionKey struct {
 	seen  time.Time
 }
 
-// sessionKeyIdle is how long a session's key is remembered without a request: longer than any
-// session idle timeout a server would set, so a live session is never forgotten.
-const sessionKeyIdle = 24 * time.Hour
+// sessionKeyIdleMax is how long a session's key is remembered without a request when sessions
+// never expire by idleness: a day.
+const sessionKeyIdleMax = 24 * time.Hour
 
-func newSessionKeys() *sessionKeys { return &sessionKeys{keys: map[string]sessionKey{}} }
+// newSessionKeys remembers the keys of sessions that the server closes after sessionIdle without
+// a request (0 or less: never).
+func newSessionKeys(sessionIdle time.Duration) *sessionKeys {
+	idle := sessionKeyIdleMax
+	if sessionIdle > 0 {
+		idle = 2 * sessionIdle
+	}
+	return &sessionKeys{idle: idle, keys: map[string]sessionKey{}}
+}
 
 func (sk *sessionKeys) bind(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -296,7 +306,7 @@ func (sk *sessionKeys) remember(id, keyID string) {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	for sid, k := range sk.keys {
-		if now.Sub(k.seen) > sessionKeyIdle {
+		if now.Sub(k.seen) > sk.idle {
 			delete(sk.keys, sid)
 		}
 	}

@@ -252,7 +252,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Logger:              s.logger,
 	})
 	if cfg.Auth != nil {
-		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, s.oneWorkspace(newSessionKeys().bind(mcpHandler)))
+		idle := cfg.SessionIdleTimeout
+		if idle == 0 {
+			idle = mcp.DefaultSessionIdleTimeout
+		}
+		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, s.oneWorkspace(newSessionKeys(idle).bind(mcpHandler)))
 	}
 	s.mux.Handle("/mcp", mcpHandler)
 	s.mux.HandleFunc("GET /healthz", s.health)
