@@ -259,6 +259,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, s.oneWorkspace(newSessionKeys(idle).bind(mcpHandler)))
 	}
 	s.mux.Handle("/mcp", mcpHandler)
+	api, _ := s.apiHandler()
+	if cfg.Auth != nil {
+		api = cfg.Auth.Require(store.KeyRoleViewer, s.oneWorkspace(api))
+	}
+	s.mux.Handle("/v1/", api)
 	s.mux.HandleFunc("GET /healthz", s.health)
 	return s, nil
 }

@@ -35,6 +35,8 @@ var readmeExamples = map[string]readmeExample{
 		skip: "it serves until stopped, and runs CI: TestServe starts serve with no configuration, and CI is what runs this test"},
 	`go run ./cmd/quiver call get_current_time --args '{"timezone":"Europe/Paris"}'`: {
 		exit: exitError, want: []string{`"status": "success"`, `"timezone": "Europe/Paris"`, `"code": "invalid_arguments"`, "timezone"}},
+	`curl -s -H "Authorization: Bearer $QUIVER_KEY" -H 'Content-Type: application/json' \`: {
+		skip: "it needs a running server and its key: TestServeAPI makes the same calls against quiver serve"},
 	"go install ./cmd/quiver       # from the clone; puts quiver in $(go env GOPATH)/bin": {
 		skip: "it installs into the user's GOPATH and serves until stopped: TestVersion checks quiver version, TestServe serve"},
 	"docker build -t quiver .": {

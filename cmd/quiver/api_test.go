@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// apiDo sends a request to quiver serve's /v1 API with key (none when empty) and returns the
+// status, the Content-Type and the decoded JSON body.
+func apiDo(t *testing.T, method, url, key, body string) (int, string, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s %s: %d, not JSON: %q", method, url, resp.StatusCode, b)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), out
+}
+
+// The first endpoints of the /v1 API, over real HTTP against quiver serve with API keys: the
+// OpenAPI 3.1 document, the tools, a call through the dispatcher recorded on a thread, the
+// threads and their messages, and the errors, each an RFC 9457 problem.
+func TestServeAPI(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "q.db")
+	endpoint, _, stderr := startServeWith(t, "--db", db)
+	admin := firstKeyRE.FindString(stderr.String())
+	base := strings.TrimSuffix(endpoint, "/mcp") + "/v1"
+
+	if status, ctype, p := apiDo(t, "GET", base+"/tools", "", ""); status != 401 || ctype != "application/problem+json" || p["code"] != "unauthorized" {
+		t.Fatalf("without a key: %d %s %v", status, ctype, p)
+	}
+	status, _, doc := apiDo(t, "GET", base+"/openapi.json", admin, "")
+	paths, _ := doc["paths"].(map[string]any)
+	if status != 200 || doc["openapi"] != "3.1.0" || paths["/v1/tools/{name}/call"] == nil || paths["/v1/threads"] == nil {
+		t.Fatalf("the OpenAPI document: %d %v", status, doc["openapi"])
+	}
+	status, _, tools := apiDo(t, "GET", base+"/tools", admin, "")
+	if status != 200 || !strings.Contains(func() string { b, _ := json.Marshal(tools); return string(b) }(), `"name":"get_current_time"`) {
+		t.Fatalf("GET /v1/tools: %d %v", status, tools)
+	}
+
+	status, _, call := apiDo(t, "POST", base+"/tools/get_current_time/call", admin, `{"args":{"timezone":"UTC"}}`)
+	result, _ := call["result"].(map[string]any)
+	threadID, _ := call["thread_id"].(string)
+	if status != 200 || result["status"] != "success" || !strings.HasPrefix(threadID, "thr_") {
+		t.Fatalf("a call: %d %v", status, call)
+	}
+	tests := []struct {
+		name, body string
+		code       string
+	}{
+		{"bad arguments", `{"args":{"timezone":5}}`, "invalid_arguments"},
+		{"no arguments (the timezone is optional), on the same thread", `{"thread_id":"` + threadID + `"}`, ""},
+	}
+	for _, tt := range tests {
+		status, _, out := apiDo(t, "POST", base+"/tools/get_current_time/call", admin, tt.body)
+		r, _ := out["result"].(map[string]any)
+		if status != 200 || (tt.code != "" && r["code"] != tt.code) {
+			t.Errorf("%s: %d %v", tt.name, status, out)
+		}
+	}
+	if status, _, out := apiDo(t, "POST", base+"/tools/no_such_tool/call", admin, `{}`); status != 200 || out["result"].(map[string]any)["code"] != "unknown_tool" {
+		t.Errorf("an unknown tool: %d %v", status, out)
+	}
+
+	status, _, page := apiDo(t, "GET", base+"/threads?limit=10", admin, "")
+	if threads, _ := page["threads"].([]any); status != 200 || len(threads) == 0 || !strings.Contains(func() string { b, _ := json.Marshal(page); return string(b) }(), threadID) {
+		t.Fatalf("GET /v1/threads: %d %v", status, page)
+	}
+	if status, _, th := apiDo(t, "GET", base+"/threads/"+threadID, admin, ""); status != 200 || th["id"] != threadID {
+		t.Errorf("GET the thread: %d %v", status, th)
+	}
+	// The call's record reaches the store through the journal within milliseconds.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		status, _, msgs := apiDo(t, "GET", base+"/threads/"+threadID+"/messages", admin, "")
+		if list, _ := msgs["messages"].([]any); status == 200 && len(list) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the thread's messages: %d %v", status, msgs)
+		}
+	}
+
+	bad := []struct{ name, method, path, body string }{
+		{"a limit of 0", "GET", "/threads?limit=0", ""},
+		{"a limit of 1000", "GET", "/threads?limit=1000", ""},
+		{"a forged cursor", "GET", "/threads?cursor=not-a-cursor", ""},
+		{"an unknown thread", "GET", "/threads/thr_nope", ""},
+		{"the messages of an unknown thread", "GET", "/threads/thr_nope/messages", ""},
+		{"a call on an unknown thread", "POST", "/tools/get_current_time/call", `{"args":{"timezone":"UTC"},"thread_id":"thr_nope"}`},
+		{"malformed JSON", "POST", "/tools/get_current_time/call", `{"args":`},
+		{"an unknown field", "POST", "/tools/get_current_time/call", `{"argz":{}}`},
+	}
+	for _, tt := range bad {
+		status, ctype, p := apiDo(t, tt.method, base+tt.path, admin, tt.body)
+		if status < 400 || status >= 500 || ctype != "application/problem+json" || p["detail"] == nil {
+			t.Errorf("%s: %d %s %v, want a 4xx problem", tt.name, status, ctype, p)
+		}
+	}
+
+	code, viewer, _ := runCLI(t, "", "keys", "create", "--db", db, "--name", "reader", "--role", "viewer")
+	viewer = strings.TrimSpace(viewer)
+	if code != exitOK {
+		t.Fatal("keys create failed")
+	}
+	if status, _, _ := apiDo(t, "GET", base+"/threads", viewer, ""); status != 200 {
+		t.Errorf("a viewer reading threads: %d", status)
+	}
+	if status, _, p := apiDo(t, "POST", base+"/tools/get_current_time/call", viewer, `{"args":{"timezone":"UTC"}}`); status != 403 {
+		t.Errorf("a viewer calling a tool: %d %v, want 403", status, p)
+	}
+}

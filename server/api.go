@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
+)
+
+// The /v1 API: JSON over HTTP, described by the OpenAPI 3.1 document at /v1/openapi.json, which
+// huma generates from the Go types below. Errors are RFC 9457 problems. Handlers translate HTTP
+// to calls on the dispatcher and the store and hold no rules of their own; the first endpoints
+// are the tools the server serves, calling one, and the workspace's threads. (The rest of the
+// API, issue 13, grows here.)
+
+// apiTool is a tool as the API lists it.
+type apiTool struct {
+	Name         string         `json:"name"`
+	Description  string         `json:"description"`
+	InputSchema  *schema.Schema `json:"input_schema,omitempty"`
+	OutputSchema *schema.Schema `json:"output_schema,omitempty"`
+}
+
+type toolsOutput struct {
+	Body struct {
+		Tools []apiTool `json:"tools"`
+	}
+}
+
+type callInput struct {
+	Name string `path:"name" maxLength:"128" doc:"The tool's name, as GET /v1/tools lists it."`
+	Body struct {
+		Args     json.RawMessage `json:"args,omitempty" doc:"The arguments: a JSON object, validated against the tool's input schema."`
+		ThreadID string          `json:"thread_id,omitempty" maxLength:"64" doc:"The thread to record the call in; a new thread when empty."`
+	}
+}
+
+type callOutput struct {
+	Body struct {
+		ThreadID string         `json:"thread_id" doc:"The thread the call is recorded in."`
+		Result   *quiver.Result `json:"result"`
+	}
+}
+
+type threadsInput struct {
+	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"Threads per page."`
+	Cursor string `query:"cursor" maxLength:"512" doc:"Where the page starts: the next_cursor of the page before; empty for the first."`
+}
+
+type threadsOutput struct {
+	Body struct {
+		Threads    []*store.Thread `json:"threads"`
+		NextCursor string          `json:"next_cursor,omitempty" doc:"The cursor of the next page; absent on the last."`
+	}
+}
+
+type threadInput struct {
+	ID string `path:"id" maxLength:"64"`
+}
+
+type threadOutput struct {
+	Body *store.Thread
+}
+
+type messagesInput struct {
+	ID     string `path:"id" maxLength:"64"`
+	Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Messages per page."`
+	Before int64  `query:"before" minimum:"0" doc:"Only messages before this sequence number; 0 for the newest."`
+}
+
+type messagesOutput struct {
+	Body struct {
+		Messages []*store.Message `json:"messages"`
+	}
+}
+
+// OpenAPI returns the /v1 API's OpenAPI 3.1 document, as a server serves it at
+// /v1/openapi.json: what CI checks with an independent validator.
+func OpenAPI() ([]byte, error) {
+	_, api := (&Server{}).apiHandler()
+	return json.MarshalIndent(api.OpenAPI(), "", "  ")
+}
+
+// apiHandler builds the /v1 API. Its handlers use s only when they answer a request.
+func (s *Server) apiHandler() (http.Handler, huma.API) {
+	mux := http.NewServeMux()
+	cfg := huma.DefaultConfig("Quiver", "1")
+	cfg.OpenAPIPath = "/v1/openapi"
+	cfg.SchemasPath = "/v1/schemas"
+	cfg.DocsPath = ""     // the console serves people; the document serves tools
+	cfg.CreateHooks = nil // no $schema links added to every body
+	api := humago.New(mux, cfg)
+
+	huma.Register(api, huma.Operation{OperationID: "list-tools", Method: http.MethodGet, Path: "/v1/tools",
+		Summary: "The tools the server serves"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
+		out := &toolsOutput{}
+		out.Body.Tools = []apiTool{}
+		for _, t := range s.dispatcher.Tools() {
+			sp := t.Spec()
+			out.Body.Tools = append(out.Body.Tools, apiTool{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema})
+		}
+		return out, nil
+	})
+
+	huma.Register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
+		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread"},
+		func(ctx context.Context, in *callInput) (*callOutput, error) {
+			p, _ := PrincipalFrom(ctx)
+			if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
+				return nil, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may list the tools but not call them")
+			}
+			threadID, err := s.apiThread(ctx, in.Body.ThreadID, p.UserID)
+			if err != nil {
+				return nil, err
+			}
+			ctx = quiver.WithDoor(quiver.WithScope(ctx, quiver.Scope{WorkspaceID: s.cfg.WorkspaceID, UserID: p.UserID, ThreadID: threadID}), quiver.DoorHTTP)
+			r, err := s.dispatcher.Dispatch(ctx, quiver.Call{ID: ids.New("call"), Name: in.Name, Args: in.Body.Args})
+			if err != nil {
+				// The call ran but its record failed: the result still goes back, and the
+				// operator is told.
+				s.logger.ErrorContext(ctx, "server: recording an API call", "tool", in.Name, "err", err)
+			}
+			out := &callOutput{}
+			out.Body.ThreadID, out.Body.Result = threadID, r
+			return out, nil
+		})
+
+	huma.Register(api, huma.Operation{OperationID: "list-threads", Method: http.MethodGet, Path: "/v1/threads",
+		Summary: "The workspace's threads, newest first, a page at a time"}, func(ctx context.Context, in *threadsInput) (*threadsOutput, error) {
+		threads, next, err := s.cfg.Store.Threads(ctx, s.cfg.WorkspaceID, in.Limit, in.Cursor)
+		if err != nil {
+			return nil, apiError(err, "thread page")
+		}
+		out := &threadsOutput{}
+		out.Body.Threads, out.Body.NextCursor = threads, next
+		if out.Body.Threads == nil {
+			out.Body.Threads = []*store.Thread{}
+		}
+		return out, nil
+	})
+
+	huma.Register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
+		Summary: "A thread"}, func(ctx context.Context, in *threadInput) (*threadOutput, error) {
+		th, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, in.ID)
+		if err != nil {
+			return nil, apiError(err, "thread "+in.ID)
+		}
+		return &threadOutput{Body: th}, nil
+	})
+
+	huma.Register(api, huma.Operation{OperationID: "list-messages", Method: http.MethodGet, Path: "/v1/threads/{id}/messages",
+		Summary: "A thread's messages, oldest first, the newest page unless before says otherwise"},
+		func(ctx context.Context, in *messagesInput) (*messagesOutput, error) {
+			if _, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, in.ID); err != nil {
+				return nil, apiError(err, "thread "+in.ID)
+			}
+			msgs, err := s.cfg.Store.Messages(ctx, s.cfg.WorkspaceID, in.ID, store.Page{Before: in.Before, Limit: in.Limit})
+			if err != nil {
+				return nil, apiError(err, "messages of thread "+in.ID)
+			}
+			out := &messagesOutput{}
+			out.Body.Messages = msgs
+			if out.Body.Messages == nil {
+				out.Body.Messages = []*store.Message{}
+			}
+			return out, nil
+		})
+	return mux, api
+}
+
+// apiThread is the thread an API call is recorded in: the one named, which must be the
+// workspace's, or a new one.
+func (s *Server) apiThread(ctx context.Context, id, userID string) (string, error) {
+	if id != "" {
+		if _, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, id); err != nil {
+			return "", apiError(err, "thread "+id)
+		}
+		return id, nil
+	}
+	th := &store.Thread{WorkspaceID: s.cfg.WorkspaceID, UserID: userID, Tags: []string{"api"}}
+	if err := s.cfg.Store.CreateThread(ctx, th); err != nil {
+		return "", apiError(err, "a thread for the call")
+	}
+	return th.ID, nil
+}
+
+// apiError maps a store error to the API's answer: not found (another workspace's record
+// included: 404, never 403, so that nothing says it exists), invalid input, or a failure of
+// the server's own.
+func apiError(err error, what string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return huma.Error404NotFound("no " + what + " in this workspace")
+	case errors.Is(err, store.ErrInvalid):
+		return huma.Error400BadRequest(what + ": " + err.Error())
+	}
+	return huma.Error500InternalServerError("the server could not read " + what)
+}
