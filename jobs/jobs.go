@@ -29,6 +29,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/ids"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -217,7 +218,8 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return err
 		}
 	}
-	out, err := w.cfg.Runner.Resume(ctx, th, ag)
+	// Variables resolve on the agent's prompt layer too, as for a run in the foreground.
+	out, err := w.cfg.Runner.Resume(vars.WithPrompt(ctx, ag.Prompt.Name), th, ag)
 	if errors.Is(err, agent.ErrBusy) {
 		return river.JobSnooze(busyRetry)
 	}

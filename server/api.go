@@ -10,7 +10,9 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
 )
@@ -85,7 +87,8 @@ type messagesOutput struct {
 // OpenAPI returns the /v1 API's OpenAPI 3.1 document, as a server serves it at
 // /v1/openapi.json: what CI checks with an independent validator.
 func OpenAPI() ([]byte, error) {
-	_, api := (&Server{}).apiHandler()
+	// A server with runs: its handlers are not called, only described.
+	_, api := (&Server{cfg: Config{Runs: &jobs.Jobs{}}}).apiHandler()
 	return json.MarshalIndent(api.OpenAPI(), "", "  ")
 }
 
@@ -173,6 +176,9 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 			}
 			return out, nil
 		})
+	if s.cfg.Runs != nil {
+		s.registerRuns(api)
+	}
 	return mux, api
 }
 
@@ -203,4 +209,88 @@ func apiError(err error, what string) error {
 		return huma.Error400BadRequest(what + ": " + err.Error())
 	}
 	return huma.Error500InternalServerError("the server could not read " + what)
+}
+
+type createThreadInput struct {
+	Body struct {
+		Agent string   `json:"agent,omitempty" maxLength:"128" doc:"The agent the thread is for: its required variables must resolve."`
+		Tags  []string `json:"tags,omitempty" maxItems:"32" doc:"Tags to find the thread by."`
+	}
+}
+
+type createThreadOutput struct {
+	Status int `json:"-"`
+	Body   *store.Thread
+}
+
+type runInput struct {
+	ID   string `path:"id" maxLength:"64"`
+	Body struct {
+		Agent   string `json:"agent" minLength:"1" maxLength:"128" doc:"The agent that runs."`
+		Message string `json:"message,omitempty" maxLength:"1000000" doc:"The user's message the run answers; empty resumes the thread."`
+	}
+}
+
+type runOutput struct {
+	Status int `json:"-"`
+	Body   struct {
+		ThreadID string `json:"thread_id"`
+		JobID    int64  `json:"job_id" doc:"The run's job; the thread's status says when it is running, and its state how the run ended."`
+	}
+}
+
+// registerRuns adds the endpoints of background runs, when the server has them.
+func (s *Server) registerRuns(api huma.API) {
+	huma.Register(api, huma.Operation{OperationID: "create-thread", Method: http.MethodPost, Path: "/v1/threads",
+		Summary: "Create a thread, for an agent whose required variables must resolve", DefaultStatus: http.StatusCreated},
+		func(ctx context.Context, in *createThreadInput) (*createThreadOutput, error) {
+			p, _ := PrincipalFrom(ctx)
+			if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
+				return nil, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may read threads but not create them")
+			}
+			th := &store.Thread{WorkspaceID: s.cfg.WorkspaceID, UserID: p.UserID, AgentID: in.Body.Agent, Tags: in.Body.Tags}
+			var a *agent.Agent
+			if in.Body.Agent != "" {
+				if s.cfg.Agents == nil {
+					return nil, huma.Error400BadRequest("this server runs no agents (quiver serve --agents DIR)")
+				}
+				var err error
+				if a, err = s.cfg.Agents(ctx, in.Body.Agent); err != nil {
+					return nil, huma.Error400BadRequest(err.Error())
+				}
+			}
+			if err := s.cfg.CreateThread(ctx, th, a); err != nil {
+				var missing *quiver.MissingVariablesError
+				if errors.As(err, &missing) || errors.Is(err, store.ErrInvalid) {
+					return nil, huma.Error400BadRequest("the thread cannot be created: " + err.Error())
+				}
+				return nil, apiError(err, "a thread")
+			}
+			return &createThreadOutput{Status: http.StatusCreated, Body: th}, nil
+		})
+
+	huma.Register(api, huma.Operation{OperationID: "start-run", Method: http.MethodPost, Path: "/v1/threads/{id}/runs",
+		Summary: "Start an agent run on the thread, in the background", DefaultStatus: http.StatusAccepted},
+		func(ctx context.Context, in *runInput) (*runOutput, error) {
+			p, _ := PrincipalFrom(ctx)
+			if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
+				return nil, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may read threads but not run agents")
+			}
+			if _, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, in.ID); err != nil {
+				return nil, apiError(err, "thread "+in.ID)
+			}
+			if _, err := s.cfg.Agents(ctx, in.Body.Agent); err != nil {
+				return nil, huma.Error400BadRequest(err.Error())
+			}
+			id, err := s.cfg.Runs.Start(ctx, jobs.RunArgs{WorkspaceID: s.cfg.WorkspaceID, ThreadID: in.ID, Agent: in.Body.Agent, Message: in.Body.Message})
+			if errors.Is(err, jobs.ErrRunQueued) {
+				return nil, huma.Error409Conflict("thread " + in.ID + " has a run queued or running; wait for it to end")
+			}
+			if err != nil {
+				return nil, apiError(err, "a run")
+			}
+			out := &runOutput{Status: http.StatusAccepted}
+			out.Body.ThreadID, out.Body.JobID = in.ID, id
+			return out, nil
+		})
 }

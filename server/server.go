@@ -28,7 +28,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/genai"
+	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
@@ -109,6 +111,12 @@ type Config struct {
 	// opened it, and sessions are counted per key (MaxSessionsPerOwner). Nil authenticates
 	// nothing: anyone who can reach /mcp calls every tool.
 	Auth *Authenticator
+	// Runs, when set, runs agents in the background for the API (POST /v1/threads/{id}/runs),
+	// with the agents Agents names; CreateThread makes a thread for an agent (POST
+	// /v1/threads), refusing one whose required variables are missing. All three or none.
+	Runs         *jobs.Jobs
+	Agents       func(ctx context.Context, name string) (*agent.Agent, error)
+	CreateThread func(ctx context.Context, th *store.Thread, a *agent.Agent) error
 	// Logger receives the server's logs; nil uses slog.Default().
 	Logger *slog.Logger
 }

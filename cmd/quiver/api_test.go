@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +129,76 @@ func TestServeAPI(t *testing.T) {
 	}
 	if status, _, p := apiDo(t, "POST", base+"/tools/get_current_time/call", viewer, `{"args":{"timezone":"UTC"}}`); status != 403 {
 		t.Errorf("a viewer calling a tool: %d %v, want 403", status, p)
+	}
+}
+
+// Agent runs over the API, in the background: a thread made for an agent (refused, naming the
+// variable, when a required one is missing), a run queued on it that answers, and the errors.
+func TestServeRuns(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "turns.yaml")
+	agents := filepath.Join(dir, "agents")
+	for name, text := range map[string]string{
+		script:                               "turns:\n  - calls: [{name: get_current_time, args: {timezone: UTC}}]\n  - text: It is now.\n",
+		filepath.Join(agents, "helper.yaml"): "name: helper\nmodel: scripted:" + script + "\ntools: [get_current_time]\n",
+		filepath.Join(agents, "regional.yaml"): "name: regional\nmodel: scripted:" + script + "\ntools: [get_current_time]\n" +
+			"variables:\n  - {name: REGION, type: text, required: true}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(dir, "q.db")
+	endpoint, _, stderr := startServeWith(t, "--db", db, "--agents", agents)
+	admin := firstKeyRE.FindString(stderr.String())
+	base := strings.TrimSuffix(endpoint, "/mcp") + "/v1"
+
+	status, _, th := apiDo(t, "POST", base+"/threads", admin, `{"agent":"helper","tags":["api-test"]}`)
+	threadID, _ := th["id"].(string)
+	if status != 201 || !strings.HasPrefix(threadID, "thr_") {
+		t.Fatalf("creating a thread: %d %v", status, th)
+	}
+	status, _, run := apiDo(t, "POST", base+"/threads/"+threadID+"/runs", admin, `{"agent":"helper","message":"What time is it?"}`)
+	if status != 202 || run["job_id"] == nil {
+		t.Fatalf("starting a run: %d %v", status, run)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, _, msgs := apiDo(t, "GET", base+"/threads/"+threadID+"/messages", admin, "")
+		b, _ := json.Marshal(msgs)
+		if strings.Contains(string(b), "It is now.") && strings.Contains(string(b), "What time is it?") && strings.Contains(string(b), `"tool_name":"get_current_time"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not answer: %s", b)
+		}
+	}
+
+	bad := []struct {
+		name, path, body string
+		status           int
+		says             string
+	}{
+		{"a thread for an agent whose required variable is missing", "/threads", `{"agent":"regional"}`, 400, "REGION"},
+		{"a thread for an unknown agent", "/threads", `{"agent":"nobody"}`, 400, "no agent"},
+		{"a run of an unknown agent", "/threads/" + threadID + "/runs", `{"agent":"nobody","message":"hi"}`, 400, "no agent"},
+		{"a run on an unknown thread", "/threads/thr_nope/runs", `{"agent":"helper","message":"hi"}`, 404, "no thread"},
+		{"a run without an agent", "/threads/" + threadID + "/runs", `{"message":"hi"}`, 422, ""},
+	}
+	for _, tt := range bad {
+		status, ctype, p := apiDo(t, "POST", base+tt.path, admin, tt.body)
+		b, _ := json.Marshal(p)
+		if status != tt.status || ctype != "application/problem+json" || !strings.Contains(string(b), tt.says) {
+			t.Errorf("%s: %d %s %s, want %d saying %q", tt.name, status, ctype, b, tt.status, tt.says)
+		}
+	}
+	code, viewer, _ := runCLI(t, "", "keys", "create", "--db", db, "--name", "reader", "--role", "viewer")
+	if code != exitOK {
+		t.Fatal("keys create failed")
+	}
+	if status, _, _ := apiDo(t, "POST", base+"/threads/"+threadID+"/runs", strings.TrimSpace(viewer), `{"agent":"helper","message":"hi"}`); status != 403 {
+		t.Errorf("a viewer starting a run: %d, want 403", status)
 	}
 }

@@ -48,8 +48,10 @@ type opened struct {
 	KeyPath string
 	// Where says which database this is, for messages ("/home/u/.local/share/quiver/quiver.db").
 	Where string
-	// SQLitePath is the database file when the store is SQLite.
+	// SQLitePath is the database file when the store is SQLite; DSN the connection string when
+	// it is PostgreSQL.
 	SQLitePath string
+	DSN        string
 }
 
 // open opens (creating when needed) the database the flags name, applies its migrations and
@@ -68,7 +70,7 @@ func (f storeFlags) open(ctx context.Context) (*opened, error) {
 	}
 	o := &opened{KeyPath: keyPath}
 	if dsn != "" && *f.db == "" {
-		o.Where = "PostgreSQL"
+		o.Where, o.DSN = "PostgreSQL", dsn
 		st, err := postgres.Open(ctx, dsn)
 		if err != nil {
 			return nil, err

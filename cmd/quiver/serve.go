@@ -15,11 +15,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/tracelog"
+	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/mcp/conformance"
+	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
 )
 
@@ -140,6 +146,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "MCP sessions open at once; a client that would open another gets 503 until some close or expire (0: no limit)")
 	maxPerClient := fs.Int("max-sessions-per-client", mcp.DefaultMaxSessionsPerOwner, "MCP sessions one client (IP address) has open at once; beyond it, 429 (0: no limit)")
 	idleTimeout := fs.Duration("session-idle-timeout", mcp.DefaultSessionIdleTimeout, "close an MCP session after this long without a request (0: never)")
+	agentsDir := fs.String("agents", "", "the directory of agent and prompt definitions the API runs (default: $QUIVER_AGENTS, else ./"+defaultAgentsDir+" when it exists)")
 	insecure := fs.Bool("insecure-local", false, "serve without API keys: anyone who can reach the port calls every tool, run_code included; "+
 		"refused unless --addr is a loopback address")
 	f := addServeFlags(fs)
@@ -212,6 +219,11 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 		}
 		cfg.Auth = &server.Authenticator{Keys: keys}
 	}
+	stopRuns, err := a.startRuns(ctx, &cfg, *agentsDir)
+	if err != nil {
+		return exitError, err
+	}
+	defer stopRuns()
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return exitError, err
@@ -366,4 +378,88 @@ func (a *app) startMetrics(f serveFlags) (func(), error) {
 		defer cancel()
 		_ = stop(ctx)
 	}, nil
+}
+
+// startRuns runs agents in the background for the API (package jobs: River, in the same
+// database) with the agents of dir, and makes the threads the API creates, checking an agent's
+// required variables. A prompt that names no model uses $QUIVER_MODEL.
+func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string) (func(), error) {
+	st, ok := cfg.Store.(*opened)
+	resolver, rok := cfg.Resolver.(*vars.Resolver)
+	if !ok || !rok {
+		return func() {}, nil
+	}
+	catalog, where, err := loadCatalog(dir)
+	if err != nil {
+		return nil, err
+	}
+	agents := func(_ context.Context, name string) (*agent.Agent, error) {
+		if catalog == nil {
+			return nil, fmt.Errorf("no agent %q: this server has no agents (quiver serve --agents DIR, $QUIVER_AGENTS, or ./%s)", name, defaultAgentsDir)
+		}
+		ag, ok := catalog.Agent(name)
+		if !ok {
+			return nil, fmt.Errorf("no agent %q in %s (agents: %v)", name, where, catalog.Names())
+		}
+		return ag, nil
+	}
+	var fallback model.Model
+	if spec := os.Getenv("QUIVER_MODEL"); spec != "" {
+		if fallback, err = model.Open(spec); err != nil {
+			return nil, fmt.Errorf("QUIVER_MODEL: %w", err)
+		}
+	}
+	jc := jobs.Config{Runner: &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Model: fallback}, Agents: agents, Logger: cfg.Logger}
+	var j *jobs.Jobs
+	var pool *pgxpool.Pool
+	if st.SQLitePath != "" {
+		j, err = jobs.StartSQLite(ctx, st.SQLitePath, jc)
+	} else {
+		if pool, err = pgxpool.New(ctx, st.DSN); err != nil {
+			return nil, fmt.Errorf("connecting the background runs to PostgreSQL: %w", err)
+		}
+		if j, err = jobs.StartPostgres(ctx, pool, jc); err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.Runs, cfg.Agents = j, agents
+	cfg.CreateThread = func(ctx context.Context, th *store.Thread, ag *agent.Agent) error {
+		var decls []quiver.Variable
+		if ag != nil {
+			decls, ctx = ag.Prompt.Variables, vars.WithPrompt(ctx, ag.Prompt.Name)
+		}
+		return resolver.CreateThread(ctx, th, decls)
+	}
+	return func() {
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = j.Stop(stop)
+		if pool != nil {
+			pool.Close()
+		}
+	}, nil
+}
+
+// loadCatalog loads the agents of dir, else of $QUIVER_AGENTS, else of ./agents when it exists
+// (nil then, without an error, when it does not).
+func loadCatalog(dir string) (*agent.Catalog, string, error) {
+	explicit := dir != ""
+	if dir == "" {
+		dir = os.Getenv("QUIVER_AGENTS")
+		explicit = dir != ""
+	}
+	if dir == "" {
+		dir = defaultAgentsDir
+	}
+	if _, err := os.Stat(dir); err != nil && !explicit {
+		return nil, dir, nil
+	}
+	c, err := agent.LoadDir(dir)
+	if err != nil {
+		return nil, dir, fmt.Errorf("the agents of %s: %w", dir, err)
+	}
+	return c, dir, nil
 }
