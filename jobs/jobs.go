@@ -162,6 +162,44 @@ func (j *Jobs) Start(ctx context.Context, args RunArgs) (int64, error) {
 	return res.Job.ID, nil
 }
 
+// continueWait bounds how long Continue waits for a thread's run to finish.
+const continueWait = 10 * time.Second
+
+// Continue queues a run without a message, to act on what was just added to a paused thread (a
+// decision, a client's result). A run queued and not yet started will see it, so it is the
+// run; but a run still running may have read the thread already: the run that paused is
+// finishing, so Continue waits for it to end (at most continueWait) and queues another.
+func (j *Jobs) Continue(ctx context.Context, args RunArgs) (int64, error) {
+	args.Message, args.MessageID = "", ""
+	deadline := time.Now().Add(continueWait)
+	for {
+		id, err := j.Start(ctx, args)
+		if !errors.Is(err, ErrRunQueued) {
+			return id, err
+		}
+		state, serr := j.State(ctx, id)
+		if serr != nil {
+			return 0, serr
+		}
+		switch state {
+		case rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateScheduled, rivertype.JobStateRetryable:
+			return id, nil // queued, not started: it will see the change
+		case rivertype.JobStateRunning:
+			// The run that paused, finishing: wait for it.
+		default:
+			continue // it ended between the insert and the read: insert again
+		}
+		if time.Now().After(deadline) {
+			return id, fmt.Errorf("jobs: thread %s still has a run going after %s; try again: %w", args.ThreadID, continueWait, ErrRunQueued)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // State returns the state of a run's job: available, running, completed, retryable,
 // cancelled, discarded...
 func (j *Jobs) State(ctx context.Context, id int64) (rivertype.JobState, error) {

@@ -392,3 +392,24 @@ func TestLease(t *testing.T) {
 		})
 	}
 }
+
+// Continue, while the thread's run still runs, waits for it to end and queues another run, so
+// that what was added meanwhile (a decision) is acted on; with a run queued, that run suffices.
+func TestContinue(t *testing.T) {
+	b := backends(t)[0]
+	tl, reg := newTools(t)
+	j := b.start(t, config(b.st, reg, &stepModel{turns: []string{"wait"}}))
+	th := newThread(t, b.st)
+	args := RunArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper", Message: "wait"}
+	first, err := j.Start(context.Background(), args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tl.started
+	go func() { time.Sleep(100 * time.Millisecond); close(tl.release) }()
+	next, err := j.Continue(context.Background(), args)
+	if err != nil || next == first {
+		t.Fatalf("Continue while the run runs: job %d (the first %d), %v; want a new job", next, first, err)
+	}
+	waitState(t, j, next, rivertype.JobStateCompleted)
+}

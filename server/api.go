@@ -15,6 +15,7 @@ import (
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
 )
 
 // The /v1 API: JSON over HTTP, described by the OpenAPI 3.1 document at /v1/openapi.json, which
@@ -293,4 +294,52 @@ func (s *Server) registerRuns(api huma.API) {
 			out.Body.ThreadID, out.Body.JobID = in.ID, id
 			return out, nil
 		})
+
+	huma.Register(api, huma.Operation{OperationID: "decide", Method: http.MethodPost, Path: "/v1/threads/{id}/decisions",
+		Summary:       "Decide on a call that waits for a person's confirmation; the run resumes in the background",
+		DefaultStatus: http.StatusAccepted},
+		func(ctx context.Context, in *decisionInput) (*runOutput, error) {
+			p, _ := PrincipalFrom(ctx)
+			if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
+				return nil, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may read threads but not decide on calls")
+			}
+			th, err := thread.Open(ctx, s.cfg.Runner.Store, s.cfg.WorkspaceID, in.ID)
+			if err != nil {
+				return nil, apiError(err, "thread "+in.ID)
+			}
+			ag, err := s.cfg.Agents(ctx, in.Body.Agent)
+			if err != nil {
+				return nil, huma.Error400BadRequest(err.Error())
+			}
+			d := quiver.Decision{Action: quiver.DecisionAction(in.Body.Action), Args: in.Body.Args, Message: in.Body.Message}
+			switch err := s.cfg.Runner.Decide(ctx, th, ag, in.Body.CallID, d); {
+			case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
+				return nil, huma.Error409Conflict(err.Error())
+			case errors.Is(err, store.ErrInvalid):
+				return nil, huma.Error400BadRequest(err.Error())
+			case err != nil:
+				return nil, apiError(err, "the decision")
+			}
+			id, err := s.cfg.Runs.Continue(ctx, jobs.RunArgs{WorkspaceID: s.cfg.WorkspaceID, ThreadID: in.ID, Agent: in.Body.Agent})
+			if errors.Is(err, jobs.ErrRunQueued) {
+				return nil, huma.Error409Conflict("the decision is recorded, but " + err.Error())
+			}
+			if err != nil {
+				return nil, apiError(err, "the resumed run")
+			}
+			out := &runOutput{Status: http.StatusAccepted}
+			out.Body.ThreadID, out.Body.JobID = in.ID, id
+			return out, nil
+		})
+}
+
+type decisionInput struct {
+	ID   string `path:"id" maxLength:"64"`
+	Body struct {
+		Agent   string          `json:"agent" minLength:"1" maxLength:"128" doc:"The agent whose run waits."`
+		CallID  string          `json:"call_id" minLength:"1" maxLength:"128" doc:"The call that waits for the decision (the thread's state names it)."`
+		Action  string          `json:"action" enum:"approve,edit,deny" doc:"approve runs the call; edit runs it with args, validated again; deny answers it with message."`
+		Args    json.RawMessage `json:"args,omitempty" doc:"The edited arguments (edit only)."`
+		Message string          `json:"message,omitempty" maxLength:"10000" doc:"Told to the model (deny)."`
+	}
 }

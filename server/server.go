@@ -117,6 +117,9 @@ type Config struct {
 	Runs         *jobs.Jobs
 	Agents       func(ctx context.Context, name string) (*agent.Agent, error)
 	CreateThread func(ctx context.Context, th *store.Thread, a *agent.Agent) error
+	// Runner records decisions on calls waiting for a person (POST /v1/threads/{id}/decisions);
+	// the run then resumes in the background. Set with Runs.
+	Runner *agent.Runner
 	// Logger receives the server's logs; nil uses slog.Default().
 	Logger *slog.Logger
 }

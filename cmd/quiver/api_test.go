@@ -202,3 +202,108 @@ func TestServeRuns(t *testing.T) {
 		t.Errorf("a viewer starting a run: %d, want 403", status)
 	}
 }
+
+// A run that waits for a person's confirmation is decided over the API: the call runs once
+// approved, a second decision on it is a conflict, and a denial answers the model.
+func TestServeDecisions(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "q.db")
+	script := filepath.Join(dir, "turns.yaml")
+	agents := filepath.Join(dir, "agents")
+	def := filepath.Join(dir, "charge.yaml")
+	for name, text := range map[string]string{
+		script:                              "turns:\n  - calls: [{name: charge, args: {amount: 5}}]\n  - text: Charged.\n",
+		filepath.Join(agents, "payer.yaml"): "name: payer\nmodel: scripted:" + script + "\ntools: [charge]\n",
+		def: "name: charge\ndescription: Charges an amount.\nrequires_confirmation: true\ncode: |\n  export default ({ amount }) => \"charged \" + amount\n" +
+			"input_schema: {type: object, properties: {amount: {type: integer}}, required: [amount]}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errOut := runCLI(t, "", "tools", "add", def, "--db", db); code != exitOK {
+		t.Fatalf("tools add: %d %s", code, errOut)
+	}
+	endpoint, _, stderr := startServeWith(t, "--db", db, "--agents", agents)
+	admin := firstKeyRE.FindString(stderr.String())
+	base := strings.TrimSuffix(endpoint, "/mcp") + "/v1"
+
+	run := func(t *testing.T) (threadID, callID string) {
+		t.Helper()
+		_, _, th := apiDo(t, "POST", base+"/threads", admin, `{"agent":"payer"}`)
+		threadID, _ = th["id"].(string)
+		if status, _, out := apiDo(t, "POST", base+"/threads/"+threadID+"/runs", admin, `{"agent":"payer","message":"pay"}`); status != 202 {
+			t.Fatalf("the run: %d %v", status, out)
+		}
+		// The run pauses: the thread's state names the call that waits.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, _, th := apiDo(t, "GET", base+"/threads/"+threadID, admin, "")
+			var state struct {
+				Status  string
+				Pending *struct{ Call struct{ ID string } }
+			}
+			b, _ := json.Marshal(th["state"])
+			if json.Unmarshal(b, &state) == nil && state.Status == "paused" && state.Pending != nil && th["status"] == "idle" {
+				return threadID, state.Pending.Call.ID
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the run did not pause for the confirmation: %v", th)
+			}
+		}
+	}
+	waitFor := func(t *testing.T, threadID, text string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, _, msgs := apiDo(t, "GET", base+"/threads/"+threadID+"/messages", admin, "")
+			if b, _ := json.Marshal(msgs); strings.Contains(string(b), text) {
+				return
+			}
+			if time.Now().After(deadline) {
+				_, _, th := apiDo(t, "GET", base+"/threads/"+threadID, admin, "")
+				_, _, msgs := apiDo(t, "GET", base+"/threads/"+threadID+"/messages", admin, "")
+				b1, _ := json.Marshal(th)
+				b2, _ := json.Marshal(msgs)
+				t.Fatalf("no %q in the thread:\n%s\n%s\n%s", text, b1, b2, stderr.String())
+			}
+		}
+	}
+
+	t.Run("approve", func(t *testing.T) {
+		threadID, callID := run(t)
+		body := `{"agent":"payer","call_id":"` + callID + `","action":"approve"}`
+		if status, _, out := apiDo(t, "POST", base+"/threads/"+threadID+"/decisions", admin, body); status != 202 {
+			t.Fatalf("approve: %d %v", status, out)
+		}
+		if status, _, out := apiDo(t, "POST", base+"/threads/"+threadID+"/decisions", admin, body); status != 409 {
+			t.Errorf("a second decision: %d %v, want 409", status, out)
+		}
+		waitFor(t, threadID, "charged 5")
+		waitFor(t, threadID, "Charged.")
+	})
+	t.Run("deny", func(t *testing.T) {
+		threadID, callID := run(t)
+		body := `{"agent":"payer","call_id":"` + callID + `","action":"deny","message":"not today"}`
+		if status, _, out := apiDo(t, "POST", base+"/threads/"+threadID+"/decisions", admin, body); status != 202 {
+			t.Fatalf("deny: %d %v", status, out)
+		}
+		waitFor(t, threadID, "not today")
+	})
+	t.Run("bad decisions", func(t *testing.T) {
+		threadID, callID := run(t)
+		for _, tt := range []struct {
+			body   string
+			status int
+		}{
+			{`{"agent":"payer","call_id":"call_nope","action":"approve"}`, 409},
+			{`{"agent":"payer","call_id":"` + callID + `","action":"maybe"}`, 422},
+			{`{"agent":"nobody","call_id":"` + callID + `","action":"approve"}`, 400},
+		} {
+			if status, ctype, out := apiDo(t, "POST", base+"/threads/"+threadID+"/decisions", admin, tt.body); status != tt.status || ctype != "application/problem+json" {
+				t.Errorf("%s: %d %v, want %d", tt.body, status, out, tt.status)
+			}
+		}
+	})
+}

@@ -409,7 +409,8 @@ func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string) (fu
 			return nil, fmt.Errorf("QUIVER_MODEL: %w", err)
 		}
 	}
-	jc := jobs.Config{Runner: &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Model: fallback}, Agents: agents, Logger: cfg.Logger}
+	runner := &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Model: fallback}
+	jc := jobs.Config{Runner: runner, Agents: agents, Logger: cfg.Logger}
 	var j *jobs.Jobs
 	var pool *pgxpool.Pool
 	if st.SQLitePath != "" {
@@ -425,7 +426,7 @@ func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string) (fu
 	if err != nil {
 		return nil, err
 	}
-	cfg.Runs, cfg.Agents = j, agents
+	cfg.Runs, cfg.Agents, cfg.Runner = j, agents, runner
 	cfg.CreateThread = func(ctx context.Context, th *store.Thread, ag *agent.Agent) error {
 		var decls []quiver.Variable
 		if ag != nil {

@@ -41,7 +41,7 @@ var areas = []area{
 	{"tool names", ".", "^TestRegistryRefusesInvalidNames$"},
 	{"MCP over HTTP: sessions, hosts, bad requests", "./mcp", "^(TestSessionLimits|TestSessionLimitWithTheSDKClient|TestSessionFloodMemory|TestRequestWithoutSession|TestRequestsThatOpenNoSessionTakeNoPlace|TestHostCheck)$"},
 	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap, API keys)", "./cmd/quiver",
-		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys|TestServeAPI|TestServeRuns)$"},
+		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys|TestServeAPI|TestServeRuns|TestServeDecisions)$"},
 	{"API keys: authentication, roles, revocation", "./server", "^(TestAPIKeysAuthenticate|TestAPIKeysChangesTakeEffect)$"},
 }
 
