@@ -117,9 +117,9 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	huma.Register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
 		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread"},
 		func(ctx context.Context, in *callInput) (*callOutput, error) {
-			p, _ := PrincipalFrom(ctx)
-			if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
-				return nil, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may list the tools but not call them")
+			p, err := s.member(ctx, "list the tools but not call them")
+			if err != nil {
+				return nil, err
 			}
 			threadID, err := s.apiThread(ctx, in.Body.ThreadID, p.UserID)
 			if err != nil {
@@ -245,9 +245,9 @@ func (s *Server) registerRuns(api huma.API) {
 	huma.Register(api, huma.Operation{OperationID: "create-thread", Method: http.MethodPost, Path: "/v1/threads",
 		Summary: "Create a thread, for an agent whose required variables must resolve", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createThreadInput) (*createThreadOutput, error) {
-			p, _ := PrincipalFrom(ctx)
-			if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
-				return nil, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may read threads but not create them")
+			p, err := s.member(ctx, "read threads but not create them")
+			if err != nil {
+				return nil, err
 			}
 			th := &store.Thread{WorkspaceID: s.cfg.WorkspaceID, UserID: p.UserID, AgentID: in.Body.Agent, Tags: in.Body.Tags}
 			var a *agent.Agent
@@ -273,9 +273,8 @@ func (s *Server) registerRuns(api huma.API) {
 	huma.Register(api, huma.Operation{OperationID: "start-run", Method: http.MethodPost, Path: "/v1/threads/{id}/runs",
 		Summary: "Start an agent run on the thread, in the background", DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *runInput) (*runOutput, error) {
-			p, _ := PrincipalFrom(ctx)
-			if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
-				return nil, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may read threads but not run agents")
+			if _, err := s.member(ctx, "read threads but not run agents"); err != nil {
+				return nil, err
 			}
 			if _, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, in.ID); err != nil {
 				return nil, apiError(err, "thread "+in.ID)
@@ -299,9 +298,8 @@ func (s *Server) registerRuns(api huma.API) {
 		Summary:       "Decide on a call that waits for a person's confirmation; the run resumes in the background",
 		DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *decisionInput) (*runOutput, error) {
-			p, _ := PrincipalFrom(ctx)
-			if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
-				return nil, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may read threads but not decide on calls")
+			if _, err := s.member(ctx, "read threads but not decide on calls"); err != nil {
+				return nil, err
 			}
 			th, err := thread.Open(ctx, s.cfg.Runner.Store, s.cfg.WorkspaceID, in.ID)
 			if err != nil {
@@ -342,4 +340,14 @@ type decisionInput struct {
 		Args    json.RawMessage `json:"args,omitempty" doc:"The edited arguments (edit only)."`
 		Message string          `json:"message,omitempty" maxLength:"10000" doc:"Told to the model (deny)."`
 	}
+}
+
+// member returns the request's principal when it may change things (a member's or admin's
+// key, or a server without keys), else a 403 saying what the viewer's key may do (may).
+func (s *Server) member(ctx context.Context, may string) (Principal, error) {
+	p, _ := PrincipalFrom(ctx)
+	if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
+		return p, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may " + may)
+	}
+	return p, nil
 }
