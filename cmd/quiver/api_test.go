@@ -111,6 +111,7 @@ func TestServeAPI(t *testing.T) {
 		{"a call on an unknown thread", "POST", "/tools/get_current_time/call", `{"args":{"timezone":"UTC"},"thread_id":"thr_nope"}`},
 		{"malformed JSON", "POST", "/tools/get_current_time/call", `{"args":`},
 		{"an unknown field", "POST", "/tools/get_current_time/call", `{"argz":{}}`},
+		{"a body over the cap", "POST", "/tools/get_current_time/call", `{"args":{"timezone":"` + strings.Repeat("x", 2<<20) + `"}}`},
 	}
 	for _, tt := range bad {
 		status, ctype, p := apiDo(t, tt.method, base+tt.path, admin, tt.body)
