@@ -103,8 +103,8 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	cfg.CreateHooks = nil // no $schema links added to every body
 	api := humago.New(mux, cfg)
 
-	huma.Register(api, huma.Operation{OperationID: "list-tools", Method: http.MethodGet, Path: "/v1/tools",
-		Summary: "The tools the server serves"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
+	huma.Register(api, huma.Operation{OperationID: "list-served-tools", Method: http.MethodGet, Path: "/v1/tools/served",
+		Summary: "The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
 		out := &toolsOutput{}
 		out.Body.Tools = []apiTool{}
 		for _, t := range s.dispatcher.Tools() {
@@ -125,7 +125,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 			if err != nil {
 				return nil, err
 			}
-			ctx = quiver.WithDoor(quiver.WithScope(ctx, quiver.Scope{WorkspaceID: s.cfg.WorkspaceID, UserID: p.UserID, ThreadID: threadID}), quiver.DoorHTTP)
+			ctx = quiver.WithDoor(quiver.WithScope(ctx, quiver.Scope{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, ThreadID: threadID}), quiver.DoorHTTP)
 			r, err := s.dispatcher.Dispatch(ctx, quiver.Call{ID: ids.New("call"), Name: in.Name, Args: in.Body.Args})
 			if err != nil {
 				// The call ran but its record failed: the result still goes back, and the
@@ -139,7 +139,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 
 	huma.Register(api, huma.Operation{OperationID: "list-threads", Method: http.MethodGet, Path: "/v1/threads",
 		Summary: "The workspace's threads, newest first, a page at a time"}, func(ctx context.Context, in *threadsInput) (*threadsOutput, error) {
-		threads, next, err := s.cfg.Store.Threads(ctx, s.cfg.WorkspaceID, in.Limit, in.Cursor)
+		threads, next, err := s.cfg.Store.Threads(ctx, s.workspaceID(ctx), in.Limit, in.Cursor)
 		if err != nil {
 			return nil, apiError(err, "thread page")
 		}
@@ -153,7 +153,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 
 	huma.Register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
 		Summary: "A thread"}, func(ctx context.Context, in *threadInput) (*threadOutput, error) {
-		th, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, in.ID)
+		th, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), in.ID)
 		if err != nil {
 			return nil, apiError(err, "thread "+in.ID)
 		}
@@ -163,10 +163,10 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	huma.Register(api, huma.Operation{OperationID: "list-messages", Method: http.MethodGet, Path: "/v1/threads/{id}/messages",
 		Summary: "A thread's messages, oldest first, the newest page unless before says otherwise"},
 		func(ctx context.Context, in *messagesInput) (*messagesOutput, error) {
-			if _, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, in.ID); err != nil {
+			if _, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), in.ID); err != nil {
 				return nil, apiError(err, "thread "+in.ID)
 			}
-			msgs, err := s.cfg.Store.Messages(ctx, s.cfg.WorkspaceID, in.ID, store.Page{Before: in.Before, Limit: in.Limit})
+			msgs, err := s.cfg.Store.Messages(ctx, s.workspaceID(ctx), in.ID, store.Page{Before: in.Before, Limit: in.Limit})
 			if err != nil {
 				return nil, apiError(err, "messages of thread "+in.ID)
 			}
@@ -187,29 +187,16 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 // workspace's, or a new one.
 func (s *Server) apiThread(ctx context.Context, id, userID string) (string, error) {
 	if id != "" {
-		if _, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, id); err != nil {
+		if _, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), id); err != nil {
 			return "", apiError(err, "thread "+id)
 		}
 		return id, nil
 	}
-	th := &store.Thread{WorkspaceID: s.cfg.WorkspaceID, UserID: userID, Tags: []string{"api"}}
+	th := &store.Thread{WorkspaceID: s.workspaceID(ctx), UserID: userID, Tags: []string{"api"}}
 	if err := s.cfg.Store.CreateThread(ctx, th); err != nil {
 		return "", apiError(err, "a thread for the call")
 	}
 	return th.ID, nil
-}
-
-// apiError maps a store error to the API's answer: not found (another workspace's record
-// included: 404, never 403, so that nothing says it exists), invalid input, or a failure of
-// the server's own.
-func apiError(err error, what string) error {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return huma.Error404NotFound("no " + what + " in this workspace")
-	case errors.Is(err, store.ErrInvalid):
-		return huma.Error400BadRequest(what + ": " + err.Error())
-	}
-	return huma.Error500InternalServerError("the server could not read " + what)
 }
 
 type createThreadInput struct {
@@ -249,7 +236,7 @@ func (s *Server) registerRuns(api huma.API) {
 			if err != nil {
 				return nil, err
 			}
-			th := &store.Thread{WorkspaceID: s.cfg.WorkspaceID, UserID: p.UserID, AgentID: in.Body.Agent, Tags: in.Body.Tags}
+			th := &store.Thread{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, AgentID: in.Body.Agent, Tags: in.Body.Tags}
 			var a *agent.Agent
 			if in.Body.Agent != "" {
 				if s.cfg.Agents == nil {
@@ -276,13 +263,13 @@ func (s *Server) registerRuns(api huma.API) {
 			if _, err := s.member(ctx, "read threads but not run agents"); err != nil {
 				return nil, err
 			}
-			if _, err := s.cfg.Store.Thread(ctx, s.cfg.WorkspaceID, in.ID); err != nil {
+			if _, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), in.ID); err != nil {
 				return nil, apiError(err, "thread "+in.ID)
 			}
 			if _, err := s.cfg.Agents(ctx, in.Body.Agent); err != nil {
 				return nil, huma.Error400BadRequest(err.Error())
 			}
-			id, err := s.cfg.Runs.Start(ctx, jobs.RunArgs{WorkspaceID: s.cfg.WorkspaceID, ThreadID: in.ID, Agent: in.Body.Agent, Message: in.Body.Message})
+			id, err := s.cfg.Runs.Start(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: in.ID, Agent: in.Body.Agent, Message: in.Body.Message})
 			if errors.Is(err, jobs.ErrRunQueued) {
 				return nil, huma.Error409Conflict("thread " + in.ID + " has a run queued or running; wait for it to end")
 			}
@@ -301,7 +288,7 @@ func (s *Server) registerRuns(api huma.API) {
 			if _, err := s.member(ctx, "read threads but not decide on calls"); err != nil {
 				return nil, err
 			}
-			th, err := thread.Open(ctx, s.cfg.Runner.Store, s.cfg.WorkspaceID, in.ID)
+			th, err := thread.Open(ctx, s.cfg.Runner.Store, s.workspaceID(ctx), in.ID)
 			if err != nil {
 				return nil, apiError(err, "thread "+in.ID)
 			}
@@ -318,7 +305,7 @@ func (s *Server) registerRuns(api huma.API) {
 			case err != nil:
 				return nil, apiError(err, "the decision")
 			}
-			id, err := s.cfg.Runs.Continue(ctx, jobs.RunArgs{WorkspaceID: s.cfg.WorkspaceID, ThreadID: in.ID, Agent: in.Body.Agent})
+			id, err := s.cfg.Runs.Continue(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: in.ID, Agent: in.Body.Agent})
 			if errors.Is(err, jobs.ErrRunQueued) {
 				return nil, huma.Error409Conflict("the decision is recorded, but " + err.Error())
 			}
@@ -342,12 +329,42 @@ type decisionInput struct {
 	}
 }
 
+// workspaceID is the workspace a request acts in: its key's, or the server's own on a server
+// without keys. Every read and write of the API names it, so no request reaches another
+// workspace's records.
+func (s *Server) workspaceID(ctx context.Context) string {
+	if p, ok := PrincipalFrom(ctx); ok && p.WorkspaceID != "" {
+		return p.WorkspaceID
+	}
+	return s.cfg.WorkspaceID
+}
+
+// admin returns the request's principal when it administers the workspace (an admin's key, or
+// a server without keys), else a 403 saying what its key may do (may).
+func (s *Server) admin(ctx context.Context, may string) (Principal, error) {
+	p, _ := PrincipalFrom(ctx)
+	if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleAdmin) {
+		return p, problemf(http.StatusForbidden, CodeForbidden, "API key "+p.KeyID+" is a "+string(p.Role)+"'s: it may "+may)
+	}
+	return p, nil
+}
+
+// entities is the store's entity storage (workspaces, users, tools, functions), or a 503
+// when the store has none.
+func (s *Server) entities() (store.Entities, error) {
+	ent, ok := s.cfg.Store.(store.Entities)
+	if !ok {
+		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server's store keeps no workspaces, tools or functions")
+	}
+	return ent, nil
+}
+
 // member returns the request's principal when it may change things (a member's or admin's
 // key, or a server without keys), else a 403 saying what the viewer's key may do (may).
 func (s *Server) member(ctx context.Context, may string) (Principal, error) {
 	p, _ := PrincipalFrom(ctx)
 	if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
-		return p, huma.Error403Forbidden("API key " + p.KeyID + " is a viewer's: it may " + may)
+		return p, problemf(http.StatusForbidden, CodeForbidden, "API key "+p.KeyID+" is a viewer's: it may "+may)
 	}
 	return p, nil
 }

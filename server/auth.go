@@ -201,20 +201,10 @@ func (a *Authenticator) Require(role store.KeyRole, next http.Handler) http.Hand
 	})
 }
 
-// problem is an error answer in the form of RFC 9457 (application/problem+json), with a
-// stable code beside the human words.
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-	Code   string `json:"code"`
-}
-
 func writeProblem(w http.ResponseWriter, status int, code, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code})
+	_ = json.NewEncoder(w).Encode(problemf(status, code, detail))
 }
 
 // oneWorkspace refuses keys of other workspaces: the server serves one.

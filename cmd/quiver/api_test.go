@@ -57,7 +57,7 @@ func TestServeAPI(t *testing.T) {
 	}
 	status, _, tools := apiDo(t, "GET", base+"/tools", admin, "")
 	if status != 200 || !strings.Contains(func() string { b, _ := json.Marshal(tools); return string(b) }(), `"name":"get_current_time"`) {
-		t.Fatalf("GET /v1/tools: %d %v", status, tools)
+		t.Fatalf("GET /v1/tools/served: %d %v", status, tools)
 	}
 
 	status, _, call := apiDo(t, "POST", base+"/tools/get_current_time/call", admin, `{"args":{"timezone":"UTC"}}`)

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+// Problem is every error answer of the API: RFC 9457 problem details (application/problem+json)
+// with a stable Code a program can switch on, and, for a request that breaks the API's rules,
+// the fields at fault and what they allow.
+type Problem struct {
+	Type   string `json:"type,omitempty" doc:"A URI reference naming the problem's type: about:blank."`
+	Title  string `json:"title,omitempty" doc:"The HTTP status's words."`
+	Status int    `json:"status,omitempty" doc:"The HTTP status code."`
+	Detail string `json:"detail,omitempty" doc:"What went wrong this time, in words."`
+	// Code is stable: clients switch on it, and the words in Detail may change.
+	Code   string          `json:"code" enum:"invalid_request,unauthorized,forbidden,not_found,conflict,too_large,missing_variables,not_pending,run_queued,unavailable,internal" doc:"What went wrong, for programs: stable across versions."`
+	Errors []*ProblemField `json:"errors,omitempty" doc:"The fields at fault, when the request broke the API's rules."`
+}
+
+// ProblemField is one field at fault in a request.
+type ProblemField struct {
+	// Location is where the field is: body.name, query.limit, path.id...
+	Location string `json:"location,omitempty" doc:"Where the field is: body.name, query.limit, path.id."`
+	Message  string `json:"message,omitempty" doc:"What is wrong with it, and what is allowed."`
+	Value    any    `json:"value,omitempty" doc:"The value given, when it is short enough to show."`
+}
+
+// Stable problem codes.
+const (
+	CodeInvalidRequest   = "invalid_request"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeConflict         = "conflict"
+	CodeTooLarge         = "too_large"
+	CodeMissingVariables = "missing_variables"
+	CodeNotPending       = "not_pending"
+	CodeRunQueued        = "run_queued"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+)
+
+func (p *Problem) Error() string  { return p.Detail }
+func (p *Problem) GetStatus() int { return p.Status }
+
+// ContentType makes the answer application/problem+json, as RFC 9457 names it.
+func (p *Problem) ContentType(ct string) string {
+	if ct == "application/json" {
+		return "application/problem+json"
+	}
+	return ct
+}
+
+// problemf is an error answer with a code of its own; fields name the fields at fault.
+func problemf(status int, code, detail string, fields ...*ProblemField) *Problem {
+	return &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code, Errors: fields}
+}
+
+// codeOf is the code of an answer huma makes by itself (a body that does not parse or
+// validate, a body over the cap) or of one of the huma.ErrorNNN helpers.
+func codeOf(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return CodeInvalidRequest
+	case http.StatusUnauthorized:
+		return CodeUnauthorized
+	case http.StatusForbidden:
+		return CodeForbidden
+	case http.StatusNotFound:
+		return CodeNotFound
+	case http.StatusConflict:
+		return CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return CodeTooLarge
+	case http.StatusServiceUnavailable:
+		return CodeUnavailable
+	}
+	return CodeInternal
+}
+
+// newProblem replaces huma's error model with Problem, so that the answers huma writes by
+// itself (validation, size, parse errors) have a code and the document describes one shape.
+// huma takes this as a package variable; the server is the only user of huma in Quiver.
+func newProblem(status int, msg string, errs ...error) huma.StatusError {
+	p := problemf(status, codeOf(status), msg)
+	if status == 0 { // huma asks for an instance to describe the error type
+		p.Title, p.Type = "", ""
+	}
+	for _, err := range errs {
+		var d huma.ErrorDetailer
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &d):
+			ed := d.ErrorDetail()
+			p.Errors = append(p.Errors, &ProblemField{Location: ed.Location, Message: ed.Message, Value: shortValue(ed.Value)})
+		default:
+			p.Errors = append(p.Errors, &ProblemField{Message: err.Error()})
+		}
+	}
+	return p
+}
+
+// shortValue keeps a value given in a request out of the answer when it is long: an answer
+// must not echo a megabyte back.
+func shortValue(v any) any {
+	if s, ok := v.(string); ok && len(s) > 200 {
+		return nil
+	}
+	switch v.(type) {
+	case map[string]any, []any:
+		return nil
+	}
+	return v
+}
+
+func init() {
+	huma.NewError = newProblem
+}
+
+// apiError maps a store error to the API's answer: not found (another workspace's record
+// included: 404, never 403, so that nothing says it exists), invalid input, a conflict, a
+// forbidden change, or a failure of the server's own (whose cause is logged, not told).
+// what names the record ("thread thr_...").
+func apiError(err error, what string) error {
+	var p *Problem
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.Is(err, store.ErrNotFound):
+		return problemf(http.StatusNotFound, CodeNotFound, "no "+what+" in this workspace")
+	case errors.Is(err, store.ErrInvalid):
+		return problemf(http.StatusBadRequest, CodeInvalidRequest, what+": "+err.Error())
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrExists):
+		return problemf(http.StatusConflict, CodeConflict, what+": "+err.Error())
+	case errors.Is(err, store.ErrForbidden):
+		return problemf(http.StatusForbidden, CodeForbidden, what+": "+err.Error())
+	}
+	slog.Error("server: an API request failed", "what", what, "err", err)
+	return problemf(http.StatusInternalServerError, CodeInternal, "the server failed on "+what+"; its log says why")
+}
