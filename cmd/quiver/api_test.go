@@ -55,7 +55,7 @@ func TestServeAPI(t *testing.T) {
 	if status != 200 || doc["openapi"] != "3.1.0" || paths["/v1/tools/{name}/call"] == nil || paths["/v1/threads"] == nil {
 		t.Fatalf("the OpenAPI document: %d %v", status, doc["openapi"])
 	}
-	status, _, tools := apiDo(t, "GET", base+"/tools", admin, "")
+	status, _, tools := apiDo(t, "GET", base+"/tools/served", admin, "")
 	if status != 200 || !strings.Contains(func() string { b, _ := json.Marshal(tools); return string(b) }(), `"name":"get_current_time"`) {
 		t.Fatalf("GET /v1/tools/served: %d %v", status, tools)
 	}
