@@ -16,6 +16,11 @@ type Registry struct {
 	// Logger receives warnings about tool names that do not follow the convention. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Base, when set, holds tools this registry shares with others: a registry per tenant
+	// over the server's common tools, say. Lookup and Tools see Base's tools beside this
+	// registry's own, which win on a clash of names; activities fall back to Base's too.
+	// Register checks names against this registry's own tools only.
+	Base *Registry
 
 	mu         sync.RWMutex
 	tools      map[string]*Tool
@@ -138,20 +143,32 @@ func (r *Registry) Unregister(name string) bool {
 	return ok
 }
 
-// Lookup returns the named tool.
+// Lookup returns the named tool: this registry's own, else Base's.
 func (r *Registry) Lookup(name string) (*Tool, bool) {
 	r.mu.RLock()
 	t, ok := r.tools[name]
 	r.mu.RUnlock()
+	if !ok && r.Base != nil {
+		return r.Base.Lookup(name)
+	}
 	return t, ok
 }
 
-// Tools returns every tool, sorted by name.
+// Tools returns every tool, Base's included, sorted by name.
 func (r *Registry) Tools() []*Tool {
+	var base []*Tool
+	if r.Base != nil {
+		base = r.Base.Tools()
+	}
 	r.mu.RLock()
-	out := make([]*Tool, 0, len(r.tools))
+	out := make([]*Tool, 0, len(r.tools)+len(base))
 	for _, t := range r.tools {
 		out = append(out, t)
+	}
+	for _, t := range base {
+		if _, own := r.tools[t.Name()]; !own {
+			out = append(out, t)
+		}
 	}
 	r.mu.RUnlock()
 	slices.SortFunc(out, func(a, b *Tool) int {
@@ -203,6 +220,9 @@ func (r *Registry) activity(t *Tool) (ToolFunc, error) {
 	}
 	if fn := r.activities[t.spec.Name]; fn != nil {
 		return fn, nil
+	}
+	if r.Base != nil {
+		return r.Base.activity(t)
 	}
 	if t.spec.Activity != "" {
 		return nil, fmt.Errorf("its activity %q is not registered", t.spec.Activity)

@@ -277,3 +277,48 @@ func TestDefaultRegistry(t *testing.T) {
 		t.Errorf("text %q", res.Text)
 	}
 }
+
+// A registry over a Base sees the base's tools and its own, its own winning a clash, and a
+// dispatcher over it runs both; the base sees none of the layer's.
+func TestRegistryBase(t *testing.T) {
+	base := &quiver.Registry{}
+	mustRegister(t, base, textTool("shared", "from base"), textTool("clash", "from base"))
+	layer := &quiver.Registry{Base: base}
+	mustRegister(t, layer, textTool("own", "from layer"), textTool("clash", "from layer"))
+
+	if got, want := strings.Join(names(layer.Tools()), ","), "clash,own,shared"; got != want {
+		t.Fatalf("layer tools = %s, want %s", got, want)
+	}
+	if got, want := strings.Join(names(base.Tools()), ","), "clash,shared"; got != want {
+		t.Fatalf("base tools = %s, want %s", got, want)
+	}
+	d := &quiver.Dispatcher{Registry: layer}
+	for name, want := range map[string]string{"shared": "from base", "clash": "from layer", "own": "from layer"} {
+		r, _ := d.Dispatch(context.Background(), quiver.Call{Name: name, Args: json.RawMessage(`{}`)})
+		if r.Status != quiver.StatusSuccess || !strings.Contains(r.ModelText(), want) {
+			t.Errorf("%s: %s %q, want %q", name, r.Status, r.ModelText(), want)
+		}
+	}
+	if _, ok := base.Lookup("own"); ok {
+		t.Fatal("the base sees a tool of the layer over it")
+	}
+	// An activity registered on the base executes a schema-only tool of the layer.
+	st, err := quiver.NewTool(quiver.Spec{Name: "latent_one", Description: "d"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRegister(t, layer, st)
+	if err := base.RegisterActivity("latent_one", func(context.Context, json.RawMessage) (any, error) { return "by the base's activity", nil }); err != nil {
+		t.Fatal(err)
+	}
+	if layer.Latent(st) {
+		t.Fatal("the base's activity is not seen through the layer")
+	}
+}
+
+func mustRegister(t *testing.T, r *quiver.Registry, tools ...*quiver.Tool) {
+	t.Helper()
+	if err := r.Register(tools...); err != nil {
+		t.Fatal(err)
+	}
+}
