@@ -651,6 +651,10 @@ type Entities interface {
 
 	// PurgeExpired is the cleanup worker's step: it deletes for good, in every workspace, the
 	// soft-deleted tools whose DeletedAt plus their retention tier's days is at or before now
-	// (tier none: never), and returns how many.
-	PurgeExpired(ctx context.Context, now time.Time) (n int, err error)
+	// (tier none: never), and returns them as they were, for the worker's log.
+	PurgeExpired(ctx context.Context, now time.Time) ([]*Tool, error)
+	// ToolsStamp identifies the state of a workspace's tools and functions: a different stamp
+	// means one was added, changed, deleted or purged since. It lets a server that keeps a
+	// workspace's tools loaded notice another process's changes cheaply.
+	ToolsStamp(ctx context.Context, workspaceID string) (string, error)
 }

@@ -1112,19 +1112,42 @@ func (e *Entities) ResolveToolVersion(ctx context.Context, workspaceID, toolID s
 }
 
 // PurgeExpired deletes for good the soft-deleted tools, of every workspace, whose DeletedAt
-// plus their tier's days is at or before now (tier none: never), and returns how many.
-func (e *Entities) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
-	var n int64
+// plus their tier's days is at or before now (tier none: never), and returns them as they were.
+func (e *Entities) PurgeExpired(ctx context.Context, now time.Time) ([]*store.Tool, error) {
+	var gone []*store.Tool
 	err := e.write(ctx, func(ctx context.Context, tx Querier) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM tools WHERE purge_at IS NOT NULL AND purge_at <= $1`, e.d.Time(now))
+		gone = gone[:0] // a retried transaction starts again
+		rows, err := tx.QueryContext(ctx, `DELETE FROM tools WHERE purge_at IS NOT NULL AND purge_at <= $1 RETURNING `+toolCols, e.d.Time(now))
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			t, err := scanTool(rows)
+			if err != nil {
+				return err
+			}
+			gone = append(gone, t)
+		}
+		return rows.Err()
 	})
 	if err != nil {
-		return 0, e.d.Err("purge expired tools", err)
+		return nil, e.d.Err("purge expired tools", err)
 	}
-	return int(n), nil
+	return gone, nil
+}
+
+// ToolsStamp identifies the state of a workspace's tools and functions: it changes when one
+// is added, changed, deleted or purged.
+func (e *Entities) ToolsStamp(ctx context.Context, workspaceID string) (string, error) {
+	var nt, nf int64
+	var mt, mf any
+	err := e.read.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM tools WHERE workspace_id = $1), (SELECT max(updated_at) FROM tools WHERE workspace_id = $1),
+		(SELECT count(*) FROM functions WHERE workspace_id = $1), (SELECT max(updated_at) FROM functions WHERE workspace_id = $1)`,
+		workspaceID).Scan(&nt, &mt, &nf, &mf)
+	if err != nil {
+		return "", e.d.Err("read the stamp of the tools", err)
+	}
+	return fmt.Sprintf("%d/%v/%d/%v", nt, mt, nf, mf), nil
 }

@@ -43,6 +43,7 @@ func RunEntities(t *testing.T, open OpenEntities) {
 		{"Pinning", testPinning},
 		{"SoftDelete", testSoftDelete},
 		{"PurgeWithInjectedClock", testPurge},
+		{"ToolsStamp", testToolsStamp},
 		{"ListingFilters", testListing},
 		{"ListingArguments", testListingArguments},
 		{"WorkspaceIsolation", testEntityIsolation},
@@ -996,10 +997,15 @@ func testPurge(t *testing.T, s store.Entities) {
 		{"90 days: long", at(deleted[store.RetentionLong], 90*day), 1, []*store.Tool{deleted[store.RetentionLong]}},
 		{"a century later: none stays", at(deleted[store.RetentionNone], 100*365*day), 0, nil},
 	} {
-		n, err := s.PurgeExpired(ctx, step.now)
+		purged, err := s.PurgeExpired(ctx, step.now)
 		mustOK(t, "PurgeExpired "+step.name, err)
-		if n != step.want {
-			t.Fatalf("PurgeExpired %s: %d purged, want %d", step.name, n, step.want)
+		if len(purged) != step.want {
+			t.Fatalf("PurgeExpired %s: %d purged, want %d", step.name, len(purged), step.want)
+		}
+		for _, tool := range step.gone {
+			if !slices.ContainsFunc(purged, func(p *store.Tool) bool { return p.ID == tool.ID && p.Name == tool.Name && p.DeletedAt != nil }) {
+				t.Fatalf("PurgeExpired %s: %s is not among the tools it returned", step.name, tool.ID)
+			}
 		}
 		for _, tool := range step.gone {
 			if present(tool.WorkspaceID, tool) {
@@ -1558,5 +1564,56 @@ func testConcurrentMembership(t *testing.T, s store.Entities) {
 	}
 	if admins != 1 {
 		t.Fatalf("%d admins at the end, want 1", admins)
+	}
+}
+
+// testToolsStamp: a workspace's stamp changes with every change to its tools and functions,
+// and with nothing else: not another workspace's changes, not a read.
+func testToolsStamp(t *testing.T, s store.Entities) {
+	f := newFixture(t, s, "stamped")
+	other := newFixture(t, s, "other")
+	stamp := func() string {
+		t.Helper()
+		st, err := s.ToolsStamp(ctx, f.ws.ID)
+		mustOK(t, "ToolsStamp", err)
+		return st
+	}
+	last := stamp()
+	step := func(what string, change func()) {
+		t.Helper()
+		// Timestamps have a resolution: a change in the same tick as the last would not show.
+		time.Sleep(2 * time.Millisecond)
+		change()
+		now := stamp()
+		if now == last {
+			t.Fatalf("%s: the stamp stayed %s", what, now)
+		}
+		last = now
+	}
+	var tool *store.Tool
+	step("create a tool", func() { tool = f.create(t, f.serverTool("stamped_tool")) })
+	step("update it", func() {
+		_, err := s.UpdateTool(ctx, f.ws.ID, tool.ID, f.admin.ID, func(tl *store.Tool) error { tl.Description = "changed"; return nil })
+		mustOK(t, "UpdateTool", err)
+	})
+	step("a new default version", func() {
+		v := &store.FunctionVersion{WorkspaceID: f.ws.ID, FunctionID: f.fn.ID, Code: "export default () => 2"}
+		mustOK(t, "CreateFunctionVersion", s.CreateFunctionVersion(ctx, v))
+		_, err := s.SetDefaultVersion(ctx, f.ws.ID, f.fn.ID, v.ID)
+		mustOK(t, "SetDefaultVersion", err)
+	})
+	step("delete the tool", func() {
+		_, err := s.DeleteTool(ctx, f.ws.ID, tool.ID, store.RetentionShort)
+		mustOK(t, "DeleteTool", err)
+	})
+	step("purge it", func() {
+		_, err := s.PurgeExpired(ctx, time.Now().Add(8*24*time.Hour))
+		mustOK(t, "PurgeExpired", err)
+	})
+	other.create(t, other.serverTool("elsewhere"))
+	_, err := s.ListTools(ctx, store.ToolFilter{WorkspaceID: f.ws.ID, Limit: 10})
+	mustOK(t, "ListTools", err)
+	if now := stamp(); now != last {
+		t.Fatalf("another workspace's tool or a read changed the stamp: %s, was %s", now, last)
 	}
 }
