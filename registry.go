@@ -85,6 +85,26 @@ func (r *Registry) Register(tools ...*Tool) error {
 	if r.tools == nil {
 		r.tools = map[string]*Tool{}
 	}
+	return r.add(tools)
+}
+
+// Replace makes tools the registry's own tools in one step, under the rules of Register:
+// calls dispatched meanwhile find the old set or the new one, never a mix or a gap (tools
+// reloaded from a database). On error the registry is unchanged.
+func (r *Registry) Replace(tools ...*Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.tools
+	r.tools = map[string]*Tool{}
+	if err := r.add(tools); err != nil {
+		r.tools = old
+		return err
+	}
+	return nil
+}
+
+// add adds tools to r.tools, which it holds locked: all or, on error, none.
+func (r *Registry) add(tools []*Tool) error {
 	batch := map[string]bool{}
 	for _, t := range tools {
 		if t == nil {

@@ -322,3 +322,22 @@ func mustRegister(t *testing.T, r *quiver.Registry, tools ...*quiver.Tool) {
 		t.Fatal(err)
 	}
 }
+
+// Replace swaps a registry's own tools at once, and leaves them as they were when the new set
+// is refused.
+func TestRegistryReplace(t *testing.T) {
+	r := &quiver.Registry{}
+	mustRegister(t, r, textTool("a", "old"), textTool("b", "old"))
+	if err := r.Replace(textTool("b", "new"), textTool("c", "new")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(names(r.Tools()), ","); got != "b,c" {
+		t.Fatalf("after Replace: %s, want b,c", got)
+	}
+	if err := r.Replace(textTool("d", ""), textTool("d", "")); err == nil || !strings.Contains(err.Error(), `"d" is already registered`) {
+		t.Fatalf("a set with a duplicate: %v", err)
+	}
+	if got := strings.Join(names(r.Tools()), ","); got != "b,c" {
+		t.Fatalf("a refused Replace changed the registry: %s", got)
+	}
+}
