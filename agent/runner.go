@@ -31,6 +31,10 @@ type Runner struct {
 	Store thread.Store
 	// Registry holds the tools; nil means quiver.Default.
 	Registry *quiver.Registry
+	// Registries, when set, returns the tools of a thread's workspace, in place of Registry:
+	// a server serving many workspaces gives each run its own workspace's tools (see
+	// server.Server.WorkspaceRegistry).
+	Registries func(ctx context.Context, workspaceID string) (*quiver.Registry, error)
 	// Model is used for prompts that name no model.
 	Model model.Model
 	// OpenModel opens the model a prompt names; nil means model.Open.
@@ -238,6 +242,12 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 		return nil, errors.New("agent: Runner.Store is not set")
 	}
 	reg := r.Registry
+	if r.Registries != nil {
+		var err error
+		if reg, err = r.Registries(ctx, th.WorkspaceID()); err != nil {
+			return nil, fmt.Errorf("agent: the tools of workspace %s: %w", th.WorkspaceID(), err)
+		}
+	}
 	if reg == nil {
 		reg = quiver.Default
 	}

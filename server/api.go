@@ -95,7 +95,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 		Summary: "The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
 		out := &toolsOutput{}
 		out.Body.Tools = []apiTool{}
-		for _, t := range s.dispatcher.Tools() {
+		for _, t := range s.tenant(ctx, s.workspaceID(ctx)).disp.Tools() {
 			sp := t.Spec()
 			out.Body.Tools = append(out.Body.Tools, apiTool{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema})
 		}
@@ -114,7 +114,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 				return nil, err
 			}
 			ctx = quiver.WithDoor(quiver.WithScope(ctx, quiver.Scope{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, ThreadID: threadID}), quiver.DoorHTTP)
-			r, err := s.dispatcher.Dispatch(ctx, quiver.Call{ID: ids.New("call"), Name: in.Name, Args: in.Body.Args})
+			r, err := s.tenant(ctx, s.workspaceID(ctx)).disp.Dispatch(ctx, quiver.Call{ID: ids.New("call"), Name: in.Name, Args: in.Body.Args})
 			if err != nil {
 				// The call ran but its record failed: the result still goes back, and the
 				// operator is told.

@@ -207,18 +207,6 @@ func writeProblem(w http.ResponseWriter, status int, code, detail string) {
 	_ = json.NewEncoder(w).Encode(problemf(status, code, detail))
 }
 
-// oneWorkspace refuses keys of other workspaces: the server serves one.
-func (s *Server) oneWorkspace(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, _ := PrincipalFrom(r.Context()); p.WorkspaceID != s.cfg.WorkspaceID {
-			writeProblem(w, http.StatusForbidden, "forbidden",
-				fmt.Sprintf("API key %s is for workspace %s; this server serves workspace %s", p.KeyID, p.WorkspaceID, s.cfg.WorkspaceID))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // callerMayCall refuses a call whose caller may only read (a viewer key): the dispatcher's
 // error result says so, and nothing runs. It sits in the dispatcher, so every door that
 // carries a principal is held to it.

@@ -10,10 +10,10 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
-// Problem is every error answer of the API: RFC 9457 problem details (application/problem+json)
+// ProblemDetails is every error answer of the API: RFC 9457 problem details (application/problem+json)
 // with a stable Code a program can switch on, and, for a request that breaks the API's rules,
 // the fields at fault and what they allow.
-type Problem struct {
+type ProblemDetails struct {
 	Type   string `json:"type,omitempty" doc:"A URI reference naming the problem's type: about:blank."`
 	Title  string `json:"title,omitempty" doc:"The HTTP status's words."`
 	Status int    `json:"status,omitempty" doc:"The HTTP status code."`
@@ -46,11 +46,11 @@ const (
 	CodeInternal         = "internal"
 )
 
-func (p *Problem) Error() string  { return p.Detail }
-func (p *Problem) GetStatus() int { return p.Status }
+func (p *ProblemDetails) Error() string  { return p.Detail }
+func (p *ProblemDetails) GetStatus() int { return p.Status }
 
 // ContentType makes the answer application/problem+json, as RFC 9457 names it.
-func (p *Problem) ContentType(ct string) string {
+func (p *ProblemDetails) ContentType(ct string) string {
 	if ct == "application/json" {
 		return "application/problem+json"
 	}
@@ -58,8 +58,8 @@ func (p *Problem) ContentType(ct string) string {
 }
 
 // problemf is an error answer with a code of its own; fields name the fields at fault.
-func problemf(status int, code, detail string, fields ...*ProblemField) *Problem {
-	return &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code, Errors: fields}
+func problemf(status int, code, detail string, fields ...*ProblemField) *ProblemDetails {
+	return &ProblemDetails{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code, Errors: fields}
 }
 
 // codeOf is the code of an answer huma makes by itself (a body that does not parse or
@@ -84,7 +84,7 @@ func codeOf(status int) string {
 	return CodeInternal
 }
 
-// newProblem replaces huma's error model with Problem, so that the answers huma writes by
+// newProblem replaces huma's error model with ProblemDetails, so that the answers huma writes by
 // itself (validation, size, parse errors) have a code and the document describes one shape.
 // huma takes this as a package variable; the server is the only user of huma in Quiver.
 func newProblem(status int, msg string, errs ...error) huma.StatusError {
@@ -129,7 +129,7 @@ func init() {
 // forbidden change, or a failure of the server's own (whose cause is logged, not told).
 // what names the record ("thread thr_...").
 func apiError(err error, what string) error {
-	var p *Problem
+	var p *ProblemDetails
 	switch {
 	case errors.As(err, &p):
 		return p

@@ -32,6 +32,7 @@ import (
 	"github.com/quiverhq/quiver/internal/genai"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
 	"github.com/quiverhq/quiver/thread"
@@ -117,6 +118,9 @@ type Config struct {
 	Runs         *jobs.Jobs
 	Agents       func(ctx context.Context, name string) (*agent.Agent, error)
 	CreateThread func(ctx context.Context, th *store.Thread, a *agent.Agent) error
+	// FunctionLimits bound each call of a workspace's stored JavaScript tools;
+	// jsfunc.DefaultLimits when zero.
+	FunctionLimits jsfunc.Limits
 	// Runner records decisions on calls waiting for a person (POST /v1/threads/{id}/decisions);
 	// the run then resumes in the background. Set with Runs.
 	Runner *agent.Runner
@@ -134,6 +138,10 @@ type Server struct {
 	mcp        *mcp.Server
 	importer   *mcp.Importer
 	mux        *http.ServeMux
+	// tenants hold each workspace's tools, dispatcher and MCP server (see tenants.go);
+	// dispatcher and mcp above are those of the server's own workspace.
+	tenants    tenants
+	mcpOptions *mcp.HTTPOptions
 	// journalMetrics reports the journal's pending records to the global meter provider's
 	// metrics, when there are any, until Close.
 	journalMetrics metric.Registration
@@ -177,6 +185,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Registry == nil {
 		cfg.Registry = quiver.Default
 	}
+	if cfg.FunctionLimits == (jsfunc.Limits{}) {
+		cfg.FunctionLimits = jsfunc.DefaultLimits
+	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
@@ -200,27 +211,6 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}()
 		s.journalMetrics = journalMetrics(j)
 	}
-	s.dispatcher = &quiver.Dispatcher{
-		Registry: cfg.Registry,
-		Policy:   cfg.Policy,
-		Resolver: cfg.Resolver,
-		Confirm:  mcp.Confirm(nil),
-		// What a tool returns is cut to this before it is answered or stored.
-		MaxResultBytes: cfg.MaxResultBytes,
-		Recorder:       &Recorder{Store: cfg.Store, Journal: s.journal},
-	}
-	if cfg.Auth != nil {
-		s.dispatcher.Middleware = []quiver.Middleware{callerMayCall}
-	}
-	opts := mcp.ServerOptions{}
-	if cfg.MCP != nil {
-		opts = *cfg.MCP
-	}
-	opts.Session = s.sessionThread
-	s.mcp = mcp.NewServer(s.dispatcher, &opts)
-	if cfg.SetupMCP != nil {
-		cfg.SetupMCP(s.mcp)
-	}
 	callbacks := &mcp.Callbacks{Logger: s.logger}
 	if len(cfg.Remotes) > 0 {
 		remotes, err := s.withRedirects(cfg.Remotes)
@@ -229,7 +219,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		im, err := mcp.Import(ctx, cfg.Registry, remotes, &mcp.ImportOptions{
 			Logger:     s.logger,
-			OnChange:   s.mcp.ToolsChanged,
+			OnChange:   func() { s.eachTenant(func(t *tenant) { t.mcp.ToolsChanged() }) },
 			Authorizer: cmp.Or[mcp.Authorizer](cfg.Authorizer, callbacks),
 			Tokens:     cfg.OAuthGrants,
 		})
@@ -252,7 +242,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return p.KeyID
 		}
 	}
-	var mcpHandler http.Handler = s.mcp.HTTPHandler(&mcp.HTTPOptions{
+	s.mcpOptions = &mcp.HTTPOptions{
 		MaxRequestBytes:     cfg.MaxRequestBytes,
 		AllowedOrigins:      cfg.AllowedOrigins,
 		AllowedHosts:        hosts,
@@ -261,18 +251,25 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxSessionsPerOwner: cfg.MaxSessionsPerOwner,
 		Owner:               owner,
 		Logger:              s.logger,
+	}
+	// The server's own workspace is served from the start; others from their first request.
+	own := s.tenant(ctx, cfg.WorkspaceID)
+	s.dispatcher, s.mcp = own.disp, own.mcp
+	// Each request reaches the MCP server of its key's workspace, and no other.
+	var mcpHandler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.tenant(r.Context(), s.workspaceID(r.Context())).mcpHTTP.ServeHTTP(w, r)
 	})
 	if cfg.Auth != nil {
 		idle := cfg.SessionIdleTimeout
 		if idle == 0 {
 			idle = mcp.DefaultSessionIdleTimeout
 		}
-		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, s.oneWorkspace(newSessionKeys(idle).bind(mcpHandler)))
+		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, newSessionKeys(idle).bind(mcpHandler))
 	}
 	s.mux.Handle("/mcp", mcpHandler)
 	api, _ := s.apiHandler()
 	if cfg.Auth != nil {
-		api = cfg.Auth.Require(store.KeyRoleViewer, s.oneWorkspace(api))
+		api = cfg.Auth.Require(store.KeyRoleViewer, api)
 	}
 	s.mux.Handle("/v1/", api)
 	s.mux.HandleFunc("GET /healthz", s.health)
@@ -329,17 +326,21 @@ func (s *Server) ensureWorkspace(ctx context.Context) error {
 	return nil
 }
 
-// sessionThread creates the thread an MCP session's calls are recorded in.
-func (s *Server) sessionThread(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
+// sessionThread creates the thread, in the workspace, that an MCP session's calls are
+// recorded in.
+func (s *Server) sessionThread(ctx context.Context, workspaceID string, info mcp.SessionInfo) (quiver.Scope, error) {
 	tags := []string{"mcp"}
 	if info.ClientName != "" {
 		tags = append(tags, "mcp-client:"+truncate(info.ClientName, 100))
 	}
-	th := &store.Thread{WorkspaceID: s.cfg.WorkspaceID, Tags: tags}
+	th := &store.Thread{WorkspaceID: workspaceID, Tags: tags}
+	if p, ok := PrincipalFrom(ctx); ok {
+		th.UserID = p.UserID
+	}
 	if err := s.cfg.Store.CreateThread(context.WithoutCancel(ctx), th); err != nil {
 		return quiver.Scope{}, fmt.Errorf("creating the session's thread: %w", err)
 	}
-	return quiver.Scope{WorkspaceID: s.cfg.WorkspaceID, ThreadID: th.ID}, nil
+	return quiver.Scope{WorkspaceID: workspaceID, UserID: th.UserID, ThreadID: th.ID}, nil
 }
 
 func truncate(s string, n int) string {
@@ -426,7 +427,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	// Long-lived event streams end with their sessions; then in-flight requests drain.
-	s.mcp.Close()
+	s.eachTenant(func(t *tenant) { t.mcp.Close() })
 	err := hs.Shutdown(sctx)
 	s.Close()
 	if err != nil {
@@ -441,7 +442,7 @@ func (s *Server) Close() {
 	if s.journalMetrics != nil {
 		_ = s.journalMetrics.Unregister()
 	}
-	s.mcp.Close()
+	s.eachTenant(func(t *tenant) { t.mcp.Close() })
 	if s.importer != nil {
 		_ = s.importer.Close()
 	}

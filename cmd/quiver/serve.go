@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
@@ -132,7 +133,6 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags) (server.Config, fu
 		}
 		cfg.OAuthGrants = grants
 	}
-	a.registerStored(ctx, st, reg) // JavaScript tools added with quiver tools add
 	return cfg, func() { st.Close() }, nil
 }
 
@@ -219,12 +219,14 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 		}
 		cfg.Auth = &server.Authenticator{Keys: keys}
 	}
-	stopRuns, err := a.startRuns(ctx, &cfg, *agentsDir)
+	regs := &serverRegistries{}
+	stopRuns, err := a.startRuns(ctx, &cfg, *agentsDir, regs)
 	if err != nil {
 		return exitError, err
 	}
 	defer stopRuns()
 	srv, err := server.New(ctx, cfg)
+	regs.set(srv)
 	if err != nil {
 		return exitError, err
 	}
@@ -383,7 +385,7 @@ func (a *app) startMetrics(f serveFlags) (func(), error) {
 // startRuns runs agents in the background for the API (package jobs: River, in the same
 // database) with the agents of dir, and makes the threads the API creates, checking an agent's
 // required variables. A prompt that names no model uses $QUIVER_MODEL.
-func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string) (func(), error) {
+func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string, regs *serverRegistries) (func(), error) {
 	st, ok := cfg.Store.(*opened)
 	resolver, rok := cfg.Resolver.(*vars.Resolver)
 	if !ok || !rok {
@@ -409,7 +411,9 @@ func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string) (fu
 			return nil, fmt.Errorf("QUIVER_MODEL: %w", err)
 		}
 	}
-	runner := &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Model: fallback}
+	// Runs call the tools of their thread's workspace, which the server holds; rescued runs
+	// may start before the server exists, and wait for it.
+	runner := &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Model: fallback, Registries: regs.registry}
 	jc := jobs.Config{Runner: runner, Agents: agents, Logger: cfg.Logger}
 	var j *jobs.Jobs
 	var pool *pgxpool.Pool
@@ -463,4 +467,42 @@ func loadCatalog(dir string) (*agent.Catalog, string, error) {
 		return nil, dir, fmt.Errorf("the agents of %s: %w", dir, err)
 	}
 	return c, dir, nil
+}
+
+// serverRegistries gives background runs the tools of their workspace once the server that
+// holds them exists: the job engine starts (and rescues runs a crash left) before the server
+// is built, so a run that asks first waits.
+type serverRegistries struct {
+	once  sync.Once
+	ready chan struct{}
+	mu    sync.Mutex
+	srv   *server.Server
+}
+
+// set makes the registries available (srv nil: the server failed to start, and runs that wait
+// fail).
+func (r *serverRegistries) set(srv *server.Server) {
+	r.init()
+	r.mu.Lock()
+	r.srv = srv
+	r.mu.Unlock()
+	close(r.ready)
+}
+
+func (r *serverRegistries) init() { r.once.Do(func() { r.ready = make(chan struct{}) }) }
+
+func (r *serverRegistries) registry(ctx context.Context, workspaceID string) (*quiver.Registry, error) {
+	r.init()
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	r.mu.Lock()
+	srv := r.srv
+	r.mu.Unlock()
+	if srv == nil {
+		return nil, errors.New("the server did not start")
+	}
+	return srv.WorkspaceRegistry(ctx, workspaceID)
 }
