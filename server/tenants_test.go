@@ -1,0 +1,210 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/sandbox/jsfunc"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlite"
+)
+
+// tenantWorld is two workspaces on one store, each with a member key, and a server serving
+// both over real HTTP.
+type tenantWorld struct {
+	st         *sqlite.Store
+	url        string
+	wsA, wsB   string
+	keyA, keyB string
+}
+
+func newTenantWorld(t *testing.T) *tenantWorld {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	w := &tenantWorld{st: st}
+	member := func(name string) (string, string) {
+		ws := &store.Workspace{Name: name}
+		u := &store.User{Email: name + "@example.test"}
+		mustDo(t, st.CreateWorkspace(ctx, ws))
+		mustDo(t, st.CreateUser(ctx, u))
+		mustDo(t, st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleAdmin}))
+		secret, prefix, hash := server.NewAPIKey()
+		mustDo(t, st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "k", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}))
+		return ws.ID, secret
+	}
+	w.wsA, w.keyA = member("alpha")
+	w.wsB, w.keyB = member("beta")
+	// Alpha has a JavaScript tool, beta a client tool, before the server starts.
+	var sumIn schema.Schema
+	mustDo(t, json.Unmarshal([]byte(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`), &sumIn))
+	if _, _, err := jsfunc.Save(ctx, st, w.wsA, "", jsfunc.Definition{Name: "alpha_sum", Description: "Adds.",
+		Code: `export default ({a, b}) => ({sum: a + b})`, InputSchema: &sumIn}); err != nil {
+		t.Fatal(err)
+	}
+	in := &store.Schema{WorkspaceID: w.wsB, Content: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
+	out := &store.Schema{WorkspaceID: w.wsB, Content: json.RawMessage(`true`)}
+	mustDo(t, st.CreateSchema(ctx, in))
+	mustDo(t, st.CreateSchema(ctx, out))
+	mustDo(t, st.CreateTool(ctx, &store.Tool{WorkspaceID: w.wsB, Name: "beta_open_file", Description: "Opens a file on the user's machine.",
+		Target: store.TargetClient, InputSchemaID: in.ID, OutputSchemaID: out.ID, Enabled: true}))
+
+	sctx, cancel := context.WithCancel(ctx)
+	srv, err := server.New(sctx, server.Config{Store: st, Registry: testRegistry(t), Auth: &server.Authenticator{Keys: st},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	w.url = "http://" + ln.Addr().String()
+	return w
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// api sends a request with a key and decodes the JSON answer.
+func (w *tenantWorld) api(t *testing.T, method, path, key, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, w.url+path, strings.NewReader(body))
+	mustDo(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	mustDo(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("%s %s: not JSON: %s", method, path, b)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+func (w *tenantWorld) servedNames(t *testing.T, key string) []string {
+	t.Helper()
+	status, out := w.api(t, "GET", "/v1/tools/served", key, "")
+	if status != 200 {
+		t.Fatalf("GET /v1/tools/served: %d %v", status, out)
+	}
+	var names []string
+	for _, tl := range out["tools"].([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	return names
+}
+
+type bearerTransport struct{ key string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (w *tenantWorld) mcpNames(t *testing.T, key string) []string {
+	t.Helper()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "tenant-test", Version: "1"}, nil).Connect(context.Background(),
+		&sdk.StreamableClientTransport{Endpoint: w.url + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearerTransport{key}}}, nil)
+	mustDo(t, err)
+	defer cs.Close()
+	res, err := cs.ListTools(context.Background(), nil)
+	mustDo(t, err)
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// Each workspace is served its own stored tools beside the server's, over the API and MCP, and
+// never the other's: a call to the other's tool is an unknown tool.
+func TestWorkspacesAreServedTheirOwnTools(t *testing.T) {
+	w := newTenantWorld(t)
+	for _, door := range []struct {
+		name  string
+		names func(*testing.T, string) []string
+	}{{"api", w.servedNames}, {"mcp", w.mcpNames}} {
+		a, b := door.names(t, w.keyA), door.names(t, w.keyB)
+		if !slices.Contains(a, "alpha_sum") || slices.Contains(a, "beta_open_file") || !slices.Contains(a, "echo") {
+			t.Errorf("%s: alpha is served %v", door.name, a)
+		}
+		if !slices.Contains(b, "beta_open_file") || slices.Contains(b, "alpha_sum") || !slices.Contains(b, "echo") {
+			t.Errorf("%s: beta is served %v", door.name, b)
+		}
+	}
+	status, out := w.api(t, "POST", "/v1/tools/alpha_sum/call", w.keyA, `{"args":{"a":2,"b":3}}`)
+	if res, _ := out["result"].(map[string]any); status != 200 || res["status"] != "success" || !strings.Contains(toJSON(res), `"sum":5`) {
+		t.Fatalf("alpha calls its tool: %d %v", status, out)
+	}
+	status, out = w.api(t, "POST", "/v1/tools/alpha_sum/call", w.keyB, `{"args":{"a":2,"b":3}}`)
+	if res, _ := out["result"].(map[string]any); status != 200 || res["status"] != "error" || strings.Contains(toJSON(res), `"sum"`) {
+		t.Fatalf("beta calls alpha's tool: %d %v", status, out)
+	}
+}
+
+// A tool another process adds to a workspace (here: straight into the store) is served
+// within about a second, and one deleted is gone as soon.
+func TestWorkspaceToolsFollowTheStore(t *testing.T) {
+	w := newTenantWorld(t)
+	ctx := context.Background()
+	if names := w.servedNames(t, w.keyA); slices.Contains(names, "alpha_late") {
+		t.Fatalf("served before it exists: %v", names)
+	}
+	tool, _, err := jsfunc.Save(ctx, w.st, w.wsA, "", jsfunc.Definition{Name: "alpha_late", Description: "Late.", Code: `export default () => "late"`})
+	mustDo(t, err)
+	waitServed := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for slices.Contains(w.servedNames(t, w.keyA), "alpha_late") != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("alpha_late served: want %v after 5 s", want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitServed(true)
+	if slices.Contains(w.servedNames(t, w.keyB), "alpha_late") {
+		t.Fatal("beta is served alpha's new tool")
+	}
+	_, err = w.st.DeleteTool(ctx, w.wsA, tool.ID, store.RetentionShort)
+	mustDo(t, err)
+	waitServed(false)
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
