@@ -182,6 +182,12 @@ func describe(p *Pending) string {
 	return fmt.Sprintf("call %q to %s for a %s", p.Call.ID, p.Call.Name, p.Reason)
 }
 
+// Waiting returns the call the thread waits on, a person's decision or a client's result, or
+// nil when it waits on nothing: what an API lists as pending.
+func (r *Runner) Waiting(ctx context.Context, th *thread.Thread, a *Agent) (*Pending, error) {
+	return r.waiting(ctx, th, a)
+}
+
 // waiting returns the call the thread waits on, or nil.
 func (r *Runner) waiting(ctx context.Context, th *thread.Thread, a *Agent) (*Pending, error) {
 	if err := a.Check(); err != nil {

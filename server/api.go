@@ -15,7 +15,6 @@ import (
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/thread"
 )
 
 // The /v1 API: JSON over HTTP, described by the OpenAPI 3.1 document at /v1/openapi.json, which
@@ -153,6 +152,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 			}
 			return out, nil
 		})
+	s.registerRunEvents(api)
 	if s.cfg.Runs != nil {
 		s.registerRuns(api)
 	}
@@ -216,17 +216,21 @@ func (s *Server) registerRuns(api huma.API) {
 			var a *agent.Agent
 			if in.Body.Agent != "" {
 				if s.cfg.Agents == nil {
-					return nil, huma.Error400BadRequest("this server runs no agents (quiver serve --agents DIR)")
+					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "this server runs no agents (quiver serve --agents DIR)",
+						&ProblemField{Location: "body.agent", Message: "leave it out: this server has no agents"})
 				}
 				var err error
 				if a, err = s.cfg.Agents(ctx, in.Body.Agent); err != nil {
-					return nil, huma.Error400BadRequest(err.Error())
+					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
 				}
 			}
 			if err := s.cfg.CreateThread(ctx, th, a); err != nil {
 				var missing *quiver.MissingVariablesError
-				if errors.As(err, &missing) || errors.Is(err, store.ErrInvalid) {
-					return nil, huma.Error400BadRequest("the thread cannot be created: " + err.Error())
+				if errors.As(err, &missing) {
+					return nil, problemf(http.StatusBadRequest, CodeMissingVariables, "the thread cannot be created: "+err.Error())
+				}
+				if errors.Is(err, store.ErrInvalid) {
+					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "the thread cannot be created: "+err.Error())
 				}
 				return nil, apiError(err, "a thread")
 			}
@@ -243,11 +247,11 @@ func (s *Server) registerRuns(api huma.API) {
 				return nil, apiError(err, "thread "+in.ID)
 			}
 			if _, err := s.cfg.Agents(ctx, in.Body.Agent); err != nil {
-				return nil, huma.Error400BadRequest(err.Error())
+				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
 			}
 			id, err := s.cfg.Runs.Start(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: in.ID, Agent: in.Body.Agent, Message: in.Body.Message})
 			if errors.Is(err, jobs.ErrRunQueued) {
-				return nil, huma.Error409Conflict("thread " + in.ID + " has a run queued or running; wait for it to end")
+				return nil, problemf(http.StatusConflict, CodeRunQueued, "thread "+in.ID+" has a run queued or running; wait for it to end (GET /v1/threads/"+in.ID+"/events says when)")
 			}
 			if err != nil {
 				return nil, apiError(err, "a run")
@@ -264,33 +268,20 @@ func (s *Server) registerRuns(api huma.API) {
 			if _, err := s.member(ctx, "read threads but not decide on calls"); err != nil {
 				return nil, err
 			}
-			th, err := thread.Open(ctx, s.cfg.Runner.Store, s.workspaceID(ctx), in.ID)
+			th, ag, err := s.threadAgent(ctx, in.ID, in.Body.Agent)
 			if err != nil {
-				return nil, apiError(err, "thread "+in.ID)
-			}
-			ag, err := s.cfg.Agents(ctx, in.Body.Agent)
-			if err != nil {
-				return nil, huma.Error400BadRequest(err.Error())
+				return nil, err
 			}
 			d := quiver.Decision{Action: quiver.DecisionAction(in.Body.Action), Args: in.Body.Args, Message: in.Body.Message}
 			switch err := s.cfg.Runner.Decide(ctx, th, ag, in.Body.CallID, d); {
 			case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
-				return nil, huma.Error409Conflict(err.Error())
+				return nil, problemf(http.StatusConflict, CodeNotPending, err.Error(), &ProblemField{Location: "body.call_id", Message: "a call the thread waits on for a decision, not yet decided"})
 			case errors.Is(err, store.ErrInvalid):
-				return nil, huma.Error400BadRequest(err.Error())
+				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error())
 			case err != nil:
 				return nil, apiError(err, "the decision")
 			}
-			id, err := s.cfg.Runs.Continue(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: in.ID, Agent: in.Body.Agent})
-			if errors.Is(err, jobs.ErrRunQueued) {
-				return nil, huma.Error409Conflict("the decision is recorded, but " + err.Error())
-			}
-			if err != nil {
-				return nil, apiError(err, "the resumed run")
-			}
-			out := &runOutput{Status: http.StatusAccepted}
-			out.Body.ThreadID, out.Body.JobID = in.ID, id
-			return out, nil
+			return s.resume(ctx, in.ID, in.Body.Agent, "the decision is recorded, but ")
 		})
 }
 

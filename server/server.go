@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -142,6 +143,9 @@ type Server struct {
 	// dispatcher and mcp above are those of the server's own workspace.
 	tenants    tenants
 	mcpOptions *mcp.HTTPOptions
+	// closing is closed when the server shuts down, to end long-lived event streams.
+	closing   chan struct{}
+	closeOnce sync.Once
 	// journalMetrics reports the journal's pending records to the global meter provider's
 	// metrics, when there are any, until Close.
 	journalMetrics metric.Registration
@@ -191,7 +195,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger}
+	s := &Server{cfg: cfg, logger: cfg.Logger, closing: make(chan struct{})}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
@@ -427,6 +431,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	// Long-lived event streams end with their sessions; then in-flight requests drain.
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.eachTenant(func(t *tenant) { t.mcp.Close() })
 	err := hs.Shutdown(sctx)
 	s.Close()
@@ -442,6 +447,7 @@ func (s *Server) Close() {
 	if s.journalMetrics != nil {
 		_ = s.journalMetrics.Unregister()
 	}
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.eachTenant(func(t *tenant) { t.mcp.Close() })
 	if s.importer != nil {
 		_ = s.importer.Close()

@@ -1,0 +1,377 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/jobs"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// A thread's event stream (GET /v1/threads/{id}/events) is Server-Sent Events built on what is
+// persisted: every message of the thread is an event whose id is its sequence number, so a
+// client that reconnects with Last-Event-ID misses nothing and sees nothing twice, whichever
+// process ran the run. A run in this process wakes the stream at once (Runner.Subscribe) and
+// adds what is not persisted: pieces of streamed model text (delta, no id) and how the run
+// ended (run). Runs in other processes are seen by polling the store every eventPoll.
+
+const (
+	// eventPoll is how often a stream looks at the store when no run of this process wakes it.
+	eventPoll = time.Second
+	// eventKeepAlive is how often an idle stream sends a comment, so that proxies keep it open.
+	eventKeepAlive = 15 * time.Second
+	// eventBatch is how many messages a stream reads from the store at a time.
+	eventBatch = 100
+)
+
+// EventState is the thread's state: sent first on every stream, and again when it changes.
+type EventState struct {
+	Status store.ThreadStatus `json:"status" doc:"idle, running or terminated."`
+	// Pending is the call the thread waits on, when it waits (paused for a person or a client).
+	Pending *agent.Pending `json:"pending,omitempty"`
+	// LastSeq is the sequence number of the thread's last message when the state was read.
+	LastSeq int64 `json:"last_seq"`
+}
+
+// EventRun says how a run of this process ended: paused (waiting on Outcome.Pending),
+// finished, or failed (resumable).
+type EventRun struct {
+	Type    string         `json:"type" enum:"paused,finished,failed"`
+	Outcome *agent.Outcome `json:"outcome,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// EventDelta is a piece of model text as it streams; the whole text comes in the model's
+// message.
+type EventDelta struct {
+	Step int    `json:"step"`
+	Text string `json:"text"`
+}
+
+type eventsInput struct {
+	ID          string `path:"id" maxLength:"64"`
+	LastEventID string `header:"Last-Event-ID" maxLength:"20" doc:"The id of the last event received: the stream goes on after it. Absent: from the thread's first message."`
+}
+
+type pendingOutput struct {
+	Body struct {
+		Pending []*agent.Pending `json:"pending" doc:"The calls the thread waits on: at most one (the first of its step), the rest wait their turn."`
+	}
+}
+
+type resultInput struct {
+	ID   string `path:"id" maxLength:"64"`
+	Body struct {
+		Agent  string          `json:"agent" minLength:"1" maxLength:"128" doc:"The agent whose run waits."`
+		CallID string          `json:"call_id" minLength:"1" maxLength:"128" doc:"The client tool's call (GET .../pending names it)."`
+		Status string          `json:"status" enum:"success,error" doc:"success or error."`
+		Text   string          `json:"text,omitempty" maxLength:"1000000" doc:"The result as the model reads it."`
+		Value  json.RawMessage `json:"value,omitempty" doc:"The structured result."`
+		Error  string          `json:"error,omitempty" maxLength:"10000" doc:"What went wrong (status error), worded for the model."`
+	}
+}
+
+// registerRunEvents adds the thread's event stream and, on a server with runs, what a
+// paused run waits on and the results of client tools.
+func (s *Server) registerRunEvents(api huma.API) {
+	op := huma.Operation{OperationID: "thread-events", Method: http.MethodGet, Path: "/v1/threads/{id}/events",
+		Summary: "The thread's events as Server-Sent Events: its messages (resumable with Last-Event-ID), its state, and live run events",
+		Responses: map[string]*huma.Response{"200": {Description: "An event stream: events state, message (id: the message's seq), delta and run.",
+			Content: map[string]*huma.MediaType{"text/event-stream": {Schema: &huma.Schema{Type: huma.TypeString}}}}}}
+	huma.Register(api, op, func(ctx context.Context, in *eventsInput) (*huma.StreamResponse, error) {
+		ws := s.workspaceID(ctx)
+		if _, err := s.cfg.Store.Thread(ctx, ws, in.ID); err != nil {
+			return nil, apiError(err, "thread "+in.ID)
+		}
+		var after int64
+		if in.LastEventID != "" {
+			n, err := strconv.ParseInt(in.LastEventID, 10, 64)
+			if err != nil || n < 0 {
+				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "Last-Event-ID must be the id of an event of this stream (a message's seq)",
+					&ProblemField{Location: "header.Last-Event-ID", Message: "a whole number, 0 or more", Value: shortValue(in.LastEventID)})
+			}
+			after = n
+		}
+		return &huma.StreamResponse{Body: func(hctx huma.Context) {
+			s.streamEvents(hctx, ws, in.ID, after)
+		}}, nil
+	})
+
+	if s.cfg.Runs == nil {
+		return
+	}
+	huma.Register(api, huma.Operation{OperationID: "list-pending", Method: http.MethodGet, Path: "/v1/threads/{id}/pending",
+		Summary: "The call a paused run waits on: a confirmation to decide (POST .../decisions) or a client tool's result (POST .../results)"},
+		func(ctx context.Context, in *threadInput) (*pendingOutput, error) {
+			th, ag, err := s.threadAgent(ctx, in.ID, "")
+			if err != nil {
+				return nil, err
+			}
+			out := &pendingOutput{}
+			out.Body.Pending = []*agent.Pending{}
+			if ag == nil {
+				return out, nil // a thread without an agent runs nothing, so waits on nothing
+			}
+			p, err := s.cfg.Runner.Waiting(ctx, th, ag)
+			if err != nil {
+				return nil, apiError(err, "what thread "+in.ID+" waits on")
+			}
+			if p != nil {
+				out.Body.Pending = append(out.Body.Pending, p)
+			}
+			return out, nil
+		})
+
+	huma.Register(api, huma.Operation{OperationID: "post-result", Method: http.MethodPost, Path: "/v1/threads/{id}/results",
+		Summary:       "Answer a client tool's call: the result is recorded once and the run resumes in the background",
+		DefaultStatus: http.StatusAccepted},
+		func(ctx context.Context, in *resultInput) (*runOutput, error) {
+			if _, err := s.member(ctx, "read threads but not answer calls"); err != nil {
+				return nil, err
+			}
+			th, ag, err := s.threadAgent(ctx, in.ID, in.Body.Agent)
+			if err != nil {
+				return nil, err
+			}
+			if len(in.Body.Value) > 0 && !json.Valid(in.Body.Value) {
+				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "the result's value is not JSON",
+					&ProblemField{Location: "body.value", Message: "any JSON value"})
+			}
+			res := &quiver.Result{Status: quiver.Status(in.Body.Status), Text: in.Body.Text, Value: in.Body.Value, Error: in.Body.Error}
+			if res.Status == quiver.StatusError && res.Error == "" {
+				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "an error result says what went wrong",
+					&ProblemField{Location: "body.error", Message: "required when status is error"})
+			}
+			switch err := s.cfg.Runner.SubmitResult(ctx, th, ag, in.Body.CallID, res); {
+			case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict):
+				return nil, problemf(http.StatusConflict, CodeNotPending, err.Error(), &ProblemField{Location: "body.call_id", Message: "a client tool's call the thread waits on"})
+			case err != nil:
+				return nil, apiError(err, "the result")
+			}
+			return s.resume(ctx, in.ID, in.Body.Agent, "the result is recorded, but ")
+		})
+}
+
+// threadAgent opens the workspace's thread and the agent that runs it: name, or the thread's
+// own agent when name is "" (nil when it has none).
+func (s *Server) threadAgent(ctx context.Context, threadID, name string) (*thread.Thread, *agent.Agent, error) {
+	th, err := thread.Open(ctx, s.cfg.Runner.Store, s.workspaceID(ctx), threadID)
+	if err != nil {
+		return nil, nil, apiError(err, "thread "+threadID)
+	}
+	if name == "" {
+		name = th.AgentID()
+	}
+	if name == "" {
+		return th, nil, nil
+	}
+	ag, err := s.cfg.Agents(ctx, name)
+	if err != nil {
+		return nil, nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
+	}
+	return th, ag, nil
+}
+
+// resume queues the run of the thread again after a decision or a result.
+func (s *Server) resume(ctx context.Context, threadID, agentName, recorded string) (*runOutput, error) {
+	id, err := s.cfg.Runs.Continue(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: threadID, Agent: agentName})
+	if errors.Is(err, jobs.ErrRunQueued) {
+		return nil, problemf(http.StatusConflict, CodeRunQueued, recorded+err.Error())
+	}
+	if err != nil {
+		return nil, apiError(err, "the resumed run")
+	}
+	out := &runOutput{Status: http.StatusAccepted}
+	out.Body.ThreadID, out.Body.JobID = threadID, id
+	return out, nil
+}
+
+// streamEvents writes the thread's events until the client goes or the server shuts down.
+func (s *Server) streamEvents(hctx huma.Context, ws, threadID string, after int64) {
+	ctx := hctx.Context()
+	w := hctx.BodyWriter()
+	flusher, _ := unwrapFlusher(w)
+	hctx.SetHeader("Content-Type", "text/event-stream")
+	hctx.SetHeader("Cache-Control", "no-store")
+	hctx.SetHeader("X-Accel-Buffering", "no") // nginx: pass events on as they come
+	send := func(event, id string, data any) bool {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return false
+		}
+		if id != "" {
+			fmt.Fprintf(w, "id: %s\n", id)
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+
+	// Runs of this process wake the stream; deltas and run endings go through as they are.
+	wake := make(chan struct{}, 1)
+	live := make(chan agent.Event, 64)
+	if s.cfg.Runner != nil {
+		unsubscribe := s.cfg.Runner.Subscribe(func(e agent.Event) {
+			if e.ThreadID != threadID {
+				return
+			}
+			switch e.Type {
+			case agent.EventTextDelta, agent.EventPaused, agent.EventFinished, agent.EventFailed:
+				select {
+				case live <- e:
+				default: // a slow client loses deltas, never messages: those are read from the store
+				}
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+		defer unsubscribe()
+	}
+
+	var last *EventState
+	lastRead := int64(-1) // the seq the state was last read at
+	poll := time.NewTicker(eventPoll)
+	defer poll.Stop()
+	keepAlive := time.NewTicker(eventKeepAlive)
+	defer keepAlive.Stop()
+	for {
+		// Messages first, then the state they lead to: a client that sees "idle" has seen
+		// every message before it.
+		var ok bool
+		if after, ok = s.sendMessages(ctx, ws, threadID, after, send); !ok {
+			return
+		}
+		// What the thread waits on changes only with its messages or status: read the status
+		// each time, the rest only then.
+		if th, err := s.cfg.Store.Thread(ctx, ws, threadID); err == nil && (last == nil || th.Status != last.Status || after != lastRead) {
+			st := s.threadState(ctx, ws, th, after)
+			lastRead = after
+			if last == nil || st.Status != last.Status || !samePending(st.Pending, last.Pending) {
+				if !send("state", "", st) {
+					return
+				}
+				last = st
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		case e := <-live:
+			if !s.sendLive(e, send) {
+				return
+			}
+		case <-wake:
+		case <-poll.C:
+		case <-keepAlive.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// sendMessages sends the thread's messages after seq after, oldest first, and returns the last
+// seq sent; false when the client is gone.
+func (s *Server) sendMessages(ctx context.Context, ws, threadID string, after int64, send func(string, string, any) bool) (int64, bool) {
+	// Pages run newest first: walk back to the first message after after, then send forward.
+	// A stream that keeps up reads one page per wake.
+	var batch []*store.Message
+	before := int64(0)
+	for {
+		page, err := s.cfg.Store.Messages(ctx, ws, threadID, store.Page{Before: before, Limit: eventBatch})
+		if err != nil {
+			return after, ctx.Err() == nil // a store hiccup: try again at the next wake
+		}
+		i := len(page)
+		for i > 0 && page[i-1].Seq > after {
+			i--
+		}
+		batch = append(page[i:], batch...)
+		if i > 0 || len(page) < eventBatch {
+			break
+		}
+		before = page[0].Seq
+	}
+	for _, m := range batch {
+		if !send("message", strconv.FormatInt(m.Seq, 10), m) {
+			return after, false
+		}
+		after = m.Seq
+	}
+	return after, true
+}
+
+// threadState is the thread's status and what it waits on.
+func (s *Server) threadState(ctx context.Context, ws string, th *store.Thread, lastSeq int64) *EventState {
+	st := &EventState{Status: th.Status, LastSeq: lastSeq}
+	if s.cfg.Runner == nil || s.cfg.Agents == nil || th.AgentID == "" || th.Status != store.StatusIdle {
+		return st
+	}
+	ag, err := s.cfg.Agents(ctx, th.AgentID)
+	if err != nil {
+		return st
+	}
+	t, err := thread.Open(ctx, s.cfg.Runner.Store, ws, th.ID)
+	if err != nil {
+		return st
+	}
+	st.Pending, _ = s.cfg.Runner.Waiting(ctx, t, ag)
+	return st
+}
+
+func samePending(a, b *agent.Pending) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Call.ID == b.Call.ID && a.Reason == b.Reason
+}
+
+// sendLive sends what a run of this process said that the store does not hold.
+func (s *Server) sendLive(e agent.Event, send func(string, string, any) bool) bool {
+	switch e.Type {
+	case agent.EventTextDelta:
+		return send("delta", "", EventDelta{Step: e.Step, Text: e.Text})
+	case agent.EventFailed:
+		// The cause may hold what the client must not see (a store's address): say what happened.
+		return send("run", "", EventRun{Type: "failed", Error: "the run failed; it resumes when retried (the server's log says why)"})
+	default:
+		return send("run", "", EventRun{Type: string(e.Type), Outcome: e.Outcome})
+	}
+}
+
+type flusherUnwrapper interface{ Unwrap() http.ResponseWriter }
+
+// unwrapFlusher finds the http.Flusher under w's wrappers.
+func unwrapFlusher(w any) (http.Flusher, bool) {
+	for {
+		if f, ok := w.(http.Flusher); ok {
+			return f, true
+		}
+		u, ok := w.(flusherUnwrapper)
+		if !ok {
+			return nil, false
+		}
+		w = u.Unwrap()
+	}
+}
