@@ -90,6 +90,12 @@ type Config struct {
 	RunTimeout time.Duration
 	// Logger gets River's logs and the runs' failures; nil means slog.Default.
 	Logger *slog.Logger
+	// Entities, when set, is purged of the deleted tools whose retention has passed, at start
+	// and every PurgeEvery (0 means DefaultPurgeEvery); each tool removed is logged.
+	Entities   store.Entities
+	PurgeEvery time.Duration
+	// Now is the purge's clock; nil means time.Now (tests move it).
+	Now func() time.Time
 	// pollInterval, when set, is how often River looks for new jobs (tests shorten it).
 	pollInterval time.Duration
 }
@@ -98,8 +104,11 @@ func (c *Config) check() error {
 	if c.Runner == nil || c.Runner.Store == nil || c.Agents == nil {
 		return errors.New("jobs: Config needs a Runner with a Store, and Agents")
 	}
-	if c.Workers < 0 || c.RunTimeout < 0 {
-		return fmt.Errorf("jobs: Workers (%d) and RunTimeout (%s) must not be negative; 0 takes the default", c.Workers, c.RunTimeout)
+	if c.Workers < 0 || c.RunTimeout < 0 || c.PurgeEvery < 0 {
+		return fmt.Errorf("jobs: Workers (%d), RunTimeout (%s) and PurgeEvery (%s) must not be negative; 0 takes the default", c.Workers, c.RunTimeout, c.PurgeEvery)
+	}
+	if c.PurgeEvery == 0 {
+		c.PurgeEvery = DefaultPurgeEvery
 	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
@@ -113,10 +122,17 @@ func (c *Config) check() error {
 	return nil
 }
 
+func (c *Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
 // riverConfig is River's configuration for cfg's runs, done by workers.
 func (c *Config) riverConfig(workers *river.Workers) *river.Config {
 	rc := &river.Config{
-		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: c.Workers}},
+		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: c.Workers}, purgeQueue: {MaxWorkers: 1}},
 		Workers:              workers,
 		JobTimeout:           c.RunTimeout,
 		RescueStuckJobsAfter: c.RunTimeout + rescueMargin,
@@ -124,6 +140,9 @@ func (c *Config) riverConfig(workers *river.Workers) *river.Config {
 	}
 	if c.pollInterval > 0 {
 		rc.FetchPollInterval, rc.FetchCooldown = c.pollInterval, c.pollInterval
+	}
+	if pj := c.purgeJob(); pj != nil {
+		rc.PeriodicJobs = []*river.PeriodicJob{pj}
 	}
 	return rc
 }

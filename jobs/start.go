@@ -77,6 +77,9 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 	if err := river.AddWorkerSafely(workers, &runWorker{cfg: cfg, lease: l}); err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &purgeWorker{cfg: cfg}); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
 	c, err := river.NewClient(drv, cfg.riverConfig(workers))
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)

@@ -415,6 +415,8 @@ func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string, reg
 	// may start before the server exists, and wait for it.
 	runner := &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Model: fallback, Registries: regs.registry}
 	jc := jobs.Config{Runner: runner, Agents: agents, Logger: cfg.Logger}
+	// The retention purge (deleted tools whose tier has passed) runs with the background runs.
+	jc.Entities, _ = cfg.Store.(store.Entities)
 	var j *jobs.Jobs
 	var pool *pgxpool.Pool
 	if st.SQLitePath != "" {
