@@ -37,6 +37,8 @@ const (
 // EventState is the thread's state: sent first on every stream, and again when it changes.
 type EventState struct {
 	Status store.ThreadStatus `json:"status" doc:"idle, running or terminated."`
+	// Run is how the thread's last run ended (paused, finished), whichever process ran it.
+	Run *agent.Outcome `json:"run,omitempty"`
 	// Pending is the call the thread waits on, when it waits (paused for a person or a client).
 	Pending *agent.Pending `json:"pending,omitempty"`
 	// LastSeq is the sequence number of the thread's last message when the state was read.
@@ -262,7 +264,7 @@ func (s *Server) streamEvents(hctx huma.Context, ws, threadID string, after int6
 		if th, err := s.cfg.Store.Thread(ctx, ws, threadID); err == nil && (last == nil || th.Status != last.Status || after != lastRead) {
 			st := s.threadState(ctx, ws, th, after)
 			lastRead = after
-			if last == nil || st.Status != last.Status || !samePending(st.Pending, last.Pending) {
+			if last == nil || !sameState(st, last) {
 				if !send("state", "", st) {
 					return
 				}
@@ -277,6 +279,10 @@ func (s *Server) streamEvents(hctx huma.Context, ws, threadID string, after int6
 		case e := <-live:
 			if !s.sendLive(e, send) {
 				return
+			}
+			if e.Type != agent.EventTextDelta {
+				// The run has ended and is making its thread idle: the state follows in a moment.
+				s.awaitIdle(ctx, ws, threadID)
 			}
 		case <-wake:
 		case <-poll.C:
@@ -325,7 +331,16 @@ func (s *Server) sendMessages(ctx context.Context, ws, threadID string, after in
 // threadState is the thread's status and what it waits on.
 func (s *Server) threadState(ctx context.Context, ws string, th *store.Thread, lastSeq int64) *EventState {
 	st := &EventState{Status: th.Status, LastSeq: lastSeq}
-	if s.cfg.Runner == nil || s.cfg.Agents == nil || th.AgentID == "" || th.Status != store.StatusIdle {
+	if len(th.State) > 0 {
+		var out agent.Outcome
+		if json.Unmarshal(th.State, &out) == nil && out.Status != "" {
+			st.Run = &out
+		}
+	}
+	// Only a paused run's thread can wait on a call; then ask what it waits on now (a decision
+	// or a result may have come since it paused).
+	if s.cfg.Runner == nil || s.cfg.Agents == nil || th.AgentID == "" || th.Status != store.StatusIdle ||
+		st.Run == nil || st.Run.Status != agent.RunPaused {
 		return st
 	}
 	ag, err := s.cfg.Agents(ctx, th.AgentID)
@@ -340,11 +355,31 @@ func (s *Server) threadState(ctx context.Context, ws string, th *store.Thread, l
 	return st
 }
 
-func samePending(a, b *agent.Pending) bool {
-	if a == nil || b == nil {
-		return a == b
+// sameState says whether a client that saw b learns nothing from a.
+func sameState(a, b *EventState) bool {
+	if a.Status != b.Status || (a.Run == nil) != (b.Run == nil) || (a.Pending == nil) != (b.Pending == nil) {
+		return false
 	}
-	return a.Call.ID == b.Call.ID && a.Reason == b.Reason
+	if a.Run != nil && (a.Run.Status != b.Run.Status || a.Run.Reason != b.Run.Reason || a.Run.Steps != b.Run.Steps) {
+		return false
+	}
+	return a.Pending == nil || (a.Pending.Call.ID == b.Pending.Call.ID && a.Pending.Reason == b.Pending.Reason)
+}
+
+// awaitIdle waits, briefly, for a run that just ended to mark its thread idle, so that the
+// stream's next state says so at once rather than at the next poll.
+func (s *Server) awaitIdle(ctx context.Context, ws, threadID string) {
+	for range 50 {
+		th, err := s.cfg.Store.Thread(ctx, ws, threadID)
+		if err != nil || th.Status != store.StatusRunning {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // sendLive sends what a run of this process said that the store does not hold.

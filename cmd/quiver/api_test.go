@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -291,6 +292,43 @@ func TestServeDecisions(t *testing.T) {
 			t.Fatalf("deny: %d %v", status, out)
 		}
 		waitFor(t, threadID, "not today")
+	})
+	t.Run("concurrent decisions", func(t *testing.T) {
+		// Eight people approve at once: one decision is recorded, the others are told 409.
+		threadID, callID := run(t)
+		body := `{"agent":"payer","call_id":"` + callID + `","action":"approve"}`
+		statuses := make(chan int, 8)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("POST", base+"/threads/"+threadID+"/decisions", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+admin)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				resp.Body.Close()
+				statuses <- resp.StatusCode
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		count := map[int]int{}
+		for st := range statuses {
+			count[st]++
+		}
+		if count[202] != 1 || count[409] != 7 {
+			t.Fatalf("eight concurrent approvals: %v, want one 202 and seven 409", count)
+		}
+		waitFor(t, threadID, "charged 5")
+		_, _, msgs := apiDo(t, "GET", base+"/threads/"+threadID+"/messages", admin, "")
+		if b, _ := json.Marshal(msgs); strings.Count(string(b), `"role":"tool"`) != 1 {
+			t.Errorf("the approved call ran more than once: %s", b)
+		}
 	})
 	t.Run("bad decisions", func(t *testing.T) {
 		threadID, callID := run(t)
