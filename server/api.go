@@ -125,6 +125,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 		})
 
 	s.registerThreadLists(api)
+	s.registerEntities(api)
 
 	huma.Register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
 		Summary: "A thread"}, func(ctx context.Context, in *threadInput) (*threadOutput, error) {
