@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/crashtest"
 	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/store/postgres"
+	"github.com/quiverhq/quiver/store/postgres/pgtest"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -22,11 +25,19 @@ import (
 // The child's side of TestKilledRunFinishesAfterRestart: it queues a run whose first call
 // completes and whose second blocks, reports each call as it starts, and waits to be killed.
 func TestCrashChild(t *testing.T) {
-	path := os.Getenv("JOBS_CRASH_DB")
-	if path == "" {
+	path, dsn := os.Getenv("JOBS_CRASH_DB"), os.Getenv("JOBS_CRASH_PG")
+	if path == "" && dsn == "" {
 		return // not the child
 	}
-	st, err := sqlite.Open(path)
+	var st thread.Store
+	var err error
+	var pool *pgxpool.Pool
+	if dsn != "" {
+		schemaName := os.Getenv("JOBS_CRASH_SCHEMA")
+		st, pool, err = openPostgres(dsn, schemaName)
+	} else {
+		st, err = sqlite.Open(path)
+	}
 	if err != nil {
 		crashtest.Fail("%v", err)
 	}
@@ -40,7 +51,13 @@ func TestCrashChild(t *testing.T) {
 			return "done " + name, nil
 		}))
 	}
-	j, err := StartSQLite(context.Background(), path, config(st, reg, &stepModel{turns: []string{"work", "wait"}}))
+	cfg := config(st, reg, &stepModel{turns: []string{"work", "wait"}})
+	var j *Jobs
+	if pool != nil {
+		j, err = StartPostgres(context.Background(), pool, cfg)
+	} else {
+		j, err = StartSQLite(context.Background(), path, cfg)
+	}
 	if err != nil {
 		crashtest.Fail("%v", err)
 	}
@@ -61,6 +78,69 @@ func TestCrashChild(t *testing.T) {
 func TestKilledRunFinishesAfterRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "q.db")
 	child := crashtest.Start(t, "TestCrashChild", "JOBS_CRASH_DB="+path)
+	threadID, ran := killMidRun(t, child)
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tl, reg := newTools(t)
+	close(tl.release) // this time the call that waited returns
+	j, err := StartSQLite(context.Background(), path, config(st, reg, &stepModel{turns: []string{"work", "wait"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Stop(context.Background())
+	checkFinished(t, st, threadID, ran, tl)
+}
+
+// On PostgreSQL, a node killed in the middle of a run loses its thread's lease with its
+// connections: the next node finds the run running with its lease free and takes it again,
+// without waiting for River's rescuer (RunTimeout later).
+func TestKilledRunFinishesAfterRestartPostgres(t *testing.T) {
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	dsn := pgtest.DSN(t)
+	schemaName := pgtest.Schema(t, dsn)
+	child := crashtest.Start(t, "TestCrashChild", "JOBS_CRASH_PG="+dsn, "JOBS_CRASH_SCHEMA="+schemaName)
+	threadID, ran := killMidRun(t, child)
+	st, pool, err := openPostgres(dsn, schemaName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tl, reg := newTools(t)
+	close(tl.release)
+	cfg := config(st, reg, &stepModel{turns: []string{"work", "wait"}})
+	cfg.orphanGrace, cfg.orphanCheck = 200*time.Millisecond, 100*time.Millisecond
+	j, err := StartPostgres(context.Background(), pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Stop(context.Background())
+	checkFinished(t, st, threadID, ran, tl)
+}
+
+// openPostgres opens the store and a pool on schemaName of dsn's database.
+func openPostgres(dsn, schemaName string) (*postgres.Store, *pgxpool.Pool, error) {
+	st, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(schemaName))
+	if err != nil {
+		return nil, nil, err
+	}
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc.ConnConfig.RuntimeParams["search_path"] = schemaName
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	return st, pool, err
+}
+
+// killMidRun waits until the child's run has completed its first call and started its
+// second, kills the child, and returns the thread and the calls it ran.
+func killMidRun(t *testing.T, child *crashtest.Child) (string, map[string]int) {
+	t.Helper()
 	var threadID string
 	ran := map[string]int{}
 	for !(threadID != "" && ran["call_2"] == 1) {
@@ -81,19 +161,13 @@ func TestKilledRunFinishesAfterRestart(t *testing.T) {
 	if _, killed := child.Finish(); !killed {
 		t.Fatal("the child was not killed")
 	}
+	return threadID, ran
+}
 
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	tl, reg := newTools(t)
-	close(tl.release) // this time the call that waited returns
-	j, err := StartSQLite(context.Background(), path, config(st, reg, &stepModel{turns: []string{"work", "wait"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Stop(context.Background())
+// checkFinished waits for the run to finish after the restart and checks each call ran once,
+// the one that was running when the child died again.
+func checkFinished(t *testing.T, st thread.Store, threadID string, ran map[string]int, tl *tools) {
+	t.Helper()
 	th, err := thread.Open(context.Background(), st, ws, threadID)
 	if err != nil {
 		t.Fatal(err)

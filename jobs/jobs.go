@@ -98,6 +98,8 @@ type Config struct {
 	Now func() time.Time
 	// pollInterval, when set, is how often River looks for new jobs (tests shorten it).
 	pollInterval time.Duration
+	// orphanGrace and orphanCheck: see orphaned (tests shorten them).
+	orphanGrace, orphanCheck time.Duration
 }
 
 func (c *Config) check() error {
@@ -109,6 +111,12 @@ func (c *Config) check() error {
 	}
 	if c.PurgeEvery == 0 {
 		c.PurgeEvery = DefaultPurgeEvery
+	}
+	if c.orphanGrace == 0 {
+		c.orphanGrace = orphanGrace
+	}
+	if c.orphanCheck == 0 {
+		c.orphanCheck = orphanCheck
 	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers

@@ -46,7 +46,7 @@ func StartSQLite(ctx context.Context, path string, cfg Config) (*Jobs, error) {
 	// River runs operations side by side, which SQLite answers with SQLITE_BUSY: one
 	// connection makes them take turns (the driver's own advice).
 	db.SetMaxOpenConns(1)
-	j, err := start(ctx, riversqlite.New(db), &cfg, &localLease{held: map[string]bool{}}, true)
+	j, _, err := start(ctx, riversqlite.New(db), &cfg, &localLease{held: map[string]bool{}}, true)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -62,37 +62,93 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	return start(ctx, riverpgxv5.New(pool), &cfg, &advisoryLease{pool: pool}, false)
+	l := &advisoryLease{pool: pool}
+	drv := riverpgxv5.New(pool)
+	j, c, err := start(ctx, drv, &cfg, l, false)
+	if err != nil {
+		return nil, err
+	}
+	// A node that died left its runs running, their leases free: take them again soon,
+	// rather than when River's rescuer finds them stuck (RunTimeout later).
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(cfg.orphanCheck)
+		defer tick.Stop()
+		for {
+			if err := rescueOrphans(watchCtx, c, drv, func(job *rivertype.JobRow) bool {
+				return orphaned(watchCtx, l, job, cfg.orphanGrace)
+			}); err != nil && watchCtx.Err() == nil {
+				cfg.Logger.WarnContext(watchCtx, "jobs: looking for runs a stopped node left", "err", err)
+			}
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	j.client = closing{j.client, func() error { stopWatch(); <-done; return nil }}
+	return j, nil
 }
 
-func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Config, l lease, orphansRun bool) (*Jobs, error) {
+// On PostgreSQL, a run whose job is running but whose thread's lease no one holds has lost its
+// node: every run holds its lease from its first moment to its last, and a node's advisory
+// locks go with its connections when it dies. orphanGrace leaves a job just fetched the time
+// to take its lease; orphanCheck is how often each node looks (Config's test-only fields
+// shorten both).
+const (
+	orphanGrace = 10 * time.Second
+	orphanCheck = 15 * time.Second
+)
+
+// orphaned says whether job, a running run, has no one running it: it has run longer than
+// grace and its thread's lease is free.
+func orphaned(ctx context.Context, l *advisoryLease, job *rivertype.JobRow, grace time.Duration) bool {
+	if job.AttemptedAt == nil || time.Since(*job.AttemptedAt) < grace {
+		return false
+	}
+	var args RunArgs
+	if err := json.Unmarshal(job.EncodedArgs, &args); err != nil || args.ThreadID == "" {
+		return false
+	}
+	release, ok, err := l.acquire(ctx, args.ThreadID)
+	if err != nil || !ok {
+		return false
+	}
+	release()
+	return true
+}
+
+func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Config, l lease, orphansRun bool) (*Jobs, *river.Client[TTx], error) {
 	m, err := rivermigrate.New(drv, &rivermigrate.Config{Logger: cfg.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("jobs: %w", err)
+		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return nil, fmt.Errorf("jobs: migrating River's tables: %w", err)
+		return nil, nil, fmt.Errorf("jobs: migrating River's tables: %w", err)
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &runWorker{cfg: cfg, lease: l}); err != nil {
-		return nil, fmt.Errorf("jobs: %w", err)
+		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
 	if err := river.AddWorkerSafely(workers, &purgeWorker{cfg: cfg}); err != nil {
-		return nil, fmt.Errorf("jobs: %w", err)
+		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
 	c, err := river.NewClient(drv, cfg.riverConfig(workers))
 	if err != nil {
-		return nil, fmt.Errorf("jobs: %w", err)
+		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
 	if orphansRun {
-		if err := rescueOrphans(ctx, c, drv); err != nil {
-			return nil, err
+		if err := rescueOrphans(ctx, c, drv, func(*rivertype.JobRow) bool { return true }); err != nil {
+			return nil, nil, err
 		}
 	}
 	if err := c.Start(ctx); err != nil {
-		return nil, fmt.Errorf("jobs: starting River: %w", err)
+		return nil, nil, fmt.Errorf("jobs: starting River: %w", err)
 	}
-	return &Jobs{client: c}, nil
+	return &Jobs{client: c}, c, nil
 }
 
 // rescueOrphans makes the runs a process that died left running available again, with an
@@ -100,7 +156,7 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 // rescuer calls for jobs running too long), done at once: on a database only this process
 // serves, a job found running at start has no one running it. (The client's JobRetry leaves
 // running jobs alone.)
-func rescueOrphans[TTx any](ctx context.Context, c *river.Client[TTx], drv riverdriver.Driver[TTx]) error {
+func rescueOrphans[TTx any](ctx context.Context, c *river.Client[TTx], drv riverdriver.Driver[TTx], orphan func(*rivertype.JobRow) bool) error {
 	params := river.NewJobListParams().Kinds(RunArgs{}.Kind()).States(rivertype.JobStateRunning).First(1000)
 	now := time.Now().UTC()
 	for {
@@ -113,6 +169,9 @@ func rescueOrphans[TTx any](ctx context.Context, c *river.Client[TTx], drv river
 		}
 		rescue := &riverdriver.JobRescueManyParams{StuckHorizon: now.Add(time.Second)}
 		for _, job := range res.Jobs {
+			if !orphan(job) {
+				continue
+			}
 			why, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(job.Attempt, 0),
 				Error: "the process running this run stopped; taken again when the next process started"})
 			if err != nil {
@@ -124,7 +183,9 @@ func rescueOrphans[TTx any](ctx context.Context, c *river.Client[TTx], drv river
 			rescue.ScheduledAt = append(rescue.ScheduledAt, now)
 			rescue.State = append(rescue.State, string(rivertype.JobStateAvailable))
 		}
-		if _, err := drv.GetExecutor().JobRescueMany(ctx, rescue); err != nil {
+		if len(rescue.ID) == 0 {
+			// no orphan on this page
+		} else if _, err := drv.GetExecutor().JobRescueMany(ctx, rescue); err != nil {
 			return fmt.Errorf("jobs: making the runs a stopped process left available again: %w", err)
 		}
 		if len(res.Jobs) < 1000 {
