@@ -8,7 +8,9 @@
 // resumes the thread, which never runs a completed tool call twice (see agent.Runner). So a
 // process killed in the middle of a run loses nothing: on SQLite, the jobs it was running are
 // made available again when the next process starts; on PostgreSQL, where other nodes go on
-// running, River rescues a job running longer than RunTimeout plus a margin.
+// running, every node takes again, within seconds, a running job whose thread lease no one
+// holds (a dead node's advisory locks go with its connections), and River's rescuer remains
+// for a job running longer than RunTimeout plus a margin.
 //
 // Two runs of one thread never execute at once: River refuses a second run of a thread while
 // one is queued or running (Start returns ErrRunQueued), and a run holds its thread's lease
