@@ -70,11 +70,11 @@ func fieldError(status int, loc, msg string) *ProblemDetails {
 // storeFieldError is apiError naming the field at fault when the store refused the request
 // (a 4xx answer); failures of the server's own name no field.
 func storeFieldError(err error, what, loc string) error {
-	p, ok := apiError(err, what).(*ProblemDetails)
-	if ok && p.Status >= 400 && p.Status < 500 {
+	err = apiError(err, what)
+	if p, ok := err.(*ProblemDetails); ok && p.Status >= 400 && p.Status < 500 {
 		p.Errors = append(p.Errors, &ProblemField{Location: loc, Message: strings.TrimPrefix(p.Detail, what+": ")})
 	}
-	return p
+	return err
 }
 
 // checkID refuses an id that is not of the kind the field takes: a fun_ id given for a tool
