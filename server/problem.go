@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -99,12 +100,25 @@ func newProblem(status int, msg string, errs ...error) huma.StatusError {
 			continue
 		case errors.As(err, &d):
 			ed := d.ErrorDetail()
-			p.Errors = append(p.Errors, &ProblemField{Location: ed.Location, Message: ed.Message, Value: shortValue(ed.Value)})
+			p.Errors = append(p.Errors, &ProblemField{Location: missingField(ed.Location, ed.Message), Message: ed.Message, Value: shortValue(ed.Value)})
 		default:
 			p.Errors = append(p.Errors, &ProblemField{Message: err.Error()})
 		}
 	}
 	return p
+}
+
+// missingField names the missing field in the location of a "required property" error, which
+// huma places at the object holding it (body, body.items[0]): the field at fault is the one
+// missing.
+func missingField(location, msg string) string {
+	const pre, post = "expected required property ", " to be present"
+	if name, ok := strings.CutPrefix(msg, pre); ok {
+		if name, ok = strings.CutSuffix(name, post); ok && name != "" {
+			return location + "." + name
+		}
+	}
+	return location
 }
 
 // shortValue keeps a value given in a request out of the answer when it is long: an answer
