@@ -46,9 +46,9 @@ func createKey(ctx context.Context, st backend, name string, role store.KeyRole,
 	if err != nil {
 		return "", nil, err
 	}
-	secret, prefix, hash := server.NewAPIKey()
-	k := &store.APIKey{WorkspaceID: localWorkspaceID, UserID: u.ID, Name: name, Role: role, Prefix: prefix, Hash: hash, ExpiresAt: expires}
-	if err := st.CreateAPIKey(ctx, k); err != nil {
+	k := &store.APIKey{WorkspaceID: localWorkspaceID, UserID: u.ID, Name: name, Role: role, ExpiresAt: expires}
+	secret, err := server.IssueAPIKey(ctx, st, k)
+	if err != nil {
 		return "", nil, err
 	}
 	return secret, k, nil
