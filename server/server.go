@@ -1,7 +1,11 @@
-// Package server is Quiver's HTTP server: the tools of a registry served over MCP at /mcp
-// (streamable HTTP, stateful sessions), a health endpoint at /healthz, tools of remote MCP
-// servers imported from configuration, every call recorded in the store, and a graceful
-// shutdown.
+// Package server is Quiver's HTTP server: a governed tool server for many workspaces. Every
+// request carries an API key (see [Authenticator]) that decides its workspace, user and role.
+// Each workspace is served its stored tools beside the server's own (a registry's tools, and
+// tools of remote MCP servers imported from configuration) over MCP at /mcp (streamable HTTP,
+// stateful sessions) and the JSON API under /v1 (OpenAPI 3.1 at /v1/openapi.json: workspaces,
+// members, keys, tools, functions, threads, runs and their events); another workspace's
+// records answer 404. A health endpoint is at /healthz; every call is recorded in the store,
+// and the server shuts down gracefully.
 //
 // Each MCP session gets its own thread in the workspace, tagged "mcp"; each tools/call is
 // appended to it as an assistant message carrying the call and a tool message carrying the
@@ -57,7 +61,9 @@ type Config struct {
 	// Use it when the directory is as durable as the store: beside a SQLite file, not on the
 	// disposable disk of a node sharing PostgreSQL.
 	JournalDir string
-	// WorkspaceID is the workspace calls run and are recorded in; "wsp_local" when empty.
+	// WorkspaceID is the server's own workspace, created when missing: the one requests act in
+	// when the server authenticates nothing (Auth nil); "wsp_local" when empty. With Auth,
+	// each request acts in its key's workspace.
 	WorkspaceID string
 	// Registry holds the tools served (imported tools are added to it); quiver.Default when nil.
 	Registry *quiver.Registry
@@ -95,9 +101,9 @@ type Config struct {
 	// client initializes a new one); zero means mcp.DefaultSessionIdleTimeout (5 minutes),
 	// negative never.
 	SessionIdleTimeout time.Duration
-	// MaxSessions caps the MCP sessions open at once: a client that would open another gets
-	// 503 until some close or expire. Zero means mcp.DefaultMaxSessions (1000), negative no
-	// cap.
+	// MaxSessions caps the MCP sessions open at once in each workspace (each workspace has an
+	// MCP server of its own): a client that would open another gets 503 until some close or
+	// expire. Zero means mcp.DefaultMaxSessions (1000), negative no cap.
 	MaxSessions int
 	// MaxSessionsPerOwner caps the MCP sessions one owner (see SessionOwner) has open at once:
 	// beyond it, 429. Zero means mcp.DefaultMaxSessionsPerOwner (250), negative no cap.
@@ -107,11 +113,12 @@ type Config struct {
 	SessionOwner func(*http.Request) string
 	// ShutdownTimeout bounds the graceful shutdown; zero means 10 seconds.
 	ShutdownTimeout time.Duration
-	// Auth, when set, authenticates every request to /mcp with an API key of the server's
-	// workspace: a viewer key may list the tools, a member or admin key call them too
-	// (a viewer's call is refused with policy_denied). A session answers only the key that
-	// opened it, and sessions are counted per key (MaxSessionsPerOwner). Nil authenticates
-	// nothing: anyone who can reach /mcp calls every tool.
+	// Auth, when set, authenticates every request to /mcp and /v1 with an API key, which
+	// decides the workspace, user and role of all the request does: a viewer key may read and
+	// list the tools, a member or admin key call them too (a viewer's call is refused with
+	// policy_denied) and change things. A session answers only the key that opened it, and
+	// sessions are counted per key (MaxSessionsPerOwner). Nil authenticates nothing: anyone
+	// who can reach the server acts in WorkspaceID and calls every tool.
 	Auth *Authenticator
 	// Runs, when set, runs agents in the background for the API (POST /v1/threads/{id}/runs),
 	// with the agents Agents names; CreateThread makes a thread for an agent (POST
