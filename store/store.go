@@ -159,11 +159,14 @@ type Store interface {
 	UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*Thread) error) (*Thread, error)
 	// Children lists the threads whose parent is threadID, oldest first.
 	Children(ctx context.Context, workspaceID, threadID string) ([]*Thread, error)
-	// Threads lists the workspace's threads, newest first, a page at a time: at most limit
-	// (see CheckThreadPage) after the place cursor names ("" for the first page). next names
-	// the place after this page, "" when it is the last. A cursor that this method did not
-	// return is refused with ErrInvalid.
-	Threads(ctx context.Context, workspaceID string, limit int, cursor string) (threads []*Thread, next string, err error)
+	// Threads lists the workspace's threads that f keeps (its agent, a tag, a status; all
+	// when f sets none), newest first, a page at a time: at most f.Limit (see
+	// CheckThreadPage) after the place f.Cursor names ("" for the first page). next names the
+	// place after this page, "" when it is the last. Each page costs the same however deep
+	// in the list it is (an index read in order from the cursor, not an offset). A cursor
+	// that this method did not return for the same workspace and filter, and a filter that
+	// PrepareThreadList refuses, are ErrInvalid.
+	Threads(ctx context.Context, workspaceID string, f ThreadFilter) (threads []*Thread, next string, err error)
 
 	// Append adds messages to the end of a thread in one transaction, assigning ID, Seq and
 	// CreatedAt. A tool message must answer a call of an earlier assistant message of the

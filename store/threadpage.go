@@ -1,16 +1,21 @@
 package store
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
-// Paging through a workspace's threads, newest first. The rules live here, once; a backend only
-// runs the query: the threads created before the cursor's (or at the same instant with a
-// smaller id), newest first, one more than the page holds, so that PageThreads knows whether
-// another page follows.
+// Paging through a workspace's threads, newest first, optionally filtered. The rules live
+// here, once; a backend only runs the query (store/sqlstore writes it for both): the threads
+// the filter keeps that were created before the cursor's (or at the same instant with a
+// smaller id), newest first, one more than the page holds, so that ThreadQuery.Page knows
+// whether another page follows.
 
 const (
 	// DefaultThreadPage is the page size when a caller asks for none.
@@ -18,6 +23,59 @@ const (
 	// MaxThreadPage bounds one page.
 	MaxThreadPage = 500
 )
+
+// ThreadFilter says which of a workspace's threads Store.Threads lists, and which page of
+// them. The zero value is the first page of every thread, DefaultThreadPage of them.
+type ThreadFilter struct {
+	// AgentID, when set, keeps the threads of that agent.
+	AgentID string
+	// Tag, when set, keeps the threads that have that tag.
+	Tag string
+	// Status, when set, keeps the threads in that status: idle, running or terminated.
+	Status ThreadStatus
+	// Limit is the page size, 1 to MaxThreadPage; 0 means DefaultThreadPage.
+	Limit int
+	// Cursor is where the page starts: the next cursor of the page before, listed in the same
+	// workspace with the same AgentID, Tag and Status; "" for the first page.
+	Cursor string
+}
+
+// ThreadQuery is a ThreadFilter checked, in a workspace: what a backend runs.
+type ThreadQuery struct {
+	WorkspaceID string
+	AgentID     string       // "" for any
+	Tag         string       // "" for any
+	Status      ThreadStatus // "" for any
+	// Limit is the page size; a backend reads Limit+1 rows, so that Page can tell whether
+	// another page follows.
+	Limit int
+	// After is the place the page starts after; the start of the list for the first page.
+	After ThreadCursor
+}
+
+// PrepareThreadList checks f for a listing of workspaceID's threads and returns the query a
+// backend runs. A limit out of range, an unknown status, a filter value that is not UTF-8
+// text without NUL (which no tag or agent id can hold) and a cursor that a listing of the
+// same workspace and filter did not return are ErrInvalid.
+func PrepareThreadList(workspaceID string, f ThreadFilter) (ThreadQuery, error) {
+	limit, err := CheckThreadPage(f.Limit)
+	if err != nil {
+		return ThreadQuery{}, err
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return ThreadQuery{}, fmt.Errorf("status %q: want idle, running or terminated: %w", f.Status, ErrInvalid)
+	}
+	for _, v := range []struct{ what, s string }{{"agent id", f.AgentID}, {"tag", f.Tag}} {
+		if !utf8.ValidString(v.s) || strings.IndexByte(v.s, 0) >= 0 {
+			return ThreadQuery{}, fmt.Errorf("the %s to list threads by is not UTF-8 text without NUL: %w", v.what, ErrInvalid)
+		}
+	}
+	q := ThreadQuery{WorkspaceID: workspaceID, AgentID: f.AgentID, Tag: f.Tag, Status: f.Status, Limit: limit}
+	if q.After, err = q.parseCursor(f.Cursor); err != nil {
+		return ThreadQuery{}, err
+	}
+	return q, nil
+}
 
 // CheckThreadPage returns the page size for limit: DefaultThreadPage for 0, limit when it is
 // 1 to MaxThreadPage, an ErrInvalid error otherwise.
@@ -31,6 +89,15 @@ func CheckThreadPage(limit int) (int, error) {
 	return limit, nil
 }
 
+// CheckThreadCursor reports, wrapping ErrInvalid, a cursor that no listing of workspaceID's
+// threads with f's AgentID, Tag and Status returned (f.Cursor; "" is always good): what
+// Threads refuses, for callers that want to tell that mistake from others before asking.
+func CheckThreadCursor(workspaceID string, f ThreadFilter) error {
+	q := ThreadQuery{WorkspaceID: workspaceID, AgentID: f.AgentID, Tag: f.Tag, Status: f.Status}
+	_, err := q.parseCursor(f.Cursor)
+	return err
+}
+
 // ThreadCursor is a place in the newest-first list: just after the thread created at CreatedAt
 // with ID. The zero value is the start of the list.
 type ThreadCursor struct {
@@ -41,34 +108,71 @@ type ThreadCursor struct {
 // IsStart reports whether c is the start of the list.
 func (c ThreadCursor) IsStart() bool { return c.ID == "" }
 
-// String is the cursor as callers carry it: the creation time in Unix nanoseconds and the id.
-func (c ThreadCursor) String() string {
+// A cursor, as callers carry it, is opaque: base64url (unpadded) of the creation time in Unix
+// nanoseconds (8 bytes, big-endian), the thread id, and a check of cursorCheckBytes: the first
+// bytes of the SHA-256 of the workspace, the filter and the place. The check is what turns a
+// cursor used with another filter (whose place may not be in that list at all) or altered by
+// hand into ErrInvalid rather than a page that silently skips or repeats threads. It is not a
+// signature and needs no key: someone who forges a cursor that passes gains nothing, since it
+// only names a place in a listing of their own workspace, which every query is held to.
+const (
+	cursorCheckBytes = 12
+	cursorDomain     = "quiver thread cursor v1\x00"
+)
+
+// cursorCheck is the check of a place in q's listing.
+func (q ThreadQuery) cursorCheck(place []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte(cursorDomain))
+	for _, s := range []string{q.WorkspaceID, q.AgentID, q.Tag, string(q.Status)} {
+		// Each field with its length first, so that no two filters write the same bytes.
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	h.Write(place)
+	return h.Sum(nil)[:cursorCheckBytes]
+}
+
+// cursor is the cursor naming c in q's listing; "" for the start.
+func (q ThreadQuery) cursor(c ThreadCursor) string {
 	if c.IsStart() {
 		return ""
 	}
-	return strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + "." + c.ID
+	place := binary.BigEndian.AppendUint64(nil, uint64(c.CreatedAt.UnixNano()))
+	place = append(place, c.ID...)
+	return base64.RawURLEncoding.EncodeToString(append(place, q.cursorCheck(place)...))
 }
 
-// ParseThreadCursor reads a cursor that String wrote; "" is the start of the list.
-func ParseThreadCursor(s string) (ThreadCursor, error) {
+// parseCursor reads a cursor that q.cursor wrote; "" is the start of the list.
+func (q ThreadQuery) parseCursor(s string) (ThreadCursor, error) {
 	if s == "" {
 		return ThreadCursor{}, nil
 	}
-	nanos, id, ok := strings.Cut(s, ".")
-	n, err := strconv.ParseInt(nanos, 10, 64)
-	if !ok || err != nil || !strings.HasPrefix(id, "thr_") {
-		return ThreadCursor{}, fmt.Errorf("%q is not a cursor of the thread list (pass the next cursor a page returned): %w", s, ErrInvalid)
+	bad := fmt.Errorf("not a cursor of this thread list (pass, with the same filters, the next cursor a page returned): %w", ErrInvalid)
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < 8+len(PrefixThread)+2+cursorCheckBytes {
+		return ThreadCursor{}, bad
 	}
-	return ThreadCursor{CreatedAt: time.Unix(0, n).UTC(), ID: id}, nil
+	place, check := b[:len(b)-cursorCheckBytes], b[len(b)-cursorCheckBytes:]
+	if subtle.ConstantTimeCompare(check, q.cursorCheck(place)) != 1 {
+		return ThreadCursor{}, bad
+	}
+	id := string(place[8:])
+	if !strings.HasPrefix(id, PrefixThread+"_") || !utf8.ValidString(id) {
+		return ThreadCursor{}, bad
+	}
+	return ThreadCursor{CreatedAt: time.Unix(0, int64(binary.BigEndian.Uint64(place[:8]))).UTC(), ID: id}, nil
 }
 
-// PageThreads cuts rows, which a backend read with limit+1 as its limit, to the page and the
-// cursor of the next one.
-func PageThreads(rows []*Thread, limit int) ([]*Thread, string) {
-	if len(rows) <= limit {
+// Page cuts rows, which a backend read with q.Limit+1 as its limit, to the page and the cursor
+// of the next one ("" when this page is the last).
+func (q ThreadQuery) Page(rows []*Thread) ([]*Thread, string) {
+	if len(rows) <= q.Limit {
 		return rows, ""
 	}
-	page := rows[:limit]
+	page := rows[:q.Limit]
 	last := page[len(page)-1]
-	return page, ThreadCursor{CreatedAt: last.CreatedAt, ID: last.ID}.String()
+	return page, q.cursor(ThreadCursor{CreatedAt: last.CreatedAt, ID: last.ID})
 }

@@ -10,6 +10,11 @@ import (
 // MaxThreadStateBytes caps Thread.State.
 const MaxThreadStateBytes = 1 << 20
 
+// MaxTagBytes caps one tag of a thread. Tags are indexed, so that threads are listed by tag
+// (ThreadFilter.Tag) a page at a time, and an index entry has a bounded size (PostgreSQL's
+// B-trees refuse one over about 2.7 KB).
+const MaxTagBytes = 1024
+
 // CheckThreadUpdate reports, wrapping ErrInvalid (or ErrTooLarge), what a backend must refuse
 // when a thread changes from before to after: a field other than Tags, the execution state,
 // Status and State changing, a negative step count, an unknown status, a terminated thread
@@ -33,6 +38,8 @@ func CheckThreadUpdate(before, after *Thread) error {
 		return fmt.Errorf("state is not JSON: %w", ErrInvalid)
 	case slices.Contains(after.Tags, ""):
 		return fmt.Errorf("empty tag: %w", ErrInvalid)
+	case slices.ContainsFunc(after.Tags, func(tag string) bool { return len(tag) > MaxTagBytes }):
+		return fmt.Errorf("a tag is over %d bytes: %w", MaxTagBytes, ErrInvalid)
 	}
 	return nil
 }

@@ -287,7 +287,7 @@ func (a *app) threadsList(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer db.Close()
-	page, next, err := db.Threads(ctx, localWorkspaceID, *limit, *cursor)
+	page, next, err := db.Threads(ctx, localWorkspaceID, store.ThreadFilter{Limit: *limit, Cursor: *cursor})
 	if errors.Is(err, store.ErrInvalid) {
 		return exitUsage, usagef("%v", err)
 	}

@@ -47,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
 // Store is a store.Store on a PostgreSQL database. It is safe for concurrent use, also by
@@ -123,6 +124,9 @@ func (s *Store) Close() error {
 // threadColumns are read by scanThread, in this order.
 const threadColumns = `id, workspace_id, agent_id, user_id, COALESCE(parent_id, ''), tags, step_count, current_side, stopped, status, blocking, resumable, state, created_at, updated_at`
 
+// threadColumnsT are threadColumns of the table aliased t, for a statement that joins it.
+const threadColumnsT = `t.id, t.workspace_id, t.agent_id, t.user_id, COALESCE(t.parent_id, ''), t.tags, t.step_count, t.current_side, t.stopped, t.status, t.blocking, t.resumable, t.state, t.created_at, t.updated_at`
+
 func scanThread(row pgx.Row) (*store.Thread, error) {
 	var (
 		t     store.Thread
@@ -160,11 +164,19 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 	}
 	op := "create thread " + id
 	var at time.Time
-	err = s.pool.QueryRow(ctx, `INSERT INTO threads
-	(id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, status, blocking, resumable, state,
-	created_at, updated_at)
-VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, NULLIF($13, '')::json, now(), now())
-RETURNING created_at`,
+	// One statement writes the thread and its rows of thread_tags (the index of the list by
+	// tag), so that neither is ever without the other.
+	err = s.pool.QueryRow(ctx, `WITH t AS (
+	INSERT INTO threads
+		(id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, status, blocking, resumable, state,
+		created_at, updated_at)
+	VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, NULLIF($13, '')::json, now(), now())
+	RETURNING created_at
+), g AS (
+	INSERT INTO thread_tags (thread_id, tag, workspace_id, created_at)
+	SELECT DISTINCT $1, u.tag, $2, t.created_at FROM t, unnest($6::text[]) AS u(tag)
+)
+SELECT created_at FROM t`,
 		id, t.WorkspaceID, t.AgentID, t.UserID, t.ParentID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped,
 		string(status), t.Blocking, t.Resumable, string(t.State)).Scan(&at)
 	if err != nil {
@@ -217,6 +229,17 @@ RETURNING updated_at`, threadID, workspaceID, tagsArg(t.Tags), t.StepCount, t.Cu
 			return dialect.Err(op, err)
 		}
 		t.UpdatedAt = t.UpdatedAt.UTC()
+		if !slices.Equal(old.Tags, t.Tags) { // the tags' index follows the tags, rarely changed
+			if _, err := tx.Exec(ctx, `DELETE FROM thread_tags WHERE thread_id = $1 AND NOT tag = ANY($2::text[])`,
+				threadID, tagsArg(t.Tags)); err != nil {
+				return dialect.Err(op, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO thread_tags (thread_id, tag, workspace_id, created_at)
+SELECT DISTINCT $1, u.tag, $2, $3::timestamptz FROM unnest($4::text[]) AS u(tag) ON CONFLICT DO NOTHING`,
+				threadID, workspaceID, old.CreatedAt, tagsArg(t.Tags)); err != nil {
+				return dialect.Err(op, err)
+			}
+		}
 		if len(t.Tags) == 0 {
 			t.Tags = nil
 		}
@@ -244,19 +267,15 @@ WHERE workspace_id = $1 AND parent_id = $2 ORDER BY created_at, id`, workspaceID
 	return kids, nil
 }
 
-// Threads lists the workspace's threads, newest first, a page at a time (see store.Store).
-func (s *Store) Threads(ctx context.Context, workspaceID string, limit int, cursor string) ([]*store.Thread, string, error) {
-	limit, err := store.CheckThreadPage(limit)
+// Threads lists the workspace's threads that f keeps, newest first, a page at a time (see
+// store.Store; the statement is sqlstore.ThreadList's).
+func (s *Store) Threads(ctx context.Context, workspaceID string, f store.ThreadFilter) ([]*store.Thread, string, error) {
+	q, err := store.PrepareThreadList(workspaceID, f)
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: list threads: %w", err)
 	}
-	c, err := store.ParseThreadCursor(cursor)
-	if err != nil {
-		return nil, "", fmt.Errorf("postgres: list threads: %w", err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+threadColumns+` FROM threads
-WHERE workspace_id = $1 AND ($2 OR (created_at, id) < ($3, $4)) ORDER BY created_at DESC, id DESC LIMIT $5`,
-		workspaceID, c.IsStart(), c.CreatedAt, c.ID, limit+1)
+	query, args := sqlstore.ThreadList(dialect, threadColumnsT, q)
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, "", dialect.Err("list threads", err)
 	}
@@ -264,7 +283,7 @@ WHERE workspace_id = $1 AND ($2 OR (created_at, id) < ($3, $4)) ORDER BY created
 	if err != nil {
 		return nil, "", dialect.Err("list threads", err)
 	}
-	page, next := store.PageThreads(out, limit)
+	page, next := q.Page(out)
 	return page, next, nil
 }
 

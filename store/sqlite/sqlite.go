@@ -94,9 +94,10 @@ type Store struct {
 	wBegin, wCommit, wRollback *sql.Stmt
 
 	// Prepared statements of the writer connection.
-	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wMessageExists, wThread, wUpdateThread, wInsertThread, wThreadWorkspace *sql.Stmt
+	wThreadSeq, wInsertMessage, wInsertCall, wCallState, wMessageExists, wThread, wUpdateThread, wInsertThread, wThreadWorkspace,
+	wInsertTags, wDeleteTags *sql.Stmt
 	// Prepared statements of the read pool.
-	rThread, rThreadExists, rLastMessages, rChildren, rThreads, rPending, rQueued *sql.Stmt
+	rThread, rThreadExists, rLastMessages, rChildren, rPending, rQueued *sql.Stmt
 
 	// ckpt checkpoints the log off the writer's path (see checkpoint.go).
 	ckpt *checkpointer
@@ -231,8 +232,8 @@ func (s *Store) Close() error {
 		errs = append(errs, s.ckpt.stop())
 	}
 	for _, st := range []*sql.Stmt{s.wBegin, s.wCommit, s.wRollback, s.wThreadSeq, s.wInsertMessage, s.wInsertCall, s.wCallState, s.wMessageExists, s.wThread,
-		s.wUpdateThread, s.wInsertThread, s.wThreadWorkspace, s.rThread, s.rThreadExists, s.rLastMessages,
-		s.rChildren, s.rThreads, s.rPending, s.rQueued} {
+		s.wUpdateThread, s.wInsertThread, s.wThreadWorkspace, s.wInsertTags, s.wDeleteTags, s.rThread, s.rThreadExists, s.rLastMessages,
+		s.rChildren, s.rPending, s.rQueued} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -249,7 +250,9 @@ func (s *Store) Close() error {
 }
 
 const (
-	threadCols  = `id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, status, blocking, resumable, state, created_at, updated_at`
+	threadCols = `id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, status, blocking, resumable, state, created_at, updated_at`
+	// threadColsT are threadCols of the table aliased t, for a statement that joins it.
+	threadColsT = `t.id, t.workspace_id, t.agent_id, t.user_id, t.parent_id, t.tags, t.step_count, t.current_side, t.stopped, t.status, t.blocking, t.resumable, t.state, t.created_at, t.updated_at`
 	messageCols = `id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at`
 )
 
@@ -278,6 +281,10 @@ func (s *Store) prepare() error {
 	prep(s.wc, &s.wUpdateThread, `UPDATE threads SET tags = ?, step_count = ?, current_side = ?, stopped = ?, status = ?, state = ?, updated_at = ? WHERE id = ?`)
 	prep(s.wc, &s.wInsertThread, `INSERT INTO threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	prep(s.wc, &s.wThreadWorkspace, `SELECT workspace_id FROM threads WHERE id = ?`)
+	// A thread's tags (the JSON array its tags column holds), each once, for the list by tag.
+	prep(s.wc, &s.wInsertTags, `INSERT INTO thread_tags (thread_id, tag, workspace_id, created_at)
+		SELECT DISTINCT ?1, value, ?2, ?3 FROM json_each(?4)`)
+	prep(s.wc, &s.wDeleteTags, `DELETE FROM thread_tags WHERE thread_id = ?`)
 
 	prep(s.r, &s.rThread, `SELECT `+threadCols+` FROM threads WHERE id = ? AND workspace_id = ?`)
 	prep(s.r, &s.rThreadExists, `SELECT 1 FROM threads WHERE id = ? AND workspace_id = ?`)
@@ -287,9 +294,6 @@ func (s *Store) prepare() error {
 		WHERE thread_id = ?1 AND seq < ?2 AND EXISTS (SELECT 1 FROM threads WHERE id = ?1 AND workspace_id = ?3)
 		ORDER BY seq DESC LIMIT ?4`)
 	prep(s.r, &s.rChildren, `SELECT `+threadCols+` FROM threads WHERE parent_id = ? AND workspace_id = ? ORDER BY created_at, rowid`)
-	// The newest first, after a cursor (see store.PageThreads); the first argument is true for the first page.
-	prep(s.r, &s.rThreads, `SELECT `+threadCols+` FROM threads WHERE workspace_id = ? AND (? OR created_at < ? OR (created_at = ? AND id < ?))
-		ORDER BY created_at DESC, id DESC LIMIT ?`)
 	prep(s.r, &s.rQueued, `SELECT q.id, q.role, q.content, q.created_at FROM threads t
 		LEFT JOIN queued_messages q ON q.thread_id = t.id
 		WHERE t.id = ? AND t.workspace_id = ? ORDER BY q.rowid`)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlstore"
 )
 
 // CreateThread stores a new thread, setting its ID (when empty), CreatedAt and UpdatedAt. A
@@ -43,6 +44,9 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: create thread: %w", err)
+		}
+		if _, err := s.wInsertTags.ExecContext(ctx, id, t.WorkspaceID, now.UnixNano(), tags); err != nil {
+			return fmt.Errorf("sqlite: create thread: tags: %w", err)
 		}
 		return nil
 	})
@@ -102,6 +106,14 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 			th.Stopped, string(th.Status), nullJSON(th.State), now.UnixNano(), threadID); err != nil {
 			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
 		}
+		if !slices.Equal(before.Tags, th.Tags) { // the tags' index follows the tags, rarely changed
+			if _, err := s.wDeleteTags.ExecContext(ctx, threadID); err != nil {
+				return fmt.Errorf("sqlite: update thread %s: tags: %w", threadID, err)
+			}
+			if _, err := s.wInsertTags.ExecContext(ctx, threadID, th.WorkspaceID, th.CreatedAt.UnixNano(), tags); err != nil {
+				return fmt.Errorf("sqlite: update thread %s: tags: %w", threadID, err)
+			}
+		}
 		th.UpdatedAt = now
 		out = th
 		return nil
@@ -134,18 +146,15 @@ func (s *Store) Children(ctx context.Context, workspaceID, threadID string) ([]*
 	return out, nil
 }
 
-// Threads lists the workspace's threads, newest first, a page at a time (see store.Store).
-func (s *Store) Threads(ctx context.Context, workspaceID string, limit int, cursor string) ([]*store.Thread, string, error) {
-	limit, err := store.CheckThreadPage(limit)
+// Threads lists the workspace's threads that f keeps, newest first, a page at a time (see
+// store.Store; the statement is sqlstore.ThreadList's).
+func (s *Store) Threads(ctx context.Context, workspaceID string, f store.ThreadFilter) ([]*store.Thread, string, error) {
+	q, err := store.PrepareThreadList(workspaceID, f)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: list threads: %w", err)
 	}
-	c, err := store.ParseThreadCursor(cursor)
-	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list threads: %w", err)
-	}
-	at := c.CreatedAt.UnixNano()
-	rows, err := s.rThreads.QueryContext(ctx, workspaceID, c.IsStart(), at, at, c.ID, limit+1)
+	query, args := sqlstore.ThreadList(dialect, threadColsT, q)
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: list threads: %w", readErr(ctx, err))
 	}
@@ -161,7 +170,7 @@ func (s *Store) Threads(ctx context.Context, workspaceID string, limit int, curs
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("sqlite: list threads: %w", readErr(ctx, err))
 	}
-	page, next := store.PageThreads(out, limit)
+	page, next := q.Page(out)
 	return page, next, nil
 }
 

@@ -33,6 +33,8 @@ func Run(t *testing.T, open Open) {
 		{"UpdateThread", testUpdateThread},
 		{"Children", testChildren},
 		{"ThreadList", testThreadList},
+		{"ThreadListFilters", testThreadListFilters},
+		{"ThreadListByTagFollowsUpdates", testThreadListFollowsUpdates},
 		{"AppendAndRead", testAppendAndRead},
 		{"Paging", testPaging},
 		{"ResultsExactlyOnce", testResultsExactlyOnce},
@@ -224,7 +226,7 @@ func testThreadList(t *testing.T, s store.Store) {
 	var sizes []int
 	cursor := ""
 	for range 10 {
-		page, next, err := s.Threads(ctx, ws, 3, cursor)
+		page, next, err := s.Threads(ctx, ws, store.ThreadFilter{Limit: 3, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,17 +249,17 @@ func testThreadList(t *testing.T, s store.Store) {
 	if !slices.Equal(got, wantIDs) || !slices.Equal(sizes, []int{3, 3, 1}) {
 		t.Fatalf("pages of 3: %v in pages of %v, want %v in pages of [3 3 1]", got, sizes, wantIDs)
 	}
-	if all, next, err := s.Threads(ctx, ws, 0, ""); err != nil || len(all) != 7 || next != "" {
+	if all, next, err := s.Threads(ctx, ws, store.ThreadFilter{}); err != nil || len(all) != 7 || next != "" {
 		t.Errorf("default page: %d threads, next %q, %v", len(all), next, err)
 	}
-	if none, next, err := s.Threads(ctx, "wsp_empty", 5, ""); err != nil || len(none) != 0 || next != "" {
+	if none, next, err := s.Threads(ctx, "wsp_empty", store.ThreadFilter{Limit: 5}); err != nil || len(none) != 0 || next != "" {
 		t.Errorf("empty workspace: %d threads, next %q, %v", len(none), next, err)
 	}
 	for _, bad := range []struct {
 		limit  int
 		cursor string
 	}{{-1, ""}, {store.MaxThreadPage + 1, ""}, {3, "nonsense"}, {3, "12.msg_1"}, {3, "x.thr_1"}} {
-		if _, _, err := s.Threads(ctx, ws, bad.limit, bad.cursor); !errors.Is(err, store.ErrInvalid) {
+		if _, _, err := s.Threads(ctx, ws, store.ThreadFilter{Limit: bad.limit, Cursor: bad.cursor}); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("Threads(limit %d, cursor %q): %v, want ErrInvalid", bad.limit, bad.cursor, err)
 		}
 	}

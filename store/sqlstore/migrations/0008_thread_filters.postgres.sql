@@ -1,0 +1,31 @@
+-- 0008: listing a workspace's threads by agent, tag or status (Store.Threads with a
+-- ThreadFilter), a page at a time, reads an index in order from the cursor, as the unfiltered
+-- list reads threads_newest: a page costs the same however few threads match and however deep
+-- in the list it is. A combination of filters reads one of these indexes and checks the others
+-- on each row it reads.
+
+CREATE INDEX threads_agent_newest ON threads (workspace_id, agent_id, created_at DESC, id DESC);
+CREATE INDEX threads_status_newest ON threads (workspace_id, status, created_at DESC, id DESC);
+
+-- A thread's tags, one row each, kept by CreateThread and UpdateThread in the transaction that
+-- writes the thread's tags column (the record; this table is its index). created_at is the
+-- thread's, which never changes, so that the list by tag is read in order from this table (a
+-- GIN index on threads.tags finds the threads with a tag, but not in order).
+CREATE TABLE thread_tags (
+	thread_id    text        NOT NULL,
+	tag          text        NOT NULL,
+	workspace_id text        NOT NULL,
+	created_at   timestamptz NOT NULL,
+	CONSTRAINT thread_tags_pkey PRIMARY KEY (thread_id, tag),
+	CONSTRAINT thread_tags_thread_fkey FOREIGN KEY (workspace_id, thread_id) REFERENCES threads (workspace_id, id) ON DELETE CASCADE,
+	CONSTRAINT thread_tags_tag_check CHECK (tag <> '')
+);
+
+CREATE INDEX thread_tags_newest ON thread_tags (workspace_id, tag, created_at DESC, thread_id DESC);
+
+-- Tags over 1024 bytes (store.MaxTagBytes, which earlier versions did not enforce) stay out,
+-- as in SQLite: an index entry that long would fail the migration. Such a thread is not listed
+-- by that tag.
+INSERT INTO thread_tags (thread_id, tag, workspace_id, created_at)
+	SELECT DISTINCT t.id, g.tag, t.workspace_id, t.created_at FROM threads t, unnest(t.tags) AS g(tag)
+	WHERE g.tag <> '' AND octet_length(g.tag) <= 1024;
