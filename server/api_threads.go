@@ -1,20 +1,43 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"mime"
 	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/secret"
+	"github.com/quiverhq/quiver/store/vars"
 )
 
-// registerThreadLists adds the endpoints that list a workspace's threads.
+// The thread endpoints of /v1 besides a thread and its messages (api.go) and its runs
+// (api_runs.go): the workspace's threads listed by agent, tag and status; a thread's file
+// system (R5, R6: its attachments among its files); and the variables set on a thread (V1-V4),
+// whose secret values are encrypted at rest as quiver vars set does it and never shown.
+//
+// Every endpoint takes the thread's id in the path and answers 404 for a thread that is not
+// the key's workspace's, exactly as for one that does not exist; an id that is not a thread's
+// at all (no thr_ prefix) is a 400 naming path.id.
+
+// registerThreadLists adds the thread endpoints of this file.
 func (s *Server) registerThreadLists(api huma.API) {
 	huma.Register(api, huma.Operation{OperationID: "list-threads", Method: http.MethodGet, Path: "/v1/threads",
 		Summary: "The workspace's threads, newest first, a page at a time, optionally by agent, tag and status"}, s.listThreads)
+	s.registerThreadFiles(api)
+	s.registerThreadVariables(api)
 }
 
 // ---- the thread list
@@ -54,4 +77,430 @@ func (s *Server) listThreads(ctx context.Context, in *threadsInput) (*threadsOut
 	out := &threadsOutput{}
 	out.Body.Threads, out.Body.NextCursor = nonNil(threads), next
 	return out, nil
+}
+
+// thread returns the workspace's thread id, after checking that id is a thread's id at all:
+// 400 naming path.id when it is not, 404 when the workspace has no such thread.
+func (s *Server) thread(ctx context.Context, id string) (*store.Thread, error) {
+	if err := checkID("path.id", store.PrefixThread, id); err != nil {
+		return nil, err
+	}
+	th, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), id)
+	if err != nil {
+		return nil, apiError(err, "thread "+id)
+	}
+	return th, nil
+}
+
+// ---- the thread's file system
+
+type threadFilesInput struct {
+	ID   string `path:"id" maxLength:"64" doc:"The thread's id (thr_...)."`
+	Path string `query:"path" default:"/" maxLength:"1024" doc:"The directory to list, with everything under it (or a file, listed alone): an absolute path of the thread's file system like /attachments, without . or .. segments, a trailing /, backslashes or control characters."`
+	// A thread may hold up to store.FileLimits.MaxThreadEntries (100,000 by default): too
+	// many for one answer.
+	Limit int `query:"limit" minimum:"1" maximum:"1000" default:"1000" doc:"The most entries to list, 1 to 1000; truncated says when there were more (list a directory further down to see them)."`
+}
+
+type threadFilesOutput struct {
+	Body struct {
+		Path  string            `json:"path" doc:"The path listed."`
+		Files []*store.FileInfo `json:"files" doc:"The files and directories under path, depth first: each directory's entries by name, each directory followed by what it holds."`
+		// Truncated is set when the listing stopped at limit.
+		Truncated bool `json:"truncated" doc:"Whether there were more entries than limit."`
+	}
+}
+
+type threadFileInput struct {
+	ID   string `path:"id" maxLength:"64" doc:"The thread's id (thr_...)."`
+	Path string `path:"path" maxLength:"1024" doc:"The file's path in the thread's file system without its leading slash, its slashes as they are: attachments/report.pdf is /attachments/report.pdf."`
+}
+
+// threadFileOutput is a file's content, as it is stored.
+type threadFileOutput struct {
+	ContentType   string `header:"Content-Type" doc:"The MIME type stored with the file."`
+	ContentLength int64  `header:"Content-Length" doc:"The file's size in bytes."`
+	// A file is a tool's output, not the server's: a browser must save it, never render it as
+	// a page of the API's origin (an HTML or SVG file could run script there).
+	ContentDisposition string `header:"Content-Disposition" doc:"attachment, with the file's name."`
+	NoSniff            string `header:"X-Content-Type-Options" doc:"nosniff: the type is the stored one."`
+	Sandbox            string `header:"Content-Security-Policy" doc:"sandbox: nothing in the file runs."`
+	Body               []byte
+}
+
+// filePathPattern is how the download route is registered: the rest of the URL path, slashes
+// included, is the file's path (Go's ServeMux wildcard). OpenAPI has no such parameter; the
+// document names it {path}, and its description says slashes stay.
+const (
+	filePathPattern = "/v1/threads/{id}/files/{path...}"
+	filePathInDoc   = "/v1/threads/{id}/files/{path}"
+)
+
+// registerThreadFiles adds the endpoints of a thread's file system.
+func (s *Server) registerThreadFiles(api huma.API) {
+	huma.Register(api, huma.Operation{OperationID: "list-thread-files", Method: http.MethodGet, Path: "/v1/threads/{id}/files",
+		Summary: "The thread's files and directories (its attachments are under /attachments), under a path"}, s.listThreadFiles)
+
+	huma.Register(api, huma.Operation{OperationID: "get-thread-file", Method: http.MethodGet, Path: filePathPattern,
+		Summary:     "A file of the thread, as stored: its content with its MIME type",
+		Description: "The URL path after /files/ is the file's path in the thread's file system (GET /v1/threads/{id}/files/attachments/report.pdf). A path that breaks the file system's rules (a backslash, a control character, a trailing slash) is a 400; a directory too (list it instead); a missing file a 404. A URL with . or .. segments is cleaned by the HTTP server, which redirects to the clean URL before any handler sees it, so it never leaves the thread's file system.",
+		Responses: map[string]*huma.Response{"200": {
+			Description: "The file's content; Content-Type is the MIME type stored with it.",
+			Content:     map[string]*huma.MediaType{"application/octet-stream": {Schema: &huma.Schema{Type: huma.TypeString, Format: "binary"}}},
+		}}}, s.getThreadFile)
+	// The route above is Go's pattern; the document names the parameter as OpenAPI does.
+	if doc := api.OpenAPI(); doc.Paths[filePathPattern] != nil {
+		doc.Paths[filePathInDoc] = doc.Paths[filePathPattern]
+		delete(doc.Paths, filePathPattern)
+	}
+}
+
+// files is the store's thread file system, or a 503 when the store has none.
+func (s *Server) files() (store.Files, error) {
+	fs, ok := s.cfg.Store.(store.Files)
+	if !ok {
+		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server's store keeps no thread files")
+	}
+	return fs, nil
+}
+
+func (s *Server) listThreadFiles(ctx context.Context, in *threadFilesInput) (*threadFilesOutput, error) {
+	fs, err := s.files()
+	if err != nil {
+		return nil, err
+	}
+	th, err := s.thread(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := filePathError("query.path", in.Path); err != nil {
+		return nil, err
+	}
+	top, err := fs.Stat(ctx, th.WorkspaceID, th.ID, in.Path)
+	if err != nil {
+		return nil, storeFieldError(err, "file "+in.Path+" of thread "+th.ID, "query.path")
+	}
+	out := &threadFilesOutput{}
+	out.Body.Path, out.Body.Files = in.Path, []*store.FileInfo{}
+	if !top.IsDir {
+		out.Body.Files = append(out.Body.Files, top)
+		return out, nil
+	}
+	w := fileWalk{fs: fs, ws: th.WorkspaceID, thread: th.ID, limit: in.Limit, out: out.Body.Files}
+	if err := w.dir(ctx, in.Path); err != nil && !errors.Is(err, errWalkFull) {
+		return nil, apiError(err, "the files of thread "+th.ID)
+	}
+	out.Body.Files, out.Body.Truncated = w.out, w.truncated
+	return out, nil
+}
+
+// errWalkFull stops a fileWalk that has its limit.
+var errWalkFull = errors.New("the listing is full")
+
+// fileWalk lists a directory tree one directory at a time (store.Files.ReadDir: one query
+// each, nothing of the files' content read), depth first, until it has limit entries. The
+// directories are read one after another, not as one snapshot: a change made meanwhile may
+// show in part.
+type fileWalk struct {
+	fs         store.Files
+	ws, thread string
+	limit      int
+	out        []*store.FileInfo
+	truncated  bool
+}
+
+func (w *fileWalk) dir(ctx context.Context, p string) error {
+	entries, err := w.fs.ReadDir(ctx, w.ws, w.thread, p)
+	if errors.Is(err, store.ErrNotFound) && len(w.out) > 0 {
+		return nil // removed since its parent was read
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if len(w.out) == w.limit {
+			w.truncated = true
+			return errWalkFull
+		}
+		w.out = append(w.out, e)
+		if e.IsDir {
+			if err := w.dir(ctx, e.Path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// filePathError is a 400 naming loc when p breaks a rule of the thread file system
+// (store.CheckPath: no traversal, no host path), nil otherwise.
+func filePathError(loc, p string) error {
+	var pe *store.PathError
+	if err := store.CheckPath(p); errors.As(err, &pe) {
+		return fieldError(http.StatusBadRequest, loc, "the path "+pe.Rule)
+	} else if err != nil {
+		return fieldError(http.StatusBadRequest, loc, err.Error())
+	}
+	return nil
+}
+
+func (s *Server) getThreadFile(ctx context.Context, in *threadFileInput) (*threadFileOutput, error) {
+	fs, err := s.files()
+	if err != nil {
+		return nil, err
+	}
+	th, err := s.thread(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	p := "/" + in.Path
+	if err := filePathError("path.path", p); err != nil {
+		return nil, err
+	}
+	// One read, of exactly the stored file: its size is capped by the store
+	// (FileLimits.MaxFileBytes) when it is written.
+	data, fi, err := fs.ReadFile(ctx, th.WorkspaceID, th.ID, p)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, fieldError(http.StatusNotFound, "path.path", "thread "+th.ID+" has no file "+p)
+	case errors.Is(err, store.ErrInvalid):
+		return nil, fieldError(http.StatusBadRequest, "path.path", p+" is a directory: list it with GET /v1/threads/"+th.ID+"/files?path="+p)
+	case err != nil:
+		return nil, apiError(err, "file "+p+" of thread "+th.ID)
+	}
+	return &threadFileOutput{
+		ContentType:        cmp.Or(fi.MimeType, "application/octet-stream"),
+		ContentLength:      int64(len(data)),
+		ContentDisposition: mime.FormatMediaType("attachment", map[string]string{"filename": fi.Name}),
+		NoSniff:            "nosniff",
+		Sandbox:            "sandbox",
+		Body:               data,
+	}, nil
+}
+
+// ---- the thread's variables
+
+// maxVariableValue caps a value, secret or not, in bytes: vars.MaxValueBytes, as quiver vars
+// set (the maxLength of VariableBody.Value, which counts characters, says the same).
+const maxVariableValue = vars.MaxValueBytes
+
+// ThreadVariable is a variable set on a thread, as the API shows it: a secret's value never.
+type ThreadVariable struct {
+	Name   string `json:"name"`
+	Secret bool   `json:"secret" doc:"A secret: encrypted at rest, given only to the code of tools that declare it secret, never shown."`
+	Scoped bool   `json:"scoped" doc:"Provided as scoped: it flows down to the thread's descendants even for variables they declare scoped."`
+	Set    bool   `json:"set" doc:"The thread has a value for it: always true here, the one thing a secret shows."`
+	// Value is a pointer, so that an empty text value shows as "" and a secret's not at all.
+	Value     *string   `json:"value,omitempty" doc:"The value of a text variable; absent for a secret."`
+	UpdatedAt time.Time `json:"updated_at" doc:"When the value was last set."`
+}
+
+// threadVariableOf shows a stored value; a secret's (sealed) value stays out.
+func threadVariableOf(v *store.Variable) *ThreadVariable {
+	out := &ThreadVariable{Name: v.Name, Secret: v.Secret, Scoped: v.Scoped, Set: true, UpdatedAt: v.UpdatedAt}
+	if !v.Secret {
+		value := v.Value
+		out.Value = &value
+	}
+	return out
+}
+
+type threadVariablesOutput struct {
+	Body struct {
+		Variables []*ThreadVariable `json:"variables" doc:"By name."`
+	}
+}
+
+type threadVariableOutput struct {
+	Body *ThreadVariable
+}
+
+// variableNameInput names a variable of a thread. The store takes names of up to 256 bytes of
+// any text; a name in a URL is kept to what tools declare and environments take.
+type variableNameInput struct {
+	ID   string `path:"id" maxLength:"64" doc:"The thread's id (thr_...)."`
+	Name string `path:"name" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9_][A-Za-z0-9_.-]*$" patternDescription:"letters, digits, _, . and -, not starting with . or -" doc:"The variable's name: 1 to 128 letters (A-Z, a-z), digits, _, . and -, not starting with . or -."`
+}
+
+type setVariableInput struct {
+	// The fields of variableNameInput: huma reads no parameter of an embedded struct.
+	ID   string `path:"id" maxLength:"64" doc:"The thread's id (thr_...)."`
+	Name string `path:"name" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9_][A-Za-z0-9_.-]*$" patternDescription:"letters, digits, _, . and -, not starting with . or -" doc:"The variable's name: 1 to 128 letters (A-Z, a-z), digits, _, . and -, not starting with . or -."`
+	// RawBody (a VariableBody) is read here, not by huma: huma's problems show the value given
+	// when it is short (a body that is not JSON, whole), and this body carries secrets.
+	RawBody []byte
+}
+
+// VariableBody is the body of PUT /v1/threads/{id}/variables/{name}.
+type VariableBody struct {
+	Value  string `json:"value" maxLength:"65536" doc:"The value: UTF-8 text without NUL, at most 65536 bytes. A secret's is encrypted before it is stored and never shown again, not even in a problem about the request."`
+	Secret bool   `json:"secret,omitempty" doc:"The value is a secret."`
+	Scoped bool   `json:"scoped,omitempty" doc:"Provide the value as scoped: it flows down to the thread's descendants, also for variables they declare scoped."`
+}
+
+// parseVariableBody reads a VariableBody as huma would, strictly (no other field, no other
+// type), with problems that name the field at fault and never show a value given.
+func parseVariableBody(raw []byte) (VariableBody, error) {
+	var b VariableBody
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return b, fieldError(http.StatusBadRequest, "body", `want a JSON object: {"value": "...", "secret": false, "scoped": false}`)
+	}
+	names := slices.Sorted(maps.Keys(fields))
+	for _, k := range names {
+		if k != "value" && k != "secret" && k != "scoped" {
+			loc := "body." + k
+			if len(k) > 64 || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+				loc = "body" // a location is no place for a long or strange key
+			}
+			return b, fieldError(http.StatusBadRequest, loc, "unknown field: the body takes value, secret and scoped")
+		}
+	}
+	raw, ok := fields["value"]
+	if !ok {
+		return b, fieldError(http.StatusBadRequest, "body.value", "required: the value to set")
+	}
+	if err := json.Unmarshal(raw, &b.Value); err != nil || raw[0] != '"' {
+		return b, fieldError(http.StatusBadRequest, "body.value", "want a string")
+	}
+	for _, f := range []struct {
+		name string
+		dst  *bool
+	}{{"secret", &b.Secret}, {"scoped", &b.Scoped}} {
+		if raw, ok := fields[f.name]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil || raw[0] == 'n' { // null is no answer
+				return b, fieldError(http.StatusBadRequest, "body."+f.name, "want true or false")
+			}
+		}
+	}
+	// Its words never go into an answer or a log: only its size does.
+	switch v := b.Value; {
+	case len(v) > maxVariableValue:
+		return b, fieldError(http.StatusBadRequest, "body.value", "the value is "+strconv.Itoa(len(v))+" bytes, over the "+strconv.Itoa(maxVariableValue)+" allowed")
+	case strings.IndexByte(v, 0) >= 0: // JSON strings are UTF-8 once decoded
+		return b, fieldError(http.StatusBadRequest, "body.value", "the value must be text without NUL")
+	}
+	return b, nil
+}
+
+// registerThreadVariables adds the endpoints of a thread's variables.
+func (s *Server) registerThreadVariables(api huma.API) {
+	huma.Register(api, huma.Operation{OperationID: "list-thread-variables", Method: http.MethodGet, Path: "/v1/threads/{id}/variables",
+		Summary: "The variables set on the thread (not those it inherits), secrets without their value"}, s.listThreadVariables)
+	const one = "/v1/threads/{id}/variables/{name}"
+	huma.Register(api, huma.Operation{OperationID: "set-thread-variable", Method: http.MethodPut, Path: one,
+		Summary: "Set a variable on the thread; a secret is encrypted at rest"}, s.setThreadVariable)
+	// The body is read by the handler (RawBody); the document describes what it reads.
+	if doc := api.OpenAPI(); doc.Paths[one] != nil && doc.Paths[one].Put != nil {
+		doc.Paths[one].Put.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
+			"application/json": {Schema: huma.SchemaFromType(doc.Components.Schemas, reflect.TypeFor[VariableBody]())}}}
+	}
+	huma.Register(api, huma.Operation{OperationID: "delete-thread-variable", Method: http.MethodDelete, Path: "/v1/threads/{id}/variables/{name}",
+		Summary: "Remove a variable's value from the thread", DefaultStatus: http.StatusNoContent}, s.deleteThreadVariable)
+}
+
+// variables is the store's variable storage, or a 503 when the store has none.
+func (s *Server) variables() (store.Variables, error) {
+	vs, ok := s.cfg.Store.(store.Variables)
+	if !ok {
+		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server's store keeps no variables")
+	}
+	return vs, nil
+}
+
+// secretKeys returns the keyring the server seals secret values with: the one of its
+// Config.Resolver when that is a *vars.Resolver (quiver serve's: it resolves the values for
+// the tools, over the same store, and opens the secrets with the same keys), else none, and
+// no secret can be set over the API.
+func (s *Server) secretKeys() *secret.Keyring {
+	if r, ok := s.cfg.Resolver.(*vars.Resolver); ok {
+		return r.Keys
+	}
+	return nil
+}
+
+// threadIDInput names a thread.
+type threadIDInput struct {
+	ID string `path:"id" maxLength:"64" doc:"The thread's id (thr_...)."`
+}
+
+func (s *Server) listThreadVariables(ctx context.Context, in *threadIDInput) (*threadVariablesOutput, error) {
+	vs, err := s.variables()
+	if err != nil {
+		return nil, err
+	}
+	th, err := s.thread(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := vs.Variables(ctx, th.WorkspaceID, store.LayerThread, th.ID)
+	if err != nil {
+		return nil, apiError(err, "the variables of thread "+th.ID)
+	}
+	out := &threadVariablesOutput{}
+	out.Body.Variables = make([]*ThreadVariable, len(stored))
+	for i, v := range stored {
+		out.Body.Variables[i] = threadVariableOf(v)
+	}
+	return out, nil
+}
+
+func (s *Server) setThreadVariable(ctx context.Context, in *setVariableInput) (*threadVariableOutput, error) {
+	if _, err := s.member(ctx, "read variables but not set them"); err != nil {
+		return nil, err
+	}
+	vs, err := s.variables()
+	if err != nil {
+		return nil, err
+	}
+	th, err := s.thread(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	body, err := parseVariableBody(in.RawBody)
+	if err != nil {
+		return nil, err
+	}
+	r := &vars.Resolver{Threads: s.cfg.Store, Values: vs, Keys: s.secretKeys()}
+	if body.Secret && r.Keys == nil {
+		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server has no key to encrypt secrets with (quiver serve has one); the secret was not stored")
+	}
+	err = r.Set(ctx, th.WorkspaceID, quiver.LayerThread, th.ID, vars.Value{Name: in.Name, Value: body.Value, Secret: body.Secret, Scoped: body.Scoped})
+	if err != nil {
+		return nil, apiError(err, "variable "+in.Name+" of thread "+th.ID)
+	}
+	stored, err := vs.Variables(ctx, th.WorkspaceID, store.LayerThread, th.ID)
+	if err != nil {
+		return nil, apiError(err, "the variables of thread "+th.ID)
+	}
+	for _, v := range stored {
+		if v.Name == in.Name {
+			return &threadVariableOutput{Body: threadVariableOf(v)}, nil
+		}
+	}
+	// Removed by another request between the two; what was set is still the answer.
+	return &threadVariableOutput{Body: threadVariableOf(&store.Variable{Name: in.Name, Value: body.Value, Secret: body.Secret,
+		Scoped: body.Scoped, UpdatedAt: time.Now().UTC()})}, nil
+}
+
+func (s *Server) deleteThreadVariable(ctx context.Context, in *variableNameInput) (*struct{}, error) {
+	if _, err := s.member(ctx, "read variables but not remove them"); err != nil {
+		return nil, err
+	}
+	vs, err := s.variables()
+	if err != nil {
+		return nil, err
+	}
+	th, err := s.thread(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	err = vs.DeleteVariable(ctx, th.WorkspaceID, store.LayerThread, th.ID, in.Name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fieldError(http.StatusNotFound, "path.name", "thread "+th.ID+" has no variable "+in.Name)
+	}
+	if err != nil {
+		return nil, apiError(err, "variable "+in.Name+" of thread "+th.ID)
+	}
+	return nil, nil
 }
