@@ -100,7 +100,13 @@ func newProblem(status int, msg string, errs ...error) huma.StatusError {
 			continue
 		case errors.As(err, &d):
 			ed := d.ErrorDetail()
-			p.Errors = append(p.Errors, &ProblemField{Location: missingField(ed.Location, ed.Message), Message: ed.Message, Value: shortValue(ed.Value)})
+			f := &ProblemField{Location: missingField(ed.Location, ed.Message), Message: ed.Message}
+			if !strings.HasPrefix(ed.Location, "body") {
+				// A body may carry a secret (a variable's value, a tool's arguments): what
+				// it held is never repeated; a query's or a path's value is.
+				f.Value = shortValue(ed.Value)
+			}
+			p.Errors = append(p.Errors, f)
 		default:
 			p.Errors = append(p.Errors, &ProblemField{Message: err.Error()})
 		}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -18,10 +19,15 @@ func TestProblemsNameTheField(t *testing.T) {
 		{"an unknown field", "POST", "/v1/tools", `{"name":"x","target":"client","input_schema":{"type":"object"},"colour":"red"}`, 422, "invalid_request", "body.colour"},
 		{"a limit out of range", "GET", "/v1/tools?limit=1000", "", 422, "invalid_request", "query.limit"},
 		{"malformed JSON", "POST", "/v1/tools", `{"name":`, 400, "invalid_request", ""},
+		{"a broken body holding a secret", "POST", "/v1/tools/echo/call", `{"args":{"text":"hunter2-secret"}`, 400, "invalid_request", ""},
+		{"a wrong type holding a secret", "POST", "/v1/tools", `{"name":"hunter2-secret","target":7,"input_schema":{}}`, 422, "invalid_request", "body.target"},
 		{"another workspace's thread", "GET", "/v1/threads/thr_nope", "", 404, "not_found", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			status, p := w.api(t, tt.method, tt.path, w.keyA, tt.body)
+			if strings.Contains(toJSON(p), "hunter2") {
+				t.Fatalf("the problem repeats what the body held: %v", p)
+			}
 			if status != tt.status || p["code"] != tt.code || p["status"] != float64(tt.status) || p["detail"] == "" {
 				t.Fatalf("%d %v, want %d with code %s", status, p, tt.status, tt.code)
 			}

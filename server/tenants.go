@@ -42,7 +42,8 @@ type tenant struct {
 	// was made here since: either makes the next use look at the store.
 	checked atomic.Int64
 	stale   atomic.Bool
-	mu      sync.Mutex // one reload at a time
+	loaded  atomic.Bool // the stored tools were loaded once
+	mu      sync.Mutex  // one reload at a time
 	stamp   string
 }
 
@@ -67,7 +68,9 @@ func (s *Server) tenant(ctx context.Context, workspaceID string) *tenant {
 	}
 	s.tenants.mu.Unlock()
 	if t.stale.Load() || time.Now().UnixNano()-t.checked.Load() > int64(tenantRecheck) {
-		s.refresh(ctx, t)
+		// Once a tenant's tools are loaded, a request does not wait for another's recheck:
+		// it is served the tools as they were a moment ago.
+		s.refresh(ctx, t, !t.loaded.Load())
 	}
 	return t
 }
@@ -104,9 +107,14 @@ func (s *Server) newTenant(workspaceID string) *tenant {
 }
 
 // refresh loads the workspace's stored tools again when the store's stamp says they changed
-// (or a change was made here), and tells the workspace's MCP clients.
-func (s *Server) refresh(ctx context.Context, t *tenant) {
-	t.mu.Lock()
+// (or a change was made here), and tells the workspace's MCP clients. When wait is false and
+// another request is refreshing the tenant, it returns at once.
+func (s *Server) refresh(ctx context.Context, t *tenant, wait bool) {
+	if wait {
+		t.mu.Lock()
+	} else if !t.mu.TryLock() {
+		return
+	}
 	defer t.mu.Unlock()
 	if !t.stale.Load() && time.Now().UnixNano()-t.checked.Load() <= int64(tenantRecheck) {
 		return // another request refreshed it while this one waited
@@ -114,6 +122,7 @@ func (s *Server) refresh(ctx context.Context, t *tenant) {
 	ent, ok := s.cfg.Store.(store.Entities)
 	if !ok {
 		t.stale.Store(false)
+		t.loaded.Store(true)
 		t.checked.Store(time.Now().UnixNano())
 		return
 	}
@@ -142,6 +151,7 @@ func (s *Server) refresh(ctx context.Context, t *tenant) {
 		return
 	}
 	t.stamp = stamp
+	t.loaded.Store(true)
 	t.mcp.ToolsChanged()
 }
 
@@ -153,7 +163,7 @@ func (s *Server) toolsChanged(ctx context.Context, workspaceID string) {
 	s.tenants.mu.Unlock()
 	if t != nil {
 		t.stale.Store(true)
-		s.refresh(ctx, t)
+		s.refresh(ctx, t, true) // the writer's next request sees its change
 	}
 }
 
