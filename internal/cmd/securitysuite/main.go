@@ -41,8 +41,10 @@ var areas = []area{
 	{"tool names", ".", "^TestRegistryRefusesInvalidNames$"},
 	{"MCP over HTTP: sessions, hosts, bad requests", "./mcp", "^(TestSessionLimits|TestSessionLimitWithTheSDKClient|TestSessionFloodMemory|TestRequestWithoutSession|TestRequestsThatOpenNoSessionTakeNoPlace|TestHostCheck)$"},
 	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap, API keys)", "./cmd/quiver",
-		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys|TestServeAPI|TestServeRuns|TestServeDecisions)$"},
+		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys|TestServeAPI|TestServeRuns|TestServeDecisions|TestServeEventsAndClientTools|TestServeCrashDuringRuns)$"},
 	{"API keys: authentication, roles, revocation", "./server", "^(TestAPIKeysAuthenticate|TestAPIKeysChangesTakeEffect)$"},
+	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
+		"^(TestEntityAPI.*|TestThreadAPI.*|TestWorkspacesAreServedTheirOwnTools|TestWorkspaceToolsFollowTheStore|TestProblemsNameTheField|TestIsolation.*)$"},
 }
 
 // event is a line of go test -json.
