@@ -211,6 +211,14 @@ func (s *Server) registerWorkspaces(api huma.API) {
 				if err := checkID("body.default_runtime_user_id", store.PrefixUser, b.DefaultRuntimeUserID.Value); err != nil {
 					return nil, err
 				}
+				// Said in the API's words, and the same for a user of another workspace and
+				// one who does not exist.
+				if _, err := ent.Member(ctx, in.ID, b.DefaultRuntimeUserID.Value); errors.Is(err, store.ErrNotFound) {
+					return nil, fieldError(http.StatusBadRequest, "body.default_runtime_user_id",
+						"user "+b.DefaultRuntimeUserID.Value+" is not a member of this workspace: the default runtime user must be one")
+				} else if err != nil {
+					return nil, apiError(err, "the members of workspace "+in.ID)
+				}
 			}
 			w, err := ent.UpdateWorkspace(ctx, in.ID, p.UserID, func(w *store.Workspace) error {
 				if b.Name != nil {
