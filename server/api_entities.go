@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -662,6 +663,7 @@ type listToolsInput struct {
 	RequiresConfirmation string `query:"requires_confirmation" enum:"true,false" doc:"Only the tools whose calls wait (true) or do not wait (false) for approval."`
 	IncludeDeleted       string `query:"include_deleted" enum:"false,true,only" default:"false" doc:"Also the deleted tools (true), or only them (only)."`
 	IncludeSystem        bool   `query:"include_system" doc:"Also the system tools."`
+	Agent                string `query:"agent" maxLength:"128" doc:"Only the tools this agent may call (its bound tools, allow and deny lists), of those the workspace serves now."`
 }
 
 type listToolsOutput struct {
@@ -742,6 +744,11 @@ func (s *Server) listTools(ctx context.Context, in *listToolsInput) (*listToolsO
 		rc := in.RequiresConfirmation == "true"
 		f.RequiresConfirmation = &rc
 	}
+	if in.Agent != "" {
+		if f.Names, err = s.agentToolNames(ctx, in.Agent); err != nil {
+			return nil, err
+		}
+	}
 	c, ok, err := f.DecodeCursor()
 	if err == nil && ok && checkID("", store.PrefixTool, c.ID) != nil {
 		// The store's cursors are not signed: one whose position was edited holds a tool id
@@ -763,6 +770,33 @@ func (s *Server) listTools(ctx context.Context, in *listToolsInput) (*listToolsO
 	}
 	out.Body.NextCursor = page.NextCursor
 	return out, nil
+}
+
+// agentToolNames are the names of the tools the agent may call of those the workspace serves
+// now (P1: its bound tools, narrowed by its allow and deny lists; globs resolved), for the
+// store's Names filter: agents are definitions the server loads, not stored records.
+func (s *Server) agentToolNames(ctx context.Context, name string) ([]string, error) {
+	if s.cfg.Agents == nil {
+		return nil, fieldError(http.StatusBadRequest, "query.agent", "this server runs no agents (quiver serve --agents DIR)")
+	}
+	a, err := s.cfg.Agents(ctx, name)
+	if err != nil {
+		return nil, fieldError(http.StatusBadRequest, "query.agent", err.Error())
+	}
+	bound := a.Prompt.Tools
+	if bound == nil {
+		bound = []string{} // an agent that lists no tools has none
+	}
+	policy := quiver.Policy{Bound: bound, Allow: a.Prompt.Allow, Deny: a.Prompt.Deny}
+	names := []string{}
+	for _, t := range policy.Effective(s.tenant(ctx, s.workspaceID(ctx)).registry) {
+		names = append(names, t.Name())
+	}
+	if len(names) > store.MaxFilterNames {
+		return nil, fieldError(http.StatusBadRequest, "query.agent", fmt.Sprintf(
+			"agent %s may call %d tools, more than the %d an agent filter lists: filter by name instead", name, len(names), store.MaxFilterNames))
+	}
+	return names, nil
 }
 
 func (s *Server) createTool(ctx context.Context, in *createToolInput) (*toolOutput, error) {

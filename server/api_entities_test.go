@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/backendtest"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
@@ -113,7 +114,15 @@ func newEntWorld(t *testing.T, st *schemaCounter) *entWorld {
 		return a.Text, nil
 	})))
 	auth := &server.Authenticator{Keys: st, Now: func() time.Time { return time.Now().Add(time.Duration(w.offset.Load())) }}
-	srv, err := server.New(ctx, server.Config{Store: st, Auth: auth, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
+	// An agent whose tools are a glob of the stored ones, less one it denies.
+	picker := &agent.Agent{Name: "picker", Prompt: &agent.Prompt{Name: "picker", Tools: []string{"pick_*"}, Deny: []string{"pick_b"}}}
+	agents := func(_ context.Context, name string) (*agent.Agent, error) {
+		if name != "picker" {
+			return nil, fmt.Errorf("no agent %q (agents: picker)", name)
+		}
+		return picker, nil
+	}
+	srv, err := server.New(ctx, server.Config{Store: st, Auth: auth, Registry: reg, Agents: agents, Logger: slog.New(slog.DiscardHandler)})
 	must(err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })
@@ -1177,4 +1186,47 @@ func TestEntityAPIDocument(t *testing.T) {
 			}
 		}
 	}
+}
+
+// GET /v1/tools?agent=NAME lists the stored tools the agent may call: its globs resolved, its
+// deny list applied, paged like any listing; an unknown agent names query.agent.
+func TestEntityAPIToolsOfAnAgent(t *testing.T) {
+	entEach(t, func(t *testing.T, w *entWorld) {
+		for _, name := range []string{"pick_a", "pick_b", "pick_c", "other"} {
+			r := w.do(t, "member", "POST", "/v1/tools", map[string]any{"name": name, "description": "A tool to pick.", "target": "client",
+				"input_schema": map[string]any{"type": "object"}})
+			if r.status != 201 {
+				t.Fatalf("creating %s: %d %s", name, r.status, r.body)
+			}
+		}
+		var got []string
+		cursor := ""
+		for range 5 {
+			r := w.do(t, "viewer", "GET", "/v1/tools?agent=picker&limit=1&cursor="+url.QueryEscape(cursor), nil)
+			var page struct {
+				Tools      []struct{ Name string }
+				NextCursor string `json:"next_cursor"`
+			}
+			if r.status != 200 || json.Unmarshal(r.body, &page) != nil {
+				t.Fatalf("the agent's tools: %d %s", r.status, r.body)
+			}
+			for _, tl := range page.Tools {
+				got = append(got, tl.Name)
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if strings.Join(got, ",") != "pick_a,pick_c" {
+			t.Fatalf("the agent's tools: %v, want pick_a, pick_c", got)
+		}
+		r := w.do(t, "viewer", "GET", "/v1/tools?agent=nobody", nil)
+		if r.status != 400 || !strings.Contains(string(r.body), `"location":"query.agent"`) {
+			t.Fatalf("an unknown agent: %d %s", r.status, r.body)
+		}
+		// Another workspace's tools of the same names are not the agent's here.
+		if r := w.do(t, "b", "GET", "/v1/tools?agent=picker", nil); r.status != 200 || strings.Contains(string(r.body), "pick_") {
+			t.Fatalf("workspace B through the agent filter: %d %s", r.status, r.body)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -441,10 +442,12 @@ const (
 const (
 	MinListLimit = 1
 	MaxListLimit = 100
+	// MaxFilterNames is the most names ToolFilter.Names holds.
+	MaxFilterNames = 1000
 )
 
-// ToolFilter selects and pages the tools ListTools returns. Agent filtering is not
-// offered: agents and their tool bindings are not stored yet.
+// ToolFilter selects and pages the tools ListTools returns. Agents are not stored: a caller
+// that knows an agent's tool set filters by it with Names.
 type ToolFilter struct {
 	// WorkspaceID is the workspace whose tools are listed; "" lists the system tools.
 	WorkspaceID string
@@ -458,6 +461,9 @@ type ToolFilter struct {
 	// comparison is exact and case-sensitive.
 	Name       string
 	NamePrefix bool
+	// Names, when not nil, keeps the tools whose name is one of them (an agent's tools); at
+	// most MaxFilterNames. An empty, non-nil Names keeps none.
+	Names []string
 	// RequiresConfirmation keeps the tools whose flag has that value.
 	RequiresConfirmation *bool
 	// Deleted includes soft-deleted tools or lists only them.
@@ -495,6 +501,9 @@ func (f *ToolFilter) Check() error {
 	if f.NamePrefix && f.Name == "" {
 		return fmt.Errorf("an empty name prefix: %w", ErrInvalid)
 	}
+	if len(f.Names) > MaxFilterNames {
+		return fmt.Errorf("%d names to filter by, at most %d: %w", len(f.Names), MaxFilterNames, ErrInvalid)
+	}
 	return nil
 }
 
@@ -513,6 +522,14 @@ func (f *ToolFilter) fingerprint() []byte {
 	for _, s := range []string{f.WorkspaceID, strconv.FormatBool(f.IncludeSystem), f.FunctionID, string(f.Target),
 		f.Name, strconv.FormatBool(f.NamePrefix), rc, string(deleted)} {
 		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	if f.Names != nil {
+		names := slices.Clone(f.Names)
+		slices.Sort(names)
+		fmt.Fprintf(h, "names%d", len(names))
+		for _, n := range slices.Compact(names) {
+			fmt.Fprintf(h, "%d:%s", len(n), n)
+		}
 	}
 	return h.Sum(nil)[:8]
 }

@@ -1053,6 +1053,16 @@ func (e *Entities) ListTools(ctx context.Context, f store.ToolFilter) (*store.To
 	case f.Name != "":
 		where = append(where, `name = `+arg(f.Name))
 	}
+	if f.Names != nil {
+		if len(f.Names) == 0 {
+			return &store.ToolPage{}, nil
+		}
+		in := make([]string, len(f.Names))
+		for i, n := range f.Names {
+			in[i] = arg(n)
+		}
+		where = append(where, `name IN (`+strings.Join(in, ", ")+`)`)
+	}
 	if f.RequiresConfirmation != nil {
 		where = append(where, `requires_confirmation = `+arg(*f.RequiresConfirmation))
 	}

@@ -1092,6 +1092,13 @@ func testListing(t *testing.T, s store.Entities) {
 		{"name prefix", store.ToolFilter{Name: "beta", NamePrefix: true}, func(t *store.Tool) bool { return active(t) && strings.HasPrefix(t.Name, "beta") }},
 		{"name prefix, longer", store.ToolFilter{Name: "gamma_1", NamePrefix: true}, func(t *store.Tool) bool { return active(t) && strings.HasPrefix(t.Name, "gamma_1") }},
 		{"name prefix is case-sensitive", store.ToolFilter{Name: "BETA", NamePrefix: true}, func(*store.Tool) bool { return false }},
+		{"names: an agent's tools", store.ToolFilter{Names: []string{"alpha_003", "beta_100", "gamma_005", "alpha_000", "nowhere"}},
+			func(t *store.Tool) bool {
+				return active(t) && slices.Contains([]string{"alpha_003", "beta_100", "gamma_005"}, t.Name)
+			}},
+		{"names, deleted too", store.ToolFilter{Names: []string{"alpha_000", "beta_007"}, Deleted: store.DeletedInclude},
+			func(t *store.Tool) bool { return t.Name == "alpha_000" || t.Name == "beta_007" }},
+		{"names, none", store.ToolFilter{Names: []string{}}, func(*store.Tool) bool { return false }},
 		{"name prefix, LIKE characters are literal", store.ToolFilter{Name: "b%", NamePrefix: true}, func(*store.Tool) bool { return false }},
 		{"requires confirmation", store.ToolFilter{RequiresConfirmation: &yes}, func(t *store.Tool) bool { return active(t) && t.RequiresConfirmation }},
 		{"no confirmation", store.ToolFilter{RequiresConfirmation: &no}, func(t *store.Tool) bool { return active(t) && !t.RequiresConfirmation }},
@@ -1211,6 +1218,9 @@ func testListingArguments(t *testing.T, s store.Entities) {
 		{"cursor with another filter", withCursor(store.ToolFilter{WorkspaceID: f.ws.ID, Limit: 2, Target: store.TargetClient}, first.NextCursor), store.ErrInvalid},
 		{"cursor in another workspace", withCursor(store.ToolFilter{WorkspaceID: other.ws.ID, Limit: 2}, first.NextCursor), store.ErrInvalid},
 		{"cursor with another page size", withCursor(store.ToolFilter{WorkspaceID: f.ws.ID, Limit: 3}, first.NextCursor), nil},
+		{"cursor with other names", withCursor(store.ToolFilter{WorkspaceID: f.ws.ID, Limit: 2, Names: []string{"t1"}}, first.NextCursor), store.ErrInvalid},
+		{"too many names", store.ToolFilter{WorkspaceID: f.ws.ID, Limit: 5, Names: make([]string, store.MaxFilterNames+1)}, store.ErrInvalid},
+		{"the most names", store.ToolFilter{WorkspaceID: f.ws.ID, Limit: 5, Names: make([]string, store.MaxFilterNames)}, nil},
 	} {
 		_, err := s.ListTools(ctx, tc.f)
 		wantErr(t, "ListTools "+tc.name, err, tc.want)
