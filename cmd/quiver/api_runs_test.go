@@ -5,12 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/quiverhq/quiver/store/postgres/pgtest"
 )
 
 // sseEvent is one Server-Sent Event as a client reads it.
@@ -94,8 +99,49 @@ func next(t *testing.T, events <-chan sseEvent, what string, want func(sseEvent)
 // the client posts the result, and the run finishes; a second result, a result for a call
 // that does not wait and a reconnection with Last-Event-ID behave as a client relies on.
 func TestServeEventsAndClientTools(t *testing.T) {
+	for _, b := range serveBackends(t) {
+		t.Run(b.name, func(t *testing.T) { testServeEventsAndClientTools(t, b.args(t)) })
+	}
+}
+
+// serveBackend is a database quiver serve runs on in a test: the flags that name it.
+type serveBackend struct {
+	name string
+	args func(t *testing.T) []string
+}
+
+// serveBackends are SQLite in a temporary file and, when QUIVER_TEST_POSTGRES names a server
+// (always in CI), a PostgreSQL schema of the test's own, named in the DSN's search_path.
+func serveBackends(t *testing.T) []serveBackend {
+	out := []serveBackend{{"sqlite", func(t *testing.T) []string { return []string{"--db", filepath.Join(t.TempDir(), "q.db")} }}}
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Logf("quiver serve on PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+		return out
+	}
+	return append(out, serveBackend{"postgres", func(t *testing.T) []string {
+		dsn := pgtest.DSN(t)
+		name := pgtest.Schema(t, dsn)
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", name)
+		u.RawQuery = q.Encode()
+		return []string{"--postgres", u.String()}
+	}})
+}
+
+func testServeEventsAndClientTools(t *testing.T, dbArgs []string) {
 	dir := t.TempDir()
-	db := filepath.Join(dir, "q.db")
 	script := filepath.Join(dir, "turns.yaml")
 	agents := filepath.Join(dir, "agents")
 	for name, text := range map[string]string{
@@ -109,7 +155,7 @@ func TestServeEventsAndClientTools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	endpoint, _, stderr := startServeWith(t, "--db", db, "--agents", agents)
+	endpoint, _, stderr := startServeWith(t, append(dbArgs, "--agents", agents)...)
 	admin := firstKeyRE.FindString(stderr.String())
 	base := strings.TrimSuffix(endpoint, "/mcp") + "/v1"
 
