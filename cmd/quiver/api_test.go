@@ -208,8 +208,13 @@ func TestServeRuns(t *testing.T) {
 // A run that waits for a person's confirmation is decided over the API: the call runs once
 // approved, a second decision on it is a conflict, and a denial answers the model.
 func TestServeDecisions(t *testing.T) {
+	for _, b := range serveBackends(t) {
+		t.Run(b.name, func(t *testing.T) { testServeDecisions(t, b.args(t)) })
+	}
+}
+
+func testServeDecisions(t *testing.T, dbArgs []string) {
 	dir := t.TempDir()
-	db := filepath.Join(dir, "q.db")
 	script := filepath.Join(dir, "turns.yaml")
 	agents := filepath.Join(dir, "agents")
 	def := filepath.Join(dir, "charge.yaml")
@@ -226,10 +231,10 @@ func TestServeDecisions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, _, errOut := runCLI(t, "", "tools", "add", def, "--db", db); code != exitOK {
+	if code, _, errOut := runCLI(t, "", append([]string{"tools", "add", def}, dbArgs...)...); code != exitOK {
 		t.Fatalf("tools add: %d %s", code, errOut)
 	}
-	endpoint, _, stderr := startServeWith(t, "--db", db, "--agents", agents)
+	endpoint, _, stderr := startServeWith(t, append(dbArgs, "--agents", agents)...)
 	admin := firstKeyRE.FindString(stderr.String())
 	base := strings.TrimSuffix(endpoint, "/mcp") + "/v1"
 
