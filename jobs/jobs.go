@@ -139,14 +139,24 @@ func (c *Config) now() time.Time {
 	return time.Now()
 }
 
-// riverConfig is River's configuration for cfg's runs, done by workers.
-func (c *Config) riverConfig(workers *river.Workers) *river.Config {
+// localFetchCooldown is how soon River fetches again after a fetch on a database only this
+// process serves (SQLite), where an insert wakes the process's own producer at once: a run
+// queued within River's default cooldown (100 ms) of the last fetch would otherwise wait out
+// the rest of it.
+const localFetchCooldown = 5 * time.Millisecond
+
+// riverConfig is River's configuration for cfg's runs, done by workers; local says that this
+// process alone serves the database (SQLite).
+func (c *Config) riverConfig(workers *river.Workers, local bool) *river.Config {
 	rc := &river.Config{
 		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: c.Workers}, purgeQueue: {MaxWorkers: 1}},
 		Workers:              workers,
 		JobTimeout:           c.RunTimeout,
 		RescueStuckJobsAfter: c.RunTimeout + rescueMargin,
 		Logger:               c.Logger,
+	}
+	if local {
+		rc.FetchCooldown = localFetchCooldown
 	}
 	if c.pollInterval > 0 {
 		rc.FetchPollInterval, rc.FetchCooldown = c.pollInterval, c.pollInterval

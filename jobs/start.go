@@ -46,7 +46,7 @@ func StartSQLite(ctx context.Context, path string, cfg Config) (*Jobs, error) {
 	// River runs operations side by side, which SQLite answers with SQLITE_BUSY: one
 	// connection makes them take turns (the driver's own advice).
 	db.SetMaxOpenConns(1)
-	j, _, err := start(ctx, riversqlite.New(db), &cfg, &localLease{held: map[string]bool{}}, true)
+	j, _, err := start(ctx, localSQLite{riversqlite.New(db)}, &cfg, &localLease{held: map[string]bool{}}, true)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -54,6 +54,18 @@ func StartSQLite(ctx context.Context, path string, cfg Config) (*Jobs, error) {
 	j.client = closing{j.client, db.Close}
 	return j, nil
 }
+
+// localSQLite is River's SQLite driver without its listener. River's SQLite driver stands in
+// for PostgreSQL's LISTEN/NOTIFY with a table of notifications that every process polls every
+// 50 ms, and sends at most one per FetchCooldown: a run waited up to 50 ms for its insert to
+// be noticed, and a run queued within 100 ms of another was not noticed at all until River's
+// next fetch poll, up to a second later. One process serves a SQLite database, so there is no
+// one else to notify: without a listener, River wakes the process's own producer as soon as
+// an insert commits (the way it serves drivers that have none), and stops polling the table.
+type localSQLite struct{ *riversqlite.Driver }
+
+func (localSQLite) SupportsListener() bool     { return false }
+func (localSQLite) SupportsListenNotify() bool { return false }
 
 // StartPostgres starts the runs of the PostgreSQL database pool connects to: River's tables go
 // in it (migrated first). Other processes may serve the same database: a run takes its
@@ -136,7 +148,7 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 	if err := river.AddWorkerSafely(workers, &purgeWorker{cfg: cfg}); err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
-	c, err := river.NewClient(drv, cfg.riverConfig(workers))
+	c, err := river.NewClient(drv, cfg.riverConfig(workers, orphansRun))
 	if err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
