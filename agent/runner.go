@@ -119,6 +119,9 @@ var (
 	ErrNotPending = errors.New("agent: the call is not waiting for this")
 	// ErrNoModel: no model is configured.
 	ErrNoModel = errors.New("agent: no model configured")
+	// ErrEmptyThread: a run without a message on a thread that has none: there is nothing to
+	// answer. Trying again does not change that.
+	ErrEmptyThread = errors.New("agent: the thread has no messages; start the run with one")
 )
 
 // Run adds message (when not empty) to the thread as the user's and runs a on the thread until
@@ -433,6 +436,9 @@ func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message s
 		rs.hist = append(rs.hist, m)
 	} else if len(pending) > 0 {
 		r.events.emit(Event{Type: EventResumed, ThreadID: th.ID(), Step: rs.steps})
+	}
+	if len(rs.hist) == 0 {
+		return nil, ErrEmptyThread
 	}
 	if _, err := th.SetStatus(ctx, store.StatusRunning); err != nil {
 		return nil, err

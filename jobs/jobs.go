@@ -300,6 +300,9 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if errors.Is(err, agent.ErrBusy) {
 		return river.JobSnooze(busyRetry)
 	}
+	if errors.Is(err, agent.ErrEmptyThread) {
+		return river.JobCancel(fmt.Errorf("jobs: thread %s: %w", a.ThreadID, err))
+	}
 	if err != nil {
 		w.cfg.Logger.Warn("jobs: the run failed; River will try again", "thread", a.ThreadID, "agent", a.Agent, "attempt", job.Attempt, "err", err)
 		return err

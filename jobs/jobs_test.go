@@ -306,6 +306,7 @@ func TestBadRuns(t *testing.T) {
 	for _, args := range []RunArgs{
 		{WorkspaceID: ws, ThreadID: th.ID(), Agent: "nobody"},
 		{WorkspaceID: ws, ThreadID: "thr_missing", Agent: "helper"},
+		{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper"}, // no message on a thread without any
 	} {
 		id, err := j.Start(context.Background(), args)
 		if err != nil {
@@ -313,6 +314,12 @@ func TestBadRuns(t *testing.T) {
 		}
 		waitState(t, j, id, rivertype.JobStateCancelled)
 	}
+	// The thread is free again: a run with a message is taken.
+	id, err := j.Start(context.Background(), RunArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper", Message: "now something"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, j, id, rivertype.JobStateCompleted)
 	for _, args := range []RunArgs{{ThreadID: th.ID(), Agent: "helper"}, {WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper", MessageID: "msg_without_a_message"}} {
 		if _, err := j.Start(context.Background(), args); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("Start(%+v): %v, want ErrInvalid", args, err)

@@ -247,6 +247,17 @@ func (s *Server) registerRuns(api huma.API) {
 			if _, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), in.ID); err != nil {
 				return nil, apiError(err, "thread "+in.ID)
 			}
+			if in.Body.Message == "" {
+				// Without a message a run resumes the thread: there must be something to resume.
+				msgs, err := s.cfg.Store.Messages(ctx, s.workspaceID(ctx), in.ID, store.Page{Limit: 1})
+				if err != nil {
+					return nil, apiError(err, "the messages of thread "+in.ID)
+				}
+				if len(msgs) == 0 {
+					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "thread "+in.ID+" has no messages: a run needs one to answer",
+						&ProblemField{Location: "body.message", Message: "required on a thread without messages"})
+				}
+			}
 			if _, err := s.cfg.Agents(ctx, in.Body.Agent); err != nil {
 				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
 			}

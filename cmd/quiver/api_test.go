@@ -178,6 +178,8 @@ func TestServeRuns(t *testing.T) {
 		}
 	}
 
+	_, _, empty := apiDo(t, "POST", base+"/threads", admin, `{"agent":"helper"}`)
+	emptyID, _ := empty["id"].(string)
 	bad := []struct {
 		name, path, body string
 		status           int
@@ -188,6 +190,7 @@ func TestServeRuns(t *testing.T) {
 		{"a run of an unknown agent", "/threads/" + threadID + "/runs", `{"agent":"nobody","message":"hi"}`, 400, "no agent"},
 		{"a run on an unknown thread", "/threads/thr_nope/runs", `{"agent":"helper","message":"hi"}`, 404, "no thread"},
 		{"a run without an agent", "/threads/" + threadID + "/runs", `{"message":"hi"}`, 422, ""},
+		{"a run without a message on a thread without any", "/threads/" + emptyID + "/runs", `{"agent":"helper"}`, 400, "body.message"},
 	}
 	for _, tt := range bad {
 		status, ctype, p := apiDo(t, "POST", base+tt.path, admin, tt.body)
