@@ -100,6 +100,9 @@ type Config struct {
 	Now func() time.Time
 	// pollInterval, when set, is how often River looks for new jobs (tests shorten it).
 	pollInterval time.Duration
+	// fetchPoll, when set, is River's fetch poll alone (a test lengthens it, to show that
+	// runs start because they are queued).
+	fetchPoll time.Duration
 	// orphanGrace and orphanCheck: see orphaned (tests shorten them).
 	orphanGrace, orphanCheck time.Duration
 }
@@ -160,6 +163,9 @@ func (c *Config) riverConfig(workers *river.Workers, local bool) *river.Config {
 	}
 	if c.pollInterval > 0 {
 		rc.FetchPollInterval, rc.FetchCooldown = c.pollInterval, c.pollInterval
+	}
+	if c.fetchPoll > 0 {
+		rc.FetchPollInterval = c.fetchPoll
 	}
 	if pj := c.purgeJob(); pj != nil {
 		rc.PeriodicJobs = []*river.PeriodicJob{pj}
