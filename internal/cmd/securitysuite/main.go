@@ -40,7 +40,7 @@ var areas = []area{
 	{"result size cap", ".", "^TestResultLimit"},
 	{"tool names", ".", "^TestRegistryRefusesInvalidNames$"},
 	{"MCP over HTTP: sessions, hosts, bad requests", "./mcp", "^(TestSessionLimits|TestSessionLimitWithTheSDKClient|TestSessionFloodMemory|TestRequestWithoutSession|TestRequestsThatOpenNoSessionTakeNoPlace|TestHostCheck)$"},
-	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap, API keys)", "./cmd/quiver",
+	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap, API keys, runs over the API, crashes)", "./cmd/quiver",
 		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys|TestServeAPI|TestServeRuns|TestServeDecisions|TestServeEventsAndClientTools|TestServeCrashDuringRuns)$"},
 	{"API keys: authentication, roles, revocation", "./server", "^(TestAPIKeysAuthenticate|TestAPIKeysChangesTakeEffect)$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
