@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -144,41 +143,11 @@ type entResp struct {
 // else as JSON.
 func (w *entWorld) do(t *testing.T, who, method, path string, body any) entResp {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
+	secret, ok := w.key[who]
+	if !ok {
+		secret = who // a key itself, or "" for none
 	}
-	req, err := http.NewRequest(method, w.url+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if who != "" {
-		secret, ok := w.key[who]
-		if !ok {
-			secret = who // a key itself
-		}
-		req.Header.Set("Authorization", "Bearer "+secret)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, data := sendAPI(t, http.DefaultClient, method, w.url+path, secret, body)
 	return entResp{status: res.StatusCode, ctype: res.Header.Get("Content-Type"), body: data}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -46,23 +45,6 @@ type thrWorld struct {
 
 	mu      sync.Mutex
 	answers [][]byte
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // thrEach runs fn against a fresh world on each backend: SQLite, and PostgreSQL when
@@ -130,35 +112,7 @@ type thrResp struct {
 // do sends a request with the key of who; body is sent as is when a string, else as JSON.
 func (w *thrWorld) do(t *testing.T, who, method, path string, body any) thrResp {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, w.url+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+w.key[who])
-	res, err := w.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, data := sendAPI(t, w.client, method, w.url+path, w.key[who], body)
 	w.mu.Lock()
 	w.answers = append(w.answers, data)
 	w.mu.Unlock()
