@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -83,6 +84,50 @@ type resultInput struct {
 	}
 }
 
+// Caps on open event streams: per key (or workspace, without keys), and in all.
+const (
+	maxStreamsPerOwner = 32
+	maxStreams         = 1000
+)
+
+// streamSlots counts the open event streams.
+type streamSlots struct {
+	mu      sync.Mutex
+	total   int
+	byOwner map[string]int
+}
+
+// take holds a slot for owner's new stream, or answers 429 (the owner's) or 503 (the
+// server's) when none is free; release gives it back.
+func (c *streamSlots) take(owner string) (release func(), err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.byOwner[owner] >= maxStreamsPerOwner:
+		return nil, problemf(http.StatusTooManyRequests, CodeTooManyStreams,
+			fmt.Sprintf("%s has %d event streams open, the most one key may: close one first", owner, maxStreamsPerOwner))
+	case c.total >= maxStreams:
+		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable,
+			fmt.Sprintf("the server has %d event streams open, the most it serves: try again shortly", maxStreams))
+	}
+	if c.byOwner == nil {
+		c.byOwner = map[string]int{}
+	}
+	c.byOwner[owner]++
+	c.total++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.total--
+			if c.byOwner[owner]--; c.byOwner[owner] == 0 {
+				delete(c.byOwner, owner)
+			}
+		})
+	}, nil
+}
+
 // registerRunEvents adds the thread's event stream and, on a server with runs, what a
 // paused run waits on and the results of client tools.
 func (s *Server) registerRunEvents(api huma.API) {
@@ -104,7 +149,18 @@ func (s *Server) registerRunEvents(api huma.API) {
 			}
 			after = n
 		}
+		// Each stream holds a connection and a goroutine for as long as the client likes:
+		// bound them per key and in all, as MCP sessions are.
+		owner := ws
+		if p, ok := PrincipalFrom(ctx); ok {
+			owner = p.KeyID
+		}
+		release, err := s.streams.take(owner)
+		if err != nil {
+			return nil, err
+		}
 		return &huma.StreamResponse{Body: func(hctx huma.Context) {
+			defer release()
 			s.streamEvents(hctx, ws, in.ID, after)
 		}}, nil
 	})

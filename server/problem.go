@@ -20,7 +20,7 @@ type ProblemDetails struct {
 	Status int    `json:"status,omitempty" doc:"The HTTP status code."`
 	Detail string `json:"detail,omitempty" doc:"What went wrong this time, in words."`
 	// Code is stable: clients switch on it, and the words in Detail may change.
-	Code   string          `json:"code" enum:"invalid_request,unauthorized,forbidden,not_found,conflict,too_large,missing_variables,not_pending,run_queued,unavailable,internal" doc:"What went wrong, for programs: stable across versions."`
+	Code   string          `json:"code" enum:"invalid_request,unauthorized,forbidden,not_found,conflict,too_large,missing_variables,not_pending,run_queued,too_many_streams,unavailable,internal" doc:"What went wrong, for programs: stable across versions."`
 	Errors []*ProblemField `json:"errors,omitempty" doc:"The fields at fault, when the request broke the API's rules."`
 }
 
@@ -43,6 +43,7 @@ const (
 	CodeMissingVariables = "missing_variables"
 	CodeNotPending       = "not_pending"
 	CodeRunQueued        = "run_queued"
+	CodeTooManyStreams   = "too_many_streams"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
 )

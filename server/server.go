@@ -150,6 +150,8 @@ type Server struct {
 	// dispatcher and mcp above are those of the server's own workspace.
 	tenants    tenants
 	mcpOptions *mcp.HTTPOptions
+	// streams counts the open event streams, to cap them.
+	streams streamSlots
 	// closing is closed when the server shuts down, to end long-lived event streams.
 	closing   chan struct{}
 	closeOnce sync.Once

@@ -208,3 +208,53 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Event streams are capped per key: the 33rd stream of one key is refused with 429 while
+// another key's is served, and closing one frees its place.
+func TestEventStreamsAreCappedPerKey(t *testing.T) {
+	w := newTenantWorld(t)
+	_, out := w.api(t, "POST", "/v1/tools/echo/call", w.keyA, `{"args":{"text":"hi"}}`)
+	threadA, _ := out["thread_id"].(string)
+	_, out = w.api(t, "POST", "/v1/tools/echo/call", w.keyB, `{"args":{"text":"hi"}}`)
+	threadB, _ := out["thread_id"].(string)
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
+	open := func(key, threadID string) *http.Response {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", w.url+"/v1/threads/"+threadID+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		mustDo(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	var streams []*http.Response
+	for i := range 32 {
+		resp := open(w.keyA, threadA)
+		if resp.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", i+1, resp.StatusCode)
+		}
+		streams = append(streams, resp)
+	}
+	over := open(w.keyA, threadA)
+	body, _ := io.ReadAll(over.Body)
+	if over.StatusCode != 429 || !strings.Contains(string(body), `"code":"too_many_streams"`) {
+		t.Fatalf("the 33rd stream of one key: %d %s", over.StatusCode, body)
+	}
+	if resp := open(w.keyB, threadB); resp.StatusCode != 200 {
+		t.Fatalf("another key's stream: %d", resp.StatusCode)
+	}
+	streams[0].Body.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp := open(w.keyA, threadA)
+		if resp.StatusCode == 200 {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed stream's place is not given back: %d", resp.StatusCode)
+		}
+	}
+}
