@@ -20,7 +20,22 @@ const (
 	EventPaused      EventType = "paused"       // waiting for a decision or a client result
 	EventFinished    EventType = "finished"     // a stop rule holds
 	EventFailed      EventType = "failed"       // the runtime failed (storage, model); resumable
+	// Events of the thread tree, on the parent's thread (Child says which child).
+	EventChildStarted  EventType = "child_started"  // a child thread was spawned
+	EventChildFinished EventType = "child_finished" // a child's run ended and its result was returned or queued
+	EventHandoff       EventType = "handoff"        // the thread was handed to another agent (Text names it)
 )
+
+// ChildEvent describes the child of a child_started or child_finished event.
+type ChildEvent struct {
+	Ref    string // the child thread's id
+	Name   string
+	Agent  string
+	Parent string
+	// Status and Text are set on child_finished: finished or failed, and the result.
+	Status string
+	Text   string
+}
 
 // Event is one thing that happened in a run.
 type Event struct {
@@ -34,7 +49,8 @@ type Event struct {
 	Result *quiver.Result
 	// Outcome is set on paused and finished.
 	Outcome *Outcome
-	Err     error // failed
+	Err     error       // failed
+	Child   *ChildEvent // child_started, child_finished
 }
 
 // events fans events out to subscribers, synchronously and in order: a subscriber must be

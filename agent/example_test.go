@@ -8,6 +8,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/model/scripted"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
@@ -70,4 +71,45 @@ stop: {max_steps: 5}
 	fmt.Println(a.Name, a.Prompt.Model, a.Prompt.Tools, a.Prompt.Stop.MaxSteps)
 	// Output:
 	// triage openai:gpt-4.1-mini [get_current_time] 5
+}
+
+// A lead agent calls a dual-AI agent as a tool: the sub-agent works in a child thread of the
+// lead's, and its answer is the call's result. Each prompt names its own model.
+func ExampleRunner_subagent() {
+	dir, _ := os.MkdirTemp("", "quiver-subagent-example")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+
+	models := map[string]model.Model{
+		"lead": scripted.Turns(
+			scripted.Turn{Calls: []scripted.Call{{Name: "researcher", Args: map[string]any{"message": "One fact about otters."}}}},
+			scripted.Turn{Text: "The researcher says: otters hold hands while they sleep."}),
+		"researcher": scripted.Turns(scripted.Turn{Text: "Otters hold hands while they sleep."}),
+	}
+	catalog := &agent.Catalog{Prompts: map[string]*agent.Prompt{}, Agents: map[string]*agent.Agent{
+		"researcher": {Name: "researcher", Description: "Finds facts.", Type: agent.DualAI, ExposeAsTool: true,
+			Prompt: &agent.Prompt{Name: "researcher", Model: "researcher"}},
+		"lead": {Name: "lead", Prompt: &agent.Prompt{Name: "lead", Model: "lead", Tools: []string{"researcher"}}},
+	}}
+	r := &agent.Runner{Store: st, Registry: &quiver.Registry{}, Catalog: catalog,
+		OpenModel: func(name string) (model.Model, error) { return models[name], nil }}
+	lead, _ := catalog.Agent("lead")
+
+	th, _ := thread.Create(ctx, st, thread.Options{WorkspaceID: "wsp_demo", AgentID: "lead"})
+	out, err := r.Run(ctx, th, lead, "Tell me about otters.")
+	if err != nil {
+		panic(err)
+	}
+	r.Wait() // non-blocking sub-agents, had there been any
+	fmt.Println(out.Text)
+	kids, _ := th.Children(ctx)
+	fmt.Println(len(kids), kids[0].AgentID, kids[0].Status, kids[0].Blocking)
+	// Output:
+	// The researcher says: otters hold hands while they sleep.
+	// 1 researcher terminated true
 }

@@ -61,10 +61,17 @@ type definition struct {
 	MaxCallsPerStep  int      `json:"max_calls_per_step"`
 	Temperature      *float64 `json:"temperature"`
 	MaxTokens        int      `json:"max_tokens"`
+	// Nested prompts and agents (see Prompt and Agent).
+	Type         AgentType       `json:"type"`
+	ExposeAsTool bool            `json:"expose_as_tool"`
+	Args         json.RawMessage `json:"args"`
+	Subprompts   []Subprompt     `json:"subprompts"`
+	Subagents    []Subagent      `json:"subagents"`
 }
 
 const fieldList = "kind, name, description, prompt, system, model, tools, allow, deny, variables (or tenvs), output, stop " +
-	"(no_calls, on_output, max_steps, tools), strict, reasoning_for_call, max_calls_per_step, temperature, max_tokens"
+	"(no_calls, on_output, max_steps, tools), strict, reasoning_for_call, max_calls_per_step, temperature, max_tokens, " +
+	"type (ai_human, dual_ai), expose_as_tool, args, subprompts, subagents"
 
 // LoadFile reads one definition file (.yaml, .yml or .json) into a catalog.
 func LoadFile(path string) (*Catalog, error) {
@@ -127,7 +134,19 @@ func (c *Catalog) load(path string, refs map[string]string) error {
 	p := &Prompt{Name: def.Name, Description: def.Description, System: def.System, Model: def.Model, Tools: def.Tools,
 		Allow: def.Allow, Deny: def.Deny, Variables: def.Variables, Stop: def.Stop, Strict: def.Strict,
 		ReasoningForCall: def.ReasoningForCall, MaxCallsPerStep: def.MaxCallsPerStep,
-		Temperature: def.Temperature, MaxTokens: def.MaxTokens}
+		Temperature: def.Temperature, MaxTokens: def.MaxTokens, Subprompts: def.Subprompts, Subagents: def.Subagents}
+	if len(def.Args) > 0 && string(def.Args) != "null" {
+		p.Args = new(schema.Schema)
+		if err := json.Unmarshal(def.Args, p.Args); err != nil {
+			return fmt.Errorf("%w: %s: args: %v", ErrDefinition, path, err)
+		}
+		if _, err := schema.Compile(p.Args); err != nil {
+			return fmt.Errorf("%w: %s: args: %v", ErrDefinition, path, err)
+		}
+		if p.Args.Type != "object" {
+			return fmt.Errorf("%w: %s: args: the argument schema must be an object schema (type: object)", ErrDefinition, path)
+		}
+	}
 	if len(def.Output) > 0 && string(def.Output) != "null" {
 		p.Output = new(schema.Schema)
 		if err := json.Unmarshal(def.Output, p.Output); err != nil {
@@ -139,6 +158,10 @@ func (c *Catalog) load(path string, refs map[string]string) error {
 	}
 	switch def.Kind {
 	case "prompt":
+		p.ExposeAsTool = def.ExposeAsTool
+		if def.Type != "" {
+			return fmt.Errorf("%w: %s: type belongs to agents, not prompts", ErrDefinition, path)
+		}
 		if def.Prompt != "" {
 			return fmt.Errorf("%w: %s: a prompt cannot name another prompt (prompt: %s)", ErrDefinition, path, def.Prompt)
 		}
@@ -150,9 +173,10 @@ func (c *Catalog) load(path string, refs map[string]string) error {
 		}
 		c.Prompts[p.Name] = p
 	case "", "agent":
-		a := &Agent{Name: def.Name, Description: def.Description}
+		a := &Agent{Name: def.Name, Description: def.Description, Type: def.Type, ExposeAsTool: def.ExposeAsTool}
 		if def.Prompt != "" {
-			if def.System != "" || def.Tools != nil || def.Model != "" || len(def.Output) > 0 {
+			if def.System != "" || def.Tools != nil || def.Model != "" || len(def.Output) > 0 || len(def.Args) > 0 ||
+				def.Subprompts != nil || def.Subagents != nil {
 				return fmt.Errorf("%w: %s: agent %s names prompt %q and also defines prompt fields: do one or the other",
 					ErrDefinition, path, def.Name, def.Prompt)
 			}
@@ -186,7 +210,12 @@ func (c *Catalog) link(refs map[string]string) error {
 		}
 		c.Agents[agentName].Prompt = p
 	}
-	return nil
+	for _, a := range c.Agents {
+		if err := a.Check(); err != nil {
+			return err
+		}
+	}
+	return c.checkNested()
 }
 
 func keys[V any](m map[string]V) []string {

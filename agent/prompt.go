@@ -49,6 +49,18 @@ type Prompt struct {
 	MaxCallsPerStep int      `json:"max_calls_per_step,omitempty" yaml:"max_calls_per_step,omitempty"`
 	Temperature     *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
 	MaxTokens       int      `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
+
+	// ExposeAsTool lets other prompts call this one as a tool, named after it (Q1): it runs as
+	// a nested flow with its own tools and model, and its answer is the call's result.
+	ExposeAsTool bool `json:"expose_as_tool,omitempty" yaml:"expose_as_tool,omitempty"`
+	// Args is the argument schema the prompt takes as a tool (and as a sub-agent's prompt);
+	// nil means {message: string}.
+	Args *schema.Schema `json:"args,omitempty" yaml:"-"`
+	// Subprompts and Subagents configure the prompts and dual-AI agents this prompt calls as
+	// tools (see Subprompt, Subagent); naming one in Tools is the same with every default.
+	// Handoffs to human-facing agents are named in Tools.
+	Subprompts []Subprompt `json:"subprompts,omitempty" yaml:"-"`
+	Subagents  []Subagent  `json:"subagents,omitempty" yaml:"-"`
 }
 
 // StopRules say when a run is finished. The run also stops, paused, for a confirmation or a
@@ -93,6 +105,11 @@ type Agent struct {
 	Name        string  `json:"name" yaml:"name"`
 	Description string  `json:"description,omitempty" yaml:"description,omitempty"`
 	Prompt      *Prompt `json:"prompt" yaml:"-"`
+	// Type is who the agent talks to: HumanFacing (the default) or DualAI. It decides what
+	// calling the agent as a tool does: a handoff or a sub-agent.
+	Type AgentType `json:"type,omitempty" yaml:"type,omitempty"`
+	// ExposeAsTool lets prompts name the agent in their tools.
+	ExposeAsTool bool `json:"expose_as_tool,omitempty" yaml:"expose_as_tool,omitempty"`
 }
 
 // ErrDefinition reports a prompt or agent that is not well formed.
@@ -170,6 +187,9 @@ func (a *Agent) Check() error {
 	}
 	if err := a.Prompt.Check(); err != nil {
 		return fmt.Errorf("agent %s: %w", a.Name, err)
+	}
+	if a.Type != "" && a.Type != HumanFacing && a.Type != DualAI {
+		return fmt.Errorf("%w: agent %s: type %q: want ai_human or dual_ai", ErrDefinition, a.Name, a.Type)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -61,8 +63,40 @@ type Runner struct {
 	// nothing is recorded.
 	MeterProvider metric.MeterProvider
 
-	events events
-	busy   busySet
+	// Catalog holds the prompts and agents that prompts name as tools (prompt tools, handoffs,
+	// sub-agents) and that child threads and handed-over threads run; nil means none.
+	Catalog *Catalog
+	// MaxDepth bounds the tree of nested prompts and sub-agents: a spawn deeper than this is
+	// an error result; 0 means DefaultMaxDepth. MaxSpawnsPerRun bounds the children one run
+	// starts the same way; 0 means DefaultMaxSpawnsPerRun.
+	MaxDepth        int
+	MaxSpawnsPerRun int
+	// Background runs non-blocking children and wakes parents that have a child's result
+	// waiting, durably (jobs.Jobs sets itself here when it starts); nil runs them on goroutines
+	// of this process (see Wait).
+	Background Background
+	// Variables stores the scopedEnv values an immediate sub-agent's children get; nil means
+	// the Resolver when it can (a *vars.Resolver can).
+	Variables VariableWriter
+	// Logger gets what goes wrong in the background; nil means slog.Default.
+	Logger *slog.Logger
+	// Lease, when set, keeps processes that share the database from running one thread at
+	// once: every run takes its thread's lease first (ErrBusy when another holds it), a child
+	// run inside a call included. jobs sets it on PostgreSQL, where several nodes run; nil
+	// relies on this runner's own record of the runs it has going.
+	Lease Lease
+
+	events      events
+	busy        busySet
+	bg          sync.WaitGroup
+	nestedTools nestedCache
+}
+
+// Lease is a thread's lease across processes (see Runner.Lease).
+type Lease interface {
+	// Acquire takes the thread's lease: ok is false when another holds it. release gives it
+	// back.
+	Acquire(ctx context.Context, threadID string) (release func(), ok bool, err error)
 }
 
 // RunStatus is how a run ended.
@@ -128,13 +162,18 @@ var (
 // a stop rule holds or a call waits for a person or a client. Work left by an interrupted run
 // (calls without results) is finished first. The error is non-nil only when the runtime fails
 // (the store, the model's API, cancellation); the run is then resumable with Resume.
+//
+// A thread handed over to another agent, or a child thread, is run by the agent it records
+// (see ThreadState) when the runner's Catalog has it, whatever a names.
 func (r *Runner) Run(ctx context.Context, th *thread.Thread, a *Agent, message string) (*Outcome, error) {
-	return r.run(ctx, th, a, message)
+	out, _, err := r.runThread(ctx, th, a, message, true)
+	return out, err
 }
 
 // Resume continues the run on the thread: after a decision, a client's result, or a crash.
 func (r *Runner) Resume(ctx context.Context, th *thread.Thread, a *Agent) (*Outcome, error) {
-	return r.run(ctx, th, a, "")
+	out, _, err := r.runThread(ctx, th, a, "", true)
+	return out, err
 }
 
 // Decide records a person's decision on a call that waits for confirmation. Resume the run
@@ -196,6 +235,7 @@ func (r *Runner) waiting(ctx context.Context, th *thread.Thread, a *Agent) (*Pen
 	if err := a.Check(); err != nil {
 		return nil, err
 	}
+	a = r.agentFor(th.Info(), a)
 	rs, err := r.prepare(ctx, th, a, false)
 	if err != nil {
 		return nil, err
@@ -210,17 +250,20 @@ func (r *Runner) waiting(ctx context.Context, th *thread.Thread, a *Agent) (*Pen
 
 // run is one run: the state a run needs, gathered once.
 type run struct {
-	r        *Runner
-	th       *thread.Thread
-	prompt   *Prompt
-	d        *quiver.Dispatcher
-	policy   quiver.Policy
-	model    model.Model
-	tools    *schema.ToolSet // tool-calling mode
-	composed *schema.Schema  // composed {calls, output} mode
-	system   string
-	tracer   trace.Tracer // nil: no spans
-	meters   *meters      // nil: no metrics
+	r         *Runner
+	th        *thread.Thread
+	agent     *Agent
+	agentName string
+	spawn     *Spawn // how the thread was spawned; nil for a root thread
+	prompt    *Prompt
+	d         *quiver.Dispatcher
+	policy    quiver.Policy
+	model     model.Model
+	tools     *schema.ToolSet // tool-calling mode
+	composed  *schema.Schema  // composed {calls, output} mode
+	system    string
+	tracer    trace.Tracer // nil: no spans
+	meters    *meters      // nil: no metrics
 
 	// The thread as this run knows it: read once when the run starts, then kept up to date
 	// with what the run writes (a Runner runs a thread once at a time), so a step reads
@@ -229,6 +272,11 @@ type run struct {
 	pending   []quiver.Call
 	decisions map[string]*store.Decision // read when a call first needs one
 	steps     int
+
+	handoffTo *Agent  // set by a handoff call: the agent the next steps run with
+	startSeq  int64   // the last message before this run: what the run added comes after
+	lifecycle [2]bool // whether subagent_create and subagent_message are offered
+	spawned   int     // the children this run has started (see MaxSpawnsPerRun)
 }
 
 type recorder struct{ rs *run }
@@ -243,34 +291,58 @@ func (rec recorder) RecordResult(ctx context.Context, c *quiver.Call, r *quiver.
 	return nil
 }
 
-type decisionsKey struct{}
-
 // prepare gathers what a run needs; withModel opens the model too.
 func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withModel bool) (*run, error) {
 	if r.Store == nil {
 		return nil, errors.New("agent: Runner.Store is not set")
 	}
+	rs := &run{r: r, th: th, tracer: genai.Tracer(r.TracerProvider), meters: newMeters(r.MeterProvider)}
+	info := th.Info()
+	rs.spawn = ReadState(&info).Spawn
+	return rs, r.prepareInto(ctx, rs, a, withModel)
+}
+
+// prepareInto sets what running a's prompt on rs's thread needs: the tools it may call (the
+// registry's and the nested ones its definition names), their rendering, the model. A handoff
+// prepares the same run again for the agent taking over.
+func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel bool) error {
+	th := rs.th
 	reg := r.Registry
 	if r.Registries != nil {
 		var err error
 		if reg, err = r.Registries(ctx, th.WorkspaceID()); err != nil {
-			return nil, fmt.Errorf("agent: the tools of workspace %s: %w", th.WorkspaceID(), err)
+			return fmt.Errorf("agent: the tools of workspace %s: %w", th.WorkspaceID(), err)
 		}
 	}
 	if reg == nil {
 		reg = quiver.Default
 	}
 	p := a.Prompt
-	if err := p.CheckTools(reg); err != nil {
-		return nil, err
+	rs.agent, rs.agentName, rs.prompt = a, a.Name, p
+	rs.tools, rs.composed, rs.model = nil, nil, nil
+	// The prompt's variables (an optional sub-agent's flag) resolve on its own layer.
+	ctx = vars.WithPrompt(ctx, p.Name)
+	reg, runtime, err := rs.withNested(ctx, reg)
+	if err != nil {
+		return err
 	}
-	rs := &run{r: r, th: th, prompt: p, policy: p.policy(), tracer: genai.Tracer(r.TracerProvider), meters: newMeters(r.MeterProvider)}
+	if err := p.CheckTools(reg); err != nil {
+		return err
+	}
+	rs.policy = p.policy()
+	rs.policy.Bound = append(slices.Clone(rs.policy.Bound), runtime...) // the prompt's list is shared by its runs
+	if rs.spawn != nil && rs.spawn.Ceiling != nil {
+		// P2: a child calls only what its parent may too; the nested tools are governed by
+		// the spawn rules (allowed targets, depth) instead, so that a sub-agent can have
+		// sub-agents of its own.
+		rs.policy = rs.policy.Within(openFor(*rs.spawn.Ceiling, runtime))
+	}
 	rs.d = &quiver.Dispatcher{Registry: reg, Policy: rs.policy, Resolver: r.Resolver, Hooks: r.Hooks,
 		Middleware: r.Middleware, Recorder: recorder{rs}, Timeout: r.Timeout, Grace: r.Grace,
 		TracerProvider: r.TracerProvider, TraceContent: r.TraceContent, MeterProvider: r.MeterProvider,
 		// A call reaches the confirmation gate only with a persisted decision (see mustWait).
 		Confirm: func(ctx context.Context, c *quiver.Call) (quiver.Decision, error) {
-			if rs, ok := ctx.Value(decisionsKey{}).(*run); ok {
+			if rs := runFrom(ctx); rs != nil {
 				if dec := rs.decisions[c.ID]; dec != nil {
 					return quiver.Decision{Action: quiver.DecisionAction(dec.Action), Args: dec.Args, Message: dec.Message}, nil
 				}
@@ -278,11 +350,11 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 			return quiver.Decision{Action: quiver.Pause}, nil
 		}}
 	if !withModel {
-		return rs, nil
+		return nil
 	}
 	m, err := r.openModel(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rs.model = m
 	tools := rs.d.Tools()
@@ -292,10 +364,10 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 	}
 	if p.Output != nil {
 		if rs.composed, err = rs.d.Compose(p.Output); err != nil {
-			return nil, fmt.Errorf("agent: prompt %s: composing the output schema: %w", p.Name, err)
+			return fmt.Errorf("agent: prompt %s: composing the output schema: %w", p.Name, err)
 		}
 		rs.system += "\n\n" + composedInstructions
-		return rs, nil
+		return nil
 	}
 	dialect := m.Dialect()
 	if p.Strict && dialect == schema.OpenAI {
@@ -306,9 +378,9 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 		schemas[i].Reasoning = p.ReasoningForCall
 	}
 	if rs.tools, err = schema.Render(dialect, schemas); err != nil {
-		return nil, fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)
+		return fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)
 	}
-	return rs, nil
+	return nil
 }
 
 const composedInstructions = `Answer with one JSON document as the response schema describes: "calls" lists the tools ` +
@@ -378,19 +450,56 @@ func (rs *run) mustWait(ctx context.Context, c quiver.Call) (*Pending, error) {
 	return nil, nil
 }
 
-func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message string) (out *Outcome, err error) {
+// runThread is a run: Run and Resume, and a child's run (deliver says whether its result goes
+// to its parent as a message when it ends, as it does unless a blocking call waits for it).
+// It returns the run's state too, for the blocking call to read the child's history from.
+func (r *Runner) runThread(ctx context.Context, th *thread.Thread, a *Agent, message string, deliver bool) (out *Outcome, rs *run, err error) {
 	if err := a.Check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !r.busy.acquire(th.ID()) {
-		return nil, ErrBusy
+		return nil, nil, ErrBusy
 	}
 	defer r.busy.release(th.ID())
-	rs, err := r.prepare(ctx, th, a, true)
+	if r.Lease != nil {
+		release, ok, err := r.Lease.Acquire(ctx, th.ID())
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent: the lease of thread %s: %w", th.ID(), err)
+		}
+		if !ok {
+			return nil, nil, ErrBusy
+		}
+		defer release()
+	}
+	info, err := th.Refresh(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if info.Status == store.StatusTerminated {
+		st := ReadState(&info)
+		if message == "" && deliver && st.Spawn != nil && !info.Resumable && st.Outcome != nil && st.Outcome.Status == RunFinished {
+			// A child that is not resumable ends terminated with its answer recorded, then
+			// delivers it. Its run tried again after a crash (its job's completion not yet
+			// recorded, or the call that started it dispatched again) has nothing left to run
+			// but that delivery, which may have been cut short: redo it (once: the message's id
+			// is derived from the child's history) and end as the run did. Failing here instead
+			// had River try the run again for days and then report a failure to the parent, a
+			// second completion, or left a completion never delivered.
+			rs := &run{r: r, th: th, spawn: st.Spawn, agentName: st.RanBy}
+			if rs.hist, err = th.History(ctx); err != nil {
+				return nil, nil, err
+			}
+			r.deliver(ctx, rs, st.Outcome, nil)
+			return st.Outcome, rs, nil
+		}
+		return nil, nil, fmt.Errorf("agent: thread %s is terminated: %w", th.ID(), store.ErrInvalid)
+	}
+	a = r.agentFor(info, a)
+	if rs, err = r.prepare(ctx, th, a, true); err != nil {
+		return nil, nil, err
 	}
 	ctx = quiver.WithDoor(ctx, quiver.DoorAgent)
+	ctx = vars.WithPrompt(ctx, a.Prompt.Name)
 	if rs.tracer != nil {
 		var span trace.Span
 		ctx, span = rs.tracer.Start(ctx, genai.OpInvokeAgent+" "+a.Name, trace.WithAttributes(
@@ -408,15 +517,11 @@ func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message s
 			}
 		}()
 	}
-	info, err := th.Refresh(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if info.Status == store.StatusTerminated {
-		return nil, fmt.Errorf("agent: thread %s is terminated: %w", th.ID(), store.ErrInvalid)
-	}
 	if rs.hist, err = th.History(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if n := len(rs.hist); n > 0 {
+		rs.startSeq = rs.hist[n-1].Seq
 	}
 	pending := pendingIn(rs.hist)
 	rs.pending = pending
@@ -427,32 +532,54 @@ func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message s
 	}
 	if message != "" {
 		if len(pending) > 0 {
-			return nil, fmt.Errorf("%w: %d call(s) without a result; decide or submit results, then Resume", ErrPaused, len(pending))
+			return nil, nil, fmt.Errorf("%w: %d call(s) without a result; decide or submit results, then Resume", ErrPaused, len(pending))
 		}
 		m, err := th.AppendUser(ctx, message)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rs.hist = append(rs.hist, m)
 	} else if len(pending) > 0 {
 		r.events.emit(Event{Type: EventResumed, ThreadID: th.ID(), Step: rs.steps})
 	}
 	if len(rs.hist) == 0 {
-		return nil, ErrEmptyThread
+		queued, err := th.Queued(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(queued) == 0 {
+			return nil, nil, ErrEmptyThread
+		}
 	}
 	if _, err := th.SetStatus(ctx, store.StatusRunning); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		// The thread is idle again whatever happened, even when ctx was cancelled.
 		idle := context.WithoutCancel(ctx)
+		terminate := false
+		if rs.spawn != nil && !info.Resumable && out != nil && out.Status == RunFinished && err == nil {
+			// A child that is not resumable has done its one job, unless children of its own
+			// still work in the background: their results would reach a thread that no
+			// longer runs. It stays idle until they have reported, and answers again then.
+			terminate, err = rs.noLiveChildren(idle)
+		}
 		_, serr := th.Update(idle, func(t *store.Thread) error {
 			t.Status = store.StatusIdle
 			t.StepCount = rs.steps
-			if out != nil {
-				t.State, _ = json.Marshal(out)
+			if out == nil {
+				return nil
 			}
-			return nil
+			if terminate {
+				t.Status = store.StatusTerminated
+			}
+			st := ReadState(t)
+			st.Outcome, st.RanBy = out, rs.agentName
+			t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool { return tag == WaitingTag })
+			if out.Status == RunPaused {
+				t.Tags = append(t.Tags, WaitingTag) // indexed: what an inbox of waiting calls lists
+			}
+			return writeState(t, st)
 		})
 		if err == nil && serr != nil {
 			out, err = nil, serr
@@ -460,8 +587,45 @@ func (r *Runner) run(ctx context.Context, th *thread.Thread, a *Agent, message s
 		if err != nil {
 			r.events.emit(Event{Type: EventFailed, ThreadID: th.ID(), Step: rs.steps, Err: err})
 		}
+		if deliver && err == nil {
+			r.deliver(idle, rs, out, nil)
+		} else if deliver && r.Background == nil && !errors.Is(err, context.Canceled) {
+			r.deliver(idle, rs, nil, err) // no one tries again in this process: report the failure now
+		}
 	}()
-	return rs.loop(ctx)
+	if err := rs.startImmediate(ctx); err != nil {
+		return nil, rs, err
+	}
+	out, err = rs.loop(ctx)
+	return out, rs, err
+}
+
+// noLiveChildren says whether every child the thread started in the background has ended.
+func (rs *run) noLiveChildren(ctx context.Context) (bool, error) {
+	kids, err := rs.th.Children(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, k := range kids {
+		if !k.Blocking && k.Status != store.StatusTerminated {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// ReportFailure queues to a child's parent that the child's run failed for good (A4
+// implicit communication): what jobs does when River gives up on a child's run.
+func (r *Runner) ReportFailure(ctx context.Context, th *thread.Thread, a *Agent, runErr error) {
+	info, err := th.Refresh(ctx)
+	if err != nil {
+		return
+	}
+	rs := &run{r: r, th: th, spawn: ReadState(&info).Spawn, agentName: a.Name}
+	if rs.hist, err = th.History(ctx); err != nil {
+		return
+	}
+	r.deliver(ctx, rs, nil, runErr)
 }
 
 // pendingIn returns the calls of hist that have no result in hist, in order. They come from the
@@ -486,7 +650,6 @@ func pendingIn(hist []*store.Message) []quiver.Call {
 }
 
 func (rs *run) loop(ctx context.Context) (*Outcome, error) {
-	th := rs.th
 	steps := 0 // this run's
 	for {
 		paused, stopTool, err := rs.runPending(ctx)
@@ -499,7 +662,14 @@ func (rs *run) loop(ctx context.Context) (*Outcome, error) {
 		if stopTool {
 			return rs.finish(RunFinished, ReasonStopTool, nil)
 		}
-		if last := rs.hist[len(rs.hist)-1]; last.Role == store.RoleAssistant && len(last.ToolCalls) == 0 {
+		// Messages queued for this step (a child's result, a message sent meanwhile) join the
+		// history first, and call for a step even after an answer without calls. Looking is
+		// a read; taking them is a write only when there are some.
+		took, err := rs.takeQueued(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if last := rs.hist[len(rs.hist)-1]; !took && last.Role == store.RoleAssistant && len(last.ToolCalls) == 0 {
 			output := rs.outputOf(last)
 			switch {
 			case output != nil && rs.prompt.Stop.onOutput():
@@ -511,18 +681,8 @@ func (rs *run) loop(ctx context.Context) (*Outcome, error) {
 		if steps >= rs.prompt.Stop.maxSteps() {
 			return rs.finish(RunFinished, ReasonMaxSteps, nil)
 		}
-		// Messages queued for this step (a child's result, a message sent meanwhile) join the
-		// history first. Looking is a read; taking them is a write only when there are some.
-		queued, err := th.Queued(ctx)
-		if err != nil {
+		if err := rs.refreshLifecycle(ctx); err != nil {
 			return nil, err
-		}
-		if len(queued) > 0 {
-			moved, err := th.TakeQueued(ctx)
-			if err != nil {
-				return nil, err
-			}
-			rs.hist = append(rs.hist, moved...)
 		}
 		if err := rs.step(ctx); err != nil {
 			return nil, err
@@ -531,13 +691,73 @@ func (rs *run) loop(ctx context.Context) (*Outcome, error) {
 	}
 }
 
+// takeQueued moves the thread's queued messages into its history and says whether there were
+// any.
+func (rs *run) takeQueued(ctx context.Context) (bool, error) {
+	queued, err := rs.th.Queued(ctx)
+	if err != nil || len(queued) == 0 {
+		return false, err
+	}
+	moved, err := rs.th.TakeQueued(ctx)
+	if err != nil {
+		return false, err
+	}
+	rs.hist = append(rs.hist, moved...)
+	return len(moved) > 0, nil
+}
+
+// refreshLifecycle offers subagent_create and subagent_message again when whether they apply
+// changed since the tools were rendered (a child was started, one reached its cap or ended).
+func (rs *run) refreshLifecycle(ctx context.Context) error {
+	if !hasResumable(rs.prompt) {
+		return nil
+	}
+	ns, err := rs.r.nested(rs.prompt)
+	if err != nil || ns.create == nil {
+		return err
+	}
+	canCreate, canMessage, err := rs.lifecycleNow(ctx, ns.resumable)
+	if err != nil || rs.lifecycle == [2]bool{canCreate, canMessage} {
+		return err
+	}
+	return rs.r.prepareInto(ctx, rs, rs.agent, true)
+}
+
+func hasResumable(p *Prompt) bool {
+	return slices.ContainsFunc(p.Subagents, func(s Subagent) bool { return s.Resumable != nil })
+}
+
+// switchAgent goes on with the agent a handoff gave the thread to: its prompt, tools, policy
+// and model from the next step, with the history as it is.
+func (rs *run) switchAgent(ctx context.Context, a *Agent) error {
+	rs.handoffTo = nil
+	if err := a.Check(); err != nil {
+		return err
+	}
+	if err := rs.r.prepareInto(ctx, rs, a, true); err != nil {
+		return err
+	}
+	return rs.startImmediate(ctx)
+}
+
 // runPending runs the calls that have no result, in order, each result persisted before the
 // next call starts. It stops at the first call that must wait.
 func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, err error) {
 	th := rs.th
-	ctx = context.WithValue(ctx, decisionsKey{}, rs)
+	ctx = context.WithValue(ctx, runKey{}, rs)
 	for len(rs.pending) > 0 {
 		c := rs.pending[0]
+		if rs.handedOver(c) {
+			// The handoff this call made is recorded (a process died before its result was):
+			// its result says so, and the rest of the turn is the old agent's.
+			if err := rs.recordOnly(ctx, c, quiver.Text(fmt.Sprintf("The conversation is handed over to %s, who continues from here.", rs.agentName))); err != nil {
+				return nil, false, err
+			}
+			if err := rs.cutTurn(ctx); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
 		p, err := rs.mustWait(ctx, c)
 		if err != nil || p != nil {
 			return p, false, err
@@ -562,6 +782,17 @@ func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, 
 			rs.r.events.emit(Event{Type: EventToolResult, ThreadID: th.ID(), Step: rs.steps, Call: &call, Result: res})
 		}
 		rs.pending = rs.pending[1:]
+		if rs.handoffTo != nil {
+			if err := rs.switchAgent(ctx, rs.handoffTo); err != nil {
+				return nil, false, err
+			}
+			// The rest of the turn was asked for by the agent that handed over: run under
+			// the new agent's policy, it could call what the old one may not.
+			if err := rs.cutTurn(ctx); err != nil {
+				return nil, false, err
+			}
+			continue // the stop tools were the agent's that handed over
+		}
 		if slices.ContainsFunc(rs.prompt.Stop.Tools, func(p string) bool { return globMatch(p, c.Name) }) {
 			stopTool = true
 		}
@@ -570,6 +801,52 @@ func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, 
 		}
 	}
 	return nil, stopTool, nil
+}
+
+// handedOver says whether c is a handoff to the agent that has the thread already: the run
+// was resumed after the handoff was recorded and before its call's result was.
+func (rs *run) handedOver(c quiver.Call) bool {
+	if c.Name != rs.agentName {
+		return false
+	}
+	if _, ok := rs.d.Registry.Lookup(c.Name); ok {
+		return false // a tool of the agent's own that has its name
+	}
+	info := rs.th.Info()
+	return ReadState(&info).Agent == rs.agentName
+}
+
+// cutTurn answers the calls left of a turn whose agent handed the thread over: they are not
+// run.
+func (rs *run) cutTurn(ctx context.Context) error {
+	for len(rs.pending) > 0 {
+		c := rs.pending[0]
+		res := quiver.Errorf(quiver.CodeRejected, "call %s was not run: the conversation was handed over to %s before it; "+
+			"%s decides what to do now.", c.Name, rs.agentName, rs.agentName)
+		if err := rs.recordOnly(ctx, c, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordOnly stores c's result without running it and takes c off the pending calls.
+func (rs *run) recordOnly(ctx context.Context, c quiver.Call, res *quiver.Result) error {
+	m, err := rs.th.Record(ctx, &c, res)
+	switch {
+	case errors.Is(err, store.ErrResultExists):
+		if rs.hist, err = rs.th.History(ctx); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		rs.hist = append(rs.hist, m)
+		call := c
+		rs.r.events.emit(Event{Type: EventToolResult, ThreadID: rs.th.ID(), Step: rs.steps, Call: &call, Result: res})
+	}
+	rs.pending = rs.pending[1:]
+	return nil
 }
 
 // finish builds the outcome from the thread as it now is.

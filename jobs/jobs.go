@@ -27,6 +27,9 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/ids"
@@ -45,6 +48,10 @@ type RunArgs struct {
 	// run, once: a job tried again finds it there by MessageID, which Start sets when empty.
 	Message   string `json:"message,omitempty"`
 	MessageID string `json:"message_id,omitempty"`
+	// Trace is the W3C trace context of the request that queued the run (traceparent, and
+	// tracestate when there is one), so that the run's spans join that request's trace
+	// whichever process runs it. It is not part of the run's identity.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // Kind is the job's kind in River's tables.
@@ -197,6 +204,7 @@ func (j *Jobs) Start(ctx context.Context, args RunArgs) (int64, error) {
 	case args.Message != "" && args.MessageID == "":
 		args.MessageID = ids.New("msg") // fixed in the job, so that every try appends the same message
 	}
+	args.Trace = traceOf(ctx)
 	res, err := j.client.Insert(ctx, args, nil)
 	if err != nil {
 		return 0, fmt.Errorf("jobs: queueing the run: %w", err)
@@ -275,7 +283,34 @@ type lease interface {
 func (w *runWorker) Timeout(*river.Job[RunArgs]) time.Duration { return w.cfg.RunTimeout }
 
 func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
-	a := job.Args
+	return w.work(withTrace(ctx, job.Args.Trace), job.Args, job.JobRow, false)
+}
+
+// traceOf is the W3C trace context of ctx's span, through the global propagator, for a job
+// to carry; nil when ctx has none.
+func traceOf(ctx context.Context) map[string]string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return nil
+	}
+	return carrier
+}
+
+// withTrace is ctx continuing the trace a job carries.
+func withTrace(ctx context.Context, tc map[string]string) context.Context {
+	if len(tc) == 0 {
+		return ctx
+	}
+	return otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(tc))
+}
+
+// work runs a thread: a run (RunArgs) or, with wake, a run only if the thread has queued
+// messages (WakeArgs).
+func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, wake bool) error {
 	release, ok, err := w.lease.acquire(ctx, a.ThreadID)
 	if err != nil {
 		return fmt.Errorf("jobs: taking the lease of thread %s: %w", a.ThreadID, err)
@@ -292,9 +327,21 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if err != nil {
 		return err
 	}
+	if wake {
+		queued, err := th.Queued(ctx)
+		if err != nil {
+			return err
+		}
+		if len(queued) == 0 {
+			return nil // a run since the wake was asked for took them
+		}
+	}
 	ag, err := w.cfg.Agents(ctx, a.Agent)
 	if err != nil {
-		return river.JobCancel(fmt.Errorf("jobs: agent %q: %w", a.Agent, err))
+		err = fmt.Errorf("jobs: agent %q: %w", a.Agent, err)
+		// Trying again does not make the name valid: a child's parent hears of it at once.
+		w.cfg.Runner.ReportFailure(context.WithoutCancel(ctx), th, &agent.Agent{Name: a.Agent}, err)
+		return river.JobCancel(err)
 	}
 	if a.MessageID != "" {
 		if err := appendOnce(ctx, th, a.MessageID, a.Message); err != nil {
@@ -310,6 +357,10 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return river.JobCancel(fmt.Errorf("jobs: thread %s: %w", a.ThreadID, err))
 	}
 	if err != nil {
+		if job.Attempt >= job.MaxAttempts {
+			// River gives up on the run: a child's parent hears of it (implicit communication).
+			w.cfg.Runner.ReportFailure(context.WithoutCancel(ctx), th, ag, err)
+		}
 		w.cfg.Logger.Warn("jobs: the run failed; River will try again", "thread", a.ThreadID, "agent", a.Agent, "attempt", job.Attempt, "err", err)
 		return err
 	}
@@ -324,4 +375,70 @@ func appendOnce(ctx context.Context, th *thread.Thread, id, text string) error {
 		return nil // appended by an earlier try
 	}
 	return err
+}
+
+// WakeArgs asks for a run of a thread that was given queued messages (a child's result), to
+// take them: after the run going on the thread, if any, has ended (the worker waits for the
+// thread's lease), and only if they are still queued then. Wakes are not unique: the run going
+// on may have looked at the queue already, and River's unique jobs cannot leave out running
+// ones. A wake that finds the queue empty ends at once.
+type WakeArgs struct {
+	WorkspaceID string `json:"workspace_id"`
+	ThreadID    string `json:"thread_id"`
+	Agent       string `json:"agent"`
+	// Trace: see RunArgs.
+	Trace map[string]string `json:"trace,omitempty"`
+}
+
+// Kind is the job's kind in River's tables.
+func (WakeArgs) Kind() string { return "quiver.wake" }
+
+// InsertOpts puts wakes with the runs.
+func (WakeArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue} }
+
+type wakeWorker struct {
+	river.WorkerDefaults[WakeArgs]
+	run *runWorker
+}
+
+func (w *wakeWorker) Timeout(*river.Job[WakeArgs]) time.Duration { return w.run.cfg.RunTimeout }
+
+func (w *wakeWorker) Work(ctx context.Context, job *river.Job[WakeArgs]) error {
+	a := job.Args
+	return w.run.work(withTrace(ctx, a.Trace), RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: a.ThreadID, Agent: a.Agent}, job.JobRow, true)
+}
+
+// background is agent.Background on River: the runner's non-blocking children run as jobs, and
+// a parent given a child's result is woken by one, so both survive a crash and, on PostgreSQL,
+// run on any node.
+type background struct {
+	client interface {
+		Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	}
+}
+
+var _ agent.Background = background{}
+
+// Run queues a run of the thread; one already queued or running does (a child started again
+// after a crash).
+func (b background) Run(ctx context.Context, workspaceID, threadID, agentName string) error {
+	res, err := b.client.Insert(ctx, RunArgs{WorkspaceID: workspaceID, ThreadID: threadID, Agent: agentName, Trace: traceOf(ctx)}, nil)
+	if err != nil {
+		return fmt.Errorf("jobs: queueing the run of thread %s: %w", threadID, err)
+	}
+	if res.UniqueSkippedAsDuplicate {
+		// A run of the thread is queued or running: one running may be past reading what
+		// was just given to the thread (a resumable child's next message). A wake runs it
+		// after that run, if anything is still queued.
+		return b.Wake(ctx, workspaceID, threadID, agentName)
+	}
+	return nil
+}
+
+// Wake queues a wake of the thread.
+func (b background) Wake(ctx context.Context, workspaceID, threadID, agentName string) error {
+	if _, err := b.client.Insert(ctx, WakeArgs{WorkspaceID: workspaceID, ThreadID: threadID, Agent: agentName, Trace: traceOf(ctx)}, nil); err != nil {
+		return fmt.Errorf("jobs: queueing a wake of thread %s: %w", threadID, err)
+	}
+	return nil
 }

@@ -19,7 +19,12 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
-	_ "modernc.org/sqlite" // the database/sql driver River's SQLite driver uses
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	_ "modernc.org/sqlite"
+
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/genai" // the database/sql driver River's SQLite driver uses
 )
 
 // StartSQLite starts the runs of the SQLite database at path, the store's file: River's tables
@@ -74,10 +79,37 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	l := &advisoryLease{pool: pool}
-	drv := riverpgxv5.New(pool)
-	j, c, err := start(ctx, drv, &cfg, l, false)
+	// A run holds its lease's connection from its first moment to its last, and inserts jobs
+	// as it goes (its non-blocking children, the wake of its parent). Taken from pool, the
+	// leases of Workers runs at once took every connection of a default-sized pool (max(4,
+	// CPUs), River's listener holding one), and each run waited forever for one to insert
+	// with: the leases take theirs from a pool of their own, one per worker and one for the
+	// orphan check, so that they never keep River from pool.
+	//
+	// Every run takes its lease, a child's run inside its parent's call included (the runner
+	// takes them: Runner.Lease), so that a wake on another node cannot run a child that a
+	// call here runs: a worker's tree holds up to one lease per level (MaxDepth of them, and
+	// the root's).
+	depth := cfg.Runner.MaxDepth
+	if depth <= 0 {
+		depth = agent.DefaultMaxDepth
+	}
+	lc := pool.Config()
+	lc.MinConns, lc.MaxConns = 0, int32(cfg.Workers*(depth+1)+1)
+	leases, err := pgxpool.NewWithConfig(ctx, lc)
 	if err != nil {
+		return nil, fmt.Errorf("jobs: a pool for the runs' leases: %w", err)
+	}
+	l := &advisoryLease{pool: leases}
+	var workerLease lease = l
+	if cfg.Runner.Lease == nil {
+		cfg.Runner.Lease = runnerLease{l}
+		workerLease = heldByRunner{} // the runner takes it: taken here too, the run's own try would fail
+	}
+	drv := riverpgxv5.New(pool)
+	j, c, err := start(ctx, drv, &cfg, workerLease, false)
+	if err != nil {
+		leases.Close()
 		return nil, err
 	}
 	// A node that died left its runs running, their leases free: take them again soon,
@@ -101,7 +133,7 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 			}
 		}
 	}()
-	j.client = closing{j.client, func() error { stopWatch(); <-done; return nil }}
+	j.client = closing{j.client, func() error { stopWatch(); <-done; leases.Close(); return nil }}
 	return j, nil
 }
 
@@ -145,6 +177,9 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 	if err := river.AddWorkerSafely(workers, &runWorker{cfg: cfg, lease: l}); err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &wakeWorker{run: &runWorker{cfg: cfg, lease: l}}); err != nil {
+		return nil, nil, fmt.Errorf("jobs: %w", err)
+	}
 	if err := river.AddWorkerSafely(workers, &purgeWorker{cfg: cfg}); err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
@@ -157,10 +192,52 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 			return nil, nil, err
 		}
 	}
+	if cfg.Runner.Background == nil {
+		// Before the first job is taken: a run may start a non-blocking child at once.
+		cfg.Runner.Background = background{c}
+	}
 	if err := c.Start(ctx); err != nil {
 		return nil, nil, fmt.Errorf("jobs: starting River: %w", err)
 	}
-	return &Jobs{client: c}, c, nil
+	var cl client = c
+	if reg := jobMetrics(drv); reg != nil {
+		cl = closing{c, reg.Unregister}
+	}
+	return &Jobs{client: cl}, c, nil
+}
+
+// jobStates are the states the job gauge reports: work waiting, being done, or to be tried
+// again.
+var jobStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStateRetryable,
+	rivertype.JobStateScheduled}
+
+// jobMetrics reports the jobs of the database by state (quiver.jobs, attribute
+// quiver.job.state) when the global meter provider's metrics are read: the depth of the queue
+// of runs, wakes and purges across every node. nil when there are no metrics.
+func jobMetrics[TTx any](drv riverdriver.Driver[TTx]) metric.Registration {
+	m := genai.Meter(nil)
+	if m == nil {
+		return nil
+	}
+	gauge, err := m.Int64ObservableGauge(genai.MetricJobs, metric.WithUnit("{job}"),
+		metric.WithDescription("Background jobs (runs, wakes, purges) by state."))
+	if err != nil {
+		return nil
+	}
+	reg, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		for _, state := range jobStates {
+			n, err := drv.GetExecutor().JobCountByState(ctx, &riverdriver.JobCountByStateParams{State: state})
+			if err != nil {
+				return err
+			}
+			o.ObserveInt64(gauge, int64(n), metric.WithAttributes(attribute.String("quiver.job.state", string(state))))
+		}
+		return nil
+	}, gauge)
+	if err != nil {
+		return nil
+	}
+	return reg
 }
 
 // rescueOrphans makes the runs a process that died left running available again, with an
@@ -169,7 +246,7 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 // serves, a job found running at start has no one running it. (The client's JobRetry leaves
 // running jobs alone.)
 func rescueOrphans[TTx any](ctx context.Context, c *river.Client[TTx], drv riverdriver.Driver[TTx], orphan func(*rivertype.JobRow) bool) error {
-	params := river.NewJobListParams().Kinds(RunArgs{}.Kind()).States(rivertype.JobStateRunning).First(1000)
+	params := river.NewJobListParams().Kinds(RunArgs{}.Kind(), WakeArgs{}.Kind()).States(rivertype.JobStateRunning).First(1000)
 	now := time.Now().UTC()
 	for {
 		res, err := c.JobList(ctx, params)
@@ -272,4 +349,19 @@ func (l *advisoryLease) acquire(ctx context.Context, threadID string) (func(), b
 		}
 		conn.Release()
 	}, true, nil
+}
+
+// runnerLease is the advisory lease as agent.Runner takes it.
+type runnerLease struct{ l *advisoryLease }
+
+func (r runnerLease) Acquire(ctx context.Context, threadID string) (func(), bool, error) {
+	return r.l.acquire(ctx, threadID)
+}
+
+// heldByRunner is the workers' lease when the runner takes the leases itself: the worker's
+// run reports a lease another holds as agent.ErrBusy, which snoozes the job.
+type heldByRunner struct{}
+
+func (heldByRunner) acquire(context.Context, string) (func(), bool, error) {
+	return func() {}, true, nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -89,6 +92,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	cfg.DocsPath = ""     // the console serves people; the document serves tools
 	cfg.CreateHooks = nil // no $schema links added to every body
 	api := humago.New(mux, cfg)
+	api.UseMiddleware(traceRequests)
 
 	huma.Register(api, huma.Operation{OperationID: "list-served-tools", Method: http.MethodGet, Path: "/v1/tools/served",
 		Summary: "The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
@@ -213,6 +217,12 @@ func (s *Server) registerRuns(api huma.API) {
 			if err != nil {
 				return nil, err
 			}
+			for i, tag := range in.Body.Tags {
+				if agent.ReservedTag(tag) {
+					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "tag "+strconv.Quote(tag)+" is one the runtime sets on the threads it spawns",
+						&ProblemField{Location: fmt.Sprintf("body.tags[%d]", i), Message: "a tag not starting with " + strings.Join(agent.ReservedTagPrefixes, ", ")})
+				}
+			}
 			th := &store.Thread{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, AgentID: in.Body.Agent, Tags: in.Body.Tags}
 			var a *agent.Agent
 			if in.Body.Agent != "" {
@@ -284,6 +294,18 @@ func (s *Server) registerRuns(api huma.API) {
 			if err != nil {
 				return nil, err
 			}
+			if in.Body.Action == string(quiver.Edit) {
+				// Edited arguments are checked as the dispatcher will check them, so that a
+				// person fixes them now, field by field, rather than the model meeting an
+				// invalid_arguments result later.
+				if p, err := s.cfg.Runner.Waiting(ctx, th, ag); err == nil && p != nil && p.Call.ID == in.Body.CallID {
+					if tool, ok := s.tenant(ctx, s.workspaceID(ctx)).disp.Registry.Lookup(p.Call.Name); ok {
+						if _, err := checkToolArgs(tool, in.Body.Args); err != nil {
+							return nil, err
+						}
+					}
+				}
+			}
 			d := quiver.Decision{Action: quiver.DecisionAction(in.Body.Action), Args: in.Body.Args, Message: in.Body.Message}
 			switch err := s.cfg.Runner.Decide(ctx, th, ag, in.Body.CallID, d); {
 			case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
@@ -293,14 +315,16 @@ func (s *Server) registerRuns(api huma.API) {
 			case err != nil:
 				return nil, apiError(err, "the decision")
 			}
-			return s.resume(ctx, in.ID, in.Body.Agent, "the decision is recorded, but ")
+			return s.resume(ctx, in.ID, agentName(ag, in.Body.Agent), "the decision is recorded, but ")
 		})
 }
 
 type decisionInput struct {
 	ID   string `path:"id" maxLength:"64"`
 	Body struct {
-		Agent   string          `json:"agent" minLength:"1" maxLength:"128" doc:"The agent whose run waits."`
+		// Fix: optional (it was required, so a client could not leave it to the thread, which
+		// threadAgent does: after a handoff the agent that has the thread).
+		Agent   string          `json:"agent,omitempty" minLength:"1" maxLength:"128" doc:"The agent whose run waits; absent: the agent that has the thread (after a handoff, the one it was handed to)."`
 		CallID  string          `json:"call_id" minLength:"1" maxLength:"128" doc:"The call that waits for the decision (the thread's state names it)."`
 		Action  string          `json:"action" enum:"approve,edit,deny" doc:"approve runs the call; edit runs it with args, validated again; deny answers it with message."`
 		Args    json.RawMessage `json:"args,omitempty" doc:"The edited arguments (edit only)."`

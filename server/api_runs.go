@@ -75,7 +75,8 @@ type pendingOutput struct {
 type resultInput struct {
 	ID   string `path:"id" maxLength:"64"`
 	Body struct {
-		Agent  string          `json:"agent" minLength:"1" maxLength:"128" doc:"The agent whose run waits."`
+		// Fix: optional, as for decisions (see decisionInput).
+		Agent  string          `json:"agent,omitempty" minLength:"1" maxLength:"128" doc:"The agent whose run waits; absent: the agent that has the thread (after a handoff, the one it was handed to)."`
 		CallID string          `json:"call_id" minLength:"1" maxLength:"128" doc:"The client tool's call (GET .../pending names it)."`
 		Status string          `json:"status" enum:"success,error" doc:"success or error."`
 		Text   string          `json:"text,omitempty" maxLength:"1000000" doc:"The result as the model reads it."`
@@ -216,7 +217,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 			case err != nil:
 				return nil, apiError(err, "the result")
 			}
-			return s.resume(ctx, in.ID, in.Body.Agent, "the result is recorded, but ")
+			return s.resume(ctx, in.ID, agentName(ag, in.Body.Agent), "the result is recorded, but ")
 		})
 }
 
@@ -228,7 +229,8 @@ func (s *Server) threadAgent(ctx context.Context, threadID, name string) (*threa
 		return nil, nil, apiError(err, "thread "+threadID)
 	}
 	if name == "" {
-		name = th.AgentID()
+		info := th.Info()
+		name = agent.CurrentAgent(&info) // after a handoff, the agent that has it
 	}
 	if name == "" {
 		return th, nil, nil
@@ -310,14 +312,19 @@ func (s *Server) streamEvents(hctx huma.Context, ws, threadID string, after int6
 	defer keepAlive.Stop()
 	for {
 		// Messages first, then the state they lead to: a client that sees "idle" has seen
-		// every message before it.
+		// every message before it. So the thread is read before its messages: a run writes
+		// its last message before it makes the thread idle, and the messages read after the
+		// thread hold every message written before it. (Read after them, the thread could be
+		// idle while the messages read had not yet seen the run's last one: the state went
+		// out before that message, and after it the same state was not sent again.)
+		th, err := s.cfg.Store.Thread(ctx, ws, threadID)
 		var ok bool
 		if after, ok = s.sendMessages(ctx, ws, threadID, after, send); !ok {
 			return
 		}
 		// What the thread waits on changes only with its messages or status: read the status
 		// each time, the rest only then.
-		if th, err := s.cfg.Store.Thread(ctx, ws, threadID); err == nil && (last == nil || th.Status != last.Status || after != lastRead) {
+		if err == nil && (last == nil || th.Status != last.Status || after != lastRead) {
 			st := s.threadState(ctx, ws, th, after)
 			lastRead = after
 			if last == nil || !sameState(st, last) {
@@ -387,19 +394,14 @@ func (s *Server) sendMessages(ctx context.Context, ws, threadID string, after in
 // threadState is the thread's status and what it waits on.
 func (s *Server) threadState(ctx context.Context, ws string, th *store.Thread, lastSeq int64) *EventState {
 	st := &EventState{Status: th.Status, LastSeq: lastSeq}
-	if len(th.State) > 0 {
-		var out agent.Outcome
-		if json.Unmarshal(th.State, &out) == nil && out.Status != "" {
-			st.Run = &out
-		}
-	}
+	st.Run = agent.ReadState(th).Outcome
 	// Only a paused run's thread can wait on a call; then ask what it waits on now (a decision
 	// or a result may have come since it paused).
-	if s.cfg.Runner == nil || s.cfg.Agents == nil || th.AgentID == "" || th.Status != store.StatusIdle ||
+	if s.cfg.Runner == nil || s.cfg.Agents == nil || agent.CurrentAgent(th) == "" || th.Status != store.StatusIdle ||
 		st.Run == nil || st.Run.Status != agent.RunPaused {
 		return st
 	}
-	ag, err := s.cfg.Agents(ctx, th.AgentID)
+	ag, err := s.cfg.Agents(ctx, agent.CurrentAgent(th))
 	if err != nil {
 		return st
 	}
@@ -465,4 +467,12 @@ func unwrapFlusher(w any) (http.Flusher, bool) {
 		}
 		w = u.Unwrap()
 	}
+}
+
+// agentName is the name of the agent that runs a thread, as threadAgent found it.
+func agentName(a *agent.Agent, asked string) string {
+	if a != nil {
+		return a.Name
+	}
+	return asked
 }

@@ -38,16 +38,19 @@ func (s *Server) registerThreadLists(api huma.API) {
 		Summary: "The workspace's threads, newest first, a page at a time, optionally by agent, tag and status"}, s.listThreads)
 	s.registerThreadFiles(api)
 	s.registerThreadVariables(api)
+	s.registerVariablesRequests(api)
+	s.registerConsoleAPI(api)
 }
 
 // ---- the thread list
 
 type threadsInput struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"Threads per page, 1 to 100."`
-	Cursor string `query:"cursor" maxLength:"1024" doc:"Where the page starts: the next_cursor of the page before, listed with the same agent, tag and status; empty for the first. Opaque: a cursor altered, or given with other filters, is refused (400)."`
+	Cursor string `query:"cursor" maxLength:"1024" doc:"Where the page starts: the next_cursor of the page before, listed with the same agent, tag, status and name; empty for the first. Opaque: a cursor altered, or given with other filters, is refused (400)."`
 	Agent  string `query:"agent" maxLength:"128" doc:"Only the threads of this agent (its id)."`
 	Tag    string `query:"tag" maxLength:"1024" doc:"Only the threads that have this tag (a tag is at most 1024 bytes)."`
 	Status string `query:"status" enum:"idle,running,terminated" doc:"Only the threads in this status."`
+	Name   string `query:"name" maxLength:"128" doc:"Only the threads whose name (the tag name:<value>) contains this text, in any case."`
 }
 
 type threadsOutput struct {
@@ -59,13 +62,13 @@ type threadsOutput struct {
 
 func (s *Server) listThreads(ctx context.Context, in *threadsInput) (*threadsOutput, error) {
 	// The store refuses the same values; checked here, the answer names the field at fault.
-	for _, q := range []struct{ loc, v string }{{"query.agent", in.Agent}, {"query.tag", in.Tag}} {
+	for _, q := range []struct{ loc, v string }{{"query.agent", in.Agent}, {"query.tag", in.Tag}, {"query.name", in.Name}} {
 		if !utf8.ValidString(q.v) || strings.IndexByte(q.v, 0) >= 0 {
 			return nil, fieldError(http.StatusBadRequest, q.loc, "must be UTF-8 text without NUL")
 		}
 	}
 	ws := s.workspaceID(ctx)
-	f := store.ThreadFilter{AgentID: in.Agent, Tag: in.Tag, Status: store.ThreadStatus(in.Status), Limit: in.Limit, Cursor: in.Cursor}
+	f := store.ThreadFilter{AgentID: in.Agent, Tag: in.Tag, Status: store.ThreadStatus(in.Status), Name: in.Name, Limit: in.Limit, Cursor: in.Cursor}
 	if err := store.CheckThreadCursor(ws, f); err != nil {
 		return nil, fieldError(http.StatusBadRequest, "query.cursor",
 			"not a cursor of this list: pass the next_cursor of the page before, with the same agent, tag and status")

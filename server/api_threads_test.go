@@ -690,35 +690,19 @@ func TestThreadAPIOtherWorkspace(t *testing.T) {
 // TestThreadAPIDocument: the new endpoints are in the OpenAPI document, the download's path
 // parameter under OpenAPI's name for it.
 func TestThreadAPIDocument(t *testing.T) {
-	doc, err := server.OpenAPI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		t.Fatal(err)
-	}
-	for p, methods := range map[string][]string{
+	paths := documentPaths(t, map[string][]string{
 		"/v1/threads":                       {"get"},
 		"/v1/threads/{id}/files":            {"get"},
 		"/v1/threads/{id}/files/{path}":     {"get"},
 		"/v1/threads/{id}/variables":        {"get"},
 		"/v1/threads/{id}/variables/{name}": {"put", "delete"},
-	} {
-		for _, m := range methods {
-			if d.Paths[p][m] == nil {
-				t.Errorf("the document has no %s %s", m, p)
-			}
-		}
-	}
-	for p := range d.Paths {
+	})
+	for p := range paths {
 		if strings.Contains(p, "...") {
 			t.Errorf("the document has Go's pattern %s", p)
 		}
 	}
-	if !bytes.Contains(d.Paths["/v1/threads/{id}/files/{path}"]["get"], []byte(`"application/octet-stream"`)) {
-		t.Errorf("the download is not described as bytes: %s", d.Paths["/v1/threads/{id}/files/{path}"]["get"])
+	if !bytes.Contains(paths["/v1/threads/{id}/files/{path}"]["get"], []byte(`"application/octet-stream"`)) {
+		t.Errorf("the download is not described as bytes: %s", paths["/v1/threads/{id}/files/{path}"]["get"])
 	}
 }

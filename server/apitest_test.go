@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/quiverhq/quiver/server"
 )
 
 // sendAPI sends a request to the API with client: body is sent as is when a string, else as
@@ -64,4 +66,28 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// documentPaths reads the API's OpenAPI document and checks that it has every operation of
+// want (path -> methods); it returns the document's paths, each method's operation as JSON.
+func documentPaths(t *testing.T, want map[string][]string) map[string]map[string]json.RawMessage {
+	t.Helper()
+	doc, err := server.OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	for p, methods := range want {
+		for _, m := range methods {
+			if d.Paths[p][m] == nil {
+				t.Errorf("the document has no %s %s", m, p)
+			}
+		}
+	}
+	return d.Paths
 }

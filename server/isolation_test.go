@@ -202,6 +202,7 @@ func isoTable() map[string][]isoCase {
 			{query: "tag={tag}", want: isoListed},
 			{query: "agent=iso_client", want: isoListed},
 			{query: "agent=iso_confirm&status=idle&tag={tag}", want: isoListed},
+			{query: "name={thread_name}", want: isoListed},
 			{query: "limit=1&cursor={threads_cursor}", want: isoListedOrRefused},
 			{query: "limit=1&tag={tag}&cursor={tag_cursor}", want: isoListedOrRefused},
 		},
@@ -223,6 +224,55 @@ func isoTable() map[string][]isoCase {
 			{params: p("id", "thread", "name", "plain_var"), body: `{"value":"from A"}`, want: isoNotFound},
 			{params: p("id", "run_thread", "name", "plain_var"), body: `{"value":"from A","scoped":true}`, want: isoNotFound},
 			{params: p("id", "a_thread", "name", "secret_var"), body: `{"value":"A's own","secret":true}`, want: isoCreated},
+		},
+		// A deferred sub-agent's variables request: B's thread as the parent, or as the
+		// request under A's own thread, is not found.
+		"GET /v1/threads/{id}/children": each("id", threads, "", "", isoNotFound),
+		// The inbox lists A's waiting calls only (B has two paused runs), and the session is A's.
+		"GET /v1/pending": {{query: "limit=100", want: isoListed}, {query: "limit=1&cursor={threads_cursor}", want: isoListedOrRefused}},
+		"GET /v1/session": {{want: isoListed}},
+		// A served tool and checking arguments against it: B's tools are not A's.
+		"GET /v1/tools/served/{name}": cat(
+			each("name", []string{"tool_name", "client_tool_name", "confirm_tool_name"}, "", "", isoNotFound),
+			[]isoCase{{params: p("name", "a_echo"), want: isoListed}}),
+		"POST /v1/tools/served/{name}/validate": cat(
+			each("name", []string{"tool_name", "client_tool_name", "confirm_tool_name", "deleted_tool_name"}, "", `{"args":{"x":1}}`, isoNotFound),
+			[]isoCase{{params: p("name", "a_echo"), body: `{"args":{"text":"from A"}}`, want: isoListed}}),
+		// Agents are the server's, their variables each workspace's: A lists, sets and removes
+		// its own values of iso_client (B set ZULU_AGENT on it); B's tool name is no agent.
+		"GET /v1/agents/{agent}/variables": {
+			{params: p("agent", "a_agent"), want: isoListed},
+			{params: p("agent", "tool_name"), want: isoRefused},
+		},
+		"PUT /v1/agents/{agent}/variables/{name}": {
+			{params: p("agent", "tool_name", "name", "plain_var"), body: `{"value":"from A"}`, want: isoNotFound},
+			{params: p("agent", "a_agent", "name", "a_var"), body: `{"value":"A's own","secret":true}`, want: isoCreated},
+		},
+		"DELETE /v1/agents/{agent}/variables/{name}": {
+			{params: p("agent", "a_agent", "name", "agent_var"), want: isoNotFound},
+			{params: p("agent", "tool_name", "name", "plain_var"), want: isoNotFound},
+		},
+		// A user's variables: B's members are not A's; Sam, a member of both, has B's secret
+		// ZULU_SAM_TOKEN, which A neither lists nor removes.
+		"GET /v1/users/{id}/variables": cat(
+			each("id", users, "", "", isoNotFound),
+			[]isoCase{{params: p("id", "a_sam"), want: isoListed}}),
+		"PUT /v1/users/{id}/variables/{name}": {
+			{params: p("id", "user", "name", "plain_var"), body: `{"value":"from A"}`, want: isoNotFound},
+			{params: p("id", "admin_user", "name", "secret_var"), body: `{"value":"from A","secret":true}`, want: isoNotFound},
+			{params: p("id", "a_sam", "name", "a_var"), body: `{"value":"A's own","secret":true}`, want: isoCreated},
+		},
+		"DELETE /v1/users/{id}/variables/{name}": {
+			{params: p("id", "user", "name", "plain_var"), want: isoNotFound},
+			{params: p("id", "a_sam", "name", "user_var"), want: isoNotFound},
+		},
+		"GET /v1/threads/{id}/variables/{name}": {
+			{params: p("id", "thread", "name", "request"), want: isoNotFound},
+			{params: p("id", "a_thread", "name", "request"), want: isoNotFound},
+		},
+		"POST /v1/threads/{id}/variables/{name}": {
+			{params: p("id", "thread", "name", "request"), body: `{"values":{"ZULU_REPO":"from A"}}`, want: isoNotFound},
+			{params: p("id", "a_thread", "name", "request"), body: `{"values":{"ZULU_REPO":"from A"}}`, want: isoNotFound},
 		},
 		"DELETE /v1/threads/{id}/variables/{name}": {
 			{params: p("id", "thread", "name", "secret_var"), want: isoNotFound},
@@ -533,6 +583,12 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 	must(resolver.Set(ctx, b.ID, quiver.LayerInstance, "", vars.Value{Name: "ZULU_REGION", Value: "zulu-region"}))
 	must(resolver.Set(ctx, b.ID, quiver.LayerAgent, "iso_client", vars.Value{Name: "ZULU_AGENT", Value: "zulu agent value"}))
 
+	// A sub-agent of B's deferred for a variable, as subagent_create leaves it (A7).
+	deferred := &store.Thread{WorkspaceID: b.ID, ParentID: thread, AgentID: "iso_client", Tags: []string{"name:zulu-child"},
+		State: json.RawMessage(`{"spawn":{"agent":"iso_client","path":["iso_client","iso_client"],"deferred":[{"name":"ZULU_REPO",` +
+			`"type":"text","required":true,"scoped":true,"description":"zulu repo"}],"message":"zulu deferred message"}}`)}
+	must(st.CreateThread(ctx, deferred))
+
 	// Two runs of B's, paused: one on its client tool's call, one on a confirmation.
 	runThread, clientCall := w.pausedRun(t, "iso_client", "client_tool")
 	confirmThread, confirmCall := w.pausedRun(t, "iso_confirm", "confirmation")
@@ -589,12 +645,13 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 		"function": fn.ID, "function_name": "zulu_fn", "version": v1.ID, "version2": v2.ID,
 		"tool": serverTool, "tool_name": "zulu_server", "confirm_tool": confirmTool, "confirm_tool_name": "zulu_confirm",
 		"client_tool": clientTool, "client_tool_name": "zulu_client", "deleted_tool": deletedTool, "deleted_tool_name": "zulu_gone",
-		"thread": thread, "run_thread": runThread, "confirm_thread": confirmThread, "mcp_thread": mcpThread,
+		"thread": thread, "run_thread": runThread, "confirm_thread": confirmThread, "mcp_thread": mcpThread, "request": deferred.ID, "thread_name": "zulu-child",
 		"call": clientCall, "confirm_call": confirmCall, "tag": "zulu-tag",
 		"file_path": "/notes/zulu_notes.md", "file_rel": "notes/zulu_notes.md", "attachment_rel": strings.TrimPrefix(attachment, "/"),
 		"plain_var": "ZULU_PLAIN", "secret_var": "ZULU_SECRET",
 		"threads_cursor": threadsCursor, "tag_cursor": tagCursor, "tools_cursor": toolsCursor,
 		"a_workspace": a.ID, "a_function": acmeFn.ID, "a_tool": acmeTool.ID, "a_echo": "iso_echo", "a_thread": acmeCall.ThreadID,
+		"agent_var": "ZULU_AGENT", "user_var": "ZULU_SAM_TOKEN", "a_agent": "iso_client", "a_sam": sam.ID, "a_var": "ACME_CONSOLE",
 	}
 	w.secrets = []string{w.keyB, melKey.Secret, samKey.Secret, bAdminKey.Prefix, melKey.Key.Prefix, samKey.Key.Prefix,
 		threadSecret, samSecret, w.bSession.ID()}

@@ -38,6 +38,7 @@ import (
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
+	"github.com/quiverhq/quiver/server/console"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
 	"github.com/quiverhq/quiver/thread"
@@ -286,6 +287,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.mux.Handle("/v1/", api)
 	s.mux.HandleFunc("GET /healthz", s.health)
+	// The console: a client of /v1 like any other, its key in each request's header.
+	ui := console.Handler()
+	s.mux.Handle("GET /{$}", ui)
+	s.mux.Handle("GET /console/", ui)
 	return s, nil
 }
 

@@ -185,8 +185,11 @@ type Store interface {
 	UpdateMessage(ctx context.Context, workspaceID, threadID, messageID string, fn func(*Message) error) (*Message, error)
 
 	// Enqueue queues messages for the thread's next step (a message sent while a run is in
-	// its step, a non-blocking child's result), setting their ID and CreatedAt. Only system,
-	// user and assistant messages without tool calls may be queued (ErrInvalid).
+	// its step, a non-blocking child's result), setting their ID (when empty) and CreatedAt.
+	// Only system, user and assistant messages without tool calls may be queued (ErrInvalid).
+	// A message given an id that is queued or in the history already is refused with
+	// ErrIDTaken (and ErrInvalid), and nothing of the batch is queued: a writer that derives
+	// the id from what it delivers queues it once however often it tries.
 	Enqueue(ctx context.Context, workspaceID, threadID string, msgs ...*Message) error
 	// Queued returns the thread's queued messages, oldest first.
 	Queued(ctx context.Context, workspaceID, threadID string) ([]*Message, error)

@@ -33,6 +33,9 @@ type ThreadFilter struct {
 	Tag string
 	// Status, when set, keeps the threads in that status: idle, running or terminated.
 	Status ThreadStatus
+	// Name, when set, keeps the threads whose name (the tag name:<value>) contains it, in
+	// any case (ASCII letters), at most MaxNameLen bytes. The other filters lead the search.
+	Name string
 	// Limit is the page size, 1 to MaxThreadPage; 0 means DefaultThreadPage.
 	Limit int
 	// Cursor is where the page starts: the next cursor of the page before, listed in the same
@@ -46,6 +49,7 @@ type ThreadQuery struct {
 	AgentID     string       // "" for any
 	Tag         string       // "" for any
 	Status      ThreadStatus // "" for any
+	Name        string       // "" for any
 	// Limit is the page size; a backend reads Limit+1 rows, so that Page can tell whether
 	// another page follows.
 	Limit int
@@ -65,12 +69,15 @@ func PrepareThreadList(workspaceID string, f ThreadFilter) (ThreadQuery, error) 
 	if f.Status != "" && !f.Status.Valid() {
 		return ThreadQuery{}, fmt.Errorf("status %q: want idle, running or terminated: %w", f.Status, ErrInvalid)
 	}
-	for _, v := range []struct{ what, s string }{{"agent id", f.AgentID}, {"tag", f.Tag}} {
+	if len(f.Name) > MaxNameLen {
+		return ThreadQuery{}, fmt.Errorf("the name to search for is over %d bytes: %w", MaxNameLen, ErrInvalid)
+	}
+	for _, v := range []struct{ what, s string }{{"agent id", f.AgentID}, {"tag", f.Tag}, {"name", f.Name}} {
 		if !utf8.ValidString(v.s) || strings.IndexByte(v.s, 0) >= 0 {
 			return ThreadQuery{}, fmt.Errorf("the %s to list threads by is not UTF-8 text without NUL: %w", v.what, ErrInvalid)
 		}
 	}
-	q := ThreadQuery{WorkspaceID: workspaceID, AgentID: f.AgentID, Tag: f.Tag, Status: f.Status, Limit: limit}
+	q := ThreadQuery{WorkspaceID: workspaceID, AgentID: f.AgentID, Tag: f.Tag, Status: f.Status, Name: f.Name, Limit: limit}
 	if q.After, err = q.parseCursor(f.Cursor); err != nil {
 		return ThreadQuery{}, err
 	}
@@ -124,7 +131,11 @@ const (
 func (q ThreadQuery) cursorCheck(place []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte(cursorDomain))
-	for _, s := range []string{q.WorkspaceID, q.AgentID, q.Tag, string(q.Status)} {
+	fields := []string{q.WorkspaceID, q.AgentID, q.Tag, string(q.Status)}
+	if q.Name != "" {
+		fields = append(fields, "name", q.Name) // only when set: cursors of the other filters stay as they were
+	}
+	for _, s := range fields {
 		// Each field with its length first, so that no two filters write the same bytes.
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))

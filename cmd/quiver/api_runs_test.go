@@ -25,7 +25,7 @@ type sseEvent struct {
 
 // openEvents connects to a thread's event stream (with Last-Event-ID when lastID is not "")
 // and returns its events as they come; the stream closes with the test.
-func openEvents(t *testing.T, url, key, lastID string) <-chan sseEvent {
+func openEvents(t testing.TB, url, key, lastID string) <-chan sseEvent {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
@@ -75,7 +75,7 @@ func openEvents(t *testing.T, url, key, lastID string) <-chan sseEvent {
 
 // next returns the first event for which want holds, failing after 20 seconds; the events
 // before it are returned too.
-func next(t *testing.T, events <-chan sseEvent, what string, want func(sseEvent) bool) (sseEvent, []sseEvent) {
+func next(t testing.TB, events <-chan sseEvent, what string, want func(sseEvent) bool) (sseEvent, []sseEvent) {
 	t.Helper()
 	var seen []sseEvent
 	timeout := time.After(20 * time.Second)
@@ -112,7 +112,7 @@ type serveBackend struct {
 
 // serveBackends are SQLite in a temporary file and, when QUIVER_TEST_POSTGRES names a server
 // (always in CI), a PostgreSQL schema of the test's own, named in the DSN's search_path.
-func serveBackends(t *testing.T) []serveBackend {
+func serveBackends(t testing.TB) []serveBackend {
 	out := []serveBackend{{"sqlite", func(t *testing.T) []string { return []string{"--db", filepath.Join(t.TempDir(), "q.db")} }}}
 	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
 		t.Logf("quiver serve on PostgreSQL not tested: %s is not set", pgtest.EnvDSN)

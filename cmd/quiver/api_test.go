@@ -14,7 +14,7 @@ import (
 
 // apiDo sends a request to quiver serve's /v1 API with key (none when empty) and returns the
 // status, the Content-Type and the decoded JSON body.
-func apiDo(t *testing.T, method, url, key, body string) (int, string, map[string]any) {
+func apiDo(t testing.TB, method, url, key, body string) (int, string, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -351,6 +351,20 @@ func testServeDecisions(t *testing.T, dbArgs []string) {
 			if status, ctype, out := apiDo(t, "POST", base+"/threads/"+threadID+"/decisions", admin, tt.body); status != tt.status || ctype != "application/problem+json" {
 				t.Errorf("%s: %d %v, want %d", tt.body, status, out, tt.status)
 			}
+		}
+		// Edited arguments are checked against the tool's schema, each problem naming its
+		// field, and nothing is decided: the call still waits.
+		for body, field := range map[string]string{
+			`{"agent":"payer","call_id":"` + callID + `","action":"edit","args":{"amount":"lots"}}`: "body.args.amount",
+			`{"agent":"payer","call_id":"` + callID + `","action":"edit","args":{}}`:                "body.args.amount",
+		} {
+			status, _, out := apiDo(t, "POST", base+"/threads/"+threadID+"/decisions", admin, body)
+			if b := asJSON(out); status != 400 || !strings.Contains(b, `"location":"`+field+`"`) {
+				t.Errorf("%s: %d %s, want 400 naming %s", body, status, b, field)
+			}
+		}
+		if status, _, out := apiDo(t, "GET", base+"/threads/"+threadID+"/pending", admin, ""); status != 200 || !strings.Contains(asJSON(out), callID) {
+			t.Errorf("after refused edits the call no longer waits: %d %v", status, out)
 		}
 	})
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // connectWithKey opens an MCP session that sends key on every request.
-func connectWithKey(t *testing.T, endpoint, key string) (*sdk.ClientSession, error) {
+func connectWithKey(t testing.TB, endpoint, key string) (*sdk.ClientSession, error) {
 	t.Helper()
 	hc := &http.Client{Transport: bearer{key: key, next: http.DefaultTransport}}
 	return sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).

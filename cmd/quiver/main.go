@@ -148,6 +148,12 @@ type app struct {
 	// streamedTurn is the last finished turn's text when all of it was streamed.
 	turnText     strings.Builder
 	streamedTurn string
+	// The tree quiver run shows: the run's root thread, each child's label and parent.
+	// progressMu serializes the progress of runs in the background.
+	root       string
+	children   map[string]string
+	parents    map[string]string
+	progressMu sync.Mutex
 }
 
 // sandboxWorkers runs the code of run_code and of JavaScript tools in worker processes (this

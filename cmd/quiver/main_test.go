@@ -14,7 +14,7 @@ import (
 )
 
 // runCLI runs the command in-process and returns its exit code and output.
-func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+func runCLI(t testing.TB, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, strings.NewReader(stdin), &stdout, &stderr)
@@ -37,7 +37,7 @@ type cliResult struct {
 	} `json:"problems"`
 }
 
-func decodeResult(t *testing.T, out string) cliResult {
+func decodeResult(t testing.TB, out string) cliResult {
 	t.Helper()
 	var r cliResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -273,7 +273,7 @@ func TestToolsSchemaDialects(t *testing.T) {
 	}
 }
 
-func first(t *testing.T, doc any) map[string]any {
+func first(t testing.TB, doc any) map[string]any {
 	t.Helper()
 	list, ok := doc.([]any)
 	if !ok || len(list) != 1 {

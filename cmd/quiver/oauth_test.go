@@ -54,7 +54,7 @@ func (w *browsingWriter) String() string {
 
 // freeLoopbackPort returns a port free a moment ago: the redirect URL must name a port before
 // the command that listens there starts.
-func freeLoopbackPort(t *testing.T) string {
+func freeLoopbackPort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

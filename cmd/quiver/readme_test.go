@@ -47,6 +47,9 @@ var readmeExamples = map[string]readmeExample{
 		want: []string{"get_current_time", "Done, I checked the time in Paris."}},
 	`go run ./cmd/quiver call run_code --args '{"code":"export default ({n}) => Array.from({length: n}, (_, i) => i * i)","args":{"n":5}}'`: {
 		want: []string{`"status": "success"`, "16"}},
+	"mkdir -p agents": {
+		want: []string{"▸ researcher started", "◂ researcher finished: Otters hold hands while they sleep.", "▸ writer started",
+			"◂ writer finished", "Title: Hand in Hand."}},
 	"cat > weather.js <<'JS'": {
 		want: []string{`"city": "Oslo"`, `"temp": 21`, `"region": "eu"`}},
 	"quiver vars set REGION eu-west                       # the instance": {
@@ -141,7 +144,7 @@ func shellBlocks(md string) []string {
 }
 
 // readmeAgent is the README's agents/researcher.yaml, which its variables example runs.
-func readmeAgent(t *testing.T, readme string) string {
+func readmeAgent(t testing.TB, readme string) string {
 	t.Helper()
 	start := strings.Index(readme, "# agents/researcher.yaml")
 	if start < 0 {
@@ -154,7 +157,7 @@ func readmeAgent(t *testing.T, readme string) string {
 // fakeAnthropic serves Anthropic's Messages API, streamed as the SDK asks, answering every
 // request with answer as the run's structured final answer: a call of the tool that carries
 // the output (model/anthropic asks for structured output with one, the request's last).
-func fakeAnthropic(t *testing.T, answer string) string {
+func fakeAnthropic(t testing.TB, answer string) string {
 	t.Helper()
 	input, _ := json.Marshal(map[string]string{"answer": answer})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

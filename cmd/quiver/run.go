@@ -60,7 +60,7 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 	if strings.TrimSpace(message) == "" && *threadID == "" {
 		return exitUsage, usagef("run needs a message, or --thread ID to resume a paused thread")
 	}
-	ag, err := loadAgent(*agentName, *agentsDir)
+	ag, catalog, err := loadAgent(*agentName, *agentsDir)
 	if err != nil {
 		return exitError, err
 	}
@@ -90,7 +90,9 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	resolver := vars.New(db, keys)
-	r := &agent.Runner{Store: db, Registry: a.registry, Model: m, Resolver: resolver}
+	// The catalog's prompts and agents are what the agent may call as tools; its non-blocking
+	// sub-agents run on goroutines of this process, which the run waits for.
+	r := &agent.Runner{Store: db, Registry: a.registry, Model: m, Resolver: resolver, Variables: resolver, Catalog: catalog}
 
 	ctx = vars.WithPrompt(ctx, ag.Prompt.Name)
 	var th *thread.Thread
@@ -118,6 +120,7 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 		}
 		fmt.Fprintf(a.stderr, "thread %s\n", th.ID())
 	}
+	a.root = th.ID()
 	r.Subscribe(a.showProgress)
 
 	var out *agent.Outcome
@@ -127,14 +130,35 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 		out, err = r.Resume(ctx, th, ag)
 	}
 	in := bufio.NewReader(a.stdin)
-	for err == nil && out.Status == agent.RunPaused {
-		if err = a.answer(ctx, r, th, ag, out.Pending, in); err != nil {
+	for {
+		for err == nil && out.Status == agent.RunPaused {
+			if err = a.answer(ctx, r, th, ag, out.Pending, in); err != nil {
+				break
+			}
+			out, err = r.Resume(ctx, th, ag)
+		}
+		if err != nil {
+			return exitError, err
+		}
+		// Non-blocking sub-agents report when they finish, and the agent takes their results
+		// in runs of its own: the answer is the thread's once they are all done (an
+		// interrupt leaves them stored, to resume with --thread).
+		done := make(chan struct{})
+		go func() { r.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return exitError, fmt.Errorf("interrupted while sub-agents worked; continue with --thread %s: %w", th.ID(), ctx.Err())
+		}
+		info, rerr := th.Refresh(ctx)
+		if rerr != nil {
+			return exitError, rerr
+		}
+		st := agent.ReadState(&info)
+		if st.Outcome == nil || st.Outcome.Steps <= out.Steps {
 			break
 		}
-		out, err = r.Resume(ctx, th, ag)
-	}
-	if err != nil {
-		return exitError, err
+		out = st.Outcome // a later run of the agent, which may wait for an answer in turn
 	}
 	switch {
 	case out.Output != nil:
@@ -159,22 +183,23 @@ func cannotRun(ag *agent.Agent, err error) error {
 	return fmt.Errorf("agent %s cannot run: %w", ag.Name, err)
 }
 
-// loadAgent finds the agent --agent names: a definition file, or a name in the agents directory.
-func loadAgent(name, dir string) (*agent.Agent, error) {
+// loadAgent finds the agent --agent names, a definition file or a name in the agents
+// directory, and the catalog it comes from: the prompts and agents it may call as tools.
+func loadAgent(name, dir string) (*agent.Agent, *agent.Catalog, error) {
 	if name == "" {
-		return defaultAgent(), nil
+		return defaultAgent(), nil, nil
 	}
 	if st, err := os.Stat(name); err == nil && !st.IsDir() {
 		c, err := agent.LoadFile(name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		names := c.Names()
 		if len(names) != 1 {
-			return nil, fmt.Errorf("%s defines %d agents (%v); give a file with one agent, or a name", name, len(names), names)
+			return nil, nil, fmt.Errorf("%s defines %d agents (%v); give a file with one agent, or a name", name, len(names), names)
 		}
 		ag, _ := c.Agent(names[0])
-		return ag, nil
+		return ag, c, nil
 	}
 	if dir == "" {
 		dir = os.Getenv("QUIVER_AGENTS")
@@ -184,13 +209,13 @@ func loadAgent(name, dir string) (*agent.Agent, error) {
 	}
 	c, err := agent.LoadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q is not a file, and the agents directory could not be read: %w", name, err)
+		return nil, nil, fmt.Errorf("agent %q is not a file, and the agents directory could not be read: %w", name, err)
 	}
 	ag, ok := c.Agent(name)
 	if !ok {
-		return nil, fmt.Errorf("no agent %q in %s (agents: %v)", name, filepath.Clean(dir), c.Names())
+		return nil, nil, fmt.Errorf("no agent %q in %s (agents: %v)", name, filepath.Clean(dir), c.Names())
 	}
-	return ag, nil
+	return ag, c, nil
 }
 
 // pickModel opens --model, else the agent's model, else $QUIVER_MODEL, and says exactly how to
@@ -228,9 +253,43 @@ func isTerminal(w io.Writer) bool {
 }
 
 // showProgress prints the run as it goes, on standard error: the model's text as it streams,
-// each call and its result.
+// each call and its result, and the tree of sub-agents as it grows (a child's calls marked
+// with its name). It is called from the runs of children in the background too.
 func (a *app) showProgress(e agent.Event) {
+	a.progressMu.Lock()
+	defer a.progressMu.Unlock()
 	w := a.stderr
+	switch e.Type {
+	case agent.EventChildStarted:
+		label := childLabel(e.Child)
+		if a.children == nil {
+			a.children = map[string]string{}
+		}
+		a.children[e.Child.Ref] = label
+		if a.parents == nil {
+			a.parents = map[string]string{}
+		}
+		a.parents[e.Child.Ref] = e.Child.Parent
+		fmt.Fprintf(w, "%s▸ %s started (%s)\n", a.indent(e.ThreadID), label, e.Child.Ref)
+		return
+	case agent.EventChildFinished:
+		fmt.Fprintf(w, "%s◂ %s %s: %s\n", a.indent(e.ThreadID), childLabel(e.Child), e.Child.Status, oneLine(e.Child.Text, 200))
+		return
+	case agent.EventHandoff:
+		fmt.Fprintf(w, "%s⇢ handed over to %s\n", a.indent(e.ThreadID), e.Text)
+		return
+	}
+	if label, ok := a.children[e.ThreadID]; ok && e.ThreadID != a.root {
+		// A child's run: its calls, marked; its streamed text would interleave with the
+		// parent's, so it is shown by child_finished.
+		switch e.Type {
+		case agent.EventToolCall:
+			fmt.Fprintf(w, "%s[%s] → %s %s\n", a.indent(e.ThreadID), label, e.Call.Name, oneLine(string(e.Call.Args), 200))
+		case agent.EventToolResult:
+			fmt.Fprintf(w, "%s[%s] ← %s: %s\n", a.indent(e.ThreadID), label, e.Call.Name, oneLine(e.Result.ModelText(), 200))
+		}
+		return
+	}
 	switch e.Type {
 	case agent.EventTextDelta:
 		fmt.Fprint(w, e.Text)
@@ -429,8 +488,24 @@ func (a *app) threads(ctx context.Context, args []string) (int, error) {
 		return exitOK, writeJSON(a.stdout, hist)
 	}
 	info := th.Info()
-	fmt.Fprintf(a.stdout, "thread %s  agent %s  status %s  steps %d  created %s\n", info.ID, orDash(info.AgentID), info.Status,
+	fmt.Fprintf(a.stdout, "thread %s  agent %s  status %s  steps %d  created %s\n", info.ID, orDash(agent.CurrentAgent(&info)), info.Status,
 		info.StepCount, info.CreatedAt.Format("2006-01-02 15:04:05Z"))
+	if info.ParentID != "" {
+		fmt.Fprintf(a.stdout, "parent %s\n", info.ParentID)
+	}
+	kids, err := th.Children(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	if len(kids) > 0 {
+		fmt.Fprintln(a.stdout, "children:")
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  REF\tNAME\tAGENT\tSTATUS\tBLOCKING\tRESUMABLE")
+		for _, k := range kids {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%t\t%t\n", k.Ref, orDash(k.Name), orDash(k.AgentID), k.Status, k.Blocking, k.Resumable)
+		}
+		tw.Flush()
+	}
 	for _, m := range hist {
 		switch m.Role {
 		case store.RoleTool:
@@ -459,4 +534,25 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// childLabel names a child as quiver run shows it: its agent, and its name when it has one.
+func childLabel(c *agent.ChildEvent) string {
+	if c.Name != "" {
+		return fmt.Sprintf("%s %q", c.Agent, c.Name)
+	}
+	return c.Agent
+}
+
+// indent is two spaces per level of a thread under the run's root, for the tree.
+func (a *app) indent(threadID string) string {
+	depth := 0
+	for id := threadID; id != a.root && depth < 10; depth++ {
+		parent, ok := a.parents[id]
+		if !ok {
+			break
+		}
+		id = parent
+	}
+	return strings.Repeat("  ", depth)
 }

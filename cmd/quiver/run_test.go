@@ -35,7 +35,7 @@ type chatTurn struct {
 	calls [][2]string // name, arguments
 }
 
-func newChatServer(t *testing.T, turns ...chatTurn) *chatServer {
+func newChatServer(t testing.TB, turns ...chatTurn) *chatServer {
 	s := &chatServer{turns: turns}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)

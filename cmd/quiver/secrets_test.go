@@ -26,7 +26,7 @@ const testWS = "wsp_cli"
 var testSecrets = map[string]string{"API_KEY": "sk-cli-123", "DB_PASSWORD": "correct horse"}
 
 // unsetKeyEnv makes sure QUIVER_SECRET_KEY is unset for the test.
-func unsetKeyEnv(t *testing.T) {
+func unsetKeyEnv(t testing.TB) {
 	t.Helper()
 	t.Setenv(secret.EnvKey, "")
 	os.Unsetenv(secret.EnvKey)
@@ -38,7 +38,7 @@ type secretStore interface {
 }
 
 // seedSecrets stores testSecrets sealed with ring: one on a thread, one on the instance layer.
-func seedSecrets(t *testing.T, s secretStore, ring *secret.Keyring) quiver.Scope {
+func seedSecrets(t testing.TB, s secretStore, ring *secret.Keyring) quiver.Scope {
 	t.Helper()
 	ctx := context.Background()
 	r := vars.New(s, ring)
@@ -56,7 +56,7 @@ func seedSecrets(t *testing.T, s secretStore, ring *secret.Keyring) quiver.Scope
 }
 
 // resolveSecrets resolves testSecrets with ring; it fails the test on a wrong value.
-func resolveSecrets(t *testing.T, s secretStore, ring *secret.Keyring, scope quiver.Scope) error {
+func resolveSecrets(t testing.TB, s secretStore, ring *secret.Keyring, scope quiver.Scope) error {
 	t.Helper()
 	r := vars.New(s, ring)
 	for name, want := range testSecrets {
@@ -71,7 +71,7 @@ func resolveSecrets(t *testing.T, s secretStore, ring *secret.Keyring, scope qui
 	return nil
 }
 
-func keyFromFile(t *testing.T, path string) *secret.Key {
+func keyFromFile(t testing.TB, path string) *secret.Key {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

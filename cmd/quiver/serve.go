@@ -405,6 +405,17 @@ func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string, reg
 		}
 		return ag, nil
 	}
+	// The background runs also resume prompt tools' flows (a child thread run by its prompt,
+	// after a pause or a crash), which the API's clients cannot start: only agents are theirs.
+	jobAgents := func(ctx context.Context, name string) (*agent.Agent, error) {
+		if ag, err := agents(ctx, name); err == nil {
+			return ag, nil
+		}
+		if ag, ok := catalog.Lookup(name); ok {
+			return ag, nil
+		}
+		return agents(ctx, name)
+	}
 	var fallback model.Model
 	if spec := os.Getenv("QUIVER_MODEL"); spec != "" {
 		if fallback, err = model.Open(spec); err != nil {
@@ -413,8 +424,11 @@ func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string, reg
 	}
 	// Runs call the tools of their thread's workspace, which the server holds; rescued runs
 	// may start before the server exists, and wait for it.
-	runner := &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Model: fallback, Registries: regs.registry}
-	jc := jobs.Config{Runner: runner, Agents: agents, Logger: cfg.Logger}
+	// Non-blocking sub-agents and the parents their results wake run as jobs too (jobs sets the
+	// runner's Background when it starts).
+	runner := &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Variables: resolver, Model: fallback,
+		Registries: regs.registry, Catalog: catalog, Logger: cfg.Logger}
+	jc := jobs.Config{Runner: runner, Agents: jobAgents, Logger: cfg.Logger}
 	// The retention purge (deleted tools whose tier has passed) runs with the background runs.
 	jc.Entities, _ = cfg.Store.(store.Entities)
 	var j *jobs.Jobs

@@ -14,13 +14,13 @@ import (
 
 // initialize posts an initialize request to endpoint with the given Host (none: the
 // endpoint's) and returns the status and body.
-func initialize(t *testing.T, endpoint, host string) (int, string) {
+func initialize(t testing.TB, endpoint, host string) (int, string) {
 	t.Helper()
 	return initializeWithKey(t, endpoint, host, "")
 }
 
 // initializeWithKey is initialize with an API key.
-func initializeWithKey(t *testing.T, endpoint, host, key string) (int, string) {
+func initializeWithKey(t testing.TB, endpoint, host, key string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))

@@ -47,13 +47,13 @@ var firstKeyRE = regexp.MustCompile(`qvk_[A-Za-z0-9_-]{43}`)
 // startServe runs "quiver serve" in-process on a random 127.0.0.1 port with a fresh data
 // directory, and returns the MCP endpoint and a function that stops it and returns its exit
 // code.
-func startServe(t *testing.T, extra ...string) (string, func() int, *syncBuffer) {
+func startServe(t testing.TB, extra ...string) (string, func() int, *syncBuffer) {
 	t.Helper()
 	return startServeWith(t, append([]string{"--insecure-local"}, extra...)...)
 }
 
 // startServeWith is startServe without --insecure-local: the server asks for API keys.
-func startServeWith(t *testing.T, extra ...string) (string, func() int, *syncBuffer) {
+func startServeWith(t testing.TB, extra ...string) (string, func() int, *syncBuffer) {
 	t.Helper()
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	t.Setenv(configEnv, "")
@@ -175,7 +175,7 @@ func TestServeWithoutJournal(t *testing.T) {
 
 // connectServe connects an MCP client to a server started by startServe; it is closed when the
 // test ends.
-func connectServe(t *testing.T, endpoint string) *sdk.ClientSession {
+func connectServe(t testing.TB, endpoint string) *sdk.ClientSession {
 	t.Helper()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
 		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
@@ -187,7 +187,7 @@ func connectServe(t *testing.T, endpoint string) *sdk.ClientSession {
 }
 
 // recordedResults counts the tool results recorded in the SQLite database at path.
-func recordedResults(t *testing.T, path string) int {
+func recordedResults(t testing.TB, path string) int {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	if err != nil {

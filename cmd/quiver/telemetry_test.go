@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
@@ -32,7 +35,7 @@ type otlpReceiver struct {
 	services []string
 }
 
-func startOTLPReceiver(t *testing.T) (*otlpReceiver, string) {
+func startOTLPReceiver(t testing.TB) (*otlpReceiver, string) {
 	t.Helper()
 	rec := &otlpReceiver{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +64,13 @@ func startOTLPReceiver(t *testing.T) (*otlpReceiver, string) {
 	}))
 	t.Cleanup(srv.Close)
 	return rec, srv.URL
+}
+
+// all returns every span received.
+func (rec *otlpReceiver) all() []*tracepb.Span {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.Clone(rec.spans)
 }
 
 func (rec *otlpReceiver) byName() map[string]*tracepb.Span {
@@ -190,6 +200,24 @@ func TestServeMetrics(t *testing.T) {
 	if g := families["quiver_journal_pending"]; g == nil || len(g.Metric) != 1 {
 		t.Errorf("no quiver_journal_pending gauge among %v", keys(families))
 	}
+	// The job queue's depth, by state: the purge job is scheduled from the start.
+	jobs := families["quiver_jobs"]
+	if jobs == nil || jobs.GetType() != dto.MetricType_GAUGE {
+		t.Fatalf("no quiver_jobs gauge among %v", keys(families))
+	}
+	states := map[string]float64{}
+	for _, metric := range jobs.Metric {
+		for _, l := range metric.Label {
+			if l.GetName() == "quiver_job_state" {
+				states[l.GetValue()] = metric.GetGauge().GetValue()
+			}
+		}
+	}
+	for _, state := range []string{"available", "running", "retryable", "scheduled"} {
+		if _, ok := states[state]; !ok {
+			t.Errorf("quiver_jobs has no %s series: %v", state, states)
+		}
+	}
 	stop()
 }
 
@@ -283,4 +311,97 @@ func TestTracesUnknownProtocol(t *testing.T) {
 	if code != exitOK || !strings.Contains(stderr, `OTEL_EXPORTER_OTLP_PROTOCOL "carrier-pigeon" is not supported: use http/protobuf (the default) or grpc`) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+}
+
+// The /v1 API continues its clients' traces: a call's execute_tool span nests under the
+// request's server span, in the client's trace, and so does a run queued over the API, which a
+// background job runs: its invoke_agent span joins the trace of the request that started it.
+func TestServeTracesTheAPI(t *testing.T) {
+	rec, url := startOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "helper.script.yaml")
+	if err := os.WriteFile(script, []byte("turns:\n  - calls: [{name: get_current_time, args: {timezone: UTC}}]\n  - text: It is time.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agents := filepath.Join(dir, "agents")
+	if err := os.MkdirAll(agents, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(agents, "helper.yaml"), []byte("name: helper\nmodel: scripted:"+script+"\ntools: [get_current_time]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	endpoint, stop, _ := startServe(t, "--agents", agents)
+	base := strings.TrimSuffix(endpoint, "/mcp") + "/v1"
+	send := func(method, path, traceparent, body string) map[string]any {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if traceparent != "" {
+			req.Header.Set("traceparent", traceparent)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %v %v", method, path, resp.StatusCode, out, err)
+		}
+		return out
+	}
+	const callTrace, callParent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	const runTrace, runParent = "5cf92f3577b34da6a3ce929d0e0e4737", "11f067aa0ba902b8"
+	send("POST", "/tools/get_current_time/call", "00-"+callTrace+"-"+callParent+"-01", `{"args":{"timezone":"UTC"}}`)
+	th := send("POST", "/threads", "", `{"agent":"helper"}`)
+	id, _ := th["id"].(string)
+	send("POST", "/threads/"+id+"/runs", "00-"+runTrace+"-"+runParent+"-01", `{"agent":"helper","message":"What time is it?"}`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := send("GET", "/threads/"+id, "", "")
+		if st, _ := got["state"].(map[string]any); got["status"] == "idle" && st != nil && st["status"] == "finished" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not finish: %v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exited with %d", code)
+	}
+	spans := rec.all()
+	find := func(name, traceID string) *tracepb.Span {
+		for _, s := range spans {
+			if s.Name == name && hex.EncodeToString(s.TraceId) == traceID {
+				return s
+			}
+		}
+		var names []string
+		for _, s := range spans {
+			names = append(names, s.Name+"@"+hex.EncodeToString(s.TraceId)[:6])
+		}
+		t.Fatalf("no span %q in trace %s; received %v", name, traceID, names)
+		return nil
+	}
+	callSpan := find("POST /v1/tools/{name}/call", callTrace)
+	if hex.EncodeToString(callSpan.ParentSpanId) != callParent {
+		t.Errorf("the request's span is under %x, want the client's %s", callSpan.ParentSpanId, callParent)
+	}
+	if exec := find("execute_tool get_current_time", callTrace); !bytes.Equal(exec.ParentSpanId, callSpan.SpanId) {
+		t.Errorf("the call's execute_tool span is under %x, want the request's %x", exec.ParentSpanId, callSpan.SpanId)
+	}
+	runSpan := find("POST /v1/threads/{id}/runs", runTrace)
+	if hex.EncodeToString(runSpan.ParentSpanId) != runParent {
+		t.Errorf("the run request's span is under %x, want the client's %s", runSpan.ParentSpanId, runParent)
+	}
+	agentSpan := find("invoke_agent helper", runTrace)
+	if !bytes.Equal(agentSpan.ParentSpanId, runSpan.SpanId) {
+		t.Errorf("the background run's invoke_agent span is under %x, want the request that queued it, %x", agentSpan.ParentSpanId, runSpan.SpanId)
+	}
+	find("execute_tool get_current_time", runTrace) // the run's own call, in the same trace
 }

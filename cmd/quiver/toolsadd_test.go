@@ -10,7 +10,7 @@ import (
 )
 
 // writeFiles writes name -> content into a new directory and returns it.
-func writeFiles(t *testing.T, files map[string]string) string {
+func writeFiles(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -30,7 +30,7 @@ type jsResult struct {
 	Code   string          `json:"code"`
 }
 
-func callJSON(t *testing.T, db string, name, args string, extra ...string) (int, jsResult) {
+func callJSON(t testing.TB, db string, name, args string, extra ...string) (int, jsResult) {
 	t.Helper()
 	code, stdout, stderr := runCLI(t, "", append([]string{"call", name, "--args", args, "--db", db}, extra...)...)
 	var r jsResult

@@ -42,7 +42,7 @@ var buildQuiver = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-func quiverBinary(t *testing.T) string {
+func quiverBinary(t testing.TB) string {
 	t.Helper()
 	bin, err := buildQuiver()
 	if err != nil {
@@ -100,7 +100,7 @@ func (b binRunner) run(stdin string, args ...string) (int, string, string) {
 
 // exitCode is the exit status of a command that ran, from what its Run or Output returned; a
 // command that could not run fails the test.
-func exitCode(t *testing.T, err error) int {
+func exitCode(t testing.TB, err error) int {
 	t.Helper()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

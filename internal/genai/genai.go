@@ -54,6 +54,7 @@ const (
 	MetricToolCallDuration  = "quiver.tool.call.duration"
 	MetricRuns              = "quiver.agent.runs"
 	MetricJournalPending    = "quiver.journal.pending"
+	MetricJobs              = "quiver.jobs"
 )
 
 // unsetGlobal is the global tracer provider before a program sets one: the API's placeholder,

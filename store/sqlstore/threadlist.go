@@ -45,9 +45,19 @@ func ThreadList(d Dialect, cols string, q store.ThreadQuery) (string, []any) {
 	if q.Status != "" {
 		b.WriteString(" AND t.status = " + arg(string(q.Status)))
 	}
+	if q.Name != "" {
+		// A name is a tag name:<value>: a substring of it, in any case, its LIKE wildcards
+		// taken literally.
+		pattern := "name:%" + likeEscaper.Replace(strings.ToLower(q.Name)) + "%"
+		b.WriteString(" AND EXISTS (SELECT 1 FROM thread_tags n WHERE n.workspace_id = $1 AND n.thread_id = t.id AND n.tag LIKE 'name:%'" +
+			" AND lower(n.tag) LIKE " + arg(pattern) + ` ESCAPE '\')`)
+	}
 	if !q.After.IsStart() {
 		b.WriteString(" AND (" + at + ", " + id + ") < (" + arg(d.Time(q.After.CreatedAt)) + ", " + arg(q.After.ID) + ")")
 	}
 	b.WriteString(" ORDER BY " + at + " DESC, " + id + " DESC LIMIT " + arg(q.Limit+1))
 	return b.String(), args
 }
+
+// likeEscaper makes a text literal in a LIKE pattern whose escape is a backslash.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)

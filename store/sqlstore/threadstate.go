@@ -63,12 +63,23 @@ func (ts *ThreadState) Enqueue(ctx context.Context, workspaceID, threadID string
 			return ts.d.Err(op, err)
 		}
 		for i, m := range msgs {
+			if m.ID != "" {
+				// A writer that gives its own id queues a message once (a child's result
+				// delivered again after a crash): an id already in the history is taken too.
+				var taken bool
+				if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)`, ids[i]).Scan(&taken); err != nil {
+					return ts.d.Err(op, err)
+				}
+				if taken {
+					return ts.d.failf(op, errIDTaken, "message id %s is taken", ids[i])
+				}
+			}
 			// Inserted in order: the queue is read in the order of its rows (Dialect.RowOrder).
 			_, err := tx.ExecContext(ctx, `INSERT INTO queued_messages (id, thread_id, role, content, created_at) VALUES ($1, $2, $3, $4, $5)`,
 				ids[i], threadID, m.Role, m.Content, ts.d.Time(at))
 			if err != nil {
 				if kind, _, _ := ts.d.Constraint(err); kind == store.ErrConflict {
-					return ts.d.failf(op, store.ErrInvalid, "message id %s is taken", ids[i])
+					return ts.d.failf(op, errIDTaken, "message id %s is taken", ids[i])
 				}
 				return ts.d.Err(op, err)
 			}

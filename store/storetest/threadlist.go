@@ -38,7 +38,8 @@ func listAll(t *testing.T, s store.Store, workspace string, f store.ThreadFilter
 // keeps reports whether f keeps th.
 func keeps(f store.ThreadFilter, th *store.Thread) bool {
 	return (f.AgentID == "" || th.AgentID == f.AgentID) && (f.Tag == "" || slices.Contains(th.Tags, f.Tag)) &&
-		(f.Status == "" || th.Status == f.Status)
+		(f.Status == "" || th.Status == f.Status) &&
+		(f.Name == "" || strings.Contains(strings.ToLower(th.Name()), strings.ToLower(f.Name)))
 }
 
 // newestFirst sorts threads as the list does: creation time, then id, both descending.
@@ -78,6 +79,9 @@ func testThreadListFilters(t *testing.T, s store.Store) {
 		{"agent_a", []string{"red", "blue"}, ""},
 		{"agent_b", nil, ""},
 		{"agent_a", []string{"red"}, store.StatusTerminated},
+		{"agent_a", []string{"name:Report_Q3", "red"}, ""},
+		{"agent_b", []string{"name:the 100% plan"}, store.StatusRunning},
+		{"agent_a", []string{"name:reportq3"}, ""},
 	}
 	var threads []*store.Thread
 	for _, sp := range specs {
@@ -117,6 +121,16 @@ func testThreadListFilters(t *testing.T, s store.Store) {
 		{AgentID: "agent_a", Tag: "blue", Status: store.StatusIdle},
 		{Tag: "green"},
 		{AgentID: "agent_nobody"},
+		// Names: a substring in any case, LIKE's wildcards literal.
+		{Name: "report"},
+		{Name: "RT_q"},
+		{Name: "100%"},
+		{Name: "%"},
+		{Name: "_"},
+		{Name: "x"},
+		{Name: "report", Tag: "red"},
+		{Name: "plan", Status: store.StatusRunning},
+		{Name: "name:"},
 	}
 	for _, f := range filters {
 		var kept []*store.Thread

@@ -146,6 +146,23 @@ func testQueue(t *testing.T, s store.Store) {
 	if again, err := s.AppendQueued(ctx, ws, th.ID); err != nil || again == nil || len(again) != 0 {
 		t.Fatalf("second AppendQueued = %v, %v; want an empty slice", again, err)
 	}
+	// A writer's own id is queued once: again while queued, or once in the history, it is taken.
+	own := &store.Message{ID: store.NewID(store.PrefixMessage), Role: store.RoleSystem, Content: "delivered once"}
+	if err := s.Enqueue(ctx, ws, th.ID, own); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Enqueue(ctx, ws, th.ID, &store.Message{ID: own.ID, Role: store.RoleSystem, Content: "again"}); !errors.Is(err, store.ErrIDTaken) {
+		t.Errorf("an own id queued twice: %v, want ErrIDTaken", err)
+	}
+	if moved, err := s.AppendQueued(ctx, ws, th.ID); err != nil || len(moved) != 1 || moved[0].ID != own.ID {
+		t.Fatalf("AppendQueued of the own id = %v, %v", moved, err)
+	}
+	if err := s.Enqueue(ctx, ws, th.ID, &store.Message{ID: own.ID, Role: store.RoleSystem, Content: "again"}); !errors.Is(err, store.ErrIDTaken) || !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("an own id already in the history: %v, want ErrIDTaken (and ErrInvalid)", err)
+	}
+	if q, err := s.Queued(ctx, ws, th.ID); err != nil || len(q) != 0 {
+		t.Fatalf("a refused enqueue left %v, %v", q, err)
+	}
 	bad := []*store.Message{
 		{Role: store.RoleTool, ToolCallID: "c1"},
 		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "c", Name: "n"}}},

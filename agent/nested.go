@@ -1,0 +1,348 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
+)
+
+// AgentType says who an agent talks to, which decides what calling it as a tool does.
+type AgentType string
+
+// Agent types (seed 000: "Handoff (ai_human) or sub-agent (dual_ai)").
+const (
+	// HumanFacing agents talk to a person. Called as a tool, one takes over the calling thread
+	// (a handoff): the next steps run with its prompt, tools and policy.
+	HumanFacing AgentType = "ai_human"
+	// DualAI agents talk to another AI. Called as a tool, one works in a child thread of the
+	// caller (a sub-agent).
+	DualAI AgentType = "dual_ai"
+)
+
+// Subprompt configures a prompt that another prompt calls as a tool (seed 000 section 4).
+// Naming an exposed prompt in Prompt.Tools is the same as a Subprompt with every default.
+type Subprompt struct {
+	// Name is the prompt's name, which is also the tool's.
+	Name string `json:"name"`
+	// IncludeTextResponse, IncludeToolCalls and IncludeErrors shape the result (all default
+	// on): the nested flow's final text, a summary of the tool calls it made, and its failed
+	// calls, which make the result an error that lists them.
+	IncludeTextResponse *bool `json:"include_text_response,omitempty"`
+	IncludeToolCalls    *bool `json:"include_tool_calls,omitempty"`
+	IncludeErrors       *bool `json:"include_errors,omitempty"`
+	// InitUserMessageProperty is the argument that becomes the flow's first user message;
+	// empty means "message" for the default argument schema and the arguments as JSON for a
+	// prompt with its own Args.
+	InitUserMessageProperty string `json:"init_user_message_property,omitempty"`
+	// InitAttachmentsProperty is the argument holding paths of the caller's files (under
+	// /attachments/) to hand to the flow.
+	InitAttachmentsProperty string `json:"init_attachments_property,omitempty"`
+}
+
+// Subagent configures a dual-AI agent that a prompt calls as a tool (seed 000 section 5).
+// Naming an exposed dual-AI agent in Prompt.Tools is the same as a Subagent with every default:
+// blocking, not resumable.
+type Subagent struct {
+	// Name is the agent's name, which is also the tool's (for a resumable sub-agent, the
+	// agent subagent_create names).
+	Name string `json:"name"`
+	// Blocking (the default) waits for the child's run and returns its result; false returns
+	// a reference at once and delivers the result later as a queued message.
+	Blocking *bool `json:"blocking,omitempty"`
+	// InitUserMessageProperty and InitAttachmentsProperty: as for Subprompt.
+	InitUserMessageProperty string `json:"init_user_message_property,omitempty"`
+	InitAttachmentsProperty string `json:"init_attachments_property,omitempty"`
+	// InitAgentNameProperty is the argument that names the child (its name:<value> tag).
+	InitAgentNameProperty string `json:"init_agent_name_property,omitempty"`
+	// Immediate starts the child when the prompt becomes active, before its first model step.
+	Immediate *Immediate `json:"immediate,omitempty"`
+	// Optional names a variable: the sub-agent is available only when it resolves to true, 1
+	// or yes (in any case).
+	Optional string `json:"optional,omitempty"`
+	// Resumable keeps the child's thread to be messaged again, through the lifecycle tools
+	// subagent_create and subagent_message; nil means not resumable.
+	Resumable *Resumable `json:"resumable,omitempty"`
+}
+
+// Immediate is the immediate form of a sub-agent: true (Enabled only), or one instance per
+// group of environment values.
+type Immediate struct {
+	Enabled bool `json:"-"`
+	// NameEnv and DescriptionEnv name the variables whose values name and describe each
+	// instance: the only per-instance values that may reach a model.
+	NameEnv        string `json:"nameEnv,omitempty"`
+	DescriptionEnv string `json:"descriptionEnv,omitempty"`
+	// ScopedEnv names variables copied into each child as scoped thread values, for its tools
+	// only: they never reach a model.
+	ScopedEnv []string `json:"scopedEnv,omitempty"`
+}
+
+// UnmarshalJSON reads true, false or the object form.
+func (im *Immediate) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	var on bool
+	if json.Unmarshal(b, &on) == nil {
+		*im = Immediate{Enabled: on}
+		return nil
+	}
+	type plain Immediate
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("immediate: want true, false or {nameEnv, descriptionEnv, scopedEnv}: %v", err)
+	}
+	*im = Immediate(p)
+	im.Enabled = true
+	return nil
+}
+
+// MarshalJSON writes the form UnmarshalJSON reads.
+func (im Immediate) MarshalJSON() ([]byte, error) {
+	if im.NameEnv == "" && im.DescriptionEnv == "" && len(im.ScopedEnv) == 0 {
+		return json.Marshal(im.Enabled)
+	}
+	type plain Immediate
+	return json.Marshal(plain(im))
+}
+
+// grouped reports the object form: one instance per group of values.
+func (im *Immediate) grouped() bool {
+	return im != nil && (im.NameEnv != "" || im.DescriptionEnv != "" || len(im.ScopedEnv) > 0)
+}
+
+// Resumable is how a resumable sub-agent is messaged and reports back.
+type Resumable struct {
+	// ReceivesMessages is the role the parent's messages take in the child: side_a (the
+	// default) as the user's, side_b as the assistant's.
+	ReceivesMessages string `json:"receives_messages,omitempty"`
+	// MaxInstances caps the children of this agent that are not terminated; 0 means
+	// DefaultMaxInstances.
+	MaxInstances int `json:"maxInstances,omitempty"`
+	// ParentCommunication: implicit (the default) queues each finished run's result, or its
+	// failure, to the parent; explicit sends nothing unless the child's tools call
+	// NotifyParent.
+	ParentCommunication string `json:"parentCommunication,omitempty"`
+}
+
+// UnmarshalJSON reads false (not resumable) or the object form.
+func (r *Resumable) UnmarshalJSON(b []byte) error {
+	type plain Resumable
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("resumable: want false or {receives_messages, maxInstances, parentCommunication}: %v", err)
+	}
+	*r = Resumable(p)
+	return nil
+}
+
+// Side and communication values.
+const (
+	SideA    = "side_a"
+	SideB    = "side_b"
+	Implicit = "implicit"
+	Explicit = "explicit"
+)
+
+// DefaultMaxInstances caps a resumable sub-agent's live children when it sets no cap.
+const DefaultMaxInstances = 10
+
+// maxInstancesLimit bounds what a definition may ask for: each live child is a thread the
+// model can keep messaging.
+const maxInstancesLimit = 1000
+
+func (r *Resumable) maxInstances() int {
+	if r.MaxInstances > 0 {
+		return r.MaxInstances
+	}
+	return DefaultMaxInstances
+}
+
+func (r *Resumable) receives() string {
+	if r.ReceivesMessages == "" {
+		return SideA
+	}
+	return r.ReceivesMessages
+}
+
+func (r *Resumable) communication() string {
+	if r.ParentCommunication == "" {
+		return Implicit
+	}
+	return r.ParentCommunication
+}
+
+func (s *Subagent) blocking() bool { return s.Blocking == nil || *s.Blocking }
+
+func on(b *bool) bool { return b == nil || *b }
+
+// check reports what is wrong with the configuration by itself.
+func (s *Subagent) check(prompt string) error {
+	if s.Name == "" {
+		return fmt.Errorf("%w: prompt %s: a subagent without a name", ErrDefinition, prompt)
+	}
+	if r := s.Resumable; r != nil {
+		switch {
+		case r.receives() != SideA && r.receives() != SideB:
+			return fmt.Errorf("%w: prompt %s: subagent %s: receives_messages %q: want side_a or side_b", ErrDefinition, prompt, s.Name, r.ReceivesMessages)
+		case r.communication() != Implicit && r.communication() != Explicit:
+			return fmt.Errorf("%w: prompt %s: subagent %s: parentCommunication %q: want implicit or explicit", ErrDefinition, prompt, s.Name, r.ParentCommunication)
+		case r.MaxInstances < 0 || r.MaxInstances > maxInstancesLimit:
+			return fmt.Errorf("%w: prompt %s: subagent %s: maxInstances %d: want 0 (the default, %d) to %d", ErrDefinition, prompt, s.Name,
+				r.MaxInstances, DefaultMaxInstances, maxInstancesLimit)
+		}
+	}
+	if s.Immediate.grouped() && s.Immediate.NameEnv == "" {
+		return fmt.Errorf("%w: prompt %s: subagent %s: immediate needs nameEnv to name its instances", ErrDefinition, prompt, s.Name)
+	}
+	return nil
+}
+
+// defaultArgs is the argument schema of a prompt or agent run as a tool that declares none.
+func defaultArgs() *schema.Schema {
+	return &schema.Schema{Type: "object", Required: []string{"message"}, Properties: map[string]*schema.Schema{
+		"message": {Type: "string", MaxLength: ptr(maxMessageChars), Description: "What to ask, in full: the called prompt sees nothing else of this conversation."},
+	}}
+}
+
+// argsOf is the argument schema a prompt takes when run as a tool.
+func argsOf(p *Prompt) *schema.Schema {
+	if p.Args != nil {
+		return p.Args
+	}
+	return defaultArgs()
+}
+
+// withProperty returns s with an extra property (s's own properties win), for the attachments
+// and name arguments a configuration names but a schema may not declare.
+func withProperty(s *schema.Schema, name string, prop *schema.Schema) *schema.Schema {
+	if name == "" {
+		return s
+	}
+	if _, ok := s.Properties[name]; ok {
+		return s
+	}
+	out := *s
+	out.Properties = make(map[string]*schema.Schema, len(s.Properties)+1)
+	for k, v := range s.Properties {
+		out.Properties[k] = v
+	}
+	out.Properties[name] = prop
+	return &out
+}
+
+func attachmentsProperty() *schema.Schema {
+	return &schema.Schema{Type: "array", Description: "Paths of this thread's files to hand over, each under /attachments/.",
+		Items: &schema.Schema{Type: "string"}, MaxItems: ptr(maxAttachmentsPerCall)}
+}
+
+// maxMessageChars bounds a message one thread sends another (a child's first message, a
+// subagent_message): it is stored in the child's history, and while the child is deferred, in
+// its thread's state.
+const maxMessageChars = 64 << 10
+
+// maxAttachmentsPerCall bounds the files one call hands to another thread.
+const maxAttachmentsPerCall = 32
+
+func ptr[T any](v T) *T { return &v }
+
+// toolDescription is what the model reads about a prompt or agent offered as a tool.
+func toolDescription(kind, name, description string) string {
+	d := strings.TrimSpace(description)
+	if d == "" {
+		d = fmt.Sprintf("Runs the %s %s.", kind, name)
+	}
+	return d
+}
+
+// variablesOf is what a prompt declares, for checks of a child's required variables.
+func variablesOf(p *Prompt) []quiver.Variable { return p.Variables }
+
+// UnmarshalJSON reads a prompt's name alone, or the configuration.
+func (s *Subprompt) UnmarshalJSON(b []byte) error {
+	if json.Unmarshal(b, &s.Name) == nil {
+		*s = Subprompt{Name: s.Name}
+		return nil
+	}
+	type plain Subprompt
+	var p plain
+	if err := strictJSON(b, &p); err != nil {
+		return fmt.Errorf("subprompt: want a prompt's name or {name, include_text_response, include_tool_calls, include_errors, "+
+			"init_user_message_property, init_attachments_property}: %v", err)
+	}
+	*s = Subprompt(p)
+	return nil
+}
+
+// UnmarshalJSON reads an agent's name alone, or the configuration.
+func (s *Subagent) UnmarshalJSON(b []byte) error {
+	if json.Unmarshal(b, &s.Name) == nil {
+		*s = Subagent{Name: s.Name}
+		return nil
+	}
+	type plain Subagent
+	var p plain
+	if err := strictJSON(b, &p); err != nil {
+		return fmt.Errorf("subagent: want an agent's name or {name, blocking, init_user_message_property, init_attachments_property, "+
+			"init_agent_name_property, immediate, optional, resumable}: %v", err)
+	}
+	*s = Subagent(p)
+	return nil
+}
+
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// checkNested reports prompts whose subprompts and subagents name what the catalog does not
+// have: a subprompt must be a prompt exposed as a tool, a subagent a dual-AI agent.
+func (c *Catalog) checkNested() error {
+	for _, name := range keys(c.Prompts) {
+		if err := c.checkPromptNested(c.Prompts[name]); err != nil {
+			return err
+		}
+	}
+	for _, name := range keys(c.Agents) {
+		if err := c.checkPromptNested(c.Agents[name].Prompt); err != nil {
+			return fmt.Errorf("agent %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (c *Catalog) checkPromptNested(p *Prompt) error {
+	if p == nil {
+		return nil
+	}
+	for _, sp := range p.Subprompts {
+		q, ok := c.Prompts[sp.Name]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: prompt %s: subprompt %q is not defined (prompts: %v)", ErrDefinition, p.Name, sp.Name, keys(c.Prompts))
+		case !q.ExposeAsTool:
+			return fmt.Errorf("%w: prompt %s: subprompt %q is not exposed as a tool: set expose_as_tool: true in its definition", ErrDefinition, p.Name, sp.Name)
+		}
+	}
+	for _, sa := range p.Subagents {
+		if err := sa.check(p.Name); err != nil {
+			return err
+		}
+		a, ok := c.Agents[sa.Name]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: prompt %s: subagent %q is not defined (agents: %v)", ErrDefinition, p.Name, sa.Name, keys(c.Agents))
+		case a.Type != DualAI:
+			return fmt.Errorf("%w: prompt %s: subagent %q is a human-facing agent: give it type: dual_ai, or name it in tools for a handoff",
+				ErrDefinition, p.Name, sa.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// What a client that shows the workspace to people needs beyond the records: who its key is,
+// and every call that waits for someone, across threads.
+
+// Session is what the request's key is: its workspace, user and role.
+type Session struct {
+	WorkspaceID   string        `json:"workspace_id"`
+	WorkspaceName string        `json:"workspace_name,omitempty"`
+	UserID        string        `json:"user_id,omitempty"`
+	KeyID         string        `json:"key_id,omitempty" doc:"The key's id (never the key); absent on a server without keys."`
+	Role          store.KeyRole `json:"role" doc:"viewer (reads), member (also calls, runs, decides) or admin (also manages the workspace, members and keys)."`
+}
+
+type sessionOutput struct {
+	Body *Session
+}
+
+// WaitingCall is a call a thread waits on, for an inbox.
+type WaitingCall struct {
+	ThreadID   string         `json:"thread_id"`
+	ThreadName string         `json:"thread_name,omitempty"`
+	Agent      string         `json:"agent,omitempty" doc:"The agent that has the thread."`
+	Pending    *agent.Pending `json:"pending"`
+}
+
+type waitingInput struct {
+	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"50" doc:"Threads per page, 1 to 100."`
+	Cursor string `query:"cursor" maxLength:"1024" doc:"Where the page starts: the next_cursor of the page before; empty for the first."`
+}
+
+type waitingOutput struct {
+	Body struct {
+		Calls      []WaitingCall `json:"calls" doc:"Newest thread first: one call per waiting thread (the first of its step; the rest wait their turn)."`
+		NextCursor string        `json:"next_cursor,omitempty" doc:"The cursor of the next page; absent on the last."`
+	}
+}
+
+func (s *Server) registerConsoleAPI(api huma.API) {
+	huma.Register(api, huma.Operation{OperationID: "get-session", Method: http.MethodGet, Path: "/v1/session",
+		Summary: "What the request's key is: its workspace, user and role"},
+		func(ctx context.Context, _ *struct{}) (*sessionOutput, error) {
+			p, ok := PrincipalFrom(ctx)
+			out := &Session{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Role: p.Role}
+			if !ok || s.cfg.Auth == nil {
+				out.Role = store.KeyRoleAdmin // a server without keys lets anyone do anything
+			}
+			if ent, ok := s.cfg.Store.(store.Entities); ok {
+				if w, err := ent.Workspace(ctx, out.WorkspaceID); err == nil {
+					out.WorkspaceName = w.Name
+				}
+			}
+			return &sessionOutput{Body: out}, nil
+		})
+
+	huma.Register(api, huma.Operation{OperationID: "list-waiting-calls", Method: http.MethodGet, Path: "/v1/pending",
+		Summary: "Every call in the workspace that waits for a person's decision or a client's result, newest thread first"},
+		func(ctx context.Context, in *waitingInput) (*waitingOutput, error) {
+			if s.cfg.Runner == nil || s.cfg.Agents == nil {
+				return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server runs no agents")
+			}
+			ws := s.workspaceID(ctx)
+			f := store.ThreadFilter{Tag: agent.WaitingTag, Limit: in.Limit, Cursor: in.Cursor}
+			if err := store.CheckThreadCursor(ws, f); err != nil {
+				return nil, fieldError(http.StatusBadRequest, "query.cursor", "not a cursor of this list: pass the next_cursor of the page before")
+			}
+			threads, next, err := s.cfg.Store.Threads(ctx, ws, f)
+			if err != nil {
+				return nil, apiError(err, "the waiting threads")
+			}
+			out := &waitingOutput{}
+			out.Body.Calls, out.Body.NextCursor = []WaitingCall{}, next
+			for _, info := range threads {
+				name := agent.CurrentAgent(info)
+				ag, err := s.cfg.Agents(ctx, name)
+				if err != nil {
+					continue // an agent this server no longer runs: nothing it could resume
+				}
+				th, err := thread.Open(ctx, s.cfg.Runner.Store, ws, info.ID)
+				if err != nil {
+					return nil, apiError(err, "thread "+info.ID)
+				}
+				p, err := s.cfg.Runner.Waiting(ctx, th, ag)
+				if err != nil {
+					return nil, apiError(err, "what thread "+info.ID+" waits on")
+				}
+				if p != nil { // nil: decided, its run about to resume
+					out.Body.Calls = append(out.Body.Calls, WaitingCall{ThreadID: info.ID, ThreadName: info.Name(), Agent: ag.Name, Pending: p})
+				}
+			}
+			return out, nil
+		})
+	s.registerConsoleExtra(api)
+}

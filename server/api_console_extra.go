@@ -1,0 +1,462 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/vars"
+)
+
+// What the console shows beyond the records, and any other client may use: one served tool as
+// a person reads it (its flags, schemas, examples, variables) with its renderings for each
+// provider; a check of arguments against a served tool's input schema, each problem naming its
+// field (the console checks an edited call's arguments with it before deciding); and the
+// variables of an agent and of a user, set and removed as a thread's are (secrets sealed,
+// never shown).
+
+// ServedTool is a tool the workspace is served, as a person reads it.
+type ServedTool struct {
+	Name                 string            `json:"name"`
+	Description          string            `json:"description"`
+	Target               quiver.Target     `json:"target" enum:"server,client" doc:"server: the server runs it; client: the client runs it and posts the result."`
+	RequiresConfirmation bool              `json:"requires_confirmation" doc:"Each call waits for a person's decision."`
+	Latent               bool              `json:"latent" doc:"Schema-only: no code runs it; the model writes its result itself (in _output)."`
+	InputSchema          *schema.Schema    `json:"input_schema,omitempty" doc:"The arguments' JSON Schema; absent: the tool takes none."`
+	OutputSchema         *schema.Schema    `json:"output_schema,omitempty" doc:"The result's JSON Schema, when declared."`
+	Examples             []quiver.Example  `json:"examples,omitempty"`
+	Variables            []quiver.Variable `json:"variables,omitempty" doc:"The variables the tool reads (names and types, never values)."`
+	Dialects             []ToolDialect     `json:"dialects" doc:"The tool as each provider is offered it."`
+}
+
+// ToolDialect is a tool rendered for one provider, as a run offers it (without the optional
+// _reasoningForCall a prompt may add).
+type ToolDialect struct {
+	Dialect        schema.Dialect  `json:"dialect" enum:"openai,openai-strict,anthropic,gemini,mcp"`
+	Name           string          `json:"name,omitempty" doc:"The name the provider sees: the tool's, or one mapped to what the provider accepts."`
+	Strict         bool            `json:"strict,omitempty" doc:"openai-strict: whether strict mode applies to the tool."`
+	StrictFallback string          `json:"strict_fallback,omitempty" doc:"openai-strict: why the tool is sent non-strict."`
+	Tools          json.RawMessage `json:"tools,omitempty" doc:"The value of the provider request's tools field (MCP: of tools/list's tools) with this tool alone."`
+	Error          string          `json:"error,omitempty" doc:"Why the tool cannot be rendered in this dialect."`
+}
+
+type servedToolInput struct {
+	Name string `path:"name" maxLength:"128" doc:"The tool's name, as GET /v1/tools/served lists it."`
+}
+
+type servedToolOutput struct {
+	Body *ServedTool
+}
+
+type checkArgsInput struct {
+	Name string `path:"name" maxLength:"128" doc:"The tool's name, as GET /v1/tools/served lists it."`
+	Body struct {
+		Args json.RawMessage `json:"args,omitempty" doc:"The arguments to check: a JSON object."`
+	}
+}
+
+type checkArgsOutput struct {
+	Body struct {
+		Args json.RawMessage `json:"args" doc:"The arguments as the tool would receive them: defaults applied."`
+	}
+}
+
+// registerConsoleExtra adds the endpoints of this file.
+func (s *Server) registerConsoleExtra(api huma.API) {
+	huma.Register(api, huma.Operation{OperationID: "get-served-tool", Method: http.MethodGet, Path: "/v1/tools/served/{name}",
+		Summary: "A tool the workspace is served: its flags, schemas, examples and variables, and how each provider is offered it"},
+		func(ctx context.Context, in *servedToolInput) (*servedToolOutput, error) {
+			ten, t, err := s.servedTool(ctx, in.Name)
+			if err != nil {
+				return nil, err
+			}
+			sp := t.Spec()
+			out := &ServedTool{Name: sp.Name, Description: sp.Description, Target: sp.Target, RequiresConfirmation: sp.RequiresConfirmation,
+				Latent: ten.registry.Latent(t), InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema, Examples: sp.Examples,
+				Variables: sp.Variables, Dialects: renderDialects(ten.registry, t)}
+			if out.Target == "" {
+				out.Target = quiver.TargetServer
+			}
+			return &servedToolOutput{Body: out}, nil
+		})
+
+	huma.Register(api, huma.Operation{OperationID: "check-tool-args", Method: http.MethodPost, Path: "/v1/tools/served/{name}/validate",
+		Summary: "Check arguments against a served tool's input schema, without calling it: each problem names its field (body.args.<field>)"},
+		func(ctx context.Context, in *checkArgsInput) (*checkArgsOutput, error) {
+			_, t, err := s.servedTool(ctx, in.Name)
+			if err != nil {
+				return nil, err
+			}
+			args, err := checkToolArgs(t, in.Body.Args)
+			if err != nil {
+				return nil, err
+			}
+			out := &checkArgsOutput{}
+			out.Body.Args = args
+			return out, nil
+		})
+
+	s.registerLayerVariables(api)
+}
+
+// servedTool is the tool of that name the workspace is served (GET /v1/tools/served lists the
+// same), with its tenant; 404 naming path.name when there is none.
+func (s *Server) servedTool(ctx context.Context, name string) (*tenant, *quiver.Tool, error) {
+	ten := s.tenant(ctx, s.workspaceID(ctx))
+	for _, t := range ten.disp.Tools() {
+		if t.Name() == name {
+			return ten, t, nil
+		}
+	}
+	return nil, nil, fieldError(http.StatusNotFound, "path.name", "this workspace is served no tool "+quoteShort(name))
+}
+
+// renderDialects renders the tool alone in every dialect, as the runner renders a prompt's
+// tools (quiver.ToolSchemas, then schema.Render).
+func renderDialects(reg *quiver.Registry, t *quiver.Tool) []ToolDialect {
+	out := make([]ToolDialect, 0, len(schema.Dialects))
+	for _, d := range schema.Dialects {
+		td := ToolDialect{Dialect: d}
+		ts, err := schema.Render(d, quiver.ToolSchemas(reg, []*quiver.Tool{t}))
+		if err == nil {
+			td.Tools, err = json.Marshal(ts)
+		}
+		if err != nil {
+			td.Error = err.Error()
+		} else if len(ts.Tools) == 1 {
+			rt := ts.Tools[0]
+			td.Name, td.Strict, td.StrictFallback = rt.Name, rt.Strict, rt.StrictFallback
+		}
+		out = append(out, td)
+	}
+	return out
+}
+
+// checkToolArgs checks arguments as the dispatcher does before a tool runs (a JSON object,
+// meta-fields aside, defaults applied, the input schema's constraints), and returns them as
+// the tool would receive them. A refusal is a 400 naming each field at fault: body.args for
+// the whole, body.args.<name> for a property (body.args.items[0].name deeper down).
+func checkToolArgs(t *quiver.Tool, raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	v, err := schema.Decode(raw)
+	if err != nil {
+		return nil, fieldError(http.StatusBadRequest, "body.args", err.Error())
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fieldError(http.StatusBadRequest, "body.args", "want a JSON object of arguments")
+	}
+	for k := range obj {
+		if strings.HasPrefix(k, "_") {
+			delete(obj, k) // a meta-field: the dispatcher takes it out before validating
+		}
+	}
+	sp := t.Spec()
+	var fields []*ProblemField
+	if sp.InputSchema == nil {
+		for k := range obj {
+			fields = append(fields, &ProblemField{Location: argsLocation("/" + k), Message: "the tool takes no arguments"})
+		}
+	} else {
+		compiled, err := schema.Compile(sp.InputSchema)
+		if err != nil {
+			return nil, problemf(http.StatusInternalServerError, CodeInternal, "tool "+t.Name()+": its input schema does not compile: "+err.Error())
+		}
+		if _, err := compiled.ApplyDefaults(obj); err != nil {
+			return nil, fieldError(http.StatusBadRequest, "body.args", "applying the defaults: "+err.Error())
+		}
+		// A required property missing is named as its own field, not as the object's.
+		missing := false
+		for _, name := range sp.InputSchema.Required {
+			if _, ok := obj[name]; !ok {
+				missing = true
+				fields = append(fields, &ProblemField{Location: argsLocation("/" + escapePointer(name)), Message: "required"})
+			}
+		}
+		var ve *schema.ValidationError
+		if err := compiled.Validate(obj); errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				if missing && p.Pointer == "" && strings.HasPrefix(p.Message, "missing required propert") {
+					continue
+				}
+				fields = append(fields, &ProblemField{Location: argsLocation(p.Pointer), Message: p.Message})
+			}
+		} else if err != nil {
+			return nil, fieldError(http.StatusBadRequest, "body.args", err.Error())
+		}
+	}
+	if len(fields) > 0 {
+		msgs := make([]string, len(fields))
+		for i, f := range fields {
+			msgs[i] = f.Location + ": " + f.Message
+		}
+		return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "invalid arguments for "+t.Name()+": "+strings.Join(msgs, "; "), fields...)
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fieldError(http.StatusBadRequest, "body.args", err.Error())
+	}
+	return b, nil
+}
+
+// argsLocation is where a JSON pointer into the arguments points, as problems name fields:
+// "" is body.args, /amount body.args.amount, /items/0/name body.args.items[0].name.
+func argsLocation(pointer string) string {
+	loc := "body.args"
+	if pointer == "" {
+		return loc
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		if n, err := strconv.Atoi(tok); err == nil && n >= 0 && strconv.Itoa(n) == tok {
+			loc += "[" + tok + "]"
+		} else {
+			loc += "." + tok
+		}
+	}
+	return loc
+}
+
+func escapePointer(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+
+// ---- the variables of an agent and of a user
+
+// An agent's variables (layer agent, owned by the agent's name) are read by any key of the
+// workspace and set by members; a user's (layer user) only by the user's own keys, or an
+// admin's. A secret is sealed as a thread's is and never shown again.
+
+type agentVariablesInput struct {
+	Agent string `path:"agent" minLength:"1" maxLength:"128" doc:"The agent's name, as this server runs it."`
+}
+
+type agentVariableInput struct {
+	Agent string `path:"agent" minLength:"1" maxLength:"128" doc:"The agent's name, as this server runs it."`
+	Name  string `path:"name" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9_][A-Za-z0-9_.-]*$" patternDescription:"letters, digits, _, . and -, not starting with . or -" doc:"The variable's name: 1 to 128 letters (A-Z, a-z), digits, _, . and -, not starting with . or -."`
+}
+
+type setAgentVariableInput struct {
+	Agent string `path:"agent" minLength:"1" maxLength:"128" doc:"The agent's name, as this server runs it."`
+	Name  string `path:"name" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9_][A-Za-z0-9_.-]*$" patternDescription:"letters, digits, _, . and -, not starting with . or -" doc:"The variable's name: 1 to 128 letters (A-Z, a-z), digits, _, . and -, not starting with . or -."`
+	// RawBody (a VariableBody) is read by parseVariableBody: no problem shows a value given.
+	RawBody []byte
+}
+
+type userVariablesInput struct {
+	ID string `path:"id" maxLength:"64" doc:"The user's id (usr_...): a member of the workspace."`
+}
+
+type userVariableInput struct {
+	ID   string `path:"id" maxLength:"64" doc:"The user's id (usr_...): a member of the workspace."`
+	Name string `path:"name" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9_][A-Za-z0-9_.-]*$" patternDescription:"letters, digits, _, . and -, not starting with . or -" doc:"The variable's name: 1 to 128 letters (A-Z, a-z), digits, _, . and -, not starting with . or -."`
+}
+
+type setUserVariableInput struct {
+	ID   string `path:"id" maxLength:"64" doc:"The user's id (usr_...): a member of the workspace."`
+	Name string `path:"name" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9_][A-Za-z0-9_.-]*$" patternDescription:"letters, digits, _, . and -, not starting with . or -" doc:"The variable's name: 1 to 128 letters (A-Z, a-z), digits, _, . and -, not starting with . or -."`
+	// RawBody (a VariableBody) is read by parseVariableBody: no problem shows a value given.
+	RawBody []byte
+}
+
+// variableOwner is a layer's owner a request addresses: its layer, id, where it is named in
+// the request (path.agent, path.id) and how it is said in answers.
+type variableOwner struct {
+	layer     store.VariableLayer
+	id, loc   string
+	what      string
+	workspace string
+}
+
+func (s *Server) registerLayerVariables(api huma.API) {
+	const agentOne, userOne = "/v1/agents/{agent}/variables/{name}", "/v1/users/{id}/variables/{name}"
+	huma.Register(api, huma.Operation{OperationID: "list-agent-variables", Method: http.MethodGet, Path: "/v1/agents/{agent}/variables",
+		Summary: "The variables set on an agent in the workspace, secrets without their value"},
+		func(ctx context.Context, in *agentVariablesInput) (*threadVariablesOutput, error) {
+			o, err := s.agentOwner(ctx, in.Agent)
+			if err != nil {
+				return nil, err
+			}
+			return s.listLayerVariables(ctx, o)
+		})
+	huma.Register(api, huma.Operation{OperationID: "set-agent-variable", Method: http.MethodPut, Path: agentOne,
+		Summary: "Set a variable on an agent in the workspace; a secret is encrypted at rest"},
+		func(ctx context.Context, in *setAgentVariableInput) (*threadVariableOutput, error) {
+			if _, err := s.member(ctx, "read variables but not set them"); err != nil {
+				return nil, err
+			}
+			o, err := s.agentOwner(ctx, in.Agent)
+			if err != nil {
+				return nil, err
+			}
+			return s.setLayerVariable(ctx, o, in.Name, in.RawBody)
+		})
+	huma.Register(api, huma.Operation{OperationID: "delete-agent-variable", Method: http.MethodDelete, Path: agentOne,
+		Summary: "Remove a variable's value from an agent in the workspace", DefaultStatus: http.StatusNoContent},
+		func(ctx context.Context, in *agentVariableInput) (*struct{}, error) {
+			if _, err := s.member(ctx, "read variables but not remove them"); err != nil {
+				return nil, err
+			}
+			o, err := s.agentOwner(ctx, in.Agent)
+			if err != nil {
+				return nil, err
+			}
+			return nil, s.deleteLayerVariable(ctx, o, in.Name)
+		})
+
+	huma.Register(api, huma.Operation{OperationID: "list-user-variables", Method: http.MethodGet, Path: "/v1/users/{id}/variables",
+		Summary: "The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin"},
+		func(ctx context.Context, in *userVariablesInput) (*threadVariablesOutput, error) {
+			o, err := s.userOwner(ctx, in.ID, "read")
+			if err != nil {
+				return nil, err
+			}
+			return s.listLayerVariables(ctx, o)
+		})
+	huma.Register(api, huma.Operation{OperationID: "set-user-variable", Method: http.MethodPut, Path: userOne,
+		Summary: "Set a variable on a member of the workspace (the key's own user, or any member for an admin); a secret is encrypted at rest"},
+		func(ctx context.Context, in *setUserVariableInput) (*threadVariableOutput, error) {
+			if _, err := s.member(ctx, "read variables but not set them"); err != nil {
+				return nil, err
+			}
+			o, err := s.userOwner(ctx, in.ID, "set")
+			if err != nil {
+				return nil, err
+			}
+			return s.setLayerVariable(ctx, o, in.Name, in.RawBody)
+		})
+	huma.Register(api, huma.Operation{OperationID: "delete-user-variable", Method: http.MethodDelete, Path: userOne,
+		Summary: "Remove a variable's value from a member of the workspace (the key's own user, or any member for an admin)", DefaultStatus: http.StatusNoContent},
+		func(ctx context.Context, in *userVariableInput) (*struct{}, error) {
+			if _, err := s.member(ctx, "read variables but not remove them"); err != nil {
+				return nil, err
+			}
+			o, err := s.userOwner(ctx, in.ID, "remove")
+			if err != nil {
+				return nil, err
+			}
+			return nil, s.deleteLayerVariable(ctx, o, in.Name)
+		})
+
+	// The bodies are read by the handlers (RawBody); the document describes what they read.
+	if doc := api.OpenAPI(); doc != nil {
+		for _, p := range []string{agentOne, userOne} {
+			if doc.Paths[p] != nil && doc.Paths[p].Put != nil {
+				doc.Paths[p].Put.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
+					"application/json": {Schema: huma.SchemaFromType(doc.Components.Schemas, reflect.TypeFor[VariableBody]())}}}
+			}
+		}
+	}
+}
+
+// agentOwner is the agent layer of an agent this server runs, in the request's workspace.
+func (s *Server) agentOwner(ctx context.Context, name string) (variableOwner, error) {
+	o := variableOwner{layer: store.LayerAgent, id: name, loc: "path.agent", what: "agent " + name, workspace: s.workspaceID(ctx)}
+	if s.cfg.Agents == nil {
+		return o, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server runs no agents (quiver serve --agents DIR)")
+	}
+	if _, err := s.cfg.Agents(ctx, name); err != nil {
+		// The runner's words may list its agents; the answer names only the one asked for.
+		return o, fieldError(http.StatusNotFound, "path.agent", "this server runs no agent "+quoteShort(name))
+	}
+	return o, nil
+}
+
+// userOwner is the user layer of a member of the request's workspace, for a key that may act
+// on it (verb: read, set, remove): the user's own, or an admin's. Whether the user exists is
+// said only to a key that may act on it.
+func (s *Server) userOwner(ctx context.Context, id, verb string) (variableOwner, error) {
+	o := variableOwner{layer: store.LayerUser, id: id, loc: "path.id", what: "user " + id, workspace: s.workspaceID(ctx)}
+	if err := checkID("path.id", store.PrefixUser, id); err != nil {
+		return o, err
+	}
+	if p, _ := PrincipalFrom(ctx); p.UserID != id {
+		if _, err := s.admin(ctx, verb+" its own user's variables, not another member's"); err != nil {
+			return o, err
+		}
+	}
+	ent, err := s.entities()
+	if err != nil {
+		return o, err
+	}
+	if _, err := ent.Member(ctx, o.workspace, id); errors.Is(err, store.ErrNotFound) {
+		return o, fieldError(http.StatusNotFound, "path.id", "user "+id+" is not a member of this workspace")
+	} else if err != nil {
+		return o, apiError(err, "member "+id)
+	}
+	return o, nil
+}
+
+func (s *Server) listLayerVariables(ctx context.Context, o variableOwner) (*threadVariablesOutput, error) {
+	vs, err := s.variables()
+	if err != nil {
+		return nil, err
+	}
+	stored, err := vs.Variables(ctx, o.workspace, o.layer, o.id)
+	if err != nil {
+		return nil, apiError(err, "the variables of "+o.what)
+	}
+	out := &threadVariablesOutput{}
+	out.Body.Variables = make([]*ThreadVariable, len(stored))
+	for i, v := range stored {
+		out.Body.Variables[i] = threadVariableOf(v)
+	}
+	return out, nil
+}
+
+func (s *Server) setLayerVariable(ctx context.Context, o variableOwner, name string, raw []byte) (*threadVariableOutput, error) {
+	vs, err := s.variables()
+	if err != nil {
+		return nil, err
+	}
+	body, err := parseVariableBody(raw)
+	if err != nil {
+		return nil, err
+	}
+	if body.Scoped {
+		return nil, fieldError(http.StatusBadRequest, "body.scoped", "only a thread's values can be scoped: leave it out (or false)")
+	}
+	r := &vars.Resolver{Threads: s.cfg.Store, Values: vs, Keys: s.secretKeys()}
+	if body.Secret && r.Keys == nil {
+		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server has no key to encrypt secrets with (quiver serve has one); the secret was not stored")
+	}
+	if err := r.Set(ctx, o.workspace, quiver.Layer(o.layer), o.id, vars.Value{Name: name, Value: body.Value, Secret: body.Secret}); err != nil {
+		return nil, apiError(err, "variable "+name+" of "+o.what)
+	}
+	stored, err := vs.Variables(ctx, o.workspace, o.layer, o.id)
+	if err != nil {
+		return nil, apiError(err, "the variables of "+o.what)
+	}
+	for _, v := range stored {
+		if v.Name == name {
+			return &threadVariableOutput{Body: threadVariableOf(v)}, nil
+		}
+	}
+	// Removed by another request between the two; what was set is still the answer.
+	return &threadVariableOutput{Body: threadVariableOf(&store.Variable{Name: name, Value: body.Value, Secret: body.Secret, UpdatedAt: time.Now().UTC()})}, nil
+}
+
+func (s *Server) deleteLayerVariable(ctx context.Context, o variableOwner, name string) error {
+	vs, err := s.variables()
+	if err != nil {
+		return err
+	}
+	err = vs.DeleteVariable(ctx, o.workspace, o.layer, o.id, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return fieldError(http.StatusNotFound, "path.name", o.what+" has no variable "+name)
+	}
+	if err != nil {
+		return apiError(err, "variable "+name+" of "+o.what)
+	}
+	return nil
+}
