@@ -309,7 +309,7 @@ func withTrace(ctx context.Context, tc map[string]string) context.Context {
 }
 
 // work runs a thread: a run (RunArgs) or, with wake, a run only if the thread has queued
-// messages (WakeArgs).
+// messages or a run a crash cut short (WakeArgs).
 func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, wake bool) error {
 	release, ok, err := w.lease.acquire(ctx, a.ThreadID)
 	if err != nil {
@@ -332,9 +332,12 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 		if err != nil {
 			return err
 		}
-		if len(queued) == 0 {
+		if len(queued) == 0 && th.Info().Status != store.StatusRunning {
 			return nil // a run since the wake was asked for took them
 		}
+		// With the lease held, a thread still marked running is a run a crash cut short
+		// after it took the queue (this wake's own first try, killed mid-step): nothing else
+		// would finish it, since its messages are no longer queued.
 	}
 	ag, err := w.cfg.Agents(ctx, a.Agent)
 	if err != nil {
@@ -379,7 +382,8 @@ func appendOnce(ctx context.Context, th *thread.Thread, id, text string) error {
 
 // WakeArgs asks for a run of a thread that was given queued messages (a child's result), to
 // take them: after the run going on the thread, if any, has ended (the worker waits for the
-// thread's lease), and only if they are still queued then. Wakes are not unique: the run going
+// thread's lease), and only if they are still queued then, or a run that took them was cut
+// short by a crash (the thread is still marked running). Wakes are not unique: the run going
 // on may have looked at the queue already, and River's unique jobs cannot leave out running
 // ones. A wake that finds the queue empty ends at once.
 type WakeArgs struct {

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlite"
 )
 
@@ -41,5 +44,51 @@ func TestSQLiteRunStartsWhenQueued(t *testing.T) {
 				t.Fatalf("run %d did not start: queued runs wait for River's fetch poll", i+1)
 			}
 		}
+	}
+}
+
+// A wake whose first try took the thread's queued messages and was killed mid-step leaves
+// the thread marked running with nothing queued; River tries the wake again after the
+// restart, and that try must finish the run, not end because the queue is empty (the lead
+// of the sub-agent crash test stayed running for good).
+func TestWakeFinishesARunACrashCut(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			_, reg := newTools(t)
+			cfg := config(b.st, reg, &stepModel{})
+			th := newThread(t, b.st)
+			ctx := context.Background()
+			// What the killed try left: the delivered message taken into the history, the
+			// thread marked running, no answer.
+			if _, err := th.AppendUser(ctx, "a child's result"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := th.SetStatus(ctx, store.StatusRunning); err != nil {
+				t.Fatal(err)
+			}
+			j := b.start(t, cfg)
+			res, err := j.client.Insert(ctx, WakeArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, j, res.Job.ID, rivertype.JobStateCompleted)
+			h := history(t, th)
+			info, err := th.Refresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := h[len(h)-1]; last != "assistant:done" || info.Status != store.StatusIdle {
+				t.Fatalf("after the wake the thread is %s with the history %q, want idle and answered", info.Status, h)
+			}
+			// A wake of an idle thread with nothing queued still runs nothing.
+			n := len(h)
+			if res, err = j.client.Insert(ctx, WakeArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, j, res.Job.ID, rivertype.JobStateCompleted)
+			if h = history(t, th); len(h) != n {
+				t.Fatalf("a wake with nothing to take ran the thread: %q", h)
+			}
+		})
 	}
 }
