@@ -37,7 +37,8 @@
 // answers a call of its own thread) and a unique index on (thread_id, tool_call_id) over tool
 // messages makes a second result for a call impossible, whichever process writes it; likewise
 // call_decisions holds at most one decision per call. queued_messages waits for a thread's
-// next step, thread_logs is its log. Beside
+// next step, thread_logs is its log, thread_states holds its state data (store.StateWrite),
+// one row for its own object and one per instance. Beside
 // them: files and file_usage (the thread file system, store.Files), variables
 // (store.Variables) and the entities of store.Entities (workspaces, users, memberships,
 // schemas, functions and their versions, tools), whose SQL, shared with store/postgres, is

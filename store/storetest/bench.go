@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -19,9 +20,10 @@ type SharedStore interface {
 
 // Bench measures, as sub-benchmarks, the most frequent operation of each part of a store that
 // is not the thread history: resolving a tool's version, reading and writing a thread's file,
-// and reading the variables a call on a child thread resolves. A backend's benchmark calls it
-// with a fresh store; comparing one build with another shows what a change to the shared SQL
-// costs.
+// appending a call's result with its output written to the thread's state (beside the same
+// result appended alone), and reading the variables a call on a child thread resolves. A
+// backend's benchmark calls it with a fresh store; comparing one build with another shows what
+// a change to the shared SQL costs.
 func Bench(b *testing.B, s SharedStore) {
 	ctx := context.Background()
 	const ws = "wsp_bench"
@@ -78,6 +80,49 @@ func Bench(b *testing.B, s SharedStore) {
 			_, err := s.WriteFile(ctx, ws, child.ID, "/notes/today.txt", data, store.FileMeta{})
 			must(err)
 		}
+	})
+	// A call's result appended alone, and with its output written to the thread's state: what
+	// _outputPath adds to a call. The calls are asked for a hundred at a time, off the clock,
+	// and each thread takes a thousand results, so that its state stays small (20 KB at most).
+	results := func(b *testing.B, appendResult func(threadID, callID string) error) {
+		var threadID string
+		b.ReportAllocs()
+		for i := range b.N {
+			if i%100 == 0 {
+				b.StopTimer()
+				if i%1000 == 0 {
+					th := &store.Thread{WorkspaceID: ws}
+					if err := s.CreateThread(ctx, th); err != nil {
+						b.Fatal(err)
+					}
+					threadID = th.ID
+				}
+				calls := &store.Message{Role: store.RoleAssistant}
+				for j := range 100 {
+					calls.ToolCalls = append(calls.ToolCalls, store.ToolCall{ID: fmt.Sprintf("c%d", i+j), Name: "echo"})
+				}
+				if err := s.Append(ctx, ws, threadID, calls); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			if err := appendResult(threadID, fmt.Sprintf("c%d", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	result := func(callID string) *store.Message {
+		return &store.Message{Role: store.RoleTool, ToolCallID: callID, ToolName: "echo",
+			Result: &store.ToolResult{Status: "success", Value: json.RawMessage(`{"ok":true}`)}}
+	}
+	b.Run("AppendResult", func(b *testing.B) {
+		results(b, func(threadID, callID string) error { return s.Append(ctx, ws, threadID, result(callID)) })
+	})
+	b.Run("AppendStateResult", func(b *testing.B) {
+		results(b, func(threadID, callID string) error {
+			w := &store.StateWrite{Paths: []string{"/out/" + callID}, Value: json.RawMessage(`{"ok":true}`)}
+			return s.AppendState(ctx, ws, threadID, w, result(callID))
+		})
 	})
 	b.Run("LookupVariables", func(b *testing.B) {
 		q := store.VariableQuery{ThreadID: child.ID, AgentID: "agt_bench", Names: []string{"city", "api_key"}}

@@ -54,6 +54,12 @@ func Run(t *testing.T, open Open) {
 		{"QueueConcurrent", testQueueConcurrent},
 		{"Decisions", testDecisions},
 		{"Logs", testLogs},
+		{"StateWriteAndRead", testStateWriteAndRead},
+		{"StateWriteRules", testStateWriteRules},
+		{"StateInstances", testStateInstances},
+		{"StateIsolation", testStateIsolation},
+		{"StateResultExists", testStateResultExists},
+		{"StateConcurrentWrites", testStateConcurrentWrites},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
