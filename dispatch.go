@@ -50,6 +50,10 @@ type Call struct {
 	secrets       []*masker
 	outputChecked bool // a latent tool's _output was already checked against the output schema
 	notStarted    bool // the context ended before the tool started: nothing to record
+	// The stateful meta-fields, parsed from Meta (see meta.go).
+	outputPath *OutputPath
+	instance   string
+	delegation *Delegation
 }
 
 // Tool returns the tool the call resolved to, or nil before lookup (and for unknown names).
@@ -114,10 +118,12 @@ type Confirmer func(ctx context.Context, call *Call) (Decision, error)
 
 // Dispatcher runs calls through one pipeline, whoever makes them:
 //
-//	policy -> lookup -> decode and validate (defaults, meta-fields) -> confirmation gate
-//	-> BeforeCall hook -> variables -> Middleware -> execute (timeout, cancellation,
-//	panic recovery) -> output check -> secret masking -> result limit (MaxResultBytes)
-//	-> AfterSuccess/AfterFailure hooks -> BeforeStore hook -> Recorder
+//	policy -> lookup -> decode and validate (defaults, meta-fields) -> stateful meta-fields
+//	(_outputPath, _instance, _delegate: parsed, enabled, possible here) -> confirmation gate
+//	-> BeforeCall hook -> variables -> Middleware -> execute (or delegate; timeout,
+//	cancellation, panic recovery) -> output check -> secret masking -> result limit
+//	(MaxResultBytes) -> AfterSuccess/AfterFailure hooks -> BeforeStore hook -> Recorder (with
+//	the output's state write, in one transaction)
 //
 // Configure a Dispatcher by setting its fields before the first call, as with http.Server; it
 // is safe for concurrent use after that and must not be changed.
@@ -135,7 +141,15 @@ type Dispatcher struct {
 	// Middleware wraps execution, innermost last: it sees calls that are permitted, validated,
 	// confirmed and have their variables, and results before masking.
 	Middleware []Middleware
-	Recorder   Recorder
+	// Recorder persists results. A StateRecorder also lets calls use _outputPath and
+	// _instance; with another Recorder (or none) such calls are refused before they run.
+	Recorder Recorder
+	// MetaFields are the stateful meta-fields (schema.OutputPathField, InstanceField,
+	// DelegateField) every tool accepts here, besides those a tool's Spec.MetaFields enables:
+	// how an agent enables them for all its tools.
+	MetaFields []string
+	// Delegator runs calls that name _delegate; nil refuses them before they run.
+	Delegator Delegator
 	// Timeout bounds a tool that sets no timeout of its own; zero means no bound.
 	Timeout time.Duration
 	// Grace is how long a cancelled or timed-out handler gets to return before it is abandoned
@@ -206,6 +220,7 @@ func (d *Dispatcher) build() {
 	h = d.resolveVariables(h)
 	h = d.beforeCall(h)
 	h = d.confirm(h)
+	h = d.checkMeta(h)
 	h = d.decode(h)
 	h = d.lookupAndPolicy(h)
 	h = d.mask(h)
@@ -279,6 +294,7 @@ func (d *Dispatcher) describe(span trace.Span, c *Call, r *Result) {
 
 func (d *Dispatcher) dispatch(ctx context.Context, c *Call) (*Result, error) {
 	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
+	c.outputPath, c.instance, c.delegation = nil, "", nil
 	if c.Meta != nil {
 		c.Meta = maps.Clone(c.Meta) // meta-fields are added to it; the caller's map stays as it was
 	}
@@ -313,11 +329,20 @@ func (d *Dispatcher) dispatch(ctx context.Context, c *Call) (*Result, error) {
 	}
 	if !keep {
 		stored = withheld(c, r)
+		// What is withheld from history is not written to state either: the placeholder is
+		// no output, and writing the real one would keep what the hook held back.
+		c.outputPath = nil
 	}
 	rctx, cancel := d.recordContext(ctx)
 	defer cancel()
-	if err := d.Recorder.RecordResult(rctx, c, stored); err != nil {
+	refused, err := d.record(rctx, c, stored)
+	if err != nil {
 		return r, fmt.Errorf("quiver: recording the result of %s: %w", c.Name, err)
+	}
+	if refused != nil {
+		// The state did not take the output: what was stored, and what the caller gets, is
+		// the error result that says why.
+		return refused, nil
 	}
 	return r, nil
 }
@@ -599,7 +624,14 @@ func (d *Dispatcher) confirm(next Handler) Handler {
 		case Approve:
 		case Edit:
 			c.Args = dec.Args
-			if r := d.prepareArgs(c); r != nil {
+			r := d.prepareArgs(c)
+			if r == nil {
+				r = d.parseMeta(c)
+			}
+			if r == nil {
+				r = d.checkState(ctx, c)
+			}
+			if r != nil {
 				r.Error = "the edited arguments are invalid: " + r.Error
 				return r
 			}
@@ -653,7 +685,9 @@ func (d *Dispatcher) checkOutput(next Handler) Handler {
 	return func(ctx context.Context, c *Call) *Result {
 		r := next(ctx, c)
 		t := c.tool
-		if r.IsError() || t.output == nil || t.outputTrusted || c.outputChecked {
+		// A delegated call's output comes from a model, not from the Go type the schema was
+		// inferred from: it is checked even when the tool's own results need not be.
+		if r.IsError() || t.output == nil || (t.outputTrusted && c.delegation == nil) || c.outputChecked {
 			return r
 		}
 		if r.Value == nil {
@@ -679,6 +713,9 @@ func (d *Dispatcher) execute(ctx context.Context, c *Call) *Result {
 	if ctx.Err() != nil {
 		// Cancelled while waiting for confirmation or variables: do not start the work.
 		return notStarted(ctx, c)
+	}
+	if c.delegation != nil {
+		return d.Delegator.Delegate(ctx, c, c.delegation)
 	}
 	fn, err := d.registry().activity(t)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/quiverhq/quiver/schema"
@@ -16,20 +17,43 @@ func ToolSchemas(r *Registry, tools []*Tool) []schema.ToolSchema {
 	out := make([]schema.ToolSchema, len(tools))
 	for i, t := range tools {
 		out[i] = schema.ToolSchema{Name: t.Name(), Description: t.Description(),
-			Input: t.spec.InputSchema, Output: t.spec.OutputSchema, Latent: r.Latent(t)}
+			Input: t.spec.InputSchema, Output: t.spec.OutputSchema, Latent: r.Latent(t), MetaFields: slices.Clone(t.spec.MetaFields)}
 	}
 	return out
 }
 
-// Render renders the tools the policy permits in dialect d.
+// Render renders the tools the policy permits in dialect d, with the meta-fields each
+// accepts here.
 func (d *Dispatcher) Render(dialect schema.Dialect) (*schema.ToolSet, error) {
-	return schema.Render(dialect, ToolSchemas(d.registry(), d.Tools()))
+	return schema.Render(dialect, d.toolSchemas())
 }
 
 // Compose returns the composed {calls, output} schema over the permitted tools; see
 // [schema.Compose]. A nil output means the final answer is text.
 func (d *Dispatcher) Compose(output *schema.Schema) (*schema.Schema, error) {
-	return schema.Compose(ToolSchemas(d.registry(), d.Tools()), output)
+	return schema.Compose(d.toolSchemas(), output)
+}
+
+// toolSchemas describes the permitted tools, each offered the meta-fields it accepts through
+// this dispatcher: its own and the dispatcher's.
+func (d *Dispatcher) toolSchemas() []schema.ToolSchema {
+	out := ToolSchemas(d.registry(), d.Tools())
+	for i := range out {
+		out[i].MetaFields = MergeMetaFields(out[i].MetaFields, d.MetaFields)
+	}
+	return out
+}
+
+// MergeMetaFields returns the meta-fields of a and b, each once, in the order of
+// schema.MetaFields.
+func MergeMetaFields(a, b []string) []string {
+	var out []string
+	for _, f := range schema.MetaFields {
+		if slices.Contains(a, f) || slices.Contains(b, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // ParseComposed splits a model's answer in the composed format into its calls and its output

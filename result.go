@@ -50,6 +50,10 @@ const (
 	// CodeTooManyCalls: the model asked for more calls in one step than the run allows; the
 	// calls past the limit were not run.
 	CodeTooManyCalls Code = "too_many_calls"
+	// CodeStateConflict: the call's output could not be written where its _outputPath says
+	// (a path already written, one through a value that is not an object, a state grown too
+	// large); nothing was written.
+	CodeStateConflict Code = "state_conflict"
 )
 
 // Result is what every call yields: a status, text for the model, an optional structured

@@ -39,6 +39,12 @@ func ParseSchemaTool(data []byte) (*Tool, error) {
 	if out := doc.Properties[schema.OutputField]; out != nil {
 		spec.OutputSchema = out
 	}
+	// A meta-field among the properties enables it (seed 002 lists them with the schema).
+	for _, f := range schema.MetaFields {
+		if _, ok := doc.Properties[f]; ok {
+			spec.MetaFields = append(spec.MetaFields, f)
+		}
+	}
 	for _, key := range []string{"variables", "tenvs"} {
 		raw, ok := doc.Extra[key]
 		if !ok {

@@ -69,6 +69,11 @@ type Spec struct {
 	// cannot rename it, so a name that departs from the convention is logged at debug level,
 	// not warned about (providers see the mapped name either way).
 	Imported bool
+	// MetaFields are the stateful meta-fields a call of this tool may carry (SPEC M2-M4):
+	// schema.OutputPathField, schema.InstanceField, schema.DelegateField. The model is offered
+	// them as optional properties, and the dispatcher takes them out of the arguments; a call
+	// naming one the tool (or the dispatcher) does not enable is refused.
+	MetaFields []string
 }
 
 // ToolFunc is the code behind a tool: it receives the validated arguments (with defaults
@@ -127,6 +132,10 @@ func (t *Tool) init() error {
 		return fmt.Errorf("quiver: tool %q: negative timeout %s", s.Name, s.Timeout)
 	}
 	if err := checkVariables(s.Variables); err != nil {
+		return fmt.Errorf("quiver: tool %q: %w", s.Name, err)
+	}
+	s.MetaFields = slices.Clone(s.MetaFields)
+	if err := CheckMetaFields(s.MetaFields); err != nil {
 		return fmt.Errorf("quiver: tool %q: %w", s.Name, err)
 	}
 	if in := s.InputSchema; in != nil {
@@ -258,6 +267,12 @@ func WithTimeout(d time.Duration) Option { return func(sp *Spec) { sp.Timeout = 
 
 // WithConfirmation makes every call wait for a person's approval.
 func WithConfirmation() Option { return func(sp *Spec) { sp.RequiresConfirmation = true } }
+
+// WithMetaFields enables stateful meta-fields on the tool (schema.OutputPathField,
+// schema.InstanceField, schema.DelegateField); see Spec.MetaFields.
+func WithMetaFields(fields ...string) Option {
+	return func(sp *Spec) { sp.MetaFields = append(sp.MetaFields, fields...) }
+}
 
 // WithTarget sets where the tool runs.
 func WithTarget(t Target) Option { return func(sp *Spec) { sp.Target = t } }

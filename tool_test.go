@@ -494,11 +494,13 @@ func TestMetaFieldsNeverReachHandler(t *testing.T) {
 		{"reasoning", `{"q":"x","_reasoningForCall":"need data"}`, `{"q":"x"}`, "need data", "", nil},
 		{"non-string reasoning", `{"q":"x","_reasoningForCall":{"why":1}}`, `{"q":"x"}`, `{"why":1}`, "", nil},
 		{"output", `{"q":"x","_output":{"answer":42}}`, `{"q":"x"}`, "", `{"answer":42}`, nil},
-		{"outputPath and instance", `{"q":"x","_outputPath":"/a/b","_instance":"i1","_delegate":{"request":"r"}}`, `{"q":"x"}`, "", "",
-			map[string]string{"_outputPath": `"/a/b"`, "_instance": `"i1"`, "_delegate": `{"request":"r"}`}},
+		// Meta-fields Quiver does not act on are kept in Meta for middleware and hooks; the
+		// stateful ones (_outputPath, ...) must be enabled (meta_test.go).
+		{"other meta-fields", `{"q":"x","_trace":"/a/b","_tenant":"i1","_hint":{"request":"r"}}`, `{"q":"x"}`, "", "",
+			map[string]string{"_trace": `"/a/b"`, "_tenant": `"i1"`, "_hint": `{"request":"r"}`}},
 		{"tool and activity dropped", `{"q":"x","_tool":"other","_activity":"evil"}`, `{"q":"x"}`, "", "", nil},
-		{"all", `{"_reasoningForCall":"r","q":"y","_output":"o","_outputPath":"p"}`, `{"q":"y"}`, "r", `"o"`,
-			map[string]string{"_outputPath": `"p"`}},
+		{"all", `{"_reasoningForCall":"r","q":"y","_output":"o","_trace":"p"}`, `{"q":"y"}`, "r", `"o"`,
+			map[string]string{"_trace": `"p"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -67,11 +67,14 @@ type definition struct {
 	Args         json.RawMessage `json:"args"`
 	Subprompts   []Subprompt     `json:"subprompts"`
 	Subagents    []Subagent      `json:"subagents"`
+	// Stateful calls (see Prompt).
+	MetaFields []string `json:"meta_fields"`
+	Instances  []string `json:"instances"`
 }
 
 const fieldList = "kind, name, description, prompt, system, model, tools, allow, deny, variables (or tenvs), output, stop " +
 	"(no_calls, on_output, max_steps, tools), strict, reasoning_for_call, max_calls_per_step, temperature, max_tokens, " +
-	"type (ai_human, dual_ai), expose_as_tool, args, subprompts, subagents"
+	"type (ai_human, dual_ai), expose_as_tool, args, subprompts, subagents, meta_fields, instances"
 
 // LoadFile reads one definition file (.yaml, .yml or .json) into a catalog.
 func LoadFile(path string) (*Catalog, error) {
@@ -134,7 +137,8 @@ func (c *Catalog) load(path string, refs map[string]string) error {
 	p := &Prompt{Name: def.Name, Description: def.Description, System: def.System, Model: def.Model, Tools: def.Tools,
 		Allow: def.Allow, Deny: def.Deny, Variables: def.Variables, Stop: def.Stop, Strict: def.Strict,
 		ReasoningForCall: def.ReasoningForCall, MaxCallsPerStep: def.MaxCallsPerStep,
-		Temperature: def.Temperature, MaxTokens: def.MaxTokens, Subprompts: def.Subprompts, Subagents: def.Subagents}
+		Temperature: def.Temperature, MaxTokens: def.MaxTokens, Subprompts: def.Subprompts, Subagents: def.Subagents,
+		MetaFields: def.MetaFields, Instances: def.Instances}
 	if len(def.Args) > 0 && string(def.Args) != "null" {
 		p.Args = new(schema.Schema)
 		if err := json.Unmarshal(def.Args, p.Args); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
 )
 
 // Prompt is what a model is run with: system text, model, tools, variables, stop rules and an
@@ -61,6 +62,15 @@ type Prompt struct {
 	// Handoffs to human-facing agents are named in Tools.
 	Subprompts []Subprompt `json:"subprompts,omitempty" yaml:"-"`
 	Subagents  []Subagent  `json:"subagents,omitempty" yaml:"-"`
+
+	// MetaFields enables stateful meta-fields (SPEC M2-M4: "_outputPath", "_instance",
+	// "_delegate") on every tool of the prompt, besides those a tool enables itself: the
+	// model is offered them, and its calls may use them.
+	MetaFields []string `json:"meta_fields,omitempty" yaml:"meta_fields,omitempty"`
+	// Instances name the instances the prompt's runs keep state for (SPEC M3): each has a
+	// state object of its own on the thread, which calls naming it in _instance read and
+	// write. A run gives its thread those it does not have yet.
+	Instances []string `json:"instances,omitempty" yaml:"instances,omitempty"`
 }
 
 // StopRules say when a run is finished. The run also stops, paused, for a confirmation or a
@@ -136,6 +146,20 @@ func (p *Prompt) Check() error {
 	for _, v := range p.Variables {
 		if v.Name == "" {
 			return fmt.Errorf("%w: prompt %s: a variable without a name", ErrDefinition, p.Name)
+		}
+	}
+	if err := quiver.CheckMetaFields(p.MetaFields); err != nil {
+		return fmt.Errorf("%w: prompt %s: %v", ErrDefinition, p.Name, err)
+	}
+	if len(p.Instances) > store.MaxInstances {
+		return fmt.Errorf("%w: prompt %s: %d instances, over the limit of %d", ErrDefinition, p.Name, len(p.Instances), store.MaxInstances)
+	}
+	for i, name := range p.Instances {
+		if err := store.CheckInstance(name); err != nil {
+			return fmt.Errorf("%w: prompt %s: instances: %v", ErrDefinition, p.Name, err)
+		}
+		if slices.Contains(p.Instances[:i], name) {
+			return fmt.Errorf("%w: prompt %s: instance %q is listed twice", ErrDefinition, p.Name, name)
 		}
 	}
 	for _, st := range p.Stop.Tools {

@@ -291,6 +291,20 @@ func (rec recorder) RecordResult(ctx context.Context, c *quiver.Call, r *quiver.
 	return nil
 }
 
+// Instances implements quiver.StateRecorder: the run's thread's instances.
+func (rec recorder) Instances(ctx context.Context) ([]string, error) { return rec.rs.th.Instances(ctx) }
+
+// RecordOutput implements quiver.StateRecorder: the result and the state write of its output
+// in one transaction (thread.RecordWithOutput), the stored message kept in the run's history.
+func (rec recorder) RecordOutput(ctx context.Context, c *quiver.Call, r *quiver.Result, out json.RawMessage) (*quiver.Result, error) {
+	m, got, err := rec.rs.th.RecordWithOutput(ctx, c, r, out)
+	if err != nil {
+		return nil, err
+	}
+	rec.rs.hist = append(rec.rs.hist, m)
+	return got, nil
+}
+
 // prepare gathers what a run needs; withModel opens the model too.
 func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withModel bool) (*run, error) {
 	if r.Store == nil {
@@ -329,6 +343,12 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	if err := p.CheckTools(reg); err != nil {
 		return err
 	}
+	if len(p.Instances) > 0 {
+		// The instances the prompt keeps state for exist before its calls name them.
+		if err := th.AddInstances(ctx, p.Instances...); err != nil {
+			return fmt.Errorf("agent: prompt %s: the instances of thread %s: %w", p.Name, th.ID(), err)
+		}
+	}
 	rs.policy = p.policy()
 	rs.policy.Bound = append(slices.Clone(rs.policy.Bound), runtime...) // the prompt's list is shared by its runs
 	if rs.spawn != nil && rs.spawn.Ceiling != nil {
@@ -339,6 +359,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	}
 	rs.d = &quiver.Dispatcher{Registry: reg, Policy: rs.policy, Resolver: r.Resolver, Hooks: r.Hooks,
 		Middleware: r.Middleware, Recorder: recorder{rs}, Timeout: r.Timeout, Grace: r.Grace,
+		MetaFields: p.MetaFields, Delegator: delegator{rs},
 		TracerProvider: r.TracerProvider, TraceContent: r.TraceContent, MeterProvider: r.MeterProvider,
 		// A call reaches the confirmation gate only with a persisted decision (see mustWait).
 		Confirm: func(ctx context.Context, c *quiver.Call) (quiver.Decision, error) {
@@ -376,6 +397,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	schemas := quiver.ToolSchemas(reg, tools)
 	for i := range schemas {
 		schemas[i].Reasoning = p.ReasoningForCall
+		schemas[i].MetaFields = quiver.MergeMetaFields(schemas[i].MetaFields, p.MetaFields)
 	}
 	if rs.tools, err = schema.Render(dialect, schemas); err != nil {
 		return fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)

@@ -13,7 +13,60 @@ const (
 	OutputField    = "_output"           // the model's own result for a latent tool
 	ReasoningField = "_reasoningForCall" // why the model makes the call; stored, not passed on
 	ActivityField  = "_activity"         // binds a schema-only tool to code
+	// The meta-fields a tool or an agent may enable (SPEC M2-M4); a model is offered only
+	// those enabled, and the dispatcher refuses the others.
+	OutputPathField = "_outputPath" // where the call's output goes in the thread's state
+	InstanceField   = "_instance"   // whose state (which instance's) the call reads and writes
+	DelegateField   = "_delegate"   // runs the call as an isolated request
 )
+
+// MetaFields lists the meta-fields a tool or an agent may enable, in the order they are
+// offered.
+var MetaFields = []string{OutputPathField, InstanceField, DelegateField}
+
+// withMetaFields returns input with the optional properties of the enabled meta-fields
+// (names from MetaFields) added last.
+func withMetaFields(input *Schema, fields []string) *Schema {
+	if len(fields) == 0 {
+		return input
+	}
+	s := argumentsCopy(input)
+	order := propertyOrder(s)
+	for _, f := range MetaFields {
+		if p := metaProperty(f); p != nil && containsString(fields, f) {
+			s.Properties[f] = p
+			order = append(order, f)
+		}
+	}
+	s.PropertyOrder = dedupe(order)
+	return s
+}
+
+// metaProperty is the schema a model is offered for a meta-field: optional, so that strict
+// dialects make it nullable and a model that leaves it out is not refused.
+func metaProperty(field string) *Schema {
+	switch field {
+	case OutputPathField:
+		return &Schema{Type: "string", Description: "Optional. Keep this call's output in the conversation's state at this JSON Pointer, " +
+			"like /plan/steps. A path is written once. \"/a || /b\" writes to the first path still free, \"/a && /b\" to all of them."}
+	case InstanceField:
+		return &Schema{Type: "string", Description: "Optional. The name of the instance whose state this call reads and writes; " +
+			"leave it out for the conversation's own state."}
+	case DelegateField:
+		return &Schema{Type: "object", Description: "Optional. Have this call done by a separate assistant that sees only the " +
+			"call's arguments: name a saved prompt in prompt, or describe one with system (its instructions), and optionally " +
+			"model and tools. Its final answer is the call's result.",
+			Properties: map[string]*Schema{
+				"prompt": {Type: "string", Description: "The name of a saved prompt to run."},
+				"system": {Type: "string", Description: "Instructions for an assistant described here instead."},
+				"model":  {Type: "string", Description: "The model it uses; leave out for yours."},
+				"tools":  {Type: "array", Items: &Schema{Type: "string"}, Description: "Names of tools it may call, among yours."},
+			},
+			PropertyOrder:        []string{"prompt", "system", "model", "tools"},
+			AdditionalProperties: falseSchema()}
+	}
+	return nil
+}
 
 // argumentsCopy returns a copy of an argument schema that properties can be added to (an
 // empty object schema for a tool without arguments).
@@ -103,6 +156,7 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 		if t.Latent {
 			in = withOutputField(in, t.Output)
 		}
+		in = withMetaFields(in, t.MetaFields)
 		var item *Schema
 		if in == nil {
 			item = &Schema{Type: "object", Properties: map[string]*Schema{}}

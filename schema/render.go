@@ -58,6 +58,9 @@ type ToolSchema struct {
 	// Reasoning offers the model an optional _reasoningForCall string in the arguments, to
 	// explain the call; the dispatcher stores it with the call and never passes it on.
 	Reasoning bool
+	// MetaFields are the meta-fields of schema.MetaFields the model is offered for this tool
+	// (those the tool or the agent enables), as optional properties after the arguments.
+	MetaFields []string
 }
 
 // RenderedTool is one tool as a provider sees it.
@@ -121,6 +124,7 @@ func Render(d Dialect, tools []ToolSchema) (*ToolSet, error) {
 		if t.Reasoning {
 			t.Input = withReasoningField(t.Input)
 		}
+		t.Input = withMetaFields(t.Input, t.MetaFields)
 		rt, err := renderTool(d, t)
 		if err != nil {
 			return nil, fmt.Errorf("schema: render %s for %s: %w", t.Name, d, err)

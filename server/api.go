@@ -60,7 +60,14 @@ type threadInput struct {
 }
 
 type threadOutput struct {
-	Body *store.Thread
+	Body *threadView
+}
+
+// threadView is a thread with its state (SPEC M2, M3): what calls wrote with _outputPath.
+type threadView struct {
+	store.Thread
+	Data      json.RawMessage            `json:"data" doc:"The thread's state object: what calls wrote into it with _outputPath (the runtime's own record of the run is state)."`
+	Instances map[string]json.RawMessage `json:"instances,omitempty" doc:"The state object of each of the thread's instances (calls naming _instance read and write it), by name."`
 }
 
 type messagesInput struct {
@@ -133,11 +140,30 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 
 	huma.Register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
 		Summary: "A thread"}, func(ctx context.Context, in *threadInput) (*threadOutput, error) {
-		th, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), in.ID)
+		ws := s.workspaceID(ctx)
+		th, err := s.cfg.Store.Thread(ctx, ws, in.ID)
 		if err != nil {
 			return nil, apiError(err, "thread "+in.ID)
 		}
-		return &threadOutput{Body: th}, nil
+		view := &threadView{Thread: *th}
+		if view.Data, err = s.cfg.Store.State(ctx, ws, th.ID, ""); err != nil {
+			return nil, apiError(err, "the state of thread "+in.ID)
+		}
+		names, err := s.cfg.Store.Instances(ctx, ws, th.ID)
+		if err != nil {
+			return nil, apiError(err, "the instances of thread "+in.ID)
+		}
+		for _, name := range names {
+			doc, err := s.cfg.Store.State(ctx, ws, th.ID, name)
+			if err != nil {
+				return nil, apiError(err, "the state of instance "+name+" of thread "+in.ID)
+			}
+			if view.Instances == nil {
+				view.Instances = map[string]json.RawMessage{}
+			}
+			view.Instances[name] = doc
+		}
+		return &threadOutput{Body: view}, nil
 	})
 
 	huma.Register(api, huma.Operation{OperationID: "list-messages", Method: http.MethodGet, Path: "/v1/threads/{id}/messages",

@@ -515,13 +515,9 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 			return err
 		}
 	}
-	tr, err := thread.ToolResult(res)
+	msgs, err := callMessages(&call, res)
 	if err != nil {
 		return err
-	}
-	msgs := []*store.Message{
-		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{thread.StoredCall(call)}},
-		{Role: store.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Result: tr, Content: res.ModelText()},
 	}
 	if r.Journal != nil {
 		// A journal full of records the store does not take (it is down) makes Append wait:
@@ -536,3 +532,62 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 	}
 	return r.Store.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
 }
+
+// callMessages are what records a call made at a door: the assistant message asking for it and
+// the tool message with its result.
+func callMessages(call *quiver.Call, res *quiver.Result) ([]*store.Message, error) {
+	tr, err := thread.ToolResult(res)
+	if err != nil {
+		return nil, err
+	}
+	return []*store.Message{
+		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{thread.StoredCall(*call)}},
+		{Role: store.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Result: tr, Content: res.ModelText()},
+	}, nil
+}
+
+// Instances implements quiver.StateRecorder: the instances of the thread the call's scope
+// names. A call without one has no state: _outputPath and _instance are refused for it.
+func (r *Recorder) Instances(ctx context.Context) ([]string, error) {
+	scope := quiver.ScopeFrom(ctx)
+	if scope.ThreadID == "" {
+		return nil, errors.New("the call is recorded on no thread, so it has no state; call it on a thread")
+	}
+	return r.Store.Instances(ctx, scope.WorkspaceID, scope.ThreadID)
+}
+
+// RecordOutput implements quiver.StateRecorder: the call, its result and the write of its
+// output into the thread's state, in one transaction. It goes to the store directly, not
+// through the journal: whether the state takes the write decides the result, so it cannot
+// wait for the journal's writer.
+func (r *Recorder) RecordOutput(ctx context.Context, c *quiver.Call, res *quiver.Result, out json.RawMessage) (*quiver.Result, error) {
+	scope := quiver.ScopeFrom(ctx)
+	op := c.OutputPath()
+	if scope.ThreadID == "" || op == nil {
+		return res, r.RecordResult(ctx, c, res)
+	}
+	ctx = context.WithoutCancel(ctx)
+	call := *c
+	if call.ID == "" {
+		call.ID = store.NewID("call")
+	}
+	if files, ok := r.Store.(store.Files); ok {
+		if err := thread.StoreAttachments(ctx, files, scope.WorkspaceID, scope.ThreadID, res); err != nil {
+			return nil, err
+		}
+	}
+	msgs, err := callMessages(&call, res)
+	if err != nil {
+		return nil, err
+	}
+	w := &store.StateWrite{Instance: c.Instance(), Paths: op.Paths, Any: op.Any, Value: out}
+	err = r.Store.AppendState(ctx, scope.WorkspaceID, scope.ThreadID, w, msgs...)
+	var se *store.StateError
+	if !errors.As(err, &se) {
+		return res, err
+	}
+	refused := thread.StateRefused(c, se, out)
+	return refused, r.RecordResult(ctx, &call, refused)
+}
+
+var _ quiver.StateRecorder = (*Recorder)(nil)

@@ -198,6 +198,23 @@ type Store interface {
 	// empty slice). A queued message is appended exactly once.
 	AppendQueued(ctx context.Context, workspaceID, threadID string) ([]*Message, error)
 
+	// AppendState appends msgs as Append does and applies w to the thread's state (see
+	// StateWrite) in the same transaction: both are stored or neither. A write the state
+	// cannot take (a path already written, a path through a value that is not an object, an
+	// instance the thread does not have, a state over MaxStateBytes) fails with a *StateError
+	// and stores nothing of the messages either. On success w.Written holds the paths written.
+	AppendState(ctx context.Context, workspaceID, threadID string, w *StateWrite, msgs ...*Message) error
+	// State returns the thread's state object ("{}" before anything is written), or, with a
+	// non-empty instance, that instance's (ErrNotFound for an instance the thread does not
+	// have).
+	State(ctx context.Context, workspaceID, threadID, instance string) (json.RawMessage, error)
+	// Instances returns the names of the thread's instances, sorted.
+	Instances(ctx context.Context, workspaceID, threadID string) ([]string, error)
+	// AddInstances gives the thread instances with empty state objects; instances it has
+	// already are kept as they are. A name CheckInstance refuses is ErrInvalid, and more than
+	// MaxInstances in all ErrTooLarge; nothing is added then.
+	AddInstances(ctx context.Context, workspaceID, threadID string, names ...string) error
+
 	// Decide records a person's decision on a pending call that requires confirmation,
 	// setting DecidedAt. The call must be one the thread asked for that has no result
 	// (ErrInvalid), and it is decided once: a second decision fails with ErrDecided.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -103,8 +104,36 @@ func (t *Thread) Pending(ctx context.Context) ([]quiver.Call, error) {
 }
 
 // StoredCall is the stored form of a call, its arguments kept as AppendAssistant keeps them.
+// Meta-fields a parser already took out of the arguments (a composed answer's _output,
+// _outputPath, ...) go back in: the dispatcher takes them out again, and a call run again
+// from its stored form after a crash must carry them as the first try did.
 func StoredCall(c quiver.Call) store.ToolCall {
-	return store.ToolCall{ID: c.ID, Name: c.Name, Args: storedArgs(c.Args), Reasoning: c.Reasoning}
+	return store.ToolCall{ID: c.ID, Name: c.Name, Args: storedArgs(withMeta(c)), Reasoning: c.Reasoning}
+}
+
+// withMeta returns the call's arguments with its Output and Meta in them as the model wrote
+// them; arguments that are not a JSON object are left as they are.
+func withMeta(c quiver.Call) json.RawMessage {
+	if len(c.Meta) == 0 && len(c.Output) == 0 {
+		return c.Args
+	}
+	obj := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(c.Args)) > 0 {
+		if err := json.Unmarshal(c.Args, &obj); err != nil || obj == nil {
+			return c.Args
+		}
+	}
+	for k, v := range c.Meta {
+		obj[k] = v
+	}
+	if len(c.Output) > 0 {
+		obj[schema.OutputField] = c.Output
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return c.Args
+	}
+	return b
 }
 
 // storedArgs keeps arguments that are not a JSON object as a JSON string of their text.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -506,6 +507,9 @@ func (a *app) threads(ctx context.Context, args []string) (int, error) {
 		}
 		tw.Flush()
 	}
+	if err := printState(ctx, a.stdout, th); err != nil {
+		return exitError, err
+	}
 	for _, m := range hist {
 		switch m.Role {
 		case store.RoleTool:
@@ -527,6 +531,38 @@ func (a *app) threads(ctx context.Context, args []string) (int, error) {
 		}
 	}
 	return exitOK, nil
+}
+
+// printState prints the thread's state (what calls wrote with _outputPath) and its
+// instances', indented; nothing for a thread without any.
+func printState(ctx context.Context, w io.Writer, th *thread.Thread) error {
+	doc, err := th.State(ctx, "")
+	if err != nil {
+		return err
+	}
+	names, err := th.Instances(ctx)
+	if err != nil {
+		return err
+	}
+	show := func(label string, doc json.RawMessage) {
+		var b bytes.Buffer
+		if json.Indent(&b, doc, "  ", "  ") != nil {
+			b.Reset()
+			b.Write(doc)
+		}
+		fmt.Fprintf(w, "%s:\n  %s\n", label, b.String())
+	}
+	if string(doc) != "{}" {
+		show("state", doc)
+	}
+	for _, name := range names {
+		doc, err := th.State(ctx, name)
+		if err != nil {
+			return err
+		}
+		show("instance "+name, doc)
+	}
+	return nil
 }
 
 func orDash(s string) string {

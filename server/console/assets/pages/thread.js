@@ -97,7 +97,8 @@ export async function render(main, ctx, id) {
       h("code", { class: "muted small", "data-test": "thread-id" }, thread.id),
       h("span", { class: "muted small" }, `created ${when(thread.created_at)} · ${thread.step_count || 0} steps`),
       thread.parent_id ? h("span", { class: "small" }, "child of ", h("a", { href: threadHref(thread.parent_id) }, thread.parent_id)) : null),
-    tags.length ? h("ul", { class: "tags", "data-test": "tags" }, tags.map((t) => h("li", { class: "tag" }, t))) : null);
+    tags.length ? h("ul", { class: "tags", "data-test": "tags" }, tags.map((t) => h("li", { class: "tag" }, t))) : null,
+    stateEl(thread));
 
   // ---- the conversation
 
@@ -587,4 +588,17 @@ function variableList(vars) {
       v.scoped ? h("span", { class: "status" }, "scoped") : null),
     v.secret ? null : (v.set === false ? h("span", { class: "muted" }, "not set") : fold(v.value ?? "", 300)),
     v.updated_at ? h("div", { class: "muted small" }, "set " + when(v.updated_at)) : null)));
+}
+
+// stateEl shows the thread's state (what calls wrote with _outputPath) and each instance's,
+// folded; nothing when all are empty.
+function stateEl(thread) {
+  const empty = (d) => d == null || (typeof d === "object" && !Array.isArray(d) && Object.keys(d).length === 0);
+  const parts = [];
+  if (!empty(thread.data)) parts.push(h("div", {}, h("strong", {}, "thread"), fold(pretty(thread.data))));
+  for (const [name, doc] of Object.entries(thread.instances || {})) {
+    parts.push(h("div", {}, h("strong", {}, `instance ${name}`), empty(doc) ? h("span", { class: "muted" }, " empty") : fold(pretty(doc))));
+  }
+  if (!parts.length) return null;
+  return h("details", { class: "state", "data-test": "thread-state" }, h("summary", {}, "State"), parts);
 }
