@@ -209,3 +209,34 @@ func truncateText(s string, n int) string {
 }
 
 var _ quiver.Delegator = delegator{}
+
+// DoorDelegator returns the quiver.Delegator for a door's dispatcher d (the server's API and
+// MCP endpoints): a call naming _delegate there runs its request in a child thread of the
+// thread the call is recorded on, under d's policy as the ceiling of what it may call, as a
+// call in a run does under the run's. An anonymous request may name d's tools and the models
+// the catalog's prompts use.
+func (r *Runner) DoorDelegator(d *quiver.Dispatcher) quiver.Delegator { return doorDelegator{r: r, d: d} }
+
+type doorDelegator struct {
+	r *Runner
+	d *quiver.Dispatcher
+}
+
+// Delegate implements quiver.Delegator.
+func (dd doorDelegator) Delegate(ctx context.Context, call *quiver.Call, d *quiver.Delegation) *quiver.Result {
+	scope := quiver.ScopeFrom(ctx)
+	if scope.ThreadID == "" || dd.r.Store == nil {
+		return quiver.Errorf(quiver.CodeInvalidArguments, "%s: %s needs the call to run on a thread, for the request's own thread to hang under",
+			call.Name, schema.DelegateField)
+	}
+	th, err := thread.Open(ctx, dd.r.Store, scope.WorkspaceID, scope.ThreadID)
+	if err != nil {
+		return quiver.Errorf(quiver.CodeToolError, "the delegated request of %s: the call's thread: %v", call.Name, err)
+	}
+	rs := &run{r: dd.r, th: th, agentName: DoorAgent, prompt: &Prompt{Name: DoorAgent}, d: dd.d, policy: dd.d.Policy}
+	return delegator{rs}.Delegate(ctx, call, d)
+}
+
+// DoorAgent is the name a delegated request started at a door (not in a run) records as its
+// parent's agent.
+const DoorAgent = "door"

@@ -100,6 +100,11 @@ func TestLoadErrorsSayWhatAndWhere(t *testing.T) {
 		{"negative steps", map[string]string{"a.yaml": "name: x\nstop: {max_steps: -1}\n"}, []string{"max_steps -1"}},
 		{"stop tool not bound", map[string]string{"a.yaml": "name: x\ntools: [a]\nstop: {tools: [b]}\n"}, []string{`stop tool "b"`}},
 		{"variable without name", map[string]string{"a.yaml": "name: x\nvariables: [{type: text}]\n"}, []string{"variable"}},
+		{"unknown meta-field", map[string]string{"a.yaml": "name: x\nmeta_fields: [_outputpath]\n"}, []string{"a.yaml", `unknown meta-field "_outputpath"`, "_outputPath, _instance, _delegate"}},
+		{"meta-field twice", map[string]string{"a.yaml": "name: x\nmeta_fields: [_instance, _instance]\n"}, []string{"listed twice"}},
+		{"bad instance name", map[string]string{"a.yaml": "name: x\ninstances: [\"east wing\"]\n"}, []string{"a.yaml", `instance name "east wing"`, "[A-Za-z0-9_-]"}},
+		{"instance twice", map[string]string{"a.yaml": "name: x\ninstances: [a, a]\n"}, []string{`instance "a" is listed twice`}},
+		{"too many instances", map[string]string{"a.yaml": "name: x\ninstances: [a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q]\n"}, []string{"17 instances, over the limit of 16"}},
 		{"variable in variables and tenvs", map[string]string{"a.yaml": "name: x\nvariables: [{name: K}]\ntenvs: {type: object, properties: {K: {type: string}}}\n"},
 			[]string{"a.yaml", "K is declared in both"}},
 	}

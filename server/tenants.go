@@ -91,6 +91,11 @@ func (s *Server) newTenant(workspaceID string) *tenant {
 	if s.cfg.Auth != nil {
 		t.disp.Middleware = []quiver.Middleware{callerMayCall}
 	}
+	if s.cfg.Runner != nil {
+		// A call naming _delegate runs its request as a run would: with the server's
+		// prompts and models, under this dispatcher's policy.
+		t.disp.Delegator = s.cfg.Runner.DoorDelegator(t.disp)
+	}
 	opts := mcp.ServerOptions{}
 	if s.cfg.MCP != nil {
 		opts = *s.cfg.MCP

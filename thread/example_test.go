@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -51,4 +52,44 @@ func Example() {
 	// Output:
 	// tool call_1 5
 	// step 1
+}
+
+// A call naming _outputPath writes its output into the thread's state with its result, in
+// one transaction; a second write to the same path is refused with an error result.
+func ExampleThread_State() {
+	dir, _ := os.MkdirTemp("", "quiver-example")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+
+	th, _ := thread.Create(ctx, st, thread.Options{WorkspaceID: "wsp_demo"})
+	reg := &quiver.Registry{}
+	_ = reg.Register(quiver.Func("plan", "Plans a trip.", func(_ context.Context, in struct{ To string }) ([]string, error) {
+		return []string{"pack", "go to " + in.To}, nil
+	}, quiver.WithMetaFields(schema.OutputPathField)))
+	d := &quiver.Dispatcher{Registry: reg, Recorder: th}
+
+	calls := []quiver.Call{
+		{ID: "call_1", Name: "plan", Args: json.RawMessage(`{"To":"Oslo","_outputPath":"/trip/steps"}`)},
+		{ID: "call_2", Name: "plan", Args: json.RawMessage(`{"To":"Rome","_outputPath":"/trip/steps"}`)},
+	}
+	th.AppendAssistant(ctx, "", calls)
+	for _, call := range calls {
+		r, _ := d.Dispatch(thread.NewContext(ctx, th), call)
+		if r.IsError() {
+			fmt.Println(call.ID, "refused:", r.Code)
+		} else {
+			fmt.Println(call.ID, "written")
+		}
+	}
+	state, _ := th.State(ctx, "")
+	fmt.Println(string(state))
+	// Output:
+	// call_1 written
+	// call_2 refused: state_conflict
+	// {"trip":{"steps":["pack","go to Oslo"]}}
 }

@@ -380,3 +380,53 @@ func TestThreadsList(t *testing.T) {
 		t.Errorf("bad cursor: exit %d\n%s", code, stderr)
 	}
 }
+
+// The README's planner runs with quiver run and a scripted model: its calls write their
+// outputs into the thread's state and an instance's, a second write of a path is refused, and
+// quiver threads show prints the state.
+func TestREADMEStatefulCallsExampleRuns(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(readme), "# agents/planner.yaml")
+	if start < 0 {
+		t.Fatal("the README has no agents/planner.yaml example")
+	}
+	def := string(readme[start:])
+	def = def[:strings.Index(def, "```")]
+	dir := t.TempDir()
+	agents, script := filepath.Join(dir, "agents"), filepath.Join(dir, "turns.yaml")
+	writeTestFiles(t, map[string]string{
+		filepath.Join(agents, "planner.yaml"): def,
+		script: "turns:\n" +
+			"  - calls:\n" +
+			"      - {name: get_current_time, args: {timezone: Europe/Oslo, _outputPath: /departure}}\n" +
+			"      - {name: get_current_time, args: {timezone: Europe/Paris, _outputPath: /departure, _instance: outbound}}\n" +
+			"      - {name: get_current_time, args: {timezone: UTC, _outputPath: /departure}}\n" +
+			"      - {name: get_current_time, args: {timezone: UTC, _instance: sideways}}\n" +
+			"  - expect: {result_contains: the instances are}\n    text: Planned.\n",
+	})
+	db := filepath.Join(dir, "q.db")
+	code, stdout, stderr := runCLI(t, "", "run", "--agents", agents, "--agent", "planner", "--model", "scripted:"+script, "--db", db, "plan it")
+	if code != exitOK || strings.TrimSpace(stdout) != "Planned." {
+		t.Fatalf("run: exit %d\nstdout %q\nstderr %s", code, stdout, stderr)
+	}
+	id := regexp.MustCompile(`thread (thr_\w+)`).FindStringSubmatch(stderr)
+	if id == nil {
+		t.Fatalf("no thread id in:\n%s", stderr)
+	}
+	code, stdout, stderr = runCLI(t, "", "threads", "show", id[1], "--db", db)
+	if code != exitOK {
+		t.Fatalf("threads show: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"state:\n  {\n    \"departure\": {", `"timezone": "Europe/Oslo"`, "instance inbound:\n  {}",
+		"instance outbound:\n  {\n    \"departure\": {", `"timezone": "Europe/Paris"`, "error (state_conflict)", "error (invalid_arguments)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("threads show lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, `"timezone": "UTC"`) {
+		t.Errorf("a refused write reached the state:\n%s", stdout)
+	}
+}

@@ -1,0 +1,122 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/model/scripted"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlite"
+)
+
+// The API door honours the stateful meta-fields through the same dispatcher: a call's output
+// goes into its thread's state, once per path; the thread view shows the state; a call naming
+// _delegate runs the server's saved prompt in a child thread; and another workspace sees none
+// of it.
+func TestAPIStatefulCalls(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	member := func(name string) string {
+		ws := &store.Workspace{Name: name}
+		u := &store.User{Email: name + "@example.test"}
+		mustDo(t, st.CreateWorkspace(ctx, ws))
+		mustDo(t, st.CreateUser(ctx, u))
+		mustDo(t, st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleAdmin}))
+		secret, prefix, hash := server.NewAPIKey()
+		mustDo(t, st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "k", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}))
+		return secret
+	}
+	keyA, keyB := member("alpha"), member("beta")
+
+	reg := &quiver.Registry{}
+	mustDo(t, reg.Register(quiver.Func("stamp", "Stamps a text.", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (map[string]string, error) {
+		return map[string]string{"stamped": in.Text}, nil
+	}, quiver.WithMetaFields(schema.OutputPathField, schema.InstanceField))))
+	grade, err := quiver.ParseSchemaTool([]byte(`{"type":"object","description":"Grades a draft.","properties":{
+		"_tool":{"const":"grade"},"draft":{"type":"string"},"_delegate":{},"_outputPath":{},
+		"_output":{"type":"object","properties":{"score":{"type":"integer"}},"required":["score"]}},"required":["draft"]}`))
+	mustDo(t, err)
+	mustDo(t, reg.Register(grade))
+	critic := scripted.Turns(scripted.Turn{Text: `{"calls":[],"output":{"score":8}}`})
+	cat := &agent.Catalog{Prompts: map[string]*agent.Prompt{"critic": {Name: "critic", System: "You grade drafts.", Model: "scripted:critic"}},
+		Agents: map[string]*agent.Agent{}}
+	runner := &agent.Runner{Store: st, Registry: reg, Catalog: cat, OpenModel: func(spec string) (model.Model, error) {
+		if spec != "scripted:critic" {
+			return nil, fmt.Errorf("no model %s", spec)
+		}
+		return critic, nil
+	}}
+	sctx, cancel := context.WithCancel(ctx)
+	srv, err := server.New(sctx, server.Config{Store: st, Registry: reg, Auth: &server.Authenticator{Keys: st}, Runner: runner,
+		Logger: slog.New(slog.DiscardHandler)})
+	mustDo(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	mustDo(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	w := &tenantWorld{url: "http://" + ln.Addr().String()}
+
+	call := func(key, tool, args, threadID string) (string, map[string]any) {
+		t.Helper()
+		body := fmt.Sprintf(`{"args":%s}`, args)
+		if threadID != "" {
+			body = fmt.Sprintf(`{"args":%s,"thread_id":%q}`, args, threadID)
+		}
+		status, out := w.api(t, "POST", "/v1/tools/"+tool+"/call", key, body)
+		if status != 200 {
+			t.Fatalf("call %s %s: %d %v", tool, args, status, out)
+		}
+		res, _ := out["result"].(map[string]any)
+		return out["thread_id"].(string), res
+	}
+	th, res := call(keyA, "stamp", `{"text":"one","_outputPath":"/first"}`, "")
+	if res["status"] != "success" {
+		t.Fatalf("first stamp: %v", res)
+	}
+	if _, res = call(keyA, "stamp", `{"text":"two","_outputPath":"/first"}`, th); res["code"] != string(quiver.CodeStateConflict) ||
+		!strings.Contains(fmt.Sprint(res["error"]), "/first") {
+		t.Fatalf("a second write of /first: %v", res)
+	}
+	if _, res = call(keyA, "stamp", `{"text":"x","_instance":"nope"}`, th); res["code"] != string(quiver.CodeInvalidArguments) ||
+		!strings.Contains(fmt.Sprint(res["error"]), "no instances") {
+		t.Fatalf("an unknown instance: %v", res)
+	}
+	if _, res = call(keyA, "grade", `{"draft":"a draft","_output":{"score":0},"_delegate":"critic","_outputPath":"/grade"}`, th); res["status"] != "success" {
+		t.Fatalf("a delegated grade: %v", res)
+	}
+	if v, _ := json.Marshal(res["value"]); string(v) != `{"score":8}` {
+		t.Errorf("the delegated grade's value %s", v)
+	}
+	status, view := w.api(t, "GET", "/v1/threads/"+th, keyA, "")
+	if status != 200 {
+		t.Fatalf("thread view: %d %v", status, view)
+	}
+	if data, _ := json.Marshal(view["data"]); string(data) != `{"first":{"stamped":"one"},"grade":{"score":8}}` {
+		t.Errorf("the thread view's data %s", data)
+	}
+	status, kids := w.api(t, "GET", "/v1/threads/"+th+"/children", keyA, "")
+	if status != 200 || !strings.Contains(toJSON(kids), "delegate:critic") {
+		t.Errorf("the delegated request's child thread: %d %v", status, kids)
+	}
+	if status, _ := w.api(t, "GET", "/v1/threads/"+th, keyB, ""); status != 404 {
+		t.Errorf("another workspace read the thread: %d", status)
+	}
+}
