@@ -288,7 +288,9 @@ func TestOutputPathRace(t *testing.T) {
 		if len(won) != 2 {
 			t.Fatalf("%d calls won, want 2: %v", len(won), won)
 		}
-		var doc struct{ Slot map[string]struct{ Text string } }
+		var doc struct {
+			Slot map[string]struct{ Text string }
+		}
 		if err := json.Unmarshal([]byte(f.state(t, "")), &doc); err != nil {
 			t.Fatal(err)
 		}

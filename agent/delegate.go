@@ -215,7 +215,9 @@ var _ quiver.Delegator = delegator{}
 // thread the call is recorded on, under d's policy as the ceiling of what it may call, as a
 // call in a run does under the run's. An anonymous request may name d's tools and the models
 // the catalog's prompts use.
-func (r *Runner) DoorDelegator(d *quiver.Dispatcher) quiver.Delegator { return doorDelegator{r: r, d: d} }
+func (r *Runner) DoorDelegator(d *quiver.Dispatcher) quiver.Delegator {
+	return doorDelegator{r: r, d: d}
+}
 
 type doorDelegator struct {
 	r *Runner

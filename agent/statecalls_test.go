@@ -87,10 +87,10 @@ func TestRunWritesStateThroughOutputPath(t *testing.T) {
 				call("c4", "judge", `{"draft":"d2","_output":{"score":4},"_outputPath":"/scores/first || /scores/second"}`),
 			)},
 			model.Response{ToolCalls: calls(
-				call("c5", "plan", `{"goal":"again","_outputPath":"/plan"}`),                // written: refused
+				call("c5", "plan", `{"goal":"again","_outputPath":"/plan"}`),                                                // written: refused
 				call("c6", "judge", `{"draft":"d3","_output":{"score":1},"_outputPath":"/scores/first || /scores/second"}`), // both written
-				call("c7", "plan", `{"goal":"x","_instance":"north"}`),                     // no such instance
-				call("c8", "echo", `{"text":"e","_outputPath":"/e"}`),                      // echo does not accept it
+				call("c7", "plan", `{"goal":"x","_instance":"north"}`),                                                      // no such instance
+				call("c8", "echo", `{"text":"e","_outputPath":"/e"}`),                                                       // echo does not accept it
 			)},
 			model.Response{Text: "planned"})
 		th := f.root(t, lead)
