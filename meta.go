@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -275,4 +276,49 @@ func (d *Delegation) String() string {
 		return fmt.Sprintf("prompt %s", d.Prompt)
 	}
 	return "an anonymous request"
+}
+
+// Record stores a result the dispatcher did not produce, for a call it did not run: the
+// result a client submits for a client tool's call. The call's arguments and meta-fields are
+// read as Dispatch reads them, and the result is stored as Dispatch stores one, its output
+// written at the call's _outputPath in the same transaction. A meta-field that cannot be
+// honoured (malformed, not enabled, an unknown instance) turns the result into an error
+// saying so, with the client's output, since the output cannot go where the call asked. It
+// returns the result as stored.
+func (d *Dispatcher) Record(ctx context.Context, call Call, r *Result) (*Result, error) {
+	d.once.Do(d.build)
+	c := &call
+	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
+	c.outputPath, c.instance, c.delegation = nil, "", nil
+	if c.Meta != nil {
+		c.Meta = maps.Clone(c.Meta)
+	}
+	if d.Recorder == nil {
+		return r, nil
+	}
+	if t, ok := d.registry().Lookup(c.Name); ok {
+		c.tool = t
+		refusal := d.prepareArgs(c)
+		if refusal == nil {
+			refusal = d.parseMeta(c)
+		}
+		if refusal == nil {
+			refusal = d.checkState(ctx, c)
+		}
+		if refusal != nil && !r.IsError() {
+			c.outputPath = nil
+			r = Errorf(refusal.Code, "the result of %s was not kept where the call asked: %s. The result was: %s", c.Name, refusal.Error,
+				truncate(r.ModelText(), 4<<10))
+		}
+	}
+	rctx, cancel := d.recordContext(ctx)
+	defer cancel()
+	refused, err := d.record(rctx, c, r)
+	if err != nil {
+		return r, fmt.Errorf("quiver: recording the result of %s: %w", c.Name, err)
+	}
+	if refused != nil {
+		return refused, nil
+	}
+	return r, nil
 }

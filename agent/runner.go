@@ -214,7 +214,14 @@ func (r *Runner) SubmitResult(ctx context.Context, th *thread.Thread, a *Agent, 
 	if res == nil || (res.Status != quiver.StatusSuccess && res.Status != quiver.StatusError) {
 		return fmt.Errorf("%w: a client result needs status success or error", store.ErrInvalid)
 	}
-	return th.RecordResult(ctx, &p.Call, res)
+	// Recorded through the run's dispatcher, as a result it ran would be: a call naming
+	// _outputPath writes the client's output into the state with it.
+	rs, err := r.prepare(ctx, th, r.agentFor(th.Info(), a), false)
+	if err != nil {
+		return err
+	}
+	_, err = rs.d.Record(ctx, p.Call, res)
+	return err
 }
 
 func describe(p *Pending) string {

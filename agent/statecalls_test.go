@@ -281,3 +281,47 @@ func TestDelegateRunsAnIsolatedRequest(t *testing.T) {
 		}
 	})
 }
+
+// A client tool's result, submitted by the client, is recorded through the run's dispatcher:
+// its output goes where the call's _outputPath says, once.
+func TestClientResultWritesState(t *testing.T) {
+	backends(t, func(t *testing.T, st treeStore) {
+		f := newTree(t, st)
+		pick, err := quiver.NewTool(quiver.Spec{Name: "pick_file", Description: "The user picks a file.", Target: quiver.TargetClient,
+			MetaFields: []string{schema.OutputPathField}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.reg.Register(pick); err != nil {
+			t.Fatal(err)
+		}
+		lead := f.agent(&agent.Agent{Name: "lead", Prompt: &agent.Prompt{Name: "lead", Tools: []string{"pick_file"}}})
+		f.ms.add("lead",
+			model.Response{ToolCalls: calls(call("p1", "pick_file", `{"_outputPath":"/file"}`))},
+			model.Response{ToolCalls: calls(call("p2", "pick_file", `{"_outputPath":"/file"}`))},
+			model.Response{Text: "done"})
+		th := f.root(t, lead)
+		out, err := f.r.Run(ctx, th, lead, "pick two")
+		if err != nil || out.Status != agent.RunPaused {
+			t.Fatalf("run: %+v %v", out, err)
+		}
+		for _, id := range []string{"p1", "p2"} {
+			res := &quiver.Result{Status: quiver.StatusSuccess, Value: json.RawMessage(`{"path":"/home/u/` + id + `.txt"}`)}
+			if err := f.r.SubmitResult(ctx, th, lead, id, res); err != nil {
+				t.Fatalf("submit %s: %v", id, err)
+			}
+			if out, err = f.r.Resume(ctx, th, lead); err != nil {
+				t.Fatalf("resume after %s: %v", id, err)
+			}
+		}
+		if out.Status != agent.RunFinished {
+			t.Fatalf("the run: %+v", out)
+		}
+		if got := stateOf(t, f, th, ""); got != `{"file":{"path":"/home/u/p1.txt"}}` {
+			t.Errorf("state %s", got)
+		}
+		if r := resultOf(t, th, "p2"); r.Code != quiver.CodeStateConflict || !strings.Contains(r.Error, "p2.txt") {
+			t.Errorf("the second client result: %+v", r)
+		}
+	})
+}
