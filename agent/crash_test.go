@@ -217,20 +217,25 @@ func TestResumeAfterKills(t *testing.T) {
 	t.Logf("%d kills; %d calls ran again after a kill between execution and persistence", kills, reran)
 }
 
-// runChild starts an agent process; when kill is set it is killed with SIGKILL after a random
-// 1-15 ms (often while it starts, opens the database or waits on the model), or right after a
-// random number (1-4) of committed results. It returns the lines the
-// process printed.
+// runChild starts an agent process and plays its life (see playLife).
 func runChild(t *testing.T, dbPath, threadID, logPath string, kill bool, rng *rand.Rand) []string {
 	t.Helper()
 	c := crashtest.Start(t, "TestResumeChild", resumeEnvDB+"="+dbPath, resumeEnvThread+"="+threadID, resumeEnvLog+"="+logPath)
+	return playLife(c, kill, rng, 1, 15, 4)
+}
+
+// playLife reads a child's lines until it ends; when kill is set the child is killed with
+// SIGKILL after a random minMs to maxMs milliseconds (often while it starts, opens the
+// database or waits on the model), or right after a random number (1 to maxLines) of lines
+// (each reporting a committed result). It returns the lines the process printed.
+func playLife(c *crashtest.Child, kill bool, rng *rand.Rand, minMs, maxMs, maxLines int) []string {
 	afterLines := -1
 	if kill {
 		if rng.IntN(2) == 0 {
-			timer := time.AfterFunc(time.Duration(1+rng.IntN(15))*time.Millisecond, c.Kill)
+			timer := time.AfterFunc(time.Duration(minMs+rng.IntN(maxMs-minMs+1))*time.Millisecond, c.Kill)
 			defer timer.Stop()
 		} else {
-			afterLines = 1 + rng.IntN(4)
+			afterLines = 1 + rng.IntN(maxLines)
 		}
 	}
 	var lines []string

@@ -137,28 +137,8 @@ func testStateCrash(t *testing.T, spec string) {
 	for life := 0; !finished && life < 60; life++ {
 		c := crashtest.Start(t, "TestStateCrashChild", stateCrashEnvDB+"="+spec, stateCrashEnvThread+"="+th.ID(),
 			stateCrashEnvLife+"="+fmt.Sprint(life))
-		afterLines := -1
-		if kills < 15 {
-			if rng.IntN(2) == 0 {
-				timer := time.AfterFunc(time.Duration(5+rng.IntN(40))*time.Millisecond, c.Kill)
-				defer timer.Stop()
-			} else {
-				afterLines = 1 + rng.IntN(6)
-			}
-		}
-		var lines []string
-		for {
-			line, ok := c.Line(60 * time.Second)
-			if !ok {
-				break
-			}
-			lines = append(lines, line)
-			if afterLines > 0 && len(lines) >= afterLines {
-				c.Kill()
-			}
-		}
-		rest, _ := c.Finish()
-		for _, l := range append(lines, rest...) {
+		lines := playLife(c, kills < 15, rng, 5, 45, 6)
+		for _, l := range lines {
 			switch {
 			case strings.HasPrefix(l, "finished "):
 				if l != "finished no_calls stamped" {

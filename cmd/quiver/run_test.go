@@ -293,16 +293,7 @@ func TestFinalAnswerShownOnce(t *testing.T) {
 // The README's agent definition (agents/researcher.yaml) runs as written: its tools exist, its
 // required variable can be given with --var, and --model overrides the model it names.
 func TestREADMEAgentExampleRuns(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := strings.Index(string(readme), "# agents/researcher.yaml")
-	if start < 0 {
-		t.Fatal("the README has no agents/researcher.yaml example")
-	}
-	def := string(readme[start:])
-	def = def[:strings.Index(def, "```")]
+	def := readmeBlock(t, "# agents/researcher.yaml")
 	dir := t.TempDir()
 	agents := filepath.Join(dir, "agents")
 	script := filepath.Join(dir, "turns.yaml")
@@ -385,16 +376,7 @@ func TestThreadsList(t *testing.T) {
 // outputs into the thread's state and an instance's, a second write of a path is refused, and
 // quiver threads show prints the state.
 func TestREADMEStatefulCallsExampleRuns(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := strings.Index(string(readme), "# agents/planner.yaml")
-	if start < 0 {
-		t.Fatal("the README has no agents/planner.yaml example")
-	}
-	def := string(readme[start:])
-	def = def[:strings.Index(def, "```")]
+	def := readmeBlock(t, "# agents/planner.yaml")
 	dir := t.TempDir()
 	agents, script := filepath.Join(dir, "agents"), filepath.Join(dir, "turns.yaml")
 	writeTestFiles(t, map[string]string{
@@ -429,4 +411,20 @@ func TestREADMEStatefulCallsExampleRuns(t *testing.T) {
 	if strings.Contains(stdout, `"timezone": "UTC"`) {
 		t.Errorf("a refused write reached the state:\n%s", stdout)
 	}
+}
+
+// readmeBlock returns the README's code block that starts with first (a line), up to the
+// block's end.
+func readmeBlock(t *testing.T, first string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(readme), first)
+	if start < 0 {
+		t.Fatalf("the README has no example starting with %q", first)
+	}
+	def := string(readme[start:])
+	return def[:strings.Index(def, "```")]
 }

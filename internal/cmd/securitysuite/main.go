@@ -44,9 +44,14 @@ var areas = []area{
 		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys|TestServeAPI|TestServeRuns|TestServeDecisions|TestServeEventsAndClientTools|TestServeCrashDuringRuns|TestServeSubagentDeferred|TestServeSubagentHandoff|TestSubagentCrashDuringTrees)$"},
 	{"sub-agents: privileges never widen, depth, paths across threads, scoped values kept from models", "./agent",
 		"^(TestChildPolicyCeiling|TestSpawnDepthLimit|TestSpawnsPerRunCap|TestHandoffCutsTheTurn|TestPromptToolAttachments|TestSubagentResultAttachments|TestImmediateGroups|TestImmediateSecretScopedEnv|TestResumableUnknownAndTerminated|TestResumableCap|TestNestedCallExactlyOnce|TestDeferredSubagent)$"},
+	{"stateful calls: bad pointers and meta-fields refused before a tool runs, write-once under races, state never half-written, delegates see only their call", ".",
+		"^(TestBadMetaFieldsAreRefusedBeforeTheToolRuns|TestOutputPathWritesThreadState|TestOutputPathRace|TestInstanceRoutesReadsAndWrites)$"},
+	{"stateful calls in runs and at the API door", "./agent",
+		"^(TestRunWritesStateThroughOutputPath|TestDelegateRunsAnIsolatedRequest|TestStateWritesSurviveKills|TestClientResultWritesState)$"},
+	{"stateful calls: the store's rules and workspaces", "./store/sqlite", "^TestConformance/State.*$"},
 	{"API keys: authentication, roles, revocation", "./server", "^(TestAPIKeysAuthenticate|TestAPIKeysChangesTakeEffect)$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
-		"^(TestEntityAPI.*|TestThreadAPI.*|TestWorkspacesAreServedTheirOwnTools|TestWorkspaceToolsFollowTheStore|TestProblemsNameTheField|TestIsolation.*)$"},
+		"^(TestEntityAPI.*|TestThreadAPI.*|TestWorkspacesAreServedTheirOwnTools|TestWorkspaceToolsFollowTheStore|TestProblemsNameTheField|TestIsolation.*|TestAPIStatefulCalls)$"},
 }
 
 // event is a line of go test -json.
