@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 
 	"github.com/quiverhq/quiver/internal/jsonptr"
 )
@@ -15,11 +13,14 @@ import (
 // _outputPath, each path written once. A thread may also have named instances, each with an
 // object of its own, which calls naming _instance read and write instead. It is kept apart
 // from Thread.State, the runtime's record of the run, and read only when asked for: a run
-// updates its thread at every step and need not carry the state each time.
+// updates its thread at every step and need not carry the state each time. The backends keep
+// it as the values written, by path, so that a write costs the same however much the state
+// holds (see store/sqlstore's WriteState).
 
 // Limits on a thread's state, for every writer.
 const (
-	// MaxStateBytes caps one state object (the thread's own, or one instance's), encoded.
+	// MaxStateBytes caps the bytes of the values written into one state object (the thread's
+	// own, or one instance's).
 	MaxStateBytes = 1 << 20
 	// MaxInstances caps the instances of a thread.
 	MaxInstances = 16
@@ -109,88 +110,6 @@ func CheckStateWrite(w *StateWrite) error {
 		if _, err := jsonptr.Parse(p); err != nil {
 			return &StateError{Path: p, Instance: w.Instance, Err: ErrInvalid, Reason: err.Error()}
 		}
-	}
-	return nil
-}
-
-// ApplyStateWrite returns doc (a state object; empty means {}) with w applied and the paths
-// written, or a *StateError and nothing written. The backends call it inside the transaction
-// that appends the call's result.
-func ApplyStateWrite(doc json.RawMessage, w *StateWrite) (json.RawMessage, []string, error) {
-	if err := CheckStateWrite(w); err != nil {
-		return nil, nil, err
-	}
-	fail := func(path string, kind error, format string, args ...any) error {
-		return &StateError{Path: path, Instance: w.Instance, Err: kind, Reason: fmt.Sprintf(format, args...)}
-	}
-	state := map[string]any{}
-	if len(bytes.TrimSpace(doc)) > 0 {
-		if err := decodeNumbers(doc, &state); err != nil {
-			return nil, nil, fail("", ErrInvalid, "the stored state is not a JSON object: %v", err)
-		}
-	}
-	var value any
-	if err := decodeNumbers(w.Value, &value); err != nil {
-		return nil, nil, fail("", ErrInvalid, "the value is not JSON: %v", err)
-	}
-	var written []string
-	for _, p := range w.Paths {
-		segs, _ := jsonptr.Parse(p) // checked by CheckStateWrite
-		taken, err := jsonptr.Lookup(state, segs)
-		if pe, ok := errors.AsType[*jsonptr.PathError](err); ok {
-			return nil, nil, fail(p, ErrInvalid, "%s holds %s, not an object, so nothing can be written below it", pe.At, pe.Kind)
-		}
-		if taken {
-			if w.Any {
-				continue
-			}
-			return nil, nil, fail(p, ErrStateConflict, "already written; a path is written once (use another path, or a || b to take the first free one)")
-		}
-		if slices.Contains(written, p) {
-			continue // a && a
-		}
-		if err := jsonptr.Set(state, segs, value); err != nil {
-			return nil, nil, fail(p, ErrInvalid, "%v", err)
-		}
-		written = append(written, p)
-		if w.Any {
-			break
-		}
-	}
-	if len(written) == 0 {
-		return nil, nil, fail(w.Paths[0], ErrStateConflict, "every path of %q is already written; a path is written once", joinPaths(w.Paths, " || "))
-	}
-	out, err := json.Marshal(state)
-	if err != nil {
-		return nil, nil, fail("", ErrInvalid, "%v", err)
-	}
-	if len(out) > MaxStateBytes {
-		return nil, nil, fail(written[0], ErrTooLarge, "the state would be %d bytes, over the limit of %d", len(out), MaxStateBytes)
-	}
-	return out, written, nil
-}
-
-func joinPaths(paths []string, sep string) string {
-	var b bytes.Buffer
-	for i, p := range paths {
-		if i > 0 {
-			b.WriteString(sep)
-		}
-		b.WriteString(p)
-	}
-	return b.String()
-}
-
-// decodeNumbers decodes JSON keeping numbers as written (json.Number), so that a state
-// written again keeps every digit of what was in it.
-func decodeNumbers(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("more than one JSON value")
 	}
 	return nil
 }

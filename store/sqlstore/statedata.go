@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,31 +11,33 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/jsonptr"
 	"github.com/quiverhq/quiver/store"
 )
 
-// A thread's state data (migration 0009, store.StateWrite): the rows of thread_states, one per
-// object, instance '' being the thread's own. Reading them and adding instances are
+// A thread's state data (migration 0009, store.StateWrite): thread_states has a row per
+// object (instance '' being the thread's own) with the bytes written into it, and
+// thread_state_values a row per path written. Reading them and adding instances are
 // ThreadState's methods below, the same on both databases. Writing is WriteState, which each
 // backend's AppendState calls inside the transaction that appends the call's result, since
 // appending is each backend's own.
 
 // WriteState applies w to the state of thread threadID inside tx, the caller's write
 // transaction, and returns the paths written; at is the time of the write. A write the state
-// refuses is a *store.StateError, returned as it is, and the caller must roll tx back.
+// refuses is a *store.StateError, returned as it is, and the caller must roll tx back (a
+// refused && may have written some of its paths already).
 //
 // The caller must have found the thread in its workspace and must hold what keeps the thread's
 // other writers out until tx ends (SQLite's single writer; PostgreSQL's lock on the thread
-// row, which its append takes): the state is read, changed in Go and written back, and a
-// writer between the read and the write would be lost.
+// row, which its append takes): whether a path is free is read, then written, and a writer
+// between the two could write it too.
 func WriteState(ctx context.Context, d *Dialect, tx Querier, threadID string, w *store.StateWrite, at time.Time) ([]string, error) {
 	if err := store.CheckStateWrite(w); err != nil {
 		return nil, err
 	}
 	op := "write the state of thread " + threadID
-	var doc []byte
-	err := tx.QueryRowContext(ctx, `SELECT data FROM thread_states WHERE thread_id = $1 AND instance = $2`,
-		threadID, w.Instance).Scan(&doc)
+	var size int64
+	err := tx.QueryRowContext(ctx, `SELECT size FROM thread_states WHERE thread_id = $1 AND instance = $2`, threadID, w.Instance).Scan(&size)
 	switch {
 	case errors.Is(err, sql.ErrNoRows) && w.Instance != "":
 		names, err := instances(ctx, d, tx, op, threadID)
@@ -48,20 +51,155 @@ func WriteState(ctx context.Context, d *Dialect, tx Querier, threadID string, w 
 		return nil, &store.StateError{Instance: w.Instance, Err: store.ErrInvalid,
 			Reason: fmt.Sprintf("the thread has no instance %q; %s", w.Instance, has)}
 	case errors.Is(err, sql.ErrNoRows):
-		doc = nil // the thread's own state is created at its first write
+		// The thread's own object is made at its first write.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO thread_states (thread_id, instance, size, updated_at) VALUES ($1, '', 0, $2)`,
+			threadID, d.Time(at)); err != nil {
+			return nil, d.Err(op, err)
+		}
 	case err != nil:
 		return nil, d.Err(op, err)
 	}
-	out, written, err := store.ApplyStateWrite(doc, w)
-	if err != nil {
-		return nil, err
+	var value bytes.Buffer
+	if err := json.Compact(&value, w.Value); err != nil {
+		return nil, &store.StateError{Instance: w.Instance, Err: store.ErrInvalid, Reason: "the value is not JSON: " + err.Error()}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO thread_states (thread_id, instance, data, updated_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (thread_id, instance) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
-		threadID, w.Instance, string(out), d.Time(at)); err != nil {
+	sw := stateWriter{d: d, tx: tx, op: op, threadID: threadID, instance: w.Instance, value: value.Bytes()}
+	var written []string
+	for _, p := range w.Paths {
+		segs, _ := jsonptr.Parse(p) // checked by CheckStateWrite
+		if slices.Contains(written, p) {
+			continue // a && a
+		}
+		taken, grew, err := sw.write(ctx, segs)
+		if err != nil {
+			return nil, err
+		}
+		if taken {
+			if w.Any {
+				continue
+			}
+			return nil, sw.fail(p, store.ErrStateConflict, "already written; a path is written once (use another path, or a || b to take the first free one)")
+		}
+		size += grew
+		written = append(written, p)
+		if w.Any {
+			break
+		}
+	}
+	if len(written) == 0 {
+		return nil, sw.fail(w.Paths[0], store.ErrStateConflict, "every path of %q is already written; a path is written once", strings.Join(w.Paths, " || "))
+	}
+	if size > store.MaxStateBytes {
+		return nil, sw.fail(written[0], store.ErrTooLarge, "the state would hold %d bytes of values, over the limit of %d", size, store.MaxStateBytes)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE thread_states SET size = $3, updated_at = $4 WHERE thread_id = $1 AND instance = $2`,
+		threadID, w.Instance, size, d.Time(at)); err != nil {
 		return nil, d.Err(op, err)
 	}
 	return written, nil
+}
+
+// stateWriter writes one value at paths of one object of a thread's state.
+type stateWriter struct {
+	d                  *Dialect
+	tx                 Querier
+	op                 string
+	threadID, instance string
+	value              []byte // compact JSON
+}
+
+func (sw *stateWriter) fail(path string, kind error, format string, args ...any) error {
+	return &store.StateError{Path: path, Instance: sw.instance, Err: kind, Reason: fmt.Sprintf(format, args...)}
+}
+
+// write puts the value at segs unless something is there (taken), and returns how many bytes
+// the object's values grew by. The path is taken when it is written, or a path below it is
+// (it holds an object then); when a path above it is written, the value goes into that
+// path's value, which must hold objects down to it.
+func (sw *stateWriter) write(ctx context.Context, segs []string) (taken bool, grew int64, err error) {
+	path := jsonptr.Format(segs)
+	// The path and every path above it, in one lookup: no written path is a prefix of
+	// another, so at most one of them is written.
+	prefixes := make([]any, 0, len(segs)+2)
+	prefixes = append(prefixes, sw.threadID, sw.instance)
+	marks := make([]string, len(segs))
+	for i := range segs {
+		prefixes = append(prefixes, jsonptr.Format(segs[:i+1]))
+		marks[i] = fmt.Sprintf("$%d", i+3)
+	}
+	var above string
+	var aboveValue []byte
+	err = sw.tx.QueryRowContext(ctx, `SELECT path, value FROM thread_state_values WHERE thread_id = $1 AND instance = $2
+		AND path IN (`+strings.Join(marks, ", ")+`)`, prefixes...).Scan(&above, &aboveValue)
+	switch {
+	case err == nil && above == path:
+		return true, 0, nil
+	case err == nil:
+		return sw.writeInside(ctx, segs, above, aboveValue)
+	case !errors.Is(err, sql.ErrNoRows):
+		return false, 0, sw.d.Err(sw.op, err)
+	}
+	// A path below it: from "<path>/" up to "<path>0", bytewise ('0' follows '/').
+	var below int
+	err = sw.tx.QueryRowContext(ctx, `SELECT 1 FROM thread_state_values WHERE thread_id = $1 AND instance = $2
+		AND path >= $3 AND path < $4 LIMIT 1`, sw.threadID, sw.instance, path+"/", path+"0").Scan(&below)
+	switch {
+	case err == nil:
+		return true, 0, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return false, 0, sw.d.Err(sw.op, err)
+	}
+	if _, err := sw.tx.ExecContext(ctx, `INSERT INTO thread_state_values (thread_id, instance, path, value) VALUES ($1, $2, $3, $4)`,
+		sw.threadID, sw.instance, path, string(sw.value)); err != nil {
+		return false, 0, sw.d.Err(sw.op, err)
+	}
+	return false, int64(len(sw.value)), nil
+}
+
+// writeInside puts the value at segs inside the value written at the path above it.
+func (sw *stateWriter) writeInside(ctx context.Context, segs []string, above string, aboveValue []byte) (taken bool, grew int64, err error) {
+	full := jsonptr.Format(segs)
+	depth := len(strings.Split(above, "/")) - 1 // the segments of the path above
+	var doc any
+	if err := decodeNumbers(aboveValue, &doc); err != nil {
+		return false, 0, sw.d.Err(sw.op, fmt.Errorf("the stored value at %s: %w", above, err))
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return false, 0, sw.fail(full, store.ErrInvalid, "%s holds %s, not an object, so nothing can be written below it", above, jsonptr.Kind(doc))
+	}
+	rest := segs[depth:]
+	found, err := jsonptr.Lookup(obj, rest)
+	if pe, ok := errors.AsType[*jsonptr.PathError](err); ok {
+		return false, 0, sw.fail(full, store.ErrInvalid, "%s%s holds %s, not an object, so nothing can be written below it", above, pe.At, pe.Kind)
+	}
+	if found {
+		return true, 0, nil
+	}
+	var v any
+	if err := decodeNumbers(sw.value, &v); err != nil {
+		return false, 0, sw.fail(full, store.ErrInvalid, "the value is not JSON: %v", err)
+	}
+	if err := jsonptr.Set(obj, rest, v); err != nil {
+		return false, 0, sw.fail(full, store.ErrInvalid, "%v", err)
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return false, 0, sw.fail(full, store.ErrInvalid, "%v", err)
+	}
+	if _, err := sw.tx.ExecContext(ctx, `UPDATE thread_state_values SET value = $4 WHERE thread_id = $1 AND instance = $2 AND path = $3`,
+		sw.threadID, sw.instance, above, string(out)); err != nil {
+		return false, 0, sw.d.Err(sw.op, err)
+	}
+	return false, int64(len(out) - len(aboveValue)), nil
+}
+
+// decodeNumbers decodes JSON keeping numbers as written (json.Number), so that a value
+// written into again keeps every digit of what was in it.
+func decodeNumbers(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 // instances returns the names of the thread's instances, sorted, read through q.
@@ -87,7 +225,7 @@ func instances(ctx context.Context, d *Dialect, q Querier, op, threadID string) 
 
 // State returns the thread's state object, "{}" before its first write, or with a non-empty
 // instance that instance's: store.ErrNotFound when the thread does not have it, store.ErrInvalid
-// for a name no instance may have.
+// for a name no instance may have. The object is assembled from the paths written.
 func (ts *ThreadState) State(ctx context.Context, workspaceID, threadID, instance string) (json.RawMessage, error) {
 	op := "read the state of thread " + threadID
 	if instance != "" {
@@ -96,23 +234,47 @@ func (ts *ThreadState) State(ctx context.Context, workspaceID, threadID, instanc
 			return nil, ts.d.fail(op, err)
 		}
 	}
-	// The thread's row joined with its state's: no row is no thread in the workspace, a NULL
-	// data no state yet. One statement, so that both are read in one snapshot.
-	var data sql.NullString
-	err := ts.read.QueryRowContext(ctx, `SELECT s.data FROM threads t
+	// The thread's row joined with its object's and the object's values, in one statement
+	// (one snapshot): no row is no thread in the workspace, a NULL instance no such object,
+	// a NULL path an object without values.
+	rows, err := ts.read.QueryContext(ctx, `SELECT s.instance, v.path, v.value FROM threads t
 		LEFT JOIN thread_states s ON s.thread_id = t.id AND s.instance = $3
-		WHERE t.id = $1 AND t.workspace_id = $2`, threadID, workspaceID, instance).Scan(&data)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, ts.d.failf(op, store.ErrNotFound, "no thread %s in the workspace", threadID)
-	case err != nil:
+		LEFT JOIN thread_state_values v ON v.thread_id = s.thread_id AND v.instance = s.instance
+		WHERE t.id = $1 AND t.workspace_id = $2`, threadID, workspaceID, instance)
+	if err != nil {
 		return nil, ts.d.Err(op, readErr(ctx, err))
-	case !data.Valid && instance != "":
-		return nil, ts.d.failf(op, store.ErrNotFound, "the thread has no instance %q", instance)
-	case !data.Valid:
-		return json.RawMessage(`{}`), nil
 	}
-	return json.RawMessage(data.String), nil
+	type entry struct {
+		instance, path, value sql.NullString
+	}
+	entries, err := collect(&ts.d, rows, op, func(row scanner) (entry, error) {
+		var e entry
+		err := row.Scan(&e.instance, &e.path, &e.value)
+		return e, err
+	})
+	if err != nil {
+		return nil, readErr(ctx, err)
+	}
+	switch {
+	case len(entries) == 0:
+		return nil, ts.d.failf(op, store.ErrNotFound, "no thread %s in the workspace", threadID)
+	case !entries[0].instance.Valid && instance != "":
+		return nil, ts.d.failf(op, store.ErrNotFound, "the thread has no instance %q", instance)
+	}
+	doc := map[string]any{}
+	for _, e := range entries {
+		if !e.path.Valid {
+			continue
+		}
+		segs, err := jsonptr.Parse(e.path.String)
+		if err != nil {
+			return nil, ts.d.Err(op, fmt.Errorf("a stored path: %w", err))
+		}
+		if err := jsonptr.Set(doc, segs, json.RawMessage(e.value.String)); err != nil {
+			return nil, ts.d.Err(op, fmt.Errorf("the stored paths overlap: %w", err))
+		}
+	}
+	return json.Marshal(doc)
 }
 
 // Instances returns the names of the thread's instances, sorted (an empty slice for none).
@@ -194,7 +356,7 @@ func (ts *ThreadState) AddInstances(ctx context.Context, workspaceID, threadID s
 			return ts.d.Err(op, err)
 		}
 		for _, name := range added {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO thread_states (thread_id, instance, data, updated_at) VALUES ($1, $2, '{}', $3)`,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO thread_states (thread_id, instance, size, updated_at) VALUES ($1, $2, 0, $3)`,
 				threadID, name, ts.d.Time(at)); err != nil {
 				return ts.d.Err(op, err)
 			}
