@@ -37,8 +37,9 @@
 // answers a call of its own thread) and a unique index on (thread_id, tool_call_id) over tool
 // messages makes a second result for a call impossible, whichever process writes it; likewise
 // call_decisions holds at most one decision per call. queued_messages waits for a thread's
-// next step, thread_logs is its log, thread_states holds its state data (store.StateWrite),
-// one row for its own object and one per instance. Beside
+// next step, thread_logs is its log, thread_states has a row for its state object and one per
+// instance (store.StateWrite), and thread_state_values the values written in them, by path.
+// Beside
 // them: files and file_usage (the thread file system, store.Files), variables
 // (store.Variables) and the entities of store.Entities (workspaces, users, memberships,
 // schemas, functions and their versions, tools), whose SQL, shared with store/postgres, is

@@ -42,7 +42,7 @@ func valueAt(t *testing.T, doc json.RawMessage, path string) (json.RawMessage, b
 		if err := json.Unmarshal(cur, &obj); err != nil || obj == nil {
 			return nil, false
 		}
-		v, ok := obj[seg]
+		v, ok := obj[strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)]
 		if !ok {
 			return nil, false
 		}
@@ -150,12 +150,17 @@ func testStateWriteRules(t *testing.T, s store.Store) {
 		{"no path", nil, false, `1`, store.ErrInvalid, nil},
 		{"too many paths", []string{"/1", "/2", "/3", "/4", "/5", "/6", "/7", "/8", "/9"}, false, `1`, store.ErrInvalid, nil},
 		{"a value that is not JSON", []string{"/b"}, false, `{`, store.ErrInvalid, nil},
+		{"an object made by a write below it", []string{"/i"}, false, `{}`, store.ErrStateConflict, nil},
+		{"beside a path written below", []string{"/i/k"}, false, `3`, nil, []string{"/i/k"}},
+		{"below a path written below", []string{"/i/j/k"}, false, `3`, store.ErrInvalid, nil},
+		{"&& a path and one above it writes none", []string{"/n/m", "/n"}, false, `{}`, store.ErrStateConflict, nil},
+		{"a key with / and ~ in it", []string{"/o/a~1b~0c"}, false, `true`, nil, []string{"/o/a~1b~0c"}},
 		{"a state over the limit", []string{"/big"}, false, `"` + strings.Repeat("x", store.MaxStateBytes) + `"`, store.ErrTooLarge, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			th := newThread(t, s, ws)
-			for i, seed := range []struct{ path, value string }{{"/a", `1`}, {"/s", `"text"`}, {"/o", `{"x":1}`}} {
+			for i, seed := range []struct{ path, value string }{{"/a", `1`}, {"/s", `"text"`}, {"/o", `{"x":1}`}, {"/i/j", `1`}} {
 				w := &store.StateWrite{Paths: []string{seed.path}, Value: json.RawMessage(seed.value)}
 				if _, err := callState(t, s, th.ID, fmt.Sprintf("seed%d", i), w); err != nil {
 					t.Fatalf("seeding %s: %v", seed.path, err)
