@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -210,6 +211,8 @@ type createThreadInput struct {
 	Body struct {
 		Agent string   `json:"agent,omitempty" maxLength:"128" doc:"The agent the thread is for: its required variables must resolve."`
 		Tags  []string `json:"tags,omitempty" maxItems:"32" doc:"Tags to find the thread by."`
+		// Instances: SPEC M3.
+		Instances []string `json:"instances,omitempty" maxItems:"16" doc:"Instances to give the thread, each with a state object of its own that calls naming _instance read and write."`
 	}
 }
 
@@ -249,6 +252,12 @@ func (s *Server) registerRuns(api huma.API) {
 						&ProblemField{Location: fmt.Sprintf("body.tags[%d]", i), Message: "a tag not starting with " + strings.Join(agent.ReservedTagPrefixes, ", ")})
 				}
 			}
+			for i, name := range in.Body.Instances {
+				if err := store.CheckInstance(name); err != nil || slices.Contains(in.Body.Instances[:i], name) {
+					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "instance "+strconv.Quote(name)+" cannot be given to the thread",
+						&ProblemField{Location: fmt.Sprintf("body.instances[%d]", i), Message: "a name of 1 to 64 characters of [A-Za-z0-9_-], once"})
+				}
+			}
 			th := &store.Thread{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, AgentID: in.Body.Agent, Tags: in.Body.Tags}
 			var a *agent.Agent
 			if in.Body.Agent != "" {
@@ -270,6 +279,11 @@ func (s *Server) registerRuns(api huma.API) {
 					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "the thread cannot be created: "+err.Error())
 				}
 				return nil, apiError(err, "a thread")
+			}
+			if len(in.Body.Instances) > 0 {
+				if err := s.cfg.Store.AddInstances(ctx, th.WorkspaceID, th.ID, in.Body.Instances...); err != nil {
+					return nil, apiError(err, "the instances of thread "+th.ID)
+				}
 			}
 			return &createThreadOutput{Status: http.StatusCreated, Body: th}, nil
 		})

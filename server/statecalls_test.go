@@ -12,6 +12,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/model/scripted"
 	"github.com/quiverhq/quiver/schema"
@@ -26,7 +27,8 @@ import (
 // of it.
 func TestAPIStatefulCalls(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
+	path := filepath.Join(t.TempDir(), "q.db")
+	st, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +65,14 @@ func TestAPIStatefulCalls(t *testing.T) {
 		}
 		return critic, nil
 	}}
+	// Runs in the background as quiver serve has them, for POST /v1/threads.
+	noAgents := func(_ context.Context, name string) (*agent.Agent, error) { return nil, fmt.Errorf("no agent %q", name) }
+	runs, err := jobs.StartSQLite(ctx, path, jobs.Config{Runner: runner, Agents: noAgents, Logger: slog.New(slog.DiscardHandler)})
+	mustDo(t, err)
+	t.Cleanup(func() { runs.Stop(context.Background()) })
 	sctx, cancel := context.WithCancel(ctx)
 	srv, err := server.New(sctx, server.Config{Store: st, Registry: reg, Auth: &server.Authenticator{Keys: st}, Runner: runner,
+		Runs: runs, Agents: noAgents, CreateThread: func(ctx context.Context, th *store.Thread, _ *agent.Agent) error { return st.CreateThread(ctx, th) },
 		Logger: slog.New(slog.DiscardHandler)})
 	mustDo(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -118,5 +126,25 @@ func TestAPIStatefulCalls(t *testing.T) {
 	}
 	if status, _ := w.api(t, "GET", "/v1/threads/"+th, keyB, ""); status != 404 {
 		t.Errorf("another workspace read the thread: %d", status)
+	}
+
+	// A thread made with instances: calls write to one of them.
+	status, made := w.api(t, "POST", "/v1/threads", keyA, `{"instances":["east","west"]}`)
+	if status != 201 {
+		t.Fatalf("a thread with instances: %d %v", status, made)
+	}
+	withInstances := made["id"].(string)
+	if _, res = call(keyA, "stamp", `{"text":"e","_outputPath":"/s","_instance":"east"}`, withInstances); res["status"] != "success" {
+		t.Fatalf("a write to east: %v", res)
+	}
+	_, view = w.api(t, "GET", "/v1/threads/"+withInstances, keyA, "")
+	if got := toJSON(map[string]any{"data": view["data"], "instances": view["instances"]}); got != `{"data":{},"instances":{"east":{"s":{"stamped":"e"}},"west":{}}}` {
+		t.Errorf("the thread view: %s", got)
+	}
+	for _, body := range []string{`{"instances":["east wing"]}`, `{"instances":["a","a"]}`} {
+		status, problem := w.api(t, "POST", "/v1/threads", keyA, body)
+		if status != 400 || !strings.Contains(toJSON(problem), "body.instances[") {
+			t.Errorf("%s: %d %v", body, status, problem)
+		}
 	}
 }
