@@ -66,7 +66,9 @@ func TestAPIStatefulCalls(t *testing.T) {
 		return critic, nil
 	}}
 	// Runs in the background as quiver serve has them, for POST /v1/threads.
-	noAgents := func(_ context.Context, name string) (*agent.Agent, error) { return nil, fmt.Errorf("no agent %q", name) }
+	noAgents := func(_ context.Context, name string) (*agent.Agent, error) {
+		return nil, fmt.Errorf("no agent %q", name)
+	}
 	runs, err := jobs.StartSQLite(ctx, path, jobs.Config{Runner: runner, Agents: noAgents, Logger: slog.New(slog.DiscardHandler)})
 	mustDo(t, err)
 	t.Cleanup(func() { runs.Stop(context.Background()) })
