@@ -54,6 +54,7 @@ type Call struct {
 	outputPath *OutputPath
 	instance   string
 	delegation *Delegation
+	resultCut  bool // the result was cut to MaxResultBytes: it is not written to state
 }
 
 // Tool returns the tool the call resolved to, or nil before lookup (and for unknown names).
@@ -97,7 +98,9 @@ type DecisionAction string
 // Confirmation decisions.
 const (
 	Approve DecisionAction = "approve"
-	// Edit approves the call with edited arguments, which are validated again.
+	// Edit approves the call with edited arguments, which are validated again. Meta-fields
+	// the edited arguments name replace the call's (null drops one, as for _outputPath);
+	// those they leave out are kept.
 	Edit DecisionAction = "edit"
 	// Deny refuses the call; it never runs, and the model gets an error result with the message.
 	Deny DecisionAction = "deny"
@@ -294,7 +297,7 @@ func (d *Dispatcher) describe(span trace.Span, c *Call, r *Result) {
 
 func (d *Dispatcher) dispatch(ctx context.Context, c *Call) (*Result, error) {
 	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
-	c.outputPath, c.instance, c.delegation = nil, "", nil
+	c.outputPath, c.instance, c.delegation, c.resultCut = nil, "", nil, false
 	if c.Meta != nil {
 		c.Meta = maps.Clone(c.Meta) // meta-fields are added to it; the caller's map stays as it was
 	}
@@ -403,18 +406,26 @@ func (d *Dispatcher) mask(next Handler) Handler {
 }
 
 func (d *Dispatcher) lookupAndPolicy(next Handler) Handler {
-	reg := d.registry()
 	return func(ctx context.Context, c *Call) *Result {
-		t, ok := reg.Lookup(c.Name)
-		if !ok {
-			return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
+		if r := d.lookup(c); r != nil {
+			return r
 		}
-		if ok, why := d.Policy.Permits(t); !ok {
-			return Errorf(CodePolicyDenied, "tool %s is not available: %s. %s", quoteName(c.Name), why, d.available())
-		}
-		c.tool = t
 		return next(ctx, c)
 	}
+}
+
+// lookup sets the call's tool, or returns the error result of a tool that is unknown or that
+// the policy does not permit.
+func (d *Dispatcher) lookup(c *Call) *Result {
+	t, ok := d.registry().Lookup(c.Name)
+	if !ok {
+		return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
+	}
+	if ok, why := d.Policy.Permits(t); !ok {
+		return Errorf(CodePolicyDenied, "tool %s is not available: %s. %s", quoteName(c.Name), why, d.available())
+	}
+	c.tool = t
+	return nil
 }
 
 // available lists the tools the model may call, for error results that must say what exists.
@@ -624,12 +635,14 @@ func (d *Dispatcher) confirm(next Handler) Handler {
 		case Approve:
 		case Edit:
 			c.Args = dec.Args
+			// Meta-fields the edit names replace the call's (null drops one); those it
+			// leaves out are kept, so a form that shows only the arguments keeps them.
 			r := d.prepareArgs(c)
 			if r == nil {
 				r = d.parseMeta(c)
 			}
 			if r == nil {
-				r = d.checkState(ctx, c)
+				r = d.checkDoor(ctx, c)
 			}
 			if r != nil {
 				r.Error = "the edited arguments are invalid: " + r.Error

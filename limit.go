@@ -47,6 +47,7 @@ func (d *Dispatcher) limitResult(next Handler) Handler {
 			return r
 		}
 		declared := c.tool != nil && c.tool.output != nil
+		c.resultCut = true
 		return capResult(r, size, limit, c.Name, declared)
 	}
 }

@@ -114,7 +114,7 @@ func (d *Dispatcher) parseMeta(c *Call) *Result {
 		if !ok {
 			continue
 		}
-		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if absent(raw) {
 			delete(c.Meta, f)
 			continue
 		}
@@ -131,12 +131,38 @@ func (d *Dispatcher) parseMeta(c *Call) *Result {
 			}
 		case schema.DelegateField:
 			c.delegation, r = parseDelegation(c.Name, raw)
+			if r == nil && c.tool.spec.Target == TargetClient {
+				r = Errorf(CodeInvalidArguments, "%s runs in the client, so it cannot be delegated; leave %s out", c.Name, f)
+			}
 		}
 		if r != nil {
 			return r
 		}
 	}
 	return nil
+}
+
+// absent reports a meta-field's value that means "not used": null, "", or an object of such
+// values. Strict dialects make every optional property required and nullable, and models fill
+// the ones they do not use with null or an empty value.
+func absent(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case bytes.Equal(raw, []byte("null")), bytes.Equal(raw, []byte(`""`)):
+		return true
+	case len(raw) > 0 && raw[0] == '{':
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return false
+		}
+		for _, v := range obj {
+			if v = bytes.TrimSpace(v); !absent(v) && !bytes.Equal(v, []byte("[]")) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func parseOutputPath(tool string, raw json.RawMessage) (*OutputPath, *Result) {
@@ -158,10 +184,18 @@ func parseOutputPath(tool string, raw json.RawMessage) (*OutputPath, *Result) {
 		return nil, Errorf(CodeInvalidArguments, "%s of %s names %d paths, over the limit of 8", schema.OutputPathField, tool, len(parts))
 	}
 	out := &OutputPath{Any: any}
-	for _, p := range parts {
+	segs := make([][]string, len(parts))
+	for i, p := range parts {
 		p = strings.TrimSpace(p)
-		if _, err := jsonptr.Parse(p); err != nil {
+		var err error
+		if segs[i], err = jsonptr.Parse(p); err != nil {
 			return nil, Errorf(CodeInvalidArguments, "%s of %s: %v; %s", schema.OutputPathField, tool, err, how)
+		}
+		for j := range i {
+			if jsonptr.Overlap(segs[i], segs[j]) {
+				return nil, Errorf(CodeInvalidArguments, "%s of %s: %s overlaps %s; the paths of one call name separate places",
+					schema.OutputPathField, tool, p, out.Paths[j])
+			}
 		}
 		out.Paths = append(out.Paths, p)
 	}
@@ -206,15 +240,24 @@ func (d *Dispatcher) checkMeta(next Handler) Handler {
 		if r := d.parseMeta(c); r != nil {
 			return r
 		}
-		if r := d.checkState(ctx, c); r != nil {
+		if r := d.checkDoor(ctx, c); r != nil {
 			return r
-		}
-		if c.delegation != nil && d.Delegator == nil {
-			return Errorf(CodeInvalidArguments, "%s: %s cannot be delegated here: this dispatcher has no runtime to run requests (an agent run or the server has one)",
-				c.Name, schema.DelegateField)
 		}
 		return next(ctx, c)
 	}
+}
+
+// checkDoor checks that this dispatcher can honour the call's meta-fields: state for
+// _outputPath and _instance (checkState), a Delegator for _delegate.
+func (d *Dispatcher) checkDoor(ctx context.Context, c *Call) *Result {
+	if r := d.checkState(ctx, c); r != nil {
+		return r
+	}
+	if c.delegation != nil && d.Delegator == nil {
+		return Errorf(CodeInvalidArguments, "%s: %s cannot be delegated here: this dispatcher has no runtime to run requests (an agent run or the server has one)",
+			c.Name, schema.DelegateField)
+	}
+	return nil
 }
 
 // checkState checks that a call naming _outputPath or _instance can have state: its result
@@ -258,6 +301,13 @@ func outputOf(r *Result) json.RawMessage {
 // _outputPath and it succeeded. It returns the result as stored when the state refused the
 // write (the error result that replaced it), else nil.
 func (d *Dispatcher) record(ctx context.Context, c *Call, stored *Result) (*Result, error) {
+	if c.outputPath != nil && !stored.IsError() && c.resultCut {
+		// What is left of a result cut to the limit is not its output: a write-once path
+		// must not keep it.
+		refused := Errorf(CodeStateConflict, "%s ran, but its output was not kept at %s: it was cut to fit the result limit. "+
+			"Nothing was written to the state. What is left of it: %s", c.Name, c.outputPath, truncate(stored.ModelText(), 4<<10))
+		return refused, d.Recorder.RecordResult(ctx, c, refused)
+	}
 	if c.outputPath != nil && !stored.IsError() {
 		if sr, ok := d.Recorder.(StateRecorder); ok {
 			got, err := sr.RecordOutput(ctx, c, stored, outputOf(stored))
@@ -279,16 +329,18 @@ func (d *Delegation) String() string {
 }
 
 // Record stores a result the dispatcher did not produce, for a call it did not run: the
-// result a client submits for a client tool's call. The call's arguments and meta-fields are
-// read as Dispatch reads them, and the result is stored as Dispatch stores one, its output
-// written at the call's _outputPath in the same transaction. A meta-field that cannot be
-// honoured (malformed, not enabled, an unknown instance) turns the result into an error
-// saying so, with the client's output, since the output cannot go where the call asked. It
+// result a client submits for a client tool's call. The call's meta-fields are read as
+// Dispatch reads them, and the result is stored with the write of its output at the call's
+// _outputPath in the same transaction; it is not checked against the tool's output schema nor
+// cut, masked or shown to hooks (a client's result never was). A meta-field that cannot be
+// honoured (malformed, not enabled, an unknown instance) turns a success into an error saying
+// so, with the client's output, since the output cannot go where the call asked; arguments
+// that do not decode leave the meta-fields unread, and the result is stored as it is. It
 // returns the result as stored.
 func (d *Dispatcher) Record(ctx context.Context, call Call, r *Result) (*Result, error) {
 	d.once.Do(d.build)
 	c := &call
-	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
+	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted, c.resultCut = nil, nil, nil, false, false, false
 	c.outputPath, c.instance, c.delegation = nil, "", nil
 	if c.Meta != nil {
 		c.Meta = maps.Clone(c.Meta)
@@ -298,17 +350,18 @@ func (d *Dispatcher) Record(ctx context.Context, call Call, r *Result) (*Result,
 	}
 	if t, ok := d.registry().Lookup(c.Name); ok {
 		c.tool = t
-		refusal := d.prepareArgs(c)
-		if refusal == nil {
-			refusal = d.parseMeta(c)
-		}
-		if refusal == nil {
-			refusal = d.checkState(ctx, c)
-		}
-		if refusal != nil && !r.IsError() {
-			c.outputPath = nil
-			r = Errorf(refusal.Code, "the result of %s was not kept where the call asked: %s. The result was: %s", c.Name, refusal.Error,
-				truncate(r.ModelText(), 4<<10))
+		if d.prepareArgs(c) == nil {
+			refusal := d.parseMeta(c)
+			if refusal == nil {
+				refusal = d.checkState(ctx, c)
+			}
+			if refusal != nil {
+				c.outputPath = nil
+				if !r.IsError() {
+					r = Errorf(refusal.Code, "the result of %s was not kept where the call asked: %s. The result was: %s", c.Name, refusal.Error,
+						truncate(r.ModelText(), 4<<10))
+				}
+			}
 		}
 	}
 	rctx, cancel := d.recordContext(ctx)
@@ -321,4 +374,34 @@ func (d *Dispatcher) Record(ctx context.Context, call Call, r *Result) (*Result,
 		return refused, nil
 	}
 	return r, nil
+}
+
+// Check reads a call as Dispatch would up to the point where it runs or waits (the tool, the
+// policy, the arguments, the meta-fields and whether this dispatcher can honour them) without
+// running it: nil when it would run, else the error result Dispatch would give. An agent loop
+// asks before it pauses a call for a client's result or a person's decision, so that a call
+// that cannot run is refused at once instead of asking anyone.
+func (d *Dispatcher) Check(ctx context.Context, call Call) *Result {
+	d.once.Do(d.build)
+	if d.policyErr != nil {
+		return Errorf(CodePolicyDenied, "no tool can run: the dispatcher's policy is invalid: %v", d.policyErr)
+	}
+	c := &call
+	c.tool, c.outputPath, c.instance, c.delegation = nil, nil, "", nil
+	if c.Meta != nil {
+		c.Meta = maps.Clone(c.Meta)
+	}
+	if r := d.lookup(c); r != nil {
+		return r
+	}
+	if r := d.prepareArgs(c); r != nil {
+		return r
+	}
+	if len(c.Meta) == 0 {
+		return nil
+	}
+	if r := d.parseMeta(c); r != nil {
+		return r
+	}
+	return d.checkDoor(ctx, c)
 }

@@ -167,11 +167,13 @@ func TestBadMetaFieldsAreRefusedBeforeTheToolRuns(t *testing.T) {
 			{"note", `{"text":"x","_outputPath":"/a//b"}`, "segment 2 is empty"},
 			{"note", `{"text":"x","_outputPath":"/a~2"}`, "~ must be followed by 0"},
 			{"note", `{"text":"x","_outputPath":"/a || /b && /c"}`, "mixes || and &&"},
-			{"note", `{"text":"x","_outputPath":""}`, "names the whole state"},
+			{"note", `{"text":"x","_outputPath":" "}`, "names the whole state"},
+			{"note", `{"text":"x","_outputPath":"/a\u0000b"}`, "control character"},
+			{"note", `{"text":"x","_outputPath":"/a && /a/b"}`, "overlaps"},
 			{"note", `{"text":"x","_outputPath":42}`, "must be a string"},
 			{"note", `{"text":"x","_outputPath":"/" ` + `}`, "segment 1 is empty"},
 			{"note", `{"text":"x","_instance":"c"}`, `unknown instance "c"; the instances are: a, b`},
-			{"note", `{"text":"x","_instance":""}`, "non-empty string"},
+			{"note", `{"text":"x","_instance":7}`, "non-empty string"},
 			{"plain", `{"text":"x","_outputPath":"/p"}`, "does not accept _outputPath"},
 			{"note", `{"text":"x","_delegate":"summarizer"}`, "does not accept _delegate"},
 		} {
@@ -297,6 +299,61 @@ func TestOutputPathRace(t *testing.T) {
 		got := []string{fmt.Sprintf("%q", doc.Slot["a"].Text), fmt.Sprintf("%q", doc.Slot["b"].Text)}
 		if !(got[0] == won[0] && got[1] == won[1] || got[0] == won[1] && got[1] == won[0]) {
 			t.Errorf("the state holds %v, the winners were %v", got, won)
+		}
+	})
+}
+
+// A person's edit keeps the call's meta-fields unless it names them (null drops one); an edit
+// that adds _delegate where nothing can run requests is refused, not a panic; empty values
+// are no meta-fields; a result cut to the limit is not written.
+func TestEditsAndEdgesOfMetaFields(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		f := newStateFixture(t, st)
+		confirmed, err := quiver.NewTool(quiver.Spec{Name: "confirmed", Description: "Needs a yes.", RequiresConfirmation: true,
+			InputSchema: &schema.Schema{Type: "object", Properties: map[string]*schema.Schema{"text": {Type: "string"}}},
+			MetaFields:  schema.MetaFields}, func(_ context.Context, args json.RawMessage) (any, error) {
+			return json.RawMessage(args), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		big, err := quiver.NewTool(quiver.Spec{Name: "big", Description: "Says a lot.", MetaFields: []string{schema.OutputPathField}},
+			func(context.Context, json.RawMessage) (any, error) { return strings.Repeat("word ", 400), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.d.Registry.Register(confirmed, big); err != nil {
+			t.Fatal(err)
+		}
+		edits := map[string]string{
+			"e1": `{"text":"edited"}`,                      // keeps _outputPath
+			"e2": `{"text":"edited","_outputPath":null}`,   // drops it
+			"e3": `{"text":"edited","_delegate":"critic"}`, // adds a delegation nothing runs
+		}
+		f.d = &quiver.Dispatcher{Registry: f.d.Registry, Recorder: f.th, MaxResultBytes: 1000,
+			Confirm: func(_ context.Context, c *quiver.Call) (quiver.Decision, error) {
+				return quiver.Decision{Action: quiver.Edit, Args: json.RawMessage(edits[c.ID])}, nil
+			}}
+		if r := f.call(t, "e1", "confirmed", `{"text":"asked","_outputPath":"/e1"}`); r.IsError() {
+			t.Fatalf("e1: %+v", r)
+		}
+		if r := f.call(t, "e2", "confirmed", `{"text":"asked","_outputPath":"/e2"}`); r.IsError() {
+			t.Fatalf("e2: %+v", r)
+		}
+		if r := f.call(t, "e3", "confirmed", `{"text":"asked"}`); r.Code != quiver.CodeInvalidArguments || !strings.Contains(r.Error, "cannot be delegated here") {
+			t.Fatalf("e3: %+v", r)
+		}
+		if got := f.state(t, ""); got != `{"e1":{"text":"edited"}}` {
+			t.Errorf("state after the edits: %s", got)
+		}
+		if r := f.call(t, "b1", "big", `{"_outputPath":"/big"}`); r.Code != quiver.CodeStateConflict || !strings.Contains(r.Error, "cut to fit") {
+			t.Errorf("a cut result: %+v", r)
+		}
+		if r := f.call(t, "n1", "note", `{"text":"x","_outputPath":"","_instance":"","_delegate":{"prompt":null,"tools":[]}}`); r.IsError() {
+			t.Errorf("empty meta-fields: %+v", r)
+		}
+		if got := f.state(t, ""); got != `{"e1":{"text":"edited"}}` {
+			t.Errorf("state at the end: %s", got)
 		}
 	})
 }

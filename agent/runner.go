@@ -350,10 +350,17 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	if err := p.CheckTools(reg); err != nil {
 		return err
 	}
-	if len(p.Instances) > 0 {
-		// The instances the prompt keeps state for exist before its calls name them.
-		if err := th.AddInstances(ctx, p.Instances...); err != nil {
+	if len(p.Instances) > 0 && withModel {
+		// The instances the prompt keeps state for exist before its calls name them; those
+		// the thread has are only read (a run, not a look at what waits, adds them).
+		have, err := th.Instances(ctx)
+		if err != nil {
 			return fmt.Errorf("agent: prompt %s: the instances of thread %s: %w", p.Name, th.ID(), err)
+		}
+		if missing := slices.DeleteFunc(slices.Clone(p.Instances), func(n string) bool { return slices.Contains(have, n) }); len(missing) > 0 {
+			if err := th.AddInstances(ctx, missing...); err != nil {
+				return fmt.Errorf("agent: prompt %s: the instances of thread %s: %w", p.Name, th.ID(), err)
+			}
 		}
 	}
 	rs.policy = p.policy()
@@ -466,6 +473,11 @@ func (rs *run) mustWait(ctx context.Context, c quiver.Call) (*Pending, error) {
 		return nil, nil
 	}
 	spec := t.Spec()
+	if spec.Target == quiver.TargetClient || spec.RequiresConfirmation {
+		if refused := rs.d.Check(ctx, c); refused != nil {
+			return nil, nil // it cannot run as asked: the dispatcher refuses it now, nobody is asked
+		}
+	}
 	switch {
 	case spec.Target == quiver.TargetClient:
 		return &Pending{Call: c, Reason: ReasonClientTool, Description: spec.Description}, nil

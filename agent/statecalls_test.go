@@ -292,13 +292,20 @@ func TestClientResultWritesState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.reg.Register(pick); err != nil {
+		ask, err := quiver.NewTool(quiver.Spec{Name: "ask_user", Description: "Asks the user.", Target: quiver.TargetClient,
+			MetaFields: schema.MetaFields}, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		lead := f.agent(&agent.Agent{Name: "lead", Prompt: &agent.Prompt{Name: "lead", Tools: []string{"pick_file"}}})
+		if err := f.reg.Register(pick, ask); err != nil {
+			t.Fatal(err)
+		}
+		lead := f.agent(&agent.Agent{Name: "lead", Prompt: &agent.Prompt{Name: "lead", Tools: []string{"pick_file", "ask_user"}}})
 		f.ms.add("lead",
 			model.Response{ToolCalls: calls(call("p1", "pick_file", `{"_outputPath":"/file"}`))},
 			model.Response{ToolCalls: calls(call("p2", "pick_file", `{"_outputPath":"/file"}`))},
+			// Calls that cannot run as asked are refused at once: nobody is asked.
+			model.Response{ToolCalls: calls(call("p3", "ask_user", `{"_instance":"nope"}`), call("p4", "ask_user", `{"_delegate":"critic"}`))},
 			model.Response{Text: "done"})
 		th := f.root(t, lead)
 		out, err := f.r.Run(ctx, th, lead, "pick two")
@@ -322,6 +329,11 @@ func TestClientResultWritesState(t *testing.T) {
 		}
 		if r := resultOf(t, th, "p2"); r.Code != quiver.CodeStateConflict || !strings.Contains(r.Error, "p2.txt") {
 			t.Errorf("the second client result: %+v", r)
+		}
+		for id, want := range map[string]string{"p3": "no instances", "p4": "runs in the client, so it cannot be delegated"} {
+			if r := resultOf(t, th, id); r.Code != quiver.CodeInvalidArguments || !strings.Contains(r.Error, want) {
+				t.Errorf("%s: %+v, want %q", id, r, want)
+			}
 		}
 	})
 }

@@ -19,8 +19,8 @@ import (
 
 // Limits on a thread's state, for every writer.
 const (
-	// MaxStateBytes caps the bytes of the values written into one state object (the thread's
-	// own, or one instance's).
+	// MaxStateBytes caps the bytes of the paths and values written into one state object
+	// (the thread's own, or one instance's).
 	MaxStateBytes = 1 << 20
 	// MaxInstances caps the instances of a thread.
 	MaxInstances = 16
@@ -41,7 +41,9 @@ type StateWrite struct {
 	// the way that do not exist are created.
 	Paths []string
 	// Any writes Value to the first of Paths that is free ("a || b": the first success
-	// wins); otherwise Value goes to every path ("a && b"), all of which must be free.
+	// wins; a path through a value that is not an object is not free); otherwise Value goes
+	// to every path ("a && b"), all of which must be free. Paths may not overlap (one inside
+	// another, or the same twice).
 	Any bool
 	// Value is the JSON value written.
 	Value json.RawMessage
@@ -106,9 +108,17 @@ func CheckStateWrite(w *StateWrite) error {
 			return &StateError{Instance: w.Instance, Err: ErrInvalid, Reason: err.Error()}
 		}
 	}
-	for _, p := range w.Paths {
-		if _, err := jsonptr.Parse(p); err != nil {
+	segs := make([][]string, len(w.Paths))
+	for i, p := range w.Paths {
+		var err error
+		if segs[i], err = jsonptr.Parse(p); err != nil {
 			return &StateError{Path: p, Instance: w.Instance, Err: ErrInvalid, Reason: err.Error()}
+		}
+		for j := range i {
+			if jsonptr.Overlap(segs[i], segs[j]) {
+				return &StateError{Path: p, Instance: w.Instance, Err: ErrInvalid,
+					Reason: fmt.Sprintf("it overlaps %s: the paths of one write name separate places", w.Paths[j])}
+			}
 		}
 	}
 	return nil

@@ -219,7 +219,9 @@ func TestRunAsksForConfirmationInTheTerminal(t *testing.T) {
 	srv := newChatServer(t, chatTurn{calls: [][2]string{{"delete_file", `{"path":"/tmp/a"}`}}}, chatTurn{text: "Done."})
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	reg := &quiver.Registry{}
-	if err := reg.Register(quiver.Func("delete_file", "Deletes a file.", func(context.Context, struct{}) (string, error) {
+	if err := reg.Register(quiver.Func("delete_file", "Deletes a file.", func(context.Context, struct {
+		Path string `json:"path"`
+	}) (string, error) {
 		return "", nil
 	}, quiver.WithConfirmation())); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Limits on a pointer, so that a hostile one costs little to refuse.
@@ -25,7 +27,8 @@ var ErrSyntax = errors.New("malformed JSON Pointer")
 // Parse splits pointer p into its member names, unescaped (~1 is "/", ~0 is "~"). The
 // pointer must name a member, not the whole document ("" and "/" are refused), and every
 // segment must be a non-empty name: "/plan//steps" is almost surely a mistake, and an empty
-// name is no place to keep anything.
+// name is no place to keep anything. A pointer is valid UTF-8 without control characters:
+// PostgreSQL refuses a NUL in text, and no member worth naming has one.
 func Parse(p string) ([]string, error) {
 	switch {
 	case p == "":
@@ -34,6 +37,12 @@ func Parse(p string) ([]string, error) {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrSyntax, len(p), MaxBytes)
 	case p[0] != '/':
 		return nil, fmt.Errorf("%w %q: it must start with /, like /plan/steps", ErrSyntax, p)
+	}
+	if !utf8.ValidString(p) {
+		return nil, fmt.Errorf("%w: it is not valid UTF-8", ErrSyntax)
+	}
+	if i := strings.IndexFunc(p, unicode.IsControl); i >= 0 {
+		return nil, fmt.Errorf("%w %q: a control character at byte %d; a path names members with printable text", ErrSyntax, p, i)
 	}
 	raw := strings.Split(p[1:], "/")
 	if len(raw) > MaxSegments {
@@ -145,4 +154,16 @@ func Kind(v any) string {
 		return "an object"
 	}
 	return "a number"
+}
+
+// Overlap reports whether one of the pointers a and b names a place inside the other (or the
+// same place): writing both would put one value inside the other.
+func Overlap(a, b []string) bool {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -65,12 +66,15 @@ func WriteState(ctx context.Context, d *Dialect, tx Querier, threadID string, w 
 	}
 	sw := stateWriter{d: d, tx: tx, op: op, threadID: threadID, instance: w.Instance, value: value.Bytes()}
 	var written []string
+	var blocked error // the first || path through a value that is not an object
 	for _, p := range w.Paths {
 		segs, _ := jsonptr.Parse(p) // checked by CheckStateWrite
-		if slices.Contains(written, p) {
-			continue // a && a
-		}
 		taken, grew, err := sw.write(ctx, segs)
+		if se, ok := errors.AsType[*store.StateError](err); ok && w.Any && errors.Is(se, store.ErrInvalid) {
+			// A path || cannot write is not free: the next may be.
+			blocked = cmp.Or(blocked, err)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -86,11 +90,14 @@ func WriteState(ctx context.Context, d *Dialect, tx Querier, threadID string, w 
 			break
 		}
 	}
+	if len(written) == 0 && blocked != nil {
+		return nil, blocked
+	}
 	if len(written) == 0 {
 		return nil, sw.fail(w.Paths[0], store.ErrStateConflict, "every path of %q is already written; a path is written once", strings.Join(w.Paths, " || "))
 	}
 	if size > store.MaxStateBytes {
-		return nil, sw.fail(written[0], store.ErrTooLarge, "the state would hold %d bytes of values, over the limit of %d", size, store.MaxStateBytes)
+		return nil, sw.fail(written[0], store.ErrTooLarge, "the state would hold %d bytes of paths and values, over the limit of %d", size, store.MaxStateBytes)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE thread_states SET size = $3, updated_at = $4 WHERE thread_id = $1 AND instance = $2`,
 		threadID, w.Instance, size, d.Time(at)); err != nil {
@@ -113,7 +120,7 @@ func (sw *stateWriter) fail(path string, kind error, format string, args ...any)
 }
 
 // write puts the value at segs unless something is there (taken), and returns how many bytes
-// the object's values grew by. The path is taken when it is written, or a path below it is
+// the object grew by (paths and values: the size store.MaxStateBytes caps). The path is taken when it is written, or a path below it is
 // (it holds an object then); when a path above it is written, the value goes into that
 // path's value, which must hold objects down to it.
 func (sw *stateWriter) write(ctx context.Context, segs []string) (taken bool, grew int64, err error) {
@@ -153,7 +160,7 @@ func (sw *stateWriter) write(ctx context.Context, segs []string) (taken bool, gr
 		sw.threadID, sw.instance, path, string(sw.value)); err != nil {
 		return false, 0, sw.d.Err(sw.op, err)
 	}
-	return false, int64(len(sw.value)), nil
+	return false, int64(len(path) + len(sw.value)), nil
 }
 
 // writeInside puts the value at segs inside the value written at the path above it.
@@ -183,10 +190,14 @@ func (sw *stateWriter) writeInside(ctx context.Context, segs []string, above str
 	if err := jsonptr.Set(obj, rest, v); err != nil {
 		return false, 0, sw.fail(full, store.ErrInvalid, "%v", err)
 	}
-	out, err := json.Marshal(obj)
-	if err != nil {
+	// Encoded without HTML escaping, so that what was written keeps its bytes.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(obj); err != nil {
 		return false, 0, sw.fail(full, store.ErrInvalid, "%v", err)
 	}
+	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if _, err := sw.tx.ExecContext(ctx, `UPDATE thread_state_values SET value = $4 WHERE thread_id = $1 AND instance = $2 AND path = $3`,
 		sw.threadID, sw.instance, above, string(out)); err != nil {
 		return false, 0, sw.d.Err(sw.op, err)
@@ -274,7 +285,14 @@ func (ts *ThreadState) State(ctx context.Context, workspaceID, threadID, instanc
 			return nil, ts.d.Err(op, fmt.Errorf("the stored paths overlap: %w", err))
 		}
 	}
-	return json.Marshal(doc)
+	// Without HTML escaping: the values read back with the bytes they were written with.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, ts.d.Err(op, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Instances returns the names of the thread's instances, sorted (an empty slice for none).

@@ -3,14 +3,15 @@
 --
 -- thread_states has a row per object: instance '' is the thread's own, created at its first
 -- write; a named instance's row is created by AddInstances, and a write to an instance
--- without one is refused. size is the bytes of the values written, which store.MaxStateBytes
--- caps.
+-- without one is refused. size is the bytes of the paths and values written, which
+-- store.MaxStateBytes caps.
 --
 -- thread_state_values has a row per path written, its value as written: paths are written
 -- once, so a write is a few index lookups (is the path, a path above it or one below it
 -- written?) and an insert, whatever the size of the state, where one JSON document per object
 -- would be read, decoded, changed and written back whole. No row's path is a prefix of
--- another's: a write below a written path goes into that path's value. Reading the state
+-- another's: a write below a written path goes into that path's value, which is then
+-- decoded and written back (that value only). Reading the state
 -- assembles the object from the rows. path is collated "C": the paths below /a are those
 -- from "/a/" up to "/a0", bytewise.
 
