@@ -45,7 +45,7 @@ var areas = []area{
 	{"sub-agents: privileges never widen, depth, paths across threads, scoped values kept from models", "./agent",
 		"^(TestChildPolicyCeiling|TestSpawnDepthLimit|TestSpawnsPerRunCap|TestHandoffCutsTheTurn|TestPromptToolAttachments|TestSubagentResultAttachments|TestImmediateGroups|TestImmediateSecretScopedEnv|TestResumableUnknownAndTerminated|TestResumableCap|TestNestedCallExactlyOnce|TestDeferredSubagent)$"},
 	{"stateful calls at the dispatcher: malformed or unenabled meta-fields refused before a tool runs, write-once under races", ".",
-		"^(TestBadMetaFieldsAreRefusedBeforeTheToolRuns|TestOutputPathWritesThreadState|TestOutputPathRace|TestInstanceRoutesReadsAndWrites)$"},
+		"^(TestBadMetaFieldsAreRefusedBeforeTheToolRuns|TestOutputPathWritesThreadState|TestOutputPathRace|TestInstanceRoutesReadsAndWrites|TestEditsAndEdgesOfMetaFields)$"},
 	{"stateful calls in runs: writes survive kills, delegates see only their call, client results", "./agent",
 		"^(TestRunWritesStateThroughOutputPath|TestDelegateRunsAnIsolatedRequest|TestStateWritesSurviveKills|TestClientResultWritesState)$"},
 	{"stateful calls in the store: write rules, instances, workspaces, racing writers", "./store/sqlite", "^TestConformance/State.*$"},
