@@ -82,10 +82,11 @@ func startConsoleSite(t testing.TB) *consoleSite {
 	chromiumPath(t) // skip (or fail) before starting anything
 	agents, script := scriptedAgentsDir(t)
 	writeTestFiles(t, map[string]string{
-		script("reporter"): "turns:\n  - calls: [{name: shout, args: {}}]\n  - text: " + jsonString(xssText) + "\n",
+		// The shout's output is kept in the thread's state too, which the thread page shows.
+		script("reporter"): "turns:\n  - calls: [{name: shout, args: {_outputPath: /shouted}}]\n  - text: " + jsonString(xssText) + "\n",
 		script("payer"):    "turns:\n  - calls: [{name: charge, args: {amount: 5, note: order 7}}]\n  - text: Charged.\n",
 		filepath.Join(agents, "reporter.yaml"): "name: reporter\ndescription: Reports what a tool shouts.\nmodel: scripted:" + script("reporter") +
-			"\ntools: [shout]\n",
+			"\ntools: [shout]\nmeta_fields: [_outputPath]\n",
 		filepath.Join(agents, "payer.yaml"): "name: payer\ndescription: Pays what it is asked to.\nmodel: scripted:" + script("payer") +
 			"\ntools: [charge]\n",
 	})
@@ -614,6 +615,8 @@ func TestConsoleShowsValuesAsText(t *testing.T) {
 	tab.route("#/threads/" + threadID)
 	tab.waitFor("the tool result, as text", testEls("tool-result")+`.some((e) => e.textContent.includes(`+js(xssResult)+`))`, 0)
 	tab.waitFor("the model's text, as text", testEls("message")+`.some((e) => e.textContent.includes(`+js(xssText)+`))`, 0)
+	tab.click("the thread's state", testEls("thread-state")+`[0].querySelector("summary")`)
+	tab.waitFor("the state, as text", testEls("thread-state")+`[0].textContent.includes('"shouted": ' + JSON.stringify(`+js(xssResult)+`))`, 0)
 	ranNothing("the thread page")
 	// The same result from the tool's "try it", called through the API from its page.
 	tab.route("#/tools/shout")
