@@ -33,17 +33,8 @@ func TestAPIStatefulCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	member := func(name string) string {
-		ws := &store.Workspace{Name: name}
-		u := &store.User{Email: name + "@example.test"}
-		mustDo(t, st.CreateWorkspace(ctx, ws))
-		mustDo(t, st.CreateUser(ctx, u))
-		mustDo(t, st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleAdmin}))
-		secret, prefix, hash := server.NewAPIKey()
-		mustDo(t, st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "k", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}))
-		return secret
-	}
-	keyA, keyB := member("alpha"), member("beta")
+	_, keyA := newMember(t, st, "alpha")
+	_, keyB := newMember(t, st, "beta")
 
 	reg := &quiver.Registry{}
 	mustDo(t, reg.Register(quiver.Func("stamp", "Stamps a text.", func(_ context.Context, in struct {

@@ -41,18 +41,8 @@ func newTenantWorld(t *testing.T) *tenantWorld {
 	}
 	t.Cleanup(func() { st.Close() })
 	w := &tenantWorld{st: st}
-	member := func(name string) (string, string) {
-		ws := &store.Workspace{Name: name}
-		u := &store.User{Email: name + "@example.test"}
-		mustDo(t, st.CreateWorkspace(ctx, ws))
-		mustDo(t, st.CreateUser(ctx, u))
-		mustDo(t, st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleAdmin}))
-		secret, prefix, hash := server.NewAPIKey()
-		mustDo(t, st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "k", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}))
-		return ws.ID, secret
-	}
-	w.wsA, w.keyA = member("alpha")
-	w.wsB, w.keyB = member("beta")
+	w.wsA, w.keyA = newMember(t, st, "alpha")
+	w.wsB, w.keyB = newMember(t, st, "beta")
 	// Alpha has a JavaScript tool, beta a client tool, before the server starts.
 	var sumIn schema.Schema
 	mustDo(t, json.Unmarshal([]byte(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`), &sumIn))
@@ -82,6 +72,28 @@ func newTenantWorld(t *testing.T) *tenantWorld {
 	t.Cleanup(func() { cancel(); <-done })
 	w.url = "http://" + ln.Addr().String()
 	return w
+}
+
+// newMember makes a workspace called name with a user who administers it, and a member key of
+// that user's; it returns the workspace's id and the key.
+func newMember(t *testing.T, st store.Store, name string) (workspaceID, key string) {
+	t.Helper()
+	ctx := context.Background()
+	es, ok := st.(interface {
+		store.Entities
+		store.APIKeys
+	})
+	if !ok {
+		t.Fatalf("%T keeps no workspaces or keys", st)
+	}
+	ws := &store.Workspace{Name: name}
+	u := &store.User{Email: name + "@example.test"}
+	mustDo(t, es.CreateWorkspace(ctx, ws))
+	mustDo(t, es.CreateUser(ctx, u))
+	mustDo(t, es.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleAdmin}))
+	secret, prefix, hash := server.NewAPIKey()
+	mustDo(t, es.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "k", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}))
+	return ws.ID, secret
 }
 
 func mustDo(t *testing.T, err error) {
