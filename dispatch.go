@@ -57,6 +57,17 @@ type Call struct {
 	resultCut  bool // the result was cut to MaxResultBytes: it is not written to state
 }
 
+// reset clears what a dispatch learns of a call, so that a Call value given again starts
+// afresh, and copies its Meta: meta-fields are added to it, and the caller's map stays as it
+// was.
+func (c *Call) reset() {
+	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
+	c.outputPath, c.instance, c.delegation, c.resultCut = nil, "", nil, false
+	if c.Meta != nil {
+		c.Meta = maps.Clone(c.Meta)
+	}
+}
+
 // Tool returns the tool the call resolved to, or nil before lookup (and for unknown names).
 func (c *Call) Tool() *Tool { return c.tool }
 
@@ -296,11 +307,7 @@ func (d *Dispatcher) describe(span trace.Span, c *Call, r *Result) {
 }
 
 func (d *Dispatcher) dispatch(ctx context.Context, c *Call) (*Result, error) {
-	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
-	c.outputPath, c.instance, c.delegation, c.resultCut = nil, "", nil, false
-	if c.Meta != nil {
-		c.Meta = maps.Clone(c.Meta) // meta-fields are added to it; the caller's map stays as it was
-	}
+	c.reset()
 	if parent := CallFrom(ctx); parent != nil {
 		// A call made from inside a tool must not reveal what the calling tool may not.
 		c.secrets = slices.Clone(parent.secrets)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -340,11 +339,7 @@ func (d *Delegation) String() string {
 func (d *Dispatcher) Record(ctx context.Context, call Call, r *Result) (*Result, error) {
 	d.once.Do(d.build)
 	c := &call
-	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted, c.resultCut = nil, nil, nil, false, false, false
-	c.outputPath, c.instance, c.delegation = nil, "", nil
-	if c.Meta != nil {
-		c.Meta = maps.Clone(c.Meta)
-	}
+	c.reset()
 	if d.Recorder == nil {
 		return r, nil
 	}
@@ -387,10 +382,7 @@ func (d *Dispatcher) Check(ctx context.Context, call Call) *Result {
 		return Errorf(CodePolicyDenied, "no tool can run: the dispatcher's policy is invalid: %v", d.policyErr)
 	}
 	c := &call
-	c.tool, c.outputPath, c.instance, c.delegation = nil, nil, "", nil
-	if c.Meta != nil {
-		c.Meta = maps.Clone(c.Meta)
-	}
+	c.reset()
 	if r := d.lookup(c); r != nil {
 		return r
 	}

@@ -506,16 +506,7 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 	}
 	// A cancelled call's result is recorded too: the caller's cancellation must not lose it.
 	ctx = context.WithoutCancel(ctx)
-	call := *c
-	if call.ID == "" {
-		call.ID = store.NewID("call")
-	}
-	if files, ok := r.Store.(store.Files); ok {
-		if err := thread.StoreAttachments(ctx, files, scope.WorkspaceID, scope.ThreadID, res); err != nil {
-			return err
-		}
-	}
-	msgs, err := callMessages(&call, res)
+	_, msgs, err := r.messages(ctx, scope, c, res)
 	if err != nil {
 		return err
 	}
@@ -533,15 +524,25 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 	return r.Store.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
 }
 
-// callMessages are what records a call made at a door: the assistant message asking for it and
-// the tool message with its result.
-func callMessages(call *quiver.Call, res *quiver.Result) ([]*store.Message, error) {
+// messages are what records a call made at a door: the assistant message asking for it and the
+// tool message with its result, once the result's new attachments are stored in the thread's
+// files. The call returned is c with an id (one is made when it has none).
+func (r *Recorder) messages(ctx context.Context, scope quiver.Scope, c *quiver.Call, res *quiver.Result) (*quiver.Call, []*store.Message, error) {
+	call := *c
+	if call.ID == "" {
+		call.ID = store.NewID("call")
+	}
+	if files, ok := r.Store.(store.Files); ok {
+		if err := thread.StoreAttachments(ctx, files, scope.WorkspaceID, scope.ThreadID, res); err != nil {
+			return nil, nil, err
+		}
+	}
 	tr, err := thread.ToolResult(res)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return []*store.Message{
-		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{thread.StoredCall(*call)}},
+	return &call, []*store.Message{
+		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{thread.StoredCall(call)}},
 		{Role: store.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Result: tr, Content: res.ModelText()},
 	}, nil
 }
@@ -567,16 +568,7 @@ func (r *Recorder) RecordOutput(ctx context.Context, c *quiver.Call, res *quiver
 		return res, r.RecordResult(ctx, c, res)
 	}
 	ctx = context.WithoutCancel(ctx)
-	call := *c
-	if call.ID == "" {
-		call.ID = store.NewID("call")
-	}
-	if files, ok := r.Store.(store.Files); ok {
-		if err := thread.StoreAttachments(ctx, files, scope.WorkspaceID, scope.ThreadID, res); err != nil {
-			return nil, err
-		}
-	}
-	msgs, err := callMessages(&call, res)
+	call, msgs, err := r.messages(ctx, scope, c, res)
 	if err != nil {
 		return nil, err
 	}
@@ -587,7 +579,7 @@ func (r *Recorder) RecordOutput(ctx context.Context, c *quiver.Call, res *quiver
 		return res, err
 	}
 	refused := thread.StateRefused(c, se, out)
-	return refused, r.RecordResult(ctx, &call, refused)
+	return refused, r.RecordResult(ctx, call, refused)
 }
 
 var _ quiver.StateRecorder = (*Recorder)(nil)
