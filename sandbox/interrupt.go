@@ -95,3 +95,10 @@ func pollNow(countdown *int32) {
 func maxLength(memoryLimit int64) int64 {
 	return memoryLimit / int64(unsafe.Sizeof(lib.TJSValue{}))
 }
+
+// sortAlone is the longest array the prelude lets the engine sort without a comparator. A
+// builtin sort compares inside the engine, out of the interrupt's reach; past this length the
+// prelude passes a comparator that orders as the builtin does, so that a timeout or a
+// termination reaches every comparison. A variable, not a constant, so that tests can check
+// that comparator on arrays small enough to sort quickly under the race detector.
+var sortAlone int64 = 1 << 16

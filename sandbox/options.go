@@ -204,7 +204,8 @@ func (o *Options) preludeInput(main string, maxLength int64) (string, error) {
 		Globals  map[string]any `json:"globals"`
 		Now      int64          `json:"now"`
 		MaxLen   int64          `json:"maxLength"`
-	}{"./" + main, entry, explicit, args, o.Globals, now.UnixMilli(), maxLength}
+		Sort     int64          `json:"sortAlone"`
+	}{"./" + main, entry, explicit, args, o.Globals, now.UnixMilli(), maxLength, sortAlone}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return "", fmt.Errorf("sandbox: execute arguments and globals must be JSON-encodable: %w", err)

@@ -347,7 +347,8 @@
 	// the builtin does (by ToString, by code units), so that the interrupt reaches every
 	// comparison; an array sort needs no more memory with one. (A typed array sort does: it
 	// would copy the array twice, so typed arrays keep the builtin's sort; see SECURITY.md.)
-	const sortAlone = 1 << 16, { sort: aSort, toSorted: aToSorted } = AP;
+	// sortAlone comes from the host (interrupt.go).
+	const sortAlone = cfg.sortAlone, { sort: aSort, toSorted: aToSorted } = AP;
 	const byString = (x, y) => { const a = `${x}`, b = `${y}`; return a < b ? -1 : a > b ? 1 : 0; };
 
 	// Most walk only their receiver, and run often: they get a handler of their own.
