@@ -156,16 +156,23 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		id, needs, opens := needsSession(r, body)
-		if needs {
+		sr := needsSession(r, body)
+		id := sr.id
+		if sr.discover {
+			writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound,
+				"server/discover: over HTTP this server speaks MCP with sessions (protocol versions up to 2025-11-25); "+
+					"send initialize, then the Mcp-Session-Id its answer carries with every request")
+			return
+		}
+		if sr.needs {
 			writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
 				"no session: this request needs the Mcp-Session-Id header of a session; send initialize without it first, "+
 					"then send the Mcp-Session-Id its answer carries with every request")
 			return
 		}
-		if !opens {
-			// server/discover, a request of the sessionless protocol: the SDK answers it without
-			// a session, so it takes no place. (Taking one made a client's initialize, sent
+		if !sr.opens {
+			// A request of the sessionless protocol: the SDK answers it without a session (it
+			// refuses the version), so it takes no place. (Taking one made a client's initialize, sent
 			// right after its discover was answered, find the place still taken: 503.)
 			h.ServeHTTP(w, r)
 			return
@@ -228,29 +235,42 @@ func hostAllowed(r *http.Request, allowed []string) bool {
 }
 
 // protocolVersionSessionless is the first MCP version whose requests need no session
-// (SEP-2575); the SDK answers them itself, with the versions this stateful server speaks.
+// (SEP-2575). Over HTTP this server speaks the versions before it, with sessions: the SDK
+// serves the sessionless protocol only from a handler without sessions, which would give up
+// what a session holds here (its recording thread, elicitation, progress and list_changed on
+// one stream). Its server/discover is therefore answered as a server of those versions does
+// (method not found), so that clients fall back to initialize; over stdio every version is
+// served.
 const protocolVersionSessionless = "2026-07-28"
 
-// needsSession reports whether body, posted without a session id, holds a request that needs
-// a session (anything but initialize); id is the id of its first request, for the answer.
-// opens reports whether it holds an initialize, which opens a session. Bodies it cannot read,
-// and requests of the sessionless protocol, are left to the SDK, which answers them; a body it
-// cannot read is counted as opening one, so that it is held to the limits whatever the SDK
-// makes of it.
-func needsSession(r *http.Request, body []byte) (id json.RawMessage, needs, opens bool) {
+// sessionRequest is what needsSession found in a body posted without a session id.
+type sessionRequest struct {
+	id       json.RawMessage // of its first request, for the answer
+	needs    bool            // it holds a request that needs a session (anything but initialize)
+	opens    bool            // it holds an initialize, which opens a session
+	discover bool            // it holds a server/discover
+}
+
+// needsSession reads a body posted without a session id. Bodies it cannot read, and requests
+// of the sessionless protocol, are left to the SDK, which answers them; a body it cannot read
+// is counted as opening a session, so that it is held to the limits whatever the SDK makes of
+// it.
+func needsSession(r *http.Request, body []byte) sessionRequest {
+	unread := sessionRequest{opens: true}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return nil, false, true
+		return unread
 	}
 	var raw []json.RawMessage
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if json.Unmarshal(trimmed, &raw) != nil {
-			return nil, false, true
+			return unread
 		}
 	} else {
 		raw = []json.RawMessage{trimmed}
 	}
-	needs = r.Header.Get("Mcp-Protocol-Version") < protocolVersionSessionless
+	var sr sessionRequest
+	needs := r.Header.Get("Mcp-Protocol-Version") < protocolVersionSessionless
 	calls := false
 	for _, m := range raw {
 		var msg struct {
@@ -259,14 +279,14 @@ func needsSession(r *http.Request, body []byte) (id json.RawMessage, needs, open
 			Params json.RawMessage `json:"params"`
 		}
 		if json.Unmarshal(m, &msg) != nil {
-			return nil, false, true
+			return unread
 		}
 		if msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null" {
 			continue // a notification or a response
 		}
 		calls = true
-		if id == nil {
-			id = msg.ID
+		if sr.id == nil {
+			sr.id = msg.ID
 		}
 		var params struct {
 			Meta map[string]json.RawMessage `json:"_meta"`
@@ -275,11 +295,15 @@ func needsSession(r *http.Request, body []byte) (id json.RawMessage, needs, open
 		if _, ok := params.Meta["io.modelcontextprotocol/protocolVersion"]; ok || msg.Method == "initialize" || msg.Method == "server/discover" {
 			needs = false
 		}
-		if msg.Method == "initialize" {
-			opens = true
+		switch msg.Method {
+		case "initialize":
+			sr.opens = true
+		case "server/discover":
+			sr.discover = true
 		}
 	}
-	return id, needs && calls, opens
+	sr.needs = needs && calls
+	return sr
 }
 
 // writeRPCError answers with a JSON-RPC error in the body of an HTTP error, as the streamable

@@ -428,9 +428,16 @@ func TestRequestsThatOpenNoSessionTakeNoPlace(t *testing.T) {
 	if a := post(t, http.DefaultClient, url, nil, initBody); a.status != http.StatusOK {
 		t.Fatalf("initialize: %d %s", a.status, a.body)
 	}
-	a := post(t, http.DefaultClient, url, nil, `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{}}`)
+	a := post(t, http.DefaultClient, url, http.Header{"Mcp-Protocol-Version": {"2026-07-28"}},
+		`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	if a.status == http.StatusServiceUnavailable || !strings.Contains(a.body, `"id":7`) {
 		t.Fatalf("server/discover with every place taken: %d %s", a.status, a.body)
+	}
+	// Over HTTP the server speaks the protocol with sessions: its discover says so as a server
+	// of those versions does, so that a client falls back to initialize (mcp-go's did not
+	// when the discover succeeded, and every later request was refused).
+	if a.status != http.StatusOK || !strings.Contains(a.body, `"code":-32601`) {
+		t.Errorf("server/discover over HTTP: %d %s, want 200 with a JSON-RPC error -32601 (method not found)", a.status, a.body)
 	}
 	if a := post(t, http.DefaultClient, url, nil, initBody); a.status != http.StatusServiceUnavailable {
 		t.Errorf("a second initialize over MaxSessions 1: %d, want 503", a.status)

@@ -193,11 +193,27 @@ func (s *Server) receive(next sdk.MethodHandler) sdk.MethodHandler {
 				return s.callTool(ctx, r)
 			}
 		}
-		return next(ctx, method, req)
+		res, err := next(ctx, method, req)
+		if c, ok := res.(sdk.CacheableResult); ok && err == nil && !sessionless(req) {
+			return withoutCacheFields(c)
+		}
+		return res, err
 	}
 }
 
-func (s *Server) listTools(req *sdk.ListToolsRequest) (*sdk.ListToolsResult, error) {
+// sessionless reports whether req follows the sessionless protocol (2026-07-28 and later),
+// the first to define a result's cache fields (ttlMs, cacheScope) and its resultType.
+func sessionless(req sdk.Request) bool {
+	v, ok := req.(interface{ ProtocolVersion() string })
+	return ok && v.ProtocolVersion() >= protocolVersionSessionless
+}
+
+// listCacheScope is the cacheScope of a tools/list answer: the list depends on who asks (the
+// workspace's stored tools, the key's policy), so only the asker's own client may cache it.
+// Its ttlMs is 0 (stale at once): tools change at run time, and list_changed says when.
+const listCacheScope = "private"
+
+func (s *Server) listTools(req *sdk.ListToolsRequest) (sdk.Result, error) {
 	if req.Params != nil && req.Params.Cursor != "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown cursor: this server returns every tool in one page"}
 	}
@@ -205,7 +221,45 @@ func (s *Server) listTools(req *sdk.ListToolsRequest) (*sdk.ListToolsResult, err
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	return &sdk.ListToolsResult{Tools: l.list}, nil
+	if !sessionless(req) {
+		return &legacyToolList{Tools: l.list}, nil
+	}
+	return &sdk.ListToolsResult{Cacheable: sdk.Cacheable{CacheScope: listCacheScope}, Tools: l.list}, nil
+}
+
+// legacyToolList is a tools/list answer for protocol versions before 2026-07-28: the SDK's
+// ListToolsResult always carries ttlMs and cacheScope, which those versions do not define.
+type legacyToolList struct {
+	sdk.ResultBase
+	Tools []*sdk.Tool `json:"tools"`
+}
+
+// legacyResult is an answer the SDK built (prompts/list, resources/list and /read, ...),
+// re-encoded without the fields versions before 2026-07-28 do not define. Those lists are
+// small and asked for rarely; tools/list, the hot one, is built without them (legacyToolList).
+type legacyResult struct {
+	sdk.ResultBase
+	body json.RawMessage
+}
+
+func (r *legacyResult) MarshalJSON() ([]byte, error) { return r.body, nil }
+
+func withoutCacheFields(res sdk.CacheableResult) (sdk.Result, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	delete(fields, "ttlMs")
+	delete(fields, "cacheScope")
+	delete(fields, "resultType")
+	if b, err = json.Marshal(fields); err != nil {
+		return nil, err
+	}
+	return &legacyResult{body: b}, nil
 }
 
 // listing renders the tools the dispatcher permits, reusing the last rendering while they are

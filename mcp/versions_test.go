@@ -1,0 +1,111 @@
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver"
+	qmcp "github.com/quiverhq/quiver/mcp"
+)
+
+// stdioSession serves one session over a pipe and returns a function that sends a line and
+// reads the answer to it (notifications sent in between are skipped).
+func stdioSession(t *testing.T, srv *qmcp.Server) func(line string) map[string]json.RawMessage {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, &sdk.IOTransport{Reader: inR, Writer: outW}) }()
+	t.Cleanup(func() { cancel(); inW.Close(); outR.Close(); <-done })
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	return func(line string) map[string]json.RawMessage {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		var sent struct{ ID json.RawMessage }
+		_ = json.Unmarshal([]byte(line), &sent)
+		if sent.ID == nil {
+			return nil // a notification has no answer
+		}
+		for lines.Scan() {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+				t.Fatalf("answer %q is not JSON: %v", lines.Text(), err)
+			}
+			if string(m["id"]) == string(sent.ID) {
+				return m
+			}
+		}
+		t.Fatalf("no answer to %s: %v", line, lines.Err())
+		return nil
+	}
+}
+
+// The fields a list answer may carry depend on the protocol version: ttlMs, cacheScope and
+// resultType exist from 2026-07-28 on, where cacheScope must be "public" or "private" (an
+// empty one made the OpenAI Agents SDK refuse the list). Older versions get none of them.
+func TestListAnswersCarryTheFieldsOfTheirVersion(t *testing.T) {
+	d := &quiver.Dispatcher{Registry: fixtureTools(t, &blockSignals{})}
+	srv := qmcp.NewServer(d, nil)
+	srv.SDK().AddPrompt(&sdk.Prompt{Name: "hello"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{}, nil
+	})
+	for _, version := range sdk.SupportedProtocolVersions() {
+		t.Run(version, func(t *testing.T) {
+			send := stdioSession(t, srv)
+			meta := ""
+			if version >= "2026-07-28" {
+				meta = fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`, version)
+			} else {
+				init := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, version))
+				if init["error"] != nil {
+					t.Fatalf("initialize: %s", init["error"])
+				}
+				send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			}
+			for i, method := range []string{"tools/list", "prompts/list"} {
+				params := "{}"
+				if meta != "" {
+					params = "{" + meta + "}"
+				}
+				answer := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, i+2, method, params))
+				var result map[string]json.RawMessage
+				if err := json.Unmarshal(answer["result"], &result); err != nil {
+					t.Fatalf("%s: answer %v has no result: %v", method, answer, err)
+				}
+				if result["tools"] == nil && result["prompts"] == nil {
+					t.Fatalf("%s: result %v lists nothing", method, result)
+				}
+				if version < "2026-07-28" {
+					for _, field := range []string{"ttlMs", "cacheScope", "resultType"} {
+						if v, ok := result[field]; ok {
+							t.Errorf("%s at %s: result has %s = %s, a field this version does not define", method, version, field, v)
+						}
+					}
+					continue
+				}
+				var scope string
+				if err := json.Unmarshal(result["cacheScope"], &scope); err != nil || !slices.Contains([]string{"public", "private"}, scope) {
+					t.Errorf("%s at %s: cacheScope %s, want \"public\" or \"private\"", method, version, result["cacheScope"])
+				}
+				var ttl int
+				if err := json.Unmarshal(result["ttlMs"], &ttl); err != nil || ttl < 0 {
+					t.Errorf("%s at %s: ttlMs %s, want a number of at least 0", method, version, result["ttlMs"])
+				}
+				if method == "tools/list" && scope != "private" {
+					t.Errorf("tools/list at %s: cacheScope %q, want private (the list depends on who asks)", version, scope)
+				}
+			}
+		})
+	}
+}
