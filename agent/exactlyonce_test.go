@@ -146,13 +146,15 @@ func TestRandomCancellationsRunEveryCallExactlyOnce(t *testing.T) {
 		r := &agent.Runner{Store: st, Registry: reg, Model: m, Grace: time.Second}
 		ag := &agent.Agent{Name: "a", Prompt: &agent.Prompt{Name: "p", Tools: []string{"work"}, Stop: agent.StopRules{MaxSteps: 100}}}
 		var out *agent.Outcome
-		cancels := 0
+		cancels, stalled, stored := 0, 0, 0
 		for attempt := 0; attempt < 500 && (out == nil || out.Status != agent.RunFinished); attempt++ {
-			// Most runs are cut within a few milliseconds; every fourth gets longer, so that a
-			// slower backend makes progress too.
-			window := 4 * time.Millisecond
+			// Most runs are cut within a few milliseconds. Each attempt that stored nothing
+			// doubles the window of the next (every second one), so that the run finishes on
+			// any machine: a slow one (the race detector on one busy core) needs longer than
+			// a few milliseconds for a step, and a fixed window never let it make one.
+			window := 4 * time.Millisecond << min(stalled/2, 12)
 			if attempt%4 == 3 {
-				window = 60 * time.Millisecond
+				window *= 15
 			}
 			cctx, cancel := context.WithCancel(ctx)
 			timer := time.AfterFunc(rand.N(window), cancel)
@@ -175,6 +177,11 @@ func TestRandomCancellationsRunEveryCallExactlyOnce(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatalf("attempt %d: %v", attempt, err)
+			}
+			if hist, _ := th.History(ctx); len(hist) > stored {
+				stored, stalled = len(hist), 0
+			} else {
+				stalled++
 			}
 		}
 		if out == nil || out.Status != agent.RunFinished || out.Text != "all done" {

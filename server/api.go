@@ -100,9 +100,9 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	cfg.DocsPath = ""     // the console serves people; the document serves tools
 	cfg.CreateHooks = nil // no $schema links added to every body
 	api := humago.New(mux, cfg)
-	api.UseMiddleware(traceRequests)
+	api.UseMiddleware(traceRequests, strictBodies(api))
 
-	huma.Register(api, huma.Operation{OperationID: "list-served-tools", Method: http.MethodGet, Path: "/v1/tools/served",
+	register(api, huma.Operation{OperationID: "list-served-tools", Method: http.MethodGet, Path: "/v1/tools/served",
 		Summary: "The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
 		out := &toolsOutput{}
 		out.Body.Tools = []apiTool{}
@@ -113,7 +113,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
+	register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
 		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread"},
 		func(ctx context.Context, in *callInput) (*callOutput, error) {
 			p, err := s.member(ctx, "list the tools but not call them")
@@ -139,7 +139,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	s.registerThreadLists(api)
 	s.registerEntities(api)
 
-	huma.Register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
+	register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
 		Summary: "A thread"}, func(ctx context.Context, in *threadInput) (*threadOutput, error) {
 		ws := s.workspaceID(ctx)
 		th, err := s.cfg.Store.Thread(ctx, ws, in.ID)
@@ -167,7 +167,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 		return &threadOutput{Body: view}, nil
 	})
 
-	huma.Register(api, huma.Operation{OperationID: "list-messages", Method: http.MethodGet, Path: "/v1/threads/{id}/messages",
+	register(api, huma.Operation{OperationID: "list-messages", Method: http.MethodGet, Path: "/v1/threads/{id}/messages",
 		Summary: "A thread's messages, oldest first, the newest page unless before says otherwise"},
 		func(ctx context.Context, in *messagesInput) (*messagesOutput, error) {
 			if _, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), in.ID); err != nil {
@@ -239,7 +239,7 @@ type runOutput struct {
 
 // registerRuns adds the endpoints of background runs, when the server has them.
 func (s *Server) registerRuns(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "create-thread", Method: http.MethodPost, Path: "/v1/threads",
+	register(api, huma.Operation{OperationID: "create-thread", Method: http.MethodPost, Path: "/v1/threads",
 		Summary: "Create a thread, for an agent whose required variables must resolve", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createThreadInput) (*createThreadOutput, error) {
 			p, err := s.member(ctx, "read threads but not create them")
@@ -288,7 +288,7 @@ func (s *Server) registerRuns(api huma.API) {
 			return &createThreadOutput{Status: http.StatusCreated, Body: th}, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "start-run", Method: http.MethodPost, Path: "/v1/threads/{id}/runs",
+	register(api, huma.Operation{OperationID: "start-run", Method: http.MethodPost, Path: "/v1/threads/{id}/runs",
 		Summary: "Start an agent run on the thread, in the background", DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *runInput) (*runOutput, error) {
 			if _, err := s.member(ctx, "read threads but not run agents"); err != nil {
@@ -323,7 +323,7 @@ func (s *Server) registerRuns(api huma.API) {
 			return out, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "decide", Method: http.MethodPost, Path: "/v1/threads/{id}/decisions",
+	register(api, huma.Operation{OperationID: "decide", Method: http.MethodPost, Path: "/v1/threads/{id}/decisions",
 		Summary:       "Decide on a call that waits for a person's confirmation; the run resumes in the background",
 		DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *decisionInput) (*runOutput, error) {

@@ -48,7 +48,7 @@ type waitingOutput struct {
 }
 
 func (s *Server) registerConsoleAPI(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "get-session", Method: http.MethodGet, Path: "/v1/session",
+	register(api, huma.Operation{OperationID: "get-session", Method: http.MethodGet, Path: "/v1/session",
 		Summary: "What the request's key is: its workspace, user and role"},
 		func(ctx context.Context, _ *struct{}) (*sessionOutput, error) {
 			p, ok := PrincipalFrom(ctx)
@@ -64,7 +64,7 @@ func (s *Server) registerConsoleAPI(api huma.API) {
 			return &sessionOutput{Body: out}, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "list-waiting-calls", Method: http.MethodGet, Path: "/v1/pending",
+	register(api, huma.Operation{OperationID: "list-waiting-calls", Method: http.MethodGet, Path: "/v1/pending",
 		Summary: "Every call in the workspace that waits for a person's decision or a client's result, newest thread first"},
 		func(ctx context.Context, in *waitingInput) (*waitingOutput, error) {
 			if s.cfg.Runner == nil || s.cfg.Agents == nil {

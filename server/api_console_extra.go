@@ -73,7 +73,7 @@ type checkArgsOutput struct {
 
 // registerConsoleExtra adds the endpoints of this file.
 func (s *Server) registerConsoleExtra(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "get-served-tool", Method: http.MethodGet, Path: "/v1/tools/served/{name}",
+	register(api, huma.Operation{OperationID: "get-served-tool", Method: http.MethodGet, Path: "/v1/tools/served/{name}",
 		Summary: "A tool the workspace is served: its flags, schemas, examples and variables, and how each provider is offered it"},
 		func(ctx context.Context, in *servedToolInput) (*servedToolOutput, error) {
 			ten, t, err := s.servedTool(ctx, in.Name)
@@ -90,7 +90,7 @@ func (s *Server) registerConsoleExtra(api huma.API) {
 			return &servedToolOutput{Body: out}, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "check-tool-args", Method: http.MethodPost, Path: "/v1/tools/served/{name}/validate",
+	register(api, huma.Operation{OperationID: "check-tool-args", Method: http.MethodPost, Path: "/v1/tools/served/{name}/validate",
 		Summary: "Check arguments against a served tool's input schema, without calling it: each problem names its field (body.args.<field>)"},
 		func(ctx context.Context, in *checkArgsInput) (*checkArgsOutput, error) {
 			_, t, err := s.servedTool(ctx, in.Name)
@@ -280,7 +280,7 @@ type variableOwner struct {
 
 func (s *Server) registerLayerVariables(api huma.API) {
 	const agentOne, userOne = "/v1/agents/{agent}/variables/{name}", "/v1/users/{id}/variables/{name}"
-	huma.Register(api, huma.Operation{OperationID: "list-agent-variables", Method: http.MethodGet, Path: "/v1/agents/{agent}/variables",
+	register(api, huma.Operation{OperationID: "list-agent-variables", Method: http.MethodGet, Path: "/v1/agents/{agent}/variables",
 		Summary: "The variables set on an agent in the workspace, secrets without their value"},
 		func(ctx context.Context, in *agentVariablesInput) (*threadVariablesOutput, error) {
 			o, err := s.agentOwner(ctx, in.Agent)
@@ -289,7 +289,7 @@ func (s *Server) registerLayerVariables(api huma.API) {
 			}
 			return s.listLayerVariables(ctx, o)
 		})
-	huma.Register(api, huma.Operation{OperationID: "set-agent-variable", Method: http.MethodPut, Path: agentOne,
+	register(api, huma.Operation{OperationID: "set-agent-variable", Method: http.MethodPut, Path: agentOne,
 		Summary: "Set a variable on an agent in the workspace; a secret is encrypted at rest"},
 		func(ctx context.Context, in *setAgentVariableInput) (*threadVariableOutput, error) {
 			if _, err := s.member(ctx, "read variables but not set them"); err != nil {
@@ -301,7 +301,7 @@ func (s *Server) registerLayerVariables(api huma.API) {
 			}
 			return s.setLayerVariable(ctx, o, in.Name, in.RawBody)
 		})
-	huma.Register(api, huma.Operation{OperationID: "delete-agent-variable", Method: http.MethodDelete, Path: agentOne,
+	register(api, huma.Operation{OperationID: "delete-agent-variable", Method: http.MethodDelete, Path: agentOne,
 		Summary: "Remove a variable's value from an agent in the workspace", DefaultStatus: http.StatusNoContent},
 		func(ctx context.Context, in *agentVariableInput) (*struct{}, error) {
 			if _, err := s.member(ctx, "read variables but not remove them"); err != nil {
@@ -314,7 +314,7 @@ func (s *Server) registerLayerVariables(api huma.API) {
 			return nil, s.deleteLayerVariable(ctx, o, in.Name)
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "list-user-variables", Method: http.MethodGet, Path: "/v1/users/{id}/variables",
+	register(api, huma.Operation{OperationID: "list-user-variables", Method: http.MethodGet, Path: "/v1/users/{id}/variables",
 		Summary: "The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin"},
 		func(ctx context.Context, in *userVariablesInput) (*threadVariablesOutput, error) {
 			o, err := s.userOwner(ctx, in.ID, "read")
@@ -323,7 +323,7 @@ func (s *Server) registerLayerVariables(api huma.API) {
 			}
 			return s.listLayerVariables(ctx, o)
 		})
-	huma.Register(api, huma.Operation{OperationID: "set-user-variable", Method: http.MethodPut, Path: userOne,
+	register(api, huma.Operation{OperationID: "set-user-variable", Method: http.MethodPut, Path: userOne,
 		Summary: "Set a variable on a member of the workspace (the key's own user, or any member for an admin); a secret is encrypted at rest"},
 		func(ctx context.Context, in *setUserVariableInput) (*threadVariableOutput, error) {
 			if _, err := s.member(ctx, "read variables but not set them"); err != nil {
@@ -335,7 +335,7 @@ func (s *Server) registerLayerVariables(api huma.API) {
 			}
 			return s.setLayerVariable(ctx, o, in.Name, in.RawBody)
 		})
-	huma.Register(api, huma.Operation{OperationID: "delete-user-variable", Method: http.MethodDelete, Path: userOne,
+	register(api, huma.Operation{OperationID: "delete-user-variable", Method: http.MethodDelete, Path: userOne,
 		Summary: "Remove a variable's value from a member of the workspace (the key's own user, or any member for an admin)", DefaultStatus: http.StatusNoContent},
 		func(ctx context.Context, in *userVariableInput) (*struct{}, error) {
 			if _, err := s.member(ctx, "read variables but not remove them"); err != nil {

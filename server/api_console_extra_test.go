@@ -392,6 +392,9 @@ func TestConsoleUserVariables(t *testing.T) {
 		problem(t, "setting B's user's", w.do(t, "admin", "PUT", "/v1/users/"+w.other+"/variables/X", map[string]any{"value": "x"}), 404, server.CodeNotFound, "path.id")
 		problem(t, "a thread's id", w.do(t, "admin", "GET", "/v1/users/thr_"+strings.TrimPrefix(w.member, "usr_")+"/variables", nil), 400, server.CodeInvalidRequest, "path.id")
 		problem(t, "a scoped value", w.do(t, "member", "PUT", own+"/X", `{"value":"x","scoped":true}`), 400, server.CodeInvalidRequest, "body.scoped")
+		// A body read by its handler is held to the same keys as any other (strictjson.go).
+		problem(t, "a value given twice", w.do(t, "member", "PUT", own+"/X", `{"value":"x","value":"y"}`), 400, server.CodeInvalidRequest, "body.value")
+		problem(t, "a value in another case", w.do(t, "member", "PUT", own+"/X", `{"value":"x","Value":"y"}`), 400, server.CodeInvalidRequest, "body.Value")
 		if vs, err := w.st.Variables(ctx, w.b, store.LayerUser, w.other); err != nil || len(vs) != 0 {
 			t.Errorf("B's user's variables: %v, %v", vs, err)
 		}

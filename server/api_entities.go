@@ -141,7 +141,7 @@ type updateWorkspaceInput struct {
 }
 
 func (s *Server) registerWorkspaces(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "create-workspace", Method: http.MethodPost, Path: "/v1/workspaces",
+	register(api, huma.Operation{OperationID: "create-workspace", Method: http.MethodPost, Path: "/v1/workspaces",
 		Summary:       "Create a workspace administered by the key's user, with a first admin key for it",
 		DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createWorkspaceInput) (*createWorkspaceOutput, error) {
@@ -183,7 +183,7 @@ func (s *Server) registerWorkspaces(api huma.API) {
 			return out, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "get-workspace", Method: http.MethodGet, Path: "/v1/workspaces/{id}",
+	register(api, huma.Operation{OperationID: "get-workspace", Method: http.MethodGet, Path: "/v1/workspaces/{id}",
 		Summary: "The key's workspace"}, func(ctx context.Context, in *workspaceInput) (*workspaceOutput, error) {
 		ent, err := s.ownWorkspace(in.ID, s.workspaceID(ctx))
 		if err != nil {
@@ -196,7 +196,7 @@ func (s *Server) registerWorkspaces(api huma.API) {
 		return &workspaceOutput{Body: w}, nil
 	})
 
-	huma.Register(api, huma.Operation{OperationID: "update-workspace", Method: http.MethodPatch, Path: "/v1/workspaces/{id}",
+	register(api, huma.Operation{OperationID: "update-workspace", Method: http.MethodPatch, Path: "/v1/workspaces/{id}",
 		Summary: "Rename the key's workspace, change its retention tier or its default runtime user"},
 		func(ctx context.Context, in *updateWorkspaceInput) (*workspaceOutput, error) {
 			p, err := s.admin(ctx, "use the workspace but not administer it")
@@ -302,7 +302,7 @@ type setRoleInput struct {
 }
 
 func (s *Server) registerMembers(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "list-members", Method: http.MethodGet, Path: "/v1/members",
+	register(api, huma.Operation{OperationID: "list-members", Method: http.MethodGet, Path: "/v1/members",
 		Summary: "The workspace's members, oldest first"}, func(ctx context.Context, _ *struct{}) (*membersOutput, error) {
 		ent, err := s.entities()
 		if err != nil {
@@ -324,7 +324,7 @@ func (s *Server) registerMembers(api huma.API) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{OperationID: "add-member", Method: http.MethodPost, Path: "/v1/members",
+	register(api, huma.Operation{OperationID: "add-member", Method: http.MethodPost, Path: "/v1/members",
 		Summary: "Add a member by email, making the user when the email is new", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *addMemberInput) (*memberOutput, error) {
 			if _, err := s.admin(ctx, "use the workspace but not administer its members"); err != nil {
@@ -355,7 +355,7 @@ func (s *Server) registerMembers(api huma.API) {
 			return &memberOutput{Body: memberRecordOf(m, u)}, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "set-member-role", Method: http.MethodPatch, Path: "/v1/members/{user_id}",
+	register(api, huma.Operation{OperationID: "set-member-role", Method: http.MethodPatch, Path: "/v1/members/{user_id}",
 		Summary: "Change a member's role; the workspace keeps at least one admin"},
 		func(ctx context.Context, in *setRoleInput) (*memberOutput, error) {
 			if _, err := s.admin(ctx, "use the workspace but not administer its members"); err != nil {
@@ -383,7 +383,7 @@ func (s *Server) registerMembers(api huma.API) {
 			return &memberOutput{Body: r}, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "remove-member", Method: http.MethodDelete, Path: "/v1/members/{user_id}",
+	register(api, huma.Operation{OperationID: "remove-member", Method: http.MethodDelete, Path: "/v1/members/{user_id}",
 		Summary:       "Remove a member: not the last admin, nor a user tools run as (change those first)",
 		DefaultStatus: http.StatusNoContent},
 		func(ctx context.Context, in *memberPathInput) (*struct{}, error) {
@@ -471,7 +471,7 @@ type keyOutput struct {
 }
 
 func (s *Server) registerKeys(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "list-keys", Method: http.MethodGet, Path: "/v1/keys",
+	register(api, huma.Operation{OperationID: "list-keys", Method: http.MethodGet, Path: "/v1/keys",
 		Summary: "The workspace's API keys, newest first (their records, never the keys)"},
 		func(ctx context.Context, _ *struct{}) (*keysOutput, error) {
 			if _, err := s.admin(ctx, "use the workspace but not list its keys"); err != nil {
@@ -490,7 +490,7 @@ func (s *Server) registerKeys(api huma.API) {
 			return out, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "create-key", Method: http.MethodPost, Path: "/v1/keys",
+	register(api, huma.Operation{OperationID: "create-key", Method: http.MethodPost, Path: "/v1/keys",
 		Summary: "Make an API key for a member; the key is in the answer, once", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createKeyInput) (*createKeyOutput, error) {
 			p, err := s.admin(ctx, "use the workspace but not make keys")
@@ -537,7 +537,7 @@ func (s *Server) registerKeys(api huma.API) {
 			return out, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "revoke-key", Method: http.MethodDelete, Path: "/v1/keys/{id}",
+	register(api, huma.Operation{OperationID: "revoke-key", Method: http.MethodDelete, Path: "/v1/keys/{id}",
 		Summary: "Revoke an API key for good; servers refuse it within a second"},
 		func(ctx context.Context, in *keyInput) (*keyOutput, error) {
 			if _, err := s.admin(ctx, "use the workspace but not revoke keys"); err != nil {
@@ -677,11 +677,11 @@ type listToolsOutput struct {
 var anyOutput = json.RawMessage("true")
 
 func (s *Server) registerTools(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "list-tools", Method: http.MethodGet, Path: "/v1/tools",
+	register(api, huma.Operation{OperationID: "list-tools", Method: http.MethodGet, Path: "/v1/tools",
 		Summary: "The workspace's stored tools, oldest first, a page at a time"}, s.listTools)
-	huma.Register(api, huma.Operation{OperationID: "create-tool", Method: http.MethodPost, Path: "/v1/tools",
+	register(api, huma.Operation{OperationID: "create-tool", Method: http.MethodPost, Path: "/v1/tools",
 		Summary: "Store a tool: a function of the workspace (server) or one the client runs", DefaultStatus: http.StatusCreated}, s.createTool)
-	huma.Register(api, huma.Operation{OperationID: "get-tool", Method: http.MethodGet, Path: "/v1/tools/{id}",
+	register(api, huma.Operation{OperationID: "get-tool", Method: http.MethodGet, Path: "/v1/tools/{id}",
 		Summary: "A stored tool of the workspace (deleted ones included) or a system tool"},
 		func(ctx context.Context, in *toolInput) (*toolOutput, error) {
 			if err := checkID("path.id", store.PrefixTool, in.ID); err != nil {
@@ -697,9 +697,9 @@ func (s *Server) registerTools(api huma.API) {
 			}
 			return &toolOutput{Body: toolRecordOf(t)}, nil
 		})
-	huma.Register(api, huma.Operation{OperationID: "update-tool", Method: http.MethodPatch, Path: "/v1/tools/{id}",
+	register(api, huma.Operation{OperationID: "update-tool", Method: http.MethodPatch, Path: "/v1/tools/{id}",
 		Summary: "Change a stored tool: the fields given; system tools cannot be changed"}, s.updateTool)
-	huma.Register(api, huma.Operation{OperationID: "delete-tool", Method: http.MethodDelete, Path: "/v1/tools/{id}",
+	register(api, huma.Operation{OperationID: "delete-tool", Method: http.MethodDelete, Path: "/v1/tools/{id}",
 		Summary: "Delete a stored tool: kept for its retention tier, then purged"},
 		func(ctx context.Context, in *deleteToolInput) (*toolOutput, error) {
 			if _, err := s.member(ctx, "read tools but not delete them"); err != nil {
@@ -1176,7 +1176,7 @@ type defaultVersionInput struct {
 }
 
 func (s *Server) registerFunctions(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "list-functions", Method: http.MethodGet, Path: "/v1/functions",
+	register(api, huma.Operation{OperationID: "list-functions", Method: http.MethodGet, Path: "/v1/functions",
 		Summary: "The workspace's functions, oldest first"}, func(ctx context.Context, _ *struct{}) (*functionsOutput, error) {
 		ent, err := s.entities()
 		if err != nil {
@@ -1191,7 +1191,7 @@ func (s *Server) registerFunctions(api huma.API) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{OperationID: "create-function", Method: http.MethodPost, Path: "/v1/functions",
+	register(api, huma.Operation{OperationID: "create-function", Method: http.MethodPost, Path: "/v1/functions",
 		Summary: "Create a function, without versions yet", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createFunctionInput) (*functionOutput, error) {
 			if _, err := s.member(ctx, "read functions but not create them"); err != nil {
@@ -1211,7 +1211,7 @@ func (s *Server) registerFunctions(api huma.API) {
 			return &functionOutput{Body: f}, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "get-function", Method: http.MethodGet, Path: "/v1/functions/{id}",
+	register(api, huma.Operation{OperationID: "get-function", Method: http.MethodGet, Path: "/v1/functions/{id}",
 		Summary: "A function of the workspace, or a system function"}, func(ctx context.Context, in *functionInput) (*functionOutput, error) {
 		if err := checkID("path.id", store.PrefixFunction, in.ID); err != nil {
 			return nil, err
@@ -1227,7 +1227,7 @@ func (s *Server) registerFunctions(api huma.API) {
 		return &functionOutput{Body: f}, nil
 	})
 
-	huma.Register(api, huma.Operation{OperationID: "create-function-version", Method: http.MethodPost, Path: "/v1/functions/{id}/versions",
+	register(api, huma.Operation{OperationID: "create-function-version", Method: http.MethodPost, Path: "/v1/functions/{id}/versions",
 		Summary: "Add a version of a function's code; the first becomes its default", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createVersionInput) (*versionOutput, error) {
 			if _, err := s.member(ctx, "read functions but not change them"); err != nil {
@@ -1260,7 +1260,7 @@ func (s *Server) registerFunctions(api huma.API) {
 			return &versionOutput{Body: v}, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "list-function-versions", Method: http.MethodGet, Path: "/v1/functions/{id}/versions",
+	register(api, huma.Operation{OperationID: "list-function-versions", Method: http.MethodGet, Path: "/v1/functions/{id}/versions",
 		Summary: "A function's versions, in order"}, func(ctx context.Context, in *functionInput) (*versionsOutput, error) {
 		if err := checkID("path.id", store.PrefixFunction, in.ID); err != nil {
 			return nil, err
@@ -1278,7 +1278,7 @@ func (s *Server) registerFunctions(api huma.API) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{OperationID: "set-default-version", Method: http.MethodPut, Path: "/v1/functions/{id}/default-version",
+	register(api, huma.Operation{OperationID: "set-default-version", Method: http.MethodPut, Path: "/v1/functions/{id}/default-version",
 		Summary: "Make a version the function's default: the tools that pin no version run it"},
 		func(ctx context.Context, in *defaultVersionInput) (*functionOutput, error) {
 			if _, err := s.member(ctx, "read functions but not change them"); err != nil {

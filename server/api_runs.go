@@ -136,7 +136,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 		Summary: "The thread's events as Server-Sent Events: its messages (resumable with Last-Event-ID), its state, and live run events",
 		Responses: map[string]*huma.Response{"200": {Description: "An event stream: events state, message (id: the message's seq), delta and run.",
 			Content: map[string]*huma.MediaType{"text/event-stream": {Schema: &huma.Schema{Type: huma.TypeString}}}}}}
-	huma.Register(api, op, func(ctx context.Context, in *eventsInput) (*huma.StreamResponse, error) {
+	register(api, op, func(ctx context.Context, in *eventsInput) (*huma.StreamResponse, error) {
 		ws := s.workspaceID(ctx)
 		if _, err := s.cfg.Store.Thread(ctx, ws, in.ID); err != nil {
 			return nil, apiError(err, "thread "+in.ID)
@@ -169,7 +169,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 	if s.cfg.Runs == nil {
 		return
 	}
-	huma.Register(api, huma.Operation{OperationID: "list-pending", Method: http.MethodGet, Path: "/v1/threads/{id}/pending",
+	register(api, huma.Operation{OperationID: "list-pending", Method: http.MethodGet, Path: "/v1/threads/{id}/pending",
 		Summary: "The call a paused run waits on: a confirmation to decide (POST .../decisions) or a client tool's result (POST .../results)"},
 		func(ctx context.Context, in *threadInput) (*pendingOutput, error) {
 			th, ag, err := s.threadAgent(ctx, in.ID, "")
@@ -191,7 +191,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 			return out, nil
 		})
 
-	huma.Register(api, huma.Operation{OperationID: "post-result", Method: http.MethodPost, Path: "/v1/threads/{id}/results",
+	register(api, huma.Operation{OperationID: "post-result", Method: http.MethodPost, Path: "/v1/threads/{id}/results",
 		Summary:       "Answer a client tool's call: the result is recorded once and the run resumes in the background",
 		DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *resultInput) (*runOutput, error) {

@@ -81,7 +81,7 @@ type threadChildrenOutput struct {
 const maxChildrenListed = 10000
 
 func (s *Server) registerVariablesRequests(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "list-thread-children", Method: http.MethodGet, Path: "/v1/threads/{id}/children",
+	register(api, huma.Operation{OperationID: "list-thread-children", Method: http.MethodGet, Path: "/v1/threads/{id}/children",
 		Summary: "The thread's children registry: its sub-agents and prompt flows, oldest first"},
 		func(ctx context.Context, in *threadIDInput) (*threadChildrenOutput, error) {
 			info, err := s.thread(ctx, in.ID)
@@ -104,7 +104,7 @@ func (s *Server) registerVariablesRequests(api huma.API) {
 			return out, nil
 		})
 	const path = "/v1/threads/{id}/variables/{name}"
-	huma.Register(api, huma.Operation{OperationID: "get-variables-request", Method: http.MethodGet, Path: path,
+	register(api, huma.Operation{OperationID: "get-variables-request", Method: http.MethodGet, Path: path,
 		Summary: "The variables a deferred sub-agent waits for (the request of a subagent_env_required result)"},
 		func(ctx context.Context, in *variablesRequestInput) (*variablesRequestOutput, error) {
 			parent, err := s.parentThread(ctx, in.ID)
@@ -123,7 +123,7 @@ func (s *Server) registerVariablesRequests(api huma.API) {
 			}
 			return &variablesRequestOutput{Body: variablesRequestOf(d)}, nil
 		})
-	huma.Register(api, huma.Operation{OperationID: "provide-variables", Method: http.MethodPost, Path: path,
+	register(api, huma.Operation{OperationID: "provide-variables", Method: http.MethodPost, Path: path,
 		Summary: "Provide the variables a deferred sub-agent waits for; it starts at once", DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *provideVariablesInput) (*variablesRequestOutput, error) {
 			if _, err := s.member(ctx, "read threads but not provide variables"); err != nil {

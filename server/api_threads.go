@@ -34,7 +34,7 @@ import (
 
 // registerThreadLists adds the thread endpoints of this file.
 func (s *Server) registerThreadLists(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "list-threads", Method: http.MethodGet, Path: "/v1/threads",
+	register(api, huma.Operation{OperationID: "list-threads", Method: http.MethodGet, Path: "/v1/threads",
 		Summary: "The workspace's threads, newest first, a page at a time, optionally by agent, tag and status"}, s.listThreads)
 	s.registerThreadFiles(api)
 	s.registerThreadVariables(api)
@@ -141,10 +141,10 @@ const (
 
 // registerThreadFiles adds the endpoints of a thread's file system.
 func (s *Server) registerThreadFiles(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "list-thread-files", Method: http.MethodGet, Path: "/v1/threads/{id}/files",
+	register(api, huma.Operation{OperationID: "list-thread-files", Method: http.MethodGet, Path: "/v1/threads/{id}/files",
 		Summary: "The thread's files and directories (its attachments are under /attachments), under a path"}, s.listThreadFiles)
 
-	huma.Register(api, huma.Operation{OperationID: "get-thread-file", Method: http.MethodGet, Path: filePathPattern,
+	register(api, huma.Operation{OperationID: "get-thread-file", Method: http.MethodGet, Path: filePathPattern,
 		Summary:     "A file of the thread, as stored: its content with its MIME type",
 		Description: "The URL path after /files/ is the file's path in the thread's file system (GET /v1/threads/{id}/files/attachments/report.pdf). A path that breaks the file system's rules (a backslash, a control character, a trailing slash) is a 400; a directory too (list it instead); a missing file a 404. A URL with . or .. segments is cleaned by the HTTP server, which redirects to the clean URL before any handler sees it, so it never leaves the thread's file system.",
 		Responses: map[string]*huma.Response{"200": {
@@ -345,6 +345,10 @@ type VariableBody struct {
 // type), with problems that name the field at fault and never show a value given.
 func parseVariableBody(raw []byte) (VariableBody, error) {
 	var b VariableBody
+	if err := checkKeys(raw, reflect.TypeFor[VariableBody]()); err != nil {
+		ke := err.(*keyError)
+		return b, fieldError(http.StatusBadRequest, ke.loc, ke.msg)
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return b, fieldError(http.StatusBadRequest, "body", `want a JSON object: {"value": "...", "secret": false, "scoped": false}`)
@@ -388,17 +392,17 @@ func parseVariableBody(raw []byte) (VariableBody, error) {
 
 // registerThreadVariables adds the endpoints of a thread's variables.
 func (s *Server) registerThreadVariables(api huma.API) {
-	huma.Register(api, huma.Operation{OperationID: "list-thread-variables", Method: http.MethodGet, Path: "/v1/threads/{id}/variables",
+	register(api, huma.Operation{OperationID: "list-thread-variables", Method: http.MethodGet, Path: "/v1/threads/{id}/variables",
 		Summary: "The variables set on the thread (not those it inherits), secrets without their value"}, s.listThreadVariables)
 	const one = "/v1/threads/{id}/variables/{name}"
-	huma.Register(api, huma.Operation{OperationID: "set-thread-variable", Method: http.MethodPut, Path: one,
+	register(api, huma.Operation{OperationID: "set-thread-variable", Method: http.MethodPut, Path: one,
 		Summary: "Set a variable on the thread; a secret is encrypted at rest"}, s.setThreadVariable)
 	// The body is read by the handler (RawBody); the document describes what it reads.
 	if doc := api.OpenAPI(); doc.Paths[one] != nil && doc.Paths[one].Put != nil {
 		doc.Paths[one].Put.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
 			"application/json": {Schema: huma.SchemaFromType(doc.Components.Schemas, reflect.TypeFor[VariableBody]())}}}
 	}
-	huma.Register(api, huma.Operation{OperationID: "delete-thread-variable", Method: http.MethodDelete, Path: "/v1/threads/{id}/variables/{name}",
+	register(api, huma.Operation{OperationID: "delete-thread-variable", Method: http.MethodDelete, Path: "/v1/threads/{id}/variables/{name}",
 		Summary: "Remove a variable's value from the thread", DefaultStatus: http.StatusNoContent}, s.deleteThreadVariable)
 }
 
