@@ -11,8 +11,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/internal/hostcheck"
 )
 
 // Defaults of [HTTPOptions]. A session holds about 20 KB of the server's memory until it ends,
@@ -73,8 +73,32 @@ type HTTPOptions struct {
 	// (an API key, say). Nil uses the client's IP address; behind a reverse proxy every client
 	// has the proxy's, so give one that reads what the proxy forwards.
 	Owner func(*http.Request) string
+	// Pool, when set, is shared with other handlers (a server with an MCP server per
+	// workspace): each session also takes a place in it, so that the sessions of all of them
+	// together stay within the pool's cap (503 beyond it). MaxSessions is then this handler's
+	// share, which no one handler can exceed.
+	Pool *SessionPool
 	// Logger receives the transport's diagnostics; nil discards them.
 	Logger *slog.Logger
+}
+
+// SessionPool caps the sessions of several HTTP handlers together (see [HTTPOptions.Pool]).
+type SessionPool struct{ l *sessionLimiter }
+
+// NewSessionPool returns a pool of max sessions (negative: no cap) whose refusals are logged
+// to logger (nil discards them).
+func NewSessionPool(max int, logger *slog.Logger) *SessionPool {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &SessionPool{&sessionLimiter{max: max, perOwner: -1, logger: logger, owners: map[string]int{}}}
+}
+
+// Open is the number of sessions open in the pool's handlers.
+func (p *SessionPool) Open() int {
+	p.l.mu.Lock()
+	defer p.l.mu.Unlock()
+	return p.l.total
 }
 
 // HTTPHandler returns the streamable HTTP transport for the server, with stateful sessions,
@@ -114,19 +138,21 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		MaxRequestBodyBytes: o.MaxRequestBytes,
 		SessionTimeout:      o.SessionTimeout,
 		Logger:              o.Logger,
-		// The SDK checks Host only on loopback connections; hostAllowed checks it on every
+		// The SDK checks Host only on loopback connections; the guard checks it on every
 		// connection, and accepts the hosts the operator allowed.
 		DisableLocalhostProtection: true,
 	})
+	guard := hostcheck.Policy{Hosts: o.AllowedHosts, Origins: o.AllowedOrigins}
 	lim := &sessionLimiter{max: o.MaxSessions, perOwner: o.MaxSessionsPerOwner, idle: o.SessionTimeout, logger: logger, owners: map[string]int{}}
+	if o.Pool != nil {
+		lim.pool = o.Pool.l
+		lim.pool.mu.Lock()
+		lim.pool.idle = o.SessionTimeout
+		lim.pool.mu.Unlock()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hostAllowed(r, o.AllowedHosts) {
-			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q: this server answers to local addresses and its configured hosts only (DNS rebinding protection)",
-				truncate(r.Host, 100)), http.StatusForbidden)
-			return
-		}
-		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
-			http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed", truncate(origin, 100)), http.StatusForbidden)
+		if why := guard.Check(r); why != "" {
+			http.Error(w, "Forbidden: "+why, http.StatusForbidden)
 			return
 		}
 		if r.Method != http.MethodPost {
@@ -199,39 +225,6 @@ func remoteIP(r *http.Request) string {
 		return host
 	}
 	return r.RemoteAddr
-}
-
-// hostAllowed reports whether the request's Host names this server: localhost, a loopback
-// address, the address the connection arrived on, or an allowed host. A DNS rebinding page
-// can only send a name it controls, so it is refused.
-func hostAllowed(r *http.Request, allowed []string) bool {
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if host == "" {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") || slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, host) }) {
-		return true
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return false
-	}
-	if ip.IsLoopback() {
-		return true
-	}
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
-		if ta, ok := la.(*net.TCPAddr); ok {
-			return ta.IP.Equal(ip)
-		}
-		if h, _, err := net.SplitHostPort(la.String()); err == nil {
-			return net.ParseIP(h).Equal(ip)
-		}
-	}
-	return false
 }
 
 // protocolVersionSessionless is the first MCP version whose requests need no session
@@ -329,6 +322,7 @@ type sessionLimiter struct {
 	max, perOwner int // negative: no cap
 	idle          time.Duration
 	logger        *slog.Logger
+	pool          *sessionLimiter // shared with other handlers, or nil; locked after this one
 
 	mu       sync.Mutex
 	total    int
@@ -342,6 +336,7 @@ type sessionLimiter struct {
 type refusal struct {
 	status  int
 	message string
+	kind    string // the limit, for the log
 }
 
 // refusalLogEvery bounds the log lines a flood of refused sessions produces.
@@ -352,33 +347,52 @@ func (l *sessionLimiter) acquire(owner string) (*sessionSlot, *refusal) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var ref *refusal
-	switch {
-	case l.max >= 0 && l.total >= l.max:
-		ref = &refusal{http.StatusServiceUnavailable, fmt.Sprintf(
-			"too many MCP sessions: the server has %d open, its limit; close the sessions you no longer use "+
-				"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request",
-			l.total, l.idleText())}
-	case l.perOwner >= 0 && l.owners[owner] >= l.perOwner:
-		ref = &refusal{http.StatusTooManyRequests, fmt.Sprintf(
-			"too many MCP sessions: %s has %d open, the limit per client; close the sessions you no longer use "+
-				"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request",
-			truncate(owner, 100), l.owners[owner], l.idleText())}
+	if l.pool != nil {
+		l.pool.mu.Lock()
+		defer l.pool.mu.Unlock()
+		// The server's total first: when it is full, that is what a client must hear.
+		if ref = l.pool.refusal(owner, "the server"); ref != nil {
+			ref.kind = "the server's total (pool)"
+		}
+	}
+	if ref == nil {
+		ref = l.refusal(owner, "the server")
 	}
 	if ref != nil {
 		l.refused++
-		kind := "MaxSessions"
-		if ref.status == http.StatusTooManyRequests {
-			kind = "MaxSessionsPerOwner"
-		}
-		if now := time.Now(); now.Sub(l.lastLog) >= refusalLogEvery || kind != l.lastKind {
-			l.logger.Warn("mcp: refusing new sessions over the limit", "limit", kind, "open", l.total, "refused", l.refused, "owner", truncate(owner, 100))
-			l.refused, l.lastLog, l.lastKind = 0, now, kind
+		if now := time.Now(); now.Sub(l.lastLog) >= refusalLogEvery || ref.kind != l.lastKind {
+			l.logger.Warn("mcp: refusing new sessions over the limit", "limit", ref.kind, "open", l.total, "refused", l.refused, "owner", truncate(owner, 100))
+			l.refused, l.lastLog, l.lastKind = 0, now, ref.kind
 		}
 		return nil, ref
 	}
 	l.total++
 	l.owners[owner]++
+	if l.pool != nil {
+		l.pool.total++
+	}
 	return &sessionSlot{l: l, owner: owner}, nil
+}
+
+// refusal says why owner may not open another session here, or nil; l.mu is held.
+func (l *sessionLimiter) refusal(owner, who string) *refusal {
+	switch {
+	case l.max >= 0 && l.total >= l.max:
+		where := who + " has"
+		if l.pool != nil {
+			where = "this workspace has" // a share of the pool
+		}
+		return &refusal{http.StatusServiceUnavailable, fmt.Sprintf(
+			"too many MCP sessions: %s %d open, its limit; close the sessions you no longer use "+
+				"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request",
+			where, l.total, l.idleText()), "MaxSessions"}
+	case l.perOwner >= 0 && l.owners[owner] >= l.perOwner:
+		return &refusal{http.StatusTooManyRequests, fmt.Sprintf(
+			"too many MCP sessions: %s has %d open, the limit per client; close the sessions you no longer use "+
+				"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request",
+			truncate(owner, 100), l.owners[owner], l.idleText()), "MaxSessionsPerOwner"}
+	}
+	return nil
 }
 
 func (l *sessionLimiter) idleText() string {
@@ -394,6 +408,11 @@ func (l *sessionLimiter) add(owner string) {
 	l.mu.Lock()
 	l.total++
 	l.owners[owner]++
+	if l.pool != nil {
+		l.pool.mu.Lock()
+		l.pool.total++
+		l.pool.mu.Unlock()
+	}
 	l.mu.Unlock()
 }
 
@@ -402,6 +421,11 @@ func (l *sessionLimiter) release(owner string) {
 	l.total--
 	if l.owners[owner]--; l.owners[owner] <= 0 {
 		delete(l.owners, owner)
+	}
+	if l.pool != nil {
+		l.pool.mu.Lock()
+		l.pool.total--
+		l.pool.mu.Unlock()
 	}
 	l.mu.Unlock()
 }
@@ -528,18 +552,3 @@ func (p *prefixBuffer) Write(b []byte) (int, error) {
 
 func (p *prefixBuffer) Bytes() []byte { return p.buf.Bytes() }
 
-func originAllowed(origin string, allowed []string) bool {
-	if slices.Contains(allowed, origin) {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}

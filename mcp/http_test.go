@@ -443,3 +443,44 @@ func TestRequestsThatOpenNoSessionTakeNoPlace(t *testing.T) {
 		t.Errorf("a second initialize over MaxSessions 1: %d, want 503", a.status)
 	}
 }
+
+// Handlers that share a pool (a server's workspaces) are capped together: each at its own
+// share, all of them at the pool's total, and a session closed in one frees a place for all.
+// Before, each workspace had its own cap and one admin's six workspaces held 6,249 sessions.
+func TestSessionPoolCapsHandlersTogether(t *testing.T) {
+	pool := qmcp.NewSessionPool(3, nil)
+	_, urlA := serveHTTP(t, &qmcp.HTTPOptions{MaxSessions: 2, MaxSessionsPerOwner: -1, Pool: pool})
+	_, urlB := serveHTTP(t, &qmcp.HTTPOptions{MaxSessions: 2, MaxSessionsPerOwner: -1, Pool: pool})
+	var opened []string
+	steps := []struct {
+		url  string
+		want int
+		says string
+	}{
+		{urlA, 200, ""}, {urlA, 200, ""},
+		{urlA, 503, "this workspace has 2 open, its limit"},
+		{urlB, 200, ""},
+		{urlB, 503, "the server has 3 open, its limit"},
+	}
+	for i, s := range steps {
+		a := post(t, http.DefaultClient, s.url, nil, initBody)
+		if a.status != s.want || !strings.Contains(a.body, s.says) {
+			t.Fatalf("step %d: %d %s, want %d saying %q", i, a.status, a.body, s.want, s.says)
+		}
+		if a.status == 200 {
+			opened = append(opened, a.header.Get("Mcp-Session-Id"))
+		}
+	}
+	if n := pool.Open(); n != 3 {
+		t.Errorf("the pool counts %d sessions, want 3", n)
+	}
+	deleteSession(t, urlA, opened[0])
+	for deadline := time.Now().Add(10 * time.Second); pool.Open() != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed session's place is not given back: the pool counts %d", pool.Open())
+		}
+	}
+	if a := post(t, http.DefaultClient, urlB, nil, initBody); a.status != 200 {
+		t.Errorf("B after A closed one: %d %s, want 200", a.status, a.body)
+	}
+}

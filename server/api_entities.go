@@ -149,6 +149,13 @@ func (s *Server) registerWorkspaces(api huma.API) {
 			if err != nil {
 				return nil, err
 			}
+			if s.cfg.Auth != nil && p.WorkspaceID != s.cfg.WorkspaceID {
+				// A tenant who could make workspaces could multiply every per-workspace cap
+				// (sessions, streams, keys): the operator makes them.
+				return nil, problemf(http.StatusForbidden, CodeForbidden,
+					"workspaces are created by the admins of the server's own workspace (the operator's: the key quiver serve printed "+
+						"at its first start, and the admin keys made in that workspace); ask the operator for one")
+			}
 			ent, err := s.entities()
 			if err != nil {
 				return nil, err
@@ -431,6 +438,31 @@ func IssueAPIKey(ctx context.Context, keys store.APIKeys, k *store.APIKey) (stri
 	return secret, nil
 }
 
+// MaxKeysPerWorkspace is the most API keys a workspace may have working at once: its caps on
+// sessions and streams hold whatever keys it makes, and this bounds what one admin can make.
+const MaxKeysPerWorkspace = 100
+
+// roomForKey answers 409 when the workspace has MaxKeysPerWorkspace working keys. Two keys
+// made at the same instant can both pass: the bound may be crossed by the few requests that
+// race it, never more.
+func (s *Server) roomForKey(ctx context.Context, keys store.APIKeys, ws string) error {
+	all, err := keys.APIKeys(ctx, ws)
+	if err != nil {
+		return apiError(err, "the workspace's keys")
+	}
+	now, working := time.Now(), 0
+	for _, k := range all {
+		if k.Usable(now) {
+			working++
+		}
+	}
+	if working >= MaxKeysPerWorkspace {
+		return problemf(http.StatusConflict, CodeConflict, fmt.Sprintf(
+			"the workspace has %d working API keys, the most it may: revoke one first (DELETE /v1/keys/{id})", working))
+	}
+	return nil
+}
+
 // apiKeys is the store's key storage, or a 503 when it has none.
 func (s *Server) apiKeys() (store.APIKeys, error) {
 	keys, ok := s.cfg.Store.(store.APIKeys)
@@ -526,6 +558,9 @@ func (s *Server) registerKeys(api huma.API) {
 			}
 			if b.ExpiresAt != nil && !b.ExpiresAt.After(time.Now()) {
 				return nil, fieldError(http.StatusBadRequest, "body.expires_at", "the key would expire before it is made: want a time in the future")
+			}
+			if err := s.roomForKey(ctx, keys, ws); err != nil {
+				return nil, err
 			}
 			k := &store.APIKey{WorkspaceID: ws, UserID: userID, Name: b.Name, Role: role, ExpiresAt: b.ExpiresAt}
 			secret, err := IssueAPIKey(ctx, keys, k)

@@ -121,7 +121,8 @@ func newEntWorld(t *testing.T, st *schemaCounter) *entWorld {
 		}
 		return picker, nil
 	}
-	srv, err := server.New(ctx, server.Config{Store: st, Auth: auth, Registry: reg, Agents: agents, Logger: slog.New(slog.DiscardHandler)})
+	// A is the server's own workspace: its admins are the operator's, who make workspaces.
+	srv, err := server.New(ctx, server.Config{Store: st, Auth: auth, Registry: reg, Agents: agents, WorkspaceID: w.a.ID, Logger: slog.New(slog.DiscardHandler)})
 	must(err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })
@@ -339,6 +340,8 @@ func TestEntityAPIWorkspaces(t *testing.T) {
 			{"an unknown field", "admin", "PATCH", "/v1/workspaces/" + w.a.ID, map[string]any{"owner": "me"}, 422, "invalid_request", "body.owner"},
 			{"a workspace made by a member", "member", "POST", "/v1/workspaces", map[string]any{"name": "x"}, 403, "forbidden", ""},
 			{"a workspace made by a viewer", "viewer", "POST", "/v1/workspaces", map[string]any{"name": "x"}, 403, "forbidden", ""},
+			// A tenant's admin who could make workspaces could multiply every per-workspace cap.
+			{"a workspace made by another workspace's admin", "b", "POST", "/v1/workspaces", map[string]any{"name": "x"}, 403, "forbidden", ""},
 			{"a workspace without a name", "admin", "POST", "/v1/workspaces", map[string]any{}, 422, "invalid_request", "body.name"},
 			{"a workspace with a 129-byte name", "admin", "POST", "/v1/workspaces", map[string]any{"name": strings.Repeat("é", 65)}, 400, "invalid_request", "body.name"},
 			{"no key", "", "GET", "/v1/workspaces/" + w.a.ID, nil, 401, "unauthorized", ""},
@@ -541,6 +544,14 @@ func TestEntityAPIKeys(t *testing.T) {
 		if keys, _ := w.st.APIKeys(ctx, w.a.ID); len(keys) != 5 {
 			t.Errorf("A has %d keys after the refusals, want 5", len(keys))
 		}
+		// A workspace has at most MaxKeysPerWorkspace working keys; a revoked one frees a place.
+		var last struct{ Key store.APIKey }
+		for i := 5; i < server.MaxKeysPerWorkspace; i++ {
+			w.ok(t, "admin", "POST", "/v1/keys", map[string]any{"role": "viewer", "name": fmt.Sprintf("k%d", i)}, 201, &last)
+		}
+		wantProblem(t, "a key past the workspace's bound", w.do(t, "admin", "POST", "/v1/keys", map[string]any{"role": "viewer", "name": "over"}), 409, "conflict", "")
+		w.ok(t, "admin", "DELETE", "/v1/keys/"+last.Key.ID, nil, 200, nil)
+		w.ok(t, "admin", "POST", "/v1/keys", map[string]any{"role": "viewer", "name": "again"}, 201, nil)
 		w.ok(t, "b", "GET", "/v1/workspaces/"+w.b.ID, nil, 200, nil)
 
 		// A revoked key is refused once the authenticator's cache (a second) has passed.

@@ -85,36 +85,44 @@ type resultInput struct {
 	}
 }
 
-// Caps on open event streams: per key (or workspace, without keys), and in all.
+// Caps on open event streams: per key, per workspace (its share, which one workspace cannot
+// exceed however many keys it makes) and in all.
 const (
-	maxStreamsPerOwner = 32
-	maxStreams         = 1000
+	maxStreamsPerKey       = 32
+	maxStreamsPerWorkspace = 250
+	maxStreams             = 1000
 )
 
 // streamSlots counts the open event streams.
 type streamSlots struct {
-	mu      sync.Mutex
-	total   int
-	byOwner map[string]int
+	mu          sync.Mutex
+	total       int
+	byKey       map[string]int
+	byWorkspace map[string]int
 }
 
-// take holds a slot for owner's new stream, or answers 429 (the owner's) or 503 (the
-// server's) when none is free; release gives it back.
-func (c *streamSlots) take(owner string) (release func(), err error) {
+// take holds a slot for a new stream of key in workspace (key is "" on a server without
+// keys), or answers 429 (the key's or the workspace's) or 503 (the server's) when none is
+// free; release gives it back.
+func (c *streamSlots) take(workspace, key string) (release func(), err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.byOwner[owner] >= maxStreamsPerOwner:
+	case key != "" && c.byKey[key] >= maxStreamsPerKey:
 		return nil, problemf(http.StatusTooManyRequests, CodeTooManyStreams,
-			fmt.Sprintf("%s has %d event streams open, the most one key may: close one first", owner, maxStreamsPerOwner))
+			fmt.Sprintf("%s has %d event streams open, the most one key may: close one first", key, maxStreamsPerKey))
+	case c.byWorkspace[workspace] >= maxStreamsPerWorkspace:
+		return nil, problemf(http.StatusTooManyRequests, CodeTooManyStreams,
+			fmt.Sprintf("workspace %s has %d event streams open, the most one workspace may: close one first", workspace, maxStreamsPerWorkspace))
 	case c.total >= maxStreams:
 		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable,
 			fmt.Sprintf("the server has %d event streams open, the most it serves: try again shortly", maxStreams))
 	}
-	if c.byOwner == nil {
-		c.byOwner = map[string]int{}
+	if c.byKey == nil {
+		c.byKey, c.byWorkspace = map[string]int{}, map[string]int{}
 	}
-	c.byOwner[owner]++
+	c.byKey[key]++
+	c.byWorkspace[workspace]++
 	c.total++
 	var once sync.Once
 	return func() {
@@ -122,8 +130,11 @@ func (c *streamSlots) take(owner string) (release func(), err error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.total--
-			if c.byOwner[owner]--; c.byOwner[owner] == 0 {
-				delete(c.byOwner, owner)
+			if c.byKey[key]--; c.byKey[key] == 0 {
+				delete(c.byKey, key)
+			}
+			if c.byWorkspace[workspace]--; c.byWorkspace[workspace] == 0 {
+				delete(c.byWorkspace, workspace)
 			}
 		})
 	}, nil
@@ -151,12 +162,9 @@ func (s *Server) registerRunEvents(api huma.API) {
 			after = n
 		}
 		// Each stream holds a connection and a goroutine for as long as the client likes:
-		// bound them per key and in all, as MCP sessions are.
-		owner := ws
-		if p, ok := PrincipalFrom(ctx); ok {
-			owner = p.KeyID
-		}
-		release, err := s.streams.take(owner)
+		// bound them per key, per workspace and in all, as MCP sessions are.
+		p, _ := PrincipalFrom(ctx)
+		release, err := s.streams.take(ws, p.KeyID)
 		if err != nil {
 			return nil, err
 		}

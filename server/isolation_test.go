@@ -497,7 +497,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 			return srv.WorkspaceRegistry(ctx, ws)
 		}}
 	runs := be.startJobs(t, jobs.Config{Runner: runner, Agents: agentOf, Logger: discard})
-	srv, err = server.New(ctx, server.Config{Store: st, JournalDir: be.journal, Registry: reg, Resolver: resolver, Auth: &server.Authenticator{Keys: st},
+	srv, err = server.New(ctx, server.Config{Store: st, JournalDir: be.journal, Registry: reg, Resolver: resolver, Auth: &server.Authenticator{Keys: st}, WorkspaceID: a.ID, // A is the operator's: it makes workspaces
 		Runs: runs, Agents: agentOf, Runner: runner, Logger: discard,
 		CreateThread: func(ctx context.Context, th *store.Thread, ag *agent.Agent) error {
 			var decls []quiver.Variable

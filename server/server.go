@@ -35,6 +35,7 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/genai"
+	"github.com/quiverhq/quiver/internal/hostcheck"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
@@ -96,16 +97,27 @@ type Config struct {
 	// MaxResultBytes caps each call's result, all its parts together (see
 	// quiver.Dispatcher.MaxResultBytes); zero means quiver.DefaultMaxResultBytes (1 MiB).
 	MaxResultBytes int
-	// AllowedOrigins are browser origins accepted on /mcp besides local ones.
+	// AllowedOrigins are browser origins accepted besides local ones and the server's own
+	// (a request whose Origin is another is refused with 403, on every door).
 	AllowedOrigins []string
+	// AllowedHosts are host names (without port) accepted in the Host header besides local
+	// ones, the address a request arrived on and PublicURL's host: the names clients and
+	// reverse proxies reach the server by. A request with another Host is refused with 403
+	// on every door but /healthz, which defeats DNS rebinding.
+	AllowedHosts []string
 	// SessionIdleTimeout closes an MCP session that has had no request for that long (its
 	// client initializes a new one); zero means mcp.DefaultSessionIdleTimeout (5 minutes),
 	// negative never.
 	SessionIdleTimeout time.Duration
-	// MaxSessions caps the MCP sessions open at once in each workspace (each workspace has an
-	// MCP server of its own): a client that would open another gets 503 until some close or
-	// expire. Zero means mcp.DefaultMaxSessions (1000), negative no cap.
+	// MaxSessions caps the MCP sessions open at once on the server, all workspaces together:
+	// a client that would open another gets 503 until some close or expire. Zero means
+	// mcp.DefaultMaxSessions (1000), negative no cap.
 	MaxSessions int
+	// MaxSessionsPerWorkspace is each workspace's share of MaxSessions, which no workspace
+	// can exceed (503), so that one tenant cannot take every session. Zero means a quarter of
+	// MaxSessions, at least 64 or all of it (without a cap on MaxSessions, none); negative no
+	// cap.
+	MaxSessionsPerWorkspace int
 	// MaxSessionsPerOwner caps the MCP sessions one owner (see SessionOwner) has open at once:
 	// beyond it, 429. Zero means mcp.DefaultMaxSessionsPerOwner (250), negative no cap.
 	MaxSessionsPerOwner int
@@ -147,6 +159,7 @@ type Server struct {
 	mcp        *mcp.Server
 	importer   *mcp.Importer
 	mux        *http.ServeMux
+	guard      hostcheck.Policy // the names and origins every door but /healthz answers to
 	// tenants hold each workspace's tools, dispatcher and MCP server (see tenants.go);
 	// dispatcher and mcp above are those of the server's own workspace.
 	tenants    tenants
@@ -244,11 +257,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)
-	var hosts []string
+	hosts, origins := slices.Clone(cfg.AllowedHosts), slices.Clone(cfg.AllowedOrigins)
 	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
 		// Browsers and proxies that reach the server by its public name send it as Host.
 		hosts = append(hosts, u.Hostname())
+		origins = append(origins, u.Scheme+"://"+u.Host)
 	}
+	s.guard = hostcheck.Policy{Hosts: hosts, Origins: origins}
 	owner := cfg.SessionOwner
 	if cfg.Auth != nil && owner == nil {
 		owner = func(r *http.Request) string {
@@ -256,13 +271,21 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return p.KeyID
 		}
 	}
+	total, perWorkspace := cmp.Or(cfg.MaxSessions, mcp.DefaultMaxSessions), cfg.MaxSessionsPerWorkspace
+	if perWorkspace == 0 {
+		perWorkspace = -1
+		if total > 0 {
+			perWorkspace = max(total/4, min(total, minWorkspaceShare))
+		}
+	}
 	s.mcpOptions = &mcp.HTTPOptions{
 		MaxRequestBytes:     cfg.MaxRequestBytes,
-		AllowedOrigins:      cfg.AllowedOrigins,
+		AllowedOrigins:      origins,
 		AllowedHosts:        hosts,
 		SessionTimeout:      cfg.SessionIdleTimeout,
-		MaxSessions:         cfg.MaxSessions,
+		MaxSessions:         perWorkspace,
 		MaxSessionsPerOwner: cfg.MaxSessionsPerOwner,
+		Pool:                mcp.NewSessionPool(total, s.logger),
 		Owner:               owner,
 		Logger:              s.logger,
 	}
@@ -293,6 +316,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.mux.Handle("GET /console/", ui)
 	return s, nil
 }
+
+// minWorkspaceShare is the least default share of a workspace in the server's sessions.
+const minWorkspaceShare = 64
 
 // OAuthCallbackPath is where the server receives users back from the authorization servers
 // of remote MCP servers.
@@ -368,8 +394,20 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// Handler returns the server's HTTP handler (/mcp, /healthz and /oauth/callback).
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the server's HTTP handler: /mcp, /v1, the console, /healthz and
+// /oauth/callback. Every door but /healthz answers only to the server's own names and
+// origins (Config.AllowedHosts, Config.AllowedOrigins): a web page cannot drive it through
+// DNS rebinding or from another site.
+func (s *Server) Handler() http.Handler {
+	guarded := s.guard.Guard(s.mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			s.mux.ServeHTTP(w, r) // what a load balancer's probe needs, by any name
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
+}
 
 // Dispatcher returns the dispatcher every call goes through.
 func (s *Server) Dispatcher() *quiver.Dispatcher { return s.dispatcher }
@@ -428,7 +466,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // It returns nil after a shutdown asked for by ctx.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -268,5 +269,64 @@ func TestEventStreamsAreCappedPerKey(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a closed stream's place is not given back: %d", resp.StatusCode)
 		}
+	}
+}
+
+// One workspace cannot take every event stream by making keys: its streams are capped at its
+// share (250) whatever keys it holds, and another workspace's stream is still served. Before,
+// an admin of A made 32 viewer keys, filled all 1,000 streams, and B's answered 503.
+func TestEventStreamsAreCappedPerWorkspace(t *testing.T) {
+	w := newTenantWorld(t)
+	ctx := context.Background()
+	_, out := w.api(t, "POST", "/v1/tools/echo/call", w.keyA, `{"args":{"text":"hi"}}`)
+	threadA, _ := out["thread_id"].(string)
+	_, out = w.api(t, "POST", "/v1/tools/echo/call", w.keyB, `{"args":{"text":"hi"}}`)
+	threadB, _ := out["thread_id"].(string)
+	existing, err := w.st.APIKeys(ctx, w.wsA)
+	mustDo(t, err)
+	keys := []string{w.keyA}
+	for i := range 8 {
+		secret, err := server.IssueAPIKey(ctx, w.st, &store.APIKey{WorkspaceID: w.wsA, UserID: existing[0].UserID,
+			Name: fmt.Sprintf("viewer %d", i), Role: store.KeyRoleViewer})
+		mustDo(t, err)
+		keys = append(keys, secret)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0}}
+	t.Cleanup(client.CloseIdleConnections)
+	open := func(key, threadID string) *http.Response {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", w.url+"/v1/threads/"+threadID+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		mustDo(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	opened := 0
+	var refused *http.Response
+	for _, key := range keys {
+		for range 32 {
+			resp := open(key, threadA)
+			if resp.StatusCode != 200 {
+				refused = resp
+				break
+			}
+			opened++
+		}
+		if refused != nil {
+			break
+		}
+	}
+	if refused == nil {
+		t.Fatalf("workspace A opened %d streams with %d keys, and none was refused", opened, len(keys))
+	}
+	body, _ := io.ReadAll(refused.Body)
+	if opened != 250 || refused.StatusCode != 429 || !strings.Contains(string(body), "workspace "+w.wsA) {
+		t.Fatalf("after %d streams of workspace A: %d %s, want the 251st refused with 429 naming the workspace", opened, refused.StatusCode, body)
+	}
+	if resp := open(w.keyB, threadB); resp.StatusCode != 200 {
+		t.Fatalf("workspace B's stream while A has its share: %d", resp.StatusCode)
 	}
 }

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/hostcheck"
 	"github.com/quiverhq/quiver/internal/tracelog"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/mcp"
@@ -46,6 +49,9 @@ type serveFlags struct {
 	conformance *bool
 	journal     *bool
 	metricsAddr *string
+	// allowedHosts and allowedOrigins are the names and browser origins the server's doors
+	// answer to besides local ones (DNS rebinding protection).
+	allowedHosts, allowedOrigins *string
 }
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
@@ -57,7 +63,50 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 			"is in the journal, and it reaches the database within milliseconds; --journal=false stores each record before answering"),
 		metricsAddr: fs.String("metrics-addr", "", "serve Prometheus metrics (calls, model requests, runs, the journal) at http://HOST:PORT/metrics, "+
 			"apart from the clients' address (default: none)"),
+		allowedHosts: fs.String("allowed-hosts", "", "comma-separated host names (no port) the server answers to besides localhost, loopback addresses, "+
+			"the address a request arrives on and --public-url's host: the names clients and reverse proxies use. Any other Host header is refused "+
+			"with 403 on every door but /healthz (DNS rebinding protection) (default: $"+allowedHostsEnv+")"),
+		allowedOrigins: fs.String("allowed-origins", "", "comma-separated browser origins (https://console.example.com) that may drive the server "+
+			"besides local ones and its own; any other Origin is refused with 403 (default: $"+allowedOriginsEnv+")"),
 	}
+}
+
+// allowedHostsEnv and allowedOriginsEnv are the defaults of --allowed-hosts and
+// --allowed-origins.
+const (
+	allowedHostsEnv   = "QUIVER_ALLOWED_HOSTS"
+	allowedOriginsEnv = "QUIVER_ALLOWED_ORIGINS"
+)
+
+// hostPolicy reads --allowed-hosts and --allowed-origins (or their variables), refusing what
+// is not a bare host name or an origin.
+func (f serveFlags) hostPolicy() (hostcheck.Policy, error) {
+	var p hostcheck.Policy
+	for _, h := range splitList(cmp.Or(*f.allowedHosts, os.Getenv(allowedHostsEnv))) {
+		if strings.ContainsAny(h, ":/ @") && net.ParseIP(h) == nil {
+			return p, usagef("--allowed-hosts: %q is not a host name: give names without scheme, port or path, like quiver.example.com", h)
+		}
+		p.Hosts = append(p.Hosts, h)
+	}
+	for _, o := range splitList(cmp.Or(*f.allowedOrigins, os.Getenv(allowedOriginsEnv))) {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return p, usagef("--allowed-origins: %q is not an origin: give scheme://host[:port], like https://console.example.com", o)
+		}
+		p.Origins = append(p.Origins, u.Scheme+"://"+u.Host)
+	}
+	return p, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items and spaces around them.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // addConfigFlag adds --config, which names the configuration file (its remote MCP servers):
@@ -143,7 +192,8 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	maxResult := fs.Int("max-result-bytes", 0, "largest result of a call, all its parts together, in bytes; the rest is cut with a note saying how much (default 1 MiB)")
 	publicURL := fs.String("public-url", "", "the server's URL as browsers reach it, for OAuth redirects from remote MCP servers' authorization; "+
 		"its host is also accepted in the Host header of MCP requests (default: $"+publicURLEnv+", else http://ADDR)")
-	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "MCP sessions open at once; a client that would open another gets 503 until some close or expire (0: no limit)")
+	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "MCP sessions open at once on the server, all workspaces together; a client that would open another gets 503 until some close or expire (0: no limit)")
+	maxPerWorkspace := fs.Int("max-sessions-per-workspace", 0, "each workspace's share of --max-sessions, which no workspace can exceed (503) (default: a quarter of --max-sessions, at least 64 or all of it)")
 	maxPerClient := fs.Int("max-sessions-per-client", mcp.DefaultMaxSessionsPerOwner, "MCP sessions one client (IP address) has open at once; beyond it, 429 (0: no limit)")
 	idleTimeout := fs.Duration("session-idle-timeout", mcp.DefaultSessionIdleTimeout, "close an MCP session after this long without a request (0: never)")
 	agentsDir := fs.String("agents", "", "the directory of agent and prompt definitions the API runs (default: $QUIVER_AGENTS, else ./"+defaultAgentsDir+" when it exists)")
@@ -208,7 +258,16 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	cfg.Addr = *addr
 	cfg.MaxRequestBytes, cfg.MaxResultBytes = *maxBody, *maxResult
 	cfg.PublicURL = cmp.Or(*publicURL, os.Getenv(publicURLEnv))
+	guard, err := f.hostPolicy()
+	if err != nil {
+		return exitUsage, err
+	}
+	cfg.AllowedHosts, cfg.AllowedOrigins = guard.Hosts, guard.Origins
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = *maxSessions, *maxPerClient, *idleTimeout
+	if *maxPerWorkspace < 0 {
+		return exitUsage, usagef("--max-sessions-per-workspace must not be negative (0: the default)")
+	}
+	cfg.MaxSessionsPerWorkspace = *maxPerWorkspace
 	if !*insecure {
 		keys, ok := cfg.Store.(backend)
 		if !ok {
@@ -371,7 +430,11 @@ func (a *app) startMetrics(f serveFlags) (func(), error) {
 	if _, _, err := net.SplitHostPort(*f.metricsAddr); err != nil {
 		return nil, usagef("--metrics-addr %q must be HOST:PORT, like 127.0.0.1:9464", *f.metricsAddr)
 	}
-	stop, err := startMetrics(*f.metricsAddr, a.stderr)
+	guard, err := f.hostPolicy()
+	if err != nil {
+		return nil, err
+	}
+	stop, err := startMetrics(*f.metricsAddr, guard, a.stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,101 @@ func TestServeCapsResults(t *testing.T) {
 	text := res.Content[0].(*sdk.TextContent).Text
 	if !res.IsError || len(text) > 4096+200 || !strings.Contains(text, "the result limit is 4 KiB") {
 		t.Fatalf("a 200 kB error came back as %d bytes (error %v): %.300s", len(text), res.IsError, text)
+	}
+}
+
+// A keyless local server answers only to its own names and origins, on every door: a web page
+// that rebinds its name to 127.0.0.1 sent Host: evil.example.com:PORT and ran run_code, planted
+// a function and read the threads through /v1 (only /mcp checked Host). /healthz answers any
+// name, for load balancers' probes; --allowed-hosts and --allowed-origins add the names a
+// reverse proxy uses.
+func TestServeRefusesForeignHostsOnEveryDoor(t *testing.T) {
+	endpoint, _, stderr := startServe(t, "--metrics-addr", "127.0.0.1:0", "--allowed-hosts", "quiver.internal", "--allowed-origins", "https://console.example.com")
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	var metrics string
+	for deadline := time.Now().Add(10 * time.Second); metrics == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(stderr.String()); m != nil {
+			metrics = m[1]
+		}
+	}
+	if metrics == "" {
+		t.Fatalf("no metrics address in:\n%s", stderr.String())
+	}
+	port := base[strings.LastIndex(base, ":")+1:]
+	send := func(method, url, host, origin, body string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	runCode := `{"args":{"code":"export default () => 1"}}`
+	function := `{"name":"planted","code":"export default () => 1"}`
+	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	doors := []struct{ name, method, url, body string }{
+		{"run_code over the API", "POST", base + "/v1/tools/run_code/call", runCode},
+		{"a function planted", "POST", base + "/v1/functions", function},
+		{"the threads", "GET", base + "/v1/threads", ""},
+		{"the OpenAPI document", "GET", base + "/v1/openapi.json", ""},
+		{"the console", "GET", base + "/", ""},
+		{"the console's assets", "GET", base + "/console/", ""},
+		{"MCP", "POST", endpoint, initBody},
+		{"the metrics", "GET", metrics, ""},
+	}
+	for _, d := range doors {
+		if got := send(d.method, d.url, "evil.example.com:"+port, "", d.body); got != http.StatusForbidden {
+			t.Errorf("%s, Host evil.example.com: %d, want 403", d.name, got)
+		}
+		if got := send(d.method, d.url, "127.0.0.1:"+port, "http://evil.example.com:"+port, d.body); got != http.StatusForbidden {
+			t.Errorf("%s, Origin evil.example.com: %d, want 403", d.name, got)
+		}
+	}
+	// Nothing the refused requests asked for happened.
+	resp, err := http.Get(base + "/v1/functions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.Contains(string(listed), "planted") {
+		t.Errorf("GET /v1/functions after the refusals: %d %s, want 200 without planted", resp.StatusCode, listed)
+	}
+	for _, d := range doors {
+		if got := send(d.method, d.url, "quiver.internal:"+port, "https://console.example.com", d.body); got == http.StatusForbidden {
+			t.Errorf("%s, an allowed host and origin: 403", d.name)
+		}
+		if got := send(d.method, d.url, "localhost:"+port, "http://localhost:"+port, d.body); got == http.StatusForbidden {
+			t.Errorf("%s, localhost: 403", d.name)
+		}
+	}
+	if got := send("GET", base+"/healthz", "lb-probe.example.com", "", ""); got != http.StatusOK {
+		t.Errorf("/healthz by another name: %d, want 200", got)
+	}
+}
+
+func TestServeAllowedHostsFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--allowed-hosts", "https://quiver.example.com"},
+		{"--allowed-hosts", "quiver.example.com:443"},
+		{"--allowed-origins", "console.example.com"},
+		{"--allowed-origins", "https://console.example.com/path"},
+	} {
+		code, _, stderr := runCLI(t, "", append([]string{"serve", "--addr", "127.0.0.1:0", "--insecure-local"}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, args[0]) {
+			t.Errorf("serve %v: exit %d, want %d naming %s:\n%s", args, code, exitUsage, args[0], stderr)
+		}
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/quiverhq/quiver/internal/hostcheck"
 )
 
 // tracingWanted reports whether the environment asks for traces, the standard way: an OTLP
@@ -90,7 +92,7 @@ func startTracing(ctx context.Context) (stop func(context.Context) error, err er
 // http://ADDR/metrics, on a listener of their own: an operator's address, apart from the one
 // clients reach. It sets the global meter provider, which every dispatcher and runner made
 // afterwards uses. The returned function stops serving and switches metrics off.
-func startMetrics(addr string, stderr io.Writer) (stop func(context.Context) error, err error) {
+func startMetrics(addr string, guard hostcheck.Policy, stderr io.Writer) (stop func(context.Context) error, err error) {
 	registry := prometheus.NewRegistry()
 	exporter, err := otelprom.New(otelprom.WithRegisterer(registry))
 	if err != nil {
@@ -104,7 +106,9 @@ func startMetrics(addr string, stderr io.Writer) (stop func(context.Context) err
 	otel.SetMeterProvider(mp)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// A scrape by a page that rebinds its name to this address learns the tools and agents in
+	// use: the metrics answer to the same names as the server.
+	hs := &http.Server{Handler: guard.Guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "quiver: metrics at http://%s/metrics\n", ln.Addr())
 	if w := exposedMetricsWarning(ln.Addr()); w != "" {

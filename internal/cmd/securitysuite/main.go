@@ -39,9 +39,9 @@ var areas = []area{
 	{"secret masking", ".", "^(TestSecretsMasked|TestSecretTransformationsMasked|TestSecretsMaskedOnTimeout|TestMaskingScope|TestMaskingCoversEveryField|TestNestedCallsInheritSecrets)$"},
 	{"result size cap", ".", "^TestResultLimit"},
 	{"tool names", ".", "^TestRegistryRefusesInvalidNames$"},
-	{"MCP over HTTP: sessions, hosts, bad requests", "./mcp", "^(TestSessionLimits|TestSessionLimitWithTheSDKClient|TestSessionFloodMemory|TestRequestWithoutSession|TestRequestsThatOpenNoSessionTakeNoPlace|TestHostCheck)$"},
+	{"MCP over HTTP: sessions, hosts, bad requests", "./mcp", "^(TestSessionLimits|TestSessionLimitWithTheSDKClient|TestSessionFloodMemory|TestRequestWithoutSession|TestRequestsThatOpenNoSessionTakeNoPlace|TestHostCheck|TestSessionPoolCapsHandlersTogether)$"},
 	{"quiver serve and the CLI (secrets at every door, sessions, hosts, names, result cap, API keys, runs over the API, crashes)", "./cmd/quiver",
-		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys|TestServeAPI|TestServeRuns|TestServeDecisions|TestServeEventsAndClientTools|TestServeCrashDuringRuns|TestServeSubagentDeferred|TestServeSubagentHandoff|TestSubagentCrashDuringTrees)$"},
+		"^(TestVariablesAtEveryDoor|TestServeSessionLimits|TestServeExposure|TestServeCapsResults|TestServeKillsOverrunningCode|TestToolsAddRefusesInvalidNames|TestServeAPIKeys|TestServeAPI|TestServeRuns|TestServeDecisions|TestServeEventsAndClientTools|TestServeCrashDuringRuns|TestServeSubagentDeferred|TestServeSubagentHandoff|TestSubagentCrashDuringTrees|TestServeRefusesForeignHostsOnEveryDoor|TestServeAllowedHostsFlagErrors)$"},
 	{"sub-agents: privileges never widen, depth, paths across threads, scoped values kept from models", "./agent",
 		"^(TestChildPolicyCeiling|TestSpawnDepthLimit|TestSpawnsPerRunCap|TestHandoffCutsTheTurn|TestPromptToolAttachments|TestSubagentResultAttachments|TestImmediateGroups|TestImmediateSecretScopedEnv|TestResumableUnknownAndTerminated|TestResumableCap|TestNestedCallExactlyOnce|TestDeferredSubagent)$"},
 	{"stateful calls at the dispatcher: malformed or unenabled meta-fields refused before a tool runs, write-once under races", ".",
@@ -51,7 +51,7 @@ var areas = []area{
 	{"stateful calls in the store: write rules, instances, workspaces, racing writers", "./store/sqlite", "^TestConformance/State.*$"},
 	{"API keys: authentication, roles, revocation", "./server", "^(TestAPIKeysAuthenticate|TestAPIKeysChangesTakeEffect)$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
-		"^(TestEntityAPI.*|TestThreadAPI.*|TestWorkspacesAreServedTheirOwnTools|TestWorkspaceToolsFollowTheStore|TestProblemsNameTheField|TestIsolation.*|TestAPIStatefulCalls)$"},
+		"^(TestEntityAPI.*|TestThreadAPI.*|TestWorkspacesAreServedTheirOwnTools|TestWorkspaceToolsFollowTheStore|TestProblemsNameTheField|TestIsolation.*|TestAPIStatefulCalls|TestBodiesWithAmbiguousKeysAreRefused|TestEventStreamsAreCapped.*)$"},
 }
 
 // event is a line of go test -json.
