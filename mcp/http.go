@@ -551,4 +551,3 @@ func (p *prefixBuffer) Write(b []byte) (int, error) {
 }
 
 func (p *prefixBuffer) Bytes() []byte { return p.buf.Bytes() }
-
