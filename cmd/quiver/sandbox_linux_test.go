@@ -27,22 +27,24 @@ const sortCode = `const chunk = new Float64Array(65536), a = new Float64Array(6e
 func TestServeKillsOverrunningCode(t *testing.T) {
 	endpoint, _, _ := startServe(t)
 	cs := connectServe(t, endpoint)
-	before := proctest.Children(t)
+	// The workers are this process's children (serve runs in the test): the one that ran the
+	// code was there before the call (an idle one, kept from an earlier run) or appears while
+	// it runs. They are watched throughout the call, since a killed worker may be gone by the
+	// time a slow machine has delivered the answer.
+	workers := proctest.Children(t)
+	watch := proctest.Watch()
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_code", Arguments: map[string]any{
 		"code":       sortCode,
 		"timeout_ms": 1000, "memory_limit_bytes": 64 << 20}})
+	answered := time.Now()
+	for pid := range watch() {
+		workers[pid] = true
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	answered := time.Now()
 	if text := res.Content[0].(*sdk.TextContent).Text; !res.IsError || !strings.Contains(text, "timed out after 1s") {
 		t.Fatalf("the sort was answered with %.300s", text)
-	}
-	// The workers are this process's children (serve runs in the test): the one that ran the
-	// code was there before the call (an idle one, kept from an earlier run) or is new.
-	workers := proctest.Children(t)
-	for pid := range before {
-		workers[pid] = true
 	}
 	if len(workers) == 0 {
 		t.Fatal("no worker process: run_code ran inside the server")

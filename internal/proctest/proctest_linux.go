@@ -16,9 +16,40 @@ import (
 // children).
 func Children(t testing.TB) map[int]bool {
 	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
+	pids, err := childPIDs()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return pids
+}
+
+// Watch collects the child processes of this process every 10 ms until the returned function
+// is called, which returns every one seen: for processes that may come and go while
+// something runs. It may be called from any goroutine.
+func Watch() (stop func() map[int]bool) {
+	done, out := make(chan struct{}), make(chan map[int]bool)
+	go func() {
+		seen := map[int]bool{}
+		for {
+			pids, _ := childPIDs() // a failed look is only a missed sample
+			for pid := range pids {
+				seen[pid] = true
+			}
+			select {
+			case <-done:
+				out <- seen
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() map[int]bool { close(done); return <-out }
+}
+
+func childPIDs() (map[int]bool, error) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, err
 	}
 	pids := map[int]bool{}
 	for _, task := range tasks {
@@ -31,7 +62,7 @@ func Children(t testing.TB) map[int]bool {
 			pids[pid] = true
 		}
 	}
-	return pids
+	return pids, nil
 }
 
 // Exists reports whether a process with this ID exists (a zombie not yet waited for
