@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,6 +22,10 @@ import (
 type Catalog struct {
 	Prompts map[string]*Prompt
 	Agents  map[string]*Agent
+	// Skipped names the files of a directory that LoadDir did not read as definitions
+	// because none of their fields is a definition's (a scripted model's script kept beside
+	// its agent, say), so that a caller can say so.
+	Skipped []string
 }
 
 // Agent returns the agent called name.
@@ -88,7 +94,9 @@ func LoadFile(path string) (*Catalog, error) {
 
 // LoadDir reads every .yaml, .yml and .json file of dir (not its subdirectories) into a
 // catalog. Names are unique across the directory; an agent's prompt: NAME must name a prompt
-// defined there.
+// defined there. A file none of whose fields is a definition's (kind, name, system, ...) is not
+// a definition: it is left out and listed in Catalog.Skipped. Any other file that is not a valid definition is an
+// error naming the file and what is wrong.
 func LoadDir(dir string) (*Catalog, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -100,12 +108,33 @@ func LoadDir(dir string) (*Catalog, error) {
 		if e.IsDir() || !isDefinitionFile(e.Name()) {
 			continue
 		}
-		if err := c.load(filepath.Join(dir, e.Name()), refs); err != nil {
+		path := filepath.Join(dir, e.Name())
+		if err := c.load(path, refs); errors.Is(err, errNotDefinition) {
+			c.Skipped = append(c.Skipped, path)
+		} else if err != nil {
 			return nil, err
 		}
 	}
 	return c, c.link(refs)
 }
+
+// errNotDefinition is load's answer for a mapping none of whose fields is a definition's.
+var errNotDefinition = errors.New("has none of the fields of a definition: not an agent or prompt definition")
+
+// isDefinitionField reports whether key is a field of a definition (see fieldList).
+func isDefinitionField(key string) bool {
+	return definitionFields[key]
+}
+
+var definitionFields = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[definition]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		m[name] = true
+	}
+	return m
+}()
 
 func isDefinitionFile(name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {
@@ -131,6 +160,9 @@ func (c *Catalog) load(path string, refs map[string]string) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	def, err := parseDefinition(raw)
+	if errors.Is(err, errNotDefinition) {
+		return fmt.Errorf("%w: %s: %w", ErrDefinition, path, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrDefinition, path, err)
 	}
@@ -241,8 +273,12 @@ func parseDefinition(raw []byte) (*definition, error) {
 	if doc == nil {
 		return nil, errors.New("the file is empty")
 	}
-	if _, ok := doc.(map[string]any); !ok {
+	fields, ok := doc.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("want a mapping of fields (%s), got %T", fieldList, doc)
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(fields)), isDefinitionField) {
+		return nil, errNotDefinition
 	}
 	js, err := json.Marshal(doc)
 	if err != nil {

@@ -56,6 +56,9 @@ tools: []
 `,
 		"summarizer.json": `{"name": "summarizer", "prompt": "summarize", "description": "Summaries."}`,
 		"notes.txt":       "not a definition",
+		// A scripted model's script kept beside its agent has none of a definition's fields:
+		// it is skipped, not an error that stops the server.
+		"script.yaml": "turns:\n  - text: hello\n",
 	})
 	c, err := agent.LoadDir(dir)
 	if err != nil {
@@ -63,6 +66,14 @@ tools: []
 	}
 	if got := strings.Join(c.Names(), ","); got != "researcher,summarizer" {
 		t.Fatalf("agents %s", got)
+	}
+	if len(c.Skipped) != 1 || filepath.Base(c.Skipped[0]) != "script.yaml" {
+		t.Errorf("skipped %v, want script.yaml", c.Skipped)
+	}
+	// A file with a name is a definition: a field it should not have is an error naming both.
+	bad := writeFiles(t, map[string]string{"helper.yaml": "name: helper\nsystem: Help.\nturns: []\n"})
+	if _, err := agent.LoadDir(bad); err == nil || !strings.Contains(err.Error(), "helper.yaml") || !strings.Contains(err.Error(), "turns") {
+		t.Errorf("a definition with an unknown field: %v, want an error naming the file and the field", err)
 	}
 	r, _ := c.Agent("researcher")
 	p := r.Prompt

@@ -458,6 +458,11 @@ func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string, reg
 	if err != nil {
 		return nil, err
 	}
+	if catalog != nil {
+		for _, path := range catalog.Skipped {
+			fmt.Fprintf(a.stderr, "quiver: agents: %s is not an agent or prompt definition (none of its fields is a definition's): skipped\n", path)
+		}
+	}
 	agents := func(_ context.Context, name string) (*agent.Agent, error) {
 		if catalog == nil {
 			return nil, fmt.Errorf("no agent %q: this server has no agents (quiver serve --agents DIR, $QUIVER_AGENTS, or ./%s)", name, defaultAgentsDir)
