@@ -41,22 +41,37 @@ func workerOf(t *testing.T, w *Workers, o Options) (*Handle, int) {
 // using CPU within killGrace, even inside a builtin call that no interrupt reaches, which in
 // this process goes on to its end (a sort of 6e6 doubles: about 1.5 s, far longer under the
 // race detector). The worker is killed and its process is gone when Stopped closes.
+//
+// The run is terminated once its worker has spent CPU time after its log line, not at the
+// line: on a busy core the worker may not yet have reached the builtin call when the test
+// sees the line, and a termination that lands before it stops the run cleanly (the
+// interrupt reaches the call's entry). CPU time measures where the worker is whatever the
+// machine's speed. A walk over holes is a loop of builtin calls, so its termination may land
+// between two: there the criterion is that the worker stops using CPU, killed or idle.
 func TestWorkersStopBuiltinsAtOnce(t *testing.T) {
-	tests := []struct{ name, src string }{
+	tests := []struct {
+		name, src  string
+		mustBeKill bool // the run is surely inside one builtin call when terminated
+	}{
 		// The data is made mostly by builtins: a loop of 6e6 steps takes a minute under the
 		// race detector.
 		{"a typed array sort", `const chunk = new Float64Array(65536), a = new Float64Array(6e6);
 			for (let i = 0; i < chunk.length; i++) chunk[i] = (i * 7919) % 1000003;
 			for (let i = 0; i + chunk.length <= a.length; i += chunk.length) a.set(chunk, i);
-			export default () => { console.log("sorting"); a.sort(); return a[0] }`},
-		{"a walk over holes", `export default () => { console.log("walking"); for (;;) new Array(4e6).includes(1) }`},
+			export default () => { console.log("sorting"); a.sort(); return a[0] }`, true},
+		{"a walk over holes", `export default () => { console.log("walking"); for (;;) new Array(4e6).includes(1) }`, false},
 	}
-	w := newWorkers(t, WorkerConfig{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			w := newWorkers(t, WorkerConfig{})
 			h, pid := workerOf(t, w, Options{Source: tt.src, Timeout: time.Minute, MemoryLimit: 64 << 20})
 			if pid == 0 {
 				t.Fatal("no new worker process runs the run")
+			}
+			// 100 ms of CPU after the line: well inside a sort that needs over a second.
+			logged, _ := proctest.CPUTime(pid)
+			for used, alive := logged, true; alive && used-logged < 100*time.Millisecond && h.Running(); used, alive = proctest.CPUTime(pid) {
+				time.Sleep(time.Millisecond)
 			}
 			terminated := time.Now()
 			h.Terminate("stop now")
@@ -64,15 +79,24 @@ func TestWorkersStopBuiltinsAtOnce(t *testing.T) {
 			took := time.Since(terminated)
 			t.Logf("the interpreter stopped %s after the run was terminated", took)
 			wantFailure(t, h.Wait(), StatusTerminated, "stop now")
-			if proctest.Exists(pid) {
-				t.Errorf("worker %d still exists after Stopped", pid)
-			}
 			if took > time.Second {
 				t.Errorf("the interpreter stopped %s after the run was terminated, want about %s", took, killGrace)
 			}
+			switch {
+			case !proctest.Exists(pid): // killed
+			case tt.mustBeKill:
+				t.Errorf("worker %d still exists after Stopped", pid)
+			default:
+				// Stopped cleanly between two builtin calls: it waits, idle, for the next run.
+				first, _ := proctest.CPUTime(pid)
+				time.Sleep(300 * time.Millisecond)
+				if last, alive := proctest.CPUTime(pid); alive && last-first > 30*time.Millisecond {
+					t.Errorf("worker %d used %s of CPU in the 300 ms after it stopped: it still runs the code", pid, last-first)
+				}
+			}
+			wantValue(t, runIn(t, w, Options{Source: `export default () => "after"`}), `"after"`)
 		})
 	}
-	wantValue(t, runIn(t, w, Options{Source: `export default () => "after"`}), `"after"`)
 }
 
 // A worker that ended its run cleanly serves the next; one that died, idle or during a run,
