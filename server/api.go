@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,18 @@ import (
 // to calls on the dispatcher and the store and hold no rules of their own; the first endpoints
 // are the tools the server serves, calling one, and the workspace's threads. (The rest of the
 // API, issue 13, grows here.)
+
+// anyJSONSchema stands for schema.Schema in the OpenAPI document: any JSON Schema, an object
+// or a boolean (draft 2020-12).
+type anyJSONSchema struct{}
+
+// Schema describes any JSON Schema.
+func (anyJSONSchema) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{
+		Description: "A JSON Schema (draft 2020-12): an object, or true (anything) or false (nothing).",
+		OneOf:       []*huma.Schema{{Type: huma.TypeObject, AdditionalProperties: true}, {Type: huma.TypeBoolean}},
+	}
+}
 
 // apiTool is a tool as the API lists it.
 type apiTool struct {
@@ -99,8 +112,20 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	cfg.SchemasPath = "/v1/schemas"
 	cfg.DocsPath = ""     // the console serves people; the document serves tools
 	cfg.CreateHooks = nil // no $schema links added to every body
+	// Every operation needs an API key, sent as a bearer token; the document itself does not
+	// (it holds no tenant's data), so that a client generator can read it from the server.
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"apiKey": {Type: "http", Scheme: "bearer", BearerFormat: "qvk_...",
+			Description: "An API key (quiver keys create, POST /v1/keys) as Authorization: Bearer qvk_... " +
+				"A server started with --insecure-local asks for none."},
+	}
+	cfg.Security = []map[string][]string{{"apiKey": {}}}
 	api := humago.New(mux, cfg)
 	api.UseMiddleware(traceRequests, strictBodies(api))
+	// A JSON Schema inside an answer (a tool's input and output schemas) is any JSON Schema:
+	// described as such, not as the Go struct that holds it (whose additionalProperties admits
+	// only an object, where a real schema says false, and breaks generated clients).
+	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[schema.Schema](), reflect.TypeFor[anyJSONSchema]())
 
 	register(api, huma.Operation{OperationID: "list-served-tools", Method: http.MethodGet, Path: "/v1/tools/served",
 		Summary: "The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {

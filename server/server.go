@@ -305,10 +305,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.mux.Handle("/mcp", mcpHandler)
 	api, _ := s.apiHandler()
+	doc := api
 	if cfg.Auth != nil {
 		api = cfg.Auth.Require(store.KeyRoleViewer, api)
 	}
 	s.mux.Handle("/v1/", api)
+	// The API's own description holds no tenant's data: served without a key, so that
+	// client generators can read it from the server.
+	s.mux.Handle("GET /v1/openapi.json", doc)
+	s.mux.Handle("GET /v1/openapi.yaml", doc)
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// The console: a client of /v1 like any other, its key in each request's header.
 	ui := console.Handler()

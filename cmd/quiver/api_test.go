@@ -51,10 +51,18 @@ func TestServeAPI(t *testing.T) {
 	if status, ctype, p := apiDo(t, "GET", base+"/tools", "", ""); status != 401 || ctype != "application/problem+json" || p["code"] != "unauthorized" {
 		t.Fatalf("without a key: %d %s %v", status, ctype, p)
 	}
-	status, _, doc := apiDo(t, "GET", base+"/openapi.json", admin, "")
+	// The document needs no key (a client generator reads it from the server), and says that
+	// every operation does.
+	status, _, doc := apiDo(t, "GET", base+"/openapi.json", "", "")
 	paths, _ := doc["paths"].(map[string]any)
 	if status != 200 || doc["openapi"] != "3.1.0" || paths["/v1/tools/{name}/call"] == nil || paths["/v1/threads"] == nil {
-		t.Fatalf("the OpenAPI document: %d %v", status, doc["openapi"])
+		t.Fatalf("the OpenAPI document without a key: %d %v", status, doc["openapi"])
+	}
+	components, _ := doc["components"].(map[string]any)
+	schemes, _ := components["securitySchemes"].(map[string]any)
+	bearer, _ := schemes["apiKey"].(map[string]any)
+	if security, _ := doc["security"].([]any); len(security) != 1 || bearer["type"] != "http" || bearer["scheme"] != "bearer" {
+		t.Errorf("the document declares security %v with schemes %v, want the bearer API key on every operation", doc["security"], schemes)
 	}
 	status, _, tools := apiDo(t, "GET", base+"/tools/served", admin, "")
 	if status != 200 || !strings.Contains(func() string { b, _ := json.Marshal(tools); return string(b) }(), `"name":"get_current_time"`) {
