@@ -112,7 +112,7 @@ func newConWorld(t *testing.T, st thrStore) *conWorld {
 		}}
 	srv, err := server.New(ctx, cfg)
 	must(err)
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(checked(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	tw.url = ts.URL
 	return &conWorld{thrWorld: tw, member: ua.ID, admin: uadm.ID, other: ub.ID}
@@ -339,7 +339,7 @@ func TestConsoleAgentVariables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := httptest.NewServer(srv.Handler())
+		ts := httptest.NewServer(checked(t, srv.Handler()))
 		defer func() { ts.Close(); srv.Close() }()
 		res, body := sendAPI(t, w.client, "GET", ts.URL+base, w.key["member"], nil)
 		problem(t, "no agents", thrResp{status: res.StatusCode, header: res.Header, body: body}, 503, server.CodeUnavailable, "")

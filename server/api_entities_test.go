@@ -124,7 +124,7 @@ func newEntWorld(t *testing.T, st *schemaCounter) *entWorld {
 	// A is the server's own workspace: its admins are the operator's, who make workspaces.
 	srv, err := server.New(ctx, server.Config{Store: st, Auth: auth, Registry: reg, Agents: agents, WorkspaceID: w.a.ID, Logger: slog.New(slog.DiscardHandler)})
 	must(err)
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(checked(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	w.url = ts.URL
 	return w

@@ -149,7 +149,7 @@ func (s *Server) registerThreadFiles(api huma.API) {
 		Description: "The URL path after /files/ is the file's path in the thread's file system (GET /v1/threads/{id}/files/attachments/report.pdf). A path that breaks the file system's rules (a backslash, a control character, a trailing slash) is a 400; a directory too (list it instead); a missing file a 404. A URL with . or .. segments is cleaned by the HTTP server, which redirects to the clean URL before any handler sees it, so it never leaves the thread's file system.",
 		Responses: map[string]*huma.Response{"200": {
 			Description: "The file's content; Content-Type is the MIME type stored with it.",
-			Content:     map[string]*huma.MediaType{"application/octet-stream": {Schema: &huma.Schema{Type: huma.TypeString, Format: "binary"}}},
+			Content:     map[string]*huma.MediaType{"*/*": {Schema: &huma.Schema{Type: huma.TypeString, Format: "binary"}}}, // whatever type was stored
 		}}}, s.getThreadFile)
 	// The route above is Go's pattern; the document names the parameter as OpenAPI does.
 	if doc := api.OpenAPI(); doc.Paths[filePathPattern] != nil {

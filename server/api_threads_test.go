@@ -97,7 +97,7 @@ func newThrWorld(t *testing.T, st thrStore, withKeys bool) *thrWorld {
 	}
 	srv, err := server.New(ctx, cfg)
 	must(err)
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(checked(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	w.url = ts.URL
 	return w

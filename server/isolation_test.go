@@ -509,7 +509,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 	must(err)
 	close(ready)
 	w.srv, w.runs = srv, runs
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(checked(t, srv.Handler()))
 	t.Cleanup(func() { srv.Close(); ts.Close() })
 	w.url = ts.URL
 
