@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -140,13 +141,45 @@ func (c *streamSlots) take(workspace, key string) (release func(), err error) {
 	}, nil
 }
 
+// streamEvents names the events of a thread's stream and the type of each one's data.
+var streamEvents = []struct {
+	name, about string
+	data        reflect.Type
+}{
+	{"state", "The thread's state: first on every stream, and again when it changes.", reflect.TypeFor[EventState]()},
+	{"message", "A message of the thread, in order; the event's id is its seq (send it back as Last-Event-ID to resume).", reflect.TypeFor[store.Message]()},
+	{"delta", "A piece of model text as it streams; the whole text comes in the model's message.", reflect.TypeFor[EventDelta]()},
+	{"run", "How a run of this process ended: paused, finished or failed.", reflect.TypeFor[EventRun]()},
+}
+
+// eventStreamSchema describes the stream as the sequence of its events, one schema per event
+// name, each with its data's component: what a client generator needs to read it.
+func eventStreamSchema(r huma.Registry) *huma.Schema {
+	events := make([]*huma.Schema, 0, len(streamEvents))
+	for _, e := range streamEvents {
+		ev := &huma.Schema{Type: huma.TypeObject, Description: e.about, Required: []string{"event", "data"},
+			Properties: map[string]*huma.Schema{
+				"event": {Type: huma.TypeString, Enum: []any{e.name}},
+				"data":  r.Schema(e.data, true, ""),
+			}}
+		if e.name == "message" {
+			ev.Properties["id"] = &huma.Schema{Type: huma.TypeString, Description: "The message's seq.", Pattern: "^[0-9]+$"}
+			ev.Required = append(ev.Required, "id")
+		}
+		events = append(events, ev)
+	}
+	return &huma.Schema{Type: huma.TypeArray, Items: &huma.Schema{OneOf: events},
+		Description: "Server-Sent Events, each with an event name and JSON data: " +
+			"state (EventState), message (Message, id: its seq), delta (EventDelta) and run (EventRun). Comments keep an idle stream open."}
+}
+
 // registerRunEvents adds the thread's event stream and, on a server with runs, what a
 // paused run waits on and the results of client tools.
 func (s *Server) registerRunEvents(api huma.API) {
 	op := huma.Operation{OperationID: "thread-events", Method: http.MethodGet, Path: "/v1/threads/{id}/events",
 		Summary: "The thread's events as Server-Sent Events: its messages (resumable with Last-Event-ID), its state, and live run events",
 		Responses: map[string]*huma.Response{"200": {Description: "An event stream: events state, message (id: the message's seq), delta and run.",
-			Content: map[string]*huma.MediaType{"text/event-stream": {Schema: &huma.Schema{Type: huma.TypeString}}}}}}
+			Content: map[string]*huma.MediaType{"text/event-stream": {Schema: eventStreamSchema(api.OpenAPI().Components.Schemas)}}}}}
 	register(api, op, func(ctx context.Context, in *eventsInput) (*huma.StreamResponse, error) {
 		ws := s.workspaceID(ctx)
 		if _, err := s.cfg.Store.Thread(ctx, ws, in.ID); err != nil {

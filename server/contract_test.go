@@ -1,14 +1,17 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -170,5 +173,62 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (r *recorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
+	}
+}
+
+// The event stream keeps its description too: each event's name is one the document names,
+// and its data is valid against that event's component.
+func TestEventStreamKeepsItsDocument(t *testing.T) {
+	b, err := server.OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic any
+	mustDo(t, json.Unmarshal(b, &generic))
+	b, err = json.Marshal(without(generic, "patternDescription"))
+	mustDo(t, err)
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	mustDo(t, err)
+	stream := doc.Paths.Find("/v1/threads/{id}/events").Get.Responses.Status(200).Value.Content.Get("text/event-stream").Schema.Value
+	schemas := map[string]*openapi3.Schema{}
+	for _, ev := range stream.Items.Value.OneOf {
+		name := ev.Value.Properties["event"].Value.Enum[0].(string)
+		schemas[name] = ev.Value.Properties["data"].Value
+	}
+
+	w := newTenantWorld(t)
+	_, out := w.api(t, "POST", "/v1/tools/echo/call", w.keyA, `{"args":{"text":"hi"}}`)
+	threadID, _ := out["thread_id"].(string)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", w.url+"/v1/threads/"+threadID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+w.keyA)
+	resp, err := http.DefaultClient.Do(req)
+	mustDo(t, err)
+	defer resp.Body.Close()
+	seen := map[string]int{}
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(nil, 1<<20)
+	var event string
+	for lines.Scan() && (seen["state"] < 1 || seen["message"] < 2) {
+		line := lines.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			s, ok := schemas[event]
+			if !ok {
+				t.Fatalf("event %q is not one the document names (%v)", event, slices.Collect(maps.Keys(schemas)))
+			}
+			var data any
+			mustDo(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &data))
+			if err := s.VisitJSON(data); err != nil {
+				t.Errorf("event %s: its data breaks the document: %v\n%s", event, err, line)
+			}
+			seen[event]++
+		}
+	}
+	if seen["state"] < 1 || seen["message"] < 2 {
+		t.Fatalf("the stream ended after %v: %v", seen, lines.Err())
 	}
 }
