@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/tools/runcode"
@@ -31,7 +32,8 @@ func Example() {
 
 // An operator's own limits: a separate registry with run_code built by New.
 func ExampleNew() {
-	tool, err := runcode.New(runcode.Limits{MaxMemoryBytes: 16 << 20, DefaultMemoryBytes: 8 << 20, MaxConcurrent: 4})
+	tool, err := runcode.New(runcode.Limits{MaxMemoryBytes: 16 << 20, DefaultMemoryBytes: 8 << 20, MaxConcurrent: 4,
+		DefaultTimeout: 10 * time.Second, MaxTimeout: 10 * time.Second})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -43,7 +45,7 @@ func ExampleNew() {
 	}
 	d := &quiver.Dispatcher{Registry: reg}
 	r, err := d.Call(context.Background(), runcode.Name, map[string]any{
-		"code": "export default () => { const a = []; for (;;) a.push({}) }",
+		"code": "export default () => { const a = []; for (;;) a.push(new Array(1e5).fill(0)) }",
 	})
 	if err != nil {
 		fmt.Println("runtime failure:", err)
