@@ -1,0 +1,5 @@
+// Package interop drives the quiver binary with third-party clients, each pinned in this
+// module's go.mod so that none of them enters Quiver's own: the mcp-go client at its default
+// protocol version, over HTTP (quiver serve, keys on) and over stdio (quiver mcp stdio). Its
+// tests build the binary from this repository and run it as a user does.
+package interop
