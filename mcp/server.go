@@ -18,6 +18,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -190,7 +191,11 @@ func (s *Server) receive(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 		case "tools/call":
 			if r, ok := req.(*sdk.CallToolRequest); ok {
-				return s.callTool(ctx, r)
+				res, err := s.callTool(ctx, r)
+				if err == nil && sessionless(req) {
+					return completeCall{res}, nil
+				}
+				return res, err
 			}
 		}
 		res, err := next(ctx, method, req)
@@ -206,6 +211,26 @@ func (s *Server) receive(next sdk.MethodHandler) sdk.MethodHandler {
 func sessionless(req sdk.Request) bool {
 	v, ok := req.(interface{ ProtocolVersion() string })
 	return ok && v.ProtocolVersion() >= protocolVersionSessionless
+}
+
+// completeCall is a tools/call answer of the sessionless protocol, which must say
+// "resultType": "complete" (the official TypeScript SDK refuses one that does not). The SDK
+// sets it only on answers of the tools it runs itself; this server answers tools/call from
+// the dispatcher.
+type completeCall struct{ *sdk.CallToolResult }
+
+func (c completeCall) MarshalJSON() ([]byte, error) {
+	b, err := c.CallToolResult.MarshalJSON()
+	if err != nil || bytes.Contains(b, []byte(`"resultType":`)) {
+		return b, err
+	}
+	out := make([]byte, 0, len(b)+len(`"resultType":"complete",`))
+	out = append(out, '{')
+	out = append(out, `"resultType":"complete"`...)
+	if len(b) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...), nil
 }
 
 // listCacheScope is the cacheScope of a tools/list answer: the list depends on who asks (the

@@ -106,6 +106,23 @@ func TestListAnswersCarryTheFieldsOfTheirVersion(t *testing.T) {
 					t.Errorf("tools/list at %s: cacheScope %q, want private (the list depends on who asks)", version, scope)
 				}
 			}
+			// A call's answer says it is complete from 2026-07-28 on (the TypeScript SDK refuses
+			// one that does not), and only then.
+			params := `{"name":"greet","arguments":{"name":"v"}}`
+			if meta != "" {
+				params = `{"name":"greet","arguments":{"name":"v"},` + meta + `}`
+			}
+			answer := send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":` + params + `}`)
+			var result map[string]json.RawMessage
+			if err := json.Unmarshal(answer["result"], &result); err != nil || result["content"] == nil {
+				t.Fatalf("tools/call: answer %v", answer)
+			}
+			rt, has := result["resultType"]
+			if version >= "2026-07-28" && string(rt) != `"complete"` {
+				t.Errorf("tools/call at %s: resultType %s, want \"complete\"", version, rt)
+			} else if version < "2026-07-28" && has {
+				t.Errorf("tools/call at %s: resultType %s, a field this version does not define", version, rt)
+			}
 		})
 	}
 }

