@@ -233,6 +233,11 @@ func (c completeCall) MarshalJSON() ([]byte, error) {
 	return append(out, b[1:]...), nil
 }
 
+// ExamplesMetaKey is the key of a tool's examples (its [quiver.Example] list: arguments and an
+// optional result) in the tool's _meta in tools/list, where MCP clients can show them or pass
+// them to their models.
+const ExamplesMetaKey = "io.quiver/examples"
+
 // listCacheScope is the cacheScope of a tools/list answer: the list depends on who asks (the
 // workspace's stored tools, the key's policy), so only the asker's own client may cache it.
 // Its ttlMs is 0 (stale at once): tools change at run time, and list_changed says when.
@@ -314,6 +319,10 @@ func (s *Server) listing() (*listing, error) {
 		spec := tools[i].Spec()
 		if spec.RequiresConfirmation {
 			t.Annotations = &sdk.ToolAnnotations{DestructiveHint: ptr(true)}
+		}
+		if len(spec.Examples) > 0 {
+			// MCP has no field for examples; a tool's _meta carries what the protocol does not.
+			t.Meta = sdk.Meta{ExamplesMetaKey: spec.Examples}
 		}
 		l.list = append(l.list, t)
 	}

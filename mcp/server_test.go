@@ -92,7 +92,7 @@ func fixtureTools(t testing.TB, sig *blockSignals) *quiver.Registry {
 	tools := []*quiver.Tool{
 		quiver.Func("greet", "Greets someone by name. Returns the greeting.", func(_ context.Context, a greetArgs) (string, error) {
 			return "Hello, " + a.Name + "!", nil
-		}),
+		}, quiver.WithExamples(quiver.Example{Args: json.RawMessage(`{"name":"Ada"}`), Result: json.RawMessage(`"Hello, Ada!"`)})),
 		quiver.Func("sum", "Adds two numbers. Returns their sum.", func(_ context.Context, a sumArgs) (sumOut, error) {
 			return sumOut{a.A + a.B}, nil
 		}),
@@ -216,6 +216,13 @@ func TestToolsList(t *testing.T) {
 	}
 	if a := byName["dangerous"].Annotations; a == nil || a.DestructiveHint == nil || !*a.DestructiveHint {
 		t.Errorf("a tool that needs confirmation should be marked destructive, got %+v", a)
+	}
+	// A tool's examples reach MCP clients in its _meta; a tool without any has none.
+	if b, _ := json.Marshal(byName["greet"].Meta[qmcp.ExamplesMetaKey]); string(b) != `[{"args":{"name":"Ada"},"result":"Hello, Ada!"}]` {
+		t.Errorf("greet's examples in _meta: %s", b)
+	}
+	if m := byName["sum"].Meta; m != nil {
+		t.Errorf("a tool without examples has _meta %v", m)
 	}
 }
 

@@ -42,10 +42,11 @@ func (anyJSONSchema) Schema(huma.Registry) *huma.Schema {
 
 // apiTool is a tool as the API lists it.
 type apiTool struct {
-	Name         string         `json:"name"`
-	Description  string         `json:"description"`
-	InputSchema  *schema.Schema `json:"input_schema,omitempty"`
-	OutputSchema *schema.Schema `json:"output_schema,omitempty"`
+	Name         string           `json:"name"`
+	Description  string           `json:"description"`
+	InputSchema  *schema.Schema   `json:"input_schema,omitempty"`
+	OutputSchema *schema.Schema   `json:"output_schema,omitempty"`
+	Examples     []quiver.Example `json:"examples,omitempty" doc:"Example calls: arguments and, optionally, the result they give."`
 }
 
 type toolsOutput struct {
@@ -133,7 +134,8 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 		out.Body.Tools = []apiTool{}
 		for _, t := range s.tenant(ctx, s.workspaceID(ctx)).disp.Tools() {
 			sp := t.Spec()
-			out.Body.Tools = append(out.Body.Tools, apiTool{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema})
+			out.Body.Tools = append(out.Body.Tools, apiTool{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema,
+				Examples: sp.Examples})
 		}
 		return out, nil
 	})

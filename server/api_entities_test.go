@@ -111,7 +111,7 @@ func newEntWorld(t *testing.T, st *schemaCounter) *entWorld {
 		Text string `json:"text"`
 	}) (string, error) {
 		return a.Text, nil
-	})))
+	}, quiver.WithExamples(quiver.Example{Args: json.RawMessage(`{"text":"hi"}`), Result: json.RawMessage(`"hi"`)}))))
 	auth := &server.Authenticator{Keys: st, Now: func() time.Time { return time.Now().Add(time.Duration(w.offset.Load())) }}
 	// An agent whose tools are a glob of the stored ones, less one it denies.
 	picker := &agent.Agent{Name: "picker", Prompt: &agent.Prompt{Name: "picker", Tools: []string{"pick_*"}, Deny: []string{"pick_b"}}}
@@ -1208,5 +1208,27 @@ func TestEntityAPIToolsOfAnAgent(t *testing.T) {
 		if r := w.do(t, "b", "GET", "/v1/tools?agent=picker", nil); r.status != 200 || strings.Contains(string(r.body), "pick_") {
 			t.Fatalf("workspace B through the agent filter: %d %s", r.status, r.body)
 		}
+	})
+}
+
+// A tool's examples reach API clients in the served list, as they reach models and MCP clients.
+func TestServedToolsCarryExamples(t *testing.T) {
+	entEach(t, func(t *testing.T, w *entWorld) {
+		var served struct {
+			Tools []struct {
+				Name     string           `json:"name"`
+				Examples []quiver.Example `json:"examples"`
+			} `json:"tools"`
+		}
+		w.ok(t, "viewer", "GET", "/v1/tools/served", nil, 200, &served)
+		for _, tl := range served.Tools {
+			if tl.Name == "echo" {
+				if len(tl.Examples) != 1 || string(tl.Examples[0].Args) != `{"text":"hi"}` || string(tl.Examples[0].Result) != `"hi"` {
+					t.Errorf("echo's examples: %+v", tl.Examples)
+				}
+				return
+			}
+		}
+		t.Errorf("echo is not served: %+v", served.Tools)
 	})
 }
