@@ -271,12 +271,12 @@ func (s *Server) ownWorkspace(id, own string) (store.Entities, error) {
 
 // memberRecord is a member of the workspace: the membership and who the user is.
 type memberRecord struct {
-	WorkspaceID string           `json:"workspaceId"`
-	UserID      string           `json:"userId" doc:"usr_..."`
+	WorkspaceID string           `json:"workspace_id"`
+	UserID      string           `json:"user_id" doc:"usr_..."`
 	Email       string           `json:"email"`
 	Name        string           `json:"name"`
 	Role        store.MemberRole `json:"role" enum:"admin,member"`
-	CreatedAt   time.Time        `json:"createdAt" doc:"When the user became a member."`
+	CreatedAt   time.Time        `json:"created_at" doc:"When the user became a member."`
 }
 
 type memberOutput struct {
@@ -600,24 +600,24 @@ func (s *Server) registerKeys(api huma.API) {
 // what is sent.
 type toolRecord struct {
 	ID                   string               `json:"id" doc:"tol_..."`
-	WorkspaceID          *string              `json:"workspaceId" nullable:"true" doc:"null for a system tool."`
+	WorkspaceID          *string              `json:"workspace_id" nullable:"true" doc:"null for a system tool."`
 	Name                 string               `json:"name" doc:"The name the model sees."`
 	Description          *string              `json:"description" nullable:"true" doc:"When to use the tool, for the model."`
 	Target               store.ToolTarget     `json:"target" enum:"server,client"`
-	FunctionID           *string              `json:"functionId" nullable:"true" doc:"The function a server tool runs; null for a client tool."`
-	FunctionVersionID    *string              `json:"functionVersionId" nullable:"true" doc:"The pinned version; null follows the function's default version."`
-	InputSchemaID        string               `json:"inputSchemaId"`
-	OutputSchemaID       string               `json:"outputSchemaId"`
+	FunctionID           *string              `json:"function_id" nullable:"true" doc:"The function a server tool runs; null for a client tool."`
+	FunctionVersionID    *string              `json:"function_version_id" nullable:"true" doc:"The pinned version; null follows the function's default version."`
+	InputSchemaID        string               `json:"input_schema_id"`
+	OutputSchemaID       string               `json:"output_schema_id"`
 	Examples             []store.ToolExample  `json:"examples" nullable:"true"`
-	RequiresConfirmation bool                 `json:"requiresConfirmation"`
+	RequiresConfirmation bool                 `json:"requires_confirmation"`
 	Enabled              bool                 `json:"enabled"`
 	System               bool                 `json:"system" doc:"A built-in tool, which cannot be edited or deleted."`
-	CreatedBy            *string              `json:"createdBy" nullable:"true"`
-	RuntimeUserID        *string              `json:"runtimeUserId" nullable:"true" doc:"The member the function runs as; null for the workspace's default."`
-	DeletedAt            *time.Time           `json:"deletedAt" nullable:"true"`
-	RetentionTier        *store.RetentionTier `json:"retentionTier" nullable:"true" doc:"short, medium, long or none: snapshotted by the deletion; null while active."`
-	CreatedAt            time.Time            `json:"createdAt"`
-	UpdatedAt            time.Time            `json:"updatedAt"`
+	CreatedBy            *string              `json:"created_by" nullable:"true"`
+	RuntimeUserID        *string              `json:"runtime_user_id" nullable:"true" doc:"The member the function runs as; null for the workspace's default."`
+	DeletedAt            *time.Time           `json:"deleted_at" nullable:"true"`
+	RetentionTier        *store.RetentionTier `json:"retention_tier" nullable:"true" doc:"short, medium, long or none: snapshotted by the deletion; null while active."`
+	CreatedAt            time.Time            `json:"created_at"`
+	UpdatedAt            time.Time            `json:"updated_at"`
 }
 
 func orNull(s string) *string {

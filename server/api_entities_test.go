@@ -381,7 +381,7 @@ func TestEntityAPIMembers(t *testing.T) {
 	entEach(t, func(t *testing.T, w *entWorld) {
 		ctx := context.Background()
 		type member struct {
-			UserID string `json:"userId"`
+			UserID string `json:"user_id"`
 			Email  string `json:"email"`
 			Name   string `json:"name"`
 			Role   string `json:"role"`

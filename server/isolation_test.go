@@ -521,7 +521,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 		w.expect(t, w.keyB, method, path, body, want, out)
 	}
 	var mel struct {
-		UserID string `json:"userId"`
+		UserID string `json:"user_id"`
 	}
 	B("POST", "/v1/members", `{"email":"zulu-mel@globex.test","name":"Zulu Mel","role":"member"}`, 201, &mel)
 	var newKey struct {

@@ -108,12 +108,12 @@ type Workspace struct {
 	Name string `json:"name"`
 	// DefaultRuntimeUserID is the user tools' functions run as when a tool sets no runtime user
 	// ("" for none). Only an admin sets it, and it must be a member.
-	DefaultRuntimeUserID string `json:"defaultRuntimeUserId,omitempty"`
+	DefaultRuntimeUserID string `json:"default_runtime_user_id,omitempty"`
 	// RetentionTier is snapshotted onto what is deleted in the workspace, unless the delete
 	// names another tier. Empty when creating means DefaultRetentionTier.
-	RetentionTier RetentionTier `json:"retentionTier"`
-	CreatedAt     time.Time     `json:"createdAt"`
-	UpdatedAt     time.Time     `json:"updatedAt"`
+	RetentionTier RetentionTier `json:"retention_tier"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
 }
 
 // User is a person (or service account) who may be a member of several workspaces.
@@ -122,15 +122,15 @@ type User struct {
 	// Email is unique among users, ignoring case.
 	Email     string    `json:"email"`
 	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Membership makes a user a member of a workspace with a role.
 type Membership struct {
-	WorkspaceID string     `json:"workspaceId"`
-	UserID      string     `json:"userId"`
+	WorkspaceID string     `json:"workspace_id"`
+	UserID      string     `json:"user_id"`
 	Role        MemberRole `json:"role"`
-	CreatedAt   time.Time  `json:"createdAt"`
+	CreatedAt   time.Time  `json:"created_at"`
 }
 
 // Schema is a JSON Schema document that tools and function versions refer to by id. Schemas
@@ -138,37 +138,37 @@ type Membership struct {
 type Schema struct {
 	ID string `json:"id"` // sch_...
 	// WorkspaceID is "" for a system schema, which every workspace may refer to.
-	WorkspaceID string          `json:"workspaceId,omitempty"`
+	WorkspaceID string          `json:"workspace_id,omitempty"`
 	Content     json.RawMessage `json:"content"` // a JSON object or boolean
-	CreatedAt   time.Time       `json:"createdAt"`
+	CreatedAt   time.Time       `json:"created_at"`
 }
 
 // Function is a workspace function: named code with numbered versions, one of them the
 // default, that server tools wrap.
 type Function struct {
 	ID          string `json:"id"` // fun_...
-	WorkspaceID string `json:"workspaceId,omitempty"`
+	WorkspaceID string `json:"workspace_id,omitempty"`
 	// Name is unique among the functions of a workspace.
 	Name string `json:"name"`
 	// DefaultVersionID is the version a tool without a pinned version runs ("" until the
 	// first version is created, which becomes the default).
-	DefaultVersionID string    `json:"defaultVersionId,omitempty"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
+	DefaultVersionID string    `json:"default_version_id,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
 }
 
 // FunctionVersion is one immutable version of a function's code.
 type FunctionVersion struct {
 	ID          string `json:"id"` // fnv_...
-	WorkspaceID string `json:"workspaceId,omitempty"`
-	FunctionID  string `json:"functionId"`
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	FunctionID  string `json:"function_id"`
 	// Version numbers a function's versions 1, 2, 3...; the store assigns it.
 	Version int    `json:"version"`
 	Code    string `json:"code"`
 	// InputSchemaID and OutputSchemaID are optional ("" for none).
-	InputSchemaID  string    `json:"inputSchemaId,omitempty"`
-	OutputSchemaID string    `json:"outputSchemaId,omitempty"`
-	CreatedAt      time.Time `json:"createdAt"`
+	InputSchemaID  string    `json:"input_schema_id,omitempty"`
+	OutputSchemaID string    `json:"output_schema_id,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 // ToolExample is a few-shot example of a call: arguments (a JSON object) and an optional
@@ -224,24 +224,24 @@ type Tool struct {
 // toolJSON is Tool's JSON form, with the field names and nulls of seed 004.
 type toolJSON struct {
 	ID                   string         `json:"id"`
-	WorkspaceID          *string        `json:"workspaceId"`
+	WorkspaceID          *string        `json:"workspace_id"`
 	Name                 string         `json:"name"`
 	Description          *string        `json:"description"`
 	Target               ToolTarget     `json:"target"`
-	FunctionID           *string        `json:"functionId"`
-	FunctionVersionID    *string        `json:"functionVersionId"`
-	InputSchemaID        string         `json:"inputSchemaId"`
-	OutputSchemaID       string         `json:"outputSchemaId"`
+	FunctionID           *string        `json:"function_id"`
+	FunctionVersionID    *string        `json:"function_version_id"`
+	InputSchemaID        string         `json:"input_schema_id"`
+	OutputSchemaID       string         `json:"output_schema_id"`
 	Examples             []ToolExample  `json:"examples"`
-	RequiresConfirmation bool           `json:"requiresConfirmation"`
+	RequiresConfirmation bool           `json:"requires_confirmation"`
 	Enabled              bool           `json:"enabled"`
 	System               bool           `json:"system"`
-	CreatedBy            *string        `json:"createdBy"`
-	RuntimeUserID        *string        `json:"runtimeUserId"`
-	DeletedAt            *time.Time     `json:"deletedAt"`
-	RetentionTier        *RetentionTier `json:"retentionTier"`
-	CreatedAt            time.Time      `json:"createdAt"`
-	UpdatedAt            time.Time      `json:"updatedAt"`
+	CreatedBy            *string        `json:"created_by"`
+	RuntimeUserID        *string        `json:"runtime_user_id"`
+	DeletedAt            *time.Time     `json:"deleted_at"`
+	RetentionTier        *RetentionTier `json:"retention_tier"`
+	CreatedAt            time.Time      `json:"created_at"`
+	UpdatedAt            time.Time      `json:"updated_at"`
 }
 
 func nullable(s string) *string {

@@ -603,9 +603,9 @@ func testToolJSON(t *testing.T, s store.Entities) {
 	mustOK(t, "Marshal", err)
 	var m map[string]any
 	mustOK(t, "Unmarshal", json.Unmarshal(b, &m))
-	want := []string{"id", "workspaceId", "name", "description", "target", "functionId", "functionVersionId", "inputSchemaId",
-		"outputSchemaId", "examples", "requiresConfirmation", "enabled", "system", "createdBy", "runtimeUserId", "deletedAt",
-		"retentionTier", "createdAt", "updatedAt"}
+	want := []string{"id", "workspace_id", "name", "description", "target", "function_id", "function_version_id", "input_schema_id",
+		"output_schema_id", "examples", "requires_confirmation", "enabled", "system", "created_by", "runtime_user_id", "deleted_at",
+		"retention_tier", "created_at", "updated_at"}
 	var keys []string
 	for k := range m {
 		keys = append(keys, k)
@@ -615,12 +615,12 @@ func testToolJSON(t *testing.T, s store.Entities) {
 	if !slices.Equal(keys, want) {
 		t.Fatalf("JSON fields %v, want seed 004's %v", keys, want)
 	}
-	for _, k := range []string{"description", "functionId", "functionVersionId", "examples", "createdBy", "runtimeUserId", "deletedAt", "retentionTier"} {
+	for _, k := range []string{"description", "function_id", "function_version_id", "examples", "created_by", "runtime_user_id", "deleted_at", "retention_tier"} {
 		if m[k] != nil {
 			t.Errorf("%s = %v, want null", k, m[k])
 		}
 	}
-	if m["workspaceId"] != f.ws.ID || m["target"] != "client" || m["enabled"] != true {
+	if m["workspace_id"] != f.ws.ID || m["target"] != "client" || m["enabled"] != true {
 		t.Errorf("JSON: %s", b)
 	}
 	var back store.Tool
@@ -631,7 +631,7 @@ func testToolJSON(t *testing.T, s store.Entities) {
 	del, err := s.DeleteTool(ctx, f.ws.ID, tool.ID, store.RetentionShort)
 	mustOK(t, "DeleteTool", err)
 	b, _ = json.Marshal(del)
-	if !strings.Contains(string(b), `"retentionTier":"short"`) || strings.Contains(string(b), `"deletedAt":null`) {
+	if !strings.Contains(string(b), `"retention_tier":"short"`) || strings.Contains(string(b), `"deleted_at":null`) {
 		t.Fatalf("deleted tool JSON: %s", b)
 	}
 }

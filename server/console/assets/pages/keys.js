@@ -18,7 +18,7 @@ export async function render(main, ctx) {
   const me = ctx.session?.user_id || "";
   const [keys, members] = await Promise.all([api("GET", "/keys"), api("GET", "/members").catch(() => ({ members: [] }))]);
   if (left) return;
-  const who = new Map(members.members.map((m) => [m.userId, m]));
+  const who = new Map(members.members.map((m) => [m.user_id, m]));
 
   const fresh = h("div", { "aria-live": "polite", "data-test": "new-key-box" });
   const body = h("tbody", { "data-test": "keys" });
@@ -69,7 +69,7 @@ export async function render(main, ctx) {
   }
 
   // The form: a name, a role, the member it acts as (the admin by default), an expiry.
-  const memberIDs = members.members.map((m) => m.userId);
+  const memberIDs = members.members.map((m) => m.user_id);
   const form = schemaForm({
     type: "object",
     properties: {
@@ -85,7 +85,7 @@ export async function render(main, ctx) {
   if (sel) {
     for (const o of sel.options) {
       const m = /^\d+$/.test(o.value) ? who.get(memberIDs[Number(o.value)]) : null;
-      if (m) o.textContent = `${m.name || m.email} (${m.role})${m.userId === me ? " · you" : ""}`;
+      if (m) o.textContent = `${m.name || m.email} (${m.role})${m.user_id === me ? " · you" : ""}`;
     }
   }
 

@@ -82,7 +82,7 @@ async function storedRecord(name) {
   try {
     const page = await api("GET", "/tools?" + new URLSearchParams({ name, include_system: "true", include_deleted: "true", limit: "20" }).toString());
     const all = page.tools.filter((t) => t.name === name);
-    return all.find((t) => !t.deletedAt) || all[0] || null;
+    return all.find((t) => !t.deleted_at) || all[0] || null;
   } catch {
     return null; // a store without tools of its own
   }
@@ -190,30 +190,30 @@ function recordSection(t) {
       row("Id", h("span", { class: "mono" }, t.id)),
       row("Runs on", t.target),
       row("Enabled", t.enabled ? "yes" : "no (hidden from models, calls refused)"),
-      row("Needs confirmation", t.requiresConfirmation ? "yes" : "no"),
-      row("Runs as", t.runtimeUserId ? h("span", { class: "mono" }, t.runtimeUserId) : "the workspace's default runtime user"),
+      row("Needs confirmation", t.requires_confirmation ? "yes" : "no"),
+      row("Runs as", t.runtime_user_id ? h("span", { class: "mono" }, t.runtime_user_id) : "the workspace's default runtime user"),
       row("System", t.system ? "yes (built in)" : null),
-      row("Created", when(t.createdAt)),
-      row("Updated", when(t.updatedAt)),
-      row("Deleted", t.deletedAt ? when(t.deletedAt) : null))));
+      row("Created", when(t.created_at)),
+      row("Updated", when(t.updated_at)),
+      row("Deleted", t.deleted_at ? when(t.deleted_at) : null))));
 }
 
 // functionSection is the function a stored server tool runs, with its versions: the default
 // and the one the tool pins (if any) marked.
 async function functionSection(t) {
-  if (!t.functionId) return h("span");
+  if (!t.function_id) return h("span");
   const el = h("section", { class: "tool-function", "data-test": "tool-function" }, h("h2", {}, "Function"));
   try {
     const [f, vs] = await Promise.all([
-      api("GET", `/functions/${encodeURIComponent(t.functionId)}`),
-      api("GET", `/functions/${encodeURIComponent(t.functionId)}/versions`),
+      api("GET", `/functions/${encodeURIComponent(t.function_id)}`),
+      api("GET", `/functions/${encodeURIComponent(t.function_id)}/versions`),
     ]);
-    const runs = t.functionVersionId || f.defaultVersionId;
+    const runs = t.function_version_id || f.default_version_id;
     const v = vs.versions.find((x) => x.id === runs);
     el.append(h("p", {}, h("span", { class: "mono" }, f.name), " ", h("span", { class: "muted mono small-text" }, f.id)),
       h("p", { "data-test": "runs-version" }, "This tool runs ", v ? h("strong", {}, "version " + v.version) : h("span", { class: "mono" }, runs || "no version"),
-        t.functionVersionId ? " (pinned)" : " (the function's default)", "."),
-      versionsTable(f, vs.versions, t.functionVersionId));
+        t.function_version_id ? " (pinned)" : " (the function's default)", "."),
+      versionsTable(f, vs.versions, t.function_version_id));
   } catch (e) {
     el.append(errorBox(e, "The function could not be read"));
   }

@@ -83,12 +83,12 @@ export function flagsOf(t) {
   const out = [];
   const target = t.target ?? t.Target;
   if (target) out.push(h("span", { class: "flag target-" + target, "data-test": "flag-target" }, target === "client" ? "client tool" : "server"));
-  const confirm = t.requires_confirmation ?? t.requiresConfirmation;
+  const confirm = t.requires_confirmation;
   if (confirm) out.push(h("span", { class: "flag confirm", "data-test": "flag-confirmation" }, "needs confirmation"));
   if (t.enabled === false) out.push(h("span", { class: "flag off", "data-test": "flag-disabled" }, "disabled"));
   if (t.latent) out.push(h("span", { class: "flag", title: "no code runs it: the model writes its result" }, "latent"));
   if (t.system) out.push(h("span", { class: "flag" }, "system"));
-  if (t.deletedAt) out.push(h("span", { class: "flag off" }, "deleted"));
+  if (t.deleted_at) out.push(h("span", { class: "flag off" }, "deleted"));
   if (out.length === 0) out.push(h("span", { class: "muted" }, "…"));
   return out;
 }
@@ -161,16 +161,16 @@ function storedSection(ctx, servedNames, fnByID, gone) {
     clear(body);
     if (page.tools.length === 0) body.append(h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No stored tools match.")));
     for (const t of page.tools) {
-      const f = t.functionId ? fnByID.get(t.functionId) : null;
+      const f = t.function_id ? fnByID.get(t.function_id) : null;
       body.append(h("tr", { "data-test": "stored-tool", "data-tool": t.name },
-        h("td", {}, servedNames.has(t.name) && !t.deletedAt
+        h("td", {}, servedNames.has(t.name) && !t.deleted_at
           ? h("a", { class: "mono", href: "#/tools/" + encodeURIComponent(t.name) }, t.name)
           : h("span", { class: "mono" }, t.name), h("div", { class: "muted mono small-text" }, t.id)),
         h("td", { class: "tool-desc" }, firstLine(t.description)),
-        h("td", {}, t.functionId ? h("span", { class: "mono" }, f ? f.name : t.functionId) : h("span", { class: "muted" }, "—"),
-          t.functionVersionId ? h("div", { class: "muted small-text" }, "pinned ", h("span", { class: "mono" }, t.functionVersionId)) : null),
+        h("td", {}, t.function_id ? h("span", { class: "mono" }, f ? f.name : t.function_id) : h("span", { class: "muted" }, "—"),
+          t.function_version_id ? h("div", { class: "muted small-text" }, "pinned ", h("span", { class: "mono" }, t.function_version_id)) : null),
         h("td", { class: "tool-flags" }, flagsOf(t)),
-        h("td", {}, when(t.updatedAt))));
+        h("td", {}, when(t.updated_at))));
     }
     newer.hidden = cursors.length <= 1;
     older.hidden = !page.next_cursor;
@@ -207,10 +207,10 @@ export function versionsTable(f, versions, pinned) {
   if (!versions.length) return h("p", { class: "muted" }, "No versions yet.");
   return h("table", { class: "versions-table", "data-test": "versions" },
     h("thead", {}, h("tr", {}, h("th", {}, "Version"), h("th", {}, "Created"), h("th", {}, "Code"))),
-    h("tbody", {}, [...versions].reverse().map((v) => h("tr", { "data-test": "version", "data-version": v.id, class: v.id === f.defaultVersionId ? "default" : null },
+    h("tbody", {}, [...versions].reverse().map((v) => h("tr", { "data-test": "version", "data-version": v.id, class: v.id === f.default_version_id ? "default" : null },
       h("td", {}, h("strong", {}, "v" + v.version), " ", h("span", { class: "muted mono small-text" }, v.id),
-        v.id === f.defaultVersionId ? h("span", { class: "flag default", "data-test": "default-version" }, "default") : null,
+        v.id === f.default_version_id ? h("span", { class: "flag default", "data-test": "default-version" }, "default") : null,
         pinned && v.id === pinned ? h("span", { class: "flag confirm", "data-test": "pinned-version" }, "pinned by this tool") : null),
-      h("td", {}, when(v.createdAt)),
+      h("td", {}, when(v.created_at)),
       h("td", {}, h("details", { class: "fold" }, h("summary", {}, ((n) => `${n} line${n === 1 ? "" : "s"}`)((v.code || "").split("\n").length)), h("pre", { class: "value" }, v.code || "")))))));
 }

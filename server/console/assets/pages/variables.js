@@ -77,7 +77,7 @@ export async function render(main, ctx) {
     let input;
     if (layer === "user" && members) {
       input = h("select", { id: "var-owner", "data-test": "owner" }, members.map((m) =>
-        h("option", { value: m.userId, selected: m.userId === view.owner.user }, `${m.name || m.email} (${m.role})${m.userId === me ? " · you" : ""}`)));
+        h("option", { value: m.user_id, selected: m.user_id === view.owner.user }, `${m.name || m.email} (${m.role})${m.user_id === me ? " · you" : ""}`)));
       input.addEventListener("change", () => { view.owner.user = input.value; show(); });
     } else {
       input = h("input", { id: "var-owner", value: view.owner[layer], autocomplete: "off", maxlength: layer === "agent" ? 128 : 64,
