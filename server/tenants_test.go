@@ -217,22 +217,17 @@ func TestWorkspaceToolsFollowTheStore(t *testing.T) {
 	waitServed(false)
 }
 
-func toJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// Event streams are capped per key: the 33rd stream of one key is refused with 429 while
-// another key's is served, and closing one frees its place.
-func TestEventStreamsAreCappedPerKey(t *testing.T) {
-	w := newTenantWorld(t)
+// eventStreams makes a thread in each workspace and returns them with a function that opens
+// an event stream of a thread with a key; the streams are closed when the test ends.
+func (w *tenantWorld) eventStreams(t *testing.T) (threadA, threadB string, open func(key, threadID string) *http.Response) {
+	t.Helper()
 	_, out := w.api(t, "POST", "/v1/tools/echo/call", w.keyA, `{"args":{"text":"hi"}}`)
-	threadA, _ := out["thread_id"].(string)
+	threadA, _ = out["thread_id"].(string)
 	_, out = w.api(t, "POST", "/v1/tools/echo/call", w.keyB, `{"args":{"text":"hi"}}`)
-	threadB, _ := out["thread_id"].(string)
+	threadB, _ = out["thread_id"].(string)
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
-	open := func(key, threadID string) *http.Response {
+	return threadA, threadB, func(key, threadID string) *http.Response {
 		t.Helper()
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
@@ -243,6 +238,18 @@ func TestEventStreamsAreCappedPerKey(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Event streams are capped per key: the 33rd stream of one key is refused with 429 while
+// another key's is served, and closing one frees its place.
+func TestEventStreamsAreCappedPerKey(t *testing.T) {
+	w := newTenantWorld(t)
+	threadA, threadB, open := w.eventStreams(t)
 	var streams []*http.Response
 	for i := range 32 {
 		resp := open(w.keyA, threadA)
@@ -278,10 +285,7 @@ func TestEventStreamsAreCappedPerKey(t *testing.T) {
 func TestEventStreamsAreCappedPerWorkspace(t *testing.T) {
 	w := newTenantWorld(t)
 	ctx := context.Background()
-	_, out := w.api(t, "POST", "/v1/tools/echo/call", w.keyA, `{"args":{"text":"hi"}}`)
-	threadA, _ := out["thread_id"].(string)
-	_, out = w.api(t, "POST", "/v1/tools/echo/call", w.keyB, `{"args":{"text":"hi"}}`)
-	threadB, _ := out["thread_id"].(string)
+	threadA, threadB, open := w.eventStreams(t)
 	existing, err := w.st.APIKeys(ctx, w.wsA)
 	mustDo(t, err)
 	keys := []string{w.keyA}
@@ -290,19 +294,6 @@ func TestEventStreamsAreCappedPerWorkspace(t *testing.T) {
 			Name: fmt.Sprintf("viewer %d", i), Role: store.KeyRoleViewer})
 		mustDo(t, err)
 		keys = append(keys, secret)
-	}
-	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0}}
-	t.Cleanup(client.CloseIdleConnections)
-	open := func(key, threadID string) *http.Response {
-		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		req, _ := http.NewRequestWithContext(ctx, "GET", w.url+"/v1/threads/"+threadID+"/events", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := client.Do(req)
-		mustDo(t, err)
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
 	}
 	opened := 0
 	var refused *http.Response
