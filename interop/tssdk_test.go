@@ -18,16 +18,16 @@ func npmDir(t *testing.T) string {
 	return dir
 }
 
-// runTS runs ts/client.mjs with the pinned Node and SDK. The script is copied beside their
-// node_modules, since an ES module resolves its imports from where it lies.
-func runTS(t *testing.T, args ...string) {
+// runJS runs a script of ts/ with the pinned Node and packages. The script is copied beside
+// their node_modules, since an ES module resolves its imports from where it lies.
+func runJS(t *testing.T, name string, args ...string) {
 	t.Helper()
 	dir := npmDir(t)
-	src, err := os.ReadFile(filepath.Join("ts", "client.mjs"))
+	src, err := os.ReadFile(filepath.Join("ts", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(dir, "quiver-interop-client.mjs")
+	script := filepath.Join(dir, "quiver-interop-"+name)
 	if err := os.WriteFile(script, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func runTS(t *testing.T, args ...string) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
-		t.Fatalf("the TypeScript SDK's client: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
 }
 
@@ -47,7 +47,7 @@ func runTS(t *testing.T, args ...string) {
 func TestTypeScriptSDKOverStdio(t *testing.T) {
 	bin := quiverBinary(t)
 	for _, mode := range []string{"legacy", "auto"} {
-		t.Run(mode, func(t *testing.T) { runTS(t, "stdio", bin, mode) })
+		t.Run(mode, func(t *testing.T) { runJS(t, "client.mjs", "stdio", bin, mode) })
 	}
 }
 
@@ -57,6 +57,19 @@ func TestTypeScriptSDKOverHTTP(t *testing.T) {
 	npmDir(t)
 	endpoint, key := serve(t)
 	for _, mode := range []string{"legacy", "auto"} {
-		t.Run(mode, func(t *testing.T) { runTS(t, "http", endpoint, key, mode) })
+		t.Run(mode, func(t *testing.T) { runJS(t, "client.mjs", "http", endpoint, key, mode) })
 	}
+}
+
+// The OpenAI Agents SDK for JavaScript (0.20) reaches MCP servers through the same SDK v2 and
+// its schemas; no model is called, its MCP servers list and call the tools. Over stdio it
+// refused Quiver's tools/list (cacheScope "").
+func TestOpenAIAgentsSDK(t *testing.T) {
+	bin := quiverBinary(t)
+	t.Run("stdio", func(t *testing.T) { runJS(t, "agents.mjs", "stdio", bin) })
+	t.Run("http", func(t *testing.T) {
+		npmDir(t)
+		endpoint, key := serve(t)
+		runJS(t, "agents.mjs", "http", endpoint, key)
+	})
 }
