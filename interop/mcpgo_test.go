@@ -39,10 +39,10 @@ func quiverBinary(t *testing.T) string {
 }
 
 // serve starts quiver serve on a free 127.0.0.1 port with a fresh data directory, API keys
-// on, and returns its MCP endpoint and the admin key its first start printed.
-func serve(t *testing.T) (endpoint, key string) {
+// on, and extra flags, and returns its MCP endpoint and the admin key its first start printed.
+func serve(t *testing.T, extra ...string) (endpoint, key string) {
 	t.Helper()
-	cmd := exec.Command(quiverBinary(t), "serve", "--addr", "127.0.0.1:0")
+	cmd := exec.Command(quiverBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir(), "QUIVER_ADDR=", "QUIVER_CONFIG=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
