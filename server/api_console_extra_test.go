@@ -13,6 +13,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/apicontract"
 	"github.com/quiverhq/quiver/internal/backendtest"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/server"
@@ -112,7 +113,7 @@ func newConWorld(t *testing.T, st thrStore) *conWorld {
 		}}
 	srv, err := server.New(ctx, cfg)
 	must(err)
-	ts := httptest.NewServer(checked(t, srv.Handler()))
+	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	tw.url = ts.URL
 	return &conWorld{thrWorld: tw, member: ua.ID, admin: uadm.ID, other: ub.ID}
@@ -339,7 +340,7 @@ func TestConsoleAgentVariables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := httptest.NewServer(checked(t, srv.Handler()))
+		ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 		defer func() { ts.Close(); srv.Close() }()
 		res, body := sendAPI(t, w.client, "GET", ts.URL+base, w.key["member"], nil)
 		problem(t, "no agents", thrResp{status: res.StatusCode, header: res.Header, body: body}, 503, server.CodeUnavailable, "")

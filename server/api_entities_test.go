@@ -18,6 +18,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/apicontract"
 	"github.com/quiverhq/quiver/internal/backendtest"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
@@ -124,7 +125,7 @@ func newEntWorld(t *testing.T, st *schemaCounter) *entWorld {
 	// A is the server's own workspace: its admins are the operator's, who make workspaces.
 	srv, err := server.New(ctx, server.Config{Store: st, Auth: auth, Registry: reg, Agents: agents, WorkspaceID: w.a.ID, Logger: slog.New(slog.DiscardHandler)})
 	must(err)
-	ts := httptest.NewServer(checked(t, srv.Handler()))
+	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	w.url = ts.URL
 	return w

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/apicontract"
 	"github.com/quiverhq/quiver/internal/backendtest"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
@@ -97,7 +98,7 @@ func newThrWorld(t *testing.T, st thrStore, withKeys bool) *thrWorld {
 	}
 	srv, err := server.New(ctx, cfg)
 	must(err)
-	ts := httptest.NewServer(checked(t, srv.Handler()))
+	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	w.url = ts.URL
 	return w

@@ -28,6 +28,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/apicontract"
 	"github.com/quiverhq/quiver/internal/ids"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/model"
@@ -509,7 +510,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 	must(err)
 	close(ready)
 	w.srv, w.runs = srv, runs
-	ts := httptest.NewServer(checked(t, srv.Handler()))
+	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { srv.Close(); ts.Close() })
 	w.url = ts.URL
 

@@ -10,10 +10,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quiverhq/quiver/internal/apicontract"
 )
 
 // apiDo sends a request to quiver serve's /v1 API with key (none when empty) and returns the
-// status, the Content-Type and the decoded JSON body.
+// status, the Content-Type and the decoded JSON body. The answer is checked against the served
+// OpenAPI document (internal/apicontract).
 func apiDo(t testing.TB, method, url, key, body string) (int, string, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -35,6 +38,12 @@ func apiDo(t testing.TB, method, url, key, body string) (int, string, map[string
 	var out map[string]any
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("%s %s: %d, not JSON: %q", method, url, resp.StatusCode, b)
+	}
+	// Every answer quiver serve gives these tests keeps the served OpenAPI document.
+	if !apicontract.Skip(req.URL.Path) {
+		if err := apicontract.Check(req, resp.StatusCode, resp.Header, b); err != nil {
+			t.Errorf("%v\nbody: %.500s", err, b)
+		}
 	}
 	return resp.StatusCode, resp.Header.Get("Content-Type"), out
 }
