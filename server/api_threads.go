@@ -356,9 +356,9 @@ func parseVariableBody(raw []byte) (VariableBody, error) {
 	names := slices.Sorted(maps.Keys(fields))
 	for _, k := range names {
 		if k != "value" && k != "secret" && k != "scoped" {
-			loc := "body." + k
-			if len(k) > 64 || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-				loc = "body" // a location is no place for a long or strange key
+			loc := "body"
+			if showable(k) { // a location is no place for a long or strange key
+				loc += "." + k
 			}
 			return b, fieldError(http.StatusBadRequest, loc, "unknown field: the body takes value, secret and scoped")
 		}

@@ -25,6 +25,7 @@ func TestBodiesWithAmbiguousKeysAreRefused(t *testing.T) {
 			{"the Kelvin sign for a k", "POST", "/v1/members", `{"email":"a@b.io","role":"member","\u212aey":"x","key":"y"}`, "body.key"},
 			{"an email past its limit in another case", "POST", "/v1/members", `{"email":"a@b.io","Email":"` + long + `"}`, "body.Email"},
 			{"a repeated key in a tool's arguments", "POST", "/v1/tools/echo/call", `{"args":{"text":"a","text":"b"}}`, "body.args.text"},
+			{"a repeated key deep in an array", "POST", "/v1/tools/echo/call", `{"args":{"text":"a","list":[{},{"x":1,"x":2}]}}`, "body.args.list[1].x"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -43,6 +44,12 @@ func TestBodiesWithAmbiguousKeysAreRefused(t *testing.T) {
 		}
 		if _, err := w.st.UserByEmail(context.Background(), long); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("a refused body stored the long email: %v", err)
+		}
+		// A body nested deeper than the decoder reads is refused by it, not walked to the end:
+		// an answer, not a crash or a hang.
+		deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
+		if r := w.do(t, "member", "POST", "/v1/tools/echo/call", `{"args":`+deep+`}`); r.status < 400 || r.status >= 500 {
+			t.Errorf("a body nested 20,000 deep: %d %.200s, want a 4xx", r.status, r.body)
 		}
 		// Free-form values keep their keys as given: "text" and "Text" are two arguments.
 		w.ok(t, "member", "POST", "/v1/tools/echo/call", `{"args":{"text":"a"}}`, 200, nil)

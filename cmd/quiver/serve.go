@@ -237,6 +237,9 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 			*n.v = -1 // server.Config's "no cap"
 		}
 	}
+	if *maxPerWorkspace < 0 {
+		return exitUsage, usagef("--max-sessions-per-workspace must not be negative (0: the default)")
+	}
 	switch {
 	case *idleTimeout < 0:
 		return exitUsage, usagef("--session-idle-timeout must not be negative (0: never)")
@@ -264,9 +267,6 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	}
 	cfg.AllowedHosts, cfg.AllowedOrigins = guard.Hosts, guard.Origins
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = *maxSessions, *maxPerClient, *idleTimeout
-	if *maxPerWorkspace < 0 {
-		return exitUsage, usagef("--max-sessions-per-workspace must not be negative (0: the default)")
-	}
 	cfg.MaxSessionsPerWorkspace = *maxPerWorkspace
 	if !*insecure {
 		keys, ok := cfg.Store.(backend)

@@ -102,6 +102,7 @@ func TestServeSessionFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--max-sessions", "-1"}, "--max-sessions must not be negative"},
 		{[]string{"--max-sessions-per-client", "-5"}, "--max-sessions-per-client must not be negative"},
+		{[]string{"--max-sessions-per-workspace", "-1"}, "--max-sessions-per-workspace must not be negative"},
 		{[]string{"--session-idle-timeout", "-1s"}, "--session-idle-timeout must not be negative"},
 		{[]string{"--session-idle-timeout", "soon"}, "invalid value"},
 		{[]string{"--max-result-bytes", "-1"}, "--max-result-bytes must not be negative"},
