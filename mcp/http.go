@@ -300,21 +300,13 @@ func needsSession(r *http.Request, body []byte) sessionRequest {
 }
 
 // writeRPCError answers with a JSON-RPC error in the body of an HTTP error, as the streamable
-// HTTP transport allows; id is the request's (null when nil).
+// HTTP transport allows; id is the request's (left out when unknown, see rpcErrorBody).
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	out, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   jsonrpc.Error   `json:"error"`
-	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Del("Content-Length")
 	w.WriteHeader(status)
-	_, _ = w.Write(out)
+	_, _ = w.Write(rpcErrorBody(id, code, msg))
 }
 
 // sessionLimiter counts the sessions open through one HTTP handler, in total and per owner.

@@ -185,6 +185,8 @@ func (s *Server) receive(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 		}
 		switch method {
+		case "initialize":
+			capInitializeVersion(req)
 		case "tools/list":
 			if r, ok := req.(*sdk.ListToolsRequest); ok {
 				return s.listTools(r)
@@ -203,6 +205,20 @@ func (s *Server) receive(next sdk.MethodHandler) sdk.MethodHandler {
 			return withoutCacheFields(c)
 		}
 		return res, err
+	}
+}
+
+// lastSessionVersion is the newest protocol version served through initialize: 2026-07-28
+// replaced it with sessionless requests.
+const lastSessionVersion = "2025-11-25"
+
+// capInitializeVersion records a session that asked initialize for 2026-07-28 or later as
+// what it is served at, 2025-11-25. The SDK keeps the version the client asked for and reads
+// it back to shape answers: without this, such a session (mcp-go's default) was sent
+// resultType, ttlMs and cacheScope, which 2025-11-25 does not define.
+func capInitializeVersion(req sdk.Request) {
+	if r, ok := req.(*sdk.ServerRequest[*sdk.InitializeParams]); ok && r.Params != nil && r.Params.ProtocolVersion > lastSessionVersion {
+		r.Params.ProtocolVersion = lastSessionVersion
 	}
 }
 

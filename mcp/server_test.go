@@ -506,10 +506,10 @@ func TestBadInput(t *testing.T) {
 		status int
 		want   string
 	}{
-		{"malformed JSON", nil, `{"jsonrpc":"2.0","id":1,"method":`, http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"malformed payload`},
+		{"malformed JSON", nil, `{"jsonrpc":"2.0","id":1,"method":`, http.StatusBadRequest, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"malformed payload`},
 		{"unknown method", withSession, `{"jsonrpc":"2.0","id":7,"method":"no/such/method"}`, http.StatusBadRequest, `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"JSON RPC not handled: \"no/such/method\" unsupported"}}`},
 		{"unknown method, string id after params", withSession, `{"jsonrpc":"2.0","method":"no/such/method","params":{},"id":"abc"}`, http.StatusBadRequest, `"id":"abc","error":{"code":-32601`},
-		{"request without id", withSession, `{"jsonrpc":"2.0","method":"tools/list","params":{}}`, http.StatusBadRequest, `"id":null,"error":{"code":-32600`},
+		{"request without id", withSession, `{"jsonrpc":"2.0","method":"tools/list","params":{}}`, http.StatusBadRequest, `{"jsonrpc":"2.0","error":{"code":-32600`},
 		{"unknown session", http.Header{"Mcp-Session-Id": {"forged"}}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, http.StatusNotFound, ""},
 		{"oversized request", nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 70<<10) + `"}}`, http.StatusRequestEntityTooLarge, ""},
 		{"foreign Host (DNS rebinding)", http.Header{"Host": {"evil.example:80"}}, initBody, http.StatusForbidden, "invalid Host"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,16 +61,27 @@ func TestListAnswersCarryTheFieldsOfTheirVersion(t *testing.T) {
 	srv.SDK().AddPrompt(&sdk.Prompt{Name: "hello"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
 		return &sdk.GetPromptResult{}, nil
 	})
-	for _, version := range sdk.SupportedProtocolVersions() {
-		t.Run(version, func(t *testing.T) {
+	// A client may also ask initialize for 2026-07-28 (mcp-go 1.2 does over HTTP): it is
+	// served at 2025-11-25, and was sent 2026-era fields, since the SDK shapes answers by the
+	// version a client asked for.
+	const viaInitialize = "2026-07-28 through initialize"
+	for _, name := range append(sdk.SupportedProtocolVersions(), viaInitialize) {
+		t.Run(name, func(t *testing.T) {
 			send := stdioSession(t, srv)
+			version, asked := name, name
+			if name == viaInitialize {
+				version, asked = "2025-11-25", "2026-07-28"
+			}
 			meta := ""
 			if version >= "2026-07-28" {
 				meta = fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`, version)
 			} else {
-				init := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, version))
+				init := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, asked))
 				if init["error"] != nil {
 					t.Fatalf("initialize: %s", init["error"])
+				}
+				if want := fmt.Sprintf(`"protocolVersion":%q`, version); !strings.Contains(string(init["result"]), want) {
+					t.Fatalf("initialize asking for %s was answered %s, want %s", asked, init["result"], want)
 				}
 				send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			}

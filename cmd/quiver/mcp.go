@@ -1,11 +1,6 @@
 package main
 
-import (
-	"context"
-	"io"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-)
+import "context"
 
 // mcpCmd runs the mcp subcommands.
 func (a *app) mcpCmd(ctx context.Context, args []string) (int, error) {
@@ -20,13 +15,3 @@ func (a *app) mcpCmd(ctx context.Context, args []string) (int, error) {
 	}
 	return exitUsage, usagef("unknown mcp subcommand %q (stdio)", args[0])
 }
-
-// stdioTransport speaks MCP over the command's standard input and output (os.Stdin and
-// os.Stdout in production, pipes in tests).
-func stdioTransport(in io.Reader, out io.Writer) sdk.Transport {
-	return &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
-}
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
@@ -340,7 +341,9 @@ func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
 	}
 	defer srv.Close()
 	releaseStartupGarbage()
-	err = srv.MCP().Run(ctx, stdioTransport(a.stdin, a.stdout))
+	// A line is capped like a request body on /mcp.
+	maxLine := cmp.Or(cfg.MaxRequestBytes, sdk.DefaultMaxRequestBodyBytes)
+	err = srv.MCP().Run(ctx, mcp.StdioTransport(a.stdin, a.stdout, int(maxLine)))
 	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		return exitError, err
 	}
