@@ -418,7 +418,7 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	if err := writeJSON(a.stdout, oneShape(r)); err != nil {
+	if err := writeJSON(a.stdout, r); err != nil {
 		return exitError, err
 	}
 	if hint := varHint(r); hint != "" {
@@ -428,22 +428,6 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 		return exitError, nil
 	}
 	return exitOK, nil
-}
-
-// oneShape is r as quiver call prints it: whatever the tool, its answer is in "value". A tool
-// that answers with text (a remote MCP tool, a JavaScript tool returning a string) gets the
-// text as a JSON string there, instead of Result's separate "result" field.
-func oneShape(r *quiver.Result) *quiver.Result {
-	if r.Value != nil || r.Text == "" {
-		return r
-	}
-	text, err := json.Marshal(r.Text)
-	if err != nil {
-		return r
-	}
-	out := *r
-	out.Value, out.Text = text, ""
-	return &out
 }
 
 func (a *app) readArgs(text string) (json.RawMessage, error) {

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -24,7 +26,7 @@ func writeFiles(t testing.TB, files map[string]string) string {
 // jsResult is the JSON a call of a JavaScript tool prints.
 type jsResult struct {
 	Status string          `json:"status"`
-	Result *string         `json:"result"` // never printed: every tool's answer is in value
+	Result string          `json:"result"` // a text answer, as POST /v1/tools/{name}/call gives it
 	Value  json.RawMessage `json:"value"`
 	Error  string          `json:"error"`
 	Code   string          `json:"code"`
@@ -125,7 +127,7 @@ input_schema:
 			t.Fatalf("tools add %s: exit %d\n%s%s", def, code, stdout, stderr)
 		}
 	}
-	if _, r := callJSON(t, db, "slugify", `{"text":"Hello, Big World"}`); string(r.Value) != `"hello-big-world"` || r.Result != nil {
+	if _, r := callJSON(t, db, "slugify", `{"text":"Hello, Big World"}`); r.Result != "hello-big-world" || r.Value != nil {
 		t.Errorf("slugify: %+v", r)
 	}
 	if _, r := callJSON(t, db, "double", `{"n":21}`); string(r.Value) != "42" {
@@ -185,5 +187,46 @@ func TestNoDatabaseNeeded(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "quiver", defaultDBName)); !os.IsNotExist(err) {
 		t.Errorf("a database was created: %v", err)
+	}
+}
+
+// quiver call prints a call's result as POST /v1/tools/{name}/call answers it: one naming
+// convention for the CLI's JSON and the API's, a text answer in "result" and a structured one
+// in "value" (the CLI used to move a text answer into "value").
+func TestCallPrintsWhatTheAPIAnswers(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"shout.yaml": "name: shout\ndescription: Shouts.\ncode: |\n  export default ({ text }) => text.toUpperCase()\ninput_schema: {type: object, properties: {text: {type: string}}}\n",
+		"half.yaml":  "name: half\ndescription: Halves.\ncode: |\n  export default ({ n }) => ({ half: n / 2 })\ninput_schema: {type: object, properties: {n: {type: number}}}\n",
+	})
+	db := filepath.Join(dir, "quiver.db")
+	for _, def := range []string{"shout.yaml", "half.yaml"} {
+		if code, stdout, stderr := runCLI(t, "", "tools", "add", filepath.Join(dir, def), "--db", db); code != exitOK {
+			t.Fatalf("tools add %s: exit %d\n%s%s", def, code, stdout, stderr)
+		}
+	}
+	endpoint, _, _ := startServe(t, "--db", db)
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	for _, c := range []struct{ tool, args, field string }{
+		{"shout", `{"text":"hi"}`, "result"},
+		{"half", `{"n":3}`, "value"},
+	} {
+		t.Run(c.tool, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", "call", c.tool, "--args", c.args, "--db", db)
+			if code != exitOK {
+				t.Fatalf("quiver call: exit %d\n%s%s", code, stdout, stderr)
+			}
+			var cli map[string]any
+			if err := json.Unmarshal([]byte(stdout), &cli); err != nil {
+				t.Fatal(err)
+			}
+			status, _, answer := apiDo(t, "POST", base+"/v1/tools/"+c.tool+"/call", "", `{"args":`+c.args+`}`)
+			api, _ := answer["result"].(map[string]any)
+			if status != http.StatusOK || api == nil {
+				t.Fatalf("POST /v1/tools/%s/call: %d %v", c.tool, status, answer)
+			}
+			if cli[c.field] == nil || !reflect.DeepEqual(cli, api) {
+				t.Errorf("quiver call printed %v\nthe API answered   %v\nwant the same, with the answer in %q", cli, api, c.field)
+			}
+		})
 	}
 }
