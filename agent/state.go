@@ -52,8 +52,6 @@ type Spawn struct {
 	Message string `json:"message,omitempty"`
 }
 
-func (s *Spawn) depth() int { return len(s.Path) - 1 }
-
 // ReadState decodes a thread's state.
 func ReadState(t *store.Thread) ThreadState {
 	var st ThreadState

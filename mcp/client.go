@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -369,6 +368,7 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 			// Not on the connection's goroutine: listing needs it to read the answer.
 			go r.resync(ctx)
 		},
+		//lint:ignore SA1019 servers of the protocol versions before 2026-07-28 still log this way
 		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
 			r.logger.Info("mcp: log message from the MCP server", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
 		},
@@ -686,18 +686,6 @@ func mimeOr(m string) string {
 		return "application/octet-stream"
 	}
 	return m
-}
-
-// names returns the names of the tools imported from r, sorted; for tests.
-func (r *remote) names() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for n := range r.tools {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // passTraceContext puts the call's trace context (W3C traceparent and tracestate, through the

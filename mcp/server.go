@@ -118,6 +118,8 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 	if version == "" {
 		version = "dev"
 	}
+	// Tools log to clients of the versions before 2026-07-28, which deprecates logging.
+	//lint:ignore SA1019 see above
 	caps := &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}}
 	if s.opts.Capabilities != nil {
 		c := *s.opts.Capabilities

@@ -345,6 +345,7 @@ func TestProgressAndLogging(t *testing.T) {
 			mu.Unlock()
 			got <- struct{}{}
 		},
+		//lint:ignore SA1019 the server logs to clients of the versions before 2026-07-28
 		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
 			mu.Lock()
 			logs = append(logs, fmt.Sprintf("%s %s %v", r.Params.Level, r.Params.Logger, r.Params.Data))
@@ -353,6 +354,7 @@ func TestProgressAndLogging(t *testing.T) {
 		},
 	})
 	ctx := context.Background()
+	//lint:ignore SA1019 as above
 	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func knownProviders() string {
 // NotConfigured returns an error wrapping ErrNotConfigured for a provider that misses the
 // environment variable key, with an example command that sets it. It never contains a value.
 func NotConfigured(spec, key, example string) error {
-	return fmt.Errorf("%w: %s needs %s; set it, for example:\n  export %s=%s\n  quiver run --model %s ...",
+	return fmt.Errorf("%w: %s needs %s; set it, for example:\n  export %s=%s\n  quiver run --model %s \"your message\"",
 		ErrNotConfigured, spec, key, key, example, spec)
 }
 

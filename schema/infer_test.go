@@ -9,46 +9,47 @@ import (
 )
 
 type taggedArgs struct {
-	Desc     string            `json:"desc" description:"A description."`
-	JS       string            `json:"js" jsonschema:"From the jsonschema tag."`
-	Unit     string            `json:"unit" enum:"c,f"`
-	Level    int               `json:"level" enum:"1, 2,3"`
-	Ratio    float64           `json:"ratio" enum:"0.5,1.5"`
-	JSONEnum string            `json:"json_enum" enum:"[\"a,b\",\"c\"]"`
-	IntJSON  int               `json:"int_json" enum:"[10,20]"`
-	Bounded  int               `json:"bounded" minimum:"1" maximum:"14"`
-	Excl     float64           `json:"excl" exclusiveMinimum:"0" exclusiveMaximum:"1"`
-	Text     string            `json:"text" minLength:"1" maxLength:"80"`
-	List     []string          `json:"list" minItems:"1" maxItems:"10"`
-	DefS     string            `json:"def_s,omitempty" default:"hi"`
-	DefI     int               `json:"def_i,omitempty" default:"3"`
-	DefB     bool              `json:"def_b,omitempty" default:"true"`
-	DefF     float64           `json:"def_f,omitempty" default:"0.25"`
-	DefO     point             `json:"def_o,omitzero" default:"{\"x\":1,\"y\":2}"`
-	DefA     []int             `json:"def_a,omitempty" default:"[1,2]"`
-	DefT     time.Time         `json:"def_t,omitzero" default:"2024-01-01T00:00:00Z" format:"date-time"`
-	Pat      string            `json:"pat" pattern:"^[a-z]+$"`
-	Fmt      string            `json:"fmt" format:"email"`
-	Codes    []string          `json:"codes" enum:"ab,cd" minLength:"2" maxLength:"3" pattern:"^[a-z]+$"`
-	IDs      []string          `json:"ids,omitempty" format:"uuid"`
-	Nums     []int             `json:"nums" minimum:"0" maximum:"9" minItems:"2"`
-	Fixed    [3]int            `json:"fixed"`
-	Opt      string            `json:"opt,omitempty"`
-	Zero     int               `json:"zero,omitzero"`
-	Ptr      *int              `json:"ptr"`
-	PtrEnum  *string           `json:"ptr_enum,omitempty" enum:"a,b"`
-	PtrInts  []*int            `json:"ptr_ints,omitempty" enum:"1,2"`
-	Rec      map[string]int    `json:"rec"`
-	RecObj   map[string]point  `json:"rec_obj,omitempty"`
-	When     time.Time         `json:"when" format:"date-time"`
-	WhenPtr  *time.Time        `json:"when_ptr,omitempty"`
-	Nested   point             `json:"nested"`
-	NestPtr  *point            `json:"nest_ptr,omitempty"`
-	Any      any               `json:"any,omitempty"`
-	Skip     int               `json:"-"`
-	NoTag    bool              //nolint:revive // no json tag: the Go name is the property name
-	private  int               //nolint:unused
-	Strs     map[string]string `json:"strs,omitempty" description:"Labels."`
+	Desc     string           `json:"desc" description:"A description."`
+	JS       string           `json:"js" jsonschema:"From the jsonschema tag."`
+	Unit     string           `json:"unit" enum:"c,f"`
+	Level    int              `json:"level" enum:"1, 2,3"`
+	Ratio    float64          `json:"ratio" enum:"0.5,1.5"`
+	JSONEnum string           `json:"json_enum" enum:"[\"a,b\",\"c\"]"`
+	IntJSON  int              `json:"int_json" enum:"[10,20]"`
+	Bounded  int              `json:"bounded" minimum:"1" maximum:"14"`
+	Excl     float64          `json:"excl" exclusiveMinimum:"0" exclusiveMaximum:"1"`
+	Text     string           `json:"text" minLength:"1" maxLength:"80"`
+	List     []string         `json:"list" minItems:"1" maxItems:"10"`
+	DefS     string           `json:"def_s,omitempty" default:"hi"`
+	DefI     int              `json:"def_i,omitempty" default:"3"`
+	DefB     bool             `json:"def_b,omitempty" default:"true"`
+	DefF     float64          `json:"def_f,omitempty" default:"0.25"`
+	DefO     point            `json:"def_o,omitzero" default:"{\"x\":1,\"y\":2}"`
+	DefA     []int            `json:"def_a,omitempty" default:"[1,2]"`
+	DefT     time.Time        `json:"def_t,omitzero" default:"2024-01-01T00:00:00Z" format:"date-time"`
+	Pat      string           `json:"pat" pattern:"^[a-z]+$"`
+	Fmt      string           `json:"fmt" format:"email"`
+	Codes    []string         `json:"codes" enum:"ab,cd" minLength:"2" maxLength:"3" pattern:"^[a-z]+$"`
+	IDs      []string         `json:"ids,omitempty" format:"uuid"`
+	Nums     []int            `json:"nums" minimum:"0" maximum:"9" minItems:"2"`
+	Fixed    [3]int           `json:"fixed"`
+	Opt      string           `json:"opt,omitempty"`
+	Zero     int              `json:"zero,omitzero"`
+	Ptr      *int             `json:"ptr"`
+	PtrEnum  *string          `json:"ptr_enum,omitempty" enum:"a,b"`
+	PtrInts  []*int           `json:"ptr_ints,omitempty" enum:"1,2"`
+	Rec      map[string]int   `json:"rec"`
+	RecObj   map[string]point `json:"rec_obj,omitempty"`
+	When     time.Time        `json:"when" format:"date-time"`
+	WhenPtr  *time.Time       `json:"when_ptr,omitempty"`
+	Nested   point            `json:"nested"`
+	NestPtr  *point           `json:"nest_ptr,omitempty"`
+	Any      any              `json:"any,omitempty"`
+	Skip     int              `json:"-"`
+	NoTag    bool             //nolint:revive // no json tag: the Go name is the property name
+	//lint:ignore U1000 an unexported field, which inference must skip
+	private int
+	Strs    map[string]string `json:"strs,omitempty" description:"Labels."`
 }
 
 func TestInferTags(t *testing.T) {

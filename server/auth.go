@@ -116,7 +116,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string) 
 	secret = strings.TrimSpace(secret)
 	switch {
 	case authorization == "":
-		return Principal{}, fmt.Errorf("%w: no API key: send Authorization: Bearer %s...", ErrUnauthorized, APIKeyPrefix)
+		return Principal{}, fmt.Errorf("%w: no API key: send the header Authorization: Bearer %s<key>", ErrUnauthorized, APIKeyPrefix)
 	case !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, APIKeyPrefix) ||
 		len(secret) != len(APIKeyPrefix)+base64.RawURLEncoding.EncodedLen(apiKeyRandomBytes):
 		return Principal{}, fmt.Errorf("%w: the Authorization header is not Bearer followed by a Quiver API key (%s...)", ErrUnauthorized, APIKeyPrefix)

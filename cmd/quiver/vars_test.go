@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,10 +30,7 @@ import (
 
 // buildQuiver builds the command once per test binary, into the tests' folder.
 var buildQuiver = sync.OnceValues(func() (string, error) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
+	goTool := "go" // go test puts its own go first on PATH
 	bin := filepath.Join(testRoot, "bin", "quiver")
 	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)

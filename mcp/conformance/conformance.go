@@ -83,6 +83,7 @@ func Tools() []*quiver.Tool {
 			return "no progress token", nil
 		}),
 		quiver.Func("test_error_handling", "Always fails.", func(context.Context, none) (string, error) {
+			//lint:ignore ST1005 the conformance suite expects this text exactly
 			return "", errors.New("This tool intentionally returns an error for testing")
 		}),
 		quiver.Func("test_sampling", "Asks the client's model to complete a prompt.", sampling),
@@ -152,6 +153,7 @@ func sampling(ctx context.Context, a promptArgs) (string, error) {
 	}
 	//lint:ignore SA1019 sampling is what this protocol version's clients offer.
 	res, err := ss.CreateMessage(ctx, &sdk.CreateMessageParams{
+		//lint:ignore SA1019 as above
 		Messages:  []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: a.Prompt}}},
 		MaxTokens: 100,
 	})
@@ -184,6 +186,7 @@ func ServerOptions() *mcp.ServerOptions {
 		Name:    "quiver-conformance",
 		Version: "1.0.0",
 		Capabilities: &sdk.ServerCapabilities{
+			//lint:ignore SA1019 the suite's scenarios still test logging
 			Logging:     &sdk.LoggingCapabilities{},
 			Completions: &sdk.CompletionCapabilities{},
 			Prompts:     &sdk.PromptCapabilities{ListChanged: true},

@@ -42,5 +42,5 @@ func ExampleOpenConfig() {
 	// true
 	// model: not configured: openai:gpt-4.1-mini needs OPENAI_API_KEY; set it, for example:
 	//   export OPENAI_API_KEY=sk-...
-	//   quiver run --model openai:gpt-4.1-mini ...
+	//   quiver run --model openai:gpt-4.1-mini "your message"
 }

@@ -40,11 +40,12 @@ var dialect = sqlstore.Dialect{
 	},
 	// Constraint names are part of the contract with the migrations (see sqlstore's
 	// constraints): the schema's, the mapping's and the one statement of Append's.
-	Constraint: func(err error) (kind error, name, msg string) {
+	Constraint: func(err error) sqlstore.Violation {
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) {
-			return nil, "", ""
+			return sqlstore.Violation{}
 		}
+		var kind error
 		switch {
 		case pe.Code == "23505":
 			kind = store.ErrConflict
@@ -53,13 +54,13 @@ var dialect = sqlstore.Dialect{
 		case pe.Code == "23514" || strings.HasPrefix(pe.Code, "22"):
 			kind = store.ErrInvalid
 		default:
-			return nil, "", ""
+			return sqlstore.Violation{}
 		}
-		msg = pe.Message
+		msg := pe.Message
 		if pe.Detail != "" {
 			msg += " (" + pe.Detail + ")"
 		}
-		return kind, pe.ConstraintName, msg
+		return sqlstore.Violation{Kind: kind, Name: pe.ConstraintName, Message: msg}
 	},
 	// The default collation follows the database's locale.
 	Bytewise: ` COLLATE "C"`,

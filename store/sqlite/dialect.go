@@ -33,18 +33,18 @@ var dialect = sqlstore.Dialect{
 	// SQL has no nanosecond clock: the process's, without its monotonic reading.
 	Now: func(context.Context, sqlstore.Querier) (time.Time, error) { return time.Now().UTC().Round(0), nil },
 	// SQLite names no constraint in its errors, only the columns.
-	Constraint: func(err error) (kind error, name, msg string) {
+	Constraint: func(err error) sqlstore.Violation {
 		var e *msqlite.Error
 		if !errors.As(err, &e) || e.Code()&0xff != sqlite3.SQLITE_CONSTRAINT {
-			return nil, "", ""
+			return sqlstore.Violation{}
 		}
 		switch e.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return store.ErrConflict, "", err.Error()
+			return sqlstore.Violation{Kind: store.ErrConflict, Message: err.Error()}
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return store.ErrNotFound, "", err.Error()
+			return sqlstore.Violation{Kind: store.ErrNotFound, Message: err.Error()}
 		}
-		return store.ErrInvalid, "", err.Error()
+		return sqlstore.Violation{Kind: store.ErrInvalid, Message: err.Error()}
 	},
 	// Text compares byte by byte (BINARY) unless told otherwise.
 	Bytewise: "",

@@ -187,8 +187,8 @@ func TestDialectConstraint(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s: no error", tc.name)
 		}
-		if kind, _, msg := dialect.Constraint(err); kind != tc.want || (kind != nil && msg == "") {
-			t.Errorf("%s: %v: kind %v, message %q; want %v", tc.name, err, kind, msg, tc.want)
+		if v := dialect.Constraint(err); v.Kind != tc.want || (v.Kind != nil && v.Message == "") {
+			t.Errorf("%s: %v: kind %v, message %q; want %v", tc.name, err, v.Kind, v.Message, tc.want)
 		}
 	}
 }

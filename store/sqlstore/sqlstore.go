@@ -79,6 +79,17 @@ type Querier interface {
 // back otherwise. It returns fn's error as it is.
 type WriteFunc func(ctx context.Context, fn func(ctx context.Context, tx Querier) error) error
 
+// Violation is a constraint violation as a dialect reads it from the driver's error.
+type Violation struct {
+	// Kind is store.ErrConflict (a unique key), store.ErrNotFound (a foreign key) or
+	// store.ErrInvalid (a check, bad data); nil when the error is no violation.
+	Kind error
+	// Name is the constraint's name, when the database gives it.
+	Name string
+	// Message is the database's words.
+	Message string
+}
+
 // Dialect is what differs between the two databases, and nothing else.
 type Dialect struct {
 	// Name begins every error: "sqlite", "postgres".
@@ -94,11 +105,9 @@ type Dialect struct {
 	// database's clock, the one clock every node shares (to the microsecond); SQLite, which
 	// has no nanosecond clock in SQL, the process's.
 	Now func(ctx context.Context, tx Querier) (time.Time, error)
-	// Constraint classifies err when it is a constraint violation: kind is store.ErrConflict
-	// (a unique key), store.ErrNotFound (a foreign key) or store.ErrInvalid (a check, bad
-	// data); name is the constraint's name when the database gives it, msg the database's
-	// words. kind is nil for any other error.
-	Constraint func(err error) (kind error, name, msg string)
+	// Constraint classifies err when it is a constraint violation (see Violation); its Kind
+	// is nil for any other error.
+	Constraint func(err error) Violation
 	// Bytewise is the clause that makes an ORDER BY of text compare bytes, as names are
 	// listed: SQLite's default; PostgreSQL's default follows the database's locale.
 	Bytewise string
@@ -173,7 +182,8 @@ func (d *Dialect) Err(op string, err error) error {
 	case errors.Is(err, sql.ErrNoRows): // pgx's ErrNoRows is one too
 		return d.fail(op, store.ErrNotFound)
 	}
-	kind, name, msg := d.Constraint(err)
+	v := d.Constraint(err)
+	kind, name, msg := v.Kind, v.Name, v.Message
 	if kind == nil {
 		return fmt.Errorf("%s: %s: %w", d.Name, op, err)
 	}

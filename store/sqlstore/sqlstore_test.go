@@ -21,12 +21,12 @@ func (v violation) Error() string { return "violates " + v.name }
 // TestErr checks the one mapping of database errors to the store's, with a dialect whose
 // classes come from the error itself (the backends' tests check theirs on real databases).
 func TestErr(t *testing.T) {
-	d := &Dialect{Name: "db", Constraint: func(err error) (error, string, string) {
+	d := &Dialect{Name: "db", Constraint: func(err error) Violation {
 		var v violation
 		if !errors.As(err, &v) {
-			return nil, "", ""
+			return Violation{}
 		}
-		return v.kind, v.name, err.Error()
+		return Violation{Kind: v.kind, Name: v.name, Message: err.Error()}
 	}}
 	driverErr := errors.New("connection reset")
 	for _, tc := range []struct {

@@ -78,7 +78,7 @@ func (ts *ThreadState) Enqueue(ctx context.Context, workspaceID, threadID string
 			_, err := tx.ExecContext(ctx, `INSERT INTO queued_messages (id, thread_id, role, content, created_at) VALUES ($1, $2, $3, $4, $5)`,
 				ids[i], threadID, m.Role, m.Content, ts.d.Time(at))
 			if err != nil {
-				if kind, _, _ := ts.d.Constraint(err); kind == store.ErrConflict {
+				if ts.d.Constraint(err).Kind == store.ErrConflict {
 					return ts.d.failf(op, errIDTaken, "message id %s is taken", ids[i])
 				}
 				return ts.d.Err(op, err)
@@ -126,7 +126,7 @@ func (ts *ThreadState) Decide(ctx context.Context, workspaceID, threadID string,
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING decided_at`,
 			threadID, d.CallID, d.Action, nullJSON(d.Args), d.Message, d.UserID, ts.d.Time(decided.UTC().Round(0))).Scan(scanTime{&at})
 		if err != nil {
-			if kind, _, _ := ts.d.Constraint(err); kind == store.ErrConflict {
+			if ts.d.Constraint(err).Kind == store.ErrConflict {
 				return ts.d.fail(op, store.ErrDecided)
 			}
 			return ts.d.Err(op, err)
