@@ -71,22 +71,6 @@ func ensureFirstKey(ctx context.Context, st backend, stderr io.Writer) error {
 	return nil
 }
 
-// keysCmd runs quiver keys create|list|revoke.
-func (a *app) keysCmd(ctx context.Context, args []string) (int, error) {
-	if len(args) < 1 {
-		return exitUsage, usagef("keys needs a subcommand: create, list or revoke")
-	}
-	switch args[0] {
-	case "create":
-		return a.keysCreate(ctx, args[1:])
-	case "list":
-		return a.keysList(ctx, args[1:])
-	case "revoke":
-		return a.keysRevoke(ctx, args[1:])
-	}
-	return exitUsage, usagef("unknown keys subcommand %q (create, list or revoke)", args[0])
-}
-
 func (a *app) keysCreate(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	sf := addStoreFlags(fs)

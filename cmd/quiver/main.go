@@ -1,22 +1,6 @@
-// Command quiver lists, renders and calls Quiver tools, and serves them over MCP.
-//
-//	quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--insecure-local] [--conformance]
-//	quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN] [--journal=false]
-//	quiver tools list [--json] [--config FILE]
-//	quiver tools schema NAME [--dialect openai|openai-strict|anthropic|gemini|mcp] [--config FILE]
-//	quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
-//	quiver call NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID]
-//	quiver vars set NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]
-//	quiver vars list [--thread ID | --agent NAME | --prompt NAME | --user ID] [--json]
-//	quiver vars unset NAME [--thread ID | --agent NAME | --prompt NAME | --user ID]
-//	quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
-//	quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"
-//	quiver threads list [--limit N] [--cursor C] [--json]
-//	quiver threads show ID [--json]
-//	quiver keys create --name N [--role admin|member|viewer] [--expires DURATION]
-//	quiver keys list [--json]
-//	quiver keys revoke ID
-//	quiver version
+// Command quiver lists, renders and calls Quiver tools, serves them over MCP and HTTP, and
+// runs agents. "quiver help" lists the commands (the table in commands.go); "quiver COMMAND -h"
+// gives a command's flags.
 //
 // Exit status: 0 on success, 1 when a call returns an error result, 2 on a usage error.
 package main
@@ -30,7 +14,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -49,52 +32,6 @@ const (
 	exitUsage = 2
 )
 
-const usage = `Quiver: define tools once; govern, validate, execute and record every call.
-
-Usage:
-  quiver serve [--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--insecure-local] [--conformance]
-                                             serve the tools over MCP at http://127.0.0.1:7411/mcp
-                                             to clients with an API key (the first start prints one;
-                                             --insecure-local: none needed, on a loopback address only)
-                                             (--addr or QUIVER_ADDR to change), recording every call
-                                             (with SQLite through a journal beside the database;
-                                             --journal=false stores each record before answering)
-  quiver mcp stdio [--config FILE] [--db PATH | --postgres DSN] [--journal=false]
-                                             serve the tools over MCP on standard input and output
-  quiver tools list [--json] [--config FILE]
-                                             list the available tools (the configuration's remote ones too)
-  quiver tools schema NAME [--dialect D] [--config FILE]
-                                             print a tool as a provider sees it
-                                             D: openai (default), openai-strict, anthropic, gemini, mcp
-  quiver tools add --js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml
-                                             store a JavaScript tool in the database (a new version
-                                             if it exists); tools list, schema and call load them
-  quiver call NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID]
-                                             call a tool and print the result as JSON; its variables
-                                             resolve on the thread, agent or user given, then the instance
-  quiver vars set NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]
-                                             set a variable (no layer flag: the instance); a --secret
-                                             value is read from standard input, never the command line
-  quiver vars list [LAYER FLAG] [--json]     list the values of a layer (secrets shown only as set)
-  quiver vars unset NAME [LAYER FLAG]        remove a value
-  quiver secrets rotate-key [--db PATH | --postgres DSN] [--key PATH]
-                                             re-encrypt every secret variable under a new key
-  quiver run [--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"
-                                             run an agent; asks here for confirmations and client results;
-                                             --var sets a text variable on the run's thread
-  quiver threads list [--limit N] [--cursor C] [--json]
-                                             list the threads, newest first, a page at a time
-  quiver threads show ID [--json]            print a thread's messages and tool calls
-  quiver keys create --name N [--role R] [--expires DURATION]
-                                             make an API key for quiver serve (printed once);
-                                             R: member (default: calls tools), viewer (lists them), admin
-  quiver keys list [--json]                  list the API keys (never the keys themselves)
-  quiver keys revoke ID                      revoke a key; servers refuse it within a second
-  quiver version                             print the version, commit and platform
-
-Exit status: 0 success, 1 the call returned an error result, 2 usage error.
-`
-
 func main() {
 	// First: this program is also the sandbox's worker process (see sandboxWorkers).
 	sandbox.WorkerMain()
@@ -112,27 +49,6 @@ func (e usageError) Error() string { return e.msg }
 type helpRequest struct{ fs *flag.FlagSet }
 
 func (helpRequest) Error() string { return "help requested" }
-
-// commandUsage is the part of usage about one command, "serve" or "tools list" (a group name,
-// "tools", gives all of its commands): the synopsis lines and what follows them. "" when usage
-// has no such command.
-func commandUsage(name string) string {
-	var b strings.Builder
-	in := false
-	for line := range strings.Lines(usage) {
-		switch {
-		case strings.HasPrefix(line, "  quiver "+name+" ") || strings.TrimSpace(line) == "quiver "+name:
-			in = true
-		case in && strings.HasPrefix(line, strings.Repeat(" ", 20)): // a description's next line
-		default:
-			in = false
-		}
-		if in {
-			b.WriteString(line)
-		}
-	}
-	return b.String()
-}
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
@@ -205,7 +121,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		if u := commandUsage(a.cmd); a.cmd != "" && u != "" {
 			fmt.Fprintf(a.stderr, "quiver: %s\n\nUsage:\n%s\nRun 'quiver %s -h' for its flags, 'quiver help' for every command.\n", ue.msg, u, a.cmd)
 		} else {
-			fmt.Fprintf(a.stderr, "quiver: %s\n\n%s", ue.msg, usage)
+			fmt.Fprintf(a.stderr, "quiver: %s\n\n%s", ue.msg, helpText())
 		}
 		return exitUsage
 	case err != nil:
@@ -213,62 +129,6 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return exitError
 	}
 	return code
-}
-
-func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
-	if len(args) == 0 {
-		return exitUsage, usagef("no command given")
-	}
-	a.cmd = ""
-	if commandUsage(args[0]) != "" {
-		a.cmd = args[0]
-		if len(args) > 1 && commandUsage(args[0]+" "+args[1]) != "" {
-			a.cmd = args[0] + " " + args[1]
-		} else if len(args) == 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") &&
-			slices.Contains([]string{"tools", "mcp", "secrets", "vars", "threads"}, args[0]) {
-			// A group of commands: its commands' usage.
-			fmt.Fprintf(a.stdout, "Usage:\n%s\nRun 'quiver %s COMMAND -h' for a command's flags.\n", commandUsage(args[0]), args[0])
-			return exitOK, nil
-		}
-	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		fmt.Fprint(a.stdout, usage)
-		return exitOK, nil
-	case "version", "--version":
-		fmt.Fprintln(a.stdout, versionText())
-		return exitOK, nil
-	case "tools":
-		if len(args) < 2 {
-			return exitUsage, usagef("tools needs a subcommand: list or schema (to see the tools), or add (to store one)")
-		}
-		switch args[1] {
-		case "list":
-			return a.toolsList(ctx, args[2:])
-		case "schema":
-			return a.toolsSchema(ctx, args[2:])
-		case "add":
-			return a.toolsAdd(ctx, args[2:])
-		}
-		return exitUsage, usagef("unknown tools subcommand %q (list, schema, add)", args[1])
-	case "call":
-		return a.call(ctx, args[1:])
-	case "serve":
-		return a.serve(ctx, args[1:])
-	case "mcp":
-		return a.mcpCmd(ctx, args[1:])
-	case "secrets":
-		return a.secrets(ctx, args[1:])
-	case "vars":
-		return a.varsCmd(ctx, args[1:])
-	case "run":
-		return a.runAgent(ctx, args[1:])
-	case "threads":
-		return a.threads(ctx, args[1:])
-	case "keys":
-		return a.keysCmd(ctx, args[1:])
-	}
-	return exitUsage, usagef("unknown command %q", args[0])
 }
 
 // parse parses flags that may come before or after the positional arguments, as in

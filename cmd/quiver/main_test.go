@@ -65,7 +65,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{name: "version", args: []string{"version"}, code: exitOK, stdoutHas: "quiver (devel) (commit unknown, " + runtime.Version()},
 		{name: "--version", args: []string{"--version"}, code: exitOK, stdoutHas: runtime.GOOS + "/" + runtime.GOARCH + ")"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderrHas: []string{`unknown command "frobnicate"`, "Usage:"}},
-		{name: "tools without subcommand", args: []string{"tools"}, code: exitUsage, stderrHas: []string{"list or schema"}},
+		{name: "tools without subcommand", args: []string{"tools"}, code: exitUsage, stderrHas: []string{"list, schema or add"}},
 		{name: "unknown tools subcommand", args: []string{"tools", "delete"}, code: exitUsage, stderrHas: []string{`"delete"`}},
 		{name: "tools list with argument", args: []string{"tools", "list", "extra"}, code: exitUsage, stderrHas: []string{`"extra"`}},
 		{name: "tools list bad flag", args: []string{"tools", "list", "--xml"}, code: exitUsage, stderrHas: []string{"xml"}},
@@ -106,7 +106,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 // usage error prints that command's usage, not the whole help.
 func TestEveryCommandHasHelp(t *testing.T) {
 	seen := 0
-	for line := range strings.Lines(usage) {
+	for line := range strings.Lines(helpText()) {
 		rest, ok := strings.CutPrefix(line, "  quiver ")
 		if !ok {
 			continue

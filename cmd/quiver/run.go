@@ -452,17 +452,11 @@ func (a *app) answer(ctx context.Context, r *agent.Runner, th *thread.Thread, ag
 }
 
 // threads prints stored threads.
-func (a *app) threads(ctx context.Context, args []string) (int, error) {
-	if len(args) >= 1 && args[0] == "list" {
-		return a.threadsList(ctx, args[1:])
-	}
-	if len(args) < 1 || args[0] != "show" {
-		return exitUsage, usagef("threads needs a subcommand: list, or show ID")
-	}
+func (a *app) threadsShow(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("threads show", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the messages as JSON")
 	sf := addStoreFlags(fs)
-	pos, err := parse(fs, args[1:])
+	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
 	}

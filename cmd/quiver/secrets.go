@@ -36,17 +36,6 @@ func dataDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "quiver"), nil
 }
 
-func (a *app) secrets(ctx context.Context, args []string) (int, error) {
-	if len(args) < 1 {
-		return exitUsage, usagef("secrets needs a subcommand: rotate-key")
-	}
-	switch args[0] {
-	case "rotate-key":
-		return a.rotateKey(ctx, args[1:])
-	}
-	return exitUsage, usagef("unknown secrets subcommand %q (rotate-key)", args[0])
-}
-
 // variableStore is a store holding variables, to close after use.
 type variableStore interface {
 	store.Variables

@@ -18,27 +18,6 @@ import (
 	"github.com/quiverhq/quiver/store/vars"
 )
 
-const varsUsage = `quiver vars set NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]
-quiver vars list [--thread ID | --agent NAME | --prompt NAME | --user ID] [--json]
-quiver vars unset NAME [--thread ID | --agent NAME | --prompt NAME | --user ID]`
-
-// varsCmd manages variable values in the local workspace: on a thread, an agent, a prompt, a
-// user, or (without a layer flag) the instance, which every call in the workspace falls back to.
-func (a *app) varsCmd(ctx context.Context, args []string) (int, error) {
-	if len(args) < 1 {
-		return exitUsage, usagef("vars needs a subcommand: set, list or unset\n%s", varsUsage)
-	}
-	switch args[0] {
-	case "set":
-		return a.varsSet(ctx, args[1:])
-	case "list":
-		return a.varsList(ctx, args[1:])
-	case "unset":
-		return a.varsUnset(ctx, args[1:])
-	}
-	return exitUsage, usagef("unknown vars subcommand %q (set, list, unset)\n%s", args[0], varsUsage)
-}
-
 // layerFlags choose the layer a value is set on; at most one may be given.
 type layerFlags struct {
 	thread, agent, prompt, user *string
@@ -107,7 +86,7 @@ func (a *app) varsSet(ctx context.Context, args []string) (int, error) {
 		return exitUsage, err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return exitUsage, usagef("vars set needs a NAME, and a VALUE unless it comes from standard input\n%s", varsUsage)
+		return exitUsage, usagef("vars set needs a NAME, and a VALUE unless it comes from standard input")
 	}
 	layer, owner, err := lf.layer()
 	if err != nil {
@@ -183,7 +162,7 @@ func (a *app) varsList(ctx context.Context, args []string) (int, error) {
 		return exitUsage, err
 	}
 	if len(pos) > 0 {
-		return exitUsage, usagef("vars list takes no arguments, got %q\n%s", pos[0], varsUsage)
+		return exitUsage, usagef("vars list takes no arguments, got %q", pos[0])
 	}
 	layer, owner, err := lf.layer()
 	if err != nil {
@@ -228,7 +207,7 @@ func (a *app) varsUnset(ctx context.Context, args []string) (int, error) {
 		return exitUsage, err
 	}
 	if len(pos) != 1 {
-		return exitUsage, usagef("vars unset needs exactly one NAME\n%s", varsUsage)
+		return exitUsage, usagef("vars unset needs exactly one NAME")
 	}
 	layer, owner, err := lf.layer()
 	if err != nil {

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// command is one command of the CLI. The help, each command's usage and the dispatch all come
+// from the commands table, so that a command is added, renamed or described in one place.
+type command struct {
+	name     string // "serve", "tools list"
+	synopsis string // its flags and arguments
+	about    string // what it does; lines after the first start with a newline
+	run      func(a *app, ctx context.Context, args []string) (int, error)
+	hidden   bool // run by tools, not people: left out of the help
+}
+
+// commands lists every command in the order the help shows them. It is filled in init, since
+// the help command reads it.
+var commands []command
+
+func init() {
+	commands = []command{
+		{name: "serve", synopsis: "[--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--insecure-local] [--conformance]",
+			about: `serve the tools over MCP at http://127.0.0.1:7411/mcp
+to clients with an API key (the first start prints one;
+--insecure-local: none needed, on a loopback address only)
+(--addr or QUIVER_ADDR to change), recording every call
+(with SQLite through a journal beside the database;
+--journal=false stores each record before answering)`, run: (*app).serve},
+		{name: "mcp stdio", synopsis: "[--config FILE] [--db PATH | --postgres DSN] [--journal=false]",
+			about: "serve the tools over MCP on standard input and output", run: (*app).mcpStdio},
+		{name: "mcp conformance-client", synopsis: "URL", about: "play a scenario of the MCP conformance suite",
+			run: (*app).mcpConformanceClient, hidden: true},
+		{name: "tools list", synopsis: "[--json] [--config FILE]",
+			about: "list the available tools (the configuration's remote ones too)", run: (*app).toolsList},
+		{name: "tools schema", synopsis: "NAME [--dialect D] [--config FILE]",
+			about: "print a tool as a provider sees it\nD: openai (default), openai-strict, anthropic, gemini, mcp", run: (*app).toolsSchema},
+		{name: "tools add", synopsis: "--js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml",
+			about: "store a JavaScript tool in the database (a new version\nif it exists); tools list, schema and call load them", run: (*app).toolsAdd},
+		{name: "call", synopsis: "NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID]",
+			about: "call a tool and print the result as JSON; its variables\nresolve on the thread, agent or user given, then the instance", run: (*app).call},
+		{name: "vars set", synopsis: "NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]",
+			about: "set a variable (no layer flag: the instance); a --secret\nvalue is read from standard input, never the command line", run: (*app).varsSet},
+		{name: "vars list", synopsis: "[LAYER FLAG] [--json]", about: "list the values of a layer (secrets shown only as set)", run: (*app).varsList},
+		{name: "vars unset", synopsis: "NAME [LAYER FLAG]", about: "remove a value", run: (*app).varsUnset},
+		{name: "secrets rotate-key", synopsis: "[--db PATH | --postgres DSN] [--key PATH]",
+			about: "re-encrypt every secret variable under a new key", run: (*app).rotateKey},
+		{name: "run", synopsis: `[--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"`,
+			about: "run an agent; asks here for confirmations and client results;\n--var sets a text variable on the run's thread", run: (*app).runAgent},
+		{name: "threads list", synopsis: "[--limit N] [--cursor C] [--json]",
+			about: "list the threads, newest first, a page at a time", run: (*app).threadsList},
+		{name: "threads show", synopsis: "ID [--json]", about: "print a thread's messages and tool calls", run: (*app).threadsShow},
+		{name: "keys create", synopsis: "--name N [--role R] [--expires DURATION]",
+			about: "make an API key for quiver serve (printed once);\nR: member (default: calls tools), viewer (lists them), admin", run: (*app).keysCreate},
+		{name: "keys list", synopsis: "[--json]", about: "list the API keys (never the keys themselves)", run: (*app).keysList},
+		{name: "keys revoke", synopsis: "ID", about: "revoke a key; servers refuse it within a second", run: (*app).keysRevoke},
+		{name: "version", about: "print the version, commit and platform", run: func(a *app, _ context.Context, _ []string) (int, error) {
+			fmt.Fprintln(a.stdout, versionText())
+			return exitOK, nil
+		}},
+	}
+}
+
+// aboutColumn is where a command's description starts in the help.
+const aboutColumn = 45
+
+// usageOf is the help's entry for c: its synopsis, then its description at aboutColumn (on the
+// synopsis's line when there is room).
+func usageOf(c command) string {
+	var b strings.Builder
+	line := strings.TrimRight("  quiver "+c.name+" "+c.synopsis, " ")
+	about := strings.Split(c.about, "\n")
+	if len(line) < aboutColumn-1 {
+		fmt.Fprintf(&b, "%-*s%s\n", aboutColumn, line, about[0])
+		about = about[1:]
+	} else {
+		b.WriteString(line + "\n")
+	}
+	for _, l := range about {
+		fmt.Fprintf(&b, "%*s%s\n", aboutColumn, "", l)
+	}
+	return b.String()
+}
+
+// helpText is the whole help: every command.
+func helpText() string {
+	var b strings.Builder
+	b.WriteString("Quiver: define tools once; govern, validate, execute and record every call.\n\nUsage:\n")
+	for _, c := range commands {
+		if !c.hidden {
+			b.WriteString(usageOf(c))
+		}
+	}
+	b.WriteString("\nExit status: 0 success, 1 the call returned an error result, 2 usage error.\n")
+	return b.String()
+}
+
+// commandUsage is the help's entry for the command called name, or for each command of the
+// group called name ("tools"); "" when there is none.
+func commandUsage(name string) string {
+	var b strings.Builder
+	for _, c := range commands {
+		if !c.hidden && (c.name == name || strings.HasPrefix(c.name, name+" ")) {
+			b.WriteString(usageOf(c))
+		}
+	}
+	return b.String()
+}
+
+// lookup finds the command args start with, and returns the arguments after its name.
+func lookup(args []string) (*command, []string) {
+	for i := range commands {
+		words := strings.Fields(commands[i].name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == commands[i].name {
+			return &commands[i], args[len(words):]
+		}
+	}
+	return nil, nil
+}
+
+// subcommands lists the visible commands of a group ("list", "schema", "add" of "tools").
+func subcommands(group string) []string {
+	var out []string
+	for _, c := range commands {
+		if sub, ok := strings.CutPrefix(c.name, group+" "); ok && !c.hidden {
+			out = append(out, sub)
+		}
+	}
+	return out
+}
+
+// dispatch runs the command args name.
+func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
+	a.cmd = ""
+	if len(args) == 0 {
+		return exitUsage, usagef("no command given")
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(a.stdout, helpText())
+		return exitOK, nil
+	case "--version":
+		args = []string{"version"}
+	}
+	if c, rest := lookup(args); c != nil {
+		a.cmd = c.name
+		return c.run(a, ctx, rest)
+	}
+	group := args[0]
+	subs := subcommands(group)
+	if len(subs) == 0 {
+		return exitUsage, usagef("unknown command %q", group)
+	}
+	a.cmd = group
+	switch {
+	case len(args) == 1:
+		return exitUsage, usagef("%s needs a subcommand: %s", group, oneOf(subs))
+	case args[1] == "-h" || args[1] == "--help" || args[1] == "help":
+		fmt.Fprintf(a.stdout, "Usage:\n%s\nRun 'quiver %s COMMAND -h' for a command's flags.\n", commandUsage(group), group)
+		return exitOK, nil
+	}
+	return exitUsage, usagef("unknown %s subcommand %q (%s)", group, args[1], oneOf(subs))
+}
+
+// oneOf lists choices as a sentence does: "a", "a or b", "a, b or c".
+func oneOf(choices []string) string {
+	if len(choices) < 2 {
+		return strings.Join(choices, "")
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
+}
