@@ -35,7 +35,7 @@ type Runner struct {
 	Registry *quiver.Registry
 	// Registries, when set, returns the tools of a thread's workspace, in place of Registry:
 	// a server serving many workspaces gives each run its own workspace's tools (see
-	// server.Server.WorkspaceRegistry).
+	// platform.Platform.Workspace).
 	Registries func(ctx context.Context, workspaceID string) (*quiver.Registry, error)
 	// Model is used for prompts that name no model.
 	Model model.Model

@@ -101,7 +101,7 @@ type messagesOutput struct {
 // /v1/openapi.json: what CI checks with an independent validator.
 func OpenAPI() ([]byte, error) {
 	// A server with runs: its handlers are not called, only described.
-	_, api := (&Server{cfg: Config{Runs: &jobs.Jobs{}}}).apiHandler()
+	_, api := (&Server{describeRuns: true}).apiHandler()
 	return json.MarshalIndent(api.OpenAPI(), "", "  ")
 }
 
@@ -212,7 +212,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 			return out, nil
 		})
 	s.registerRunEvents(api)
-	if s.cfg.Runs != nil {
+	if s.runsOn() {
 		s.registerRuns(api)
 	}
 	return mux, api
@@ -288,16 +288,16 @@ func (s *Server) registerRuns(api huma.API) {
 			th := &store.Thread{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, AgentID: in.Body.Agent, Tags: in.Body.Tags}
 			var a *agent.Agent
 			if in.Body.Agent != "" {
-				if s.cfg.Agents == nil {
+				if !s.agentsOn() {
 					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "this server runs no agents (quiver serve --agents DIR)",
 						&ProblemField{Location: "body.agent", Message: "leave it out: this server has no agents"})
 				}
 				var err error
-				if a, err = s.cfg.Agents(ctx, in.Body.Agent); err != nil {
+				if a, err = s.p.Agent(ctx, in.Body.Agent); err != nil {
 					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
 				}
 			}
-			if err := s.cfg.CreateThread(ctx, th, a); err != nil {
+			if err := s.p.CreateThread(ctx, th, a); err != nil {
 				var missing *quiver.MissingVariablesError
 				if errors.As(err, &missing) {
 					return nil, problemf(http.StatusBadRequest, CodeMissingVariables, "the thread cannot be created: "+err.Error())
@@ -335,10 +335,10 @@ func (s *Server) registerRuns(api huma.API) {
 						&ProblemField{Location: "body.message", Message: "required on a thread without messages"})
 				}
 			}
-			if _, err := s.cfg.Agents(ctx, in.Body.Agent); err != nil {
+			if _, err := s.p.Agent(ctx, in.Body.Agent); err != nil {
 				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
 			}
-			id, err := s.cfg.Runs.Start(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: in.ID, Agent: in.Body.Agent, Message: in.Body.Message})
+			id, err := s.p.Jobs().Start(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: in.ID, Agent: in.Body.Agent, Message: in.Body.Message})
 			if errors.Is(err, jobs.ErrRunQueued) {
 				return nil, problemf(http.StatusConflict, CodeRunQueued, "thread "+in.ID+" has a run queued or running; wait for it to end (GET /v1/threads/"+in.ID+"/events says when)")
 			}
@@ -365,7 +365,7 @@ func (s *Server) registerRuns(api huma.API) {
 				// Edited arguments are checked as the dispatcher will check them, so that a
 				// person fixes them now, field by field, rather than the model meeting an
 				// invalid_arguments result later.
-				if p, err := s.cfg.Runner.Waiting(ctx, th, ag); err == nil && p != nil && p.Call.ID == in.Body.CallID {
+				if p, err := s.p.Runner().Waiting(ctx, th, ag); err == nil && p != nil && p.Call.ID == in.Body.CallID {
 					if tool, ok := s.tenant(ctx, s.workspaceID(ctx)).disp.Registry.Lookup(p.Call.Name); ok {
 						if _, err := checkToolArgs(tool, in.Body.Args); err != nil {
 							return nil, err
@@ -374,7 +374,7 @@ func (s *Server) registerRuns(api huma.API) {
 				}
 			}
 			d := quiver.Decision{Action: quiver.DecisionAction(in.Body.Action), Args: in.Body.Args, Message: in.Body.Message}
-			switch err := s.cfg.Runner.Decide(ctx, th, ag, in.Body.CallID, d); {
+			switch err := s.p.Runner().Decide(ctx, th, ag, in.Body.CallID, d); {
 			case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
 				return nil, problemf(http.StatusConflict, CodeNotPending, err.Error(), &ProblemField{Location: "body.call_id", Message: "a call the thread waits on for a decision, not yet decided"})
 			case errors.Is(err, store.ErrInvalid):

@@ -29,6 +29,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/jobs"
 	_ "github.com/quiverhq/quiver/model/scripted" // the agent's model: "scripted:FILE"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres"
@@ -135,37 +136,22 @@ func serveBench(b *testing.B, st benchStore, path string, runs bool) *benchServe
 	}
 
 	bs := &benchServer{key: secret, ws: ws.ID, st: st, path: path}
-	var srvp atomic.Pointer[server.Server]
 	if runs {
 		script := filepath.Join(dir, "turns.yaml")
 		benchMust(b, os.WriteFile(script, []byte("turns:\n  - text: Hello.\n"), 0o600))
 		ag := &agent.Agent{Name: benchAgent, Prompt: &agent.Prompt{Name: benchAgent, Model: "scripted:" + script, Stop: agent.StopRules{MaxSteps: 4}}}
-		agents := func(_ context.Context, name string) (*agent.Agent, error) {
-			if name != benchAgent {
-				return nil, fmt.Errorf("no agent %q", name)
-			}
-			return ag, nil
-		}
-		runner := &agent.Runner{Store: st, Registry: reg, Resolver: resolver,
-			Registries: func(ctx context.Context, ws string) (*quiver.Registry, error) {
-				return srvp.Load().WorkspaceRegistry(ctx, ws)
-			}}
-		j, err := jobs.StartSQLite(ctx, path, jobs.Config{Runner: runner, Agents: agents, Logger: logger, Entities: st})
-		if err != nil {
-			b.Fatal(err)
-		}
-		bs.runs = j
-		cfg.Runs, cfg.Agents, cfg.Runner = j, agents, runner
-		cfg.CreateThread = func(ctx context.Context, th *store.Thread, a *agent.Agent) error {
-			return resolver.CreateThread(vars.WithPrompt(ctx, a.Prompt.Name), th, a.Prompt.Variables)
-		}
+		p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: resolver, Logger: logger,
+			Catalog: &agent.Catalog{Agents: map[string]*agent.Agent{benchAgent: ag}}})
+		benchMust(b, err)
+		benchMust(b, p.StartJobs(ctx, func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) { return jobs.StartSQLite(ctx, path, c) }))
+		bs.runs = p.Jobs()
+		cfg.Platform = p
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	srv, err := server.New(sctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srvp.Store(srv)
 	bs.srv = srv
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -67,7 +67,7 @@ func (s *Server) registerConsoleAPI(api huma.API) {
 	register(api, huma.Operation{OperationID: "list-waiting-calls", Method: http.MethodGet, Path: "/v1/pending",
 		Summary: "Every call in the workspace that waits for a person's decision or a client's result, newest thread first"},
 		func(ctx context.Context, in *waitingInput) (*waitingOutput, error) {
-			if s.cfg.Runner == nil || s.cfg.Agents == nil {
+			if s.p.Jobs() == nil {
 				return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server runs no agents")
 			}
 			ws := s.workspaceID(ctx)
@@ -83,15 +83,15 @@ func (s *Server) registerConsoleAPI(api huma.API) {
 			out.Body.Calls, out.Body.NextCursor = []WaitingCall{}, next
 			for _, info := range threads {
 				name := agent.CurrentAgent(info)
-				ag, err := s.cfg.Agents(ctx, name)
+				ag, err := s.p.Agent(ctx, name)
 				if err != nil {
 					continue // an agent this server no longer runs: nothing it could resume
 				}
-				th, err := thread.Open(ctx, s.cfg.Runner.Store, ws, info.ID)
+				th, err := thread.Open(ctx, s.p.Store(), ws, info.ID)
 				if err != nil {
 					return nil, apiError(err, "thread "+info.ID)
 				}
-				p, err := s.cfg.Runner.Waiting(ctx, th, ag)
+				p, err := s.p.Runner().Waiting(ctx, th, ag)
 				if err != nil {
 					return nil, apiError(err, "what thread "+info.ID+" waits on")
 				}

@@ -362,10 +362,10 @@ func (s *Server) registerLayerVariables(api huma.API) {
 // agentOwner is the agent layer of an agent this server runs, in the request's workspace.
 func (s *Server) agentOwner(ctx context.Context, name string) (variableOwner, error) {
 	o := variableOwner{layer: store.LayerAgent, id: name, loc: "path.agent", what: "agent " + name, workspace: s.workspaceID(ctx)}
-	if s.cfg.Agents == nil {
+	if !s.agentsOn() {
 		return o, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server runs no agents (quiver serve --agents DIR)")
 	}
-	if _, err := s.cfg.Agents(ctx, name); err != nil {
+	if _, err := s.p.Agent(ctx, name); err != nil {
 		// The runner's words may list its agents; the answer names only the one asked for.
 		return o, fieldError(http.StatusNotFound, "path.agent", "this server runs no agent "+quoteShort(name))
 	}

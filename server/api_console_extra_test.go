@@ -15,6 +15,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/apicontract"
 	"github.com/quiverhq/quiver/internal/backendtest"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
@@ -102,16 +103,15 @@ func newConWorld(t *testing.T, st thrStore) *conWorld {
 	must(err)
 	must(reg.Register(open, guess))
 
-	helper := &agent.Agent{Name: "helper", Prompt: &agent.Prompt{Name: "helper"}}
-	cfg := server.Config{Store: st, Auth: &server.Authenticator{Keys: st}, Registry: reg, Resolver: vars.New(st, tw.keys),
-		Logger: slog.New(slog.NewTextHandler(tw.logs, nil)),
-		Agents: func(_ context.Context, name string) (*agent.Agent, error) {
-			if name == "helper" {
-				return helper, nil
-			}
-			return nil, fmt.Errorf("no agent %q (agents: [helper secret-agent])", name)
-		}}
-	srv, err := server.New(ctx, cfg)
+	// The server runs helper, and secret-agent, which no answer about another agent names.
+	catalog := &agent.Catalog{Agents: map[string]*agent.Agent{
+		"helper":       {Name: "helper", Prompt: &agent.Prompt{Name: "helper"}},
+		"secret-agent": {Name: "secret-agent", Prompt: &agent.Prompt{Name: "secret-agent"}},
+	}}
+	logger := slog.New(slog.NewTextHandler(tw.logs, nil))
+	p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: vars.New(st, tw.keys), Catalog: catalog, Logger: logger})
+	must(err)
+	srv, err := server.New(ctx, server.Config{Platform: p, Auth: &server.Authenticator{Keys: st}, Logger: logger})
 	must(err)
 	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })

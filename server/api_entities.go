@@ -811,10 +811,10 @@ func (s *Server) listTools(ctx context.Context, in *listToolsInput) (*listToolsO
 // now (P1: its bound tools, narrowed by its allow and deny lists; globs resolved), for the
 // store's Names filter: agents are definitions the server loads, not stored records.
 func (s *Server) agentToolNames(ctx context.Context, name string) ([]string, error) {
-	if s.cfg.Agents == nil {
+	if !s.agentsOn() {
 		return nil, fieldError(http.StatusBadRequest, "query.agent", "this server runs no agents (quiver serve --agents DIR)")
 	}
-	a, err := s.cfg.Agents(ctx, name)
+	a, err := s.p.Agent(ctx, name)
 	if err != nil {
 		return nil, fieldError(http.StatusBadRequest, "query.agent", err.Error())
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/apicontract"
 	"github.com/quiverhq/quiver/internal/backendtest"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 )
@@ -116,14 +117,11 @@ func newEntWorld(t *testing.T, st *schemaCounter) *entWorld {
 	auth := &server.Authenticator{Keys: st, Now: func() time.Time { return time.Now().Add(time.Duration(w.offset.Load())) }}
 	// An agent whose tools are a glob of the stored ones, less one it denies.
 	picker := &agent.Agent{Name: "picker", Prompt: &agent.Prompt{Name: "picker", Tools: []string{"pick_*"}, Deny: []string{"pick_b"}}}
-	agents := func(_ context.Context, name string) (*agent.Agent, error) {
-		if name != "picker" {
-			return nil, fmt.Errorf("no agent %q (agents: picker)", name)
-		}
-		return picker, nil
-	}
+	p, err := platform.New(platform.Config{Store: st, Registry: reg, Logger: slog.New(slog.DiscardHandler),
+		Catalog: &agent.Catalog{Agents: map[string]*agent.Agent{"picker": picker}}})
+	must(err)
 	// A is the server's own workspace: its admins are the operator's, who make workspaces.
-	srv, err := server.New(ctx, server.Config{Store: st, Auth: auth, Registry: reg, Agents: agents, WorkspaceID: w.a.ID, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(ctx, server.Config{Platform: p, Auth: auth, WorkspaceID: w.a.ID, Logger: slog.New(slog.DiscardHandler)})
 	must(err)
 	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })

@@ -207,7 +207,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 		}}, nil
 	})
 
-	if s.cfg.Runs == nil {
+	if !s.runsOn() {
 		return
 	}
 	register(api, huma.Operation{OperationID: "list-pending", Method: http.MethodGet, Path: "/v1/threads/{id}/pending",
@@ -222,7 +222,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 			if ag == nil {
 				return out, nil // a thread without an agent runs nothing, so waits on nothing
 			}
-			p, err := s.cfg.Runner.Waiting(ctx, th, ag)
+			p, err := s.p.Runner().Waiting(ctx, th, ag)
 			if err != nil {
 				return nil, apiError(err, "what thread "+in.ID+" waits on")
 			}
@@ -252,7 +252,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "an error result says what went wrong",
 					&ProblemField{Location: "body.error", Message: "required when status is error"})
 			}
-			switch err := s.cfg.Runner.SubmitResult(ctx, th, ag, in.Body.CallID, res); {
+			switch err := s.p.Runner().SubmitResult(ctx, th, ag, in.Body.CallID, res); {
 			case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict):
 				return nil, problemf(http.StatusConflict, CodeNotPending, err.Error(), &ProblemField{Location: "body.call_id", Message: "a client tool's call the thread waits on"})
 			case err != nil:
@@ -265,7 +265,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 // threadAgent opens the workspace's thread and the agent that runs it: name, or the thread's
 // own agent when name is "" (nil when it has none).
 func (s *Server) threadAgent(ctx context.Context, threadID, name string) (*thread.Thread, *agent.Agent, error) {
-	th, err := thread.Open(ctx, s.cfg.Runner.Store, s.workspaceID(ctx), threadID)
+	th, err := thread.Open(ctx, s.p.Store(), s.workspaceID(ctx), threadID)
 	if err != nil {
 		return nil, nil, apiError(err, "thread "+threadID)
 	}
@@ -276,7 +276,7 @@ func (s *Server) threadAgent(ctx context.Context, threadID, name string) (*threa
 	if name == "" {
 		return th, nil, nil
 	}
-	ag, err := s.cfg.Agents(ctx, name)
+	ag, err := s.p.Agent(ctx, name)
 	if err != nil {
 		return nil, nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
 	}
@@ -285,7 +285,7 @@ func (s *Server) threadAgent(ctx context.Context, threadID, name string) (*threa
 
 // resume queues the run of the thread again after a decision or a result.
 func (s *Server) resume(ctx context.Context, threadID, agentName, recorded string) (*runOutput, error) {
-	id, err := s.cfg.Runs.Continue(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: threadID, Agent: agentName})
+	id, err := s.p.Jobs().Continue(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: threadID, Agent: agentName})
 	if errors.Is(err, jobs.ErrRunQueued) {
 		return nil, problemf(http.StatusConflict, CodeRunQueued, recorded+err.Error())
 	}
@@ -325,8 +325,8 @@ func (s *Server) streamEvents(hctx huma.Context, ws, threadID string, after int6
 	// Runs of this process wake the stream; deltas and run endings go through as they are.
 	wake := make(chan struct{}, 1)
 	live := make(chan agent.Event, 64)
-	if s.cfg.Runner != nil {
-		unsubscribe := s.cfg.Runner.Subscribe(func(e agent.Event) {
+	if s.p.Jobs() != nil {
+		unsubscribe := s.p.Runner().Subscribe(func(e agent.Event) {
 			if e.ThreadID != threadID {
 				return
 			}
@@ -438,19 +438,19 @@ func (s *Server) threadState(ctx context.Context, ws string, th *store.Thread, l
 	st.Run = agent.ReadState(th).Outcome
 	// Only a paused run's thread can wait on a call; then ask what it waits on now (a decision
 	// or a result may have come since it paused).
-	if s.cfg.Runner == nil || s.cfg.Agents == nil || agent.CurrentAgent(th) == "" || th.Status != store.StatusIdle ||
+	if s.p.Jobs() == nil || agent.CurrentAgent(th) == "" || th.Status != store.StatusIdle ||
 		st.Run == nil || st.Run.Status != agent.RunPaused {
 		return st
 	}
-	ag, err := s.cfg.Agents(ctx, agent.CurrentAgent(th))
+	ag, err := s.p.Agent(ctx, agent.CurrentAgent(th))
 	if err != nil {
 		return st
 	}
-	t, err := thread.Open(ctx, s.cfg.Runner.Store, ws, th.ID)
+	t, err := thread.Open(ctx, s.p.Store(), ws, th.ID)
 	if err != nil {
 		return st
 	}
-	st.Pending, _ = s.cfg.Runner.Waiting(ctx, t, ag)
+	st.Pending, _ = s.p.Runner().Waiting(ctx, t, ag)
 	return st
 }
 

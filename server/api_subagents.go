@@ -111,7 +111,7 @@ func (s *Server) registerVariablesRequests(api huma.API) {
 			if err != nil {
 				return nil, err
 			}
-			d, err := s.cfg.Runner.Deferred(ctx, parent, in.Request)
+			d, err := s.p.Runner().Deferred(ctx, parent, in.Request)
 			if err != nil {
 				return nil, requestError(err, in.Request)
 			}
@@ -133,13 +133,13 @@ func (s *Server) registerVariablesRequests(api huma.API) {
 			if err != nil {
 				return nil, err
 			}
-			d, err := s.cfg.Runner.Deferred(ctx, parent, in.Request)
+			d, err := s.p.Runner().Deferred(ctx, parent, in.Request)
 			if err != nil {
 				return nil, requestError(err, in.Request)
 			}
 			if d.Started {
 				// Started already; if a process died before its run was queued, this queues it.
-				if _, err := s.cfg.Runner.StartDeferred(ctx, parent, in.Request); err != nil {
+				if _, err := s.p.Runner().StartDeferred(ctx, parent, in.Request); err != nil {
 					return nil, apiError(err, "sub-agent "+in.Request)
 				}
 				return nil, problemf(http.StatusConflict, CodeConflict, fmt.Sprintf("sub-agent %s has started already", d.RequestID))
@@ -147,7 +147,7 @@ func (s *Server) registerVariablesRequests(api huma.API) {
 			if err := s.storeRequested(ctx, parent, d, in.Body.Values); err != nil {
 				return nil, err
 			}
-			missing, err := s.cfg.Runner.StartDeferred(ctx, parent, in.Request)
+			missing, err := s.p.Runner().StartDeferred(ctx, parent, in.Request)
 			if err != nil {
 				return nil, apiError(err, "starting sub-agent "+in.Request)
 			}
@@ -159,7 +159,7 @@ func (s *Server) registerVariablesRequests(api huma.API) {
 				return nil, problemf(http.StatusBadRequest, CodeMissingVariables, "the values given are stored, but the sub-agent still needs "+
 					strings.Join(names, ", "), &ProblemField{Location: "body.values", Message: "provide " + strings.Join(names, ", ")})
 			}
-			d, err = s.cfg.Runner.Deferred(ctx, parent, in.Request)
+			d, err = s.p.Runner().Deferred(ctx, parent, in.Request)
 			if err != nil {
 				return nil, apiError(err, "sub-agent "+in.Request)
 			}
@@ -170,7 +170,7 @@ func (s *Server) registerVariablesRequests(api huma.API) {
 // outstanding narrows a deferred child's request to the variables that do not resolve on its
 // thread yet, as StartDeferred checks them; a POST still takes any name of the request.
 func (s *Server) outstanding(ctx context.Context, parent *thread.Thread, d *agent.DeferredChild) (*agent.DeferredChild, error) {
-	r := s.cfg.Runner
+	r := s.p.Runner()
 	a, ok := r.Catalog.Lookup(d.Agent)
 	if d.Started || len(d.Missing) == 0 || r.Resolver == nil || !ok {
 		return d, nil
@@ -195,14 +195,14 @@ func (s *Server) outstanding(ctx context.Context, parent *thread.Thread, d *agen
 
 // parentThread opens the key's workspace's thread id (404 for any other).
 func (s *Server) parentThread(ctx context.Context, id string) (*thread.Thread, error) {
-	if s.cfg.Runner == nil {
+	if s.p.Jobs() == nil {
 		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server runs no agents")
 	}
 	info, err := s.thread(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return thread.Open(ctx, s.cfg.Runner.Store, info.WorkspaceID, info.ID)
+	return thread.Open(ctx, s.p.Store(), info.WorkspaceID, info.ID)
 }
 
 func requestError(err error, request string) error {

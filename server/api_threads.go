@@ -415,12 +415,11 @@ func (s *Server) variables() (store.Variables, error) {
 	return vs, nil
 }
 
-// secretKeys returns the keyring the server seals secret values with: the one of its
-// Config.Resolver when that is a *vars.Resolver (quiver serve's: it resolves the values for
-// the tools, over the same store, and opens the secrets with the same keys), else none, and
-// no secret can be set over the API.
+// secretKeys returns the keyring the server seals secret values with: its resolver's (which
+// resolves the values for the tools, over the same store, and opens the secrets with the
+// same keys), else none, and no secret can be set over the API.
 func (s *Server) secretKeys() *secret.Keyring {
-	if r, ok := s.cfg.Resolver.(*vars.Resolver); ok {
+	if r := s.p.Resolver(); r != nil {
 		return r.Keys
 	}
 	return nil

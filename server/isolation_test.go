@@ -33,6 +33,7 @@ import (
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/model/scripted"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres"
@@ -478,38 +479,20 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 		"iso_client":  {Name: "iso_client", Prompt: &agent.Prompt{Name: "iso_client", Model: "iso:client", Tools: []string{"zulu_client"}}},
 		"iso_confirm": {Name: "iso_confirm", Prompt: &agent.Prompt{Name: "iso_confirm", Model: "iso:confirm", Tools: []string{"zulu_confirm"}}},
 	}
-	agentOf := func(_ context.Context, name string) (*agent.Agent, error) {
-		if ag, ok := agents[name]; ok {
-			return ag, nil
-		}
-		return nil, fmt.Errorf("no agent %q", name)
-	}
-	var srv *server.Server
-	ready := make(chan struct{})
-	runner := &agent.Runner{Store: st, Registry: reg, Resolver: resolver,
+	p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: resolver, Logger: discard,
+		Catalog: &agent.Catalog{Agents: agents},
 		OpenModel: func(spec string) (model.Model, error) {
 			if m, ok := models[spec]; ok {
 				return m, nil
 			}
 			return nil, fmt.Errorf("no model %q", spec)
-		},
-		Registries: func(ctx context.Context, ws string) (*quiver.Registry, error) {
-			<-ready
-			return srv.WorkspaceRegistry(ctx, ws)
-		}}
-	runs := be.startJobs(t, jobs.Config{Runner: runner, Agents: agentOf, Logger: discard})
-	srv, err = server.New(ctx, server.Config{Store: st, JournalDir: be.journal, Registry: reg, Resolver: resolver, Auth: &server.Authenticator{Keys: st}, WorkspaceID: a.ID, // A is the operator's: it makes workspaces
-		Runs: runs, Agents: agentOf, Runner: runner, Logger: discard,
-		CreateThread: func(ctx context.Context, th *store.Thread, ag *agent.Agent) error {
-			var decls []quiver.Variable
-			if ag != nil {
-				decls, ctx = ag.Prompt.Variables, vars.WithPrompt(ctx, ag.Prompt.Name)
-			}
-			return resolver.CreateThread(ctx, th, decls)
 		}})
 	must(err)
-	close(ready)
-	w.srv, w.runs = srv, runs
+	must(p.StartJobs(ctx, func(_ context.Context, c jobs.Config) (*jobs.Jobs, error) { return be.startJobs(t, c), nil }))
+	// A is the operator's: it makes workspaces.
+	srv, err := server.New(ctx, server.Config{Platform: p, JournalDir: be.journal, Auth: &server.Authenticator{Keys: st}, WorkspaceID: a.ID, Logger: discard})
+	must(err)
+	w.srv, w.runs = srv, p.Jobs()
 	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { srv.Close(); ts.Close() })
 	w.url = ts.URL

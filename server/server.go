@@ -33,15 +33,15 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/genai"
 	"github.com/quiverhq/quiver/internal/hostcheck"
-	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/server/console"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
+	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -52,9 +52,14 @@ const DefaultAddr = "127.0.0.1:7411"
 type Config struct {
 	// Addr is the host:port ListenAndServe listens on; DefaultAddr when empty.
 	Addr string
+	// Platform is the assembled Quiver the server serves: the workspaces' tools, variables,
+	// agents, runner and background runs (with background runs started, the API runs agents:
+	// POST /v1/threads/{id}/runs and what follows). Nil assembles one of Store, Registry,
+	// Resolver and FunctionLimits, without agents or background runs.
+	Platform *platform.Platform
 	// Store records every call; the workspace is created in it when missing and the store
-	// implements store.Entities.
-	Store store.Store
+	// implements store.Entities. Platform's store when Platform is set.
+	Store thread.Store
 	// JournalDir, when set, is a directory for a journal (store/journal) in front of Store:
 	// each call's record is written there (one write to a local file, which survives a crash
 	// of the process) before the client gets its answer, and the journal's writer stores the
@@ -67,12 +72,14 @@ type Config struct {
 	// when the server authenticates nothing (Auth nil); "wsp_local" when empty. With Auth,
 	// each request acts in its key's workspace.
 	WorkspaceID string
-	// Registry holds the tools served (imported tools are added to it); quiver.Default when nil.
+	// Registry holds the tools served (imported tools are added to it); quiver.Default when
+	// nil. Platform's when Platform is set.
 	Registry *quiver.Registry
 	// Policy restricts which tools are served and callable.
 	Policy quiver.Policy
 	// Resolver supplies the values of the tools' declared variables; nil resolves none.
-	Resolver quiver.VariableResolver
+	// Platform's when Platform is set.
+	Resolver *vars.Resolver
 	// Remotes are MCP servers whose tools are imported (see mcp.Import).
 	Remotes []mcp.Remote
 	// PublicURL is the server's base URL as browsers reach it; the OAuth redirect URL of
@@ -133,18 +140,9 @@ type Config struct {
 	// sessions are counted per key (MaxSessionsPerOwner). Nil authenticates nothing: anyone
 	// who can reach the server acts in WorkspaceID and calls every tool.
 	Auth *Authenticator
-	// Runs, when set, runs agents in the background for the API (POST /v1/threads/{id}/runs),
-	// with the agents Agents names; CreateThread makes a thread for an agent (POST
-	// /v1/threads), refusing one whose required variables are missing. All three or none.
-	Runs         *jobs.Jobs
-	Agents       func(ctx context.Context, name string) (*agent.Agent, error)
-	CreateThread func(ctx context.Context, th *store.Thread, a *agent.Agent) error
 	// FunctionLimits bound each call of a workspace's stored JavaScript tools;
-	// jsfunc.DefaultLimits when zero.
+	// jsfunc.DefaultLimits when zero. Platform's when Platform is set.
 	FunctionLimits jsfunc.Limits
-	// Runner records decisions on calls waiting for a person (POST /v1/threads/{id}/decisions);
-	// the run then resumes in the background. Set with Runs.
-	Runner *agent.Runner
 	// Logger receives the server's logs; nil uses slog.Default().
 	Logger *slog.Logger
 }
@@ -152,14 +150,17 @@ type Config struct {
 // Server is a configured Quiver server. Create it with [New]; it serves until the context
 // given to [Server.Serve] ends.
 type Server struct {
-	cfg        Config
-	logger     *slog.Logger
-	journal    *journal.Journal
-	dispatcher *quiver.Dispatcher
-	mcp        *mcp.Server
-	importer   *mcp.Importer
-	mux        *http.ServeMux
-	guard      hostcheck.Policy // the names and origins every door but /healthz answers to
+	cfg Config
+	p   *platform.Platform
+	// describeRuns describes the run operations without a platform that runs them (OpenAPI).
+	describeRuns bool
+	logger       *slog.Logger
+	journal      *journal.Journal
+	dispatcher   *quiver.Dispatcher
+	mcp          *mcp.Server
+	importer     *mcp.Importer
+	mux          *http.ServeMux
+	guard        hostcheck.Policy // the names and origins every door but /healthz answers to
 	// tenants hold each workspace's tools, dispatcher and MCP server (see tenants.go);
 	// dispatcher and mcp above are those of the server's own workspace.
 	tenants    tenants
@@ -200,6 +201,10 @@ func journalMetrics(j *journal.Journal) metric.Registration {
 // New builds a server: it makes sure the workspace exists, connects to the remote MCP servers
 // (one that is down is retried in the background, not an error) and prepares the handlers.
 func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg.Platform != nil {
+		cfg.Store, cfg.Registry, cfg.Resolver = cfg.Platform.Store(), cfg.Platform.Registry(), cfg.Platform.Resolver()
+		cfg.FunctionLimits = cfg.Platform.FunctionLimits()
+	}
 	if cfg.Store == nil {
 		return nil, errors.New("server: a store is required")
 	}
@@ -218,9 +223,16 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger, closing: make(chan struct{})}
+	s := &Server{cfg: cfg, p: cfg.Platform, logger: cfg.Logger, closing: make(chan struct{})}
 	if s.logger == nil {
 		s.logger = slog.Default()
+	}
+	if s.p == nil {
+		var err error
+		if s.p, err = platform.New(platform.Config{Store: cfg.Store, Registry: cfg.Registry, Resolver: cfg.Resolver,
+			FunctionLimits: cfg.FunctionLimits, Logger: s.logger}); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.ensureWorkspace(ctx); err != nil {
 		return nil, err
@@ -321,6 +333,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.mux.Handle("GET /console/", ui)
 	return s, nil
 }
+
+// runsOn says whether the API runs agents: the platform's background runs are started.
+func (s *Server) runsOn() bool { return s.describeRuns || (s.p != nil && s.p.Jobs() != nil) }
+
+// agentsOn says whether the server has agents to name: a catalog of them, or background runs
+// (which answer each name with why there is none).
+func (s *Server) agentsOn() bool { return s.p.HasAgents() || s.p.Jobs() != nil }
 
 // minWorkspaceShare is the least default share of a workspace in the server's sessions.
 const minWorkspaceShare = 64

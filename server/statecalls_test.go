@@ -15,9 +15,9 @@ import (
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/model/scripted"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/server"
-	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlite"
 )
 
@@ -50,23 +50,19 @@ func TestAPIStatefulCalls(t *testing.T) {
 	critic := scripted.Turns(scripted.Turn{Text: `{"calls":[],"output":{"score":8}}`})
 	cat := &agent.Catalog{Prompts: map[string]*agent.Prompt{"critic": {Name: "critic", System: "You grade drafts.", Model: "scripted:critic"}},
 		Agents: map[string]*agent.Agent{}}
-	runner := &agent.Runner{Store: st, Registry: reg, Catalog: cat, OpenModel: func(spec string) (model.Model, error) {
-		if spec != "scripted:critic" {
-			return nil, fmt.Errorf("no model %s", spec)
-		}
-		return critic, nil
-	}}
-	// Runs in the background as quiver serve has them, for POST /v1/threads.
-	noAgents := func(_ context.Context, name string) (*agent.Agent, error) {
-		return nil, fmt.Errorf("no agent %q", name)
-	}
-	runs, err := jobs.StartSQLite(ctx, path, jobs.Config{Runner: runner, Agents: noAgents, Logger: slog.New(slog.DiscardHandler)})
+	p, err := platform.New(platform.Config{Store: st, Registry: reg, Catalog: cat, Logger: slog.New(slog.DiscardHandler),
+		OpenModel: func(spec string) (model.Model, error) {
+			if spec != "scripted:critic" {
+				return nil, fmt.Errorf("no model %s", spec)
+			}
+			return critic, nil
+		}})
 	mustDo(t, err)
-	t.Cleanup(func() { runs.Stop(context.Background()) })
+	// Runs in the background as quiver serve has them, for POST /v1/threads.
+	mustDo(t, p.StartJobs(ctx, func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) { return jobs.StartSQLite(ctx, path, c) }))
+	t.Cleanup(func() { p.Stop(context.Background()) })
 	sctx, cancel := context.WithCancel(ctx)
-	srv, err := server.New(sctx, server.Config{Store: st, Registry: reg, Auth: &server.Authenticator{Keys: st}, Runner: runner,
-		Runs: runs, Agents: noAgents, CreateThread: func(ctx context.Context, th *store.Thread, _ *agent.Agent) error { return st.CreateThread(ctx, th) },
-		Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(sctx, server.Config{Platform: p, Auth: &server.Authenticator{Keys: st}, Logger: slog.New(slog.DiscardHandler)})
 	mustDo(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	mustDo(t, err)

@@ -86,14 +86,13 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer db.Close()
-	keys, err := vars.LoadKeyring(db.KeyPath)
+	// The catalog's prompts and agents are what the agent may call as tools; its non-blocking
+	// sub-agents run on goroutines of this process, which the run waits for.
+	p, err := assemble(db, a.registry, agents{catalog: catalog, model: m}, nil)
 	if err != nil {
 		return exitError, err
 	}
-	resolver := vars.New(db, keys)
-	// The catalog's prompts and agents are what the agent may call as tools; its non-blocking
-	// sub-agents run on goroutines of this process, which the run waits for.
-	r := &agent.Runner{Store: db, Registry: a.registry, Model: m, Resolver: resolver, Variables: resolver, Catalog: catalog}
+	r, resolver := p.Runner(), p.Resolver()
 
 	ctx = vars.WithPrompt(ctx, ag.Prompt.Name)
 	var th *thread.Thread

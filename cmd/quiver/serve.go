@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -22,16 +21,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/hostcheck"
 	"github.com/quiverhq/quiver/internal/tracelog"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/mcp/conformance"
-	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
-	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/vars"
 )
 
 // addrEnv names the environment variable that sets the address quiver serve listens on.
@@ -133,45 +129,43 @@ func loadConfig(flagValue string) (*server.File, error) {
 	return server.LoadConfig(filepath.Join(dir, server.ConfigFileName), true)
 }
 
-// serverConfig prepares what quiver serve and quiver mcp stdio serve: a registry of their own
-// holding the built-in tools (imported tools are added to it), the configured remote MCP
-// servers and, with --conformance, the suite's fixtures.
-func (a *app) serverConfig(ctx context.Context, f serveFlags) (server.Config, func(), error) {
+// serverConfig prepares what quiver serve and quiver mcp stdio serve: the platform (see
+// assemble) over a registry of their own holding the built-in tools (imported tools are added
+// to it) and, with --conformance, the suite's fixtures; the agents of ag; and the configured
+// remote MCP servers.
+func (a *app) serverConfig(ctx context.Context, f serveFlags, ag agents) (server.Config, *opened, func(), error) {
 	file, err := loadConfig(*f.config)
 	if err != nil {
-		return server.Config{}, nil, err
+		return server.Config{}, nil, nil, err
 	}
 	remotes, err := file.Remotes()
 	if err != nil {
-		return server.Config{}, nil, err
+		return server.Config{}, nil, nil, err
 	}
 	reg := &quiver.Registry{Logger: a.registry.Logger}
 	if err := reg.Register(a.registry.Tools()...); err != nil {
-		return server.Config{}, nil, err
+		return server.Config{}, nil, nil, err
 	}
-	cfg := server.Config{Registry: reg, Remotes: remotes, WorkspaceID: localWorkspaceID,
+	cfg := server.Config{Remotes: remotes, WorkspaceID: localWorkspaceID,
 		// Lines logged about a call or a run carry its trace_id and span_id.
 		Logger: slog.New(tracelog.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
 	if *f.conformance {
 		if err := reg.Register(conformance.Tools()...); err != nil {
-			return server.Config{}, nil, err
+			return server.Config{}, nil, nil, err
 		}
 		cfg.MCP = conformance.ServerOptions()
 		cfg.SetupMCP = conformance.Setup
 	}
 	st, err := f.store.open(ctx)
 	if err != nil {
-		return server.Config{}, nil, err
+		return server.Config{}, nil, nil, err
 	}
-	cfg.Store = st
 	// Calls over MCP resolve variables as every other door does: on the session's thread, then
 	// its agent, user and the instance (quiver vars set).
-	keys, err := vars.LoadKeyring(st.KeyPath)
-	if err != nil {
+	if cfg.Platform, err = assemble(st, reg, ag, cfg.Logger); err != nil {
 		st.Close()
-		return server.Config{}, nil, err
+		return server.Config{}, nil, nil, err
 	}
-	cfg.Resolver = vars.New(st, keys)
 	if *f.journal && st.SQLitePath != "" {
 		cfg.JournalDir = st.SQLitePath + ".journal"
 	}
@@ -179,11 +173,11 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags) (server.Config, fu
 		grants, err := oauthGrants(st.KeyPath)
 		if err != nil {
 			st.Close()
-			return server.Config{}, nil, err
+			return server.Config{}, nil, nil, err
 		}
 		cfg.OAuthGrants = grants
 	}
-	return cfg, func() { st.Close() }, nil
+	return cfg, st, func() { st.Close() }, nil
 }
 
 func (a *app) serve(ctx context.Context, args []string) (int, error) {
@@ -254,7 +248,11 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer stopMetrics()
-	cfg, closeStore, err := a.serverConfig(ctx, f)
+	ag, err := loadAgents(*agentsDir, a.stderr)
+	if err != nil {
+		return exitError, err
+	}
+	cfg, db, closeStore, err := a.serverConfig(ctx, f, ag)
 	if err != nil {
 		return exitError, err
 	}
@@ -270,23 +268,17 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = *maxSessions, *maxPerClient, *idleTimeout
 	cfg.MaxSessionsPerWorkspace = *maxPerWorkspace
 	if !*insecure {
-		keys, ok := cfg.Store.(backend)
-		if !ok {
-			return exitError, errors.New("the database keeps no API keys")
-		}
-		if err := ensureFirstKey(ctx, keys, a.stderr); err != nil {
+		if err := ensureFirstKey(ctx, db, a.stderr); err != nil {
 			return exitError, err
 		}
-		cfg.Auth = &server.Authenticator{Keys: keys}
+		cfg.Auth = &server.Authenticator{Keys: db}
 	}
-	regs := &serverRegistries{}
-	stopRuns, err := a.startRuns(ctx, &cfg, *agentsDir, regs)
+	stopRuns, err := startRuns(ctx, cfg.Platform, db)
 	if err != nil {
 		return exitError, err
 	}
 	defer stopRuns()
 	srv, err := server.New(ctx, cfg)
-	regs.set(srv)
 	if err != nil {
 		return exitError, err
 	}
@@ -325,7 +317,7 @@ func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer stopMetrics()
-	cfg, closeStore, err := a.serverConfig(ctx, f)
+	cfg, _, closeStore, err := a.serverConfig(ctx, f, agents{})
 	if err != nil {
 		return exitError, err
 	}
@@ -449,147 +441,32 @@ func (a *app) startMetrics(f serveFlags) (func(), error) {
 }
 
 // startRuns runs agents in the background for the API (package jobs: River, in the same
-// database) with the agents of dir, and makes the threads the API creates, checking an agent's
-// required variables. A prompt that names no model uses $QUIVER_MODEL.
-func (a *app) startRuns(ctx context.Context, cfg *server.Config, dir string, regs *serverRegistries) (func(), error) {
-	st, ok := cfg.Store.(*opened)
-	resolver, rok := cfg.Resolver.(*vars.Resolver)
-	if !ok || !rok {
-		return func() {}, nil
-	}
-	catalog, where, err := loadCatalog(dir)
-	if err != nil {
-		return nil, err
-	}
-	if catalog != nil {
-		for _, path := range catalog.Skipped {
-			fmt.Fprintf(a.stderr, "quiver: agents: %s is not an agent or prompt definition (none of its fields is a definition's): skipped\n", path)
-		}
-	}
-	agents := func(_ context.Context, name string) (*agent.Agent, error) {
-		if catalog == nil {
-			return nil, fmt.Errorf("no agent %q: this server has no agents (quiver serve --agents DIR, $QUIVER_AGENTS, or ./%s)", name, defaultAgentsDir)
-		}
-		ag, ok := catalog.Agent(name)
-		if !ok {
-			return nil, fmt.Errorf("no agent %q in %s (agents: %v)", name, where, catalog.Names())
-		}
-		return ag, nil
-	}
-	// The background runs also resume prompt tools' flows (a child thread run by its prompt,
-	// after a pause or a crash), which the API's clients cannot start: only agents are theirs.
-	jobAgents := func(ctx context.Context, name string) (*agent.Agent, error) {
-		if ag, err := agents(ctx, name); err == nil {
-			return ag, nil
-		}
-		if ag, ok := catalog.Lookup(name); ok {
-			return ag, nil
-		}
-		return agents(ctx, name)
-	}
-	var fallback model.Model
-	if spec := os.Getenv("QUIVER_MODEL"); spec != "" {
-		if fallback, err = model.Open(spec); err != nil {
-			return nil, fmt.Errorf("QUIVER_MODEL: %w", err)
-		}
-	}
-	// Runs call the tools of their thread's workspace, which the server holds; rescued runs
-	// may start before the server exists, and wait for it.
-	// Non-blocking sub-agents and the parents their results wake run as jobs too (jobs sets the
-	// runner's Background when it starts).
-	runner := &agent.Runner{Store: st, Registry: cfg.Registry, Resolver: resolver, Variables: resolver, Model: fallback,
-		Registries: regs.registry, Catalog: catalog, Logger: cfg.Logger}
-	jc := jobs.Config{Runner: runner, Agents: jobAgents, Logger: cfg.Logger}
-	// The retention purge (deleted tools whose tier has passed) runs with the background runs.
-	jc.Entities, _ = cfg.Store.(store.Entities)
-	var j *jobs.Jobs
+// database as the store). The returned function stops them.
+func startRuns(ctx context.Context, p *platform.Platform, db *opened) (func(), error) {
 	var pool *pgxpool.Pool
-	if st.SQLitePath != "" {
-		j, err = jobs.StartSQLite(ctx, st.SQLitePath, jc)
-	} else {
-		if pool, err = pgxpool.New(ctx, st.DSN); err != nil {
+	err := p.StartJobs(ctx, func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) {
+		if db.SQLitePath != "" {
+			return jobs.StartSQLite(ctx, db.SQLitePath, c)
+		}
+		var err error
+		if pool, err = pgxpool.New(ctx, db.DSN); err != nil {
 			return nil, fmt.Errorf("connecting the background runs to PostgreSQL: %w", err)
 		}
-		if j, err = jobs.StartPostgres(ctx, pool, jc); err != nil {
+		j, err := jobs.StartPostgres(ctx, pool, c)
+		if err != nil {
 			pool.Close()
 		}
-	}
+		return j, err
+	})
 	if err != nil {
 		return nil, err
-	}
-	cfg.Runs, cfg.Agents, cfg.Runner = j, agents, runner
-	cfg.CreateThread = func(ctx context.Context, th *store.Thread, ag *agent.Agent) error {
-		var decls []quiver.Variable
-		if ag != nil {
-			decls, ctx = ag.Prompt.Variables, vars.WithPrompt(ctx, ag.Prompt.Name)
-		}
-		return resolver.CreateThread(ctx, th, decls)
 	}
 	return func() {
 		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = j.Stop(stop)
+		_ = p.Stop(stop)
 		if pool != nil {
 			pool.Close()
 		}
 	}, nil
-}
-
-// loadCatalog loads the agents of dir, else of $QUIVER_AGENTS, else of ./agents when it exists
-// (nil then, without an error, when it does not).
-func loadCatalog(dir string) (*agent.Catalog, string, error) {
-	explicit := dir != ""
-	if dir == "" {
-		dir = os.Getenv("QUIVER_AGENTS")
-		explicit = dir != ""
-	}
-	if dir == "" {
-		dir = defaultAgentsDir
-	}
-	if _, err := os.Stat(dir); err != nil && !explicit {
-		return nil, dir, nil
-	}
-	c, err := agent.LoadDir(dir)
-	if err != nil {
-		return nil, dir, fmt.Errorf("the agents of %s: %w", dir, err)
-	}
-	return c, dir, nil
-}
-
-// serverRegistries gives background runs the tools of their workspace once the server that
-// holds them exists: the job engine starts (and rescues runs a crash left) before the server
-// is built, so a run that asks first waits.
-type serverRegistries struct {
-	once  sync.Once
-	ready chan struct{}
-	mu    sync.Mutex
-	srv   *server.Server
-}
-
-// set makes the registries available (srv nil: the server failed to start, and runs that wait
-// fail).
-func (r *serverRegistries) set(srv *server.Server) {
-	r.init()
-	r.mu.Lock()
-	r.srv = srv
-	r.mu.Unlock()
-	close(r.ready)
-}
-
-func (r *serverRegistries) init() { r.once.Do(func() { r.ready = make(chan struct{}) }) }
-
-func (r *serverRegistries) registry(ctx context.Context, workspaceID string) (*quiver.Registry, error) {
-	r.init()
-	select {
-	case <-r.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	r.mu.Lock()
-	srv := r.srv
-	r.mu.Unlock()
-	if srv == nil {
-		return nil, errors.New("the server did not start")
-	}
-	return srv.WorkspaceRegistry(ctx, workspaceID)
 }

@@ -1,0 +1,192 @@
+// Package platform is Quiver assembled: the store, the tools each workspace calls, the
+// variable resolver, the agents, the runner and the background runs, built once and the same
+// way for quiver serve, quiver run and programs that embed Quiver. The doors (the HTTP API,
+// MCP, the CLI) hold a Platform and ask it for what they serve.
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/jobs"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/sandbox/jsfunc"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/vars"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// Config is what a Platform is assembled from. Store is required.
+type Config struct {
+	// Store keeps threads, messages and files and, when it implements store.Entities, the
+	// workspaces' stored tools.
+	Store thread.Store
+	// Registry holds the tools every workspace shares (built-in, configured and imported);
+	// quiver.Default when nil.
+	Registry *quiver.Registry
+	// Resolver supplies the values of the tools' declared variables and checks an agent's
+	// required variables when a thread is created for it; nil resolves none and checks none.
+	Resolver *vars.Resolver
+	// Catalog holds the agents runs are started with and the prompts they call as tools; nil
+	// holds none. CatalogDir says where it was loaded from, for errors that name an agent.
+	Catalog    *agent.Catalog
+	CatalogDir string
+	// Model runs the prompts that name no model; nil leaves them unable to run.
+	Model model.Model
+	// OpenModel opens the model a prompt names; nil means model.Open.
+	OpenModel func(spec string) (model.Model, error)
+	// FunctionLimits bound each call of a workspace's stored JavaScript tools;
+	// jsfunc.DefaultLimits when zero.
+	FunctionLimits jsfunc.Limits
+	// Logger receives what goes wrong in the background; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Platform is an assembled Quiver. Make it with [New]; it is safe for concurrent use.
+type Platform struct {
+	cfg        Config
+	logger     *slog.Logger
+	runner     *agent.Runner
+	workspaces workspaces
+
+	jobsMu sync.Mutex
+	jobs   *jobs.Jobs
+}
+
+// ErrNoAgent is the error of a name that is no agent of the catalog.
+var ErrNoAgent = errors.New("no agent")
+
+// New assembles a platform. Its runner runs each thread with the tools of the thread's
+// workspace; non-blocking sub-agents run on goroutines of the process until StartJobs.
+func New(cfg Config) (*Platform, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("platform: Config.Store is required")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = quiver.Default
+	}
+	if cfg.FunctionLimits == (jsfunc.Limits{}) {
+		cfg.FunctionLimits = jsfunc.DefaultLimits
+	}
+	p := &Platform{cfg: cfg, logger: cfg.Logger}
+	if p.logger == nil {
+		p.logger = slog.Default()
+	}
+	p.runner = &agent.Runner{Store: cfg.Store, Registry: cfg.Registry, Registries: p.registry, Model: cfg.Model,
+		OpenModel: cfg.OpenModel, Catalog: cfg.Catalog, Logger: cfg.Logger}
+	if cfg.Resolver != nil {
+		p.runner.Resolver, p.runner.Variables = cfg.Resolver, cfg.Resolver
+	}
+	return p, nil
+}
+
+// Store is the platform's store.
+func (p *Platform) Store() thread.Store { return p.cfg.Store }
+
+// Registry holds the tools every workspace shares.
+func (p *Platform) Registry() *quiver.Registry { return p.cfg.Registry }
+
+// Resolver resolves variables; nil when the platform has none.
+func (p *Platform) Resolver() *vars.Resolver { return p.cfg.Resolver }
+
+// VariableResolver is Resolver as a dispatcher takes it: nil, not a typed nil, when there is
+// none.
+func (p *Platform) VariableResolver() quiver.VariableResolver {
+	if p.cfg.Resolver == nil {
+		return nil
+	}
+	return p.cfg.Resolver
+}
+
+// FunctionLimits bound each call of a stored JavaScript tool.
+func (p *Platform) FunctionLimits() jsfunc.Limits { return p.cfg.FunctionLimits }
+
+// Runner runs the agents.
+func (p *Platform) Runner() *agent.Runner { return p.runner }
+
+// Agent returns the agent called name, with which runs may be started; an error wrapping
+// ErrNoAgent names the agents there are.
+func (p *Platform) Agent(_ context.Context, name string) (*agent.Agent, error) {
+	if p.cfg.Catalog == nil {
+		return nil, fmt.Errorf("%w %q: this server has no agents (quiver serve --agents DIR, $QUIVER_AGENTS, or ./agents)", ErrNoAgent, name)
+	}
+	if a, ok := p.cfg.Catalog.Agent(name); ok {
+		return a, nil
+	}
+	where := ""
+	if p.cfg.CatalogDir != "" {
+		where = " in " + p.cfg.CatalogDir
+	}
+	return nil, fmt.Errorf("%w %q%s (agents: %v)", ErrNoAgent, name, where, p.cfg.Catalog.Names())
+}
+
+// HasAgents says whether the platform has a catalog of agents.
+func (p *Platform) HasAgents() bool { return p.cfg.Catalog != nil }
+
+// runnable is what a background run may run: an agent, or a prompt exposed as a tool, whose
+// flow (a child thread run by its prompt) resumes after a pause or a crash. Clients start
+// runs of agents only.
+func (p *Platform) runnable(ctx context.Context, name string) (*agent.Agent, error) {
+	if a, ok := p.cfg.Catalog.Lookup(name); ok {
+		return a, nil
+	}
+	return p.Agent(ctx, name)
+}
+
+// CreateThread stores a new thread for ag (nil: a thread of no agent), refusing it when one
+// of the agent's required variables has no value on the layers the thread will read.
+func (p *Platform) CreateThread(ctx context.Context, th *store.Thread, ag *agent.Agent) error {
+	if p.cfg.Resolver == nil {
+		return p.cfg.Store.CreateThread(ctx, th)
+	}
+	var decls []quiver.Variable
+	if ag != nil {
+		decls, ctx = ag.Prompt.Variables, vars.WithPrompt(ctx, ag.Prompt.Name)
+	}
+	return p.cfg.Resolver.CreateThread(ctx, th, decls)
+}
+
+// JobsConfig is the configuration of the platform's background runs, for StartJobs.
+func (p *Platform) JobsConfig() jobs.Config {
+	c := jobs.Config{Runner: p.runner, Agents: p.runnable, Logger: p.cfg.Logger}
+	// The retention purge (deleted tools whose tier has passed) runs with the background runs.
+	c.Entities, _ = p.cfg.Store.(store.Entities)
+	return c
+}
+
+// StartJobs starts the background runs with start (jobs.StartSQLite or jobs.StartPostgres on
+// the platform's database) and JobsConfig; from then on, runs started through the API and
+// non-blocking sub-agents run as durable jobs. Once only.
+func (p *Platform) StartJobs(ctx context.Context, start func(context.Context, jobs.Config) (*jobs.Jobs, error)) error {
+	p.jobsMu.Lock()
+	defer p.jobsMu.Unlock()
+	if p.jobs != nil {
+		return errors.New("platform: the background runs are already started")
+	}
+	j, err := start(ctx, p.JobsConfig())
+	if err != nil {
+		return err
+	}
+	p.jobs = j
+	return nil
+}
+
+// Jobs are the background runs; nil until StartJobs.
+func (p *Platform) Jobs() *jobs.Jobs {
+	p.jobsMu.Lock()
+	defer p.jobsMu.Unlock()
+	return p.jobs
+}
+
+// Stop stops the background runs, if started, waiting for the runs under way until ctx ends.
+func (p *Platform) Stop(ctx context.Context) error {
+	if j := p.Jobs(); j != nil {
+		return j.Stop(ctx)
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package platform
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/sandbox/jsfunc"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
+)
+
+// Each workspace calls its own stored tools (JavaScript functions and client tools) over the
+// tools every workspace shares (Config.Registry): a registry per workspace, made on first
+// use, whose stored tools follow the store.
+
+// recheck is how often a workspace's registry asks the store whether its stored tools
+// changed (Entities.ToolsStamp): the most another process's change takes to be seen here. A
+// change made through this platform is seen at once (ToolsChanged).
+const recheck = time.Second
+
+// Workspace holds the tools one workspace may call.
+type Workspace struct {
+	id       string
+	registry *quiver.Registry
+	// generation counts the loads of the stored tools, for those who tell clients the tool
+	// list changed.
+	generation atomic.Uint64
+
+	// checked is when the stamp was last compared (Unix nanoseconds), stale says a change
+	// was made here since: either makes the next use look at the store.
+	checked atomic.Int64
+	stale   atomic.Bool
+	loaded  atomic.Bool // the stored tools were loaded once
+	mu      sync.Mutex  // one reload at a time
+	stamp   string
+}
+
+// ID is the workspace's id.
+func (w *Workspace) ID() string { return w.id }
+
+// Registry holds the workspace's tools: its stored tools over the shared ones. It is the same
+// registry for the platform's life; its tools change as the store's do.
+func (w *Workspace) Registry() *quiver.Registry { return w.registry }
+
+// Generation changes each time the workspace's stored tools are loaded again.
+func (w *Workspace) Generation() uint64 { return w.generation.Load() }
+
+type workspaces struct {
+	mu sync.Mutex
+	m  map[string]*Workspace
+}
+
+// Workspace returns the workspace's tools as the store has them now (give or take recheck).
+// A store that cannot be read leaves the tools as they were loaded last: the failure is
+// logged, and the shared tools keep being served.
+func (p *Platform) Workspace(ctx context.Context, workspaceID string) *Workspace {
+	p.workspaces.mu.Lock()
+	w := p.workspaces.m[workspaceID]
+	if w == nil {
+		w = &Workspace{id: workspaceID, registry: &quiver.Registry{Base: p.cfg.Registry, Logger: p.cfg.Registry.Logger}}
+		w.stale.Store(true)
+		if p.workspaces.m == nil {
+			p.workspaces.m = map[string]*Workspace{}
+		}
+		p.workspaces.m[workspaceID] = w
+	}
+	p.workspaces.mu.Unlock()
+	if w.stale.Load() || time.Now().UnixNano()-w.checked.Load() > int64(recheck) {
+		// Once a workspace's tools are loaded, a caller does not wait for another's recheck:
+		// it gets the tools as they were a moment ago.
+		p.refresh(ctx, w, !w.loaded.Load())
+	}
+	return w
+}
+
+// registry is Workspace's registry, as agent.Runner.Registries asks for it.
+func (p *Platform) registry(ctx context.Context, workspaceID string) (*quiver.Registry, error) {
+	return p.Workspace(ctx, workspaceID).Registry(), nil
+}
+
+// ToolsChanged makes the workspace's next use load its stored tools again, and loads them
+// now: every change to them through the platform calls it, so that its writer's next call
+// sees the change.
+func (p *Platform) ToolsChanged(ctx context.Context, workspaceID string) {
+	p.workspaces.mu.Lock()
+	w := p.workspaces.m[workspaceID]
+	p.workspaces.mu.Unlock()
+	if w != nil {
+		w.stale.Store(true)
+		p.refresh(ctx, w, true)
+	}
+}
+
+// refresh loads the workspace's stored tools again when the store's stamp says they changed
+// (or a change was made here). When wait is false and another caller is refreshing the
+// workspace, it returns at once.
+func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
+	if wait {
+		w.mu.Lock()
+	} else if !w.mu.TryLock() {
+		return
+	}
+	defer w.mu.Unlock()
+	if !w.stale.Load() && time.Now().UnixNano()-w.checked.Load() <= int64(recheck) {
+		return // another caller refreshed it while this one waited
+	}
+	ent, ok := p.cfg.Store.(store.Entities)
+	if !ok {
+		w.stale.Store(false)
+		w.loaded.Store(true)
+		w.checked.Store(time.Now().UnixNano())
+		return
+	}
+	// A caller that is cancelled must not leave the workspace half-checked for the others.
+	ctx = context.WithoutCancel(ctx)
+	wasStale := w.stale.Swap(false)
+	stamp, err := ent.ToolsStamp(ctx, w.id)
+	if err != nil {
+		w.stale.Store(wasStale)
+		p.logger.ErrorContext(ctx, "platform: checking a workspace's stored tools", "workspace", w.id, "err", err)
+		w.checked.Store(time.Now().UnixNano()) // ask again after recheck, not on every call
+		return
+	}
+	w.checked.Store(time.Now().UnixNano())
+	if stamp == w.stamp && !wasStale {
+		return
+	}
+	tools, err := loadStoredTools(ctx, ent, w.id, p.cfg.FunctionLimits)
+	if err != nil {
+		// The tools that load are served; the log names the ones that do not.
+		p.logger.WarnContext(ctx, "platform: some stored tools are not served", "workspace", w.id, "err", err)
+	}
+	if err := w.registry.Replace(tools...); err != nil {
+		p.logger.ErrorContext(ctx, "platform: serving a workspace's stored tools", "workspace", w.id, "err", err)
+		w.stale.Store(true)
+		return
+	}
+	w.stamp = stamp
+	w.loaded.Store(true)
+	w.generation.Add(1)
+}
+
+// loadStoredTools builds the workspace's active stored tools: server tools run their function
+// version in the sandbox, client tools are offered with their schemas and run by the client.
+// A tool that cannot be built does not keep the others out: the error names each one.
+func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string, l jsfunc.Limits) ([]*quiver.Tool, error) {
+	var tools []*quiver.Tool
+	var errs []error
+	f := store.ToolFilter{WorkspaceID: workspaceID, Limit: store.MaxListLimit}
+	for {
+		page, err := ent.ListTools(ctx, f)
+		if err != nil {
+			return tools, errors.Join(append(errs, err)...)
+		}
+		for _, st := range page.Tools {
+			var t *quiver.Tool
+			if st.Target == store.TargetClient {
+				t, err = clientTool(ctx, ent, workspaceID, st)
+			} else {
+				t, err = jsfunc.Load(ctx, ent, workspaceID, st, l)
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			tools = append(tools, t)
+		}
+		if page.NextCursor == "" {
+			return tools, errors.Join(errs...)
+		}
+		f.Cursor = page.NextCursor
+	}
+}
+
+// clientTool builds a stored client tool (target client): its schemas and flags, and no code,
+// since the client runs it: an agent's run pauses on its calls until the client posts the
+// result.
+func clientTool(ctx context.Context, ent store.Entities, workspaceID string, st *store.Tool) (*quiver.Tool, error) {
+	in, err := ent.Schema(ctx, workspaceID, st.InputSchemaID)
+	if err != nil {
+		return nil, fmt.Errorf("client tool %q: input schema %s: %w", st.Name, st.InputSchemaID, err)
+	}
+	out, err := ent.Schema(ctx, workspaceID, st.OutputSchemaID)
+	if err != nil {
+		return nil, fmt.Errorf("client tool %q: output schema %s: %w", st.Name, st.OutputSchemaID, err)
+	}
+	doc, err := jsfunc.ParseSchemaDoc(in.Content)
+	if err != nil {
+		return nil, fmt.Errorf("client tool %q: input schema %s: %w", st.Name, st.InputSchemaID, err)
+	}
+	var output *schema.Schema
+	if c := strings.TrimSpace(string(out.Content)); c != "true" && c != "{}" {
+		output = &schema.Schema{}
+		if err := json.Unmarshal(out.Content, output); err != nil {
+			return nil, fmt.Errorf("client tool %q: output schema %s: %w", st.Name, st.OutputSchemaID, err)
+		}
+	}
+	examples := make([]quiver.Example, len(st.Examples))
+	for i, e := range st.Examples {
+		examples[i] = quiver.Example{Args: e.Args, Result: e.Result}
+	}
+	spec := quiver.Spec{Name: st.Name, Description: cmp.Or(st.Description, doc.Description), Target: quiver.TargetClient,
+		InputSchema: doc.Input, OutputSchema: output,
+		Examples: examples, RequiresConfirmation: st.RequiresConfirmation, Disabled: !st.Enabled}
+	t, err := quiver.NewTool(spec, nil)
+	if err != nil {
+		return nil, fmt.Errorf("client tool %q: %w", st.Name, err)
+	}
+	return t, nil
+}
