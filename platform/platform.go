@@ -2,6 +2,10 @@
 // variable resolver, the agents, the runner and the background runs, built once and the same
 // way for quiver serve, quiver run and programs that embed Quiver. The doors (the HTTP API,
 // MCP, the CLI) hold a Platform and ask it for what they serve.
+//
+// Its operations (stored tools and functions so far: tools.go, functions.go) take the Actor
+// who asks and check their own rules (role, workspace, input), returning an *Error whose Kind
+// and Field each door turns into its own answer. A door holds no rule.
 package platform
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -170,7 +171,7 @@ func TestStartJobsOnce(t *testing.T) {
 	st, err := sqlite.Open(path)
 	must(t, err)
 	t.Cleanup(func() { st.Close() })
-	p, err := platform.New(platform.Config{Store: st})
+	p, err := platform.New(platform.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	must(t, err)
 	if p.Jobs() != nil {
 		t.Fatal("jobs before StartJobs")

@@ -18,6 +18,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/ids"
 	"github.com/quiverhq/quiver/jobs"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
 )
@@ -417,6 +418,16 @@ func (s *Server) admin(ctx context.Context, may string) (Principal, error) {
 		return p, problemf(http.StatusForbidden, CodeForbidden, "API key "+p.KeyID+" is a "+string(p.Role)+"'s: it may "+may)
 	}
 	return p, nil
+}
+
+// actor is who a request acts as, for the platform's operations: its key's workspace, user
+// and role, or, on a server that asks for no key, an operator of its workspace.
+func (s *Server) actor(ctx context.Context) platform.Actor {
+	p, _ := PrincipalFrom(ctx)
+	if s.cfg.Auth == nil {
+		return platform.Operator(s.workspaceID(ctx), p.UserID)
+	}
+	return platform.Actor{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Role: p.Role}
 }
 
 // entities is the store's entity storage (workspaces, users, tools, functions), or a 503

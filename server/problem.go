@@ -8,6 +8,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -165,4 +166,41 @@ func apiError(err error, what string) error {
 	}
 	slog.Error("server: an API request failed", "what", what, "err", err)
 	return problemf(http.StatusInternalServerError, CodeInternal, "the server failed on "+what+"; its log says why")
+}
+
+// problem is the API's answer to an operation's refusal (a *platform.Error), naming the field
+// at fault where the request holds it: in ("body" or "query") for the operation's inputs,
+// path.id for the id in its path. It maps each kind of refusal to its status here, once.
+func problem(err error, in string) error {
+	var e *platform.Error
+	if !errors.As(err, &e) {
+		return apiError(err, "the request")
+	}
+	var status int
+	switch e.Kind {
+	case platform.Invalid:
+		status = http.StatusBadRequest
+	case platform.NotFound:
+		status = http.StatusNotFound
+	case platform.Forbidden:
+		status = http.StatusForbidden
+	case platform.Conflict:
+		status = http.StatusConflict
+	case platform.Unavailable:
+		status = http.StatusServiceUnavailable
+	default:
+		return apiError(e.Cause, e.Message) // logged; the answer says only that it failed
+	}
+	if e.Field == "" {
+		return problemf(status, codeOf(status), e.Error())
+	}
+	loc := in + "." + e.Field
+	if e.Field == "id" {
+		loc = "path.id"
+	}
+	detail := e.Detail
+	if detail == "" {
+		detail = loc + ": " + e.Message
+	}
+	return problemf(status, codeOf(status), detail, &ProblemField{Location: loc, Message: e.Message})
 }

@@ -89,10 +89,9 @@ func (s *Server) newTenant(ws *platform.Workspace) *tenant {
 	return t
 }
 
-// toolsChanged loads the workspace's stored tools again and tells its MCP clients: the API
-// calls it after every change to them, so that the writer's next request sees its change.
+// toolsChanged tells the workspace's MCP clients that its tools changed, once the platform
+// has loaded them again: the API calls it after every change to them.
 func (s *Server) toolsChanged(ctx context.Context, workspaceID string) {
-	s.p.ToolsChanged(ctx, workspaceID)
 	s.tenants.mu.Lock()
 	t := s.tenants.m[workspaceID]
 	s.tenants.mu.Unlock()

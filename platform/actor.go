@@ -1,0 +1,37 @@
+package platform
+
+import (
+	"github.com/quiverhq/quiver/store"
+)
+
+// Actor is who asks for an operation: the key's workspace, user and role. Operations act in
+// the actor's workspace only.
+type Actor struct {
+	WorkspaceID string
+	UserID      string
+	// KeyID names the key in refusals ("API key key_1 is a viewer's").
+	KeyID string
+	Role  store.KeyRole
+}
+
+// Operator is an actor whom no role limits, for doors that authenticate no one (a server
+// without keys, the CLI on its own database).
+func Operator(workspaceID, userID string) Actor {
+	return Actor{WorkspaceID: workspaceID, UserID: userID, Role: store.KeyRoleAdmin}
+}
+
+// mayChange refuses a viewer: may says what its key may do instead.
+func (a Actor) mayChange(may string) error {
+	if a.Role.Allows(store.KeyRoleMember) {
+		return nil
+	}
+	return &Error{Kind: Forbidden, Message: "API key " + a.KeyID + " is a viewer's: it may " + may}
+}
+
+// mayAdminister refuses anyone but an admin: may says what the key may do instead.
+func (a Actor) mayAdminister(may string) error {
+	if a.Role.Allows(store.KeyRoleAdmin) {
+		return nil
+	}
+	return &Error{Kind: Forbidden, Message: "API key " + a.KeyID + " is a " + string(a.Role) + "'s: it may " + may}
+}
