@@ -12,12 +12,15 @@ type Actor struct {
 	// KeyID names the key in refusals ("API key key_1 is a viewer's").
 	KeyID string
 	Role  store.KeyRole
+	// Operator says the actor administers the server itself (an admin of its own workspace),
+	// and so may create workspaces.
+	Operator bool
 }
 
 // Operator is an actor whom no role limits, for doors that authenticate no one (a server
 // without keys, the CLI on its own database).
 func Operator(workspaceID, userID string) Actor {
-	return Actor{WorkspaceID: workspaceID, UserID: userID, Role: store.KeyRoleAdmin}
+	return Actor{WorkspaceID: workspaceID, UserID: userID, Role: store.KeyRoleAdmin, Operator: true}
 }
 
 // mayChange refuses a viewer: may says what its key may do instead.

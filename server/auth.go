@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,35 +12,19 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 )
 
-// APIKeyPrefix begins every API key, so that a key is recognisable (in a leaked file, by a
-// secret scanner) and cannot be mistaken for another credential.
-const APIKeyPrefix = "qvk_"
-
-// apiKeyRandomBytes is the key's entropy: 256 bits, so that a fast hash (SHA-256) is enough to
-// store it (there is nothing to guess, unlike a password).
-const apiKeyRandomBytes = 32
-
-// shownPrefix is how much of a key its record keeps, to recognise it in a list: "qvk_" and 8
-// characters, 48 bits, far too few to guess the rest from.
-const shownPrefix = len(APIKeyPrefix) + 8
+// APIKeyPrefix begins every API key (see platform.APIKeyPrefix).
+const APIKeyPrefix = platform.APIKeyPrefix
 
 // NewAPIKey makes a new key: the secret, shown once to whoever asked for it and never stored,
-// and the Prefix and Hash its record keeps (see store.APIKey).
-func NewAPIKey() (secret, prefix string, hash []byte) {
-	b := make([]byte, apiKeyRandomBytes)
-	rand.Read(b) // never fails (crypto/rand)
-	secret = APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b)
-	return secret, secret[:shownPrefix], HashAPIKey(secret)
-}
+// and the Prefix and Hash its record keeps (see platform.NewAPIKey).
+func NewAPIKey() (secret, prefix string, hash []byte) { return platform.NewAPIKey() }
 
 // HashAPIKey is the form of a key the store keeps and finds it by: its SHA-256.
-func HashAPIKey(secret string) []byte {
-	h := sha256.Sum256([]byte(secret))
-	return h[:]
-}
+func HashAPIKey(secret string) []byte { return platform.HashAPIKey(secret) }
 
 // Principal is who a request acts as: the key it carried, and that key's workspace, user and
 // role, the role being what the key may do now (store.KeyRole.Effective).
@@ -118,7 +100,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string) 
 	case authorization == "":
 		return Principal{}, fmt.Errorf("%w: no API key: send the header Authorization: Bearer %s<key>", ErrUnauthorized, APIKeyPrefix)
 	case !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, APIKeyPrefix) ||
-		len(secret) != len(APIKeyPrefix)+base64.RawURLEncoding.EncodedLen(apiKeyRandomBytes):
+		len(secret) != platform.APIKeyLength:
 		return Principal{}, fmt.Errorf("%w: the Authorization header is not Bearer followed by a Quiver API key (%s...)", ErrUnauthorized, APIKeyPrefix)
 	}
 	var h [sha256.Size]byte

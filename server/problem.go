@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -170,8 +171,9 @@ func apiError(err error, what string) error {
 
 // problem is the API's answer to an operation's refusal (a *platform.Error), naming the field
 // at fault where the request holds it: in ("body" or "query") for the operation's inputs,
-// path.id for the id in its path. It maps each kind of refusal to its status here, once.
-func problem(err error, in string) error {
+// path.NAME for those in its path (id, and the names given). It maps each kind of refusal to
+// its status here, once.
+func problem(err error, in string, pathParams ...string) error {
 	var e *platform.Error
 	if !errors.As(err, &e) {
 		return apiError(err, "the request")
@@ -195,8 +197,8 @@ func problem(err error, in string) error {
 		return problemf(status, codeOf(status), e.Error())
 	}
 	loc := in + "." + e.Field
-	if e.Field == "id" {
-		loc = "path.id"
+	if e.Field == "id" || slices.Contains(pathParams, e.Field) {
+		loc = "path." + e.Field
 	}
 	detail := e.Detail
 	if detail == "" {
