@@ -47,7 +47,8 @@ func (s *Server) tenant(ctx context.Context, workspaceID string) *tenant {
 		s.tenants.m[workspaceID] = t
 	}
 	s.tenants.mu.Unlock()
-	if g := ws.Generation(); t.generation.Swap(g) != g {
+	// Loaded first: a request writes nothing shared unless the tools changed.
+	if g := ws.Generation(); t.generation.Load() != g && t.generation.Swap(g) != g {
 		t.mcp.ToolsChanged()
 	}
 	return t
