@@ -3,6 +3,7 @@ package platform
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/quiverhq/quiver/store"
 )
@@ -19,6 +20,10 @@ const (
 	Conflict    Kind = "conflict"    // a name taken, a record in the way
 	Unavailable Kind = "unavailable" // the platform cannot do this at all (its store keeps no such records)
 	Internal    Kind = "internal"    // the platform failed; the cause is for the log, not the caller
+	// MissingVariables: a variable the agent requires has no value (a *quiver.MissingVariablesError is the cause).
+	MissingVariables Kind = "missing_variables"
+	NotPending       Kind = "not_pending" // the call named waits for no such answer (any more)
+	RunQueued        Kind = "run_queued"  // the thread has a run queued or running
 )
 
 // Error is an operation's refusal. Every operation returns one for anything but success.
@@ -32,12 +37,27 @@ type Error struct {
 	// Detail, when set, is the whole refusal's words where they are not Field's: a store's
 	// refusal names the record first.
 	Detail string
+	// Fields are the inputs at fault when there are several (each of a tool's arguments):
+	// Detail says what was refused, and Field and Message nothing more.
+	Fields []FieldProblem
 	// Cause is what failed underneath, for errors.Is and the log.
 	Cause error
 }
 
+// FieldProblem is one input at fault: its name ("args.amount", "args.items[0].name") and
+// what is wrong with it.
+type FieldProblem struct {
+	Field, Message string
+}
+
 func (e *Error) Error() string {
 	switch {
+	case len(e.Fields) > 0:
+		msgs := make([]string, len(e.Fields))
+		for i, f := range e.Fields {
+			msgs[i] = f.Field + ": " + f.Message
+		}
+		return e.Detail + ": " + strings.Join(msgs, "; ")
 	case e.Detail != "":
 		return e.Detail
 	case e.Field != "":

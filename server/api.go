@@ -3,21 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"reflect"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/ids"
-	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
@@ -270,121 +263,35 @@ func (s *Server) registerRuns(api huma.API) {
 	register(api, huma.Operation{OperationID: "create-thread", Method: http.MethodPost, Path: "/v1/threads",
 		Summary: "Create a thread, for an agent whose required variables must resolve", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createThreadInput) (*createThreadOutput, error) {
-			p, err := s.member(ctx, "read threads but not create them")
+			th, err := s.p.OpenThread(ctx, s.actor(ctx), platform.NewThread{Agent: in.Body.Agent, Tags: in.Body.Tags, Instances: in.Body.Instances})
 			if err != nil {
-				return nil, err
-			}
-			for i, tag := range in.Body.Tags {
-				if agent.ReservedTag(tag) {
-					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "tag "+strconv.Quote(tag)+" is one the runtime sets on the threads it spawns",
-						&ProblemField{Location: fmt.Sprintf("body.tags[%d]", i), Message: "a tag not starting with " + strings.Join(agent.ReservedTagPrefixes, ", ")})
-				}
-			}
-			for i, name := range in.Body.Instances {
-				if err := store.CheckInstance(name); err != nil || slices.Contains(in.Body.Instances[:i], name) {
-					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "instance "+strconv.Quote(name)+" cannot be given to the thread",
-						&ProblemField{Location: fmt.Sprintf("body.instances[%d]", i), Message: "a name of 1 to 64 characters of [A-Za-z0-9_-], once"})
-				}
-			}
-			th := &store.Thread{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, AgentID: in.Body.Agent, Tags: in.Body.Tags}
-			var a *agent.Agent
-			if in.Body.Agent != "" {
-				if !s.agentsOn() {
-					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "this server runs no agents (quiver serve --agents DIR)",
-						&ProblemField{Location: "body.agent", Message: "leave it out: this server has no agents"})
-				}
-				var err error
-				if a, err = s.p.Agent(ctx, in.Body.Agent); err != nil {
-					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
-				}
-			}
-			if err := s.p.CreateThread(ctx, th, a); err != nil {
-				var missing *quiver.MissingVariablesError
-				if errors.As(err, &missing) {
-					return nil, problemf(http.StatusBadRequest, CodeMissingVariables, "the thread cannot be created: "+err.Error())
-				}
-				if errors.Is(err, store.ErrInvalid) {
-					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "the thread cannot be created: "+err.Error())
-				}
-				return nil, apiError(err, "a thread")
-			}
-			if len(in.Body.Instances) > 0 {
-				if err := s.cfg.Store.AddInstances(ctx, th.WorkspaceID, th.ID, in.Body.Instances...); err != nil {
-					return nil, apiError(err, "the instances of thread "+th.ID)
-				}
+				return nil, problem(err, "body")
 			}
 			return &createThreadOutput{Status: http.StatusCreated, Body: th}, nil
 		})
-
 	register(api, huma.Operation{OperationID: "start-run", Method: http.MethodPost, Path: "/v1/threads/{id}/runs",
 		Summary: "Start an agent run on the thread, in the background", DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *runInput) (*runOutput, error) {
-			if _, err := s.member(ctx, "read threads but not run agents"); err != nil {
-				return nil, err
-			}
-			if _, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), in.ID); err != nil {
-				return nil, apiError(err, "thread "+in.ID)
-			}
-			if in.Body.Message == "" {
-				// Without a message a run resumes the thread: there must be something to resume.
-				msgs, err := s.cfg.Store.Messages(ctx, s.workspaceID(ctx), in.ID, store.Page{Limit: 1})
-				if err != nil {
-					return nil, apiError(err, "the messages of thread "+in.ID)
-				}
-				if len(msgs) == 0 {
-					return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "thread "+in.ID+" has no messages: a run needs one to answer",
-						&ProblemField{Location: "body.message", Message: "required on a thread without messages"})
-				}
-			}
-			if _, err := s.p.Agent(ctx, in.Body.Agent); err != nil {
-				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
-			}
-			id, err := s.p.Jobs().Start(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: in.ID, Agent: in.Body.Agent, Message: in.Body.Message})
-			if errors.Is(err, jobs.ErrRunQueued) {
-				return nil, problemf(http.StatusConflict, CodeRunQueued, "thread "+in.ID+" has a run queued or running; wait for it to end (GET /v1/threads/"+in.ID+"/events says when)")
-			}
-			if err != nil {
-				return nil, apiError(err, "a run")
-			}
-			out := &runOutput{Status: http.StatusAccepted}
-			out.Body.ThreadID, out.Body.JobID = in.ID, id
-			return out, nil
+			return runAnswer(s.p.StartRun(ctx, s.actor(ctx), in.ID, in.Body.Agent, in.Body.Message))
 		})
-
 	register(api, huma.Operation{OperationID: "decide", Method: http.MethodPost, Path: "/v1/threads/{id}/decisions",
 		Summary:       "Decide on a call that waits for a person's confirmation; the run resumes in the background",
 		DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *decisionInput) (*runOutput, error) {
-			if _, err := s.member(ctx, "read threads but not decide on calls"); err != nil {
-				return nil, err
-			}
-			th, ag, err := s.threadAgent(ctx, in.ID, in.Body.Agent)
-			if err != nil {
-				return nil, err
-			}
-			if in.Body.Action == string(quiver.Edit) {
-				// Edited arguments are checked as the dispatcher will check them, so that a
-				// person fixes them now, field by field, rather than the model meeting an
-				// invalid_arguments result later.
-				if p, err := s.p.Runner().Waiting(ctx, th, ag); err == nil && p != nil && p.Call.ID == in.Body.CallID {
-					if tool, ok := s.tenant(ctx, s.workspaceID(ctx)).disp.Registry.Lookup(p.Call.Name); ok {
-						if _, err := checkToolArgs(tool, in.Body.Args); err != nil {
-							return nil, err
-						}
-					}
-				}
-			}
-			d := quiver.Decision{Action: quiver.DecisionAction(in.Body.Action), Args: in.Body.Args, Message: in.Body.Message}
-			switch err := s.p.Runner().Decide(ctx, th, ag, in.Body.CallID, d); {
-			case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
-				return nil, problemf(http.StatusConflict, CodeNotPending, err.Error(), &ProblemField{Location: "body.call_id", Message: "a call the thread waits on for a decision, not yet decided"})
-			case errors.Is(err, store.ErrInvalid):
-				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error())
-			case err != nil:
-				return nil, apiError(err, "the decision")
-			}
-			return s.resume(ctx, in.ID, agentName(ag, in.Body.Agent), "the decision is recorded, but ")
+			b := &in.Body
+			return runAnswer(s.p.Decide(ctx, s.actor(ctx), in.ID, platform.NewDecision{Agent: b.Agent, CallID: b.CallID,
+				Action: quiver.DecisionAction(b.Action), Args: b.Args, Message: b.Message}))
 		})
+}
+
+// runAnswer is the answer to an operation that queues a run: 202 with the run's job.
+func runAnswer(r *platform.Run, err error) (*runOutput, error) {
+	if err != nil {
+		return nil, problem(err, "body")
+	}
+	out := &runOutput{Status: http.StatusAccepted}
+	out.Body.ThreadID, out.Body.JobID = r.ThreadID, r.JobID
+	return out, nil
 }
 
 type decisionInput struct {

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
@@ -97,9 +96,9 @@ func (s *Server) registerConsoleExtra(api huma.API) {
 			if err != nil {
 				return nil, err
 			}
-			args, err := checkToolArgs(t, in.Body.Args)
+			args, err := platform.CheckArgs(t, in.Body.Args)
 			if err != nil {
-				return nil, err
+				return nil, problem(err, "body")
 			}
 			out := &checkArgsOutput{}
 			out.Body.Args = args
@@ -141,95 +140,6 @@ func renderDialects(reg *quiver.Registry, t *quiver.Tool) []ToolDialect {
 	}
 	return out
 }
-
-// checkToolArgs checks arguments as the dispatcher does before a tool runs (a JSON object,
-// meta-fields aside, defaults applied, the input schema's constraints), and returns them as
-// the tool would receive them. A refusal is a 400 naming each field at fault: body.args for
-// the whole, body.args.<name> for a property (body.args.items[0].name deeper down).
-func checkToolArgs(t *quiver.Tool, raw json.RawMessage) (json.RawMessage, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	v, err := schema.Decode(raw)
-	if err != nil {
-		return nil, fieldError(http.StatusBadRequest, "body.args", err.Error())
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, fieldError(http.StatusBadRequest, "body.args", "want a JSON object of arguments")
-	}
-	for k := range obj {
-		if strings.HasPrefix(k, "_") {
-			delete(obj, k) // a meta-field: the dispatcher takes it out before validating
-		}
-	}
-	sp := t.Spec()
-	var fields []*ProblemField
-	if sp.InputSchema == nil {
-		for k := range obj {
-			fields = append(fields, &ProblemField{Location: argsLocation("/" + k), Message: "the tool takes no arguments"})
-		}
-	} else {
-		compiled, err := schema.Compile(sp.InputSchema)
-		if err != nil {
-			return nil, problemf(http.StatusInternalServerError, CodeInternal, "tool "+t.Name()+": its input schema does not compile: "+err.Error())
-		}
-		if _, err := compiled.ApplyDefaults(obj); err != nil {
-			return nil, fieldError(http.StatusBadRequest, "body.args", "applying the defaults: "+err.Error())
-		}
-		// A required property missing is named as its own field, not as the object's.
-		missing := false
-		for _, name := range sp.InputSchema.Required {
-			if _, ok := obj[name]; !ok {
-				missing = true
-				fields = append(fields, &ProblemField{Location: argsLocation("/" + escapePointer(name)), Message: "required"})
-			}
-		}
-		var ve *schema.ValidationError
-		if err := compiled.Validate(obj); errors.As(err, &ve) {
-			for _, p := range ve.Problems {
-				if missing && p.Pointer == "" && strings.HasPrefix(p.Message, "missing required propert") {
-					continue
-				}
-				fields = append(fields, &ProblemField{Location: argsLocation(p.Pointer), Message: p.Message})
-			}
-		} else if err != nil {
-			return nil, fieldError(http.StatusBadRequest, "body.args", err.Error())
-		}
-	}
-	if len(fields) > 0 {
-		msgs := make([]string, len(fields))
-		for i, f := range fields {
-			msgs[i] = f.Location + ": " + f.Message
-		}
-		return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "invalid arguments for "+t.Name()+": "+strings.Join(msgs, "; "), fields...)
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fieldError(http.StatusBadRequest, "body.args", err.Error())
-	}
-	return b, nil
-}
-
-// argsLocation is where a JSON pointer into the arguments points, as problems name fields:
-// "" is body.args, /amount body.args.amount, /items/0/name body.args.items[0].name.
-func argsLocation(pointer string) string {
-	loc := "body.args"
-	if pointer == "" {
-		return loc
-	}
-	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
-		if n, err := strconv.Atoi(tok); err == nil && n >= 0 && strconv.Itoa(n) == tok {
-			loc += "[" + tok + "]"
-		} else {
-			loc += "." + tok
-		}
-	}
-	return loc
-}
-
-func escapePointer(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
 
 // ---- the variables of an agent and of a user
 

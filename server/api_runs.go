@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
-	"github.com/quiverhq/quiver/jobs"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -213,9 +212,9 @@ func (s *Server) registerRunEvents(api huma.API) {
 	register(api, huma.Operation{OperationID: "list-pending", Method: http.MethodGet, Path: "/v1/threads/{id}/pending",
 		Summary: "The call a paused run waits on: a confirmation to decide (POST .../decisions) or a client tool's result (POST .../results)"},
 		func(ctx context.Context, in *threadInput) (*pendingOutput, error) {
-			th, ag, err := s.threadAgent(ctx, in.ID, "")
+			th, ag, err := s.p.ThreadAgent(ctx, s.actor(ctx), in.ID, "")
 			if err != nil {
-				return nil, err
+				return nil, problem(err, "body")
 			}
 			out := &pendingOutput{}
 			out.Body.Pending = []*agent.Pending{}
@@ -236,65 +235,10 @@ func (s *Server) registerRunEvents(api huma.API) {
 		Summary:       "Answer a client tool's call: the result is recorded once and the run resumes in the background",
 		DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *resultInput) (*runOutput, error) {
-			if _, err := s.member(ctx, "read threads but not answer calls"); err != nil {
-				return nil, err
-			}
-			th, ag, err := s.threadAgent(ctx, in.ID, in.Body.Agent)
-			if err != nil {
-				return nil, err
-			}
-			if len(in.Body.Value) > 0 && !json.Valid(in.Body.Value) {
-				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "the result's value is not JSON",
-					&ProblemField{Location: "body.value", Message: "any JSON value"})
-			}
-			res := &quiver.Result{Status: quiver.Status(in.Body.Status), Text: in.Body.Text, Value: in.Body.Value, Error: in.Body.Error}
-			if res.Status == quiver.StatusError && res.Error == "" {
-				return nil, problemf(http.StatusBadRequest, CodeInvalidRequest, "an error result says what went wrong",
-					&ProblemField{Location: "body.error", Message: "required when status is error"})
-			}
-			switch err := s.p.Runner().SubmitResult(ctx, th, ag, in.Body.CallID, res); {
-			case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict):
-				return nil, problemf(http.StatusConflict, CodeNotPending, err.Error(), &ProblemField{Location: "body.call_id", Message: "a client tool's call the thread waits on"})
-			case err != nil:
-				return nil, apiError(err, "the result")
-			}
-			return s.resume(ctx, in.ID, agentName(ag, in.Body.Agent), "the result is recorded, but ")
+			b := &in.Body
+			return runAnswer(s.p.SubmitResult(ctx, s.actor(ctx), in.ID, platform.NewResult{Agent: b.Agent, CallID: b.CallID,
+				Result: quiver.Result{Status: quiver.Status(b.Status), Text: b.Text, Value: b.Value, Error: b.Error}}))
 		})
-}
-
-// threadAgent opens the workspace's thread and the agent that runs it: name, or the thread's
-// own agent when name is "" (nil when it has none).
-func (s *Server) threadAgent(ctx context.Context, threadID, name string) (*thread.Thread, *agent.Agent, error) {
-	th, err := thread.Open(ctx, s.p.Store(), s.workspaceID(ctx), threadID)
-	if err != nil {
-		return nil, nil, apiError(err, "thread "+threadID)
-	}
-	if name == "" {
-		info := th.Info()
-		name = agent.CurrentAgent(&info) // after a handoff, the agent that has it
-	}
-	if name == "" {
-		return th, nil, nil
-	}
-	ag, err := s.p.Agent(ctx, name)
-	if err != nil {
-		return nil, nil, problemf(http.StatusBadRequest, CodeInvalidRequest, err.Error(), &ProblemField{Location: "body.agent", Message: "an agent this server runs"})
-	}
-	return th, ag, nil
-}
-
-// resume queues the run of the thread again after a decision or a result.
-func (s *Server) resume(ctx context.Context, threadID, agentName, recorded string) (*runOutput, error) {
-	id, err := s.p.Jobs().Continue(ctx, jobs.RunArgs{WorkspaceID: s.workspaceID(ctx), ThreadID: threadID, Agent: agentName})
-	if errors.Is(err, jobs.ErrRunQueued) {
-		return nil, problemf(http.StatusConflict, CodeRunQueued, recorded+err.Error())
-	}
-	if err != nil {
-		return nil, apiError(err, "the resumed run")
-	}
-	out := &runOutput{Status: http.StatusAccepted}
-	out.Body.ThreadID, out.Body.JobID = threadID, id
-	return out, nil
 }
 
 // streamEvents writes the thread's events until the client goes or the server shuts down.
@@ -511,9 +455,3 @@ func unwrapFlusher(w any) (http.Flusher, bool) {
 }
 
 // agentName is the name of the agent that runs a thread, as threadAgent found it.
-func agentName(a *agent.Agent, asked string) string {
-	if a != nil {
-		return a.Name
-	}
-	return asked
-}

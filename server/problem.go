@@ -178,31 +178,50 @@ func problem(err error, in string, pathParams ...string) error {
 	if !errors.As(err, &e) {
 		return apiError(err, "the request")
 	}
-	var status int
+	status, code := http.StatusBadRequest, CodeInvalidRequest
 	switch e.Kind {
 	case platform.Invalid:
-		status = http.StatusBadRequest
+	case platform.MissingVariables:
+		code = CodeMissingVariables
 	case platform.NotFound:
-		status = http.StatusNotFound
+		status, code = http.StatusNotFound, CodeNotFound
 	case platform.Forbidden:
-		status = http.StatusForbidden
+		status, code = http.StatusForbidden, CodeForbidden
 	case platform.Conflict:
-		status = http.StatusConflict
+		status, code = http.StatusConflict, CodeConflict
+	case platform.NotPending:
+		status, code = http.StatusConflict, CodeNotPending
+	case platform.RunQueued:
+		status, code = http.StatusConflict, CodeRunQueued
 	case platform.Unavailable:
-		status = http.StatusServiceUnavailable
+		status, code = http.StatusServiceUnavailable, CodeUnavailable
 	default:
 		return apiError(e.Cause, e.Message) // logged; the answer says only that it failed
 	}
+	where := func(field string) string {
+		name, _, _ := strings.Cut(field, ".")
+		name, _, _ = strings.Cut(name, "[")
+		if name == "id" || slices.Contains(pathParams, name) {
+			return "path." + field
+		}
+		return in + "." + field
+	}
+	if len(e.Fields) > 0 {
+		fields := make([]*ProblemField, len(e.Fields))
+		msgs := make([]string, len(e.Fields))
+		for i, f := range e.Fields {
+			fields[i] = &ProblemField{Location: where(f.Field), Message: f.Message}
+			msgs[i] = fields[i].Location + ": " + f.Message
+		}
+		return problemf(status, code, e.Detail+": "+strings.Join(msgs, "; "), fields...)
+	}
 	if e.Field == "" {
-		return problemf(status, codeOf(status), e.Error())
+		return problemf(status, code, e.Error())
 	}
-	loc := in + "." + e.Field
-	if e.Field == "id" || slices.Contains(pathParams, e.Field) {
-		loc = "path." + e.Field
-	}
+	loc := where(e.Field)
 	detail := e.Detail
 	if detail == "" {
 		detail = loc + ": " + e.Message
 	}
-	return problemf(status, codeOf(status), detail, &ProblemField{Location: loc, Message: e.Message})
+	return problemf(status, code, detail, &ProblemField{Location: loc, Message: e.Message})
 }

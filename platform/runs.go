@@ -1,0 +1,244 @@
+package platform
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/jobs"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// Threads and the runs of agents on them, in the background: start a run, decide on a call
+// that waits for a person, answer a client tool's call. Each needs the background runs
+// (StartJobs).
+
+// NewThread is a thread to create.
+type NewThread struct {
+	Agent     string   // the agent it is for, whose required variables must resolve; "" for none
+	Tags      []string // none may be one the runtime sets (agent.ReservedTag)
+	Instances []string // each gets a state object of its own
+}
+
+// Run is a run queued on a thread: its background job.
+type Run struct {
+	ThreadID string
+	JobID    int64
+}
+
+// NewDecision is a decision on a call that waits for a person's confirmation.
+type NewDecision struct {
+	Agent   string // the agent whose run waits; "" for the agent that has the thread
+	CallID  string
+	Action  quiver.DecisionAction
+	Args    json.RawMessage // edited arguments (edit only), checked as the dispatcher will
+	Message string          // told to the model (deny)
+}
+
+// NewResult is the answer to a client tool's call.
+type NewResult struct {
+	Agent  string // as NewDecision's
+	CallID string
+	Result quiver.Result
+}
+
+// OpenThread creates a thread in the actor's workspace (a member's or admin's), for an agent
+// when one is named: refused when one of the agent's required variables has no value.
+func (p *Platform) OpenThread(ctx context.Context, a Actor, in NewThread) (*store.Thread, error) {
+	if err := a.mayChange("read threads but not create them"); err != nil {
+		return nil, err
+	}
+	for i, tag := range in.Tags {
+		if agent.ReservedTag(tag) {
+			return nil, &Error{Kind: Invalid, Field: fmt.Sprintf("tags[%d]", i), Detail: "tag " + strconv.Quote(tag) + " is one the runtime sets on the threads it spawns",
+				Message: "a tag not starting with " + strings.Join(agent.ReservedTagPrefixes, ", ")}
+		}
+	}
+	for i, name := range in.Instances {
+		if err := store.CheckInstance(name); err != nil || slices.Contains(in.Instances[:i], name) {
+			return nil, &Error{Kind: Invalid, Field: fmt.Sprintf("instances[%d]", i), Detail: "instance " + strconv.Quote(name) + " cannot be given to the thread",
+				Message: "a name of 1 to 64 characters of [A-Za-z0-9_-], once"}
+		}
+	}
+	th := &store.Thread{WorkspaceID: a.WorkspaceID, UserID: a.UserID, AgentID: in.Agent, Tags: in.Tags}
+	var ag *agent.Agent
+	if in.Agent != "" {
+		if !p.HasAgents() && p.Jobs() == nil {
+			return nil, &Error{Kind: Invalid, Field: "agent", Detail: "this server runs no agents (quiver serve --agents DIR)", Message: "leave it out: this server has no agents"}
+		}
+		var err error
+		if ag, err = p.Agent(ctx, in.Agent); err != nil {
+			return nil, &Error{Kind: Invalid, Field: "agent", Detail: err.Error(), Message: "an agent this server runs"}
+		}
+	}
+	if err := p.CreateThread(ctx, th, ag); err != nil {
+		var missing *quiver.MissingVariablesError
+		switch {
+		case errors.As(err, &missing):
+			return nil, &Error{Kind: MissingVariables, Message: "the thread cannot be created: " + err.Error(), Cause: err}
+		case errors.Is(err, store.ErrInvalid):
+			return nil, &Error{Kind: Invalid, Message: "the thread cannot be created: " + err.Error(), Cause: err}
+		}
+		return nil, storeError(err, "a thread", "")
+	}
+	if len(in.Instances) > 0 {
+		if err := p.cfg.Store.AddInstances(ctx, th.WorkspaceID, th.ID, in.Instances...); err != nil {
+			return nil, storeError(err, "the instances of thread "+th.ID, "")
+		}
+	}
+	return th, nil
+}
+
+// jobs are the background runs, or Unavailable without them.
+func (p *Platform) runs() (*jobs.Jobs, error) {
+	j := p.Jobs()
+	if j == nil {
+		return nil, &Error{Kind: Unavailable, Message: "this server runs no agents"}
+	}
+	return j, nil
+}
+
+// StartRun queues a run of the agent on the thread, with message (none: the run resumes the
+// thread, which must have messages).
+func (p *Platform) StartRun(ctx context.Context, a Actor, threadID, agentName, message string) (*Run, error) {
+	if err := a.mayChange("read threads but not run agents"); err != nil {
+		return nil, err
+	}
+	j, err := p.runs()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, threadID); err != nil {
+		return nil, storeError(err, "thread "+threadID, "")
+	}
+	if message == "" {
+		msgs, err := p.cfg.Store.Messages(ctx, a.WorkspaceID, threadID, store.Page{Limit: 1})
+		if err != nil {
+			return nil, storeError(err, "the messages of thread "+threadID, "")
+		}
+		if len(msgs) == 0 {
+			return nil, &Error{Kind: Invalid, Field: "message", Detail: "thread " + threadID + " has no messages: a run needs one to answer",
+				Message: "required on a thread without messages"}
+		}
+	}
+	if _, err := p.Agent(ctx, agentName); err != nil {
+		return nil, &Error{Kind: Invalid, Field: "agent", Detail: err.Error(), Message: "an agent this server runs"}
+	}
+	id, err := j.Start(ctx, jobs.RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: threadID, Agent: agentName, Message: message})
+	if errors.Is(err, jobs.ErrRunQueued) {
+		return nil, &Error{Kind: RunQueued, Message: "thread " + threadID + " has a run queued or running; wait for it to end (GET /v1/threads/" + threadID + "/events says when)", Cause: err}
+	}
+	if err != nil {
+		return nil, storeError(err, "a run", "")
+	}
+	return &Run{ThreadID: threadID, JobID: id}, nil
+}
+
+// ThreadAgent opens the workspace's thread and the agent that runs it: name, or the agent that
+// has the thread when name is "" (after a handoff, the one it was handed to; nil when none).
+func (p *Platform) ThreadAgent(ctx context.Context, a Actor, threadID, name string) (*thread.Thread, *agent.Agent, error) {
+	th, err := thread.Open(ctx, p.cfg.Store, a.WorkspaceID, threadID)
+	if err != nil {
+		return nil, nil, storeError(err, "thread "+threadID, "")
+	}
+	if name == "" {
+		info := th.Info()
+		name = agent.CurrentAgent(&info)
+	}
+	if name == "" {
+		return th, nil, nil
+	}
+	ag, err := p.Agent(ctx, name)
+	if err != nil {
+		return nil, nil, &Error{Kind: Invalid, Field: "agent", Detail: err.Error(), Message: "an agent this server runs"}
+	}
+	return th, ag, nil
+}
+
+// Decide records a decision on a call that waits for a person, then queues the run again.
+// Edited arguments are checked as the dispatcher will check them, so that a person fixes them
+// now, field by field, rather than the model meeting an invalid_arguments result later.
+func (p *Platform) Decide(ctx context.Context, a Actor, threadID string, in NewDecision) (*Run, error) {
+	if err := a.mayChange("read threads but not decide on calls"); err != nil {
+		return nil, err
+	}
+	th, ag, err := p.ThreadAgent(ctx, a, threadID, in.Agent)
+	if err != nil {
+		return nil, err
+	}
+	if in.Action == quiver.Edit {
+		if w, err := p.runner.Waiting(ctx, th, ag); err == nil && w != nil && w.Call.ID == in.CallID {
+			if tool, ok := p.Workspace(ctx, a.WorkspaceID).Registry().Lookup(w.Call.Name); ok {
+				if _, err := CheckArgs(tool, in.Args); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	d := quiver.Decision{Action: in.Action, Args: in.Args, Message: in.Message}
+	switch err := p.runner.Decide(ctx, th, ag, in.CallID, d); {
+	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
+		return nil, &Error{Kind: NotPending, Field: "call_id", Detail: err.Error(), Message: "a call the thread waits on for a decision, not yet decided", Cause: err}
+	case errors.Is(err, store.ErrInvalid):
+		return nil, &Error{Kind: Invalid, Message: err.Error(), Cause: err}
+	case err != nil:
+		return nil, storeError(err, "the decision", "")
+	}
+	return p.resume(ctx, a, threadID, agentName(ag, in.Agent), "the decision is recorded, but ")
+}
+
+// SubmitResult records the answer to a client tool's call, once, then queues the run again.
+func (p *Platform) SubmitResult(ctx context.Context, a Actor, threadID string, in NewResult) (*Run, error) {
+	if err := a.mayChange("read threads but not answer calls"); err != nil {
+		return nil, err
+	}
+	th, ag, err := p.ThreadAgent(ctx, a, threadID, in.Agent)
+	if err != nil {
+		return nil, err
+	}
+	res := in.Result
+	if len(res.Value) > 0 && !json.Valid(res.Value) {
+		return nil, &Error{Kind: Invalid, Field: "value", Detail: "the result's value is not JSON", Message: "any JSON value"}
+	}
+	if res.Status == quiver.StatusError && res.Error == "" {
+		return nil, &Error{Kind: Invalid, Field: "error", Detail: "an error result says what went wrong", Message: "required when status is error"}
+	}
+	switch err := p.runner.SubmitResult(ctx, th, ag, in.CallID, &res); {
+	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict):
+		return nil, &Error{Kind: NotPending, Field: "call_id", Detail: err.Error(), Message: "a client tool's call the thread waits on", Cause: err}
+	case err != nil:
+		return nil, storeError(err, "the result", "")
+	}
+	return p.resume(ctx, a, threadID, agentName(ag, in.Agent), "the result is recorded, but ")
+}
+
+// resume queues the run of the thread again after a decision or a result; recorded begins
+// the words of a refusal, since what came before it stays recorded.
+func (p *Platform) resume(ctx context.Context, a Actor, threadID, agentName, recorded string) (*Run, error) {
+	j, err := p.runs()
+	if err != nil {
+		return nil, err
+	}
+	id, err := j.Continue(ctx, jobs.RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: threadID, Agent: agentName})
+	if errors.Is(err, jobs.ErrRunQueued) {
+		return nil, &Error{Kind: RunQueued, Message: recorded + err.Error(), Cause: err}
+	}
+	if err != nil {
+		return nil, storeError(err, "the resumed run", "")
+	}
+	return &Run{ThreadID: threadID, JobID: id}, nil
+}
+
+func agentName(a *agent.Agent, asked string) string {
+	if a != nil {
+		return a.Name
+	}
+	return asked
+}
