@@ -3,10 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"reflect"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/vars"
 )
 
 // What the console shows beyond the records, and any other client may use: one served tool as
@@ -179,83 +176,39 @@ type setUserVariableInput struct {
 	RawBody []byte
 }
 
-// variableOwner is a layer's owner a request addresses: its layer, id, where it is named in
-// the request (path.agent, path.id) and how it is said in answers.
-type variableOwner struct {
-	layer     store.VariableLayer
-	id, loc   string
-	what      string
-	workspace string
-}
-
 func (s *Server) registerLayerVariables(api huma.API) {
 	const agentOne, userOne = "/v1/agents/{agent}/variables/{name}", "/v1/users/{id}/variables/{name}"
+	agentOf := func(name string) platform.Owner { return platform.Owner{Layer: store.LayerAgent, ID: name} }
+	userOf := func(id string) platform.Owner { return platform.Owner{Layer: store.LayerUser, ID: id} }
 	register(api, huma.Operation{OperationID: "list-agent-variables", Method: http.MethodGet, Path: "/v1/agents/{agent}/variables",
 		Summary: "The variables set on an agent in the workspace, secrets without their value"},
 		func(ctx context.Context, in *agentVariablesInput) (*threadVariablesOutput, error) {
-			o, err := s.agentOwner(ctx, in.Agent)
-			if err != nil {
-				return nil, err
-			}
-			return s.listLayerVariables(ctx, o)
+			return s.listVariables(ctx, agentOf(in.Agent))
 		})
 	register(api, huma.Operation{OperationID: "set-agent-variable", Method: http.MethodPut, Path: agentOne,
 		Summary: "Set a variable on an agent in the workspace; a secret is encrypted at rest"},
 		func(ctx context.Context, in *setAgentVariableInput) (*threadVariableOutput, error) {
-			if _, err := s.member(ctx, "read variables but not set them"); err != nil {
-				return nil, err
-			}
-			o, err := s.agentOwner(ctx, in.Agent)
-			if err != nil {
-				return nil, err
-			}
-			return s.setLayerVariable(ctx, o, in.Name, in.RawBody)
+			return s.setVariable(ctx, agentOf(in.Agent), in.Name, in.RawBody)
 		})
 	register(api, huma.Operation{OperationID: "delete-agent-variable", Method: http.MethodDelete, Path: agentOne,
 		Summary: "Remove a variable's value from an agent in the workspace", DefaultStatus: http.StatusNoContent},
 		func(ctx context.Context, in *agentVariableInput) (*struct{}, error) {
-			if _, err := s.member(ctx, "read variables but not remove them"); err != nil {
-				return nil, err
-			}
-			o, err := s.agentOwner(ctx, in.Agent)
-			if err != nil {
-				return nil, err
-			}
-			return nil, s.deleteLayerVariable(ctx, o, in.Name)
+			return nil, s.deleteVariable(ctx, agentOf(in.Agent), in.Name)
 		})
-
 	register(api, huma.Operation{OperationID: "list-user-variables", Method: http.MethodGet, Path: "/v1/users/{id}/variables",
 		Summary: "The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin"},
 		func(ctx context.Context, in *userVariablesInput) (*threadVariablesOutput, error) {
-			o, err := s.userOwner(ctx, in.ID, "read")
-			if err != nil {
-				return nil, err
-			}
-			return s.listLayerVariables(ctx, o)
+			return s.listVariables(ctx, userOf(in.ID))
 		})
 	register(api, huma.Operation{OperationID: "set-user-variable", Method: http.MethodPut, Path: userOne,
 		Summary: "Set a variable on a member of the workspace (the key's own user, or any member for an admin); a secret is encrypted at rest"},
 		func(ctx context.Context, in *setUserVariableInput) (*threadVariableOutput, error) {
-			if _, err := s.member(ctx, "read variables but not set them"); err != nil {
-				return nil, err
-			}
-			o, err := s.userOwner(ctx, in.ID, "set")
-			if err != nil {
-				return nil, err
-			}
-			return s.setLayerVariable(ctx, o, in.Name, in.RawBody)
+			return s.setVariable(ctx, userOf(in.ID), in.Name, in.RawBody)
 		})
 	register(api, huma.Operation{OperationID: "delete-user-variable", Method: http.MethodDelete, Path: userOne,
 		Summary: "Remove a variable's value from a member of the workspace (the key's own user, or any member for an admin)", DefaultStatus: http.StatusNoContent},
 		func(ctx context.Context, in *userVariableInput) (*struct{}, error) {
-			if _, err := s.member(ctx, "read variables but not remove them"); err != nil {
-				return nil, err
-			}
-			o, err := s.userOwner(ctx, in.ID, "remove")
-			if err != nil {
-				return nil, err
-			}
-			return nil, s.deleteLayerVariable(ctx, o, in.Name)
+			return nil, s.deleteVariable(ctx, userOf(in.ID), in.Name)
 		})
 
 	// The bodies are read by the handlers (RawBody); the document describes what they read.
@@ -267,106 +220,4 @@ func (s *Server) registerLayerVariables(api huma.API) {
 			}
 		}
 	}
-}
-
-// agentOwner is the agent layer of an agent this server runs, in the request's workspace.
-func (s *Server) agentOwner(ctx context.Context, name string) (variableOwner, error) {
-	o := variableOwner{layer: store.LayerAgent, id: name, loc: "path.agent", what: "agent " + name, workspace: s.workspaceID(ctx)}
-	if !s.agentsOn() {
-		return o, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server runs no agents (quiver serve --agents DIR)")
-	}
-	if _, err := s.p.Agent(ctx, name); err != nil {
-		// The runner's words may list its agents; the answer names only the one asked for.
-		return o, fieldError(http.StatusNotFound, "path.agent", "this server runs no agent "+quoteShort(name))
-	}
-	return o, nil
-}
-
-// userOwner is the user layer of a member of the request's workspace, for a key that may act
-// on it (verb: read, set, remove): the user's own, or an admin's. Whether the user exists is
-// said only to a key that may act on it.
-func (s *Server) userOwner(ctx context.Context, id, verb string) (variableOwner, error) {
-	o := variableOwner{layer: store.LayerUser, id: id, loc: "path.id", what: "user " + id, workspace: s.workspaceID(ctx)}
-	if err := checkID("path.id", store.PrefixUser, id); err != nil {
-		return o, err
-	}
-	if p, _ := PrincipalFrom(ctx); p.UserID != id {
-		if _, err := s.admin(ctx, verb+" its own user's variables, not another member's"); err != nil {
-			return o, err
-		}
-	}
-	ent, err := s.entities()
-	if err != nil {
-		return o, err
-	}
-	if _, err := ent.Member(ctx, o.workspace, id); errors.Is(err, store.ErrNotFound) {
-		return o, fieldError(http.StatusNotFound, "path.id", "user "+id+" is not a member of this workspace")
-	} else if err != nil {
-		return o, apiError(err, "member "+id)
-	}
-	return o, nil
-}
-
-func (s *Server) listLayerVariables(ctx context.Context, o variableOwner) (*threadVariablesOutput, error) {
-	vs, err := s.variables()
-	if err != nil {
-		return nil, err
-	}
-	stored, err := vs.Variables(ctx, o.workspace, o.layer, o.id)
-	if err != nil {
-		return nil, apiError(err, "the variables of "+o.what)
-	}
-	out := &threadVariablesOutput{}
-	out.Body.Variables = make([]*ThreadVariable, len(stored))
-	for i, v := range stored {
-		out.Body.Variables[i] = threadVariableOf(v)
-	}
-	return out, nil
-}
-
-func (s *Server) setLayerVariable(ctx context.Context, o variableOwner, name string, raw []byte) (*threadVariableOutput, error) {
-	vs, err := s.variables()
-	if err != nil {
-		return nil, err
-	}
-	body, err := parseVariableBody(raw)
-	if err != nil {
-		return nil, err
-	}
-	if body.Scoped {
-		return nil, fieldError(http.StatusBadRequest, "body.scoped", "only a thread's values can be scoped: leave it out (or false)")
-	}
-	r := &vars.Resolver{Threads: s.cfg.Store, Values: vs, Keys: s.secretKeys()}
-	if body.Secret && r.Keys == nil {
-		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server has no key to encrypt secrets with (quiver serve has one); the secret was not stored")
-	}
-	if err := r.Set(ctx, o.workspace, quiver.Layer(o.layer), o.id, vars.Value{Name: name, Value: body.Value, Secret: body.Secret}); err != nil {
-		return nil, apiError(err, "variable "+name+" of "+o.what)
-	}
-	stored, err := vs.Variables(ctx, o.workspace, o.layer, o.id)
-	if err != nil {
-		return nil, apiError(err, "the variables of "+o.what)
-	}
-	for _, v := range stored {
-		if v.Name == name {
-			return &threadVariableOutput{Body: threadVariableOf(v)}, nil
-		}
-	}
-	// Removed by another request between the two; what was set is still the answer.
-	return &threadVariableOutput{Body: threadVariableOf(&store.Variable{Name: name, Value: body.Value, Secret: body.Secret, UpdatedAt: time.Now().UTC()})}, nil
-}
-
-func (s *Server) deleteLayerVariable(ctx context.Context, o variableOwner, name string) error {
-	vs, err := s.variables()
-	if err != nil {
-		return err
-	}
-	err = vs.DeleteVariable(ctx, o.workspace, o.layer, o.id, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return fieldError(http.StatusNotFound, "path.name", o.what+" has no variable "+name)
-	}
-	if err != nil {
-		return apiError(err, "variable "+name+" of "+o.what)
-	}
-	return nil
 }

@@ -267,3 +267,12 @@ func variablesRequestOf(d *agent.DeferredChild) *VariablesRequest {
 	}
 	return out
 }
+
+// variables is the store's variable storage, or a 503 when the store has none.
+func (s *Server) variables() (store.Variables, error) {
+	vs, ok := s.cfg.Store.(store.Variables)
+	if !ok {
+		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server's store keeps no variables")
+	}
+	return vs, nil
+}

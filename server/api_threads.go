@@ -17,7 +17,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/secret"
 	"github.com/quiverhq/quiver/store/vars"
@@ -406,15 +406,6 @@ func (s *Server) registerThreadVariables(api huma.API) {
 		Summary: "Remove a variable's value from the thread", DefaultStatus: http.StatusNoContent}, s.deleteThreadVariable)
 }
 
-// variables is the store's variable storage, or a 503 when the store has none.
-func (s *Server) variables() (store.Variables, error) {
-	vs, ok := s.cfg.Store.(store.Variables)
-	if !ok {
-		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server's store keeps no variables")
-	}
-	return vs, nil
-}
-
 // secretKeys returns the keyring the server seals secret values with: its resolver's (which
 // resolves the values for the tools, over the same store, and opens the secrets with the
 // same keys), else none, and no secret can be set over the API.
@@ -431,17 +422,23 @@ type threadIDInput struct {
 }
 
 func (s *Server) listThreadVariables(ctx context.Context, in *threadIDInput) (*threadVariablesOutput, error) {
-	vs, err := s.variables()
+	return s.listVariables(ctx, platform.Owner{Layer: store.LayerThread, ID: in.ID})
+}
+
+func (s *Server) setThreadVariable(ctx context.Context, in *setVariableInput) (*threadVariableOutput, error) {
+	return s.setVariable(ctx, platform.Owner{Layer: store.LayerThread, ID: in.ID}, in.Name, in.RawBody)
+}
+
+func (s *Server) deleteThreadVariable(ctx context.Context, in *variableNameInput) (*struct{}, error) {
+	return nil, s.deleteVariable(ctx, platform.Owner{Layer: store.LayerThread, ID: in.ID}, in.Name)
+}
+
+// listVariables, setVariable and deleteVariable are the variable endpoints of every layer:
+// a thread's, an agent's, a user's.
+func (s *Server) listVariables(ctx context.Context, o platform.Owner) (*threadVariablesOutput, error) {
+	stored, err := s.p.Variables(ctx, s.actor(ctx), o)
 	if err != nil {
-		return nil, err
-	}
-	th, err := s.thread(ctx, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := vs.Variables(ctx, th.WorkspaceID, store.LayerThread, th.ID)
-	if err != nil {
-		return nil, apiError(err, "the variables of thread "+th.ID)
+		return nil, problem(err, "query", "agent")
 	}
 	out := &threadVariablesOutput{}
 	out.Body.Variables = make([]*ThreadVariable, len(stored))
@@ -451,62 +448,21 @@ func (s *Server) listThreadVariables(ctx context.Context, in *threadIDInput) (*t
 	return out, nil
 }
 
-func (s *Server) setThreadVariable(ctx context.Context, in *setVariableInput) (*threadVariableOutput, error) {
-	if _, err := s.member(ctx, "read variables but not set them"); err != nil {
-		return nil, err
-	}
-	vs, err := s.variables()
+func (s *Server) setVariable(ctx context.Context, o platform.Owner, name string, raw []byte) (*threadVariableOutput, error) {
+	body, err := parseVariableBody(raw)
 	if err != nil {
 		return nil, err
 	}
-	th, err := s.thread(ctx, in.ID)
+	v, err := s.p.SetVariable(ctx, s.actor(ctx), o, platform.NewValue{Name: name, Value: body.Value, Secret: body.Secret, Scoped: body.Scoped})
 	if err != nil {
-		return nil, err
+		return nil, problem(err, "body", "agent", "name")
 	}
-	body, err := parseVariableBody(in.RawBody)
-	if err != nil {
-		return nil, err
-	}
-	r := &vars.Resolver{Threads: s.cfg.Store, Values: vs, Keys: s.secretKeys()}
-	if body.Secret && r.Keys == nil {
-		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server has no key to encrypt secrets with (quiver serve has one); the secret was not stored")
-	}
-	err = r.Set(ctx, th.WorkspaceID, quiver.LayerThread, th.ID, vars.Value{Name: in.Name, Value: body.Value, Secret: body.Secret, Scoped: body.Scoped})
-	if err != nil {
-		return nil, apiError(err, "variable "+in.Name+" of thread "+th.ID)
-	}
-	stored, err := vs.Variables(ctx, th.WorkspaceID, store.LayerThread, th.ID)
-	if err != nil {
-		return nil, apiError(err, "the variables of thread "+th.ID)
-	}
-	for _, v := range stored {
-		if v.Name == in.Name {
-			return &threadVariableOutput{Body: threadVariableOf(v)}, nil
-		}
-	}
-	// Removed by another request between the two; what was set is still the answer.
-	return &threadVariableOutput{Body: threadVariableOf(&store.Variable{Name: in.Name, Value: body.Value, Secret: body.Secret,
-		Scoped: body.Scoped, UpdatedAt: time.Now().UTC()})}, nil
+	return &threadVariableOutput{Body: threadVariableOf(v)}, nil
 }
 
-func (s *Server) deleteThreadVariable(ctx context.Context, in *variableNameInput) (*struct{}, error) {
-	if _, err := s.member(ctx, "read variables but not remove them"); err != nil {
-		return nil, err
+func (s *Server) deleteVariable(ctx context.Context, o platform.Owner, name string) error {
+	if err := s.p.DeleteVariable(ctx, s.actor(ctx), o, name); err != nil {
+		return problem(err, "body", "agent", "name")
 	}
-	vs, err := s.variables()
-	if err != nil {
-		return nil, err
-	}
-	th, err := s.thread(ctx, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	err = vs.DeleteVariable(ctx, th.WorkspaceID, store.LayerThread, th.ID, in.Name)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fieldError(http.StatusNotFound, "path.name", "thread "+th.ID+" has no variable "+in.Name)
-	}
-	if err != nil {
-		return nil, apiError(err, "variable "+in.Name+" of thread "+th.ID)
-	}
-	return nil, nil
+	return nil
 }
