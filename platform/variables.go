@@ -29,14 +29,6 @@ type NewValue struct {
 	Scoped bool // flows down to the thread's descendants (a thread's values only)
 }
 
-// ownerField is the input naming each layer's owner.
-func ownerField(l store.VariableLayer) string {
-	if l == store.LayerAgent {
-		return "agent"
-	}
-	return "id"
-}
-
 // variables is the store's variable storage, or Unavailable when it keeps none.
 func (p *Platform) variables() (store.Variables, error) {
 	vs, ok := p.cfg.Store.(store.Variables)

@@ -317,16 +317,6 @@ func (s *Server) workspaceID(ctx context.Context) string {
 	return s.cfg.WorkspaceID
 }
 
-// admin returns the request's principal when it administers the workspace (an admin's key, or
-// a server without keys), else a 403 saying what its key may do (may).
-func (s *Server) admin(ctx context.Context, may string) (Principal, error) {
-	p, _ := PrincipalFrom(ctx)
-	if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleAdmin) {
-		return p, problemf(http.StatusForbidden, CodeForbidden, "API key "+p.KeyID+" is a "+string(p.Role)+"'s: it may "+may)
-	}
-	return p, nil
-}
-
 // actor is who a request acts as, for the platform's operations: its key's workspace, user
 // and role, or, on a server that asks for no key, an operator of its workspace.
 func (s *Server) actor(ctx context.Context) platform.Actor {
@@ -336,16 +326,6 @@ func (s *Server) actor(ctx context.Context) platform.Actor {
 	}
 	return platform.Actor{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Role: p.Role,
 		Operator: p.WorkspaceID == s.cfg.WorkspaceID}
-}
-
-// entities is the store's entity storage (workspaces, users, tools, functions), or a 503
-// when the store has none.
-func (s *Server) entities() (store.Entities, error) {
-	ent, ok := s.cfg.Store.(store.Entities)
-	if !ok {
-		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server's store keeps no workspaces, tools or functions")
-	}
-	return ent, nil
 }
 
 // member returns the request's principal when it may change things (a member's or admin's

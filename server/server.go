@@ -337,10 +337,6 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 // runsOn says whether the API runs agents: the platform's background runs are started.
 func (s *Server) runsOn() bool { return s.describeRuns || (s.p != nil && s.p.Jobs() != nil) }
 
-// agentsOn says whether the server has agents to name: a catalog of them, or background runs
-// (which answer each name with why there is none).
-func (s *Server) agentsOn() bool { return s.p.HasAgents() || s.p.Jobs() != nil }
-
 // minWorkspaceShare is the least default share of a workspace in the server's sessions.
 const minWorkspaceShare = 64
 
