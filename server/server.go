@@ -198,22 +198,14 @@ func journalMetrics(j *journal.Journal) metric.Registration {
 	return reg
 }
 
-// New builds a server: it makes sure the workspace exists, connects to the remote MCP servers
-// (one that is down is retried in the background, not an error) and prepares the handlers.
-func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+// withDefaults is cfg with its platform's parts and the defaults of what it leaves unset.
+func (cfg Config) withDefaults() Config {
 	if cfg.Platform != nil {
 		cfg.Store, cfg.Registry, cfg.Resolver = cfg.Platform.Store(), cfg.Platform.Registry(), cfg.Platform.Resolver()
 		cfg.FunctionLimits = cfg.Platform.FunctionLimits()
 	}
-	if cfg.Store == nil {
-		return nil, errors.New("server: a store is required")
-	}
-	if cfg.Addr == "" {
-		cfg.Addr = DefaultAddr
-	}
-	if cfg.WorkspaceID == "" {
-		cfg.WorkspaceID = "wsp_local"
-	}
+	cfg.Addr = cmp.Or(cfg.Addr, DefaultAddr)
+	cfg.WorkspaceID = cmp.Or(cfg.WorkspaceID, "wsp_local")
 	if cfg.Registry == nil {
 		cfg.Registry = quiver.Default
 	}
@@ -222,6 +214,16 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	return cfg
+}
+
+// New builds a server: it makes sure the workspace exists, connects to the remote MCP servers
+// (one that is down is retried in the background, not an error) and prepares the handlers.
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	cfg = cfg.withDefaults()
+	if cfg.Store == nil {
+		return nil, errors.New("server: a store is required")
 	}
 	s := &Server{cfg: cfg, p: cfg.Platform, logger: cfg.Logger, closing: make(chan struct{})}
 	if s.logger == nil {
@@ -269,38 +271,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)
-	hosts, origins := slices.Clone(cfg.AllowedHosts), slices.Clone(cfg.AllowedOrigins)
-	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
-		// Browsers and proxies that reach the server by its public name send it as Host.
-		hosts = append(hosts, u.Hostname())
-		origins = append(origins, u.Scheme+"://"+u.Host)
-	}
-	s.guard = hostcheck.Policy{Hosts: hosts, Origins: origins}
-	owner := cfg.SessionOwner
-	if cfg.Auth != nil && owner == nil {
-		owner = func(r *http.Request) string {
-			p, _ := PrincipalFrom(r.Context())
-			return p.KeyID
-		}
-	}
-	total, perWorkspace := cmp.Or(cfg.MaxSessions, mcp.DefaultMaxSessions), cfg.MaxSessionsPerWorkspace
-	if perWorkspace == 0 {
-		perWorkspace = -1
-		if total > 0 {
-			perWorkspace = max(total/4, min(total, minWorkspaceShare))
-		}
-	}
-	s.mcpOptions = &mcp.HTTPOptions{
-		MaxRequestBytes:     cfg.MaxRequestBytes,
-		AllowedOrigins:      origins,
-		AllowedHosts:        hosts,
-		SessionTimeout:      cfg.SessionIdleTimeout,
-		MaxSessions:         perWorkspace,
-		MaxSessionsPerOwner: cfg.MaxSessionsPerOwner,
-		Pool:                mcp.NewSessionPool(total, s.logger),
-		Owner:               owner,
-		Logger:              s.logger,
-	}
+	s.guard = cfg.hostPolicy()
+	s.mcpOptions = s.sessionOptions()
 	// The server's own workspace is served from the start; others from their first request.
 	own := s.tenant(ctx, cfg.WorkspaceID)
 	s.dispatcher, s.mcp = own.disp, own.mcp
@@ -336,6 +308,48 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 // runsOn says whether the API runs agents: the platform's background runs are started.
 func (s *Server) runsOn() bool { return s.describeRuns || (s.p != nil && s.p.Jobs() != nil) }
+
+// hostPolicy is the names and origins every door but /healthz answers to: the configured ones
+// and the public URL's, whose name browsers and proxies send as Host.
+func (cfg *Config) hostPolicy() hostcheck.Policy {
+	hosts, origins := slices.Clone(cfg.AllowedHosts), slices.Clone(cfg.AllowedOrigins)
+	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+		origins = append(origins, u.Scheme+"://"+u.Host)
+	}
+	return hostcheck.Policy{Hosts: hosts, Origins: origins}
+}
+
+// sessionOptions are the options of every workspace's MCP handler: the server's caps on
+// sessions (in total, per workspace, per owner), shared through one pool.
+func (s *Server) sessionOptions() *mcp.HTTPOptions {
+	cfg := &s.cfg
+	owner := cfg.SessionOwner
+	if cfg.Auth != nil && owner == nil {
+		owner = func(r *http.Request) string {
+			p, _ := PrincipalFrom(r.Context())
+			return p.KeyID
+		}
+	}
+	total, perWorkspace := cmp.Or(cfg.MaxSessions, mcp.DefaultMaxSessions), cfg.MaxSessionsPerWorkspace
+	if perWorkspace == 0 {
+		perWorkspace = -1
+		if total > 0 {
+			perWorkspace = max(total/4, min(total, minWorkspaceShare))
+		}
+	}
+	return &mcp.HTTPOptions{
+		MaxRequestBytes:     cfg.MaxRequestBytes,
+		AllowedOrigins:      s.guard.Origins,
+		AllowedHosts:        s.guard.Hosts,
+		SessionTimeout:      cfg.SessionIdleTimeout,
+		MaxSessions:         perWorkspace,
+		MaxSessionsPerOwner: cfg.MaxSessionsPerOwner,
+		Pool:                mcp.NewSessionPool(total, s.logger),
+		Owner:               owner,
+		Logger:              s.logger,
+	}
+}
 
 // minWorkspaceShare is the least default share of a workspace in the server's sessions.
 const minWorkspaceShare = 64

@@ -19,6 +19,7 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
@@ -35,37 +36,53 @@ func defaultAgent() *agent.Agent {
 			System: "You are a helpful assistant. Use the tools when they help; answer briefly."}}
 }
 
-func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
+// runRequest is what quiver run was asked to do.
+type runRequest struct {
+	agentName, agentsDir, modelSpec, threadID, message string
+	values                                             []vars.Value
+	store                                              storeFlags
+}
+
+// parseRun reads quiver run's flags and message.
+func parseRun(args []string) (runRequest, error) {
+	var r runRequest
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	agentName := fs.String("agent", "", "an agent NAME (from --agents) or a definition FILE (.yaml, .yml, .json); default: a general assistant")
-	agentsDir := fs.String("agents", "", "the directory of agent and prompt definitions (default: $QUIVER_AGENTS or ./"+defaultAgentsDir+")")
-	modelSpec := fs.String("model", "", "the model, provider:model (default: the agent's, or $QUIVER_MODEL)")
-	threadID := fs.String("thread", "", "continue this thread (default: a new one)")
-	var values []vars.Value
+	fs.StringVar(&r.agentName, "agent", "", "an agent NAME (from --agents) or a definition FILE (.yaml, .yml, .json); default: a general assistant")
+	fs.StringVar(&r.agentsDir, "agents", "", "the directory of agent and prompt definitions (default: $QUIVER_AGENTS or ./"+defaultAgentsDir+")")
+	fs.StringVar(&r.modelSpec, "model", "", "the model, provider:model (default: the agent's, or $QUIVER_MODEL)")
+	fs.StringVar(&r.threadID, "thread", "", "continue this thread (default: a new one)")
 	fs.Func("var", "NAME=VALUE: a text variable set on the run's thread (repeatable; secrets: quiver vars set --secret)", func(s string) error {
 		v, err := splitVar(s)
 		if err == nil {
-			values = append(values, v)
+			r.values = append(r.values, v)
 		}
 		return err
 	})
-	sf := addStoreFlags(fs)
+	r.store = addStoreFlags(fs)
 	pos, err := parse(fs, args)
+	if err != nil {
+		return r, err
+	}
+	if len(pos) > 1 {
+		return r, usagef("run takes one message (quote it), got %d arguments", len(pos))
+	}
+	r.message = strings.Join(pos, "")
+	if strings.TrimSpace(r.message) == "" && r.threadID == "" {
+		return r, usagef("run needs a message, or --thread ID to resume a paused thread")
+	}
+	return r, nil
+}
+
+func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
+	req, err := parseRun(args)
 	if err != nil {
 		return exitUsage, err
 	}
-	if len(pos) > 1 {
-		return exitUsage, usagef("run takes one message (quote it), got %d arguments", len(pos))
-	}
-	message := strings.Join(pos, "")
-	if strings.TrimSpace(message) == "" && *threadID == "" {
-		return exitUsage, usagef("run needs a message, or --thread ID to resume a paused thread")
-	}
-	ag, catalog, err := loadAgent(*agentName, *agentsDir)
+	ag, catalog, err := loadAgent(req.agentName, req.agentsDir)
 	if err != nil {
 		return exitError, err
 	}
-	for _, v := range values {
+	for _, v := range req.values {
 		for _, d := range ag.Prompt.Variables {
 			if d.Name == v.Name && d.Type == quiver.VarSecret {
 				return exitUsage, usagef("%s is a secret, which --var would leave in shell history and the process list: "+
@@ -73,15 +90,15 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 			}
 		}
 	}
-	m, err := pickModel(*modelSpec, ag)
+	m, err := pickModel(req.modelSpec, ag)
 	if err != nil {
 		return exitError, err
 	}
-	if *modelSpec != "" {
+	if req.modelSpec != "" {
 		// --model is this run's model, over the one the agent's definition names.
 		ag.Prompt.Model = ""
 	}
-	db, err := sf.open(ctx)
+	db, err := req.store.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
@@ -92,38 +109,69 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	r, resolver := p.Runner(), p.Resolver()
-
 	ctx = vars.WithPrompt(ctx, ag.Prompt.Name)
-	var th *thread.Thread
-	if *threadID != "" {
-		if th, err = thread.Open(ctx, db, localWorkspaceID, *threadID); err != nil {
-			return exitError, fmt.Errorf("thread %s: %w", *threadID, err)
+	th, err := a.runThread(ctx, p, db, ag, req)
+	if err != nil {
+		return exitError, err
+	}
+	a.root = th.ID()
+	r := p.Runner()
+	r.Subscribe(a.showProgress)
+	out, err := a.runToTheEnd(ctx, r, th, ag, req.message)
+	if err != nil {
+		return exitError, err
+	}
+	switch {
+	case out.Output != nil:
+		fmt.Fprintln(a.stdout, string(out.Output))
+	case !shownTwice(isTerminal(a.stdout), isTerminal(a.stderr), a.streamedTurn, out.Text):
+		fmt.Fprintln(a.stdout, out.Text)
+	}
+	if out.Reason == agent.ReasonMaxSteps {
+		fmt.Fprintf(a.stderr, "stopped after %d steps (the agent's stop.max_steps); continue with --thread %s\n", out.Steps, th.ID())
+	}
+	return exitOK, nil
+}
+
+// runThread is the thread quiver run runs on: the one --thread names, with --var's values set
+// on it, or a new one. The agent's required variables are checked before a new thread exists,
+// so that a refused run leaves nothing behind.
+func (a *app) runThread(ctx context.Context, p *platform.Platform, db *opened, ag *agent.Agent, req runRequest) (*thread.Thread, error) {
+	resolver := p.Resolver()
+	if req.threadID != "" {
+		th, err := thread.Open(ctx, db, localWorkspaceID, req.threadID)
+		if err != nil {
+			return nil, fmt.Errorf("thread %s: %w", req.threadID, err)
 		}
-		if len(values) > 0 {
-			if err := resolver.Set(ctx, localWorkspaceID, quiver.LayerThread, th.ID(), values...); err != nil {
-				return exitError, err
+		if len(req.values) > 0 {
+			if err := resolver.Set(ctx, localWorkspaceID, quiver.LayerThread, th.ID(), req.values...); err != nil {
+				return nil, err
 			}
 		}
 		if err := resolver.CheckRequired(ctx, th.Scope(), ag.Prompt.Variables); err != nil {
-			return exitError, cannotRun(ag, err)
+			return nil, cannotRun(ag, err)
 		}
-	} else {
-		// The required variables are checked before the thread exists, so a refused run
-		// leaves nothing behind.
-		info := &store.Thread{WorkspaceID: localWorkspaceID, AgentID: ag.Name}
-		if err := resolver.CreateThread(ctx, info, ag.Prompt.Variables, values...); err != nil {
-			return exitError, cannotRun(ag, err)
-		}
-		if th, err = thread.Open(ctx, db, localWorkspaceID, info.ID); err != nil {
-			return exitError, err
-		}
-		fmt.Fprintf(a.stderr, "thread %s\n", th.ID())
+		return th, nil
 	}
-	a.root = th.ID()
-	r.Subscribe(a.showProgress)
+	info := &store.Thread{WorkspaceID: localWorkspaceID, AgentID: ag.Name}
+	if err := resolver.CreateThread(ctx, info, ag.Prompt.Variables, req.values...); err != nil {
+		return nil, cannotRun(ag, err)
+	}
+	th, err := thread.Open(ctx, db, localWorkspaceID, info.ID)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(a.stderr, "thread %s\n", th.ID())
+	return th, nil
+}
 
+// runToTheEnd runs the agent with message (none: it resumes the thread), asks here for what a
+// paused run waits on, and waits for the non-blocking sub-agents, whose results the agent
+// takes in runs of its own: the answer is the thread's once they are all done (an interrupt
+// leaves them stored, to resume with --thread).
+func (a *app) runToTheEnd(ctx context.Context, r *agent.Runner, th *thread.Thread, ag *agent.Agent, message string) (*agent.Outcome, error) {
 	var out *agent.Outcome
+	var err error
 	if message != "" {
 		out, err = r.Run(ctx, th, ag, message)
 	} else {
@@ -138,38 +186,25 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 			out, err = r.Resume(ctx, th, ag)
 		}
 		if err != nil {
-			return exitError, err
+			return nil, err
 		}
-		// Non-blocking sub-agents report when they finish, and the agent takes their results
-		// in runs of its own: the answer is the thread's once they are all done (an
-		// interrupt leaves them stored, to resume with --thread).
 		done := make(chan struct{})
 		go func() { r.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return exitError, fmt.Errorf("interrupted while sub-agents worked; continue with --thread %s: %w", th.ID(), ctx.Err())
+			return nil, fmt.Errorf("interrupted while sub-agents worked; continue with --thread %s: %w", th.ID(), ctx.Err())
 		}
 		info, rerr := th.Refresh(ctx)
 		if rerr != nil {
-			return exitError, rerr
+			return nil, rerr
 		}
 		st := agent.ReadState(&info)
 		if st.Outcome == nil || st.Outcome.Steps <= out.Steps {
-			break
+			return out, nil
 		}
 		out = st.Outcome // a later run of the agent, which may wait for an answer in turn
 	}
-	switch {
-	case out.Output != nil:
-		fmt.Fprintln(a.stdout, string(out.Output))
-	case !shownTwice(isTerminal(a.stdout), isTerminal(a.stderr), a.streamedTurn, out.Text):
-		fmt.Fprintln(a.stdout, out.Text)
-	}
-	if out.Reason == agent.ReasonMaxSteps {
-		fmt.Fprintf(a.stderr, "stopped after %d steps (the agent's stop.max_steps); continue with --thread %s\n", out.Steps, th.ID())
-	}
-	return exitOK, nil
 }
 
 // cannotRun explains why a run could not start on its thread; for missing variables, how to

@@ -180,67 +180,91 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags, ag agents) (server
 	return cfg, st, func() { st.Close() }, nil
 }
 
-func (a *app) serve(ctx context.Context, args []string) (int, error) {
+// serveRequest is what quiver serve was asked to do: its flags, checked, with the defaults
+// and the "no limit" values server.Config takes.
+type serveRequest struct {
+	addr, publicURL, agentsDir              string
+	maxBody                                 int64
+	maxResult, maxSessions, maxPerWorkspace int
+	maxPerClient                            int
+	idleTimeout                             time.Duration
+	insecure                                bool
+	flags                                   serveFlags
+}
+
+// parseServe reads and checks quiver serve's flags.
+func parseServe(args []string) (serveRequest, error) {
+	var r serveRequest
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	addr := fs.String("addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+server.DefaultAddr+")")
-	maxBody := fs.Int64("max-request-bytes", 0, "largest HTTP request body accepted on /mcp, in bytes (default 4 MiB)")
-	maxResult := fs.Int("max-result-bytes", 0, "largest result of a call, all its parts together, in bytes; the rest is cut with a note saying how much (default 1 MiB)")
-	publicURL := fs.String("public-url", "", "the server's URL as browsers reach it, for OAuth redirects from remote MCP servers' authorization; "+
+	fs.StringVar(&r.addr, "addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+server.DefaultAddr+")")
+	fs.Int64Var(&r.maxBody, "max-request-bytes", 0, "largest HTTP request body accepted on /mcp, in bytes (default 4 MiB)")
+	fs.IntVar(&r.maxResult, "max-result-bytes", 0, "largest result of a call, all its parts together, in bytes; the rest is cut with a note saying how much (default 1 MiB)")
+	fs.StringVar(&r.publicURL, "public-url", "", "the server's URL as browsers reach it, for OAuth redirects from remote MCP servers' authorization; "+
 		"its host is also accepted in the Host header of MCP requests (default: $"+publicURLEnv+", else http://ADDR)")
-	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "MCP sessions open at once on the server, all workspaces together; a client that would open another gets 503 until some close or expire (0: no limit)")
-	maxPerWorkspace := fs.Int("max-sessions-per-workspace", 0, "each workspace's share of --max-sessions, which no workspace can exceed (503) (default: a quarter of --max-sessions, at least 64 or all of it)")
-	maxPerClient := fs.Int("max-sessions-per-client", mcp.DefaultMaxSessionsPerOwner, "MCP sessions one client (IP address) has open at once; beyond it, 429 (0: no limit)")
-	idleTimeout := fs.Duration("session-idle-timeout", mcp.DefaultSessionIdleTimeout, "close an MCP session after this long without a request (0: never)")
-	agentsDir := fs.String("agents", "", "the directory of agent and prompt definitions the API runs (default: $QUIVER_AGENTS, else ./"+defaultAgentsDir+" when it exists)")
-	insecure := fs.Bool("insecure-local", false, "serve without API keys: anyone who can reach the port calls every tool, run_code included; "+
+	fs.IntVar(&r.maxSessions, "max-sessions", mcp.DefaultMaxSessions, "MCP sessions open at once on the server, all workspaces together; a client that would open another gets 503 until some close or expire (0: no limit)")
+	fs.IntVar(&r.maxPerWorkspace, "max-sessions-per-workspace", 0, "each workspace's share of --max-sessions, which no workspace can exceed (503) (default: a quarter of --max-sessions, at least 64 or all of it)")
+	fs.IntVar(&r.maxPerClient, "max-sessions-per-client", mcp.DefaultMaxSessionsPerOwner, "MCP sessions one client (IP address) has open at once; beyond it, 429 (0: no limit)")
+	fs.DurationVar(&r.idleTimeout, "session-idle-timeout", mcp.DefaultSessionIdleTimeout, "close an MCP session after this long without a request (0: never)")
+	fs.StringVar(&r.agentsDir, "agents", "", "the directory of agent and prompt definitions the API runs (default: $QUIVER_AGENTS, else ./"+defaultAgentsDir+" when it exists)")
+	fs.BoolVar(&r.insecure, "insecure-local", false, "serve without API keys: anyone who can reach the port calls every tool, run_code included; "+
 		"refused unless --addr is a loopback address")
-	f := addServeFlags(fs)
+	r.flags = addServeFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
-		return exitUsage, err
+		return r, err
 	}
 	if len(pos) > 0 {
-		return exitUsage, usagef("serve takes no arguments, got %q", pos[0])
+		return r, usagef("serve takes no arguments, got %q", pos[0])
 	}
-	if *addr == "" {
-		*addr = os.Getenv(addrEnv)
-	}
-	if *addr == "" {
-		*addr = server.DefaultAddr
-	}
-	host, _, err := net.SplitHostPort(*addr)
+	r.addr = cmp.Or(r.addr, os.Getenv(addrEnv), server.DefaultAddr)
+	host, _, err := net.SplitHostPort(r.addr)
 	if err != nil {
-		return exitUsage, usagef("--addr %q must be HOST:PORT, like 127.0.0.1:7411", *addr)
+		return r, usagef("--addr %q must be HOST:PORT, like 127.0.0.1:7411", r.addr)
 	}
-	if ip := net.ParseIP(host); *insecure && (ip == nil || !ip.IsLoopback()) && host != "localhost" {
-		return exitUsage, usagef("--insecure-local serves without API keys, so only on a loopback address (--addr 127.0.0.1:PORT), not %s", *addr)
+	if ip := net.ParseIP(host); r.insecure && (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return r, usagef("--insecure-local serves without API keys, so only on a loopback address (--addr 127.0.0.1:PORT), not %s", r.addr)
 	}
-	if *maxResult < 0 {
-		return exitUsage, usagef("--max-result-bytes must not be negative (0: the default, 1 MiB)")
+	return r, r.checkLimits()
+}
+
+// checkLimits refuses negative limits and turns the flags' "0: no limit" and "0: never" into
+// server.Config's -1.
+func (r *serveRequest) checkLimits() error {
+	if r.maxResult < 0 {
+		return usagef("--max-result-bytes must not be negative (0: the default, 1 MiB)")
 	}
-	if *maxBody < 0 {
-		return exitUsage, usagef("--max-request-bytes must not be negative")
+	if r.maxBody < 0 {
+		return usagef("--max-request-bytes must not be negative")
 	}
 	for _, n := range []struct {
 		flag string
 		v    *int
-	}{{"max-sessions", maxSessions}, {"max-sessions-per-client", maxPerClient}} {
+	}{{"max-sessions", &r.maxSessions}, {"max-sessions-per-client", &r.maxPerClient}} {
 		switch {
 		case *n.v < 0:
-			return exitUsage, usagef("--%s must not be negative (0: no limit)", n.flag)
+			return usagef("--%s must not be negative (0: no limit)", n.flag)
 		case *n.v == 0:
-			*n.v = -1 // server.Config's "no cap"
+			*n.v = -1
 		}
 	}
-	if *maxPerWorkspace < 0 {
-		return exitUsage, usagef("--max-sessions-per-workspace must not be negative (0: the default)")
+	if r.maxPerWorkspace < 0 {
+		return usagef("--max-sessions-per-workspace must not be negative (0: the default)")
 	}
 	switch {
-	case *idleTimeout < 0:
-		return exitUsage, usagef("--session-idle-timeout must not be negative (0: never)")
-	case *idleTimeout == 0:
-		*idleTimeout = -1 // server.Config's "never"
+	case r.idleTimeout < 0:
+		return usagef("--session-idle-timeout must not be negative (0: never)")
+	case r.idleTimeout == 0:
+		r.idleTimeout = -1
 	}
+	return nil
+}
+
+func (a *app) serve(ctx context.Context, args []string) (int, error) {
+	r, err := parseServe(args)
+	if err != nil {
+		return exitUsage, err
+	}
+	f := r.flags
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopMetrics, err := a.startMetrics(f)
@@ -248,7 +272,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer stopMetrics()
-	ag, err := loadAgents(*agentsDir, a.stderr)
+	ag, err := loadAgents(r.agentsDir, a.stderr)
 	if err != nil {
 		return exitError, err
 	}
@@ -257,17 +281,17 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer closeStore()
-	cfg.Addr = *addr
-	cfg.MaxRequestBytes, cfg.MaxResultBytes = *maxBody, *maxResult
-	cfg.PublicURL = cmp.Or(*publicURL, os.Getenv(publicURLEnv))
+	cfg.Addr = r.addr
+	cfg.MaxRequestBytes, cfg.MaxResultBytes = r.maxBody, r.maxResult
+	cfg.PublicURL = cmp.Or(r.publicURL, os.Getenv(publicURLEnv))
 	guard, err := f.hostPolicy()
 	if err != nil {
 		return exitUsage, err
 	}
 	cfg.AllowedHosts, cfg.AllowedOrigins = guard.Hosts, guard.Origins
-	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = *maxSessions, *maxPerClient, *idleTimeout
-	cfg.MaxSessionsPerWorkspace = *maxPerWorkspace
-	if !*insecure {
+	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = r.maxSessions, r.maxPerClient, r.idleTimeout
+	cfg.MaxSessionsPerWorkspace = r.maxPerWorkspace
+	if !r.insecure {
 		if err := ensureFirstKey(ctx, db, a.stderr); err != nil {
 			return exitError, err
 		}
@@ -289,7 +313,7 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 	}
 	releaseStartupGarbage()
 	fmt.Fprintf(a.stderr, "quiver: serving MCP at http://%s/mcp (health: /healthz); Ctrl-C stops\n", ln.Addr())
-	if *insecure {
+	if r.insecure {
 		fmt.Fprintln(a.stderr, "quiver: WARNING: --insecure-local: no API key is asked for; anything on this machine can call every tool, run_code included")
 	}
 	if err := srv.Serve(ctx, ln); err != nil {
