@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -244,80 +245,21 @@ func (s *Server) registerRunEvents(api huma.API) {
 // streamEvents writes the thread's events until the client goes or the server shuts down.
 func (s *Server) streamEvents(hctx huma.Context, ws, threadID string, after int64) {
 	ctx := hctx.Context()
-	w := hctx.BodyWriter()
-	flusher, _ := unwrapFlusher(w)
+	es := &eventStream{w: hctx.BodyWriter(), lastRead: -1}
+	es.flusher, _ = unwrapFlusher(es.w)
 	hctx.SetHeader("Content-Type", "text/event-stream")
 	hctx.SetHeader("Cache-Control", "no-store")
 	hctx.SetHeader("X-Accel-Buffering", "no") // nginx: pass events on as they come
-	send := func(event, id string, data any) bool {
-		b, err := json.Marshal(data)
-		if err != nil {
-			return false
-		}
-		if id != "" {
-			fmt.Fprintf(w, "id: %s\n", id)
-		}
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
-	}
-
-	// Runs of this process wake the stream; deltas and run endings go through as they are.
-	wake := make(chan struct{}, 1)
-	live := make(chan agent.Event, 64)
-	if s.p.Jobs() != nil {
-		unsubscribe := s.p.Runner().Subscribe(func(e agent.Event) {
-			if e.ThreadID != threadID {
-				return
-			}
-			switch e.Type {
-			case agent.EventTextDelta, agent.EventPaused, agent.EventFinished, agent.EventFailed:
-				select {
-				case live <- e:
-				default: // a slow client loses deltas, never messages: those are read from the store
-				}
-			}
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		})
-		defer unsubscribe()
-	}
-
-	var last *EventState
-	lastRead := int64(-1) // the seq the state was last read at
+	live, wake, unsubscribe := s.subscribeRuns(threadID)
+	defer unsubscribe()
 	poll := time.NewTicker(eventPoll)
 	defer poll.Stop()
 	keepAlive := time.NewTicker(eventKeepAlive)
 	defer keepAlive.Stop()
 	for {
-		// Messages first, then the state they lead to: a client that sees "idle" has seen
-		// every message before it. So the thread is read before its messages: a run writes
-		// its last message before it makes the thread idle, and the messages read after the
-		// thread hold every message written before it. (Read after them, the thread could be
-		// idle while the messages read had not yet seen the run's last one: the state went
-		// out before that message, and after it the same state was not sent again.)
-		th, err := s.cfg.Store.Thread(ctx, ws, threadID)
 		var ok bool
-		if after, ok = s.sendMessages(ctx, ws, threadID, after, send); !ok {
+		if after, ok = s.catchUp(ctx, es, ws, threadID, after); !ok {
 			return
-		}
-		// What the thread waits on changes only with its messages or status: read the status
-		// each time, the rest only then.
-		if err == nil && (last == nil || th.Status != last.Status || after != lastRead) {
-			st := s.threadState(ctx, ws, th, after)
-			lastRead = after
-			if last == nil || !sameState(st, last) {
-				if !send("state", "", st) {
-					return
-				}
-				last = st
-			}
 		}
 		select {
 		case <-ctx.Done():
@@ -325,7 +267,7 @@ func (s *Server) streamEvents(hctx huma.Context, ws, threadID string, after int6
 		case <-s.closing:
 			return
 		case e := <-live:
-			if !s.sendLive(e, send) {
+			if !s.sendLive(e, es.send) {
 				return
 			}
 			if e.Type != agent.EventTextDelta {
@@ -335,14 +277,104 @@ func (s *Server) streamEvents(hctx huma.Context, ws, threadID string, after int6
 		case <-wake:
 		case <-poll.C:
 		case <-keepAlive.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if !es.comment("keep-alive") {
 				return
-			}
-			if flusher != nil {
-				flusher.Flush()
 			}
 		}
 	}
+}
+
+// eventStream writes one thread's events to one client, remembering the state it sent last.
+type eventStream struct {
+	w        io.Writer
+	flusher  http.Flusher
+	last     *EventState
+	lastRead int64 // the seq the state was last read at
+}
+
+// send writes an event; false when the client is gone.
+func (es *eventStream) send(event, id string, data any) bool {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return false
+	}
+	if id != "" {
+		fmt.Fprintf(es.w, "id: %s\n", id)
+	}
+	if _, err := fmt.Fprintf(es.w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+		return false
+	}
+	es.flush()
+	return true
+}
+
+// comment writes an SSE comment (a keep-alive); false when the client is gone.
+func (es *eventStream) comment(text string) bool {
+	if _, err := fmt.Fprintf(es.w, ": %s\n\n", text); err != nil {
+		return false
+	}
+	es.flush()
+	return true
+}
+
+func (es *eventStream) flush() {
+	if es.flusher != nil {
+		es.flusher.Flush()
+	}
+}
+
+// subscribeRuns makes the runs of this process wake a thread's stream: live carries its
+// deltas and run endings as they are, wake says the thread may have changed.
+func (s *Server) subscribeRuns(threadID string) (live chan agent.Event, wake chan struct{}, unsubscribe func()) {
+	wake, live = make(chan struct{}, 1), make(chan agent.Event, 64)
+	if s.p.Jobs() == nil {
+		return live, wake, func() {}
+	}
+	return live, wake, s.p.Runner().Subscribe(func(e agent.Event) {
+		if e.ThreadID != threadID {
+			return
+		}
+		switch e.Type {
+		case agent.EventTextDelta, agent.EventPaused, agent.EventFinished, agent.EventFailed:
+			select {
+			case live <- e:
+			default: // a slow client loses deltas, never messages: those are read from the store
+			}
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// catchUp sends the thread's messages after seq after, then the state they lead to when it
+// changed, and returns the last seq sent; false when the client is gone.
+func (s *Server) catchUp(ctx context.Context, es *eventStream, ws, threadID string, after int64) (int64, bool) {
+	// Messages first, then the state they lead to: a client that sees "idle" has seen every
+	// message before it. So the thread is read before its messages: a run writes its last
+	// message before it makes the thread idle, and the messages read after the thread hold
+	// every message written before it. (Read after them, the thread could be idle while the
+	// messages read had not yet seen the run's last one: the state went out before that
+	// message, and after it the same state was not sent again.)
+	th, err := s.cfg.Store.Thread(ctx, ws, threadID)
+	after, ok := s.sendMessages(ctx, ws, threadID, after, es.send)
+	if !ok {
+		return after, false
+	}
+	// What the thread waits on changes only with its messages or status: read the status each
+	// time, the rest only then.
+	if err == nil && (es.last == nil || th.Status != es.last.Status || after != es.lastRead) {
+		st := s.threadState(ctx, ws, th, after)
+		es.lastRead = after
+		if es.last == nil || !sameState(st, es.last) {
+			if !es.send("state", "", st) {
+				return after, false
+			}
+			es.last = st
+		}
+	}
+	return after, true
 }
 
 // sendMessages sends the thread's messages after seq after, oldest first, and returns the last
