@@ -22,96 +22,32 @@ var geminiFormats = map[string][]string{
 // get here, so recursive schemas terminate.
 func gemini(root, s *Schema, refDepth int) (map[string]any, error) {
 	if s.Ref != "" {
-		if refDepth >= geminiMaxRefDepth {
-			return geminiJSONText(s.Description, false), nil
-		}
-		target, err := resolveLocalRef(root, s.Ref)
-		if err != nil {
-			return nil, err
-		}
-		g, err := gemini(root, target, refDepth+1)
-		if err != nil {
-			return nil, err
-		}
-		if s.Description != "" {
-			g["description"] = s.Description
-		}
-		return g, nil
+		return geminiRef(root, s, refDepth)
 	}
 	var notes []string
 	out := map[string]any{}
 	nullOK := allowsNull(s)
-
-	branches := append(append([]*Schema{}, s.AnyOf...), s.OneOf...)
-	var nonNull []*Schema
-	for _, b := range branches {
-		if !(len(types(b)) == 1 && types(b)[0] == "null") {
-			nonNull = append(nonNull, b)
-		}
-	}
+	nonNull := slices.DeleteFunc(append(append([]*Schema{}, s.AnyOf...), s.OneOf...), func(b *Schema) bool {
+		return len(types(b)) == 1 && types(b)[0] == "null"
+	})
 	ts := slices.DeleteFunc(slices.Clone(types(s)), func(t string) bool { return t == "null" })
-
+	var err error
 	switch {
 	case len(nonNull) == 1 && len(ts) == 0:
-		g, err := gemini(root, nonNull[0], refDepth)
-		if err != nil {
-			return nil, err
-		}
-		out = g
+		out, err = gemini(root, nonNull[0], refDepth)
 	case len(nonNull) > 1:
-		var any []any
-		for _, b := range nonNull {
-			g, err := gemini(root, b, refDepth)
-			if err != nil {
-				return nil, err
-			}
-			any = append(any, g)
-		}
-		out["anyOf"] = any
+		out, err = geminiAnyOf(root, nonNull, refDepth)
 	case s.Const != nil:
-		if str, ok := (*s.Const).(string); ok {
-			out["type"], out["enum"] = "STRING", []string{str}
-		} else {
-			out["type"] = geminiTypeOf(*s.Const)
-			notes = append(notes, "must be "+jsonText(*s.Const))
-		}
+		notes = geminiConst(*s.Const, out)
 	case s.Enum != nil:
-		var strs []string
-		allStrings := true
-		for _, e := range s.Enum {
-			switch x := e.(type) {
-			case string:
-				strs = append(strs, x)
-			case nil:
-			default:
-				allStrings = false
-			}
-		}
-		if allStrings {
-			out["type"], out["enum"] = "STRING", strs
-		} else {
-			t := "string"
-			if len(ts) == 1 {
-				t = ts[0]
-			}
-			out["type"] = strings.ToUpper(t)
-			vals := make([]string, 0, len(s.Enum))
-			for _, e := range s.Enum {
-				vals = append(vals, jsonText(e))
-			}
-			notes = append(notes, "one of "+strings.Join(vals, ", "))
-		}
+		notes = geminiEnum(s.Enum, ts, out)
 	case len(ts) > 1:
-		var any []any
-		for _, t := range ts {
-			g, err := gemini(root, &Schema{Type: t, Items: s.Items, Properties: s.Properties,
-				Required: s.Required, AdditionalProperties: s.AdditionalProperties}, refDepth)
-			if err != nil {
-				return nil, err
-			}
-			any = append(any, g)
+		// One branch per type, each with the keywords of its type.
+		branches := make([]*Schema, len(ts))
+		for i, t := range ts {
+			branches[i] = &Schema{Type: t, Items: s.Items, Properties: s.Properties, Required: s.Required, AdditionalProperties: s.AdditionalProperties}
 		}
-		out["anyOf"] = any
+		out, err = geminiAnyOf(root, branches, refDepth)
 	case isFreeForm(s), len(ts) == 1 && ts[0] == "object" && len(s.Properties) == 0 && !isRecord(s):
 		// Gemini rejects an OBJECT without properties: such a value travels as JSON text.
 		return geminiJSONText(s.Description, nullOK), nil
@@ -120,11 +56,90 @@ func gemini(root, s *Schema, refDepth int) (map[string]any, error) {
 		toEntries(c)
 		return gemini(root, c, refDepth)
 	default:
-		if err := geminiTyped(root, s, ts, out, &notes, refDepth); err != nil {
+		err = geminiTyped(root, s, ts, out, &notes, refDepth)
+	}
+	if err != nil {
+		return nil, err
+	}
+	geminiAnnotate(s, out, notes, nullOK)
+	return out, nil
+}
+
+// geminiRef renders a reference: its target's rendering, with the reference's description;
+// past geminiMaxRefDepth (a recursive schema), a value that travels as JSON text.
+func geminiRef(root, s *Schema, refDepth int) (map[string]any, error) {
+	if refDepth >= geminiMaxRefDepth {
+		return geminiJSONText(s.Description, false), nil
+	}
+	target, err := resolveLocalRef(root, s.Ref)
+	if err != nil {
+		return nil, err
+	}
+	g, err := gemini(root, target, refDepth+1)
+	if err != nil {
+		return nil, err
+	}
+	if s.Description != "" {
+		g["description"] = s.Description
+	}
+	return g, nil
+}
+
+// geminiAnyOf renders branches as Gemini's anyOf.
+func geminiAnyOf(root *Schema, branches []*Schema, refDepth int) (map[string]any, error) {
+	var anyOf []any
+	for _, b := range branches {
+		g, err := gemini(root, b, refDepth)
+		if err != nil {
 			return nil, err
 		}
+		anyOf = append(anyOf, g)
 	}
+	return map[string]any{"anyOf": anyOf}, nil
+}
 
+// geminiConst renders a const: a one-value STRING enum, or the value's type with a note.
+func geminiConst(c any, out map[string]any) (notes []string) {
+	if str, ok := c.(string); ok {
+		out["type"], out["enum"] = "STRING", []string{str}
+		return nil
+	}
+	out["type"] = geminiTypeOf(c)
+	return []string{"must be " + jsonText(c)}
+}
+
+// geminiEnum renders an enum: Gemini's enums hold strings only, so other values become a note.
+func geminiEnum(enum []any, ts []string, out map[string]any) (notes []string) {
+	var strs []string
+	allStrings := true
+	for _, e := range enum {
+		switch x := e.(type) {
+		case string:
+			strs = append(strs, x)
+		case nil:
+		default:
+			allStrings = false
+		}
+	}
+	if allStrings {
+		out["type"], out["enum"] = "STRING", strs
+		return nil
+	}
+	t := "string"
+	if len(ts) == 1 {
+		t = ts[0]
+	}
+	out["type"] = strings.ToUpper(t)
+	vals := make([]string, 0, len(enum))
+	for _, e := range enum {
+		vals = append(vals, jsonText(e))
+	}
+	return []string{"one of " + strings.Join(vals, ", ")}
+}
+
+// geminiAnnotate adds what every rendering carries: title, description (with the notes of
+// what Gemini cannot express), nullable, default and an example.
+func geminiAnnotate(s *Schema, out map[string]any, notes []string, nullOK bool) {
 	if s.Title != "" {
 		out["title"] = s.Title
 	}
@@ -145,7 +160,6 @@ func gemini(root, s *Schema, refDepth int) (map[string]any, error) {
 	if len(s.Examples) > 0 {
 		out["example"] = s.Examples[0]
 	}
-	return out, nil
 }
 
 // geminiTyped renders a schema of a single JSON type.
