@@ -148,91 +148,125 @@ func isDefinitionFile(name string) bool {
 const maxDefinitionBytes = 1 << 20
 
 func (c *Catalog) load(path string, refs map[string]string) error {
-	info, err := os.Stat(path)
+	def, err := readDefinition(path)
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return err
 	}
-	if info.Size() > maxDefinitionBytes {
-		return fmt.Errorf("%w: %s is %d bytes, over the %d byte limit", ErrDefinition, path, info.Size(), maxDefinitionBytes)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	def, err := parseDefinition(raw)
-	if errors.Is(err, errNotDefinition) {
-		return fmt.Errorf("%w: %s: %w", ErrDefinition, path, err)
-	}
+	p, err := def.prompt()
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrDefinition, path, err)
 	}
+	switch def.Kind {
+	case "prompt":
+		return c.addPrompt(path, def, p)
+	case "", "agent":
+		return c.addAgent(path, def, p, refs)
+	}
+	return fmt.Errorf("%w: %s: kind %q: want agent or prompt", ErrDefinition, path, def.Kind)
+}
+
+// readDefinition reads and parses the definition file at path, within maxDefinitionBytes.
+func readDefinition(path string) (*definition, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if info.Size() > maxDefinitionBytes {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d byte limit", ErrDefinition, path, info.Size(), maxDefinitionBytes)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	def, err := parseDefinition(raw)
+	if errors.Is(err, errNotDefinition) {
+		return nil, fmt.Errorf("%w: %s: %w", ErrDefinition, path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDefinition, path, err)
+	}
+	return def, nil
+}
+
+// prompt is the prompt a definition defines (an agent's own, or a prompt), its argument and
+// output schemas compiled.
+func (def *definition) prompt() (*Prompt, error) {
 	p := &Prompt{Name: def.Name, Description: def.Description, System: def.System, Model: def.Model, Tools: def.Tools,
 		Allow: def.Allow, Deny: def.Deny, Variables: def.Variables, Stop: def.Stop, Strict: def.Strict,
 		ReasoningForCall: def.ReasoningForCall, MaxCallsPerStep: def.MaxCallsPerStep,
 		Temperature: def.Temperature, MaxTokens: def.MaxTokens, Subprompts: def.Subprompts, Subagents: def.Subagents,
 		MetaFields: def.MetaFields, Instances: def.Instances}
-	if len(def.Args) > 0 && string(def.Args) != "null" {
-		p.Args = new(schema.Schema)
-		if err := json.Unmarshal(def.Args, p.Args); err != nil {
-			return fmt.Errorf("%w: %s: args: %v", ErrDefinition, path, err)
-		}
-		if _, err := schema.Compile(p.Args); err != nil {
-			return fmt.Errorf("%w: %s: args: %v", ErrDefinition, path, err)
-		}
-		if p.Args.Type != "object" {
-			return fmt.Errorf("%w: %s: args: the argument schema must be an object schema (type: object)", ErrDefinition, path)
-		}
+	var err error
+	if p.Args, err = definedSchema("args", def.Args); err != nil {
+		return nil, err
 	}
-	if len(def.Output) > 0 && string(def.Output) != "null" {
-		p.Output = new(schema.Schema)
-		if err := json.Unmarshal(def.Output, p.Output); err != nil {
-			return fmt.Errorf("%w: %s: output: %v", ErrDefinition, path, err)
-		}
-		if _, err := schema.Compile(p.Output); err != nil {
-			return fmt.Errorf("%w: %s: output: %v", ErrDefinition, path, err)
-		}
+	if p.Args != nil && p.Args.Type != "object" {
+		return nil, errors.New("args: the argument schema must be an object schema (type: object)")
 	}
-	switch def.Kind {
-	case "prompt":
-		p.ExposeAsTool = def.ExposeAsTool
-		if def.Type != "" {
-			return fmt.Errorf("%w: %s: type belongs to agents, not prompts", ErrDefinition, path)
+	if p.Output, err = definedSchema("output", def.Output); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// definedSchema is the JSON Schema a definition gives for field, compiled; nil when none.
+func definedSchema(field string, raw json.RawMessage) (*schema.Schema, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	s := new(schema.Schema)
+	if err := json.Unmarshal(raw, s); err != nil {
+		return nil, fmt.Errorf("%s: %v", field, err)
+	}
+	if _, err := schema.Compile(s); err != nil {
+		return nil, fmt.Errorf("%s: %v", field, err)
+	}
+	return s, nil
+}
+
+// addPrompt adds a prompt's definition to the catalog.
+func (c *Catalog) addPrompt(path string, def *definition, p *Prompt) error {
+	p.ExposeAsTool = def.ExposeAsTool
+	if def.Type != "" {
+		return fmt.Errorf("%w: %s: type belongs to agents, not prompts", ErrDefinition, path)
+	}
+	if def.Prompt != "" {
+		return fmt.Errorf("%w: %s: a prompt cannot name another prompt (prompt: %s)", ErrDefinition, path, def.Prompt)
+	}
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, dup := c.Prompts[p.Name]; dup {
+		return fmt.Errorf("%w: %s: a second prompt named %q", ErrDefinition, path, p.Name)
+	}
+	c.Prompts[p.Name] = p
+	return nil
+}
+
+// addAgent adds an agent's definition to the catalog: with a prompt of its own (p), or naming
+// one (refs records it, for link).
+func (c *Catalog) addAgent(path string, def *definition, p *Prompt, refs map[string]string) error {
+	a := &Agent{Name: def.Name, Description: def.Description, Type: def.Type, ExposeAsTool: def.ExposeAsTool}
+	if def.Prompt != "" {
+		if def.System != "" || def.Tools != nil || def.Model != "" || len(def.Output) > 0 || len(def.Args) > 0 ||
+			def.Subprompts != nil || def.Subagents != nil {
+			return fmt.Errorf("%w: %s: agent %s names prompt %q and also defines prompt fields: do one or the other",
+				ErrDefinition, path, def.Name, def.Prompt)
 		}
-		if def.Prompt != "" {
-			return fmt.Errorf("%w: %s: a prompt cannot name another prompt (prompt: %s)", ErrDefinition, path, def.Prompt)
-		}
-		if err := p.Check(); err != nil {
+		refs[a.Name] = def.Prompt
+	} else {
+		a.Prompt = p
+		if err := a.Check(); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		if _, dup := c.Prompts[p.Name]; dup {
-			return fmt.Errorf("%w: %s: a second prompt named %q", ErrDefinition, path, p.Name)
-		}
-		c.Prompts[p.Name] = p
-	case "", "agent":
-		a := &Agent{Name: def.Name, Description: def.Description, Type: def.Type, ExposeAsTool: def.ExposeAsTool}
-		if def.Prompt != "" {
-			if def.System != "" || def.Tools != nil || def.Model != "" || len(def.Output) > 0 || len(def.Args) > 0 ||
-				def.Subprompts != nil || def.Subagents != nil {
-				return fmt.Errorf("%w: %s: agent %s names prompt %q and also defines prompt fields: do one or the other",
-					ErrDefinition, path, def.Name, def.Prompt)
-			}
-			refs[a.Name] = def.Prompt
-		} else {
-			a.Prompt = p
-			if err := a.Check(); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-		}
-		if a.Name == "" {
-			return fmt.Errorf("%w: %s: an agent needs a name", ErrDefinition, path)
-		}
-		if _, dup := c.Agents[a.Name]; dup {
-			return fmt.Errorf("%w: %s: a second agent named %q", ErrDefinition, path, a.Name)
-		}
-		c.Agents[a.Name] = a
-	default:
-		return fmt.Errorf("%w: %s: kind %q: want agent or prompt", ErrDefinition, path, def.Kind)
 	}
+	if a.Name == "" {
+		return fmt.Errorf("%w: %s: an agent needs a name", ErrDefinition, path)
+	}
+	if _, dup := c.Agents[a.Name]; dup {
+		return fmt.Errorf("%w: %s: a second agent named %q", ErrDefinition, path, a.Name)
+	}
+	c.Agents[a.Name] = a
 	return nil
 }
 
