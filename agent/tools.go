@@ -370,20 +370,9 @@ func (r *Runner) subagentCreate(ctx context.Context, cfgs []Subagent, argSchemas
 	if !ok {
 		return spawnError("agent %q is not defined", cfg.Name), nil
 	}
-	message := in.Message
-	if len(in.Arguments) > 0 && string(in.Arguments) != "null" {
-		if a.Prompt.Args == nil {
-			return quiver.Errorf(quiver.CodeInvalidArguments, "arguments: %s declares no argument schema; put everything in message", a.Name), nil
-		}
-		c := argSchemas[a.Name]
-		var v any
-		if err := json.Unmarshal(in.Arguments, &v); err != nil {
-			return quiver.Errorf(quiver.CodeInvalidArguments, "arguments: %v", err), nil
-		}
-		if err := c.Validate(v); err != nil {
-			return quiver.Errorf(quiver.CodeInvalidArguments, "arguments do not fit %s's schema: %v", a.Name, err), nil
-		}
-		message += "\n\nArguments: " + string(in.Arguments)
+	message, refused := argumentsMessage(a, argSchemas[a.Name], in.Message, in.Arguments)
+	if refused != nil {
+		return refused, nil
 	}
 	call := quiver.CallFrom(ctx)
 	child, err := childFor(ctx, parent, call.ID)
@@ -391,25 +380,12 @@ func (r *Runner) subagentCreate(ctx context.Context, cfgs []Subagent, argSchemas
 		return nil, err
 	}
 	if child == nil {
-		kids, err := parent.Children(ctx)
-		if err != nil {
+		child, refused, err = rs.newResumable(ctx, parent, a, cfg, call.ID, name)
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		live := 0
-		for _, k := range kids {
-			if k.AgentID == cfg.Name && k.Resumable && k.Status != store.StatusTerminated {
-				live++
-			}
-		}
-		if max := cfg.Resumable.maxInstances(); live >= max {
-			return spawnError("%s already has %d live instances, its cap (maxInstances %d): message one of them with subagent_message instead",
-				cfg.Name, live, max), nil
-		}
-		if res := rs.checkSpawn(cfg.Name); res != nil {
-			return res, nil
-		}
-		if child, _, err = rs.spawnChild(ctx, parent, target{agent: a, sub: cfg, resumable: cfg.Resumable}, call.ID, name); err != nil {
-			return nil, err
+		case refused != nil:
+			return refused, nil
 		}
 	}
 	if missing, err := r.missingFor(ctx, child, a); err != nil {
@@ -424,6 +400,50 @@ func (r *Runner) subagentCreate(ctx context.Context, cfgs []Subagent, argSchemas
 		return nil, err
 	}
 	return r.runResumable(ctx, parent, child, a, cfg, name)
+}
+
+// argumentsMessage is the first message of a sub-agent started with arguments: the message,
+// then the arguments, checked against the agent's argument schema c; a refusal otherwise.
+func argumentsMessage(a *Agent, c *schema.Compiled, message string, args json.RawMessage) (string, *quiver.Result) {
+	if len(args) == 0 || string(args) == "null" {
+		return message, nil
+	}
+	if a.Prompt.Args == nil {
+		return "", quiver.Errorf(quiver.CodeInvalidArguments, "arguments: %s declares no argument schema; put everything in message", a.Name)
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return "", quiver.Errorf(quiver.CodeInvalidArguments, "arguments: %v", err)
+	}
+	if err := c.Validate(v); err != nil {
+		return "", quiver.Errorf(quiver.CodeInvalidArguments, "arguments do not fit %s's schema: %v", a.Name, err)
+	}
+	return message + "\n\nArguments: " + string(args), nil
+}
+
+// newResumable spawns a resumable sub-agent's thread for the call callID, unless the agent
+// has its maximum of live instances or the run its maximum of spawns: then a refusal for the
+// model, and no thread.
+func (rs *run) newResumable(ctx context.Context, parent *thread.Thread, a *Agent, cfg Subagent, callID, name string) (*thread.Thread, *quiver.Result, error) {
+	kids, err := parent.Children(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	live := 0
+	for _, k := range kids {
+		if k.AgentID == cfg.Name && k.Resumable && k.Status != store.StatusTerminated {
+			live++
+		}
+	}
+	if max := cfg.Resumable.maxInstances(); live >= max {
+		return nil, spawnError("%s already has %d live instances, its cap (maxInstances %d): message one of them with subagent_message instead",
+			cfg.Name, live, max), nil
+	}
+	if res := rs.checkSpawn(cfg.Name); res != nil {
+		return nil, res, nil
+	}
+	child, _, err := rs.spawnChild(ctx, parent, target{agent: a, sub: cfg, resumable: cfg.Resumable}, callID, name)
+	return child, nil, err
 }
 
 // runResumable runs a resumable child after a message: to its end when blocking, in the
