@@ -96,50 +96,69 @@ func qcompile(s *Schema, root bool) (*qnode, bool) {
 	if s == nil {
 		return nil, true
 	}
-	if isFalse(s) {
-		return nil, false
-	}
-	// Keywords quick does not implement: any of them sends the whole schema to the full path.
-	if s.Ref != "" || s.DynamicRef != "" || s.AnyOf != nil || s.OneOf != nil || s.AllOf != nil ||
-		s.Not != nil || s.If != nil || s.Then != nil || s.Else != nil || s.PatternProperties != nil ||
-		s.PropertyNames != nil || s.DependentRequired != nil || s.DependentSchemas != nil ||
-		s.DependencySchemas != nil || s.DependencyStrings != nil || s.UnevaluatedItems != nil ||
-		s.UnevaluatedProperties != nil || s.Contains != nil || s.PrefixItems != nil ||
-		s.ItemsArray != nil || s.AdditionalItems != nil || s.UniqueItems || s.MinProperties != nil ||
-		s.MaxProperties != nil || s.MultipleOf != nil || s.Const != nil ||
-		s.MinContains != nil || s.MaxContains != nil || len(s.Extra) > 0 {
+	if isFalse(s) || quickUnsupported(s) {
 		return nil, false
 	}
 	n := &qnode{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}
-	ts := types(s)
-	if len(ts) == 0 {
-		n.types = tAny
+	var ok bool
+	if n.types, ok = quickTypes(s); !ok {
+		return nil, false
 	}
-	for _, t := range ts {
-		switch t {
-		case "null":
-			n.types |= tNull
-		case "boolean":
-			n.types |= tBool
-		case "integer":
-			n.types |= tInteger
-		case "number":
-			n.types |= tNumber | tInteger
-		case "string":
-			n.types |= tString
-		case "array":
-			n.types |= tArray
-		case "object":
-			n.types |= tObject
-		default:
-			return nil, false
+	if !n.compileScalar(s) || !n.compileArray(s) || !n.compileObject(s, root) {
+		return nil, false
+	}
+	return n, true
+}
+
+// quickUnsupported says whether s has a keyword quick does not implement: any of them sends
+// the whole schema to the full path.
+func quickUnsupported(s *Schema) bool {
+	for _, set := range []bool{
+		s.Ref != "", s.DynamicRef != "", s.AnyOf != nil, s.OneOf != nil, s.AllOf != nil, s.Not != nil,
+		s.If != nil, s.Then != nil, s.Else != nil, s.PatternProperties != nil, s.PropertyNames != nil,
+		s.DependentRequired != nil, s.DependentSchemas != nil, s.DependencySchemas != nil,
+		s.DependencyStrings != nil, s.UnevaluatedItems != nil, s.UnevaluatedProperties != nil,
+		s.Contains != nil, s.PrefixItems != nil, s.ItemsArray != nil, s.AdditionalItems != nil,
+		s.UniqueItems, s.MinProperties != nil, s.MaxProperties != nil, s.MultipleOf != nil,
+		s.Const != nil, s.MinContains != nil, s.MaxContains != nil, len(s.Extra) > 0,
+	} {
+		if set {
+			return true
 		}
 	}
+	return false
+}
+
+// typeBits are the bits of each JSON type's name; a number admits integers too.
+var typeBits = map[string]uint8{"null": tNull, "boolean": tBool, "integer": tInteger, "number": tNumber | tInteger,
+	"string": tString, "array": tArray, "object": tObject}
+
+// quickTypes are the JSON types s admits, as bits (all of them when it names none); false for
+// a type name JSON Schema does not have.
+func quickTypes(s *Schema) (uint8, bool) {
+	ts := types(s)
+	if len(ts) == 0 {
+		return tAny, true
+	}
+	var out uint8
+	for _, t := range ts {
+		b, ok := typeBits[t]
+		if !ok {
+			return 0, false
+		}
+		out |= b
+	}
+	return out, true
+}
+
+// compileScalar sets the node's string and number constraints: a string enum, format, length,
+// pattern, bounds.
+func (n *qnode) compileScalar(s *Schema) bool {
 	if s.Enum != nil {
 		for _, e := range s.Enum {
 			str, ok := e.(string)
 			if !ok {
-				return nil, false
+				return false
 			}
 			n.enum = append(n.enum, str)
 		}
@@ -148,7 +167,7 @@ func qcompile(s *Schema, root bool) (*qnode, bool) {
 	if s.Format != "" {
 		f, err := compileJSON([]byte(`{"format":` + strconv.Quote(s.Format) + `}`))
 		if err != nil {
-			return nil, false
+			return false
 		}
 		n.format = f
 	}
@@ -161,7 +180,7 @@ func qcompile(s *Schema, root bool) (*qnode, bool) {
 	if s.Pattern != "" {
 		re, err := regexp.Compile(s.Pattern)
 		if err != nil {
-			return nil, false
+			return false
 		}
 		n.pattern = re
 	}
@@ -174,6 +193,11 @@ func qcompile(s *Schema, root bool) (*qnode, bool) {
 	setF(s.Maximum, &n.max, &n.hasMax)
 	setF(s.ExclusiveMinimum, &n.exMin, &n.hasExMin)
 	setF(s.ExclusiveMaximum, &n.exMax, &n.hasExMax)
+	return true
+}
+
+// compileArray sets the node's array constraints: item counts and the items' schema.
+func (n *qnode) compileArray(s *Schema) bool {
 	if s.MinItems != nil {
 		n.minItems = *s.MinItems
 	}
@@ -183,12 +207,19 @@ func qcompile(s *Schema, root bool) (*qnode, bool) {
 	if s.Items != nil {
 		items, ok := qcompile(s.Items, false)
 		if !ok {
-			return nil, false
+			return false
 		}
 		n.items = items
 	}
+	return true
+}
+
+// compileObject sets the node's object constraints: at most 64 properties (one bit each, in
+// name order), the required ones, and additional properties. Defaults are applied at the root
+// only.
+func (n *qnode) compileObject(s *Schema, root bool) bool {
 	if len(s.Properties) > 64 {
-		return nil, false
+		return false
 	}
 	names := make([]string, 0, len(s.Properties))
 	for name := range s.Properties {
@@ -198,33 +229,31 @@ func qcompile(s *Schema, root bool) (*qnode, bool) {
 	for i, name := range names {
 		ps := s.Properties[name]
 		if ps.Default != nil && !root {
-			return nil, false
+			return false
 		}
 		pn, ok := qcompile(ps, false)
 		if !ok {
-			return nil, false
+			return false
 		}
 		n.props = append(n.props, qprop{name: name, node: pn, bit: 1 << uint(i)})
 	}
 	for _, r := range s.Required {
 		i := slices.Index(names, r)
 		if i < 0 {
-			return nil, false // a required property without a schema: rare, leave it to the full path
+			return false // a required property without a schema: rare, leave it to the full path
 		}
 		n.required |= 1 << uint(i)
 	}
-	if s.AdditionalProperties != nil {
-		if isFalse(s.AdditionalProperties) {
-			n.closed = true
-		} else {
-			add, ok := qcompile(s.AdditionalProperties, false)
-			if !ok {
-				return nil, false
-			}
-			n.additional = add
-		}
+	if s.AdditionalProperties == nil {
+		return true
 	}
-	return n, true
+	if isFalse(s.AdditionalProperties) {
+		n.closed = true
+		return true
+	}
+	add, ok := qcompile(s.AdditionalProperties, false)
+	n.additional = add
+	return ok
 }
 
 // QuickCheck reports whether raw is certainly a JSON object that satisfies the schema, has no
