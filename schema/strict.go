@@ -92,31 +92,10 @@ func (st *strictState) visit(s *Schema, path string, depth int) error {
 		return fmt.Errorf("%s is nested deeper than strict mode's %d levels", orRoot(path), strictMaxDepth)
 	}
 	if s.Ref != "" { // $defs are visited on their own
-		if name, ok := strings.CutPrefix(s.Ref, "#/$defs/"); s.Ref != "#" && (!ok || strings.Contains(name, "/")) {
-			return fmt.Errorf("%s uses $ref %q; strict mode refers only to # and #/$defs/NAME", orRoot(path), s.Ref)
-		}
-		st.dropUnsupported(s, path)
-		bare := *s
-		bare.Title, bare.Description = "", ""
-		if !reflect.DeepEqual(bare, Schema{Ref: s.Ref}) {
-			return fmt.Errorf("%s uses keywords beside $ref, which strict mode does not support", orRoot(path))
-		}
-		if s.Title != "" || s.Description != "" {
-			// Strict mode rejects any keyword beside $ref: the annotations go on a wrapper.
-			*s = Schema{Title: s.Title, Description: s.Description, AnyOf: []*Schema{{Ref: s.Ref}}}
-		}
-		return nil
+		return st.visitRef(s, path)
 	}
-	for kw, used := range map[string]bool{
-		"allOf": s.AllOf != nil, "not": s.Not != nil && !isFalse(s), "if": s.If != nil,
-		"dependentRequired": s.DependentRequired != nil, "dependentSchemas": s.DependentSchemas != nil,
-		"patternProperties": s.PatternProperties != nil, "unevaluatedProperties": s.UnevaluatedProperties != nil,
-		"unevaluatedItems": s.UnevaluatedItems != nil, "propertyNames": s.PropertyNames != nil,
-		"contains": s.Contains != nil, "prefixItems": s.PrefixItems != nil || s.ItemsArray != nil,
-	} {
-		if used {
-			return fmt.Errorf("%s uses %s, which strict mode does not support", orRoot(path), kw)
-		}
+	if kw := strictUnsupported(s); kw != "" {
+		return fmt.Errorf("%s uses %s, which strict mode does not support", orRoot(path), kw)
 	}
 	if s.OneOf != nil { // strict mode has anyOf only; for disjoint branches they mean the same
 		s.AnyOf, s.OneOf = append(s.AnyOf, s.OneOf...), nil
@@ -131,23 +110,9 @@ func (st *strictState) visit(s *Schema, path string, depth int) error {
 		toEntries(s)
 	}
 	if schemaType(s) == "object" || s.Properties != nil {
-		s.AdditionalProperties = falseSchema()
-		if s.Properties == nil {
-			s.Properties = map[string]*Schema{} // strict mode rejects an object without properties
+		if err := st.visitObject(s, path, depth); err != nil {
+			return err
 		}
-		st.properties += len(s.Properties)
-		order := propertyOrder(s)
-		for _, name := range order {
-			p := s.Properties[name]
-			if !slices.Contains(s.Required, name) {
-				p = nullable(p)
-				s.Properties[name] = p
-			}
-			if err := st.visit(p, join(path, name), depth+1); err != nil {
-				return err
-			}
-		}
-		s.Required = order
 	}
 	if s.Items != nil {
 		if err := st.visit(s.Items, path+"[]", depth); err != nil {
@@ -162,6 +127,67 @@ func (st *strictState) visit(s *Schema, path string, depth int) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// visitRef checks a reference: to # or #/$defs/NAME only, with nothing beside it but
+// annotations, which go on a wrapper (strict mode rejects any keyword beside $ref).
+func (st *strictState) visitRef(s *Schema, path string) error {
+	if name, ok := strings.CutPrefix(s.Ref, "#/$defs/"); s.Ref != "#" && (!ok || strings.Contains(name, "/")) {
+		return fmt.Errorf("%s uses $ref %q; strict mode refers only to # and #/$defs/NAME", orRoot(path), s.Ref)
+	}
+	st.dropUnsupported(s, path)
+	bare := *s
+	bare.Title, bare.Description = "", ""
+	if !reflect.DeepEqual(bare, Schema{Ref: s.Ref}) {
+		return fmt.Errorf("%s uses keywords beside $ref, which strict mode does not support", orRoot(path))
+	}
+	if s.Title != "" || s.Description != "" {
+		*s = Schema{Title: s.Title, Description: s.Description, AnyOf: []*Schema{{Ref: s.Ref}}}
+	}
+	return nil
+}
+
+// strictUnsupported names the first keyword of s that strict mode cannot express; "" when
+// none.
+func strictUnsupported(s *Schema) string {
+	for _, kw := range []struct {
+		name string
+		used bool
+	}{
+		{"allOf", s.AllOf != nil}, {"not", s.Not != nil && !isFalse(s)}, {"if", s.If != nil},
+		{"dependentRequired", s.DependentRequired != nil}, {"dependentSchemas", s.DependentSchemas != nil},
+		{"patternProperties", s.PatternProperties != nil}, {"unevaluatedProperties", s.UnevaluatedProperties != nil},
+		{"unevaluatedItems", s.UnevaluatedItems != nil}, {"propertyNames", s.PropertyNames != nil},
+		{"contains", s.Contains != nil}, {"prefixItems", s.PrefixItems != nil || s.ItemsArray != nil},
+	} {
+		if kw.used {
+			return kw.name
+		}
+	}
+	return ""
+}
+
+// visitObject closes an object, as strict mode wants: no additional properties, every
+// property required (the optional ones nullable instead), each property visited.
+func (st *strictState) visitObject(s *Schema, path string, depth int) error {
+	s.AdditionalProperties = falseSchema()
+	if s.Properties == nil {
+		s.Properties = map[string]*Schema{} // strict mode rejects an object without properties
+	}
+	st.properties += len(s.Properties)
+	order := propertyOrder(s)
+	for _, name := range order {
+		p := s.Properties[name]
+		if !slices.Contains(s.Required, name) {
+			p = nullable(p)
+			s.Properties[name] = p
+		}
+		if err := st.visit(p, join(path, name), depth+1); err != nil {
+			return err
+		}
+	}
+	s.Required = order
 	return nil
 }
 
