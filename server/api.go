@@ -102,6 +102,20 @@ func OpenAPI() ([]byte, error) {
 // apiHandler builds the /v1 API. Its handlers use s only when they answer a request.
 func (s *Server) apiHandler() (http.Handler, huma.API) {
 	mux := http.NewServeMux()
+	api := newAPI(mux)
+	s.registerCalls(api)
+	s.registerThreadLists(api)
+	s.registerEntities(api)
+	s.registerThreadReads(api)
+	s.registerRunEvents(api)
+	if s.runsOn() {
+		s.registerRuns(api)
+	}
+	return mux, api
+}
+
+// newAPI is the /v1 API on mux, described by its OpenAPI document.
+func newAPI(mux *http.ServeMux) huma.API {
 	cfg := huma.DefaultConfig("Quiver", "1")
 	cfg.OpenAPIPath = "/v1/openapi"
 	cfg.SchemasPath = "/v1/schemas"
@@ -122,6 +136,11 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	// only an object, where a real schema says false, and breaks generated clients).
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[schema.Schema](), reflect.TypeFor[anyJSONSchema]())
 
+	return api
+}
+
+// registerCalls adds the tools the workspace may call, and calling one.
+func (s *Server) registerCalls(api huma.API) {
 	register(api, huma.Operation{OperationID: "list-served-tools", Method: http.MethodGet, Path: "/v1/tools/served",
 		Summary: "The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
 		out := &toolsOutput{}
@@ -156,10 +175,10 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 			out.Body.ThreadID, out.Body.Result = threadID, r
 			return out, nil
 		})
+}
 
-	s.registerThreadLists(api)
-	s.registerEntities(api)
-
+// registerThreadReads adds reading a thread and its messages.
+func (s *Server) registerThreadReads(api huma.API) {
 	register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
 		Summary: "A thread"}, func(ctx context.Context, in *threadInput) (*threadOutput, error) {
 		ws := s.workspaceID(ctx)
@@ -205,11 +224,6 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 			}
 			return out, nil
 		})
-	s.registerRunEvents(api)
-	if s.runsOn() {
-		s.registerRuns(api)
-	}
-	return mux, api
 }
 
 // apiThread is the thread an API call is recorded in: the one named, which must be the

@@ -253,21 +253,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.journalMetrics = journalMetrics(j)
 	}
 	callbacks := &mcp.Callbacks{Logger: s.logger}
-	if len(cfg.Remotes) > 0 {
-		remotes, err := s.withRedirects(cfg.Remotes)
-		if err != nil {
-			return nil, err
-		}
-		im, err := mcp.Import(ctx, cfg.Registry, remotes, &mcp.ImportOptions{
-			Logger:     s.logger,
-			OnChange:   func() { s.eachTenant(func(t *tenant) { t.mcp.ToolsChanged() }) },
-			Authorizer: cmp.Or[mcp.Authorizer](cfg.Authorizer, callbacks),
-			Tokens:     cfg.OAuthGrants,
-		})
-		if err != nil {
-			return nil, err
-		}
-		s.importer = im
+	if err := s.importRemotes(ctx, callbacks); err != nil {
+		return nil, err
 	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)
@@ -276,6 +263,36 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// The server's own workspace is served from the start; others from their first request.
 	own := s.tenant(ctx, cfg.WorkspaceID)
 	s.dispatcher, s.mcp = own.disp, own.mcp
+	s.routes()
+	return s, nil
+}
+
+// importRemotes imports the tools of the configured remote MCP servers into the shared
+// registry; a remote that waits for a user's authorization sends them to callbacks.
+func (s *Server) importRemotes(ctx context.Context, callbacks *mcp.Callbacks) error {
+	if len(s.cfg.Remotes) == 0 {
+		return nil
+	}
+	remotes, err := s.withRedirects(s.cfg.Remotes)
+	if err != nil {
+		return err
+	}
+	im, err := mcp.Import(ctx, s.cfg.Registry, remotes, &mcp.ImportOptions{
+		Logger:     s.logger,
+		OnChange:   func() { s.eachTenant(func(t *tenant) { t.mcp.ToolsChanged() }) },
+		Authorizer: cmp.Or[mcp.Authorizer](s.cfg.Authorizer, callbacks),
+		Tokens:     s.cfg.OAuthGrants,
+	})
+	if err != nil {
+		return err
+	}
+	s.importer = im
+	return nil
+}
+
+// routes adds the doors to the mux: /mcp, /v1 and its document, /healthz and the console.
+func (s *Server) routes() {
+	cfg := &s.cfg
 	// Each request reaches the MCP server of its key's workspace, and no other.
 	var mcpHandler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.tenant(r.Context(), s.workspaceID(r.Context())).mcpHTTP.ServeHTTP(w, r)
@@ -303,7 +320,6 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	ui := console.Handler()
 	s.mux.Handle("GET /{$}", ui)
 	s.mux.Handle("GET /console/", ui)
-	return s, nil
 }
 
 // runsOn says whether the API runs agents: the platform's background runs are started.
