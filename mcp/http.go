@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -153,6 +154,14 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if why := guard.Check(r); why != "" {
 			http.Error(w, "Forbidden: "+why, http.StatusForbidden)
+			return
+		}
+		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
+			// Answered once the session's place is free again (see sessionLimiter.ends).
+			held := &heldResponse{header: w.Header()}
+			h.ServeHTTP(held, r)
+			lim.awaitRelease(r.Context(), id)
+			held.writeTo(w)
 			return
 		}
 		if r.Method != http.MethodPost {
@@ -322,6 +331,27 @@ type sessionLimiter struct {
 	refused  int       // refusals not yet logged
 	lastLog  time.Time // of a refusal
 	lastKind string
+
+	// ends holds, by session id, a channel closed once the session's place is given back,
+	// so that a DELETE is answered only then: a client that closes a session and opens
+	// another at once finds the place free.
+	ends sync.Map
+}
+
+// awaitRelease waits until the session's place is given back, if it holds one, or ctx ends,
+// within a few seconds.
+func (l *sessionLimiter) awaitRelease(ctx context.Context, sessionID string) {
+	v, ok := l.ends.Load(sessionID)
+	if !ok {
+		return
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-v.(chan struct{}):
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // refusal is why a session is refused, and how to answer.
@@ -456,9 +486,13 @@ func (sl *sessionSlot) bind(ss *sdk.ServerSession) {
 		// went away): the SDK closes such sessions, but count it until it is gone.
 		sl.l.add(sl.owner)
 	}
+	done := make(chan struct{})
+	sl.l.ends.Store(ss.ID(), done)
 	go func() {
 		_ = ss.Wait()
 		sl.l.release(sl.owner)
+		sl.l.ends.Delete(ss.ID())
+		close(done)
 	}()
 }
 
@@ -543,3 +577,28 @@ func (p *prefixBuffer) Write(b []byte) (int, error) {
 }
 
 func (p *prefixBuffer) Bytes() []byte { return p.buf.Bytes() }
+
+// heldResponse keeps a small answer (a DELETE's) until it may be sent.
+type heldResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (h *heldResponse) Header() http.Header { return h.header }
+
+func (h *heldResponse) WriteHeader(status int) {
+	if h.status == 0 {
+		h.status = status
+	}
+}
+
+func (h *heldResponse) Write(b []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	return h.body.Write(b)
+}
+
+func (h *heldResponse) writeTo(w http.ResponseWriter) {
+	w.WriteHeader(cmp.Or(h.status, http.StatusOK))
+	_, _ = w.Write(h.body.Bytes())
+}
