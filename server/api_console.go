@@ -101,5 +101,5 @@ func (s *Server) registerConsoleAPI(api huma.API) {
 			}
 			return out, nil
 		})
-	s.registerConsoleExtra(api)
+	s.registerServedTools(api)
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/quiverhq/quiver/store/vars"
 )
 
-// The console's extra endpoints (api_console_extra.go): a served tool with its provider
+// The endpoints of api_served.go and api_variables.go: a served tool with its provider
 // renderings, arguments checked against its schema, and the variables of agents and users.
 
 // conWorld is a thrWorld (workspace A with a member's, a viewer's and an admin's keys; B with
