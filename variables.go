@@ -240,3 +240,30 @@ func ResolveVariables(ctx context.Context, r VariableResolver, scope Scope, decl
 	}
 	return values, nil
 }
+
+// VariableValue is a value to set on a layer's owner (see store/vars).
+type VariableValue struct {
+	// Name is the variable's name.
+	Name string
+	// Value is the plaintext value.
+	Value string
+	// Secret values are sealed before they are stored.
+	Secret bool
+	// Scoped marks a thread value provided as scoped: it flows down to the thread's descendants
+	// even for declarations that are scoped. Only thread values can be scoped.
+	Scoped bool
+}
+
+type promptKey struct{}
+
+// WithPrompt returns a context naming the prompt whose values form the prompt layer (the
+// prompt being run). Scope has no prompt, hence the context.
+func WithPrompt(ctx context.Context, prompt string) context.Context {
+	return context.WithValue(ctx, promptKey{}, prompt)
+}
+
+// PromptFrom returns the prompt named by WithPrompt, or "".
+func PromptFrom(ctx context.Context) string {
+	p, _ := ctx.Value(promptKey{}).(string)
+	return p
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -62,7 +61,7 @@ type Background interface {
 // VariableWriter stores variable values; *vars.Resolver is one. The runner copies an immediate
 // sub-agent's scopedEnv values into its child with it.
 type VariableWriter interface {
-	Set(ctx context.Context, workspaceID string, layer quiver.Layer, ownerID string, values ...vars.Value) error
+	Set(ctx context.Context, workspaceID string, layer quiver.Layer, ownerID string, values ...quiver.VariableValue) error
 }
 
 type runKey struct{}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -38,7 +37,7 @@ func (r *Runner) missingFor(ctx context.Context, child *thread.Thread, a *Agent)
 	if r.Resolver == nil {
 		return decls, nil
 	}
-	_, err := quiver.ResolveVariables(vars.WithPrompt(ctx, a.Prompt.Name), r.Resolver, child.Scope(), decls)
+	_, err := quiver.ResolveVariables(quiver.WithPrompt(ctx, a.Prompt.Name), r.Resolver, child.Scope(), decls)
 	var missing *quiver.MissingVariablesError
 	if errors.As(err, &missing) {
 		return missing.Missing, nil
@@ -230,7 +229,7 @@ func (rs *run) startImmediate(ctx context.Context) error {
 // see) and its scoped values (which only its tools may).
 type group struct {
 	name, description string
-	scoped            []vars.Value
+	scoped            []quiver.VariableValue
 }
 
 // groups resolves an immediate configuration's variables on the thread into instances: a value
@@ -294,7 +293,7 @@ func (rs *run) groups(ctx context.Context, im *Immediate, child *Agent) ([]group
 		for _, sn := range im.ScopedEnv {
 			if v := pick(scoped[sn], i); v != "" {
 				secret := declaration(child, sn).Type == quiver.VarSecret
-				out[i].scoped = append(out[i].scoped, vars.Value{Name: sn, Value: v, Scoped: true, Secret: secret})
+				out[i].scoped = append(out[i].scoped, quiver.VariableValue{Name: sn, Value: v, Scoped: true, Secret: secret})
 			}
 		}
 	}

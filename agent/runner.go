@@ -20,7 +20,6 @@ import (
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -342,7 +341,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	rs.agent, rs.agentName, rs.prompt = a, a.Name, p
 	rs.tools, rs.composed, rs.model = nil, nil, nil
 	// The prompt's variables (an optional sub-agent's flag) resolve on its own layer.
-	ctx = vars.WithPrompt(ctx, p.Name)
+	ctx = quiver.WithPrompt(ctx, p.Name)
 	reg, runtime, err := rs.withNested(ctx, reg)
 	if err != nil {
 		return err
@@ -521,7 +520,7 @@ func (r *Runner) runThread(ctx context.Context, th *thread.Thread, a *Agent, mes
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx = vars.WithPrompt(quiver.WithDoor(ctx, quiver.DoorAgent), a.Prompt.Name)
+	ctx = quiver.WithPrompt(quiver.WithDoor(ctx, quiver.DoorAgent), a.Prompt.Name)
 	begun := false
 	out, err := rs.observe(ctx, a.Name, func(ctx context.Context) (out *Outcome, err error) {
 		if err := rs.begin(ctx, message); err != nil {

@@ -113,19 +113,8 @@ func New(s interface {
 	return &Resolver{Threads: s, Values: s, Keys: keys}
 }
 
-// Value is a value to set.
-type Value struct {
-	// Name is the variable's name.
-	Name string
-	// Value is the plaintext value.
-	Value string
-	// Secret values are sealed before they are stored.
-	Secret bool
-	// Scoped marks a thread value provided as scoped: it flows down to the thread's descendants
-	// even for declarations that are scoped (see the package documentation). Only thread
-	// values can be scoped.
-	Scoped bool
-}
+// Value is a value to set (see quiver.VariableValue).
+type Value = quiver.VariableValue
 
 // Entry is a value as listed: a secret's Value is always empty.
 type Entry struct {
@@ -140,19 +129,14 @@ type Entry struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-type promptKey struct{}
-
-// WithPrompt returns a context naming the prompt whose values form the prompt layer (the
-// prompt being run). quiver.Scope has no prompt, hence the context.
+// WithPrompt returns a context naming the prompt whose values form the prompt layer (see
+// quiver.WithPrompt).
 func WithPrompt(ctx context.Context, prompt string) context.Context {
-	return context.WithValue(ctx, promptKey{}, prompt)
+	return quiver.WithPrompt(ctx, prompt)
 }
 
 // PromptFrom returns the prompt named by WithPrompt, or "".
-func PromptFrom(ctx context.Context) string {
-	p, _ := ctx.Value(promptKey{}).(string)
-	return p
-}
+func PromptFrom(ctx context.Context) string { return quiver.PromptFrom(ctx) }
 
 // Where returns the place a secret value is bound to, the additional data it is sealed with:
 // "variable:<workspace>:<layer>:<owner>:<name>". A ':' or '%' inside a part is written %3A or
