@@ -25,24 +25,27 @@ type (
 	doorKey      struct{}
 )
 
-// Doors a call comes in by, as metrics name them (WithDoor).
+// Door is the way a call comes in, as metrics name it (WithDoor).
+type Door string
+
+// The doors of Quiver's own; a program may name others.
 const (
-	DoorCode  = "code" // a Go program calling the dispatcher: the default
-	DoorAgent = "agent"
-	DoorMCP   = "mcp"
-	DoorCLI   = "cli"
-	DoorHTTP  = "http"
+	DoorCode  Door = "code" // a Go program calling the dispatcher: the default
+	DoorAgent Door = "agent"
+	DoorMCP   Door = "mcp"
+	DoorCLI   Door = "cli"
+	DoorHTTP  Door = "http"
 )
 
-// WithDoor returns a context whose calls are counted as coming in by door (one of the Door
-// constants, or a name of the program's own) in the dispatcher's metrics.
-func WithDoor(ctx context.Context, door string) context.Context {
+// WithDoor returns a context whose calls are counted as coming in by door in the
+// dispatcher's metrics.
+func WithDoor(ctx context.Context, door Door) context.Context {
 	return context.WithValue(ctx, doorKey{}, door)
 }
 
 // DoorFrom returns the door in ctx, DoorCode if none.
-func DoorFrom(ctx context.Context) string {
-	if d, ok := ctx.Value(doorKey{}).(string); ok {
+func DoorFrom(ctx context.Context) Door {
+	if d, ok := ctx.Value(doorKey{}).(Door); ok {
 		return d
 	}
 	return DoorCode

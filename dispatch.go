@@ -272,7 +272,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 		span.End()
 	}
 	if d.durations != nil {
-		attrs := []attribute.KeyValue{genai.ToolName.String(c.Name), genai.Door.String(DoorFrom(ctx)), genai.CallStatus.String(string(r.Status))}
+		attrs := []attribute.KeyValue{genai.ToolName.String(c.Name), genai.Door.String(string(DoorFrom(ctx))), genai.CallStatus.String(string(r.Status))}
 		if r.IsError() {
 			attrs = append(attrs, genai.ErrorType.String(string(r.Code)))
 		}

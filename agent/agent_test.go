@@ -431,7 +431,7 @@ func TestStopRules(t *testing.T) {
 		name       string
 		prompt     agent.Prompt
 		turns      []model.Response
-		wantReason string
+		wantReason agent.Reason
 		wantSteps  int
 	}{
 		{"max steps", agent.Prompt{Tools: []string{"echo"}, Stop: agent.StopRules{MaxSteps: 3}},

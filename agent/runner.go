@@ -107,21 +107,24 @@ const (
 	RunPaused   RunStatus = "paused"   // a call waits for a decision or a client's result
 )
 
-// Stop and pause reasons, in Outcome.Reason.
+// Reason is why a run stopped or paused (Outcome.Reason), or why a call waits (Pending.Reason).
+type Reason string
+
+// Stop and pause reasons.
 const (
-	ReasonNoCalls      = "no_calls"
-	ReasonOutput       = "output"
-	ReasonStopTool     = "stop_tool"
-	ReasonMaxSteps     = "max_steps"
-	ReasonConfirmation = "confirmation"
-	ReasonClientTool   = "client_tool"
+	ReasonNoCalls      Reason = "no_calls"
+	ReasonOutput       Reason = "output"
+	ReasonStopTool     Reason = "stop_tool"
+	ReasonMaxSteps     Reason = "max_steps"
+	ReasonConfirmation Reason = "confirmation"
+	ReasonClientTool   Reason = "client_tool"
 )
 
 // Outcome is where a run stopped.
 type Outcome struct {
 	ThreadID string    `json:"thread_id"`
 	Status   RunStatus `json:"status"`
-	Reason   string    `json:"reason"`
+	Reason   Reason    `json:"reason"`
 	// Text is the model's last text.
 	Text string `json:"text,omitempty"`
 	// Output is the structured output, when the prompt asks for one and the model gave it.
@@ -136,7 +139,7 @@ type Outcome struct {
 // Pending is a call waiting for a person's decision or a client's result.
 type Pending struct {
 	Call   quiver.Call `json:"call"`
-	Reason string      `json:"reason"` // confirmation or client_tool
+	Reason Reason      `json:"reason"` // confirmation or client_tool
 	// Description is the tool's, to show the person deciding.
 	Description string `json:"description,omitempty"`
 }
@@ -279,10 +282,10 @@ type run struct {
 	decisions map[string]*store.Decision // read when a call first needs one
 	steps     int
 
-	handoffTo *Agent  // set by a handoff call: the agent the next steps run with
-	startSeq  int64   // the last message before this run: what the run added comes after
-	lifecycle [2]bool // whether subagent_create and subagent_message are offered
-	spawned   int     // the children this run has started (see MaxSpawnsPerRun)
+	handoffTo *Agent         // set by a handoff call: the agent the next steps run with
+	startSeq  int64          // the last message before this run: what the run added comes after
+	lifecycle lifecycleTools // which of subagent_create and subagent_message are offered
+	spawned   int            // the children this run has started (see MaxSpawnsPerRun)
 }
 
 type recorder struct{ rs *run }
@@ -806,7 +809,7 @@ func (rs *run) refreshLifecycle(ctx context.Context) error {
 		return err
 	}
 	canCreate, canMessage, err := rs.lifecycleNow(ctx, ns.resumable)
-	if err != nil || rs.lifecycle == [2]bool{canCreate, canMessage} {
+	if err != nil || rs.lifecycle == (lifecycleTools{create: canCreate, message: canMessage}) {
 		return err
 	}
 	return rs.r.prepareInto(ctx, rs, rs.agent, true)
@@ -939,7 +942,7 @@ func (rs *run) recordOnly(ctx context.Context, c quiver.Call, res *quiver.Result
 }
 
 // finish builds the outcome from the thread as it now is.
-func (rs *run) finish(status RunStatus, reason string, p *Pending) (*Outcome, error) {
+func (rs *run) finish(status RunStatus, reason Reason, p *Pending) (*Outcome, error) {
 	out := &Outcome{ThreadID: rs.th.ID(), Status: status, Reason: reason, Pending: p, Steps: rs.steps}
 	for i := len(rs.hist) - 1; i >= 0; i-- {
 		if m := rs.hist[i]; m.Role == store.RoleAssistant {
@@ -1003,7 +1006,7 @@ func endRunSpan(span trace.Span, out *Outcome, err error) {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(genai.ErrorType.String(errorType(err)))
 	} else if out != nil {
-		span.SetAttributes(attribute.String("quiver.run.status", string(out.Status)), attribute.String("quiver.run.reason", out.Reason),
+		span.SetAttributes(attribute.String("quiver.run.status", string(out.Status)), attribute.String("quiver.run.reason", string(out.Reason)),
 			attribute.Int("quiver.run.steps", out.Steps))
 	}
 	span.End()

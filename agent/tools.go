@@ -15,6 +15,9 @@ import (
 	"github.com/quiverhq/quiver/thread"
 )
 
+// lifecycleTools says which of the lifecycle tools a run offers.
+type lifecycleTools struct{ create, message bool }
+
 // Names of the lifecycle tools the runtime offers a prompt with resumable sub-agents (A3).
 const (
 	ToolSubagentCreate  = "subagent_create"
@@ -595,7 +598,7 @@ func (rs *run) withNested(ctx context.Context, reg *quiver.Registry) (*quiver.Re
 			tools = append(tools, nt.tool)
 		}
 	}
-	rs.lifecycle = [2]bool{}
+	rs.lifecycle = lifecycleTools{}
 	if ns.create != nil {
 		canCreate, canMessage, err := rs.lifecycleNow(ctx, ns.resumable)
 		if err != nil {
@@ -607,7 +610,7 @@ func (rs *run) withNested(ctx context.Context, reg *quiver.Registry) (*quiver.Re
 		if canMessage {
 			tools = append(tools, ns.message, ns.terminate)
 		}
-		rs.lifecycle = [2]bool{canCreate, canMessage}
+		rs.lifecycle = lifecycleTools{create: canCreate, message: canMessage}
 	}
 	if len(tools) == 0 {
 		return reg, nil, nil

@@ -644,7 +644,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 
 // pausedRun makes a thread of B's for the agent and runs it until it waits on a call for the
 // reason given; it returns the thread and the call.
-func (w *isoWorld) pausedRun(t *testing.T, agentName, reason string) (string, string) {
+func (w *isoWorld) pausedRun(t *testing.T, agentName string, reason agent.Reason) (string, string) {
 	t.Helper()
 	var th struct {
 		ID string `json:"id"`
