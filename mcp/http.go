@@ -151,81 +151,98 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		lim.pool.idle = o.SessionTimeout
 		lim.pool.mu.Unlock()
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if why := guard.Check(r); why != "" {
-			http.Error(w, "Forbidden: "+why, http.StatusForbidden)
-			return
-		}
-		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
-			// Answered once the session's place is free again (see sessionLimiter.ends).
-			held := &heldResponse{header: w.Header()}
-			h.ServeHTTP(held, r)
-			lim.awaitRelease(r.Context(), id)
-			held.writeTo(w)
-			return
-		}
-		if r.Method != http.MethodPost {
-			h.ServeHTTP(w, r)
-			return
-		}
-		if r.Header.Get("Mcp-Session-Id") != "" {
-			head := &prefixBuffer{max: 64 << 10}
-			r.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.TeeReader(r.Body, head), r.Body}
-			ew := &rpcErrorWriter{ResponseWriter: w}
-			h.ServeHTTP(ew, r)
-			ew.finish(head.Bytes())
-			return
-		}
-		// Without a session id the SDK opens a session for the request, whatever it is: only
-		// initialize may do that, and only within the limits.
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-		if err != nil {
-			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if int64(len(body)) > maxBody {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sr := needsSession(r, body)
-		id := sr.id
-		if sr.discover {
-			writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound,
-				"server/discover: over HTTP this server speaks MCP with sessions (protocol versions up to 2025-11-25); "+
-					"send initialize, then the Mcp-Session-Id its answer carries with every request")
-			return
-		}
-		if sr.needs {
-			writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
-				"no session: this request needs the Mcp-Session-Id header of a session; send initialize without it first, "+
-					"then send the Mcp-Session-Id its answer carries with every request")
-			return
-		}
-		if !sr.opens {
-			// A request of the sessionless protocol: the SDK answers it without a session (it
-			// refuses the version), so it takes no place. (Taking one made a client's initialize, sent
-			// right after its discover was answered, find the place still taken: 503.)
-			h.ServeHTTP(w, r)
-			return
-		}
-		slot, refusal := lim.acquire(o.Owner(r))
-		if refusal != nil {
-			if secs := int(math.Ceil(o.SessionTimeout.Seconds())); secs > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(secs))
-			}
-			writeRPCError(w, refusal.status, id, CodeTooManySessions, refusal.message)
-			return
-		}
-		defer slot.settle()
-		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, slot))
+	return &httpDoor{h: h, guard: guard, lim: lim, o: o, maxBody: maxBody}
+}
+
+// httpDoor is MCP's streamable HTTP transport as this server serves it: the SDK's handler
+// behind the Host and Origin check, the session limits, and JSON-RPC answers to what the SDK
+// refuses in plain text.
+type httpDoor struct {
+	h       http.Handler
+	guard   hostcheck.Policy
+	lim     *sessionLimiter
+	o       HTTPOptions
+	maxBody int64
+}
+
+func (d *httpDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if why := d.guard.Check(r); why != "" {
+		http.Error(w, "Forbidden: "+why, http.StatusForbidden)
+		return
+	}
+	if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
+		// Answered once the session's place is free again (see sessionLimiter.ends).
+		held := &heldResponse{header: w.Header()}
+		d.h.ServeHTTP(held, r)
+		d.lim.awaitRelease(r.Context(), id)
+		held.writeTo(w)
+		return
+	}
+	if r.Method != http.MethodPost {
+		d.h.ServeHTTP(w, r)
+		return
+	}
+	if r.Header.Get("Mcp-Session-Id") != "" {
+		head := &prefixBuffer{max: 64 << 10}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(r.Body, head), r.Body}
 		ew := &rpcErrorWriter{ResponseWriter: w}
-		h.ServeHTTP(ew, r)
-		ew.finish(body)
-	})
+		d.h.ServeHTTP(ew, r)
+		ew.finish(head.Bytes())
+		return
+	}
+	d.open(w, r)
+}
+
+// open serves a POST without a session id, which makes the SDK open a session whatever it
+// holds: only initialize may, and only within the limits.
+func (d *httpDoor) open(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, d.maxBody+1))
+	if err != nil {
+		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if int64(len(body)) > d.maxBody {
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", d.maxBody), http.StatusRequestEntityTooLarge)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sr := needsSession(r, body)
+	id := sr.id
+	if sr.discover {
+		writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound,
+			"server/discover: over HTTP this server speaks MCP with sessions (protocol versions up to 2025-11-25); "+
+				"send initialize, then the Mcp-Session-Id its answer carries with every request")
+		return
+	}
+	if sr.needs {
+		writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
+			"no session: this request needs the Mcp-Session-Id header of a session; send initialize without it first, "+
+				"then send the Mcp-Session-Id its answer carries with every request")
+		return
+	}
+	if !sr.opens {
+		// A request of the sessionless protocol: the SDK answers it without a session (it
+		// refuses the version), so it takes no place. (Taking one made a client's initialize, sent
+		// right after its discover was answered, find the place still taken: 503.)
+		d.h.ServeHTTP(w, r)
+		return
+	}
+	slot, refusal := d.lim.acquire(d.o.Owner(r))
+	if refusal != nil {
+		if secs := int(math.Ceil(d.o.SessionTimeout.Seconds())); secs > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
+		writeRPCError(w, refusal.status, id, CodeTooManySessions, refusal.message)
+		return
+	}
+	defer slot.settle()
+	r = r.WithContext(context.WithValue(r.Context(), slotKey{}, slot))
+	ew := &rpcErrorWriter{ResponseWriter: w}
+	d.h.ServeHTTP(ew, r)
+	ew.finish(body)
 }
 
 // remoteIP is the default owner of a session: the client's IP address.

@@ -82,89 +82,95 @@ const maxChildrenListed = 10000
 
 func (s *Server) registerVariablesRequests(api huma.API) {
 	register(api, huma.Operation{OperationID: "list-thread-children", Method: http.MethodGet, Path: "/v1/threads/{id}/children",
-		Summary: "The thread's children registry: its sub-agents and prompt flows, oldest first"},
-		func(ctx context.Context, in *threadIDInput) (*threadChildrenOutput, error) {
-			info, err := s.thread(ctx, in.ID)
-			if err != nil {
-				return nil, err
-			}
-			kids, err := s.cfg.Store.Children(ctx, info.WorkspaceID, info.ID)
-			if err != nil {
-				return nil, apiError(err, "the children of thread "+info.ID)
-			}
-			if len(kids) > maxChildrenListed {
-				kids = kids[:maxChildrenListed]
-			}
-			out := &threadChildrenOutput{}
-			out.Body.Children = make([]ThreadChild, len(kids))
-			for i, k := range kids {
-				out.Body.Children[i] = ThreadChild{Ref: k.ID, Name: k.Name(), Agent: agent.CurrentAgent(k), Status: k.Status,
-					Blocking: k.Blocking, Resumable: k.Resumable}
-			}
-			return out, nil
-		})
+		Summary: "The thread's children registry: its sub-agents and prompt flows, oldest first"}, s.listChildren)
 	const path = "/v1/threads/{id}/variables/{name}"
 	register(api, huma.Operation{OperationID: "get-variables-request", Method: http.MethodGet, Path: path,
-		Summary: "The variables a deferred sub-agent waits for (the request of a subagent_env_required result)"},
-		func(ctx context.Context, in *variablesRequestInput) (*variablesRequestOutput, error) {
-			parent, err := s.parentThread(ctx, in.ID)
-			if err != nil {
-				return nil, err
-			}
-			d, err := s.p.Runner().Deferred(ctx, parent, in.Request)
-			if err != nil {
-				return nil, requestError(err, in.Request)
-			}
-			// Fix: the request's Missing is what subagent_create found missing; a value a POST
-			// stored since (the 400 missing_variables of a partial POST) was still listed,
-			// though Missing is "the variables still to provide".
-			if d, err = s.outstanding(ctx, parent, d); err != nil {
-				return nil, apiError(err, "variables request "+in.Request)
-			}
-			return &variablesRequestOutput{Body: variablesRequestOf(d)}, nil
-		})
+		Summary: "The variables a deferred sub-agent waits for (the request of a subagent_env_required result)"}, s.getVariablesRequest)
 	register(api, huma.Operation{OperationID: "provide-variables", Method: http.MethodPost, Path: path,
-		Summary: "Provide the variables a deferred sub-agent waits for; it starts at once", DefaultStatus: http.StatusAccepted},
-		func(ctx context.Context, in *provideVariablesInput) (*variablesRequestOutput, error) {
-			if _, err := s.member(ctx, "read threads but not provide variables"); err != nil {
-				return nil, err
-			}
-			parent, err := s.parentThread(ctx, in.ID)
-			if err != nil {
-				return nil, err
-			}
-			d, err := s.p.Runner().Deferred(ctx, parent, in.Request)
-			if err != nil {
-				return nil, requestError(err, in.Request)
-			}
-			if d.Started {
-				// Started already; if a process died before its run was queued, this queues it.
-				if _, err := s.p.Runner().StartDeferred(ctx, parent, in.Request); err != nil {
-					return nil, apiError(err, "sub-agent "+in.Request)
-				}
-				return nil, problemf(http.StatusConflict, CodeConflict, fmt.Sprintf("sub-agent %s has started already", d.RequestID))
-			}
-			if err := s.storeRequested(ctx, parent, d, in.Body.Values); err != nil {
-				return nil, err
-			}
-			missing, err := s.p.Runner().StartDeferred(ctx, parent, in.Request)
-			if err != nil {
-				return nil, apiError(err, "starting sub-agent "+in.Request)
-			}
-			if len(missing) > 0 {
-				names := make([]string, len(missing))
-				for i, v := range missing {
-					names[i] = v.Name
-				}
-				return nil, problemf(http.StatusBadRequest, CodeMissingVariables, "the values given are stored, but the sub-agent still needs "+
-					strings.Join(names, ", "), &ProblemField{Location: "body.values", Message: "provide " + strings.Join(names, ", ")})
-			}
-			d, err = s.p.Runner().Deferred(ctx, parent, in.Request)
-			if err != nil {
-				return nil, apiError(err, "sub-agent "+in.Request)
-			}
-			return &variablesRequestOutput{Body: variablesRequestOf(d)}, nil
-		})
+		Summary: "Provide the variables a deferred sub-agent waits for; it starts at once", DefaultStatus: http.StatusAccepted}, s.provideVariables)
+}
+
+// listChildren answers the thread's children registry.
+func (s *Server) listChildren(ctx context.Context, in *threadIDInput) (*threadChildrenOutput, error) {
+	info, err := s.thread(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	kids, err := s.cfg.Store.Children(ctx, info.WorkspaceID, info.ID)
+	if err != nil {
+		return nil, apiError(err, "the children of thread "+info.ID)
+	}
+	if len(kids) > maxChildrenListed {
+		kids = kids[:maxChildrenListed]
+	}
+	out := &threadChildrenOutput{}
+	out.Body.Children = make([]ThreadChild, len(kids))
+	for i, k := range kids {
+		out.Body.Children[i] = ThreadChild{Ref: k.ID, Name: k.Name(), Agent: agent.CurrentAgent(k), Status: k.Status,
+			Blocking: k.Blocking, Resumable: k.Resumable}
+	}
+	return out, nil
+}
+
+// getVariablesRequest answers the variables a deferred sub-agent waits for.
+func (s *Server) getVariablesRequest(ctx context.Context, in *variablesRequestInput) (*variablesRequestOutput, error) {
+	parent, err := s.parentThread(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.p.Runner().Deferred(ctx, parent, in.Request)
+	if err != nil {
+		return nil, requestError(err, in.Request)
+	}
+	// Fix: the request's Missing is what subagent_create found missing; a value a POST
+	// stored since (the 400 missing_variables of a partial POST) was still listed,
+	// though Missing is "the variables still to provide".
+	if d, err = s.outstanding(ctx, parent, d); err != nil {
+		return nil, apiError(err, "variables request "+in.Request)
+	}
+	return &variablesRequestOutput{Body: variablesRequestOf(d)}, nil
+}
+
+// provideVariables stores the values given for a deferred sub-agent and starts it.
+func (s *Server) provideVariables(ctx context.Context, in *provideVariablesInput) (*variablesRequestOutput, error) {
+	if _, err := s.member(ctx, "read threads but not provide variables"); err != nil {
+		return nil, err
+	}
+	parent, err := s.parentThread(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.p.Runner().Deferred(ctx, parent, in.Request)
+	if err != nil {
+		return nil, requestError(err, in.Request)
+	}
+	if d.Started {
+		// Started already; if a process died before its run was queued, this queues it.
+		if _, err := s.p.Runner().StartDeferred(ctx, parent, in.Request); err != nil {
+			return nil, apiError(err, "sub-agent "+in.Request)
+		}
+		return nil, problemf(http.StatusConflict, CodeConflict, fmt.Sprintf("sub-agent %s has started already", d.RequestID))
+	}
+	if err := s.storeRequested(ctx, parent, d, in.Body.Values); err != nil {
+		return nil, err
+	}
+	missing, err := s.p.Runner().StartDeferred(ctx, parent, in.Request)
+	if err != nil {
+		return nil, apiError(err, "starting sub-agent "+in.Request)
+	}
+	if len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, v := range missing {
+			names[i] = v.Name
+		}
+		return nil, problemf(http.StatusBadRequest, CodeMissingVariables, "the values given are stored, but the sub-agent still needs "+
+			strings.Join(names, ", "), &ProblemField{Location: "body.values", Message: "provide " + strings.Join(names, ", ")})
+	}
+	d, err = s.p.Runner().Deferred(ctx, parent, in.Request)
+	if err != nil {
+		return nil, apiError(err, "sub-agent "+in.Request)
+	}
+	return &variablesRequestOutput{Body: variablesRequestOf(d)}, nil
 }
 
 // outstanding narrows a deferred child's request to the variables that do not resolve on its
