@@ -22,11 +22,7 @@ type NewVersion struct {
 
 // Functions lists the workspace's functions, oldest first.
 func (p *Platform) Functions(ctx context.Context, a Actor) ([]*store.Function, error) {
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
-	fs, err := ent.Functions(ctx, a.WorkspaceID)
+	fs, err := p.cfg.Store.Functions(ctx, a.WorkspaceID)
 	if err != nil {
 		return nil, storeError(err, "the functions", "")
 	}
@@ -38,11 +34,7 @@ func (p *Platform) Function(ctx context.Context, a Actor, id string) (*store.Fun
 	if err := checkID("id", store.PrefixFunction, id); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
-	f, err := ent.Function(ctx, a.WorkspaceID, id)
+	f, err := p.cfg.Store.Function(ctx, a.WorkspaceID, id)
 	if err != nil {
 		return nil, storeError(err, "function "+id, "")
 	}
@@ -54,15 +46,11 @@ func (p *Platform) CreateFunction(ctx context.Context, a Actor, name string) (*s
 	if err := a.mayChange("read functions but not create them"); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
 	f := &store.Function{WorkspaceID: a.WorkspaceID, Name: name}
 	if err := f.Check(); err != nil {
 		return nil, invalid("name", err.Error())
 	}
-	if err := ent.CreateFunction(ctx, f); err != nil {
+	if err := p.cfg.Store.CreateFunction(ctx, f); err != nil {
 		return nil, storeError(err, "function "+f.Name, "name")
 	}
 	return f, nil
@@ -73,11 +61,7 @@ func (p *Platform) FunctionVersions(ctx context.Context, a Actor, id string) ([]
 	if err := checkID("id", store.PrefixFunction, id); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
-	vs, err := ent.FunctionVersions(ctx, a.WorkspaceID, id)
+	vs, err := p.cfg.Store.FunctionVersions(ctx, a.WorkspaceID, id)
 	if err != nil {
 		return nil, storeError(err, "function "+id, "")
 	}
@@ -143,18 +127,14 @@ func (p *Platform) ownFunction(ctx context.Context, a Actor, id string) (store.E
 	if err := checkID("id", store.PrefixFunction, id); err != nil {
 		return nil, nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, nil, err
-	}
-	f, err := ent.Function(ctx, a.WorkspaceID, id)
+	f, err := p.cfg.Store.Function(ctx, a.WorkspaceID, id)
 	if err != nil {
 		return nil, nil, storeError(err, "function "+id, "")
 	}
 	if f.WorkspaceID != a.WorkspaceID {
 		return nil, nil, &Error{Kind: Forbidden, Message: "function " + id + " is a system function: it cannot be changed"}
 	}
-	return ent, f, nil
+	return p.cfg.Store, f, nil
 }
 
 // checkVersion checks a version before it is stored: the code must parse (the interpreter's

@@ -67,26 +67,13 @@ type NewKey struct {
 	ExpiresAt *time.Time // nil: never
 }
 
-// apiKeys is the store's key storage, or Unavailable when it keeps none.
-func (p *Platform) apiKeys() (store.APIKeys, error) {
-	keys, ok := p.cfg.Store.(store.APIKeys)
-	if !ok {
-		return nil, &Error{Kind: Unavailable, Message: "this server's store keeps no API keys"}
-	}
-	return keys, nil
-}
-
 // Keys lists the workspace's API keys, newest first (their records, never the keys); admins
 // only.
 func (p *Platform) Keys(ctx context.Context, a Actor) ([]*store.APIKey, error) {
 	if err := a.mayAdminister("use the workspace but not list its keys"); err != nil {
 		return nil, err
 	}
-	keys, err := p.apiKeys()
-	if err != nil {
-		return nil, err
-	}
-	ks, err := keys.APIKeys(ctx, a.WorkspaceID)
+	ks, err := p.cfg.Store.APIKeys(ctx, a.WorkspaceID)
 	if err != nil {
 		return nil, storeError(err, "the keys", "")
 	}
@@ -99,21 +86,13 @@ func (p *Platform) CreateKey(ctx context.Context, a Actor, in NewKey) (*store.AP
 	if err := a.mayAdminister("use the workspace but not make keys"); err != nil {
 		return nil, "", err
 	}
-	keys, err := p.apiKeys()
-	if err != nil {
-		return nil, "", err
-	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, "", err
-	}
 	userID := cmp.Or(in.UserID, a.UserID)
 	if err := checkID("user_id", store.PrefixUser, userID); err != nil {
 		return nil, "", err
 	}
 	ws := a.WorkspaceID
 	// The store holds the same rules; checked here first to name the input at fault.
-	m, err := ent.Member(ctx, ws, userID)
+	m, err := p.cfg.Store.Member(ctx, ws, userID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", invalid("user_id", "user "+userID+" is not a member of this workspace")
 	}
@@ -126,11 +105,11 @@ func (p *Platform) CreateKey(ctx context.Context, a Actor, in NewKey) (*store.AP
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(time.Now()) {
 		return nil, "", invalid("expires_at", "the key would expire before it is made: want a time in the future")
 	}
-	if err := roomForKey(ctx, keys, ws); err != nil {
+	if err := roomForKey(ctx, p.cfg.Store, ws); err != nil {
 		return nil, "", err
 	}
 	k := &store.APIKey{WorkspaceID: ws, UserID: userID, Name: in.Name, Role: in.Role, ExpiresAt: in.ExpiresAt}
-	secret, err := IssueAPIKey(ctx, keys, k)
+	secret, err := IssueAPIKey(ctx, p.cfg.Store, k)
 	if err != nil {
 		return nil, "", storeError(err, "a key", "")
 	}
@@ -166,11 +145,7 @@ func (p *Platform) RevokeKey(ctx context.Context, a Actor, id string) (*store.AP
 	if err := checkID("id", store.PrefixAPIKey, id); err != nil {
 		return nil, err
 	}
-	keys, err := p.apiKeys()
-	if err != nil {
-		return nil, err
-	}
-	k, err := keys.RevokeAPIKey(ctx, a.WorkspaceID, id)
+	k, err := p.cfg.Store.RevokeAPIKey(ctx, a.WorkspaceID, id)
 	if err != nil {
 		return nil, storeError(err, "API key "+id, "")
 	}

@@ -35,14 +35,6 @@ func (p *Platform) CreateWorkspace(ctx context.Context, a Actor, name string, ti
 		return nil, nil, "", &Error{Kind: Forbidden, Message: "workspaces are created by the admins of the server's own workspace " +
 			"(the operator's: the key quiver serve printed at its first start, and the admin keys made in that workspace); ask the operator for one"}
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, nil, "", err
-	}
-	keys, err := p.apiKeys()
-	if err != nil {
-		return nil, nil, "", err
-	}
 	if a.UserID == "" {
 		return nil, nil, "", &Error{Kind: Forbidden, Message: "a new workspace is administered by the user of the key that creates it, and this server asks for no keys"}
 	}
@@ -52,14 +44,14 @@ func (p *Platform) CreateWorkspace(ctx context.Context, a Actor, name string, ti
 	}
 	// Three writes, not one transaction: a failure after the first leaves a workspace without
 	// members, which no key can reach; nothing else of it exists.
-	if err := ent.CreateWorkspace(ctx, w); err != nil {
+	if err := p.cfg.Store.CreateWorkspace(ctx, w); err != nil {
 		return nil, nil, "", storeError(err, "a workspace", "")
 	}
-	if err := ent.AddMember(ctx, &store.Membership{WorkspaceID: w.ID, UserID: a.UserID, Role: store.MemberRoleAdmin}); err != nil {
+	if err := p.cfg.Store.AddMember(ctx, &store.Membership{WorkspaceID: w.ID, UserID: a.UserID, Role: store.MemberRoleAdmin}); err != nil {
 		return nil, nil, "", storeError(err, "the admin of workspace "+w.ID, "")
 	}
 	k := &store.APIKey{WorkspaceID: w.ID, UserID: a.UserID, Name: "first admin key", Role: store.KeyRoleAdmin}
-	secret, err := IssueAPIKey(ctx, keys, k)
+	secret, err := IssueAPIKey(ctx, p.cfg.Store, k)
 	if err != nil {
 		return nil, nil, "", storeError(err, "the first key of workspace "+w.ID, "")
 	}
@@ -68,23 +60,22 @@ func (p *Platform) CreateWorkspace(ctx context.Context, a Actor, name string, ti
 
 // ownWorkspace checks a workspace id: only the actor's own workspace is there for it (any
 // other is not found, whether or not it exists).
-func (p *Platform) ownWorkspace(a Actor, id string) (store.Entities, error) {
+func ownWorkspace(a Actor, id string) error {
 	if err := checkID("id", store.PrefixWorkspace, id); err != nil {
-		return nil, err
+		return err
 	}
 	if id != a.WorkspaceID {
-		return nil, &Error{Kind: NotFound, Message: "no workspace " + id + " for this key"}
+		return &Error{Kind: NotFound, Message: "no workspace " + id + " for this key"}
 	}
-	return p.entities()
+	return nil
 }
 
 // WorkspaceRecord returns the actor's workspace, id.
 func (p *Platform) WorkspaceRecord(ctx context.Context, a Actor, id string) (*store.Workspace, error) {
-	ent, err := p.ownWorkspace(a, id)
-	if err != nil {
+	if err := ownWorkspace(a, id); err != nil {
 		return nil, err
 	}
-	w, err := ent.Workspace(ctx, id)
+	w, err := p.cfg.Store.Workspace(ctx, id)
 	if err != nil {
 		return nil, storeError(err, "workspace "+id, "")
 	}
@@ -97,8 +88,7 @@ func (p *Platform) UpdateWorkspace(ctx context.Context, a Actor, id string, c Wo
 	if err := a.mayAdminister("use the workspace but not administer it"); err != nil {
 		return nil, err
 	}
-	ent, err := p.ownWorkspace(a, id)
-	if err != nil {
+	if err := ownWorkspace(a, id); err != nil {
 		return nil, err
 	}
 	if user := c.DefaultRuntimeUserID; user.Set && user.Value != "" {
@@ -106,13 +96,13 @@ func (p *Platform) UpdateWorkspace(ctx context.Context, a Actor, id string, c Wo
 			return nil, err
 		}
 		// The same words for a user of another workspace and one who does not exist.
-		if _, err := ent.Member(ctx, id, user.Value); errors.Is(err, store.ErrNotFound) {
+		if _, err := p.cfg.Store.Member(ctx, id, user.Value); errors.Is(err, store.ErrNotFound) {
 			return nil, invalid("default_runtime_user_id", "user "+user.Value+" is not a member of this workspace: the default runtime user must be one")
 		} else if err != nil {
 			return nil, storeError(err, "the members of workspace "+id, "")
 		}
 	}
-	w, err := ent.UpdateWorkspace(ctx, id, a.UserID, func(w *store.Workspace) error {
+	w, err := p.cfg.Store.UpdateWorkspace(ctx, id, a.UserID, func(w *store.Workspace) error {
 		if c.Name != nil {
 			w.Name = *c.Name
 		}
@@ -140,17 +130,13 @@ func (p *Platform) UpdateWorkspace(ctx context.Context, a Actor, id string, c Wo
 
 // Members lists the workspace's members, oldest first.
 func (p *Platform) Members(ctx context.Context, a Actor) ([]Member, error) {
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
-	ms, err := ent.Members(ctx, a.WorkspaceID)
+	ms, err := p.cfg.Store.Members(ctx, a.WorkspaceID)
 	if err != nil {
 		return nil, storeError(err, "the members", "")
 	}
 	out := make([]Member, 0, len(ms))
 	for _, m := range ms {
-		u, err := ent.User(ctx, m.UserID)
+		u, err := p.cfg.Store.User(ctx, m.UserID)
 		if err != nil {
 			return nil, storeError(err, "user "+m.UserID, "")
 		}
@@ -164,26 +150,22 @@ func (p *Platform) AddMember(ctx context.Context, a Actor, email, name string, r
 	if err := a.mayAdminister("use the workspace but not administer its members"); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
 	normal, err := store.NormalizeEmail(email)
 	if err != nil {
 		return nil, invalid("email", "not an email address: want local@domain")
 	}
-	u, err := ent.UserByEmail(ctx, normal)
+	u, err := p.cfg.Store.UserByEmail(ctx, normal)
 	if errors.Is(err, store.ErrNotFound) {
 		u = &store.User{Email: strings.TrimSpace(email), Name: name}
-		if err = ent.CreateUser(ctx, u); errors.Is(err, store.ErrConflict) {
-			u, err = ent.UserByEmail(ctx, normal) // made meanwhile by another request
+		if err = p.cfg.Store.CreateUser(ctx, u); errors.Is(err, store.ErrConflict) {
+			u, err = p.cfg.Store.UserByEmail(ctx, normal) // made meanwhile by another request
 		}
 	}
 	if err != nil {
 		return nil, storeError(err, "the user "+normal, "email")
 	}
 	m := &store.Membership{WorkspaceID: a.WorkspaceID, UserID: u.ID, Role: cmp.Or(role, store.MemberRoleMember)}
-	if err := ent.AddMember(ctx, m); err != nil {
+	if err := p.cfg.Store.AddMember(ctx, m); err != nil {
 		return nil, storeError(err, "the membership of "+normal, "email")
 	}
 	return &Member{m, u}, nil
@@ -197,18 +179,14 @@ func (p *Platform) SetMemberRole(ctx context.Context, a Actor, userID string, ro
 	if err := checkID("user_id", store.PrefixUser, userID); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
-	if err := ent.SetMemberRole(ctx, a.WorkspaceID, userID, role); err != nil {
+	if err := p.cfg.Store.SetMemberRole(ctx, a.WorkspaceID, userID, role); err != nil {
 		return nil, storeError(err, "member "+userID, "role")
 	}
-	m, err := ent.Member(ctx, a.WorkspaceID, userID)
+	m, err := p.cfg.Store.Member(ctx, a.WorkspaceID, userID)
 	if err != nil {
 		return nil, storeError(err, "member "+userID, "")
 	}
-	u, err := ent.User(ctx, userID)
+	u, err := p.cfg.Store.User(ctx, userID)
 	if err != nil {
 		return nil, storeError(err, "user "+userID, "")
 	}
@@ -223,11 +201,7 @@ func (p *Platform) RemoveMember(ctx context.Context, a Actor, userID string) err
 	if err := checkID("user_id", store.PrefixUser, userID); err != nil {
 		return err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return err
-	}
-	if err := ent.RemoveMember(ctx, a.WorkspaceID, userID); err != nil {
+	if err := p.cfg.Store.RemoveMember(ctx, a.WorkspaceID, userID); err != nil {
 		return storeError(err, "member "+userID, "")
 	}
 	return nil

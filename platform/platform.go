@@ -22,14 +22,13 @@ import (
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
-	"github.com/quiverhq/quiver/thread"
 )
 
 // Config is what a Platform is assembled from. Store is required.
 type Config struct {
-	// Store keeps threads, messages and files and, when it implements store.Entities, the
-	// workspaces' stored tools.
-	Store thread.Store
+	// Store keeps threads, messages, files, workspaces, their stored tools, keys and
+	// variables.
+	Store store.Backend
 	// Registry holds the tools every workspace shares (built-in, configured and imported);
 	// quiver.Default when nil.
 	Registry *quiver.Registry
@@ -90,7 +89,7 @@ func New(cfg Config) (*Platform, error) {
 }
 
 // Store is the platform's store.
-func (p *Platform) Store() thread.Store { return p.cfg.Store }
+func (p *Platform) Store() store.Backend { return p.cfg.Store }
 
 // Registry holds the tools every workspace shares.
 func (p *Platform) Registry() *quiver.Registry { return p.cfg.Registry }
@@ -159,7 +158,7 @@ func (p *Platform) CreateThread(ctx context.Context, th *store.Thread, ag *agent
 func (p *Platform) JobsConfig() jobs.Config {
 	c := jobs.Config{Runner: p.runner, Agents: p.runnable, Logger: p.cfg.Logger}
 	// The retention purge (deleted tools whose tier has passed) runs with the background runs.
-	c.Entities, _ = p.cfg.Store.(store.Entities)
+	c.Entities = p.cfg.Store
 	return c
 }
 

@@ -103,15 +103,6 @@ type ToolQuery struct {
 // anyOutput is the output schema stored for a tool created without one: any result.
 var anyOutput = json.RawMessage("true")
 
-// entities is the store's entity storage, or Unavailable when it keeps none.
-func (p *Platform) entities() (store.Entities, error) {
-	ent, ok := p.cfg.Store.(store.Entities)
-	if !ok {
-		return nil, &Error{Kind: Unavailable, Message: "this server's store keeps no workspaces, tools or functions"}
-	}
-	return ent, nil
-}
-
 // checkID refuses an id that is not of the kind field takes: a fun_ id given for a tool is a
 // mistake worth naming, not a record to look for.
 func checkID(field, prefix, id string) error {
@@ -132,11 +123,7 @@ func (p *Platform) Tool(ctx context.Context, a Actor, id string) (*store.Tool, e
 	if err := checkID("id", store.PrefixTool, id); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
-	t, err := ent.Tool(ctx, a.WorkspaceID, id)
+	t, err := p.cfg.Store.Tool(ctx, a.WorkspaceID, id)
 	if err != nil {
 		return nil, storeError(err, "tool "+id, "")
 	}
@@ -145,10 +132,6 @@ func (p *Platform) Tool(ctx context.Context, a Actor, id string) (*store.Tool, e
 
 // ListTools returns a page of the workspace's stored tools, oldest first.
 func (p *Platform) ListTools(ctx context.Context, a Actor, q ToolQuery) (*store.ToolPage, error) {
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
 	if q.FunctionID != "" {
 		if err := checkID("function_id", store.PrefixFunction, q.FunctionID); err != nil {
 			return nil, err
@@ -162,6 +145,7 @@ func (p *Platform) ListTools(ctx context.Context, a Actor, q ToolQuery) (*store.
 		Target: q.Target, Name: q.Name, NamePrefix: q.NamePrefix, RequiresConfirmation: q.RequiresConfirmation,
 		Deleted: cmp.Or(q.Deleted, store.DeletedExclude), Limit: q.Limit, Cursor: q.Cursor,
 	}
+	var err error
 	if q.Agent != "" {
 		if f.Names, err = p.agentToolNames(ctx, a, q.Agent); err != nil {
 			return nil, err
@@ -177,7 +161,7 @@ func (p *Platform) ListTools(ctx context.Context, a Actor, q ToolQuery) (*store.
 		return nil, invalid("cursor", strings.TrimSuffix(err.Error(), ": "+store.ErrInvalid.Error())+
 			": pass the next_cursor of the page before, with the same filters")
 	}
-	page, err := ent.ListTools(ctx, f)
+	page, err := p.cfg.Store.ListTools(ctx, f)
 	if err != nil {
 		return nil, storeError(err, "the tool page", "")
 	}
@@ -217,10 +201,6 @@ func (p *Platform) CreateTool(ctx context.Context, a Actor, in NewTool) (*store.
 	if err := a.mayChange("read tools but not create them"); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
 	ws := a.WorkspaceID
 	t := &store.Tool{
 		WorkspaceID: ws, Name: in.Name, Description: in.Description, Target: in.Target,
@@ -232,19 +212,20 @@ func (p *Platform) CreateTool(ctx context.Context, a Actor, in NewTool) (*store.
 	if outDoc == nil {
 		outDoc = anyOutput
 	}
-	if err := p.checkTool(ctx, ent, a, t, nil, inDoc, outDoc); err != nil {
+	err := p.checkTool(ctx, p.cfg.Store, a, t, nil, inDoc, outDoc)
+	if err != nil {
 		return nil, err
 	}
 	// Everything is checked: the writes left can only fail on a race (a name taken
 	// meanwhile) or the store, and then leave at most unreferenced schemas, which are
 	// immutable and harmless.
-	if t.InputSchemaID, err = newSchema(ctx, ent, ws, inDoc); err != nil {
+	if t.InputSchemaID, err = newSchema(ctx, p.cfg.Store, ws, inDoc); err != nil {
 		return nil, err
 	}
-	if t.OutputSchemaID, err = newSchema(ctx, ent, ws, outDoc); err != nil {
+	if t.OutputSchemaID, err = newSchema(ctx, p.cfg.Store, ws, outDoc); err != nil {
 		return nil, err
 	}
-	if err := ent.CreateTool(ctx, t); err != nil {
+	if err := p.cfg.Store.CreateTool(ctx, t); err != nil {
 		return nil, storeToolError(err, "tool "+t.Name)
 	}
 	p.ToolsChanged(ctx, ws)
@@ -259,12 +240,8 @@ func (p *Platform) UpdateTool(ctx context.Context, a Actor, id string, c ToolCha
 	if err := checkID("id", store.PrefixTool, id); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
 	ws := a.WorkspaceID
-	before, err := ent.Tool(ctx, ws, id)
+	before, err := p.cfg.Store.Tool(ctx, ws, id)
 	if err != nil {
 		return nil, storeError(err, "tool "+id, "")
 	}
@@ -281,30 +258,30 @@ func (p *Platform) UpdateTool(ctx context.Context, a Actor, id string, c ToolCha
 	// workspace can serve.
 	inDoc, outDoc := []byte(c.InputSchema), []byte(c.OutputSchema)
 	if inDoc == nil {
-		if inDoc, err = storedSchema(ctx, ent, ws, before.InputSchemaID); err != nil {
+		if inDoc, err = storedSchema(ctx, p.cfg.Store, ws, before.InputSchemaID); err != nil {
 			return nil, err
 		}
 	}
 	if outDoc == nil {
-		if outDoc, err = storedSchema(ctx, ent, ws, before.OutputSchemaID); err != nil {
+		if outDoc, err = storedSchema(ctx, p.cfg.Store, ws, before.OutputSchemaID); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.checkTool(ctx, ent, a, after, before, inDoc, outDoc); err != nil {
+	if err := p.checkTool(ctx, p.cfg.Store, a, after, before, inDoc, outDoc); err != nil {
 		return nil, err
 	}
 	inID, outID := before.InputSchemaID, before.OutputSchemaID
 	if c.InputSchema != nil {
-		if inID, err = newSchema(ctx, ent, ws, c.InputSchema); err != nil {
+		if inID, err = newSchema(ctx, p.cfg.Store, ws, c.InputSchema); err != nil {
 			return nil, err
 		}
 	}
 	if c.OutputSchema != nil {
-		if outID, err = newSchema(ctx, ent, ws, c.OutputSchema); err != nil {
+		if outID, err = newSchema(ctx, p.cfg.Store, ws, c.OutputSchema); err != nil {
 			return nil, err
 		}
 	}
-	t, err := ent.UpdateTool(ctx, ws, id, a.UserID, func(t *store.Tool) error {
+	t, err := p.cfg.Store.UpdateTool(ctx, ws, id, a.UserID, func(t *store.Tool) error {
 		c.apply(t)
 		t.InputSchemaID, t.OutputSchemaID = inID, outID
 		return nil
@@ -325,11 +302,7 @@ func (p *Platform) DeleteTool(ctx context.Context, a Actor, id string, tier stor
 	if err := checkID("id", store.PrefixTool, id); err != nil {
 		return nil, err
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return nil, err
-	}
-	t, err := ent.DeleteTool(ctx, a.WorkspaceID, id, tier)
+	t, err := p.cfg.Store.DeleteTool(ctx, a.WorkspaceID, id, tier)
 	if err != nil {
 		return nil, storeError(err, "tool "+id, "")
 	}

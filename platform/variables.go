@@ -29,15 +29,6 @@ type NewValue struct {
 	Scoped bool // flows down to the thread's descendants (a thread's values only)
 }
 
-// variables is the store's variable storage, or Unavailable when it keeps none.
-func (p *Platform) variables() (store.Variables, error) {
-	vs, ok := p.cfg.Store.(store.Variables)
-	if !ok {
-		return nil, &Error{Kind: Unavailable, Message: "this server's store keeps no variables"}
-	}
-	return vs, nil
-}
-
 // owner checks that o is there for the actor to verb (read, set, remove), and says how to
 // name it in refusals.
 func (p *Platform) owner(ctx context.Context, a Actor, o Owner, verb string) (string, error) {
@@ -76,11 +67,7 @@ func (p *Platform) checkUserOwner(ctx context.Context, a Actor, id, verb string)
 			return err
 		}
 	}
-	ent, err := p.entities()
-	if err != nil {
-		return err
-	}
-	if _, err := ent.Member(ctx, a.WorkspaceID, id); errors.Is(err, store.ErrNotFound) {
+	if _, err := p.cfg.Store.Member(ctx, a.WorkspaceID, id); errors.Is(err, store.ErrNotFound) {
 		return fail(NotFound, "id", "user "+id+" is not a member of this workspace")
 	} else if err != nil {
 		return storeError(err, "member "+id, "")
@@ -90,15 +77,11 @@ func (p *Platform) checkUserOwner(ctx context.Context, a Actor, id, verb string)
 
 // Variables lists the values set on the owner (not those it inherits), secrets sealed.
 func (p *Platform) Variables(ctx context.Context, a Actor, o Owner) ([]*store.Variable, error) {
-	vs, err := p.variables()
-	if err != nil {
-		return nil, err
-	}
 	what, err := p.owner(ctx, a, o, "read")
 	if err != nil {
 		return nil, err
 	}
-	stored, err := vs.Variables(ctx, a.WorkspaceID, o.Layer, o.ID)
+	stored, err := p.cfg.Store.Variables(ctx, a.WorkspaceID, o.Layer, o.ID)
 	if err != nil {
 		return nil, storeError(err, "the variables of "+what, "")
 	}
@@ -111,10 +94,6 @@ func (p *Platform) SetVariable(ctx context.Context, a Actor, o Owner, v NewValue
 	if err := a.mayChange("read variables but not set them"); err != nil {
 		return nil, err
 	}
-	vs, err := p.variables()
-	if err != nil {
-		return nil, err
-	}
 	what, err := p.owner(ctx, a, o, "set")
 	if err != nil {
 		return nil, err
@@ -122,7 +101,7 @@ func (p *Platform) SetVariable(ctx context.Context, a Actor, o Owner, v NewValue
 	if v.Scoped && o.Layer != store.LayerThread {
 		return nil, invalid("scoped", "only a thread's values can be scoped: leave it out (or false)")
 	}
-	r := &vars.Resolver{Threads: p.cfg.Store, Values: vs}
+	r := &vars.Resolver{Threads: p.cfg.Store, Values: p.cfg.Store}
 	if p.cfg.Resolver != nil {
 		r.Keys = p.cfg.Resolver.Keys
 	}
@@ -133,7 +112,7 @@ func (p *Platform) SetVariable(ctx context.Context, a Actor, o Owner, v NewValue
 	if err := r.Set(ctx, a.WorkspaceID, quiver.Layer(o.Layer), o.ID, value); err != nil {
 		return nil, storeError(err, "variable "+v.Name+" of "+what, "")
 	}
-	stored, err := vs.Variables(ctx, a.WorkspaceID, o.Layer, o.ID)
+	stored, err := p.cfg.Store.Variables(ctx, a.WorkspaceID, o.Layer, o.ID)
 	if err != nil {
 		return nil, storeError(err, "the variables of "+what, "")
 	}
@@ -151,15 +130,11 @@ func (p *Platform) DeleteVariable(ctx context.Context, a Actor, o Owner, name st
 	if err := a.mayChange("read variables but not remove them"); err != nil {
 		return err
 	}
-	vs, err := p.variables()
-	if err != nil {
-		return err
-	}
 	what, err := p.owner(ctx, a, o, "remove")
 	if err != nil {
 		return err
 	}
-	err = vs.DeleteVariable(ctx, a.WorkspaceID, o.Layer, o.ID, name)
+	err = p.cfg.Store.DeleteVariable(ctx, a.WorkspaceID, o.Layer, o.ID, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return fail(NotFound, "name", what+" has no variable "+name)
 	}

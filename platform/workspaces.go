@@ -112,13 +112,7 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 	if !w.stale.Load() && time.Now().UnixNano()-w.checked.Load() <= int64(recheck) {
 		return // another caller refreshed it while this one waited
 	}
-	ent, ok := p.cfg.Store.(store.Entities)
-	if !ok {
-		w.stale.Store(false)
-		w.loaded.Store(true)
-		w.checked.Store(time.Now().UnixNano())
-		return
-	}
+	ent := p.cfg.Store
 	// A caller that is cancelled must not leave the workspace half-checked for the others.
 	ctx = context.WithoutCancel(ctx)
 	wasStale := w.stale.Swap(false)

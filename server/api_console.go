@@ -56,10 +56,8 @@ func (s *Server) registerConsoleAPI(api huma.API) {
 			if !ok || s.cfg.Auth == nil {
 				out.Role = store.KeyRoleAdmin // a server without keys lets anyone do anything
 			}
-			if ent, ok := s.cfg.Store.(store.Entities); ok {
-				if w, err := ent.Workspace(ctx, out.WorkspaceID); err == nil {
-					out.WorkspaceName = w.Name
-				}
+			if w, err := s.cfg.Store.Workspace(ctx, out.WorkspaceID); err == nil {
+				out.WorkspaceName = w.Name
 			}
 			return &sessionOutput{Body: out}, nil
 		})

@@ -26,12 +26,7 @@ import (
 )
 
 // entStore is what the entity endpoints need of a store; both backends provide it.
-type entStore interface {
-	store.Store
-	store.Entities
-	store.APIKeys
-	store.Files
-}
+type entStore = store.Backend
 
 // schemaCounter counts the schemas stored, to show that a refused request stores none.
 type schemaCounter struct {

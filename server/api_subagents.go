@@ -226,11 +226,7 @@ func (s *Server) storeRequested(ctx context.Context, parent *thread.Thread, d *a
 	if len(values) == 0 || len(values) > maxRequestValues {
 		return fieldError(http.StatusBadRequest, "body.values", fmt.Sprintf("give 1 to %d values, by name", maxRequestValues))
 	}
-	vs, err := s.variables()
-	if err != nil {
-		return err
-	}
-	r := &vars.Resolver{Threads: s.cfg.Store, Values: vs, Keys: s.secretKeys()}
+	r := &vars.Resolver{Threads: s.cfg.Store, Values: s.cfg.Store, Keys: s.secretKeys()}
 	names := make([]string, 0, len(values))
 	for n := range values {
 		names = append(names, n)
@@ -272,13 +268,4 @@ func variablesRequestOf(d *agent.DeferredChild) *VariablesRequest {
 		out.Missing = append(out.Missing, RequestedVariable{Name: v.Name, Secret: v.Type == quiver.VarSecret, Description: v.Description})
 	}
 	return out
-}
-
-// variables is the store's variable storage, or a 503 when the store has none.
-func (s *Server) variables() (store.Variables, error) {
-	vs, ok := s.cfg.Store.(store.Variables)
-	if !ok {
-		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server's store keeps no variables")
-	}
-	return vs, nil
 }

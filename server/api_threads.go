@@ -158,20 +158,7 @@ func (s *Server) registerThreadFiles(api huma.API) {
 	}
 }
 
-// files is the store's thread file system, or a 503 when the store has none.
-func (s *Server) files() (store.Files, error) {
-	fs, ok := s.cfg.Store.(store.Files)
-	if !ok {
-		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server's store keeps no thread files")
-	}
-	return fs, nil
-}
-
 func (s *Server) listThreadFiles(ctx context.Context, in *threadFilesInput) (*threadFilesOutput, error) {
-	fs, err := s.files()
-	if err != nil {
-		return nil, err
-	}
 	th, err := s.thread(ctx, in.ID)
 	if err != nil {
 		return nil, err
@@ -179,7 +166,7 @@ func (s *Server) listThreadFiles(ctx context.Context, in *threadFilesInput) (*th
 	if err := filePathError("query.path", in.Path); err != nil {
 		return nil, err
 	}
-	top, err := fs.Stat(ctx, th.WorkspaceID, th.ID, in.Path)
+	top, err := s.cfg.Store.Stat(ctx, th.WorkspaceID, th.ID, in.Path)
 	if err != nil {
 		return nil, storeFieldError(err, "file "+in.Path+" of thread "+th.ID, "query.path")
 	}
@@ -189,7 +176,7 @@ func (s *Server) listThreadFiles(ctx context.Context, in *threadFilesInput) (*th
 		out.Body.Files = append(out.Body.Files, top)
 		return out, nil
 	}
-	w := fileWalk{fs: fs, ws: th.WorkspaceID, thread: th.ID, limit: in.Limit, out: out.Body.Files}
+	w := fileWalk{fs: s.cfg.Store, ws: th.WorkspaceID, thread: th.ID, limit: in.Limit, out: out.Body.Files}
 	if err := w.dir(ctx, in.Path); err != nil && !errors.Is(err, errWalkFull) {
 		return nil, apiError(err, "the files of thread "+th.ID)
 	}
@@ -248,10 +235,6 @@ func filePathError(loc, p string) error {
 }
 
 func (s *Server) getThreadFile(ctx context.Context, in *threadFileInput) (*threadFileOutput, error) {
-	fs, err := s.files()
-	if err != nil {
-		return nil, err
-	}
 	th, err := s.thread(ctx, in.ID)
 	if err != nil {
 		return nil, err
@@ -262,7 +245,7 @@ func (s *Server) getThreadFile(ctx context.Context, in *threadFileInput) (*threa
 	}
 	// One read, of exactly the stored file: its size is capped by the store
 	// (FileLimits.MaxFileBytes) when it is written.
-	data, fi, err := fs.ReadFile(ctx, th.WorkspaceID, th.ID, p)
+	data, fi, err := s.cfg.Store.ReadFile(ctx, th.WorkspaceID, th.ID, p)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, fieldError(http.StatusNotFound, "path.path", "thread "+th.ID+" has no file "+p)

@@ -59,7 +59,7 @@ type Config struct {
 	Platform *platform.Platform
 	// Store records every call; the workspace is created in it when missing and the store
 	// implements store.Entities. Platform's store when Platform is set.
-	Store thread.Store
+	Store store.Backend
 	// JournalDir, when set, is a directory for a journal (store/journal) in front of Store:
 	// each call's record is written there (one write to a local file, which survives a crash
 	// of the process) before the client gets its answer, and the journal's writer stores the
@@ -406,10 +406,7 @@ func WithOAuthRedirect(remotes []mcp.Remote, baseURL string) []mcp.Remote {
 }
 
 func (s *Server) ensureWorkspace(ctx context.Context) error {
-	ent, ok := s.cfg.Store.(store.Entities)
-	if !ok {
-		return nil
-	}
+	ent := s.cfg.Store
 	if _, err := ent.Workspace(ctx, s.cfg.WorkspaceID); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -576,7 +573,7 @@ func (s *Server) Flush(ctx context.Context) error {
 // New attachments are stored in the thread's file system first (when the store has one) and
 // the result refers to them. Calls without a thread in their scope are not recorded.
 type Recorder struct {
-	Store store.Store
+	Store thread.Store // the thread's messages and, for attachments, its files
 	// Journal, when set, takes the messages instead of Store: RecordResult returns once they
 	// are in the journal, and the journal's writer stores them in Store (see store/journal).
 	// Attachments still go to Store's file system first.
@@ -620,10 +617,8 @@ func (r *Recorder) messages(ctx context.Context, scope quiver.Scope, c *quiver.C
 	if call.ID == "" {
 		call.ID = store.NewID("call")
 	}
-	if files, ok := r.Store.(store.Files); ok {
-		if err := thread.StoreAttachments(ctx, files, scope.WorkspaceID, scope.ThreadID, res); err != nil {
-			return nil, nil, err
-		}
+	if err := thread.StoreAttachments(ctx, r.Store, scope.WorkspaceID, scope.ThreadID, res); err != nil {
+		return nil, nil, err
 	}
 	tr, err := thread.ToolResult(res)
 	if err != nil {

@@ -566,16 +566,23 @@ func (f *ToolFilter) DecodeCursor() (c ToolCursor, ok bool, err error) {
 	return ToolCursor{CreatedAt: at, ID: string(b[17:])}, true, nil
 }
 
-// Entities is the storage of workspaces, users, memberships, schemas, functions and tools (E1
-// to E6). Both backends implement it beside Store. Every read and write of a workspace's
+// Entities is the storage of workspaces, users, memberships, schemas, functions and tools.
+// Every backend implements it beside Store. Every read and write of a workspace's
 // records names the workspace, and a record of another workspace is ErrNotFound. System
 // records (tools, functions, schemas without a workspace) are read with workspace "" and can
 // also be read (never written) through any workspace.
 //
-// Authorisation in general belongs to the API layer; the store itself enforces the rules of
-// E3: system tools are never edited or deleted, and only an admin sets a runtime user, who
+// Authorisation in general belongs to the API layer; the store itself enforces the tools'
+// rules: system tools are never edited or deleted, and only an admin sets a runtime user, who
 // must be a member.
 type Entities interface {
+	Directory
+	FunctionStore
+	ToolStore
+}
+
+// Directory stores workspaces, users and who is a member of which workspace with what role.
+type Directory interface {
 	// CreateWorkspace stores a new workspace, setting ID (when empty), RetentionTier (when
 	// empty) and the times. DefaultRuntimeUserID must be empty: add members first, then set it
 	// with UpdateWorkspace.
@@ -609,7 +616,10 @@ type Entities interface {
 	// user who is the workspace's default runtime user or the runtime user of an active tool
 	// (change those first).
 	RemoveMember(ctx context.Context, workspaceID, userID string) error
+}
 
+// FunctionStore stores schemas, functions and their versions.
+type FunctionStore interface {
 	// CreateSchema stores a schema (content: a JSON object or boolean), setting ID (when
 	// empty) and CreatedAt.
 	CreateSchema(ctx context.Context, s *Schema) error
@@ -636,7 +646,10 @@ type Entities interface {
 	// SetDefaultVersion makes versionID, a version of the function, its default, and returns
 	// the function.
 	SetDefaultVersion(ctx context.Context, workspaceID, functionID, versionID string) (*Function, error)
+}
 
+// ToolStore stores workspaces' tools, their soft deletion and purge.
+type ToolStore interface {
 	// CreateTool stores a new tool, setting ID (when empty) and the times; it must be active
 	// (no DeletedAt). See Tool.Check for the rules it must follow by itself; besides, its
 	// function, pinned version and schemas must be ones the workspace can use (ErrNotFound),

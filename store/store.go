@@ -146,8 +146,21 @@ type Page struct {
 	Limit  int // 1 to 1000; 0 means 100
 }
 
-// Store is the persistence every backend provides.
+// Store is the persistence of threads every backend provides: each role below, which a
+// component that needs only one takes by itself.
 type Store interface {
+	Threads
+	MessageLog
+	Queue
+	ThreadState
+	Decisions
+	RunLog
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Threads stores threads: their identity, tags, status and execution state.
+type Threads interface {
 	// CreateThread stores a new thread; the store sets ID (when empty), CreatedAt and
 	// UpdatedAt. A ParentID must name a thread of the same workspace.
 	CreateThread(ctx context.Context, t *Thread) error
@@ -167,7 +180,10 @@ type Store interface {
 	// that this method did not return for the same workspace and filter, and a filter that
 	// PrepareThreadList refuses, are ErrInvalid.
 	Threads(ctx context.Context, workspaceID string, f ThreadFilter) (threads []*Thread, next string, err error)
+}
 
+// MessageLog is a thread's history: messages appended in order, each tool call answered once.
+type MessageLog interface {
 	// Append adds messages to the end of a thread in one transaction, assigning ID, Seq and
 	// CreatedAt. A tool message must answer a call of an earlier assistant message of the
 	// thread (ErrInvalid otherwise), and a call is answered once: a second result for the same
@@ -183,7 +199,10 @@ type Store interface {
 	// the result. Only Content may change, and only for system, user and assistant messages:
 	// a tool message's result is written once (ErrInvalid otherwise).
 	UpdateMessage(ctx context.Context, workspaceID, threadID, messageID string, fn func(*Message) error) (*Message, error)
+}
 
+// Queue holds messages for a thread's next step.
+type Queue interface {
 	// Enqueue queues messages for the thread's next step (a message sent while a run is in
 	// its step, a non-blocking child's result), setting their ID (when empty) and CreatedAt.
 	// Only system, user and assistant messages without tool calls may be queued (ErrInvalid).
@@ -197,7 +216,11 @@ type Store interface {
 	// transaction, in the order they were queued, and returns them as appended (none: an
 	// empty slice). A queued message is appended exactly once.
 	AppendQueued(ctx context.Context, workspaceID, threadID string) ([]*Message, error)
+}
 
+// ThreadState is a thread's state object and its instances, written with the messages that
+// change them.
+type ThreadState interface {
 	// AppendState appends msgs as Append does and applies w to the thread's state (see
 	// StateWrite) in the same transaction: both are stored or neither. A write the state
 	// cannot take (a path already written, a path through a value that is not an object, an
@@ -214,21 +237,34 @@ type Store interface {
 	// already are kept as they are. A name CheckInstance refuses is ErrInvalid, and more than
 	// MaxInstances in all ErrTooLarge; nothing is added then.
 	AddInstances(ctx context.Context, workspaceID, threadID string, names ...string) error
+}
 
+// Decisions are people's answers to calls that require confirmation.
+type Decisions interface {
 	// Decide records a person's decision on a pending call that requires confirmation,
 	// setting DecidedAt. The call must be one the thread asked for that has no result
 	// (ErrInvalid), and it is decided once: a second decision fails with ErrDecided.
 	Decide(ctx context.Context, workspaceID, threadID string, d *Decision) error
 	// Decisions returns the decisions on the thread's calls, in the order they were made.
 	Decisions(ctx context.Context, workspaceID, threadID string) ([]*Decision, error)
+}
 
+// RunLog is a thread's log: what the runtime or a tool keeps beside the conversation.
+type RunLog interface {
 	// Log appends an entry to the thread's log, setting Seq and Time (when zero).
 	Log(ctx context.Context, workspaceID, threadID string, e *LogEntry) error
 	// Logs returns a page of the thread's log, oldest first, paged like Messages.
 	Logs(ctx context.Context, workspaceID, threadID string, page Page) ([]*LogEntry, error)
+}
 
-	// Close releases the store's resources.
-	Close() error
+// Backend is everything a database backend provides (store/sqlite, store/postgres,
+// store/memstore): what an application that serves every door is assembled on.
+type Backend interface {
+	Store
+	Files
+	Entities
+	APIKeys
+	Variables
 }
 
 // AppendOp is one append of a batch: messages for the end of a thread, as Store.Append takes

@@ -145,9 +145,7 @@ type VariableLookup struct {
 // opens them, the same way for every backend) and are returned sealed. A value of one
 // workspace is never read, changed or deleted through another workspace.
 //
-// Backends implement it next to Store; a caller holding a Store asserts it:
-//
-//	vs, ok := s.(store.Variables)
+// Every backend implements it next to Store (see Backend).
 type Variables interface {
 	// SetVariable creates or replaces the value of name for the owner. A thread value needs a
 	// thread of the workspace (ErrNotFound otherwise); values breaking CheckVariable are
