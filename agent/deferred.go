@@ -14,13 +14,18 @@ import (
 )
 
 // A child whose required variables do not resolve waits, deferred, for someone to provide
-// them (A7): subagent_create answers with the error subagent_env_required naming a request,
-// which is the child's own thread id, and the endpoint that shows and takes the values. The
-// child's first message waits in its spawn record until then.
+// them: subagent_create answers with the error subagent_env_required naming a request, which
+// is the child's own thread id, and where the values are shown and taken. The child's first
+// message waits in its spawn record until then.
 
-// variablesEndpoint is where a deferred child's variables are provided.
-func variablesEndpoint(parentID, requestID string) string {
-	return "/v1/threads/" + parentID + "/variables/" + requestID
+// whereToProvide says where the variables of request (a deferred child of parent) are
+// provided: the request and, when the runner knows one, the place that takes them.
+func (r *Runner) whereToProvide(parentID, requestID string) (endpoint, words string) {
+	if r.VariablesRequestURL == nil {
+		return "", "request " + requestID
+	}
+	endpoint = r.VariablesRequestURL(parentID, requestID)
+	return endpoint, "GET or POST " + endpoint + ", request " + requestID
 }
 
 // missingFor lists the required variables a's prompt declares that do not resolve on child.
@@ -45,8 +50,9 @@ func (r *Runner) missingFor(ctx context.Context, child *thread.Thread, a *Agent)
 	return nil, err
 }
 
-// defer_ records that child waits for variables and returns the subagent_env_required result.
-func (r *Runner) defer_(ctx context.Context, parent, child *thread.Thread, missing []quiver.Variable, message string, paths []string) (any, error) {
+// deferChild records that child waits for variables and returns the subagent_env_required
+// result.
+func (r *Runner) deferChild(ctx context.Context, parent, child *thread.Thread, missing []quiver.Variable, message string, paths []string) (any, error) {
 	text, err := handOver(ctx, parent, child, message, paths)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -64,12 +70,15 @@ func (r *Runner) defer_(ctx context.Context, parent, child *thread.Thread, missi
 	}); err != nil {
 		return nil, err
 	}
-	endpoint := variablesEndpoint(parent.ID(), child.ID())
-	v, _ := json.Marshal(map[string]any{"request_id": child.ID(), "endpoint": endpoint, "missing": varNames(missing)})
+	endpoint, where := r.whereToProvide(parent.ID(), child.ID())
+	value := map[string]any{"request_id": child.ID(), "missing": varNames(missing)}
+	if endpoint != "" {
+		value["endpoint"] = endpoint
+	}
+	v, _ := json.Marshal(value)
 	return &quiver.Result{Status: quiver.StatusError, Code: CodeSubagentEnvRequired, Value: v,
 		Error: fmt.Sprintf("sub-agent %s (%s) cannot start: required variables %s are not set. Ask the person to provide them "+
-			"(GET or POST %s, request %s); it starts as soon as they are.", child.Info().AgentID, child.ID(),
-			strings.Join(varNames(missing), ", "), endpoint, child.ID())}, nil
+			"(%s); it starts as soon as they are.", child.Info().AgentID, child.ID(), strings.Join(varNames(missing), ", "), where)}, nil
 }
 
 // DeferredChild is a child waiting for variables, as the variables endpoint shows it.

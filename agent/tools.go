@@ -394,7 +394,7 @@ func (r *Runner) subagentCreate(ctx context.Context, cfgs []Subagent, argSchemas
 	if missing, err := r.missingFor(ctx, child, a); err != nil {
 		return nil, err
 	} else if len(missing) > 0 {
-		return r.defer_(ctx, parent, child, missing, message, in.Attachments)
+		return r.deferChild(ctx, parent, child, missing, message, in.Attachments)
 	}
 	if err := startChild(ctx, parent, child, message, in.Attachments, false); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -501,8 +501,9 @@ func (r *Runner) subagentMessage(ctx context.Context, cfgs []Subagent, args json
 	}
 	st := ReadState(ptr(child.Info()))
 	if st.Spawn != nil && len(st.Spawn.Deferred) > 0 {
-		return quiver.Errorf(CodeSubagentEnvRequired, "sub-agent %s waits for variables %v; provide them at %s", child.ID(),
-			varNames(st.Spawn.Deferred), variablesEndpoint(parent.ID(), child.ID())), nil
+		_, where := r.whereToProvide(parent.ID(), child.ID())
+		return quiver.Errorf(CodeSubagentEnvRequired, "sub-agent %s waits for variables %v; provide them (%s)", child.ID(),
+			varNames(st.Spawn.Deferred), where), nil
 	}
 	text, err := handOver(ctx, parent, child, in.Message, in.Attachments)
 	if err != nil {

@@ -1107,6 +1107,7 @@ func TestOptionalResumableAmongEnabled(t *testing.T) {
 func TestDeferredSubagent(t *testing.T) {
 	backends(t, func(t *testing.T, st treeStore) {
 		f := moreTree(t, st)
+		f.r.VariablesRequestURL = func(parent, request string) string { return "/v1/threads/" + parent + "/variables/" + request }
 		res := f.resolver(t, true)
 		f.agent(&agent.Agent{Name: "repo_bot", Type: agent.DualAI, Prompt: &agent.Prompt{Name: "repo_bot",
 			Variables: quiver.Variables{{Name: "REPO_TOKEN", Type: quiver.VarText, Required: true, Scoped: true, Description: "A token."}}}})

@@ -132,7 +132,7 @@ func roomForKey(ctx context.Context, keys store.APIKeys, ws string) error {
 	}
 	if working >= MaxKeysPerWorkspace {
 		return &Error{Kind: Conflict, Message: fmt.Sprintf(
-			"the workspace has %d working API keys, the most it may: revoke one first (DELETE /v1/keys/{id})", working)}
+			"the workspace has %d working API keys, the most it may: revoke one first", working)}
 	}
 	return nil
 }

@@ -43,6 +43,9 @@ type Config struct {
 	Model model.Model
 	// OpenModel opens the model a prompt names; nil means model.Open.
 	OpenModel func(spec string) (model.Model, error)
+	// VariablesRequestURL names where the variables a deferred sub-agent waits for are
+	// provided (server.VariablesRequestPath when the platform serves the API); nil names none.
+	VariablesRequestURL func(parentID, requestID string) string
 	// FunctionLimits bound each call of a workspace's stored JavaScript tools;
 	// jsfunc.DefaultLimits when zero.
 	FunctionLimits jsfunc.Limits
@@ -81,7 +84,7 @@ func New(cfg Config) (*Platform, error) {
 		p.logger = slog.Default()
 	}
 	p.runner = &agent.Runner{Store: cfg.Store, Registry: cfg.Registry, Registries: p.registry, Model: cfg.Model,
-		OpenModel: cfg.OpenModel, Catalog: cfg.Catalog, Logger: cfg.Logger}
+		OpenModel: cfg.OpenModel, Catalog: cfg.Catalog, Logger: cfg.Logger, VariablesRequestURL: cfg.VariablesRequestURL}
 	if cfg.Resolver != nil {
 		p.runner.Resolver, p.runner.Variables = cfg.Resolver, cfg.Resolver
 	}

@@ -133,7 +133,7 @@ func (p *Platform) StartRun(ctx context.Context, a Actor, threadID, agentName, m
 	}
 	id, err := j.Start(ctx, jobs.RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: threadID, Agent: agentName, Message: message})
 	if errors.Is(err, jobs.ErrRunQueued) {
-		return nil, &Error{Kind: RunQueued, Message: "thread " + threadID + " has a run queued or running; wait for it to end (GET /v1/threads/" + threadID + "/events says when)", Cause: err}
+		return nil, &Error{Kind: RunQueued, Message: "thread " + threadID + " has a run queued or running; wait for it to end (the thread's events say when)", Cause: err}
 	}
 	if err != nil {
 		return nil, storeError(err, "a run", "")

@@ -405,7 +405,7 @@ func checkTarget(ctx context.Context, ent store.Entities, t *store.Tool) error {
 	}
 	if t.FunctionVersionID == "" {
 		if f.DefaultVersionID == "" {
-			return invalid("function_id", "function "+f.ID+" has no version yet: add one (POST /v1/functions/"+f.ID+"/versions) before a tool runs it")
+			return invalid("function_id", "function "+f.ID+" has no version yet: add one before a tool runs it")
 		}
 		return nil
 	}

@@ -72,7 +72,7 @@ type threadOutput struct {
 	Body *threadView
 }
 
-// threadView is a thread with its state (SPEC M2, M3): what calls wrote with _outputPath.
+// threadView is a thread with its state: what calls wrote with _outputPath.
 type threadView struct {
 	store.Thread
 	Data      json.RawMessage            `json:"data" doc:"The thread's state object: what calls wrote into it with _outputPath (the runtime's own record of the run is state)."`
@@ -156,23 +156,19 @@ func (s *Server) registerCalls(api huma.API) {
 	register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
 		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread"},
 		func(ctx context.Context, in *callInput) (*callOutput, error) {
-			p, err := s.member(ctx, "list the tools but not call them")
+			scope, err := s.p.CallScope(ctx, s.actor(ctx), in.Body.ThreadID)
 			if err != nil {
-				return nil, err
+				return nil, problem(err, "body")
 			}
-			threadID, err := s.apiThread(ctx, in.Body.ThreadID, p.UserID)
-			if err != nil {
-				return nil, err
-			}
-			ctx = quiver.WithDoor(quiver.WithScope(ctx, quiver.Scope{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, ThreadID: threadID}), quiver.DoorHTTP)
-			r, err := s.tenant(ctx, s.workspaceID(ctx)).disp.Dispatch(ctx, quiver.Call{ID: ids.New("call"), Name: in.Name, Args: in.Body.Args})
+			ctx = quiver.WithDoor(quiver.WithScope(ctx, scope), quiver.DoorHTTP)
+			r, err := s.tenant(ctx, scope.WorkspaceID).disp.Dispatch(ctx, quiver.Call{ID: ids.New("call"), Name: in.Name, Args: in.Body.Args})
 			if err != nil {
 				// The call ran but its record failed: the result still goes back, and the
 				// operator is told.
 				s.logger.ErrorContext(ctx, "server: recording an API call", "tool", in.Name, "err", err)
 			}
 			out := &callOutput{}
-			out.Body.ThreadID, out.Body.Result = threadID, r
+			out.Body.ThreadID, out.Body.Result = scope.ThreadID, r
 			return out, nil
 		})
 }
@@ -181,41 +177,19 @@ func (s *Server) registerCalls(api huma.API) {
 func (s *Server) registerThreadReads(api huma.API) {
 	register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
 		Summary: "A thread"}, func(ctx context.Context, in *threadInput) (*threadOutput, error) {
-		ws := s.workspaceID(ctx)
-		th, err := s.cfg.Store.Thread(ctx, ws, in.ID)
+		v, err := s.p.ThreadView(ctx, s.actor(ctx), in.ID)
 		if err != nil {
-			return nil, apiError(err, "thread "+in.ID)
+			return nil, problem(err, "query")
 		}
-		view := &threadView{Thread: *th}
-		if view.Data, err = s.cfg.Store.State(ctx, ws, th.ID, ""); err != nil {
-			return nil, apiError(err, "the state of thread "+in.ID)
-		}
-		names, err := s.cfg.Store.Instances(ctx, ws, th.ID)
-		if err != nil {
-			return nil, apiError(err, "the instances of thread "+in.ID)
-		}
-		for _, name := range names {
-			doc, err := s.cfg.Store.State(ctx, ws, th.ID, name)
-			if err != nil {
-				return nil, apiError(err, "the state of instance "+name+" of thread "+in.ID)
-			}
-			if view.Instances == nil {
-				view.Instances = map[string]json.RawMessage{}
-			}
-			view.Instances[name] = doc
-		}
-		return &threadOutput{Body: view}, nil
+		return &threadOutput{Body: &threadView{Thread: *v.Thread, Data: v.Data, Instances: v.Instances}}, nil
 	})
 
 	register(api, huma.Operation{OperationID: "list-messages", Method: http.MethodGet, Path: "/v1/threads/{id}/messages",
 		Summary: "A thread's messages, oldest first, the newest page unless before says otherwise"},
 		func(ctx context.Context, in *messagesInput) (*messagesOutput, error) {
-			if _, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), in.ID); err != nil {
-				return nil, apiError(err, "thread "+in.ID)
-			}
-			msgs, err := s.cfg.Store.Messages(ctx, s.workspaceID(ctx), in.ID, store.Page{Before: in.Before, Limit: in.Limit})
+			msgs, err := s.p.Messages(ctx, s.actor(ctx), in.ID, store.Page{Before: in.Before, Limit: in.Limit})
 			if err != nil {
-				return nil, apiError(err, "messages of thread "+in.ID)
+				return nil, problem(err, "query")
 			}
 			out := &messagesOutput{}
 			out.Body.Messages = msgs
@@ -226,27 +200,10 @@ func (s *Server) registerThreadReads(api huma.API) {
 		})
 }
 
-// apiThread is the thread an API call is recorded in: the one named, which must be the
-// workspace's, or a new one.
-func (s *Server) apiThread(ctx context.Context, id, userID string) (string, error) {
-	if id != "" {
-		if _, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), id); err != nil {
-			return "", apiError(err, "thread "+id)
-		}
-		return id, nil
-	}
-	th := &store.Thread{WorkspaceID: s.workspaceID(ctx), UserID: userID, Tags: []string{"api"}}
-	if err := s.cfg.Store.CreateThread(ctx, th); err != nil {
-		return "", apiError(err, "a thread for the call")
-	}
-	return th.ID, nil
-}
-
 type createThreadInput struct {
 	Body struct {
-		Agent string   `json:"agent,omitempty" maxLength:"128" doc:"The agent the thread is for: its required variables must resolve."`
-		Tags  []string `json:"tags,omitempty" maxItems:"32" doc:"Tags to find the thread by."`
-		// Instances: SPEC M3.
+		Agent     string   `json:"agent,omitempty" maxLength:"128" doc:"The agent the thread is for: its required variables must resolve."`
+		Tags      []string `json:"tags,omitempty" maxItems:"32" doc:"Tags to find the thread by."`
 		Instances []string `json:"instances,omitempty" maxItems:"16" doc:"Instances to give the thread, each with a state object of its own that calls naming _instance read and write."`
 	}
 }
@@ -340,14 +297,4 @@ func (s *Server) actor(ctx context.Context) platform.Actor {
 	}
 	return platform.Actor{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Role: p.Role,
 		Operator: p.WorkspaceID == s.cfg.WorkspaceID}
-}
-
-// member returns the request's principal when it may change things (a member's or admin's
-// key, or a server without keys), else a 403 saying what the viewer's key may do (may).
-func (s *Server) member(ctx context.Context, may string) (Principal, error) {
-	p, _ := PrincipalFrom(ctx)
-	if s.cfg.Auth != nil && !p.Role.Allows(store.KeyRoleMember) {
-		return p, problemf(http.StatusForbidden, CodeForbidden, "API key "+p.KeyID+" is a viewer's: it may "+may)
-	}
-	return p, nil
 }

@@ -14,14 +14,13 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
-// The entity endpoints of the /v1 API (E1 to E6): workspaces, members, API keys, stored tools,
+// The entity endpoints of the /v1 API: workspaces, members, API keys, stored tools,
 // and functions with their versions. Every read and write names the workspace of the
 // request's key, so that a record of another workspace answers 404 like one that does not
 // exist. A request is checked in full before anything is written: ids of the wrong kind,
 // names, schemas, code and the records it refers to, each refusal naming its field. The rules
-// themselves (last admin, runtime users, system tools, free names) are the store's: these
-// handlers only translate, and check early what the store would refuse late, so that one
-// request does not leave half of itself behind.
+// themselves (last admin, runtime users, system tools, free names) are the platform's (and its
+// store's): these handlers only translate.
 
 // registerEntities adds the endpoints of workspaces, members, API keys, tools and functions.
 // It only describes them: s is used when a request is answered.
@@ -96,15 +95,7 @@ func nonNil[T any](list []T) []T {
 	return list
 }
 
-func quoteShort(s string) string {
-	if len(s) > 70 {
-		s = s[:64] + "..."
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// ---- workspaces (E6)
+// ---- workspaces
 
 type workspaceInput struct {
 	ID string `path:"id" maxLength:"64" doc:"The workspace's id (wsp_...): the key's own."`
@@ -176,7 +167,7 @@ func (s *Server) registerWorkspaces(api huma.API) {
 		})
 }
 
-// ---- members (E6)
+// ---- members
 
 // memberRecord is a member of the workspace: the membership and who the user is.
 type memberRecord struct {
@@ -265,7 +256,7 @@ func memberRecordOf(m platform.Member) *memberRecord {
 	return &memberRecord{WorkspaceID: m.WorkspaceID, UserID: m.UserID, Email: m.User.Email, Name: m.User.Name, Role: m.Role, CreatedAt: m.CreatedAt}
 }
 
-// ---- API keys (E6)
+// ---- API keys
 
 // IssueAPIKey makes and stores a new API key (see platform.IssueAPIKey).
 func IssueAPIKey(ctx context.Context, keys store.APIKeys, k *store.APIKey) (string, error) {

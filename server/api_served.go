@@ -113,7 +113,7 @@ func (s *Server) servedTool(ctx context.Context, name string) (*tenant, *quiver.
 			return ten, t, nil
 		}
 	}
-	return nil, nil, fieldError(http.StatusNotFound, "path.name", "this workspace is served no tool "+quoteShort(name))
+	return nil, nil, fieldError(http.StatusNotFound, "path.name", "this workspace is served no tool of that name: GET /v1/tools/served lists those it is")
 }
 
 // renderDialects renders the tool alone in every dialect, as the runner renders a prompt's

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"mime"
 	"net/http"
@@ -25,7 +24,7 @@ import (
 
 // The thread endpoints of /v1 besides a thread and its messages (api.go) and its runs
 // (api_runs.go): the workspace's threads listed by agent, tag and status; a thread's file
-// system (R5, R6: its attachments among its files); and the variables set on a thread (V1-V4),
+// system (its attachments among its files); and the variables set on a thread,
 // whose secret values are encrypted at rest as quiver vars set does it and never shown.
 //
 // Every endpoint takes the thread's id in the path and answers 404 for a thread that is not
@@ -80,19 +79,6 @@ func (s *Server) listThreads(ctx context.Context, in *threadsInput) (*threadsOut
 	out := &threadsOutput{}
 	out.Body.Threads, out.Body.NextCursor = nonNil(threads), next
 	return out, nil
-}
-
-// thread returns the workspace's thread id, after checking that id is a thread's id at all:
-// 400 naming path.id when it is not, 404 when the workspace has no such thread.
-func (s *Server) thread(ctx context.Context, id string) (*store.Thread, error) {
-	if err := checkID("path.id", store.PrefixThread, id); err != nil {
-		return nil, err
-	}
-	th, err := s.cfg.Store.Thread(ctx, s.workspaceID(ctx), id)
-	if err != nil {
-		return nil, apiError(err, "thread "+id)
-	}
-	return th, nil
 }
 
 // ---- the thread's file system
@@ -159,100 +145,19 @@ func (s *Server) registerThreadFiles(api huma.API) {
 }
 
 func (s *Server) listThreadFiles(ctx context.Context, in *threadFilesInput) (*threadFilesOutput, error) {
-	th, err := s.thread(ctx, in.ID)
+	l, err := s.p.ThreadFiles(ctx, s.actor(ctx), in.ID, in.Path, in.Limit)
 	if err != nil {
-		return nil, err
-	}
-	if err := filePathError("query.path", in.Path); err != nil {
-		return nil, err
-	}
-	top, err := s.cfg.Store.Stat(ctx, th.WorkspaceID, th.ID, in.Path)
-	if err != nil {
-		return nil, storeFieldError(err, "file "+in.Path+" of thread "+th.ID, "query.path")
+		return nil, problem(err, "query")
 	}
 	out := &threadFilesOutput{}
-	out.Body.Path, out.Body.Files = in.Path, []*store.FileInfo{}
-	if !top.IsDir {
-		out.Body.Files = append(out.Body.Files, top)
-		return out, nil
-	}
-	w := fileWalk{fs: s.cfg.Store, ws: th.WorkspaceID, thread: th.ID, limit: in.Limit, out: out.Body.Files}
-	if err := w.dir(ctx, in.Path); err != nil && !errors.Is(err, errWalkFull) {
-		return nil, apiError(err, "the files of thread "+th.ID)
-	}
-	out.Body.Files, out.Body.Truncated = w.out, w.truncated
+	out.Body.Path, out.Body.Files, out.Body.Truncated = in.Path, l.Files, l.Truncated
 	return out, nil
 }
 
-// errWalkFull stops a fileWalk that has its limit.
-var errWalkFull = errors.New("the listing is full")
-
-// fileWalk lists a directory tree one directory at a time (store.Files.ReadDir: one query
-// each, nothing of the files' content read), depth first, until it has limit entries. The
-// directories are read one after another, not as one snapshot: a change made meanwhile may
-// show in part.
-type fileWalk struct {
-	fs         store.Files
-	ws, thread string
-	limit      int
-	out        []*store.FileInfo
-	truncated  bool
-}
-
-func (w *fileWalk) dir(ctx context.Context, p string) error {
-	entries, err := w.fs.ReadDir(ctx, w.ws, w.thread, p)
-	if errors.Is(err, store.ErrNotFound) && len(w.out) > 0 {
-		return nil // removed since its parent was read
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if len(w.out) == w.limit {
-			w.truncated = true
-			return errWalkFull
-		}
-		w.out = append(w.out, e)
-		if e.IsDir {
-			if err := w.dir(ctx, e.Path); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// filePathError is a 400 naming loc when p breaks a rule of the thread file system
-// (store.CheckPath: no traversal, no host path), nil otherwise.
-func filePathError(loc, p string) error {
-	var pe *store.PathError
-	if err := store.CheckPath(p); errors.As(err, &pe) {
-		return fieldError(http.StatusBadRequest, loc, "the path "+pe.Rule)
-	} else if err != nil {
-		return fieldError(http.StatusBadRequest, loc, err.Error())
-	}
-	return nil
-}
-
 func (s *Server) getThreadFile(ctx context.Context, in *threadFileInput) (*threadFileOutput, error) {
-	th, err := s.thread(ctx, in.ID)
+	data, fi, err := s.p.ThreadFile(ctx, s.actor(ctx), in.ID, "/"+in.Path)
 	if err != nil {
-		return nil, err
-	}
-	p := "/" + in.Path
-	if err := filePathError("path.path", p); err != nil {
-		return nil, err
-	}
-	// One read, of exactly the stored file: its size is capped by the store
-	// (FileLimits.MaxFileBytes) when it is written.
-	data, fi, err := s.cfg.Store.ReadFile(ctx, th.WorkspaceID, th.ID, p)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, fieldError(http.StatusNotFound, "path.path", "thread "+th.ID+" has no file "+p)
-	case errors.Is(err, store.ErrInvalid):
-		return nil, fieldError(http.StatusBadRequest, "path.path", p+" is a directory: list it with GET /v1/threads/"+th.ID+"/files?path="+p)
-	case err != nil:
-		return nil, apiError(err, "file "+p+" of thread "+th.ID)
+		return nil, problem(err, "query", "path")
 	}
 	return &threadFileOutput{
 		ContentType:        cmp.Or(fi.MimeType, "application/octet-stream"),

@@ -15,8 +15,8 @@ import (
 // The workspace's stored tools and its functions: each handler translates its request to a
 // platform operation (which holds the rules) and the answer back.
 
-// toolRecord is a stored tool as the API answers it: the fields of seed 004, null for what
-// is unset. It is store.Tool's JSON form, spelled out so that the OpenAPI document describes
+// toolRecord is a stored tool as the API answers it: every field of the record, null for
+// what is unset. It is store.Tool's JSON form, spelled out so that the OpenAPI document describes
 // what is sent.
 type toolRecord struct {
 	ID                   string               `json:"id" doc:"tol_..."`

@@ -19,6 +19,9 @@ type agents struct {
 	catalog *agent.Catalog
 	where   string
 	model   model.Model
+	// variablesAt names where a deferred sub-agent's variables are provided: the API's route
+	// when the command serves it, nil otherwise.
+	variablesAt func(parentID, requestID string) string
 }
 
 // assemble builds the platform every command that runs tools or agents works on, the same
@@ -30,7 +33,7 @@ func assemble(db *opened, reg *quiver.Registry, ag agents, logger *slog.Logger) 
 		return nil, err
 	}
 	return platform.New(platform.Config{Store: db, Registry: reg, Resolver: vars.New(db, keys),
-		Catalog: ag.catalog, CatalogDir: ag.where, Model: ag.model, Logger: logger})
+		Catalog: ag.catalog, CatalogDir: ag.where, Model: ag.model, VariablesRequestURL: ag.variablesAt, Logger: logger})
 }
 
 // loadAgents loads the agents quiver serve runs: those of dir, else of $QUIVER_AGENTS, else of

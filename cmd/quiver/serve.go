@@ -162,6 +162,7 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags, ag agents) (server
 	}
 	// Calls over MCP resolve variables as every other door does: on the session's thread, then
 	// its agent, user and the instance (quiver vars set).
+	ag.variablesAt = server.VariablesRequestPath
 	if cfg.Platform, err = assemble(st, reg, ag, cfg.Logger); err != nil {
 		st.Close()
 		return server.Config{}, nil, nil, err

@@ -1,0 +1,268 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// pendingIn returns the calls of hist that have no result in hist, in order. They come from the
+// same read as the history, so the two cannot disagree: read apart, a write landing between
+// them would show a resumed run a turn's calls in its history but not among the pending ones.
+func pendingIn(hist []*store.Message) []quiver.Call {
+	answered := map[string]bool{}
+	for _, m := range hist {
+		if m.Role == store.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var out []quiver.Call
+	for _, m := range hist {
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, quiver.Call{ID: c.ID, Name: c.Name, Args: thread.CallArgs(c.Args), Reasoning: c.Reasoning})
+			}
+		}
+	}
+	return out
+}
+
+func (rs *run) loop(ctx context.Context) (*Outcome, error) {
+	steps := 0 // this run's
+	for {
+		paused, stopTool, err := rs.runPending(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if paused != nil {
+			return rs.finish(RunPaused, paused.Reason, paused)
+		}
+		if stopTool {
+			return rs.finish(RunFinished, ReasonStopTool, nil)
+		}
+		// Messages queued for this step (a child's result, a message sent meanwhile) join the
+		// history first, and call for a step even after an answer without calls. Looking is
+		// a read; taking them is a write only when there are some.
+		took, err := rs.takeQueued(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if last := rs.hist[len(rs.hist)-1]; !took && last.Role == store.RoleAssistant && len(last.ToolCalls) == 0 {
+			output := rs.outputOf(last)
+			switch {
+			case output != nil && rs.prompt.Stop.onOutput():
+				return rs.finish(RunFinished, ReasonOutput, nil)
+			case rs.prompt.Stop.noCalls():
+				return rs.finish(RunFinished, ReasonNoCalls, nil)
+			}
+		}
+		if steps >= rs.prompt.Stop.maxSteps() {
+			return rs.finish(RunFinished, ReasonMaxSteps, nil)
+		}
+		if err := rs.refreshLifecycle(ctx); err != nil {
+			return nil, err
+		}
+		if err := rs.step(ctx); err != nil {
+			return nil, err
+		}
+		steps++
+	}
+}
+
+// takeQueued moves the thread's queued messages into its history and says whether there were
+// any.
+func (rs *run) takeQueued(ctx context.Context) (bool, error) {
+	queued, err := rs.th.Queued(ctx)
+	if err != nil || len(queued) == 0 {
+		return false, err
+	}
+	moved, err := rs.th.TakeQueued(ctx)
+	if err != nil {
+		return false, err
+	}
+	rs.hist = append(rs.hist, moved...)
+	return len(moved) > 0, nil
+}
+
+// refreshLifecycle offers subagent_create and subagent_message again when whether they apply
+// changed since the tools were rendered (a child was started, one reached its cap or ended).
+func (rs *run) refreshLifecycle(ctx context.Context) error {
+	if !hasResumable(rs.prompt) {
+		return nil
+	}
+	ns, err := rs.r.nested(rs.prompt)
+	if err != nil || ns.create == nil {
+		return err
+	}
+	canCreate, canMessage, err := rs.lifecycleNow(ctx, ns.resumable)
+	if err != nil || rs.lifecycle == (lifecycleTools{create: canCreate, message: canMessage}) {
+		return err
+	}
+	return rs.r.prepareInto(ctx, rs, rs.agent, true)
+}
+
+func hasResumable(p *Prompt) bool {
+	return slices.ContainsFunc(p.Subagents, func(s Subagent) bool { return s.Resumable != nil })
+}
+
+// switchAgent goes on with the agent a handoff gave the thread to: its prompt, tools, policy
+// and model from the next step, with the history as it is.
+func (rs *run) switchAgent(ctx context.Context, a *Agent) error {
+	rs.handoffTo = nil
+	if err := a.Check(); err != nil {
+		return err
+	}
+	if err := rs.r.prepareInto(ctx, rs, a, true); err != nil {
+		return err
+	}
+	return rs.startImmediate(ctx)
+}
+
+// runPending runs the calls that have no result, in order, each result persisted before the
+// next call starts. It stops at the first call that must wait.
+func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, err error) {
+	th := rs.th
+	ctx = context.WithValue(ctx, runKey{}, rs)
+	for len(rs.pending) > 0 {
+		c := rs.pending[0]
+		if rs.handedOver(c) {
+			// The handoff this call made is recorded (a process died before its result was):
+			// its result says so, and the rest of the turn is the old agent's.
+			if err := rs.recordOnly(ctx, c, quiver.Text(fmt.Sprintf("The conversation is handed over to %s, who continues from here.", rs.agentName))); err != nil {
+				return nil, false, err
+			}
+			if err := rs.cutTurn(ctx); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		p, err := rs.mustWait(ctx, c)
+		if err != nil || p != nil {
+			return p, false, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		call := c
+		rs.r.events.emit(Event{Type: EventToolCall, ThreadID: th.ID(), Step: rs.steps, Call: &call})
+		hctx := quiver.WithExecution(thread.NewContext(ctx, th), quiver.Execution{StepCount: rs.steps, Side: th.Info().CurrentSide})
+		res, err := rs.d.Dispatch(hctx, c)
+		switch {
+		case errors.Is(err, store.ErrResultExists):
+			// Another process stored this call's result first: it is done; read the history
+			// again to have that result.
+			if rs.hist, err = th.History(ctx); err != nil {
+				return nil, false, err
+			}
+		case err != nil:
+			return nil, false, err
+		default:
+			rs.r.events.emit(Event{Type: EventToolResult, ThreadID: th.ID(), Step: rs.steps, Call: &call, Result: res})
+		}
+		rs.pending = rs.pending[1:]
+		if rs.handoffTo != nil {
+			if err := rs.switchAgent(ctx, rs.handoffTo); err != nil {
+				return nil, false, err
+			}
+			// The rest of the turn was asked for by the agent that handed over: run under
+			// the new agent's policy, it could call what the old one may not.
+			if err := rs.cutTurn(ctx); err != nil {
+				return nil, false, err
+			}
+			continue // the stop tools were the agent's that handed over
+		}
+		if slices.ContainsFunc(rs.prompt.Stop.Tools, func(p string) bool { return globMatch(p, c.Name) }) {
+			stopTool = true
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, false, err // cancelled while the tool ran: stop here, resumable
+		}
+	}
+	return nil, stopTool, nil
+}
+
+// handedOver says whether c is a handoff to the agent that has the thread already: the run
+// was resumed after the handoff was recorded and before its call's result was.
+func (rs *run) handedOver(c quiver.Call) bool {
+	if c.Name != rs.agentName {
+		return false
+	}
+	if _, ok := rs.d.Registry.Lookup(c.Name); ok {
+		return false // a tool of the agent's own that has its name
+	}
+	info := rs.th.Info()
+	return ReadState(&info).Agent == rs.agentName
+}
+
+// cutTurn answers the calls left of a turn whose agent handed the thread over: they are not
+// run.
+func (rs *run) cutTurn(ctx context.Context) error {
+	for len(rs.pending) > 0 {
+		c := rs.pending[0]
+		res := quiver.Errorf(quiver.CodeRejected, "call %s was not run: the conversation was handed over to %s before it; "+
+			"%s decides what to do now.", c.Name, rs.agentName, rs.agentName)
+		if err := rs.recordOnly(ctx, c, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordOnly stores c's result without running it and takes c off the pending calls.
+func (rs *run) recordOnly(ctx context.Context, c quiver.Call, res *quiver.Result) error {
+	m, err := rs.th.Record(ctx, &c, res)
+	switch {
+	case errors.Is(err, store.ErrResultExists):
+		if rs.hist, err = rs.th.History(ctx); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		rs.hist = append(rs.hist, m)
+		call := c
+		rs.r.events.emit(Event{Type: EventToolResult, ThreadID: rs.th.ID(), Step: rs.steps, Call: &call, Result: res})
+	}
+	rs.pending = rs.pending[1:]
+	return nil
+}
+
+// finish builds the outcome from the thread as it now is.
+func (rs *run) finish(status RunStatus, reason Reason, p *Pending) (*Outcome, error) {
+	out := &Outcome{ThreadID: rs.th.ID(), Status: status, Reason: reason, Pending: p, Steps: rs.steps}
+	for i := len(rs.hist) - 1; i >= 0; i-- {
+		if m := rs.hist[i]; m.Role == store.RoleAssistant {
+			if output := rs.outputOf(m); output != nil {
+				out.Output = output
+			} else {
+				out.Text = m.Content
+			}
+			break
+		}
+	}
+	ev := EventFinished
+	if status == RunPaused {
+		ev = EventPaused
+	}
+	rs.r.events.emit(Event{Type: ev, ThreadID: rs.th.ID(), Step: out.Steps, Outcome: out})
+	return out, nil
+}
+
+// outputOf returns the structured output an assistant message carries, or nil: in composed
+// mode the message's content is the output document.
+func (rs *run) outputOf(m *store.Message) json.RawMessage {
+	if rs.prompt.Output == nil || m.Content == "" {
+		return nil
+	}
+	raw := json.RawMessage(m.Content)
+	if !json.Valid(raw) || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}

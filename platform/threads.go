@@ -1,0 +1,211 @@
+package platform
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/store"
+)
+
+// Thread returns a thread of the actor's workspace (any other is not found).
+func (p *Platform) Thread(ctx context.Context, a Actor, id string) (*store.Thread, error) {
+	if err := checkID("id", store.PrefixThread, id); err != nil {
+		return nil, err
+	}
+	th, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, id)
+	if err != nil {
+		return nil, storeError(err, "thread "+id, "")
+	}
+	return th, nil
+}
+
+// CallScope is where a tool call the actor makes at a door is recorded: on threadID, a thread
+// of the actor's workspace, or, when it is "", on a new thread tagged "api". Viewers may list
+// the tools but not call them.
+func (p *Platform) CallScope(ctx context.Context, a Actor, threadID string) (quiver.Scope, error) {
+	if err := a.mayChange("list the tools but not call them"); err != nil {
+		return quiver.Scope{}, err
+	}
+	scope := quiver.Scope{WorkspaceID: a.WorkspaceID, UserID: a.UserID, ThreadID: threadID}
+	if threadID != "" {
+		if _, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, threadID); err != nil {
+			return quiver.Scope{}, storeError(err, "thread "+threadID, "")
+		}
+		return scope, nil
+	}
+	th := &store.Thread{WorkspaceID: a.WorkspaceID, UserID: a.UserID, Tags: []string{"api"}}
+	if err := p.cfg.Store.CreateThread(ctx, th); err != nil {
+		return quiver.Scope{}, storeError(err, "a thread for the call", "")
+	}
+	scope.ThreadID = th.ID
+	return scope, nil
+}
+
+// FileListing is a directory tree of a thread's file system, depth first.
+type FileListing struct {
+	Files     []*store.FileInfo // each directory's entries by name, each directory followed by what it holds
+	Truncated bool              // there were more entries than the limit
+}
+
+// ThreadFiles lists what is at path in a thread's file system: a file alone, or a directory's
+// tree, at most limit entries.
+func (p *Platform) ThreadFiles(ctx context.Context, a Actor, threadID, path string, limit int) (*FileListing, error) {
+	th, err := p.Thread(ctx, a, threadID)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	top, err := p.cfg.Store.Stat(ctx, th.WorkspaceID, th.ID, path)
+	if err != nil {
+		return nil, storeError(err, "file "+path+" of thread "+th.ID, "path")
+	}
+	if !top.IsDir {
+		return &FileListing{Files: []*store.FileInfo{top}}, nil
+	}
+	w := fileWalk{fs: p.cfg.Store, ws: th.WorkspaceID, thread: th.ID, limit: limit, out: []*store.FileInfo{}}
+	if err := w.dir(ctx, path); err != nil && !errors.Is(err, errWalkFull) {
+		return nil, storeError(err, "the files of thread "+th.ID, "")
+	}
+	return &FileListing{Files: w.out, Truncated: w.truncated}, nil
+}
+
+// ThreadFile reads the file at path of a thread's file system, with its description.
+func (p *Platform) ThreadFile(ctx context.Context, a Actor, threadID, path string) ([]byte, *store.FileInfo, error) {
+	th, err := p.Thread(ctx, a, threadID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkPath(path); err != nil {
+		return nil, nil, err
+	}
+	// One read, of exactly the stored file: its size was capped (FileLimits.MaxFileBytes)
+	// when it was written.
+	data, fi, err := p.cfg.Store.ReadFile(ctx, th.WorkspaceID, th.ID, path)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil, fail(NotFound, "path", "thread "+th.ID+" has no file "+path)
+	case errors.Is(err, store.ErrInvalid):
+		return nil, nil, invalid("path", path+" is a directory, not a file: list what it holds instead")
+	case err != nil:
+		return nil, nil, storeError(err, "file "+path+" of thread "+th.ID, "")
+	}
+	return data, fi, nil
+}
+
+// checkPath refuses a path that breaks a rule of the thread file system (store.CheckPath: no
+// traversal, no host path).
+func checkPath(path string) error {
+	var pe *store.PathError
+	if err := store.CheckPath(path); errors.As(err, &pe) {
+		return invalid("path", "the path "+pe.Rule)
+	} else if err != nil {
+		return invalid("path", err.Error())
+	}
+	return nil
+}
+
+// errWalkFull stops a fileWalk that has its limit.
+var errWalkFull = errors.New("the listing is full")
+
+// fileWalk lists a directory tree one directory at a time (store.Files.ReadDir: one query
+// each, nothing of the files' content read), depth first, until it has limit entries. The
+// directories are read one after another, not as one snapshot: a change made meanwhile may
+// show in part.
+type fileWalk struct {
+	fs         store.Files
+	ws, thread string
+	limit      int
+	out        []*store.FileInfo
+	truncated  bool
+}
+
+func (w *fileWalk) dir(ctx context.Context, path string) error {
+	entries, err := w.fs.ReadDir(ctx, w.ws, w.thread, path)
+	if errors.Is(err, store.ErrNotFound) && len(w.out) > 0 {
+		return nil // removed since its parent was read
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if len(w.out) == w.limit {
+			w.truncated = true
+			return errWalkFull
+		}
+		w.out = append(w.out, e)
+		if e.IsDir {
+			if err := w.dir(ctx, e.Path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ThreadView is a thread with its state: the thread's own object and each instance's.
+type ThreadView struct {
+	Thread    *store.Thread
+	Data      json.RawMessage
+	Instances map[string]json.RawMessage // nil when the thread has none
+}
+
+// ThreadView returns a thread of the actor's workspace with its state.
+func (p *Platform) ThreadView(ctx context.Context, a Actor, id string) (*ThreadView, error) {
+	ws := a.WorkspaceID
+	th, err := p.cfg.Store.Thread(ctx, ws, id)
+	if err != nil {
+		return nil, storeError(err, "thread "+id, "")
+	}
+	view := &ThreadView{Thread: th}
+	if view.Data, err = p.cfg.Store.State(ctx, ws, th.ID, ""); err != nil {
+		return nil, storeError(err, "the state of thread "+id, "")
+	}
+	names, err := p.cfg.Store.Instances(ctx, ws, th.ID)
+	if err != nil {
+		return nil, storeError(err, "the instances of thread "+id, "")
+	}
+	for _, name := range names {
+		doc, err := p.cfg.Store.State(ctx, ws, th.ID, name)
+		if err != nil {
+			return nil, storeError(err, "the state of instance "+name+" of thread "+id, "")
+		}
+		if view.Instances == nil {
+			view.Instances = map[string]json.RawMessage{}
+		}
+		view.Instances[name] = doc
+	}
+	return view, nil
+}
+
+// Messages returns a page of the messages of a thread of the actor's workspace, oldest first.
+func (p *Platform) Messages(ctx context.Context, a Actor, id string, page store.Page) ([]*store.Message, error) {
+	if _, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, id); err != nil {
+		return nil, storeError(err, "thread "+id, "")
+	}
+	msgs, err := p.cfg.Store.Messages(ctx, a.WorkspaceID, id, page)
+	if err != nil {
+		return nil, storeError(err, "messages of thread "+id, "")
+	}
+	return msgs, nil
+}
+
+// MaxChildrenListed bounds the children Children lists: a resumable sub-agent's cap is at
+// most 1000 live instances per configuration, and children that ended stay listed.
+const MaxChildrenListed = 10000
+
+// Children lists the children registry of a thread of the actor's workspace, oldest first.
+func (p *Platform) Children(ctx context.Context, a Actor, id string) ([]*store.Thread, error) {
+	th, err := p.Thread(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	kids, err := p.cfg.Store.Children(ctx, th.WorkspaceID, th.ID)
+	if err != nil {
+		return nil, storeError(err, "the children of thread "+th.ID, "")
+	}
+	return kids[:min(len(kids), MaxChildrenListed)], nil
+}
