@@ -16,6 +16,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/genai"
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
@@ -45,7 +46,7 @@ func (rs *run) step(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: model %s: %w", rs.model.Name(), err)
 	}
-	text, calls, retry := rs.interpret(resp, rs.hist, stepNo)
+	text, calls, retry := rs.interpret(ctx, resp, rs.hist, stepNo)
 	am := &store.Message{Role: store.RoleAssistant, Content: text}
 	for i, c := range calls {
 		sc := thread.StoredCall(c)
@@ -271,7 +272,7 @@ var validCallID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // interpret turns the model's turn into what is stored: the text (in composed mode, the output
 // document or ""), the calls in canonical names with ids unique in the thread, and, when the
 // model broke the composed format, a message telling it so.
-func (rs *run) interpret(resp *model.Response, hist []*store.Message, step int) (text string, calls []quiver.Call, retry string) {
+func (rs *run) interpret(ctx context.Context, resp *model.Response, hist []*store.Message, step int) (text string, calls []quiver.Call, retry string) {
 	used := map[string]bool{}
 	for _, m := range hist {
 		for _, c := range m.ToolCalls {
@@ -307,7 +308,7 @@ func (rs *run) interpret(resp *model.Response, hist []*store.Message, step int) 
 		if id == "" || used[id] || !validCallID.MatchString(id) {
 			// Some servers repeat ids across turns ("call_0") or send none; the thread needs
 			// them unique, and the model only needs them consistent.
-			fresh := store.NewID("call")
+			fresh := stamp.ID(ctx, "call")
 			id = fmt.Sprintf("call_s%d_%d_%s", step, i, fresh[len(fresh)-10:]) // the random end of the id
 		}
 		used[id] = true

@@ -32,7 +32,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiverhq/quiver/agent"
-	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
@@ -202,7 +202,7 @@ func (j *Jobs) Start(ctx context.Context, args RunArgs) (int64, error) {
 	case args.Message == "" && args.MessageID != "":
 		return 0, fmt.Errorf("jobs: a run has a message id but no message: %w", store.ErrInvalid)
 	case args.Message != "" && args.MessageID == "":
-		args.MessageID = ids.New("msg") // fixed in the job, so that every try appends the same message
+		args.MessageID = stamp.ID(ctx, store.PrefixMessage) // fixed in the job, so that every try appends the same message
 	}
 	args.Trace = traceOf(ctx)
 	res, err := j.client.Insert(ctx, args, nil)

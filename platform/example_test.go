@@ -4,26 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/platform"
-	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/memstore"
 )
 
-// A platform over a SQLite database: each workspace calls the shared tools (and its stored
+// A platform over a store (here one held in memory): each workspace calls the shared tools (and its stored
 // ones) through a dispatcher over its registry, as every door does.
 func ExampleNew() {
-	dir, err := os.MkdirTemp("", "platform-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
-	if err != nil {
-		panic(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	shared := &quiver.Registry{}
 	_ = shared.Register(quiver.Func("greet", "Greets someone by name.", func(_ context.Context, in struct {

@@ -15,17 +15,16 @@ import (
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/memstore"
 	"github.com/quiverhq/quiver/store/secret"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/store/vars"
 )
 
-func openStore(t *testing.T) *sqlite.Store {
+// openStore returns a store held in memory, for the tests that are not about persistence.
+func openStore(t *testing.T) *memstore.Store {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
 	return st
 }
@@ -38,7 +37,7 @@ func must(t *testing.T, err error) {
 }
 
 // storeClientTool stores an enabled client tool called name in the workspace.
-func storeClientTool(t *testing.T, st *sqlite.Store, ws, name string) {
+func storeClientTool(t *testing.T, st store.Backend, ws, name string) {
 	t.Helper()
 	ctx := context.Background()
 	in := &store.Schema{WorkspaceID: ws, Content: json.RawMessage(`{"type":"object","description":"Opens a file.","properties":{"path":{"type":"string"}}}`)}

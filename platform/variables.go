@@ -3,9 +3,9 @@ package platform
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
 )
@@ -122,7 +122,7 @@ func (p *Platform) SetVariable(ctx context.Context, a Actor, o Owner, v NewValue
 		}
 	}
 	// Removed by another request between the two; what was set is still the answer.
-	return &store.Variable{Name: v.Name, Value: v.Value, Secret: v.Secret, Scoped: v.Scoped, UpdatedAt: time.Now().UTC()}, nil
+	return &store.Variable{Name: v.Name, Value: v.Value, Secret: v.Secret, Scoped: v.Scoped, UpdatedAt: stamp.Now(ctx)}, nil
 }
 
 // DeleteVariable removes a value from the owner (a member's or admin's).

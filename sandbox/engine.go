@@ -51,6 +51,12 @@ func (h *Handle) execute(c *config) *Result {
 	return r
 }
 
+// vmRun is what the interpreter's callbacks record during one run.
+type vmRun struct {
+	out     outcome
+	linkErr string // the first failure to load or resolve a module
+}
+
 func (h *Handle) runVM(c *config) *Result {
 	if c.language == TypeScript {
 		if r := transpileAll(c); r != nil {
@@ -66,34 +72,8 @@ func (h *Handle) runVM(c *config) *Result {
 		vm.Close()
 	}()
 	vm.SetMemoryLimit(uintptr(c.memoryLimit))
-	var out outcome
-	var linkErr string
-	vm.SetModuleLoader(func(_ *quickjs.VM, name string) (string, error) {
-		src, err := c.load(name)
-		if err != nil && linkErr == "" {
-			linkErr = err.Error()
-		}
-		return src, err
-	}, func(_ *quickjs.VM, base, name string) (string, error) {
-		key, err := c.resolve(base, name)
-		if err != nil && linkErr == "" {
-			linkErr = err.Error()
-		}
-		return key, err
-	})
-	err = errors.Join(
-		vm.RegisterHostFunc("__quiver_log", func(a []any) (any, error) {
-			level, _ := a[0].(string)
-			text, _ := a[1].(string)
-			return h.addLog(c, LogEntry{Level: level, Text: text}), nil
-		}),
-		vm.RegisterHostFunc("__quiver_settle", func(a []any) (any, error) {
-			if out.kind == "" {
-				out = settled(a)
-			}
-			return nil, nil
-		}))
-	if err != nil {
+	var run vmRun
+	if err := h.hookVM(vm, c, &run); err != nil {
 		return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not set up the interpreter: " + err.Error()}
 	}
 	if !h.attach(vm) {
@@ -113,14 +93,59 @@ func (h *Handle) runVM(c *config) *Result {
 		return h.failure(c, err)
 	}
 	defer finish.Free()
-	for out.kind == "" && h.terminated() == "" {
+	exhausted := h.await(vm, finish, c, &run)
+	switch {
+	case run.out.kind != "":
+		return classify(c, run.out, run.linkErr)
+	case h.terminated() != "":
+		return h.terminatedResult()
+	case exhausted:
+		return classify(c, outcome{kind: "error", name: "InternalError", message: "out of memory"}, "")
+	}
+	return &Result{Status: StatusError, ErrorName: "Error",
+		ErrorMessage: "the entry function returned a promise that never settled (nothing is left that could resolve it)"}
+}
+
+// hookVM connects the interpreter to the run: modules load through c, and the prelude logs
+// and reports its outcome into run.
+func (h *Handle) hookVM(vm *quickjs.VM, c *config, run *vmRun) error {
+	vm.SetModuleLoader(func(_ *quickjs.VM, name string) (string, error) {
+		src, err := c.load(name)
+		if err != nil && run.linkErr == "" {
+			run.linkErr = err.Error()
+		}
+		return src, err
+	}, func(_ *quickjs.VM, base, name string) (string, error) {
+		key, err := c.resolve(base, name)
+		if err != nil && run.linkErr == "" {
+			run.linkErr = err.Error()
+		}
+		return key, err
+	})
+	return errors.Join(
+		vm.RegisterHostFunc("__quiver_log", func(a []any) (any, error) {
+			level, _ := a[0].(string)
+			text, _ := a[1].(string)
+			return h.addLog(c, LogEntry{Level: level, Text: text}), nil
+		}),
+		vm.RegisterHostFunc("__quiver_settle", func(a []any) (any, error) {
+			if run.out.kind == "" {
+				run.out = settled(a)
+			}
+			return nil, nil
+		}))
+}
+
+// await runs the interpreter's pending jobs until the run reports or is stopped, and reports
+// whether it ran out of memory.
+func (h *Handle) await(vm *quickjs.VM, finish quickjs.Value, c *config, run *vmRun) (exhausted bool) {
+	for run.out.kind == "" && h.terminated() == "" {
 		n, err := vm.ExecutePendingJobs()
 		if n == 0 || (err != nil && isInterrupt(err)) {
 			break
 		}
 	}
-	exhausted := false
-	if out.kind == "" && h.terminated() == "" {
+	if run.out.kind == "" && h.terminated() == "" {
 		// Nothing reported: either the entry's promise never settled, or the run ran out of
 		// memory before it could report (memory a module still holds stays full). Probe, then
 		// report again with a little room.
@@ -129,16 +154,7 @@ func (h *Handle) runVM(c *config) *Result {
 		vm.SetMemoryLimit(uintptr(c.memoryLimit + reportHeadroom))
 		_, _ = finish.Call(quickjs.UndefinedValue)
 	}
-	switch {
-	case out.kind != "":
-		return classify(c, out, linkErr)
-	case h.terminated() != "":
-		return h.terminatedResult()
-	case exhausted:
-		return classify(c, outcome{kind: "error", name: "InternalError", message: "out of memory"}, "")
-	}
-	return &Result{Status: StatusError, ErrorName: "Error",
-		ErrorMessage: "the entry function returned a promise that never settled (nothing is left that could resolve it)"}
+	return exhausted
 }
 
 func settled(a []any) outcome {

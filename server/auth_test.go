@@ -14,13 +14,14 @@ import (
 
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/memstore"
 	"github.com/quiverhq/quiver/store/sqlite"
 )
 
-// keyWorld is a workspace with an admin, a member and a viewer key, on a real store, and a
-// clock the test moves.
+// keyWorld is a workspace with an admin, a member and a viewer key, on a store held in memory,
+// and a clock the test moves.
 type keyWorld struct {
-	st                  *sqlite.Store
+	st                  *memstore.Store
 	ws                  *store.Workspace
 	admin, member       *store.User
 	adminKey, memberKey string
@@ -35,10 +36,7 @@ func (w *keyWorld) tick(d time.Duration) { w.mu.Lock(); w.now = w.now.Add(d); w.
 
 func newKeyWorld(t *testing.T) *keyWorld {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
 	ctx := context.Background()
 	w := &keyWorld{st: st, ws: &store.Workspace{Name: "acme"}, admin: &store.User{Email: "ada@acme.test"}, member: &store.User{Email: "bob@acme.test"},

@@ -35,6 +35,7 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/genai"
 	"github.com/quiverhq/quiver/internal/hostcheck"
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
@@ -615,7 +616,7 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 func (r *Recorder) messages(ctx context.Context, scope quiver.Scope, c *quiver.Call, res *quiver.Result) (*quiver.Call, []*store.Message, error) {
 	call := *c
 	if call.ID == "" {
-		call.ID = store.NewID("call")
+		call.ID = stamp.ID(ctx, "call")
 	}
 	if err := thread.StoreAttachments(ctx, r.Store, scope.WorkspaceID, scope.ThreadID, res); err != nil {
 		return nil, nil, err

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,13 +20,13 @@ import (
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/memstore"
 )
 
 // tenantWorld is two workspaces on one store, each with a member key, and a server serving
 // both over real HTTP.
 type tenantWorld struct {
-	st         *sqlite.Store
+	st         *memstore.Store
 	url        string
 	wsA, wsB   string
 	keyA, keyB string
@@ -36,10 +35,7 @@ type tenantWorld struct {
 func newTenantWorld(t *testing.T) *tenantWorld {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
 	w := &tenantWorld{st: st}
 	w.wsA, w.keyA = newMember(t, st, "alpha")

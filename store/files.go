@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/internal/stamp"
 )
 
 // Errors of the thread file system, besides ErrNotFound and ErrInvalid.
@@ -376,15 +376,15 @@ func attachmentExt(name, mimeType string) string {
 // millisecond like 20250102T150405.123Z (names sort by time), <random> 13 characters from 64
 // random bits, and <ext> the lowercased extension of name when it is 1 to 10 letters and
 // digits, else one for the MIME type (png for image/png...), else bin.
-func AttachmentPath(name, mimeType string, now time.Time) string {
-	return AttachmentsDir + "/" + now.UTC().Format("20060102T150405.000Z") + "-" + ids.Random(8) +
+func AttachmentPath(ctx context.Context, name, mimeType string, now time.Time) string {
+	return AttachmentsDir + "/" + now.UTC().Format("20060102T150405.000Z") + "-" + stamp.Random(ctx, 8) +
 		"." + attachmentExt(name, mimeType)
 }
 
 // PrepareAttachment checks a new attachment and returns its path (AttachmentPath) and the
 // meta to store (MIME type guessed when empty): what AddAttachment does before touching the
 // database. The errors wrap ErrInvalid or ErrTooLarge.
-func PrepareAttachment(l FileLimits, a NewAttachment, now time.Time) (string, FileMeta, error) {
+func PrepareAttachment(ctx context.Context, l FileLimits, a NewAttachment, now time.Time) (string, FileMeta, error) {
 	meta := FileMeta{MimeType: a.MimeType, Width: a.Width, Height: a.Height, Description: a.Description}
 	if !utf8.ValidString(a.Name) || len(a.Name) > MaxNameBytes {
 		return "", meta, fmt.Errorf("store: attachment name %q: want valid UTF-8 of at most %d bytes: %w", a.Name, MaxNameBytes, ErrInvalid)
@@ -395,7 +395,7 @@ func PrepareAttachment(l FileLimits, a NewAttachment, now time.Time) (string, Fi
 	if meta.MimeType == "" {
 		meta.MimeType = GuessMimeType(a.Name, a.Data)
 	}
-	p := AttachmentPath(a.Name, meta.MimeType, now)
+	p := AttachmentPath(ctx, a.Name, meta.MimeType, now)
 	if err := l.CheckFileSize("the attachment "+p, int64(len(a.Data))); err != nil {
 		return "", meta, err
 	}

@@ -1,10 +1,13 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/quiverhq/quiver/internal/stamp"
 )
 
 // MaxThreadStateBytes caps Thread.State.
@@ -144,7 +147,7 @@ func CheckMessage(threadID string, m *Message) error {
 // thread by itself: no thread, no workspace, a thread that is its own parent, and what
 // CheckThreadUpdate refuses in its own fields. Whether the parent is a thread of the workspace
 // (ErrNotFound otherwise) is the backend's to check.
-func PrepareThread(t *Thread) (id string, status ThreadStatus, err error) {
+func PrepareThread(ctx context.Context, t *Thread) (id string, status ThreadStatus, err error) {
 	if t == nil || t.WorkspaceID == "" {
 		return "", "", fmt.Errorf("a thread needs a workspace id: %w", ErrInvalid)
 	}
@@ -153,7 +156,7 @@ func PrepareThread(t *Thread) (id string, status ThreadStatus, err error) {
 	}
 	id, status = t.ID, t.Status
 	if id == "" {
-		id = NewID(PrefixThread)
+		id = stamp.ID(ctx, PrefixThread)
 	}
 	if t.ParentID == id {
 		return "", "", fmt.Errorf("thread %s cannot be its own parent: %w", id, ErrInvalid)

@@ -4,24 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
-	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/memstore"
 	"github.com/quiverhq/quiver/thread"
 )
 
 // A step of an agent loop: store the model's calls, run what is pending through a dispatcher
 // that records each result on the thread, then advance.
 func Example() {
-	dir, _ := os.MkdirTemp("", "quiver-example")
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
-	if err != nil {
-		panic(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	ctx := context.Background()
 
@@ -57,12 +50,7 @@ func Example() {
 // A call naming _outputPath writes its output into the thread's state with its result, in
 // one transaction; a second write to the same path is refused with an error result.
 func ExampleThread_State() {
-	dir, _ := os.MkdirTemp("", "quiver-example")
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
-	if err != nil {
-		panic(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	ctx := context.Background()
 

@@ -61,54 +61,75 @@ func (a *app) rotateKey(ctx context.Context, args []string) (int, error) {
 		return exitUsage, usagef("give --db or --postgres, not both")
 	}
 
-	var st variableStore
-	if *dsn != "" {
-		if *keyPath == "" {
-			dir, err := dataDir()
-			if err != nil {
-				return exitError, err
-			}
-			*keyPath = filepath.Join(dir, keyFileName)
-		}
-		if st, err = postgres.Open(ctx, *dsn); err != nil {
-			return exitError, err
-		}
-	} else {
-		if *dbPath == "" {
-			dir, err := dataDir()
-			if err != nil {
-				return exitError, err
-			}
-			*dbPath = filepath.Join(dir, defaultDBName)
-		}
-		// Rotating creates nothing: a database that does not exist is a mistyped path.
-		if _, err := os.Stat(*dbPath); errors.Is(err, fs.ErrNotExist) {
-			return exitError, fmt.Errorf("no database at %s (pass --db PATH or --postgres DSN)", *dbPath)
-		}
-		if *keyPath == "" {
-			*keyPath = filepath.Join(filepath.Dir(*dbPath), keyFileName)
-		}
-		if st, err = sqlite.Open(*dbPath); err != nil {
-			return exitError, err
-		}
+	st, key, err := openVariableStore(ctx, *dbPath, *dsn, *keyPath)
+	if err != nil {
+		return exitError, err
 	}
 	defer st.Close()
-
 	if _, fromEnv := os.LookupEnv(secret.EnvKey); fromEnv {
-		rot, err := vars.RotateKeyEnv(ctx, st, func(newKey string) error {
-			_, err := fmt.Fprintf(a.stdout, "New key (not in effect until this command reports success):\n%s\n", newKey)
-			return err
-		})
-		if err != nil {
-			return exitError, fmt.Errorf("%w\nNothing was re-encrypted: keep %s as it is and discard any key printed above", err, secret.EnvKey)
-		}
-		fmt.Fprintf(a.stdout, "Re-encrypted %d secret value%s with key %s (was %s).\n"+
-			"Set %s to the new key above for every process using this database, and restart them.\n",
-			rot.Values, plural(rot.Values), rot.NewKeyID, rot.OldKeyID, secret.EnvKey)
-		return exitOK, nil
+		return a.rotateEnvKey(ctx, st)
 	}
+	return a.rotateFileKey(ctx, st, key)
+}
 
-	rot, err := vars.RotateKeyFile(ctx, st, *keyPath)
+// openVariableStore opens the database that rotate-key works on, PostgreSQL when dsn is set,
+// and returns it with the key file's path (keyPath, or its default).
+func openVariableStore(ctx context.Context, dbPath, dsn, keyPath string) (variableStore, string, error) {
+	if dsn != "" {
+		if keyPath == "" {
+			dir, err := dataDir()
+			if err != nil {
+				return nil, "", err
+			}
+			keyPath = filepath.Join(dir, keyFileName)
+		}
+		st, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			return nil, "", err
+		}
+		return st, keyPath, nil
+	}
+	if dbPath == "" {
+		dir, err := dataDir()
+		if err != nil {
+			return nil, "", err
+		}
+		dbPath = filepath.Join(dir, defaultDBName)
+	}
+	// Rotating creates nothing: a database that does not exist is a mistyped path.
+	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("no database at %s (pass --db PATH or --postgres DSN)", dbPath)
+	}
+	if keyPath == "" {
+		keyPath = filepath.Join(filepath.Dir(dbPath), keyFileName)
+	}
+	st, err := sqlite.Open(dbPath)
+	if err != nil {
+		return nil, "", err
+	}
+	return st, keyPath, nil
+}
+
+// rotateEnvKey rotates a key given in QUIVER_SECRET_KEY: it prints the new key, which the
+// operator then sets in place of the old one.
+func (a *app) rotateEnvKey(ctx context.Context, st variableStore) (int, error) {
+	rot, err := vars.RotateKeyEnv(ctx, st, func(newKey string) error {
+		_, err := fmt.Fprintf(a.stdout, "New key (not in effect until this command reports success):\n%s\n", newKey)
+		return err
+	})
+	if err != nil {
+		return exitError, fmt.Errorf("%w\nNothing was re-encrypted: keep %s as it is and discard any key printed above", err, secret.EnvKey)
+	}
+	fmt.Fprintf(a.stdout, "Re-encrypted %d secret value%s with key %s (was %s).\n"+
+		"Set %s to the new key above for every process using this database, and restart them.\n",
+		rot.Values, plural(rot.Values), rot.NewKeyID, rot.OldKeyID, secret.EnvKey)
+	return exitOK, nil
+}
+
+// rotateFileKey rotates the key in the key file at keyPath, then re-seals the OAuth grants of
+// remote MCP servers, which are sealed with the same key.
+func (a *app) rotateFileKey(ctx context.Context, st variableStore, keyPath string) (int, error) {
+	rot, err := vars.RotateKeyFile(ctx, st, keyPath)
 	if err != nil {
 		return exitError, err
 	}
@@ -118,9 +139,8 @@ func (a *app) rotateKey(ctx context.Context, args []string) (int, error) {
 	fmt.Fprintf(a.stdout, "Re-encrypted %d secret value%s: %s now holds key %s (was %s).\n"+
 		"The previous key is kept in %s, so that values written meanwhile by processes still running with it\n"+
 		"stay readable: restart every process using this database, then delete that file.\n",
-		rot.Values, plural(rot.Values), *keyPath, rot.NewKeyID, rot.OldKeyID, rot.OldKeyPath)
-	// The OAuth grants of remote MCP servers are sealed with the same key.
-	if grants, err := oauthGrants(*keyPath); err != nil {
+		rot.Values, plural(rot.Values), keyPath, rot.NewKeyID, rot.OldKeyID, rot.OldKeyPath)
+	if grants, err := oauthGrants(keyPath); err != nil {
 		fmt.Fprintf(a.stderr, "quiver: warning: the OAuth grants were not re-encrypted: %v\n", err)
 	} else if n, err := grants.Reseal(ctx); err != nil {
 		fmt.Fprintf(a.stderr, "quiver: warning: %d OAuth grant%s re-encrypted, some not: %v\n", n, plural(n), err)

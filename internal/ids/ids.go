@@ -32,3 +32,6 @@ func Random(n int) string {
 	}
 	return encoding.EncodeToString(b)
 }
+
+// Encode returns b in the ids' encoding.
+func Encode(b []byte) string { return encoding.EncodeToString(b) }

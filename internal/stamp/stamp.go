@@ -5,6 +5,7 @@ package stamp
 
 import (
 	"context"
+	"crypto/sha256"
 	"time"
 
 	"github.com/quiverhq/quiver/internal/ids"
@@ -38,6 +39,18 @@ func ID(ctx context.Context, prefix string) string {
 		return newID(prefix)
 	}
 	return ids.New(prefix)
+}
+
+// Random is n random bytes in the ids' encoding for a name made under ctx (an attachment's):
+// derived from the context's ids when it has a source of them, so that a replayed run names
+// alike.
+func Random(ctx context.Context, n int) string {
+	newID, ok := ctx.Value(idsKey{}).(func(string) string)
+	if !ok {
+		return ids.Random(n)
+	}
+	sum := sha256.Sum256([]byte(newID("rnd")))
+	return ids.Encode(sum[:min(n, len(sum))])
 }
 
 // Carry returns to with from's sources, so work that outlives from (a background write, a

@@ -87,54 +87,64 @@ func Tools() []*quiver.Tool {
 			return "", errors.New("This tool intentionally returns an error for testing")
 		}),
 		quiver.Func("test_sampling", "Asks the client's model to complete a prompt.", sampling),
-		quiver.Func("test_elicitation", "Asks the user for a username and an email.", func(ctx context.Context, a messageArgs) (string, error) {
-			res, err := elicit(ctx, a.Message, map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"username": map[string]any{"type": "string", "description": "User's response"},
-					"email":    map[string]any{"type": "string", "description": "User's email address"},
-				},
-				"required": []string{"username", "email"},
-			})
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("User response: action=%s, content=%v", res.Action, res.Content), nil
-		}),
-		quiver.Func("test_elicitation_sep1034_defaults", "Asks the user for values that have defaults (SEP-1034).", func(ctx context.Context, _ none) (string, error) {
-			res, err := elicit(ctx, "Please confirm or change these values", map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"name":     map[string]any{"type": "string", "description": "User name", "default": "John Doe"},
-					"age":      map[string]any{"type": "integer", "description": "User age", "default": 30},
-					"score":    map[string]any{"type": "number", "description": "User score", "default": 95.5},
-					"status":   map[string]any{"type": "string", "description": "User status", "enum": []string{"active", "inactive", "pending"}, "default": "active"},
-					"verified": map[string]any{"type": "boolean", "description": "Verification status", "default": true},
-				},
-			})
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("Elicitation completed: action=%s, content=%v", res.Action, res.Content), nil
-		}),
-		quiver.Func("test_elicitation_sep1330_enums", "Asks the user to pick from every kind of enum (SEP-1330).", func(ctx context.Context, _ none) (string, error) {
-			titled := []map[string]any{{"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}}
-			res, err := elicit(ctx, "Please choose", map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"untitledSingle": map[string]any{"type": "string", "enum": []string{"option1", "option2", "option3"}},
-					"titledSingle":   map[string]any{"type": "string", "oneOf": titled},
-					"legacyEnum":     map[string]any{"type": "string", "enum": []string{"opt1", "opt2", "opt3"}, "enumNames": []string{"Option One", "Option Two", "Option Three"}},
-					"untitledMulti":  map[string]any{"type": "array", "minItems": 1, "maxItems": 3, "items": map[string]any{"type": "string", "enum": []string{"option1", "option2", "option3"}}},
-					"titledMulti":    map[string]any{"type": "array", "minItems": 1, "maxItems": 3, "items": map[string]any{"anyOf": titled}},
-				},
-			})
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("Elicitation completed: action=%s, content=%v", res.Action, res.Content), nil
-		}),
+		quiver.Func("test_elicitation", "Asks the user for a username and an email.", elicitation),
+		quiver.Func("test_elicitation_sep1034_defaults", "Asks the user for values that have defaults (SEP-1034).", elicitationDefaults),
+		quiver.Func("test_elicitation_sep1330_enums", "Asks the user to pick from every kind of enum (SEP-1330).", elicitationEnums),
 	}
+}
+
+// elicitation asks the user for a username and an email.
+func elicitation(ctx context.Context, a messageArgs) (string, error) {
+	res, err := elicit(ctx, a.Message, map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"username": map[string]any{"type": "string", "description": "User's response"},
+			"email":    map[string]any{"type": "string", "description": "User's email address"},
+		},
+		"required": []string{"username", "email"},
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("User response: action=%s, content=%v", res.Action, res.Content), nil
+}
+
+// elicitationDefaults asks the user for values of every kind that have defaults.
+func elicitationDefaults(ctx context.Context, _ none) (string, error) {
+	res, err := elicit(ctx, "Please confirm or change these values", map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"name":     map[string]any{"type": "string", "description": "User name", "default": "John Doe"},
+			"age":      map[string]any{"type": "integer", "description": "User age", "default": 30},
+			"score":    map[string]any{"type": "number", "description": "User score", "default": 95.5},
+			"status":   map[string]any{"type": "string", "description": "User status", "enum": []string{"active", "inactive", "pending"}, "default": "active"},
+			"verified": map[string]any{"type": "boolean", "description": "Verification status", "default": true},
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Elicitation completed: action=%s, content=%v", res.Action, res.Content), nil
+}
+
+// elicitationEnums asks the user to pick from every kind of enum: titled or not, single or
+// multiple, and the legacy enumNames.
+func elicitationEnums(ctx context.Context, _ none) (string, error) {
+	titled := []map[string]any{{"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}}
+	res, err := elicit(ctx, "Please choose", map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"untitledSingle": map[string]any{"type": "string", "enum": []string{"option1", "option2", "option3"}},
+			"titledSingle":   map[string]any{"type": "string", "oneOf": titled},
+			"legacyEnum":     map[string]any{"type": "string", "enum": []string{"opt1", "opt2", "opt3"}, "enumNames": []string{"Option One", "Option Two", "Option Three"}},
+			"untitledMulti":  map[string]any{"type": "array", "minItems": 1, "maxItems": 3, "items": map[string]any{"type": "string", "enum": []string{"option1", "option2", "option3"}}},
+			"titledMulti":    map[string]any{"type": "array", "minItems": 1, "maxItems": 3, "items": map[string]any{"anyOf": titled}},
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Elicitation completed: action=%s, content=%v", res.Action, res.Content), nil
 }
 
 // session is the MCP session of the call running in ctx.

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/memstore"
 )
 
 func ExampleNew() {
@@ -46,19 +44,9 @@ func ExampleNew() {
 	// Output: success {"city":"Lyon","sky":"clear","usedKey":"[REDACTED]"}
 }
 
-// Store a tool as a function version in the database, then load the workspace's tools.
+// Store a tool as a function version in a store (here one held in memory), then load the workspace's tools.
 func ExampleSave() {
-	dir, err := os.MkdirTemp("", "jsfunc-example")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	st := memstore.New()
 	defer st.Close()
 	ctx := context.Background()
 	if err := st.CreateWorkspace(ctx, &store.Workspace{ID: "wsp_demo", Name: "demo"}); err != nil {

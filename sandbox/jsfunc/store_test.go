@@ -3,23 +3,19 @@ package jsfunc
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/memstore"
 )
 
 const ws = "wsp_test"
 
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t *testing.T) *memstore.Store {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "quiver.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
 	if err := st.CreateWorkspace(context.Background(), &store.Workspace{ID: ws, Name: "test"}); err != nil {
 		t.Fatal(err)

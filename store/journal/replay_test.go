@@ -24,7 +24,7 @@ func leftFile(t *testing.T, path string, recs []*record, tail []byte) {
 	t.Helper()
 	b := []byte(magic)
 	for _, r := range recs {
-		if err := check(r); err != nil {
+		if err := check(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
 		frame, err := encode(r)
@@ -96,7 +96,7 @@ func TestReplayDamagedTail(t *testing.T) {
 			st, th := openReplayStore(t)
 			dir := t.TempDir()
 			third := callRecord(th, "c3", at)
-			if err := check(third); err != nil {
+			if err := check(context.Background(), third); err != nil {
 				t.Fatal(err)
 			}
 			frame, err := encode(third)
@@ -140,7 +140,7 @@ func TestReplayStoresNothingTwice(t *testing.T) {
 	var recs []*record
 	for i := range 6 {
 		r := callRecord(th, fmt.Sprintf("c%d", i), at)
-		if err := check(r); err != nil {
+		if err := check(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, r)
@@ -183,7 +183,7 @@ func TestReplaySkipsAnUndecodableRecord(t *testing.T) {
 	binary.LittleEndian.PutUint32(frame[4:8], crc32.Checksum(bad, crcTable))
 	first, second := callRecord(th, "c1", at), callRecord(th, "c2", at)
 	for _, r := range []*record{first, second} {
-		if err := check(r); err != nil {
+		if err := check(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
 	"slices"
@@ -125,18 +124,14 @@ func newFile(ctx context.Context, p string, data []byte, meta store.FileMeta, no
 // attachmentRandom is the encoding of the ids' random parts (package internal/ids).
 var attachmentRandom = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
 
-// freshAttachmentPath returns p, a path store.AttachmentPath made, with its random part (between
-// the last "-" and the last ".") drawn from an id of the context instead, so that a run
-// replayed with the same ids names its attachments alike; another such path when that one is
-// taken (which 64 bits of it make all but impossible).
-func freshAttachmentPath(ctx context.Context, op threadOp, p string, taken func(string) bool) (string, error) {
+// freshAttachmentPath returns p, or another attachment path when p is taken (which 64 random
+// bits make all but impossible).
+func freshAttachmentPath(ctx context.Context, op threadOp, p, name, mimeType string, now time.Time, taken func(string) bool) (string, error) {
 	for range 8 {
-		sum := sha256.Sum256([]byte(stamp.ID(ctx, store.PrefixFile)))
-		i, j := strings.LastIndexByte(p, '-'), strings.LastIndexByte(p, '.')
-		p = p[:i+1] + attachmentRandom.EncodeToString(sum[:8]) + p[j:]
 		if !taken(p) {
 			return p, nil
 		}
+		p = store.AttachmentPath(ctx, name, mimeType, now)
 	}
 	return "", op.failf(store.ErrExists, "no free attachment name found")
 }
@@ -425,7 +420,7 @@ func (f fileView) Find(ctx context.Context, workspaceID, threadID, root, pattern
 func (f fileView) AddAttachment(ctx context.Context, workspaceID, threadID string, a store.NewAttachment) (*store.FileInfo, error) {
 	const op threadOp = "add attachment"
 	now := stamp.Now(ctx)
-	p, meta, err := store.PrepareAttachment(f.lim, a, now)
+	p, meta, err := store.PrepareAttachment(ctx, f.lim, a, now)
 	if err != nil {
 		return nil, err
 	}
@@ -439,7 +434,7 @@ func (f fileView) AddAttachment(ctx context.Context, workspaceID, threadID strin
 		if err := f.room(t, threadID, int64(len(data)), int64(len(dirs))+1); err != nil {
 			return err
 		}
-		at, err := freshAttachmentPath(ctx, op, p, func(q string) bool { return t.entries[q] != nil })
+		at, err := freshAttachmentPath(ctx, op, p, a.Name, meta.MimeType, now, func(q string) bool { return t.entries[q] != nil })
 		if err != nil {
 			return err
 		}
@@ -531,7 +526,7 @@ func (f fileView) copyInto(ctx context.Context, op threadOp, dst *fileTree, thre
 	targets := make([]string, len(srcs))
 	chosen := map[string]bool{}
 	for i, e := range srcs {
-		p, err := freshAttachmentPath(ctx, op, store.AttachmentPath(e.info.Name, e.info.MimeType, now),
+		p, err := freshAttachmentPath(ctx, op, store.AttachmentPath(ctx, e.info.Name, e.info.MimeType, now), e.info.Name, e.info.MimeType, now,
 			func(q string) bool { return dst.entries[q] != nil || chosen[q] })
 		if err != nil {
 			return err

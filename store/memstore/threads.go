@@ -99,7 +99,7 @@ func (d *threadData) thread(op threadOp, workspaceID, threadID string) (*threadR
 func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 	const op threadOp = "create thread"
 	if t == nil {
-		_, _, err := store.PrepareThread(nil)
+		_, _, err := store.PrepareThread(ctx, nil)
 		return op.fail(err)
 	}
 	c := *t
@@ -108,7 +108,7 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 	if c.ID == "" {
 		c.ID = stamp.ID(ctx, store.PrefixThread)
 	}
-	id, status, err := store.PrepareThread(&c)
+	id, status, err := store.PrepareThread(ctx, &c)
 	if err != nil {
 		return op.fail(err)
 	}

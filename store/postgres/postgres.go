@@ -46,6 +46,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlstore"
 )
@@ -158,7 +159,7 @@ func tagsArg(tags []string) []string {
 // fails with store.ErrInvalid without a workspace or when the id is taken, and with
 // store.ErrNotFound when ParentID names no thread of the workspace.
 func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
-	id, status, err := store.PrepareThread(t)
+	id, status, err := store.PrepareThread(ctx, t)
 	if err != nil {
 		return fmt.Errorf("postgres: create thread: %w", err)
 	}
@@ -326,7 +327,7 @@ type batch struct {
 // before its call) it checks here, since the one statement of Append cannot say which row
 // failed; what needs the stored history (a call or result from an earlier batch) the database
 // checks.
-func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
+func newBatch(ctx context.Context, threadID string, msgs []*store.Message) (*batch, error) {
 	n := len(msgs)
 	b := &batch{
 		ids: make([]string, n), roles: make([]string, n), contents: make([]string, n), calls: make([]string, n),
@@ -340,7 +341,7 @@ func newBatch(threadID string, msgs []*store.Message) (*batch, error) {
 		}
 		b.ids[i] = m.ID
 		if b.ids[i] == "" {
-			b.ids[i] = store.NewID(store.PrefixMessage)
+			b.ids[i] = stamp.ID(ctx, store.PrefixMessage)
 		}
 		b.roles[i], b.contents[i], b.toolNames[i] = string(m.Role), m.Content, m.ToolName
 		for j, c := range m.ToolCalls {
@@ -393,7 +394,7 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 		_, err := s.Thread(ctx, workspaceID, threadID)
 		return err
 	}
-	b, err := newBatch(threadID, msgs)
+	b, err := newBatch(ctx, threadID, msgs)
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
@@ -433,7 +434,7 @@ func (b *batch) fill(msgs []*store.Message, threadID string, base int64, at time
 func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	batches := make([]*batch, len(ops))
 	for k, op := range ops {
-		b, err := newBatch(op.ThreadID, op.Messages)
+		b, err := newBatch(ctx, op.ThreadID, op.Messages)
 		if err != nil {
 			return &store.BatchError{Index: k, Err: fmt.Errorf("postgres: append to thread %s: %w", op.ThreadID, err)}
 		}

@@ -23,7 +23,7 @@ import (
 // pool, so that the state's SQL is the one sqlstore shares with SQLite.
 func (s *Store) AppendState(ctx context.Context, workspaceID, threadID string, w *store.StateWrite, msgs ...*store.Message) error {
 	op := "append to thread " + threadID
-	b, err := newBatch(threadID, msgs)
+	b, err := newBatch(ctx, threadID, msgs)
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}

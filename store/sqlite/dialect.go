@@ -8,6 +8,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlstore"
 )
@@ -31,7 +32,7 @@ var dialect = sqlstore.Dialect{
 	// Times are Unix nanoseconds in INTEGER columns.
 	Time: func(t time.Time) any { return t.UnixNano() },
 	// SQL has no nanosecond clock: the process's, without its monotonic reading.
-	Now: func(context.Context, sqlstore.Querier) (time.Time, error) { return time.Now().UTC().Round(0), nil },
+	Now: func(ctx context.Context, _ sqlstore.Querier) (time.Time, error) { return stamp.Now(ctx).Round(0), nil },
 	// SQLite names no constraint in its errors, only the columns.
 	Constraint: func(err error) sqlstore.Violation {
 		var e *msqlite.Error

@@ -13,6 +13,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -66,12 +67,12 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	for k, op := range ops {
 		rows[k] = make([]row, len(op.Messages))
 		for i, m := range op.Messages {
-			if err := encodeMessage(op.ThreadID, m, &rows[k][i]); err != nil {
+			if err := encodeMessage(ctx, op.ThreadID, m, &rows[k][i]); err != nil {
 				return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: message %d: %w", op.ThreadID, i, err)}
 			}
 		}
 	}
-	now := time.Now().UTC().Round(0)
+	now := stamp.Now(ctx).Round(0)
 	firsts := make([]int64, len(ops))
 	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		// The last seq of each thread appended to so far in this transaction: the next append
@@ -181,14 +182,14 @@ func (s *Store) insertError(ctx context.Context, tx querier, threadID string, i 
 }
 
 // encodeMessage checks m (store.CheckMessage) and encodes its JSON columns.
-func encodeMessage(threadID string, m *store.Message, r *row) error {
+func encodeMessage(ctx context.Context, threadID string, m *store.Message, r *row) error {
 	if err := store.CheckMessage(threadID, m); err != nil {
 		return err
 	}
 	r.msg = m
 	r.id = m.ID
 	if r.id == "" {
-		r.id = store.NewID(store.PrefixMessage)
+		r.id = stamp.ID(ctx, store.PrefixMessage)
 	}
 	if m.Role == store.RoleTool {
 		r.toolCallID = sql.NullString{String: m.ToolCallID, Valid: true}

@@ -132,21 +132,9 @@ func Open(path string, opts ...Options) (*Store, error) {
 	if len(opts) == 1 {
 		o = opts[0]
 	}
-	sync := strings.ToUpper(o.Synchronous)
-	switch sync {
-	case "":
-		sync = "NORMAL"
-	case "NORMAL", "FULL":
-	default:
-		return nil, fmt.Errorf("sqlite: Synchronous %q: want NORMAL or FULL", o.Synchronous)
-	}
-	busy := o.BusyTimeout
-	if busy <= 0 {
-		busy = 5 * time.Second
-	}
-	readConns := o.ReadConns
-	if readConns <= 0 {
-		readConns = max(4, runtime.NumCPU())
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("sqlite: Open wants a file path, not %q", path)
@@ -155,47 +143,17 @@ func Open(path string, opts ...Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	busyMS := fmt.Sprint(busy.Milliseconds())
-
-	w, err := sql.Open("sqlite", uri+"?"+url.Values{
-		"_pragma": {"busy_timeout(" + busyMS + ")", "foreign_keys(1)", "journal_mode(WAL)", "journal_size_limit(67108864)", "wal_autocheckpoint(0)", "synchronous(" + sync + ")"},
-		"_txlock": {"immediate"},
-	}.Encode())
+	busyMS := fmt.Sprint(o.BusyTimeout.Milliseconds())
+	w, err := openWriter(path, uri, busyMS, o)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
 	s := &Store{w: w, wsem: make(chan struct{}, 1)}
-	// Switching a new file to WAL takes an exclusive lock without waiting for it, so processes
-	// creating the same database at once can see SQLITE_BUSY here: retry until BusyTimeout.
-	for deadline := time.Now().Add(busy); ; {
-		err := migrate(context.Background(), w)
-		if err == nil {
-			break
-		}
-		if !isBusy(err) || time.Now().After(deadline) {
-			w.Close()
-			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-
 	// Readers open once the writer has switched the file to WAL (a persistent setting).
-	r, err := sql.Open("sqlite", uri+"?"+url.Values{
-		"_pragma": {"busy_timeout(" + busyMS + ")", "query_only(1)"},
-	}.Encode())
-	if err != nil {
+	if s.r, err = openReaders(uri, busyMS, o.ReadConns); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	r.SetMaxOpenConns(readConns)
-	r.SetMaxIdleConns(readConns)
-	r.SetConnMaxLifetime(0)
-	r.SetConnMaxIdleTime(0)
-	s.r = r
 	s.shared = s.newShared()
 	if s.wc, err = w.Conn(context.Background()); err != nil {
 		s.Close()
@@ -210,6 +168,71 @@ func Open(path string, opts ...Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// withDefaults checks o and fills in the defaults of its zero fields; Synchronous comes back
+// upper case.
+func (o Options) withDefaults() (Options, error) {
+	sync := strings.ToUpper(o.Synchronous)
+	switch sync {
+	case "":
+		sync = "NORMAL"
+	case "NORMAL", "FULL":
+	default:
+		return o, fmt.Errorf("sqlite: Synchronous %q: want NORMAL or FULL", o.Synchronous)
+	}
+	o.Synchronous = sync
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = max(4, runtime.NumCPU())
+	}
+	return o, nil
+}
+
+// openWriter opens the pool of the one writer connection and applies the migrations the
+// database lacks.
+func openWriter(path, uri, busyMS string, o Options) (*sql.DB, error) {
+	w, err := sql.Open("sqlite", uri+"?"+url.Values{
+		"_pragma": {"busy_timeout(" + busyMS + ")", "foreign_keys(1)", "journal_mode(WAL)", "journal_size_limit(67108864)", "wal_autocheckpoint(0)", "synchronous(" + o.Synchronous + ")"},
+		"_txlock": {"immediate"},
+	}.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	// Switching a new file to WAL takes an exclusive lock without waiting for it, so processes
+	// creating the same database at once can see SQLITE_BUSY here: retry until BusyTimeout.
+	for deadline := time.Now().Add(o.BusyTimeout); ; {
+		err := migrate(context.Background(), w)
+		if err == nil {
+			return w, nil
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			w.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// openReaders opens the pool of read-only connections.
+func openReaders(uri, busyMS string, conns int) (*sql.DB, error) {
+	r, err := sql.Open("sqlite", uri+"?"+url.Values{
+		"_pragma": {"busy_timeout(" + busyMS + ")", "query_only(1)"},
+	}.Encode())
+	if err != nil {
+		return nil, err
+	}
+	r.SetMaxOpenConns(conns)
+	r.SetMaxIdleConns(conns)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(0)
+	return r, nil
 }
 
 // fileURI turns a path into a SQLite URI, so that no character of the path is taken for a

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlstore"
 )
@@ -19,11 +19,11 @@ import (
 func (s *Store) AppendState(ctx context.Context, workspaceID, threadID string, w *store.StateWrite, msgs ...*store.Message) error {
 	rows := make([]row, len(msgs))
 	for i, m := range msgs {
-		if err := encodeMessage(threadID, m, &rows[i]); err != nil {
+		if err := encodeMessage(ctx, threadID, m, &rows[i]); err != nil {
 			return fmt.Errorf("sqlite: append to %s: message %d: %w", threadID, i, err)
 		}
 	}
-	now := time.Now().UTC().Round(0)
+	now := stamp.Now(ctx).Round(0)
 	var (
 		first   int64
 		written []string

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlstore"
 )
@@ -16,7 +17,7 @@ import (
 // CreateThread stores a new thread, setting its ID (when empty), CreatedAt and UpdatedAt. A
 // ParentID must name a thread of the same workspace (store.ErrNotFound otherwise).
 func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
-	id, status, err := store.PrepareThread(t)
+	id, status, err := store.PrepareThread(ctx, t)
 	if err != nil {
 		return fmt.Errorf("sqlite: create thread: %w", err)
 	}
@@ -24,7 +25,7 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC().Round(0)
+	now := stamp.Now(ctx).Round(0)
 	err = s.write(ctx, func(ctx context.Context, tx querier) error {
 		if t.ParentID != "" {
 			var ws string
@@ -98,7 +99,7 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 		if err != nil {
 			return err
 		}
-		now := time.Now().UTC().Round(0)
+		now := stamp.Now(ctx).Round(0)
 		if now.Before(before.UpdatedAt) { // the clock went back: UpdatedAt does not
 			now = before.UpdatedAt
 		}

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -90,7 +90,7 @@ func (s *Store) Queued(ctx context.Context, workspaceID, threadID string) ([]*st
 
 // AppendQueued moves the thread's queued messages to the end of its history.
 func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) ([]*store.Message, error) {
-	now := time.Now().UTC().Round(0)
+	now := stamp.Now(ctx).Round(0)
 	var out []*store.Message
 	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
@@ -150,7 +150,7 @@ func (s *Store) Log(ctx context.Context, workspaceID, threadID string, e *store.
 	}
 	at := e.Time
 	if at.IsZero() {
-		at = time.Now()
+		at = stamp.Now(ctx)
 	}
 	at = at.UTC().Round(0)
 	var seq int64

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -55,7 +56,7 @@ func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k *store.APIKey) error {
 	}
 	id := k.ID
 	if id == "" {
-		id = store.NewID(store.PrefixAPIKey)
+		id = stamp.ID(ctx, store.PrefixAPIKey)
 	}
 	var at time.Time
 	err := s.write(ctx, func(ctx context.Context, tx Querier) error {

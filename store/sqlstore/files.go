@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -244,7 +245,7 @@ const insertFile = `INSERT INTO files (thread_id, path, parent, id, is_dir, size
 // mkdirs creates the directories dirs (top down, none existing).
 func (f *Files) mkdirs(ctx context.Context, tx Querier, op, threadID string, dirs []string, now time.Time) error {
 	for _, d := range dirs {
-		if _, err := tx.ExecContext(ctx, insertFile, threadID, d, store.ParentDir(d), store.NewID(store.PrefixFile), true, 0, "", 0, 0, "",
+		if _, err := tx.ExecContext(ctx, insertFile, threadID, d, store.ParentDir(d), stamp.ID(ctx, store.PrefixFile), true, 0, "", 0, 0, "",
 			f.d.Time(now), nil); err != nil {
 			return f.d.Err(op+": create directory "+d, err)
 		}
@@ -253,14 +254,14 @@ func (f *Files) mkdirs(ctx context.Context, tx Querier, op, threadID string, dir
 }
 
 // newFileInfo describes a file about to be written at p.
-func newFileInfo(p string, data []byte, meta store.FileMeta, now time.Time) *store.FileInfo {
-	return &store.FileInfo{ID: store.NewID(store.PrefixFile), Path: p, Name: store.BaseName(p), Size: int64(len(data)),
+func newFileInfo(ctx context.Context, p string, data []byte, meta store.FileMeta, now time.Time) *store.FileInfo {
+	return &store.FileInfo{ID: stamp.ID(ctx, store.PrefixFile), Path: p, Name: store.BaseName(p), Size: int64(len(data)),
 		MimeType: meta.MimeType, Width: meta.Width, Height: meta.Height, Description: meta.Description, ModTime: now}
 }
 
 // put writes a file at p, which holds nothing, and returns its description.
 func (f *Files) put(ctx context.Context, tx Querier, op, threadID, p string, data []byte, meta store.FileMeta, now time.Time) (*store.FileInfo, error) {
-	fi := newFileInfo(p, data, meta, now)
+	fi := newFileInfo(ctx, p, data, meta, now)
 	if data == nil {
 		data = []byte{} // NULL is for directories
 	}
@@ -290,7 +291,7 @@ func (f *Files) WriteFile(ctx context.Context, workspaceID, threadID, p string, 
 			}
 			// An UPDATE rather than DELETE and INSERT: a copy holding the row (FOR SHARE) then
 			// sees the new version, not a deleted row.
-			out = newFileInfo(p, data, meta, u.now)
+			out = newFileInfo(ctx, p, data, meta, u.now)
 			if data == nil {
 				data = []byte{}
 			}
@@ -477,292 +478,4 @@ func (f *Files) Rmdir(ctx context.Context, workspaceID, threadID, p string) erro
 		_, err = tx.ExecContext(ctx, `DELETE FROM files WHERE thread_id = $1 AND path = $2`, threadID, p)
 		return f.d.Err(op, err)
 	})
-}
-
-// subtree is the condition on path ($2 and $3: subtreeArgs) selecting the entries under the
-// directory root, root excluded: paths compare byte by byte (SQLite's default; the "C"
-// collation of PostgreSQL's path column), and those under "/a" are the ones from "/a/" up to
-// "/a0" ('0' follows '/').
-const subtree = `path >= $2 AND path < $3`
-
-func subtreeArgs(root string) (lo, hi string) {
-	if root == "/" {
-		return "/", "0"
-	}
-	return root + "/", root + "0"
-}
-
-// grepBatchBytes and grepBatchFiles bound one query of Grep for file contents.
-const (
-	grepBatchBytes = 4 << 20
-	grepBatchFiles = 256
-)
-
-// Grep implements store.Files.Grep.
-func (f *Files) Grep(ctx context.Context, workspaceID, threadID, root, pattern string) ([]store.GrepMatch, bool, error) {
-	op := "grep " + root
-	if err := store.CheckPath(root); err != nil {
-		return nil, false, err
-	}
-	g, err := store.NewGrepSearch(pattern, f.lim)
-	if err != nil {
-		return nil, false, err
-	}
-	err = f.readTx(ctx, op, workspaceID, threadID, func(tx Querier) error {
-		top, err := f.stat(ctx, tx, op, threadID, root)
-		if err != nil {
-			return err
-		}
-		type candidate struct {
-			path string
-			size int64
-		}
-		var cands []candidate
-		if !top.IsDir {
-			cands = append(cands, candidate{top.Path, top.Size})
-		} else {
-			lo, hi := subtreeArgs(root)
-			rows, err := tx.QueryContext(ctx, `SELECT path, size FROM files WHERE thread_id = $1 AND `+subtree+` AND NOT is_dir ORDER BY path`,
-				threadID, lo, hi)
-			if err != nil {
-				return f.d.Err(op, err)
-			}
-			if cands, err = collect(&f.d, rows, op, func(row scanner) (c candidate, err error) { return c, row.Scan(&c.path, &c.size) }); err != nil {
-				return err
-			}
-		}
-		// Contents are fetched in batches of admitted files, in path order.
-		for len(cands) > 0 {
-			var batch []string
-			var size int64
-			stop := false
-			for len(cands) > 0 && len(batch) < grepBatchFiles && (len(batch) == 0 || size+cands[0].size <= grepBatchBytes) {
-				if !g.Admit(cands[0].size) {
-					stop = true
-					break
-				}
-				batch = append(batch, cands[0].path)
-				size += cands[0].size
-				cands = cands[1:]
-			}
-			if len(batch) > 0 {
-				if stop, err = f.grepBatch(ctx, tx, op, threadID, batch, g); err != nil {
-					return err
-				}
-			}
-			if stop {
-				break
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	matches, truncated := g.Result()
-	return matches, truncated, nil
-}
-
-// grepBatch scans the contents of the files at paths, in path order; stop says the search has
-// seen enough.
-func (f *Files) grepBatch(ctx context.Context, tx Querier, op, threadID string, paths []string, g *store.GrepSearch) (stop bool, err error) {
-	args := []any{threadID}
-	rows, err := tx.QueryContext(ctx, `SELECT path, data FROM files WHERE thread_id = $1 AND path IN (`+inList(&args, paths)+`) AND NOT is_dir
-		ORDER BY path`, args...)
-	if err != nil {
-		return false, f.d.Err(op, err)
-	}
-	defer rows.Close()
-	var p string
-	var data []byte
-	for rows.Next() {
-		if err := rows.Scan(&p, &data); err != nil {
-			return false, f.d.Err(op, err)
-		}
-		if !g.Scan(p, data) {
-			return true, nil
-		}
-	}
-	return false, f.d.Err(op, rows.Err())
-}
-
-// Find implements store.Files.Find.
-func (f *Files) Find(ctx context.Context, workspaceID, threadID, root, pattern string) ([]string, bool, error) {
-	op := "find in " + root
-	if err := store.CheckPath(root); err != nil {
-		return nil, false, err
-	}
-	search, err := store.NewFindSearch(root, pattern, f.lim)
-	if err != nil {
-		return nil, false, err
-	}
-	err = f.readTx(ctx, op, workspaceID, threadID, func(tx Querier) error {
-		top, err := f.stat(ctx, tx, op, threadID, root)
-		if err != nil {
-			return err
-		}
-		if !top.IsDir {
-			return f.d.failf(op, store.ErrInvalid, "it is a file, not a directory")
-		}
-		lo, hi := subtreeArgs(root)
-		rows, err := tx.QueryContext(ctx, `SELECT path FROM files WHERE thread_id = $1 AND `+subtree+` ORDER BY path`, threadID, lo, hi)
-		if err != nil {
-			return f.d.Err(op, err)
-		}
-		defer rows.Close()
-		var p string
-		for rows.Next() {
-			if err := rows.Scan(&p); err != nil {
-				return f.d.Err(op, err)
-			}
-			if !search.Add(p) {
-				return nil
-			}
-		}
-		return f.d.Err(op, rows.Err())
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	paths, truncated := search.Result()
-	return paths, truncated, nil
-}
-
-// freshAttachmentPath returns p, or another attachment path when p is taken (which 64 random
-// bits make all but impossible).
-func (f *Files) freshAttachmentPath(ctx context.Context, tx Querier, op, threadID, p, name, mimeType string, now time.Time) (string, error) {
-	for range 8 {
-		var taken bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE thread_id = $1 AND path = $2)`, threadID, p).Scan(&taken); err != nil {
-			return "", f.d.Err(op, err)
-		}
-		if !taken {
-			return p, nil
-		}
-		p = store.AttachmentPath(name, mimeType, now)
-	}
-	return "", f.d.failf(op, store.ErrExists, "no free attachment name found")
-}
-
-// AddAttachment implements store.Files.AddAttachment.
-func (f *Files) AddAttachment(ctx context.Context, workspaceID, threadID string, a store.NewAttachment) (*store.FileInfo, error) {
-	op := "add attachment"
-	_, meta, err := store.PrepareAttachment(f.lim, a, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	var out *store.FileInfo
-	err = f.change(ctx, op, workspaceID, threadID, func(ctx context.Context, tx Querier, u *fileUsage) error {
-		dirs, err := f.missingDirs(ctx, tx, op, threadID, []string{store.AttachmentsDir})
-		if err != nil {
-			return err
-		}
-		if err := u.add(int64(len(a.Data)), int64(len(dirs))+1); err != nil {
-			return err
-		}
-		if err := f.mkdirs(ctx, tx, op, threadID, dirs, u.now); err != nil {
-			return err
-		}
-		// Named by the time of the change, like every time the store writes.
-		p, err := f.freshAttachmentPath(ctx, tx, op, threadID, store.AttachmentPath(a.Name, meta.MimeType, u.now), a.Name, meta.MimeType, u.now)
-		if err != nil {
-			return err
-		}
-		out, err = f.put(ctx, tx, op, threadID, p, a.Data, meta, u.now)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// CopyFiles implements store.Files.CopyFiles.
-func (f *Files) CopyFiles(ctx context.Context, workspaceID, fromThreadID string, paths []string, toThreadID string) ([]*store.FileInfo, error) {
-	op := fmt.Sprintf("copy files from thread %s to thread %s", fromThreadID, toThreadID)
-	var unique []string
-	seen := map[string]bool{}
-	for _, p := range paths {
-		if err := store.CheckPath(p); err != nil {
-			return nil, err
-		}
-		if p == "/" {
-			return nil, f.d.failf(op, store.ErrInvalid, "/ is a directory")
-		}
-		if !seen[p] {
-			seen[p] = true
-			unique = append(unique, p)
-		}
-	}
-	copies := map[string]*store.FileInfo{}
-	err := f.change(ctx, op, workspaceID, toThreadID, func(ctx context.Context, tx Querier, u *fileUsage) error {
-		if err := f.d.threadExists(ctx, tx, op, workspaceID, fromThreadID); err != nil {
-			return err
-		}
-		var srcs []*store.FileInfo
-		var total int64
-		for _, p := range unique {
-			// Locked: a source removed or replaced meanwhile waits for the copy.
-			fi, err := scanFile(tx.QueryRowContext(ctx, `SELECT `+fileCols+` FROM files WHERE thread_id = $1 AND path = $2`+f.d.lock("FOR SHARE"),
-				fromThreadID, p))
-			if errors.Is(err, sql.ErrNoRows) {
-				return f.d.failf(op, store.ErrNotFound, "no file %s", p)
-			}
-			if err != nil {
-				return f.d.Err(op, err)
-			}
-			if fi.IsDir {
-				return f.d.failf(op, store.ErrInvalid, "%s is a directory", p)
-			}
-			if err := f.lim.CheckFileSize(p, fi.Size); err != nil {
-				return err
-			}
-			srcs = append(srcs, fi)
-			total += fi.Size
-		}
-		if len(srcs) == 0 {
-			return nil
-		}
-		dirs, err := f.missingDirs(ctx, tx, op, toThreadID, []string{store.AttachmentsDir})
-		if err != nil {
-			return err
-		}
-		if err := u.add(total, int64(len(dirs)+len(srcs))); err != nil {
-			return err
-		}
-		if err := f.mkdirs(ctx, tx, op, toThreadID, dirs, u.now); err != nil {
-			return err
-		}
-		for _, src := range srcs {
-			p, err := f.freshAttachmentPath(ctx, tx, op, toThreadID, store.AttachmentPath(src.Name, src.MimeType, u.now), src.Name, src.MimeType, u.now)
-			if err != nil {
-				return err
-			}
-			c := *src
-			c.ID, c.Path, c.Name, c.ModTime = store.NewID(store.PrefixFile), p, store.BaseName(p), u.now
-			// The content is copied inside the database, never through this process.
-			res, err := tx.ExecContext(ctx, `INSERT INTO files
-				(thread_id, path, parent, id, is_dir, size, mime_type, width, height, description, mod_time, data)
-				SELECT $1, $2, $3, $4, false, size, mime_type, width, height, description, $5, data
-				FROM files WHERE thread_id = $6 AND path = $7`,
-				toThreadID, c.Path, store.AttachmentsDir, c.ID, f.d.Time(u.now), fromThreadID, src.Path)
-			if err != nil {
-				return f.d.Err(op+": "+src.Path, err)
-			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return f.d.failf(op, store.ErrNotFound, "%s vanished during the copy", src.Path)
-			}
-			copies[src.Path] = &c
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*store.FileInfo, len(paths))
-	for i, p := range paths {
-		c := *copies[p]
-		out[i] = &c
-	}
-	return out, nil
 }

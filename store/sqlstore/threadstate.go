@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -50,7 +51,7 @@ func (ts *ThreadState) Enqueue(ctx context.Context, workspaceID, threadID string
 		}
 		ids[i] = m.ID
 		if ids[i] == "" {
-			ids[i] = store.NewID(store.PrefixMessage)
+			ids[i] = stamp.ID(ctx, store.PrefixMessage)
 		}
 	}
 	var at time.Time

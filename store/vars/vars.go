@@ -83,6 +83,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/secret"
 )
@@ -273,7 +274,7 @@ func (r *Resolver) CreateThread(ctx context.Context, th *store.Thread, decls []q
 		return errors.New("vars: create thread: the resolver has no thread store")
 	}
 	if th.ID == "" {
-		th.ID = store.NewID(store.PrefixThread) // the sealed values are bound to it
+		th.ID = stamp.ID(ctx, store.PrefixThread) // the sealed values are bound to it
 	}
 	values = slices.Clone(values)
 	for i := range values {

@@ -196,6 +196,39 @@ func measure(ctx context.Context, t target, dir string, calls int, settle time.D
 	if err := dropCache(t.bin); err != nil {
 		return sample{}, fmt.Errorf("dropping the page cache of %s: %w", t.bin, err)
 	}
+	cmd := serverCommand(ctx, t, dir)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return sample{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return sample{}, err
+	}
+	var tail lastLines
+	found, exited := followLog(cmd, stderr, &tail)
+	defer func() {
+		cancel()
+		<-exited
+	}()
+	var url string
+	select {
+	case url = <-found:
+	case <-exited:
+		return sample{}, fmt.Errorf("server exited before serving: %s", tail.String())
+	case <-time.After(30 * time.Second):
+		return sample{}, fmt.Errorf("no URL in the server's log after 30s: %s", tail.String())
+	case <-ctx.Done():
+		return sample{}, ctx.Err()
+	}
+	if err := waitAnswers(ctx, url); err != nil {
+		return sample{}, err
+	}
+	return sampleMem(ctx, cmd.Process.Pid, url, calls, settle, &tail)
+}
+
+// serverCommand is the command that starts target t with its data in dir; cancelling ctx
+// stops it with SIGTERM.
+func serverCommand(ctx context.Context, t target, dir string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if t.bare {
 		cmd = exec.CommandContext(ctx, t.bin)
@@ -212,20 +245,14 @@ func measure(ctx context.Context, t target, dir string, calls int, settle time.D
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return sample{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return sample{}, err
-	}
-	exited := make(chan struct{})
-	defer func() {
-		cancel()
-		<-exited
-	}()
-	found := make(chan string, 1)
-	var tail lastLines
+	return cmd
+}
+
+// followLog reads the started server's log into tail until it ends: found gets the first URL
+// the log names, and exited closes once the server has exited.
+func followLog(cmd *exec.Cmd, stderr io.Reader, tail *lastLines) (found <-chan string, exited <-chan struct{}) {
+	urls := make(chan string, 1)
+	done := make(chan struct{})
 	go func() {
 		// Drains the log to the end, so the server never blocks on a full pipe.
 		sc := bufio.NewScanner(stderr)
@@ -233,30 +260,21 @@ func measure(ctx context.Context, t target, dir string, calls int, settle time.D
 			tail.add(sc.Text())
 			if u := urlPattern.FindString(sc.Text()); u != "" {
 				select {
-				case found <- u:
+				case urls <- u:
 				default:
 				}
 			}
 		}
 		cmd.Wait()
-		close(exited)
+		close(done)
 	}()
+	return urls, done
+}
 
-	var url string
-	select {
-	case url = <-found:
-	case <-exited:
-		return sample{}, fmt.Errorf("server exited before serving: %s", tail.String())
-	case <-time.After(30 * time.Second):
-		return sample{}, fmt.Errorf("no URL in the server's log after 30s: %s", tail.String())
-	case <-ctx.Done():
-		return sample{}, ctx.Err()
-	}
-	if err := waitAnswers(ctx, url); err != nil {
-		return sample{}, err
-	}
-	pid := cmd.Process.Pid
+// sampleMem reads the server's memory once it has settled, then again after the calls.
+func sampleMem(ctx context.Context, pid int, url string, calls int, settle time.Duration, tail *lastLines) (sample, error) {
 	var s sample
+	var err error
 	if err := sleep(ctx, settle); err != nil {
 		return sample{}, err
 	}

@@ -1,0 +1,317 @@
+package mcp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
+)
+
+// remote is the connection to one remote server.
+type remote struct {
+	im     *Importer
+	cfg    Remote
+	logger *slog.Logger
+
+	oauth *auth.AuthorizationCodeHandler // nil without OAuth
+
+	mu       sync.Mutex
+	session  *sdk.ClientSession
+	lastErr  string
+	authURL  string                   // a user must open it to authorize Quiver
+	ready    func()                   // ends the first connection attempt's wait in Import
+	tools    map[string]*importedTool // by Quiver name
+	progress sync.Map                 // progress token -> context of the call it belongs to
+	syncMu   sync.Mutex               // one tool list synchronisation at a time
+}
+
+type importedTool struct {
+	tool *quiver.Tool
+	def  string // the remote definition it was built from, to notice changes
+}
+
+func (r *remote) loop(ctx context.Context, first chan struct{}) {
+	backoff := r.im.opts.MinBackoff
+	signal := sync.OnceFunc(func() { close(first) })
+	defer signal()
+	r.mu.Lock()
+	r.ready = signal
+	r.mu.Unlock()
+	for ctx.Err() == nil {
+		cs, err := r.connect(ctx)
+		if err != nil {
+			r.mu.Lock()
+			r.lastErr = err.Error()
+			r.mu.Unlock()
+			r.logger.Warn("mcp: cannot connect to the MCP server; retrying", "err", err, "retry_in", backoff)
+			signal()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, r.im.opts.MaxBackoff)
+			continue
+		}
+		backoff = r.im.opts.MinBackoff
+		r.logger.Info("mcp: connected to the MCP server")
+		signal()
+		waitErr := cs.Wait()
+		r.mu.Lock()
+		if r.session == cs {
+			r.session = nil
+		}
+		if ctx.Err() == nil {
+			r.lastErr = "the connection closed"
+			if waitErr != nil {
+				r.lastErr += ": " + waitErr.Error()
+			}
+		}
+		r.mu.Unlock()
+		if ctx.Err() == nil {
+			r.logger.Warn("mcp: the MCP server disconnected; reconnecting", "err", waitErr)
+		}
+	}
+}
+
+func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	name, version := r.im.opts.ClientName, r.im.opts.ClientVersion
+	if name == "" {
+		name = "quiver"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	copts := &sdk.ClientOptions{
+		Logger:             nil,
+		ElicitationHandler: r.im.opts.Elicit,
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			// Not on the connection's goroutine: listing needs it to read the answer.
+			go r.resync(ctx)
+		},
+		//lint:ignore SA1019 servers of the protocol versions before 2026-07-28 still log this way
+		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
+			r.logger.Info("mcp: log message from the MCP server", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			if callCtx, ok := r.progress.Load(req.Params.ProgressToken); ok {
+				quiver.ReportProgress(callCtx.(context.Context), req.Params.Progress, req.Params.Total, req.Params.Message)
+			}
+		},
+	}
+	if r.im.opts.KeepAlive > 0 {
+		copts.KeepAlive = r.im.opts.KeepAlive
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: name, Version: version}, copts)
+	var transport sdk.Transport
+	if r.cfg.Command != "" {
+		cmd := exec.Command(r.cfg.Command, r.cfg.Args...)
+		cmd.Dir = r.cfg.Dir
+		cmd.Stderr = r.cfg.Stderr
+		if len(r.cfg.Env) > 0 {
+			cmd.Env = os.Environ()
+			for k, v := range r.cfg.Env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		hc := &http.Client{Transport: headerTransport{headers: r.cfg.Headers, next: http.DefaultTransport}}
+		transport = &sdk.StreamableClientTransport{Endpoint: r.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+		if r.oauth != nil {
+			transport.(*sdk.StreamableClientTransport).OAuthHandler = r.oauth
+		}
+	}
+	// The attempt's timeout stops while a user authorizes (OAuth), which takes minutes.
+	cctx, cancel := withPausableTimeout(ctx, r.im.opts.ConnectTimeout)
+	defer cancel()
+	cs, err := client.Connect(cctx, transport, nil)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("connecting: no answer within %s", r.im.opts.ConnectTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	if err := r.sync(cctx, cs); err != nil {
+		_ = cs.Close()
+		if ctx.Err() == nil && errors.Is(context.Cause(cctx), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("listing tools: no answer within %s", r.im.opts.ConnectTimeout)
+		}
+		return nil, err
+	}
+	r.mu.Lock()
+	r.session = cs
+	r.lastErr = ""
+	r.mu.Unlock()
+	r.im.changed()
+	return cs, nil
+}
+
+func hasHeader(h map[string]string, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return t.next.RoundTrip(req)
+}
+
+func (r *remote) resync(ctx context.Context) {
+	r.mu.Lock()
+	cs := r.session
+	r.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, r.im.opts.ConnectTimeout)
+	defer cancel()
+	if err := r.sync(sctx, cs); err != nil {
+		r.logger.Warn("mcp: re-listing the tools of the MCP server failed", "err", err)
+	}
+}
+
+// sync lists the remote's tools and brings the registry in line: new tools registered,
+// changed ones replaced, vanished ones removed.
+func (r *remote) sync(ctx context.Context, cs *sdk.ClientSession) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	var remoteTools []*sdk.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("listing tools: %w", err)
+		}
+		remoteTools = append(remoteTools, t)
+	}
+	want := map[string]*importedTool{}
+	for _, rt := range remoteTools {
+		def, _ := json.Marshal(rt)
+		name := r.quiverName(rt.Name)
+		if _, dup := want[name]; dup {
+			r.logger.Warn("mcp: two remote tools map to one name; keeping the first", "tool", rt.Name, "name", name)
+			continue
+		}
+		r.mu.Lock()
+		old := r.tools[name]
+		r.mu.Unlock()
+		if old != nil && old.def == string(def) {
+			want[name] = old
+			continue
+		}
+		t, err := r.toolFor(name, rt)
+		if err != nil {
+			r.logger.Warn("mcp: cannot import a remote tool", "tool", rt.Name, "err", err)
+			continue
+		}
+		want[name] = &importedTool{tool: t, def: string(def)}
+	}
+	changed := false
+	r.mu.Lock()
+	for name, old := range r.tools {
+		if nt, ok := want[name]; !ok || nt != old {
+			r.im.reg.Unregister(name)
+			changed = true
+		}
+	}
+	for name, nt := range want {
+		if old := r.tools[name]; old == nt {
+			continue
+		}
+		if err := r.im.reg.Register(nt.tool); err != nil {
+			r.logger.Warn("mcp: cannot register an imported tool", "name", name, "err", err)
+			delete(want, name)
+			continue
+		}
+		changed = true
+	}
+	r.tools = want
+	r.mu.Unlock()
+	if changed && r.im.opts.OnChange != nil {
+		r.im.opts.OnChange()
+	}
+	return nil
+}
+
+var unsafeNameChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+
+// quiverName maps a remote tool name to the name it is imported as: the remote's name, a dot,
+// and the tool's name with characters MCP clients and providers reject replaced by _, cut to
+// MCP's 128 characters (with a hash of the original to keep cut names apart).
+func (r *remote) quiverName(remoteName string) string {
+	safe := unsafeNameChars.ReplaceAllString(remoteName, "_")
+	if safe == "" {
+		safe = "_"
+	}
+	name := r.cfg.Name + "." + safe
+	if len(name) > 128 {
+		sum := sha256.Sum256([]byte(remoteName))
+		name = name[:119] + "_" + hex.EncodeToString(sum[:4])
+	}
+	return name
+}
+
+func (r *remote) toolFor(name string, rt *sdk.Tool) (*quiver.Tool, error) {
+	spec := quiver.Spec{Name: name, Description: strings.TrimSpace(rt.Description), Timeout: r.cfg.Timeout, Imported: true}
+	if spec.Description == "" {
+		spec.Description = fmt.Sprintf("The tool %s of the MCP server %s.", rt.Name, r.cfg.Name)
+	}
+	var err error
+	if spec.InputSchema, err = toSchema(rt.InputSchema); err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	if spec.OutputSchema, err = toSchema(rt.OutputSchema); err != nil {
+		return nil, fmt.Errorf("output schema: %w", err)
+	}
+	remoteName := rt.Name
+	return quiver.NewTool(spec, func(ctx context.Context, args json.RawMessage) (any, error) {
+		return r.call(ctx, remoteName, args)
+	})
+}
+
+func toSchema(v any) (*schema.Schema, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if string(b) == "null" {
+		return nil, nil
+	}
+	var s schema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}

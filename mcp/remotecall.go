@@ -1,0 +1,147 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/quiverhq/quiver"
+)
+
+// progressLinger is how long progress notifications are still forwarded after a call ended.
+const progressLinger = 2 * time.Second
+
+// call runs one call of a remote tool.
+func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	r.mu.Lock()
+	cs, lastErr := r.session, r.lastErr
+	r.mu.Unlock()
+	if cs == nil {
+		if lastErr == "" {
+			lastErr = "not connected yet"
+		}
+		return nil, quiver.Fail(quiver.CodeToolError, "the MCP server %q is unavailable (%s); Quiver keeps reconnecting, so try again shortly", r.cfg.Name, lastErr)
+	}
+	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	token := newCallID()
+	params.SetProgressToken(token)
+	passTraceContext(ctx, params)
+	r.progress.Store(token, ctx)
+	// Notifications are handled apart from responses, so the last ones may be handled just
+	// after the call returned: keep the token a moment longer.
+	defer time.AfterFunc(progressLinger, func() { r.progress.Delete(token) })
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the dispatcher reports the timeout or cancellation
+		}
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			return nil, quiver.Fail(quiver.CodeToolError, "the MCP server %q refused the call to %s: %s", r.cfg.Name, name, rpcErr.Message)
+		}
+		// The connection is broken: drop it so that the loop reconnects.
+		r.mu.Lock()
+		if r.session == cs {
+			r.session = nil
+			r.lastErr = err.Error()
+		}
+		r.mu.Unlock()
+		go cs.Close()
+		return nil, quiver.Fail(quiver.CodeToolError, "the MCP server %q could not be reached (%v); Quiver is reconnecting, so try again shortly", r.cfg.Name, err)
+	}
+	return FromResult(res), nil
+}
+
+// FromResult converts an MCP tools/call result into a Quiver result: isError becomes an error
+// result whose message is the result's text; text-only content becomes the result's text,
+// other content (image, audio, embedded resource, resource link) Quiver content;
+// structuredContent becomes the structured value.
+func FromResult(res *sdk.CallToolResult) *quiver.Result {
+	var texts []string
+	var content []quiver.Content
+	textOnly := true
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			texts = append(texts, c.Text)
+			content = append(content, quiver.TextContent(c.Text))
+		case *sdk.ImageContent:
+			textOnly = false
+			content = append(content, quiver.Content{Type: quiver.ContentImage, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: mimeOr(c.MIMEType)})
+		case *sdk.AudioContent:
+			textOnly = false
+			content = append(content, quiver.Content{Type: quiver.ContentAudio, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: mimeOr(c.MIMEType)})
+		case *sdk.EmbeddedResource:
+			if c.Resource == nil || c.Resource.URI == "" {
+				continue
+			}
+			textOnly = false
+			qc := quiver.Content{Type: quiver.ContentResource, URI: c.Resource.URI, MimeType: c.Resource.MIMEType, Text: c.Resource.Text}
+			if len(c.Resource.Blob) > 0 {
+				qc.Data = base64.StdEncoding.EncodeToString(c.Resource.Blob)
+			}
+			content = append(content, qc)
+		case *sdk.ResourceLink:
+			if c.URI == "" {
+				continue
+			}
+			textOnly = false
+			content = append(content, quiver.Content{Type: quiver.ContentResource, URI: c.URI, MimeType: c.MIMEType, Text: c.Name})
+		}
+	}
+	if res.IsError {
+		msg := strings.Join(texts, "\n")
+		if msg == "" {
+			msg = "the remote tool failed without saying why"
+		}
+		return &quiver.Result{Status: quiver.StatusError, Code: quiver.CodeToolError, Error: msg}
+	}
+	out := &quiver.Result{Status: quiver.StatusSuccess}
+	if textOnly {
+		out.Text = strings.Join(texts, "\n")
+	} else {
+		out.Content = content
+	}
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil && string(b) != "null" {
+			out.Value = b
+		}
+	}
+	return out
+}
+
+func mimeOr(m string) string {
+	if m == "" {
+		return "application/octet-stream"
+	}
+	return m
+}
+
+// passTraceContext puts the call's trace context (W3C traceparent and tracestate, through the
+// global propagator) in the request's _meta, where MCP servers look for it, so that the remote
+// tool's work joins the caller's trace.
+func passTraceContext(ctx context.Context, params *sdk.CallToolParams) {
+	p := otel.GetTextMapPropagator()
+	if len(p.Fields()) == 0 || !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	carrier := propagation.MapCarrier{}
+	p.Inject(ctx, carrier)
+	meta := params.GetMeta()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	for k, v := range carrier {
+		meta[k] = v
+	}
+	params.SetMeta(meta)
+}

@@ -1,0 +1,183 @@
+package quiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/quiverhq/quiver/schema"
+)
+
+func (d *Dispatcher) mask(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		r := next(ctx, c)
+		if m := secretReplacer(c.secrets); m != nil {
+			redact(r, m)
+			// The call is done: what hooks and the recorder see of its arguments is masked
+			// too (a tool may pass a secret on to a tool it calls).
+			c.Args = redactJSON(c.Args, m)
+		}
+		return r
+	}
+}
+
+func (d *Dispatcher) lookupAndPolicy(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		if r := d.lookup(c); r != nil {
+			return r
+		}
+		return next(ctx, c)
+	}
+}
+
+// lookup sets the call's tool, or returns the error result of a tool that is unknown or that
+// the policy does not permit.
+func (d *Dispatcher) lookup(c *Call) *Result {
+	t, ok := d.registry().Lookup(c.Name)
+	if !ok {
+		return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
+	}
+	if ok, why := d.Policy.Permits(t); !ok {
+		return Errorf(CodePolicyDenied, "tool %s is not available: %s. %s", quoteName(c.Name), why, d.available())
+	}
+	c.tool = t
+	return nil
+}
+
+// available lists the tools the model may call, for error results that must say what exists.
+func (d *Dispatcher) available() string {
+	tools := d.Tools()
+	if len(tools) == 0 {
+		return "No tools are available."
+	}
+	const max = 50
+	names := make([]string, 0, min(len(tools), max))
+	for i, t := range tools {
+		if i == max {
+			break
+		}
+		names = append(names, t.Name())
+	}
+	s := "Available tools: " + strings.Join(names, ", ")
+	if len(tools) > max {
+		s += fmt.Sprintf(" and %d more", len(tools)-max)
+	}
+	return s + "."
+}
+
+// quoteName quotes a name taken from a call for an error message: escaped, and cut short, so a
+// hostile or broken name is never echoed back raw.
+func quoteName(name string) string {
+	return fmt.Sprintf("%q", truncate(strings.ToValidUTF8(name, "\uFFFD"), 64))
+}
+
+func (d *Dispatcher) beforeCall(next Handler) Handler {
+	if d.Hooks.BeforeCall == nil {
+		return next
+	}
+	return func(ctx context.Context, c *Call) *Result {
+		if err := d.Hooks.BeforeCall(ctx, c); err != nil {
+			return Errorf(CodeRejected, "call to %s was rejected: %v", c.Name, err)
+		}
+		return next(ctx, c)
+	}
+}
+
+func (d *Dispatcher) confirm(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		if !c.tool.spec.RequiresConfirmation || c.Approved {
+			return next(ctx, c)
+		}
+		if d.Confirm == nil {
+			return Errorf(CodeConfirmationRequired, "tool %s requires a person's confirmation before it runs; the call is waiting for a decision", c.Name)
+		}
+		dec, err := d.Confirm(ctx, c)
+		if err != nil {
+			return Errorf(CodeConfirmationRequired, "tool %s requires confirmation, which could not be obtained: %v", c.Name, err)
+		}
+		switch dec.Action {
+		case Approve:
+		case Edit:
+			c.Args = dec.Args
+			// Meta-fields the edit names replace the call's (null drops one); those it
+			// leaves out are kept, so a form that shows only the arguments keeps them.
+			r := d.prepareArgs(c)
+			if r == nil {
+				r = d.parseMeta(c)
+			}
+			if r == nil {
+				r = d.checkDoor(ctx, c)
+			}
+			if r != nil {
+				r.Error = "the edited arguments are invalid: " + r.Error
+				return r
+			}
+		case Deny:
+			msg := fmt.Sprintf("the user denied the call to %s", c.Name)
+			if dec.Message != "" {
+				msg += ": " + dec.Message
+			}
+			return Errorf(CodeDenied, "%s", msg)
+		case Pause:
+			return Errorf(CodeConfirmationRequired, "tool %s requires a person's confirmation before it runs; the call is waiting for a decision", c.Name)
+		default:
+			return Errorf(CodeConfirmationRequired, "tool %s: unknown confirmation decision %q", c.Name, dec.Action)
+		}
+		c.Approved = true
+		return next(ctx, c)
+	}
+}
+
+func (d *Dispatcher) resolveVariables(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		decls := c.tool.spec.Variables
+		if len(decls) == 0 {
+			return next(ctx, c)
+		}
+		values, err := ResolveVariables(ctx, d.Resolver, ScopeFrom(ctx), decls)
+		var secrets []string
+		for _, v := range decls {
+			if val, ok := values[v.Name]; ok && v.Type == VarSecret && val != "" {
+				secrets = append(secrets, val)
+			}
+		}
+		if secrets != nil {
+			// The forms of the secrets are computed once, here, with those the call inherited;
+			// the one masker serves the result, the arguments and every log message.
+			c.secrets = []*masker{newMasker(c.secrets, secrets)}
+		}
+		var missing *MissingVariablesError
+		switch {
+		case errors.As(err, &missing):
+			return Errorf(CodeMissingVariable, "tool %s cannot run: %v", c.Name, err)
+		case err != nil:
+			return Errorf(CodeVariableError, "tool %s cannot run: %v", c.Name, err)
+		}
+		c.vars = values
+		return next(ctx, c)
+	}
+}
+
+func (d *Dispatcher) checkOutput(next Handler) Handler {
+	return func(ctx context.Context, c *Call) *Result {
+		r := next(ctx, c)
+		t := c.tool
+		// A delegated call's output comes from a model, not from the Go type the schema was
+		// inferred from: it is checked even when the tool's own results need not be.
+		if r.IsError() || t.output == nil || (t.outputTrusted && c.delegation == nil) || c.outputChecked {
+			return r
+		}
+		if r.Value == nil {
+			return Errorf(CodeInvalidOutput, "tool %s declares an output schema but returned no structured value", c.Name)
+		}
+		v, err := schema.Decode(r.Value)
+		if err == nil {
+			err = t.output.Validate(v)
+		}
+		if err != nil {
+			return Errorf(CodeInvalidOutput, "the output of %s does not match its output schema: %v", c.Name, err)
+		}
+		return r
+	}
+}
