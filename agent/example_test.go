@@ -10,19 +10,14 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/model/scripted"
-	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/memstore"
 	"github.com/quiverhq/quiver/thread"
 )
 
 // A run on a thread: the model asks for a tool that needs confirmation, the run pauses, a
 // person approves, and the run resumes exactly there.
 func ExampleRunner() {
-	dir, _ := os.MkdirTemp("", "quiver-agent-example")
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
-	if err != nil {
-		panic(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	ctx := context.Background()
 
@@ -76,12 +71,7 @@ stop: {max_steps: 5}
 // A lead agent calls a dual-AI agent as a tool: the sub-agent works in a child thread of the
 // lead's, and its answer is the call's result. Each prompt names its own model.
 func ExampleRunner_subagent() {
-	dir, _ := os.MkdirTemp("", "quiver-subagent-example")
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
-	if err != nil {
-		panic(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	ctx := context.Background()
 
