@@ -12,7 +12,7 @@ import (
 	"github.com/quiverhq/quiver/schema"
 )
 
-// The stateful meta-fields of a call (SPEC M2-M4, seed 002) say where its output goes and how
+// The stateful meta-fields of a call say where its output goes and how
 // it runs: _outputPath writes the output into the thread's state, _instance routes the call's
 // reads and writes to one instance's state, _delegate runs the call as an isolated request.
 // A tool accepts them when its Spec.MetaFields or the Dispatcher's MetaFields (an agent's)

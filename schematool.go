@@ -10,7 +10,7 @@ import (
 	"github.com/quiverhq/quiver/schema"
 )
 
-// ParseSchemaTool builds a tool from a pure JSON Schema definition, the form of seed 002:
+// ParseSchemaTool builds a tool from a pure JSON Schema definition, the pure JSON Schema form:
 //
 //	{"type": "object", "description": "Analyzes text sentiment",
 //	 "properties": {
@@ -39,7 +39,7 @@ func ParseSchemaTool(data []byte) (*Tool, error) {
 	if out := doc.Properties[schema.OutputField]; out != nil {
 		spec.OutputSchema = out
 	}
-	// A meta-field among the properties enables it (seed 002 lists them with the schema).
+	// A meta-field among the properties enables it.
 	for _, f := range schema.MetaFields {
 		if _, ok := doc.Properties[f]; ok {
 			spec.MetaFields = append(spec.MetaFields, f)

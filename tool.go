@@ -69,7 +69,7 @@ type Spec struct {
 	// cannot rename it, so a name that departs from the convention is logged at debug level,
 	// not warned about (providers see the mapped name either way).
 	Imported bool
-	// MetaFields are the stateful meta-fields a call of this tool may carry (SPEC M2-M4):
+	// MetaFields are the stateful meta-fields a call of this tool may carry:
 	// schema.OutputPathField, schema.InstanceField, schema.DelegateField. The model is offered
 	// them as optional properties, and the dispatcher takes them out of the arguments; a call
 	// naming one the tool (or the dispatcher) does not enable is refused.

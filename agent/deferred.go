@@ -178,8 +178,8 @@ func appendFirst(ctx context.Context, child *thread.Thread, message string) erro
 	return err
 }
 
-// startImmediate starts the prompt's immediate sub-agents that the thread does not have yet
-// (A5), before the run's first model step: one per group of environment values for the object
+// startImmediate starts the prompt's immediate sub-agents that the thread does not have yet,
+// before the run's first model step: one per group of environment values for the object
 // form. A blocking one runs to its end here and its result is queued for the step; a
 // non-blocking one runs in the background and reports when it finishes.
 func (rs *run) startImmediate(ctx context.Context) error {

@@ -13,7 +13,7 @@ import (
 	"github.com/quiverhq/quiver/thread"
 )
 
-// A call naming _delegate (SPEC M4) runs as an isolated request: a saved prompt of the
+// A call naming _delegate runs as an isolated request: a saved prompt of the
 // catalog, or an anonymous one the call describes (system text, model, tools), in a child
 // thread of the caller that starts from the call's arguments alone and never sees the
 // caller's messages. Its final output is the call's output; when the tool declares an output

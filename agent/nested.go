@@ -13,7 +13,8 @@ import (
 // AgentType says who an agent talks to, which decides what calling it as a tool does.
 type AgentType string
 
-// Agent types (seed 000: "Handoff (ai_human) or sub-agent (dual_ai)").
+// Agent types: called as a tool, a human-facing agent takes the thread over (a handoff) and a
+// dual-AI one runs as a sub-agent.
 const (
 	// HumanFacing agents talk to a person. Called as a tool, one takes over the calling thread
 	// (a handoff): the next steps run with its prompt, tools and policy.
@@ -23,7 +24,7 @@ const (
 	DualAI AgentType = "dual_ai"
 )
 
-// Subprompt configures a prompt that another prompt calls as a tool (seed 000 section 4).
+// Subprompt configures a prompt that another prompt calls as a tool.
 // Naming an exposed prompt in Prompt.Tools is the same as a Subprompt with every default.
 type Subprompt struct {
 	// Name is the prompt's name, which is also the tool's.
@@ -43,7 +44,7 @@ type Subprompt struct {
 	InitAttachmentsProperty string `json:"init_attachments_property,omitempty"`
 }
 
-// Subagent configures a dual-AI agent that a prompt calls as a tool (seed 000 section 5).
+// Subagent configures a dual-AI agent that a prompt calls as a tool.
 // Naming an exposed dual-AI agent in Prompt.Tools is the same as a Subagent with every default:
 // blocking, not resumable.
 type Subagent struct {

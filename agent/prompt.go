@@ -51,7 +51,7 @@ type Prompt struct {
 	Temperature     *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
 	MaxTokens       int      `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
 
-	// ExposeAsTool lets other prompts call this one as a tool, named after it (Q1): it runs as
+	// ExposeAsTool lets other prompts call this one as a tool, named after it: it runs as
 	// a nested flow with its own tools and model, and its answer is the call's result.
 	ExposeAsTool bool `json:"expose_as_tool,omitempty" yaml:"expose_as_tool,omitempty"`
 	// Args is the argument schema the prompt takes as a tool (and as a sub-agent's prompt);
@@ -63,11 +63,11 @@ type Prompt struct {
 	Subprompts []Subprompt `json:"subprompts,omitempty" yaml:"-"`
 	Subagents  []Subagent  `json:"subagents,omitempty" yaml:"-"`
 
-	// MetaFields enables stateful meta-fields (SPEC M2-M4: "_outputPath", "_instance",
+	// MetaFields enables stateful meta-fields ("_outputPath", "_instance",
 	// "_delegate") on every tool of the prompt, besides those a tool enables itself: the
 	// model is offered them, and its calls may use them.
 	MetaFields []string `json:"meta_fields,omitempty" yaml:"meta_fields,omitempty"`
-	// Instances name the instances the prompt's runs keep state for (SPEC M3): each has a
+	// Instances name the instances the prompt's runs keep state for: each has a
 	// state object of its own on the thread, which calls naming it in _instance read and
 	// write. A run gives its thread those it does not have yet.
 	Instances []string `json:"instances,omitempty" yaml:"instances,omitempty"`

@@ -40,7 +40,7 @@ type Spawn struct {
 	// is len(Path)-1.
 	Path []string `json:"path"`
 	// Ceiling is the policy of the parent, restricted by its own ceiling: the child may call
-	// only what it permits too (P2).
+	// only what it permits too.
 	Ceiling *quiver.Policy `json:"ceiling,omitempty"`
 	// Communication is implicit or explicit (see Resumable); Receives is side_a or side_b.
 	Communication string `json:"communication,omitempty"`

@@ -18,7 +18,7 @@ import (
 // lifecycleTools says which of the lifecycle tools a run offers.
 type lifecycleTools struct{ create, message bool }
 
-// Names of the lifecycle tools the runtime offers a prompt with resumable sub-agents (A3).
+// Names of the lifecycle tools the runtime offers a prompt with resumable sub-agents.
 const (
 	ToolSubagentCreate  = "subagent_create"
 	ToolSubagentMessage = "subagent_message"
@@ -146,7 +146,7 @@ func (c *Catalog) agentNames() []string {
 	return keys(c.Agents)
 }
 
-// promptTool is a prompt offered as a tool (Q1).
+// promptTool is a prompt offered as a tool.
 func (r *Runner) promptTool(cfg Subprompt) (*quiver.Tool, error) {
 	p, ok := r.Catalog.Prompts[cfg.Name]
 	if !ok {
@@ -160,8 +160,8 @@ func (r *Runner) promptTool(cfg Subprompt) (*quiver.Tool, error) {
 	})
 }
 
-// agentTool is an agent offered as a tool: a handoff for a human-facing agent (A1), a
-// sub-agent for a dual-AI one (A2).
+// agentTool is an agent offered as a tool: a handoff for a human-facing agent, a
+// sub-agent for a dual-AI one.
 func (r *Runner) agentTool(a *Agent, cfg Subagent) (*quiver.Tool, error) {
 	if a.Type != DualAI {
 		in := &schema.Schema{Type: "object", Properties: map[string]*schema.Schema{
@@ -179,7 +179,7 @@ func (r *Runner) agentTool(a *Agent, cfg Subagent) (*quiver.Tool, error) {
 	})
 }
 
-// handoff gives the thread to a (A1): the thread records it, and the run goes on with a's
+// handoff gives the thread to a: the thread records it, and the run goes on with a's
 // prompt, tools and policy from its next step.
 func (r *Runner) handoff(ctx context.Context, a *Agent, args json.RawMessage) (any, error) {
 	rs, th := runFrom(ctx), threadFrom(ctx)
@@ -558,7 +558,7 @@ func (rs *run) startable(ctx context.Context, cfgs []Subagent) []string {
 	return out
 }
 
-// enabled says whether an optional relationship is on (A6): its variable resolves to true, 1 or
+// enabled says whether an optional relationship is on: its variable resolves to true, 1 or
 // yes, in any case. A relationship without a flag is always on.
 func (rs *run) enabled(ctx context.Context, flag string) bool {
 	if flag == "" {

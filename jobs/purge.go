@@ -7,7 +7,7 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// The retention purge (SPEC E4): a periodic job that deletes for good the soft-deleted tools
+// The retention purge: a periodic job that deletes for good the soft-deleted tools
 // whose retention has passed, in every workspace, and logs each one it removed. River runs it
 // at start and then every Config.PurgeEvery; on PostgreSQL only the elected leader among the
 // nodes schedules it, so it runs once per period however many nodes there are.

@@ -13,7 +13,7 @@ const (
 	OutputField    = "_output"           // the model's own result for a latent tool
 	ReasoningField = "_reasoningForCall" // why the model makes the call; stored, not passed on
 	ActivityField  = "_activity"         // binds a schema-only tool to code
-	// The meta-fields a tool or an agent may enable (SPEC M2-M4); a model is offered only
+	// The meta-fields a tool or an agent may enable; a model is offered only
 	// those enabled, and the dispatcher refuses the others.
 	OutputPathField = "_outputPath" // where the call's output goes in the thread's state
 	InstanceField   = "_instance"   // whose state (which instance's) the call reads and writes

@@ -268,8 +268,7 @@ func runAnswer(r *platform.Run, err error) (*runOutput, error) {
 type decisionInput struct {
 	ID   string `path:"id" maxLength:"64"`
 	Body struct {
-		// Fix: optional (it was required, so a client could not leave it to the thread, which
-		// threadAgent does: after a handoff the agent that has the thread).
+		// Optional: after a handoff the agent that has the thread is the one whose run waits.
 		Agent   string          `json:"agent,omitempty" minLength:"1" maxLength:"128" doc:"The agent whose run waits; absent: the agent that has the thread (after a handoff, the one it was handed to)."`
 		CallID  string          `json:"call_id" minLength:"1" maxLength:"128" doc:"The call that waits for the decision (the thread's state names it)."`
 		Action  string          `json:"action" enum:"approve,edit,deny" doc:"approve runs the call; edit runs it with args, validated again; deny answers it with message."`

@@ -76,7 +76,7 @@ type pendingOutput struct {
 type resultInput struct {
 	ID   string `path:"id" maxLength:"64"`
 	Body struct {
-		// Fix: optional, as for decisions (see decisionInput).
+		// Optional, as for decisions (see decisionInput).
 		Agent  string          `json:"agent,omitempty" minLength:"1" maxLength:"128" doc:"The agent whose run waits; absent: the agent that has the thread (after a handoff, the one it was handed to)."`
 		CallID string          `json:"call_id" minLength:"1" maxLength:"128" doc:"The client tool's call (GET .../pending names it)."`
 		Status string          `json:"status" enum:"success,error" doc:"success or error."`

@@ -567,7 +567,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 	must(resolver.Set(ctx, b.ID, quiver.LayerInstance, "", vars.Value{Name: "ZULU_REGION", Value: "zulu-region"}))
 	must(resolver.Set(ctx, b.ID, quiver.LayerAgent, "iso_client", vars.Value{Name: "ZULU_AGENT", Value: "zulu agent value"}))
 
-	// A sub-agent of B's deferred for a variable, as subagent_create leaves it (A7).
+	// A sub-agent of B's deferred for a variable, as subagent_create leaves it.
 	deferred := &store.Thread{WorkspaceID: b.ID, ParentID: thread, AgentID: "iso_client", Tags: []string{"name:zulu-child"},
 		State: json.RawMessage(`{"spawn":{"agent":"iso_client","path":["iso_client","iso_client"],"deferred":[{"name":"ZULU_REPO",` +
 			`"type":"text","required":true,"scoped":true,"description":"zulu repo"}],"message":"zulu deferred message"}}`)}

@@ -178,7 +178,7 @@ type ToolExample struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// Tool is the stored tool entity, every field of seed 004. Optional ids and strings are
+// Tool is the stored tool entity, with every field the tool entity has. Optional ids and strings are
 // "" for null; its JSON form (MarshalJSON) writes them as null, as the seed does.
 type Tool struct {
 	ID string // tol_...
@@ -221,7 +221,7 @@ type Tool struct {
 	UpdatedAt time.Time
 }
 
-// toolJSON is Tool's JSON form, with the field names and nulls of seed 004.
+// toolJSON is Tool's JSON form, with its documented field names and nulls.
 type toolJSON struct {
 	ID                   string         `json:"id"`
 	WorkspaceID          *string        `json:"workspace_id"`
@@ -258,7 +258,7 @@ func deref(s *string) string {
 	return *s
 }
 
-// MarshalJSON writes the tool as seed 004 defines it: camelCase names, null for what is unset.
+// MarshalJSON writes the tool in its documented form: camelCase names, null for what is unset.
 func (t Tool) MarshalJSON() ([]byte, error) {
 	j := toolJSON{
 		ID: t.ID, WorkspaceID: nullable(t.WorkspaceID), Name: t.Name, Description: nullable(t.Description),

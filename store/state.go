@@ -9,7 +9,7 @@ import (
 	"github.com/quiverhq/quiver/internal/jsonptr"
 )
 
-// A thread's state (SPEC M2, M3) is a JSON object that calls write their outputs into with
+// A thread's state is a JSON object that calls write their outputs into with
 // _outputPath, each path written once. A thread may also have named instances, each with an
 // object of its own, which calls naming _instance read and write instead. It is kept apart
 // from Thread.State, the runtime's record of the run, and read only when asked for: a run

@@ -11,14 +11,14 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
-// State returns the thread's state object (SPEC M2), or with a non-empty instance that
+// State returns the thread's state object, or with a non-empty instance that
 // instance's (store.ErrNotFound for one the thread does not have): what calls wrote with
 // _outputPath.
 func (t *Thread) State(ctx context.Context, instance string) (json.RawMessage, error) {
 	return t.st.State(ctx, t.ws, t.id, instance)
 }
 
-// Instances returns the names of the thread's instances (SPEC M3), sorted.
+// Instances returns the names of the thread's instances, sorted.
 func (t *Thread) Instances(ctx context.Context) ([]string, error) {
 	return t.st.Instances(ctx, t.ws, t.id)
 }

@@ -1,5 +1,5 @@
 // Package jsonptr parses JSON Pointers (RFC 6901) and sets values at them in decoded JSON
-// documents: what a call's _outputPath names in a thread's state (SPEC M2). The quiver
+// documents: what a call's _outputPath names in a thread's state. The quiver
 // package uses it to refuse a malformed pointer before a tool runs, the store to write one.
 //
 // Written here because no well-kept library does only this: the JSON Schema validator

@@ -12,7 +12,7 @@ import (
 	"github.com/quiverhq/quiver/store"
 )
 
-// The thread's state data: AppendState, State, Instances and AddInstances (SPEC M2, M3).
+// The thread's state data: AppendState, State, Instances and AddInstances.
 
 // callState appends an assistant message asking for callID, then AppendState with its result
 // and w, returning AppendState's error and the result message.

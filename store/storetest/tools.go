@@ -138,7 +138,7 @@ func testToolJSON(t *testing.T, s store.Entities) {
 	slices.Sort(keys)
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
-		t.Fatalf("JSON fields %v, want seed 004's %v", keys, want)
+		t.Fatalf("JSON fields %v, want the documented %v", keys, want)
 	}
 	for _, k := range []string{"description", "function_id", "function_version_id", "examples", "created_by", "runtime_user_id", "deleted_at", "retention_tier"} {
 		if m[k] != nil {
