@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -66,25 +64,6 @@ func (nullString) Schema(huma.Registry) *huma.Schema {
 // record the workspace does not have, 409 for a name already taken.
 func fieldError(status int, loc, msg string) *ProblemDetails {
 	return problemf(status, codeOf(status), loc+": "+msg, &ProblemField{Location: loc, Message: msg})
-}
-
-// storeFieldError is apiError naming the field at fault when the store refused the request
-// (a 4xx answer); failures of the server's own name no field.
-func storeFieldError(err error, what, loc string) error {
-	err = apiError(err, what)
-	if p, ok := err.(*ProblemDetails); ok && p.Status >= 400 && p.Status < 500 {
-		p.Errors = append(p.Errors, &ProblemField{Location: loc, Message: strings.TrimPrefix(p.Detail, what+": ")})
-	}
-	return err
-}
-
-// checkID refuses an id that is not of the kind the field at loc takes (see platform.CheckID).
-func checkID(loc, prefix, id string) error {
-	var e *platform.Error
-	if errors.As(platform.CheckID("", prefix, id), &e) {
-		return fieldError(http.StatusBadRequest, loc, e.Message)
-	}
-	return nil
 }
 
 // nonNil makes an empty list [] in JSON, not null.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/secret"
 	"github.com/quiverhq/quiver/store/vars"
 )
 
@@ -292,16 +291,6 @@ func (s *Server) registerThreadVariables(api huma.API) {
 	}
 	register(api, huma.Operation{OperationID: "delete-thread-variable", Method: http.MethodDelete, Path: "/v1/threads/{id}/variables/{name}",
 		Summary: "Remove a variable's value from the thread", DefaultStatus: http.StatusNoContent}, s.deleteThreadVariable)
-}
-
-// secretKeys returns the keyring the server seals secret values with: its resolver's (which
-// resolves the values for the tools, over the same store, and opens the secrets with the
-// same keys), else none, and no secret can be set over the API.
-func (s *Server) secretKeys() *secret.Keyring {
-	if r := s.p.Resolver(); r != nil {
-		return r.Keys
-	}
-	return nil
 }
 
 // threadIDInput names a thread.

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/quiverhq/quiver/store/vars"
 )
 
 // command is one command of the CLI. The help, each command's usage and the dispatch all come
@@ -12,7 +15,8 @@ type command struct {
 	name     string // "serve", "tools list"
 	synopsis string // its flags and arguments
 	about    string // what it does; lines after the first start with a newline
-	run      func(a *app, ctx context.Context, args []string) (int, error)
+	run      func(a *app, ctx context.Context, inv *invocation) (int, error)
+	store    bool // takes --db and --postgres, the database it works on (see invocation)
 	hidden   bool // run by tools, not people: left out of the help
 }
 
@@ -28,35 +32,35 @@ to clients with an API key (the first start prints one;
 --insecure-local: none needed, on a loopback address only)
 (--addr or QUIVER_ADDR to change), recording every call
 (with SQLite through a journal beside the database;
---journal=false stores each record before answering)`, run: (*app).serve},
+--journal=false stores each record before answering)`, run: (*app).serve, store: true},
 		{name: "mcp stdio", synopsis: "[--config FILE] [--db PATH | --postgres DSN] [--journal=false]",
-			about: "serve the tools over MCP on standard input and output", run: (*app).mcpStdio},
+			about: "serve the tools over MCP on standard input and output", run: (*app).mcpStdio, store: true},
 		{name: "mcp conformance-client", synopsis: "URL", about: "play a scenario of the MCP conformance suite",
 			run: (*app).mcpConformanceClient, hidden: true},
 		{name: "tools list", synopsis: "[--json] [--config FILE]",
-			about: "list the available tools (the configuration's remote ones too)", run: (*app).toolsList},
+			about: "list the available tools (the configuration's remote ones too)", run: (*app).toolsList, store: true},
 		{name: "tools schema", synopsis: "NAME [--dialect D] [--config FILE]",
-			about: "print a tool as a provider sees it\nD: openai (default), openai-strict, anthropic, gemini, mcp", run: (*app).toolsSchema},
+			about: "print a tool as a provider sees it\nD: openai (default), openai-strict, anthropic, gemini, mcp", run: (*app).toolsSchema, store: true},
 		{name: "tools add", synopsis: "--js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml",
-			about: "store a JavaScript tool in the database (a new version\nif it exists); tools list, schema and call load them", run: (*app).toolsAdd},
+			about: "store a JavaScript tool in the database (a new version\nif it exists); tools list, schema and call load them", run: (*app).toolsAdd, store: true},
 		{name: "call", synopsis: "NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID]",
-			about: "call a tool and print the result as JSON; its variables\nresolve on the thread, agent or user given, then the instance", run: (*app).call},
+			about: "call a tool and print the result as JSON; its variables\nresolve on the thread, agent or user given, then the instance", run: (*app).call, store: true},
 		{name: "vars set", synopsis: "NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]",
-			about: "set a variable (no layer flag: the instance); a --secret\nvalue is read from standard input, never the command line", run: (*app).varsSet},
-		{name: "vars list", synopsis: "[LAYER FLAG] [--json]", about: "list the values of a layer (secrets shown only as set)", run: (*app).varsList},
-		{name: "vars unset", synopsis: "NAME [LAYER FLAG]", about: "remove a value", run: (*app).varsUnset},
+			about: "set a variable (no layer flag: the instance); a --secret\nvalue is read from standard input, never the command line", run: (*app).varsSet, store: true},
+		{name: "vars list", synopsis: "[LAYER FLAG] [--json]", about: "list the values of a layer (secrets shown only as set)", run: (*app).varsList, store: true},
+		{name: "vars unset", synopsis: "NAME [LAYER FLAG]", about: "remove a value", run: (*app).varsUnset, store: true},
 		{name: "secrets rotate-key", synopsis: "[--db PATH | --postgres DSN] [--key PATH]",
 			about: "re-encrypt every secret variable under a new key", run: (*app).rotateKey},
 		{name: "run", synopsis: `[--agent NAME|FILE] [--model PROVIDER:MODEL] [--thread ID] [--var NAME=VALUE]... "message"`,
-			about: "run an agent; asks here for confirmations and client results;\n--var sets a text variable on the run's thread", run: (*app).runAgent},
+			about: "run an agent; asks here for confirmations and client results;\n--var sets a text variable on the run's thread", run: (*app).runAgent, store: true},
 		{name: "threads list", synopsis: "[--limit N] [--cursor C] [--json]",
-			about: "list the threads, newest first, a page at a time", run: (*app).threadsList},
-		{name: "threads show", synopsis: "ID [--json]", about: "print a thread's messages and tool calls", run: (*app).threadsShow},
+			about: "list the threads, newest first, a page at a time", run: (*app).threadsList, store: true},
+		{name: "threads show", synopsis: "ID [--json]", about: "print a thread's messages and tool calls", run: (*app).threadsShow, store: true},
 		{name: "keys create", synopsis: "--name N [--role R] [--expires DURATION]",
-			about: "make an API key for quiver serve (printed once);\nR: member (default: calls tools), viewer (lists them), admin", run: (*app).keysCreate},
-		{name: "keys list", synopsis: "[--json]", about: "list the API keys (never the keys themselves)", run: (*app).keysList},
-		{name: "keys revoke", synopsis: "ID", about: "revoke a key; servers refuse it within a second", run: (*app).keysRevoke},
-		{name: "version", about: "print the version, commit and platform", run: func(a *app, _ context.Context, _ []string) (int, error) {
+			about: "make an API key for quiver serve (printed once);\nR: member (default: calls tools), viewer (lists them), admin", run: (*app).keysCreate, store: true},
+		{name: "keys list", synopsis: "[--json]", about: "list the API keys (never the keys themselves)", run: (*app).keysList, store: true},
+		{name: "keys revoke", synopsis: "ID", about: "revoke a key; servers refuse it within a second", run: (*app).keysRevoke, store: true},
+		{name: "version", about: "print the version, commit and platform", run: func(a *app, _ context.Context, _ *invocation) (int, error) {
 			fmt.Fprintln(a.stdout, versionText())
 			return exitOK, nil
 		}},
@@ -146,7 +150,9 @@ func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 	}
 	if c, rest := lookup(args); c != nil {
 		a.cmd = c.name
-		return c.run(a, ctx, rest)
+		inv := newInvocation(c, rest)
+		defer inv.close()
+		return c.run(a, ctx, inv)
 	}
 	group := args[0]
 	subs := subcommands(group)
@@ -162,6 +168,88 @@ func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 		return exitOK, nil
 	}
 	return exitUsage, usagef("unknown %s subcommand %q (%s)", group, args[1], oneOf(subs))
+}
+
+// invocation is the command being run, made by dispatch from its entry in the table: its flag
+// set, named after it (for its -h and its usage errors), with --db and --postgres when the
+// entry says store, and the arguments after its name. The command adds its own flags, then
+// parses; the database it opens is closed by dispatch when the command returns.
+type invocation struct {
+	name  string
+	fs    *flag.FlagSet
+	store storeFlags // nil pointers unless the command takes them
+	args  []string
+	db    *opened
+}
+
+func newInvocation(c *command, args []string) *invocation {
+	inv := &invocation{name: c.name, fs: flag.NewFlagSet(c.name, flag.ContinueOnError), args: args}
+	if c.store {
+		inv.store = addStoreFlags(inv.fs)
+	}
+	return inv
+}
+
+// parse parses the flags and returns the positional arguments, which must number from min to
+// max (max -1: any number); else the usage error is need, the command's words for what they
+// are ("call needs exactly one tool name").
+func (inv *invocation) parse(min, max int, need string) ([]string, error) {
+	pos, err := parseFlags(inv.fs, inv.args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) < min || (max >= 0 && len(pos) > max) {
+		return nil, usagef("%s", need)
+	}
+	return pos, nil
+}
+
+// parseNone parses the flags of a command that takes no positional argument: one given is a
+// usage error: "keys list takes no arguments, got "x"", then hint.
+func (inv *invocation) parseNone(hint string) error {
+	pos, err := parseFlags(inv.fs, inv.args)
+	if err == nil && len(pos) > 0 {
+		err = usagef("%s takes no arguments, got %q%s", inv.name, pos[0], hint)
+	}
+	return err
+}
+
+// open opens the database the store flags name (see storeFlags.open), once: a second call
+// returns the same. Dispatch closes it when the command returns.
+func (inv *invocation) open(ctx context.Context) (*opened, error) {
+	if inv.store.db == nil {
+		panic("quiver: command " + inv.name + " opens the database but its entry in the table has no store flags")
+	}
+	if inv.db == nil {
+		db, err := inv.store.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		inv.db = db
+	}
+	return inv.db, nil
+}
+
+// resolver opens the database (see open) and a variable resolver over it with the secret
+// keyring.
+func (inv *invocation) resolver(ctx context.Context) (*opened, *vars.Resolver, error) {
+	db, err := inv.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := vars.LoadKeyring(db.KeyPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, vars.New(db, keys), nil
+}
+
+// close closes the database the command opened, if it did; once.
+func (inv *invocation) close() {
+	if inv.db != nil {
+		inv.db.Close()
+		inv.db = nil
+	}
 }
 
 // oneOf lists choices as a sentence does: "a", "a or b", "a, b or c".

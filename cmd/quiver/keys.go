@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -71,16 +70,12 @@ func ensureFirstKey(ctx context.Context, st backend, stderr io.Writer) error {
 	return nil
 }
 
-func (a *app) keysCreate(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
-	sf := addStoreFlags(fs)
-	role := fs.String("role", "member", "what the key may do: admin, member (call tools) or viewer (list them)")
-	name := fs.String("name", "", "what the key is for, to recognise it in quiver keys list (required)")
-	expires := fs.Duration("expires", 0, "how long the key works, like 720h (default: until revoked)")
-	if pos, err := parse(fs, args); err != nil {
+func (a *app) keysCreate(ctx context.Context, inv *invocation) (int, error) {
+	role := inv.fs.String("role", "member", "what the key may do: admin, member (call tools) or viewer (list them)")
+	name := inv.fs.String("name", "", "what the key is for, to recognise it in quiver keys list (required)")
+	expires := inv.fs.Duration("expires", 0, "how long the key works, like 720h (default: until revoked)")
+	if err := inv.parseNone(" (the name goes in --name)"); err != nil {
 		return exitUsage, err
-	} else if len(pos) > 0 {
-		return exitUsage, usagef("keys create takes no arguments, got %q (the name goes in --name)", pos[0])
 	}
 	r := store.KeyRole(*role)
 	switch {
@@ -96,11 +91,10 @@ func (a *app) keysCreate(ctx context.Context, args []string) (int, error) {
 		t := time.Now().Add(*expires)
 		until = &t
 	}
-	st, err := sf.open(ctx)
+	st, err := inv.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer st.Close()
 	secret, k, err := createKey(ctx, st, strings.TrimSpace(*name), r, until)
 	if err != nil {
 		return exitError, err
@@ -110,20 +104,15 @@ func (a *app) keysCreate(ctx context.Context, args []string) (int, error) {
 	return exitOK, nil
 }
 
-func (a *app) keysList(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("keys list", flag.ContinueOnError)
-	sf := addStoreFlags(fs)
-	asJSON := fs.Bool("json", false, "print the keys' records as JSON")
-	if pos, err := parse(fs, args); err != nil {
+func (a *app) keysList(ctx context.Context, inv *invocation) (int, error) {
+	asJSON := inv.fs.Bool("json", false, "print the keys' records as JSON")
+	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
-	} else if len(pos) > 0 {
-		return exitUsage, usagef("keys list takes no arguments, got %q", pos[0])
 	}
-	st, err := sf.open(ctx)
+	st, err := inv.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer st.Close()
 	keys, err := st.APIKeys(ctx, localWorkspaceID)
 	if err != nil {
 		return exitError, err
@@ -162,21 +151,15 @@ func (a *app) keysList(ctx context.Context, args []string) (int, error) {
 	return exitOK, tw.Flush()
 }
 
-func (a *app) keysRevoke(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("keys revoke", flag.ContinueOnError)
-	sf := addStoreFlags(fs)
-	pos, err := parse(fs, args)
+func (a *app) keysRevoke(ctx context.Context, inv *invocation) (int, error) {
+	pos, err := inv.parse(1, 1, "keys revoke needs the key's id (key_..., as quiver keys list shows)")
 	if err != nil {
 		return exitUsage, err
 	}
-	if len(pos) != 1 {
-		return exitUsage, usagef("keys revoke needs the key's id (key_..., as quiver keys list shows)")
-	}
-	st, err := sf.open(ctx)
+	st, err := inv.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer st.Close()
 	k, err := st.RevokeAPIKey(ctx, localWorkspaceID, pos[0])
 	if errors.Is(err, store.ErrNotFound) {
 		return exitError, fmt.Errorf("no API key %s in %s (quiver keys list shows them)", pos[0], st.Where)

@@ -131,9 +131,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 	return code
 }
 
-// parse parses flags that may come before or after the positional arguments, as in
+// parseFlags parses flags that may come before or after the positional arguments, as in
 // "quiver call NAME --args {}".
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var positional []string
 	for {
@@ -152,23 +152,17 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func (a *app) toolsList(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("tools list", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print name, description, input_schema and output_schema as JSON")
-	sf := addStoreFlags(fs)
-	config := addConfigFlag(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
+func (a *app) toolsList(ctx context.Context, inv *invocation) (int, error) {
+	asJSON := inv.fs.Bool("json", false, "print name, description, input_schema and output_schema as JSON")
+	config := addConfigFlag(inv.fs)
+	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
 	}
-	if len(pos) > 0 {
-		return exitUsage, usagef("tools list takes no arguments, got %q", pos[0])
-	}
-	if err := a.loadStoredTools(ctx, sf); err != nil {
+	if err := a.loadStoredTools(ctx, inv); err != nil {
 		return exitError, err
 	}
 	// The remote MCP servers' tools are listed as quiver call would call them.
-	disconnect, err := a.importConfigured(ctx, sf, *config)
+	disconnect, err := a.importConfigured(ctx, inv.store, *config)
 	if err != nil {
 		return exitError, err
 	}
@@ -196,26 +190,21 @@ func (a *app) toolsList(ctx context.Context, args []string) (int, error) {
 	return exitOK, w.Flush()
 }
 
-func (a *app) toolsSchema(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("tools schema", flag.ContinueOnError)
-	dialect := fs.String("dialect", string(schema.OpenAI), "openai, openai-strict, anthropic, gemini or mcp")
-	sf := addStoreFlags(fs)
-	config := addConfigFlag(fs)
-	pos, err := parse(fs, args)
+func (a *app) toolsSchema(ctx context.Context, inv *invocation) (int, error) {
+	dialect := inv.fs.String("dialect", string(schema.OpenAI), "openai, openai-strict, anthropic, gemini or mcp")
+	config := addConfigFlag(inv.fs)
+	pos, err := inv.parse(1, 1, "tools schema needs exactly one tool name")
 	if err != nil {
 		return exitUsage, err
-	}
-	if len(pos) != 1 {
-		return exitUsage, usagef("tools schema needs exactly one tool name")
 	}
 	d, err := schema.ParseDialect(*dialect)
 	if err != nil {
 		return exitUsage, usagef("%v", err)
 	}
-	if err := a.loadStoredTools(ctx, sf); err != nil {
+	if err := a.loadStoredTools(ctx, inv); err != nil {
 		return exitError, err
 	}
-	disconnect, err := a.importConfigured(ctx, sf, *config)
+	disconnect, err := a.importConfigured(ctx, inv.store, *config)
 	if err != nil {
 		return exitError, err
 	}
@@ -231,34 +220,28 @@ func (a *app) toolsSchema(ctx context.Context, args []string) (int, error) {
 	return exitOK, writeJSON(a.stdout, set)
 }
 
-func (a *app) call(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	argText := fs.String("args", "{}", "arguments as JSON, @FILE to read a file, or - to read standard input")
-	threadID := fs.String("thread", "", "resolve the tool's variables on this thread (then its agent, user and the instance)")
-	agentName := fs.String("agent", "", "resolve the tool's variables on this agent's layer (then the instance)")
-	userID := fs.String("user", "", "resolve the tool's variables on this user's layer (then the instance)")
-	sf := addStoreFlags(fs)
-	config := addConfigFlag(fs)
-	pos, err := parse(fs, args)
+func (a *app) call(ctx context.Context, inv *invocation) (int, error) {
+	argText := inv.fs.String("args", "{}", "arguments as JSON, @FILE to read a file, or - to read standard input")
+	threadID := inv.fs.String("thread", "", "resolve the tool's variables on this thread (then its agent, user and the instance)")
+	agentName := inv.fs.String("agent", "", "resolve the tool's variables on this agent's layer (then the instance)")
+	userID := inv.fs.String("user", "", "resolve the tool's variables on this user's layer (then the instance)")
+	config := addConfigFlag(inv.fs)
+	pos, err := inv.parse(1, 1, "call needs exactly one tool name")
 	if err != nil {
 		return exitUsage, err
-	}
-	if len(pos) != 1 {
-		return exitUsage, usagef("call needs exactly one tool name")
 	}
 	raw, err := a.readArgs(*argText)
 	if err != nil {
 		return exitUsage, err
 	}
 	d := &quiver.Dispatcher{Registry: a.registry}
-	if sf.exists() {
+	if inv.store.exists() {
 		// The database holds the stored tools and the variables they resolve, as for a
 		// model's or an MCP client's call.
-		db, resolver, err := openResolver(ctx, sf)
+		db, resolver, err := inv.resolver(ctx)
 		if err != nil {
 			return exitError, err
 		}
-		defer db.Close()
 		if a.registry, err = a.withStoredTools(ctx, db); err != nil {
 			return exitError, err
 		}
@@ -268,7 +251,7 @@ func (a *app) call(ctx context.Context, args []string) (int, error) {
 		return exitUsage, usagef("--thread, --agent and --user need a database; there is none yet (quiver vars set creates it)")
 	}
 	// Tools of the remote MCP servers in the configuration file are callable too.
-	disconnect, err := a.importConfigured(ctx, sf, *config)
+	disconnect, err := a.importConfigured(ctx, inv.store, *config)
 	if err != nil {
 		return exitError, err
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,13 +39,12 @@ func defaultAgent() *agent.Agent {
 type runRequest struct {
 	agentName, agentsDir, modelSpec, threadID, message string
 	values                                             []vars.Value
-	store                                              storeFlags
 }
 
 // parseRun reads quiver run's flags and message.
-func parseRun(args []string) (runRequest, error) {
+func parseRun(inv *invocation) (runRequest, error) {
 	var r runRequest
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := inv.fs
 	fs.StringVar(&r.agentName, "agent", "", "an agent NAME (from --agents) or a definition FILE (.yaml, .yml, .json); default: a general assistant")
 	fs.StringVar(&r.agentsDir, "agents", "", "the directory of agent and prompt definitions (default: $QUIVER_AGENTS or ./"+defaultAgentsDir+")")
 	fs.StringVar(&r.modelSpec, "model", "", "the model, provider:model (default: the agent's, or $QUIVER_MODEL)")
@@ -58,8 +56,7 @@ func parseRun(args []string) (runRequest, error) {
 		}
 		return err
 	})
-	r.store = addStoreFlags(fs)
-	pos, err := parse(fs, args)
+	pos, err := inv.parse(0, -1, "")
 	if err != nil {
 		return r, err
 	}
@@ -73,8 +70,8 @@ func parseRun(args []string) (runRequest, error) {
 	return r, nil
 }
 
-func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
-	req, err := parseRun(args)
+func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
+	req, err := parseRun(inv)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -98,11 +95,10 @@ func (a *app) runAgent(ctx context.Context, args []string) (int, error) {
 		// --model is this run's model, over the one the agent's definition names.
 		ag.Prompt.Model = ""
 	}
-	db, err := req.store.open(ctx)
+	db, err := inv.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer db.Close()
 	// The catalog's prompts and agents are what the agent may call as tools; its non-blocking
 	// sub-agents run on goroutines of this process, which the run waits for.
 	p, err := assemble(db, a.registry, agents{catalog: catalog, model: m}, nil)
@@ -353,34 +349,27 @@ func (a *app) showProgress(e agent.Event) {
 
 // threadsList prints a page of the local workspace's threads, newest first, and how to see the
 // next page.
-func (a *app) threadsList(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("threads list", flag.ContinueOnError)
-	limit := fs.Int("limit", store.DefaultThreadPage, fmt.Sprintf("threads per page, 1 to %d", store.MaxThreadPage))
-	cursor := fs.String("cursor", "", "where the page starts: the cursor the previous page printed")
-	asJSON := fs.Bool("json", false, `print {"threads": [...], "next": CURSOR} as JSON`)
-	sf := addStoreFlags(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
+func (a *app) threadsList(ctx context.Context, inv *invocation) (int, error) {
+	limit := inv.fs.Int("limit", store.DefaultThreadPage, fmt.Sprintf("threads per page, 1 to %d", store.MaxThreadPage))
+	cursor := inv.fs.String("cursor", "", "where the page starts: the cursor the previous page printed")
+	asJSON := inv.fs.Bool("json", false, `print {"threads": [...], "next": CURSOR} as JSON`)
+	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
-	}
-	if len(pos) > 0 {
-		return exitUsage, usagef("threads list takes no arguments, got %q", pos[0])
 	}
 	if *limit < 1 || *limit > store.MaxThreadPage {
 		return exitUsage, usagef("--limit must be 1 to %d, got %d", store.MaxThreadPage, *limit)
 	}
-	if !sf.exists() {
+	if !inv.store.exists() {
 		if *asJSON {
 			return exitOK, writeJSON(a.stdout, map[string]any{"threads": []any{}, "next": ""})
 		}
 		fmt.Fprintln(a.stderr, "no threads yet: there is no database")
 		return exitOK, nil
 	}
-	db, err := sf.open(ctx)
+	db, err := inv.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer db.Close()
 	page, next, err := db.Threads(ctx, localWorkspaceID, store.ThreadFilter{Limit: *limit, Cursor: *cursor})
 	if errors.Is(err, store.ErrInvalid) {
 		return exitUsage, usagef("%v", err)
@@ -486,22 +475,16 @@ func (a *app) answer(ctx context.Context, r *agent.Runner, th *thread.Thread, ag
 }
 
 // threads prints stored threads.
-func (a *app) threadsShow(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("threads show", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the messages as JSON")
-	sf := addStoreFlags(fs)
-	pos, err := parse(fs, args)
+func (a *app) threadsShow(ctx context.Context, inv *invocation) (int, error) {
+	asJSON := inv.fs.Bool("json", false, "print the messages as JSON")
+	pos, err := inv.parse(1, 1, "threads show needs exactly one thread id")
 	if err != nil {
 		return exitUsage, err
 	}
-	if len(pos) != 1 {
-		return exitUsage, usagef("threads show needs exactly one thread id")
-	}
-	db, err := sf.open(ctx)
+	db, err := inv.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer db.Close()
 	th, err := thread.Open(ctx, db, localWorkspaceID, pos[0])
 	if errors.Is(err, store.ErrNotFound) {
 		return exitError, fmt.Errorf("no thread %s in this database (%s)", pos[0], db.Where)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -45,17 +44,14 @@ type variableStore interface {
 // rotateKey re-encrypts every secret value under a new key: see vars.RotateKeyFile for the
 // order of the steps and why a crash at any point loses nothing, and vars.RotateKeyEnv for a
 // key given in QUIVER_SECRET_KEY.
-func (a *app) rotateKey(ctx context.Context, args []string) (int, error) {
-	flags := flag.NewFlagSet("secrets rotate-key", flag.ContinueOnError)
-	dbPath := flags.String("db", "", "the SQLite database (default: "+defaultDBName+" in $XDG_DATA_HOME/quiver or ~/.local/share/quiver)")
-	dsn := flags.String("postgres", "", "a PostgreSQL connection string, to use instead of a SQLite database")
-	keyPath := flags.String("key", "", "the key file (default: "+keyFileName+" beside the SQLite database, or in the data directory)")
-	pos, err := parse(flags, args)
-	if err != nil {
+//
+// Its --db and --postgres are its own, not the store flags: rotating creates no database.
+func (a *app) rotateKey(ctx context.Context, inv *invocation) (int, error) {
+	dbPath := inv.fs.String("db", "", "the SQLite database (default: "+defaultDBName+" in $XDG_DATA_HOME/quiver or ~/.local/share/quiver)")
+	dsn := inv.fs.String("postgres", "", "a PostgreSQL connection string, to use instead of a SQLite database")
+	keyPath := inv.fs.String("key", "", "the key file (default: "+keyFileName+" beside the SQLite database, or in the data directory)")
+	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
-	}
-	if len(pos) > 0 {
-		return exitUsage, usagef("secrets rotate-key takes no arguments, got %q", pos[0])
 	}
 	if *dbPath != "" && *dsn != "" {
 		return exitUsage, usagef("give --db or --postgres, not both")

@@ -39,9 +39,8 @@ const publicURLEnv = "QUIVER_PUBLIC_URL"
 // configEnv names the environment variable that points at the configuration file.
 const configEnv = "QUIVER_CONFIG"
 
-// serveFlags are the flags quiver serve and quiver mcp stdio share.
+// serveFlags are the flags quiver serve and quiver mcp stdio share, besides the store flags.
 type serveFlags struct {
-	store       storeFlags
 	config      *string
 	conformance *bool
 	journal     *bool
@@ -53,7 +52,6 @@ type serveFlags struct {
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
 	return serveFlags{
-		store:       addStoreFlags(fs),
 		config:      addConfigFlag(fs),
 		conformance: fs.Bool("conformance", false, "also serve the fixture tools, resources and prompts of the MCP conformance suite"),
 		journal: fs.Bool("journal", true, "with SQLite, record calls through a journal beside the database (DB.journal/): a client gets its answer once the record "+
@@ -132,40 +130,39 @@ func loadConfig(flagValue string) (*server.File, error) {
 // serverConfig prepares what quiver serve and quiver mcp stdio serve: the platform (see
 // assemble) over a registry of their own holding the built-in tools (imported tools are added
 // to it) and, with --conformance, the suite's fixtures; the agents of ag; and the configured
-// remote MCP servers.
-func (a *app) serverConfig(ctx context.Context, f serveFlags, ag agents) (server.Config, *opened, func(), error) {
+// remote MCP servers. It opens the database the store flags of inv name.
+func (a *app) serverConfig(ctx context.Context, inv *invocation, f serveFlags, ag agents) (server.Config, *opened, error) {
 	file, err := loadConfig(*f.config)
 	if err != nil {
-		return server.Config{}, nil, nil, err
+		return server.Config{}, nil, err
 	}
 	remotes, err := file.Remotes()
 	if err != nil {
-		return server.Config{}, nil, nil, err
+		return server.Config{}, nil, err
 	}
 	reg := &quiver.Registry{Logger: a.registry.Logger}
 	if err := reg.Register(a.registry.Tools()...); err != nil {
-		return server.Config{}, nil, nil, err
+		return server.Config{}, nil, err
 	}
 	cfg := server.Config{Remotes: remotes, WorkspaceID: localWorkspaceID,
 		// Lines logged about a call or a run carry its trace_id and span_id.
 		Logger: slog.New(tracelog.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
 	if *f.conformance {
 		if err := reg.Register(conformance.Tools()...); err != nil {
-			return server.Config{}, nil, nil, err
+			return server.Config{}, nil, err
 		}
 		cfg.MCP = conformance.ServerOptions()
 		cfg.SetupMCP = conformance.Setup
 	}
-	st, err := f.store.open(ctx)
+	st, err := inv.open(ctx)
 	if err != nil {
-		return server.Config{}, nil, nil, err
+		return server.Config{}, nil, err
 	}
 	// Calls over MCP resolve variables as every other door does: on the session's thread, then
 	// its agent, user and the instance (quiver vars set).
 	ag.variablesAt = server.VariablesRequestPath
 	if cfg.Platform, err = assemble(st, reg, ag, cfg.Logger); err != nil {
-		st.Close()
-		return server.Config{}, nil, nil, err
+		return server.Config{}, nil, err
 	}
 	if *f.journal && st.SQLitePath != "" {
 		cfg.JournalDir = st.SQLitePath + ".journal"
@@ -173,12 +170,11 @@ func (a *app) serverConfig(ctx context.Context, f serveFlags, ag agents) (server
 	if usesOAuth(remotes) {
 		grants, err := oauthGrants(st.KeyPath)
 		if err != nil {
-			st.Close()
-			return server.Config{}, nil, nil, err
+			return server.Config{}, nil, err
 		}
 		cfg.OAuthGrants = grants
 	}
-	return cfg, st, func() { st.Close() }, nil
+	return cfg, st, nil
 }
 
 // serveRequest is what quiver serve was asked to do: its flags, checked, with the defaults
@@ -194,9 +190,9 @@ type serveRequest struct {
 }
 
 // parseServe reads and checks quiver serve's flags.
-func parseServe(args []string) (serveRequest, error) {
+func parseServe(inv *invocation) (serveRequest, error) {
 	var r serveRequest
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := inv.fs
 	fs.StringVar(&r.addr, "addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+server.DefaultAddr+")")
 	fs.Int64Var(&r.maxBody, "max-request-bytes", 0, "largest HTTP request body accepted on /mcp, in bytes (default 4 MiB)")
 	fs.IntVar(&r.maxResult, "max-result-bytes", 0, "largest result of a call, all its parts together, in bytes; the rest is cut with a note saying how much (default 1 MiB)")
@@ -210,12 +206,8 @@ func parseServe(args []string) (serveRequest, error) {
 	fs.BoolVar(&r.insecure, "insecure-local", false, "serve without API keys: anyone who can reach the port calls every tool, run_code included; "+
 		"refused unless --addr is a loopback address")
 	r.flags = addServeFlags(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
+	if err := inv.parseNone(""); err != nil {
 		return r, err
-	}
-	if len(pos) > 0 {
-		return r, usagef("serve takes no arguments, got %q", pos[0])
 	}
 	r.addr = cmp.Or(r.addr, os.Getenv(addrEnv), server.DefaultAddr)
 	host, _, err := net.SplitHostPort(r.addr)
@@ -260,8 +252,8 @@ func (r *serveRequest) checkLimits() error {
 	return nil
 }
 
-func (a *app) serve(ctx context.Context, args []string) (int, error) {
-	r, err := parseServe(args)
+func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
+	r, err := parseServe(inv)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -273,15 +265,18 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer stopMetrics()
+	// The database closes (checkpointing SQLite's log) before the signals are let go: a second
+	// SIGTERM meanwhile is ignored, as during the rest of the shutdown. Dispatch's close is then
+	// a no-op.
+	defer inv.close()
 	ag, err := loadAgents(r.agentsDir, a.stderr)
 	if err != nil {
 		return exitError, err
 	}
-	cfg, db, closeStore, err := a.serverConfig(ctx, f, ag)
+	cfg, db, err := a.serverConfig(ctx, inv, f, ag)
 	if err != nil {
 		return exitError, err
 	}
-	defer closeStore()
 	cfg.Addr = r.addr
 	cfg.MaxRequestBytes, cfg.MaxResultBytes = r.maxBody, r.maxResult
 	cfg.PublicURL = cmp.Or(r.publicURL, os.Getenv(publicURLEnv))
@@ -325,15 +320,10 @@ func (a *app) serve(ctx context.Context, args []string) (int, error) {
 
 // mcpStdio serves the tools over MCP on standard input and output, recording calls like
 // quiver serve does.
-func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("mcp stdio", flag.ContinueOnError)
-	f := addServeFlags(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
+func (a *app) mcpStdio(ctx context.Context, inv *invocation) (int, error) {
+	f := addServeFlags(inv.fs)
+	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
-	}
-	if len(pos) > 0 {
-		return exitUsage, usagef("mcp stdio takes no arguments, got %q", pos[0])
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -342,11 +332,11 @@ func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
 		return exitError, err
 	}
 	defer stopMetrics()
-	cfg, _, closeStore, err := a.serverConfig(ctx, f, agents{})
+	defer inv.close() // within the signal handling, as in serve
+	cfg, _, err := a.serverConfig(ctx, inv, f, agents{})
 	if err != nil {
 		return exitError, err
 	}
-	defer closeStore()
 	// No HTTP server here to come back to from an authorization: listen at the redirect URL
 	// while a user authorizes.
 	az := newTerminalAuthorizer(a.stderr)
@@ -368,9 +358,10 @@ func (a *app) mcpStdio(ctx context.Context, args []string) (int, error) {
 }
 
 // mcpConformanceClient plays one client scenario of the MCP conformance suite, which runs it
-// as "COMMAND URL" with the scenario in MCP_CONFORMANCE_SCENARIO.
-func (a *app) mcpConformanceClient(ctx context.Context, args []string) (int, error) {
-	if len(args) != 1 {
+// as "COMMAND URL" with the scenario in MCP_CONFORMANCE_SCENARIO. Its argument is taken as
+// given: it has no flags.
+func (a *app) mcpConformanceClient(ctx context.Context, inv *invocation) (int, error) {
+	if len(inv.args) != 1 {
 		return exitUsage, usagef("mcp conformance-client needs the server URL")
 	}
 	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
@@ -378,7 +369,7 @@ func (a *app) mcpConformanceClient(ctx context.Context, args []string) (int, err
 		return exitUsage, usagef("MCP_CONFORMANCE_SCENARIO is not set (the conformance suite sets it)")
 	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, nil))
-	if err := conformance.RunClient(ctx, args[0], scenario, logger); err != nil {
+	if err := conformance.RunClient(ctx, inv.args[0], scenario, logger); err != nil {
 		return exitError, fmt.Errorf("scenario %s: %w", scenario, err)
 	}
 	return exitOK, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -24,14 +23,12 @@ quiver tools add DEFINITION.yaml [--db PATH | --postgres DSN]`
 
 // toolsAdd stores a JavaScript function tool in the local workspace: a function named like the
 // tool, the code as its new default version, and the tool. Adding a tool again adds a version.
-func (a *app) toolsAdd(ctx context.Context, args []string) (int, error) {
-	fset := flag.NewFlagSet("tools add", flag.ContinueOnError)
-	jsFile := fset.String("js", "", "the JavaScript module; its default export receives the arguments and a state with env(NAME)")
-	schemaFile := fset.String("schema", "", "the JSON Schema of the arguments; it may also hold description, _tool (the name), _output (the result schema) and variables")
-	name := fset.String("name", "", "the tool's name (default: _tool in the schema, else the file name)")
-	desc := fset.String("description", "", "what the tool does, when to use it and what it returns (default: the schema's description)")
-	sf := addStoreFlags(fset)
-	pos, err := parse(fset, args)
+func (a *app) toolsAdd(ctx context.Context, inv *invocation) (int, error) {
+	jsFile := inv.fs.String("js", "", "the JavaScript module; its default export receives the arguments and a state with env(NAME)")
+	schemaFile := inv.fs.String("schema", "", "the JSON Schema of the arguments; it may also hold description, _tool (the name), _output (the result schema) and variables")
+	name := inv.fs.String("name", "", "the tool's name (default: _tool in the schema, else the file name)")
+	desc := inv.fs.String("description", "", "what the tool does, when to use it and what it returns (default: the schema's description)")
+	pos, err := inv.parse(0, -1, "")
 	if err != nil {
 		return exitUsage, err
 	}
@@ -71,11 +68,10 @@ func (a *app) toolsAdd(ctx context.Context, args []string) (int, error) {
 	if _, builtin := a.registry.Lookup(def.Name); builtin {
 		return exitError, fmt.Errorf("%q is the name of a built-in tool; choose another --name", def.Name)
 	}
-	st, err := sf.open(ctx)
+	st, err := inv.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer st.Close()
 	t, v, err := jsfunc.Save(ctx, st, localWorkspaceID, "", def)
 	if err != nil {
 		return exitError, err
@@ -227,15 +223,14 @@ func (f storeFlags) exists() bool {
 // loadStoredTools puts the JavaScript tools stored in the local workspace beside the built-in
 // ones, in a registry of the command's own. A stored tool that cannot be loaded, or that is
 // named like a built-in one, is left out with a warning.
-func (a *app) loadStoredTools(ctx context.Context, sf storeFlags) error {
-	if !sf.exists() {
+func (a *app) loadStoredTools(ctx context.Context, inv *invocation) error {
+	if !inv.store.exists() {
 		return nil
 	}
-	st, err := sf.open(ctx)
+	st, err := inv.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	a.registry, err = a.withStoredTools(ctx, st)
 	return err
 }

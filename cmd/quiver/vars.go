@@ -62,31 +62,12 @@ func describeLayer(layer quiver.Layer, owner string) string {
 	return fmt.Sprintf("%s %s", layer, owner)
 }
 
-// openResolver opens the database and a resolver over it with the secret keyring.
-func openResolver(ctx context.Context, sf storeFlags) (*opened, *vars.Resolver, error) {
-	db, err := sf.open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	keys, err := vars.LoadKeyring(db.KeyPath)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return db, vars.New(db, keys), nil
-}
-
-func (a *app) varsSet(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("vars set", flag.ContinueOnError)
-	secret := fs.Bool("secret", false, "the value is a secret: encrypted at rest, masked in results, read from standard input only")
-	lf := addLayerFlags(fs)
-	sf := addStoreFlags(fs)
-	pos, err := parse(fs, args)
+func (a *app) varsSet(ctx context.Context, inv *invocation) (int, error) {
+	secret := inv.fs.Bool("secret", false, "the value is a secret: encrypted at rest, masked in results, read from standard input only")
+	lf := addLayerFlags(inv.fs)
+	pos, err := inv.parse(1, 2, "vars set needs a NAME, and a VALUE unless it comes from standard input")
 	if err != nil {
 		return exitUsage, err
-	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return exitUsage, usagef("vars set needs a NAME, and a VALUE unless it comes from standard input")
 	}
 	layer, owner, err := lf.layer()
 	if err != nil {
@@ -105,11 +86,10 @@ func (a *app) varsSet(ctx context.Context, args []string) (int, error) {
 			return exitUsage, err
 		}
 	}
-	db, r, err := openResolver(ctx, sf)
+	db, r, err := inv.resolver(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer db.Close()
 	if err := r.Set(ctx, localWorkspaceID, layer, owner, vars.Value{Name: name, Value: value, Secret: *secret}); err != nil {
 		if layer == quiver.LayerThread && errors.Is(err, store.ErrNotFound) {
 			return exitError, fmt.Errorf("no thread %s in %s", owner, db.Where)
@@ -152,27 +132,20 @@ func (a *app) readValue(name string, secret bool) (string, error) {
 	return string(b), nil
 }
 
-func (a *app) varsList(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("vars list", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the values as JSON (secrets without their value)")
-	lf := addLayerFlags(fs)
-	sf := addStoreFlags(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
+func (a *app) varsList(ctx context.Context, inv *invocation) (int, error) {
+	asJSON := inv.fs.Bool("json", false, "print the values as JSON (secrets without their value)")
+	lf := addLayerFlags(inv.fs)
+	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
-	}
-	if len(pos) > 0 {
-		return exitUsage, usagef("vars list takes no arguments, got %q", pos[0])
 	}
 	layer, owner, err := lf.layer()
 	if err != nil {
 		return exitUsage, err
 	}
-	db, r, err := openResolver(ctx, sf)
+	_, r, err := inv.resolver(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer db.Close()
 	entries, err := r.List(ctx, localWorkspaceID, layer, owner)
 	if err != nil {
 		return exitError, err
@@ -198,26 +171,20 @@ func (a *app) varsList(ctx context.Context, args []string) (int, error) {
 	return exitOK, w.Flush()
 }
 
-func (a *app) varsUnset(ctx context.Context, args []string) (int, error) {
-	fs := flag.NewFlagSet("vars unset", flag.ContinueOnError)
-	lf := addLayerFlags(fs)
-	sf := addStoreFlags(fs)
-	pos, err := parse(fs, args)
+func (a *app) varsUnset(ctx context.Context, inv *invocation) (int, error) {
+	lf := addLayerFlags(inv.fs)
+	pos, err := inv.parse(1, 1, "vars unset needs exactly one NAME")
 	if err != nil {
 		return exitUsage, err
-	}
-	if len(pos) != 1 {
-		return exitUsage, usagef("vars unset needs exactly one NAME")
 	}
 	layer, owner, err := lf.layer()
 	if err != nil {
 		return exitUsage, err
 	}
-	db, r, err := openResolver(ctx, sf)
+	_, r, err := inv.resolver(ctx)
 	if err != nil {
 		return exitError, err
 	}
-	defer db.Close()
 	if err := r.Delete(ctx, localWorkspaceID, layer, owner, pos[0]); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return exitError, fmt.Errorf("%s has no value on %s", pos[0], describeLayer(layer, owner))

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"encoding/base32"
 	"fmt"
 	"slices"
 	"strings"
@@ -120,9 +119,6 @@ func newFile(ctx context.Context, p string, data []byte, meta store.FileMeta, no
 		Size: int64(len(data)), MimeType: meta.MimeType, Width: meta.Width, Height: meta.Height, Description: meta.Description,
 		ModTime: now}}
 }
-
-// attachmentRandom is the encoding of the ids' random parts (package internal/ids).
-var attachmentRandom = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
 
 // freshAttachmentPath returns p, or another attachment path when p is taken (which 64 random
 // bits make all but impossible).
