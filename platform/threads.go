@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
 )
 
 // Thread returns a thread of the actor's workspace (any other is not found).
@@ -208,4 +212,73 @@ func (p *Platform) Children(ctx context.Context, a Actor, id string) ([]*store.T
 		return nil, storeError(err, "the children of thread "+th.ID, "")
 	}
 	return kids[:min(len(kids), MaxChildrenListed)], nil
+}
+
+// ThreadPage is a page of threads, and the cursor of the next ("" on the last).
+type ThreadPage struct {
+	Threads    []*store.Thread
+	NextCursor string
+}
+
+// Threads lists the threads of the actor's workspace that f keeps, newest first, a page at a
+// time.
+func (p *Platform) Threads(ctx context.Context, a Actor, f store.ThreadFilter) (*ThreadPage, error) {
+	// The store refuses the same values; checked here, the refusal names the field at fault.
+	for _, q := range []struct{ field, v string }{{"agent", f.AgentID}, {"tag", f.Tag}, {"name", f.Name}} {
+		if !utf8.ValidString(q.v) || strings.IndexByte(q.v, 0) >= 0 {
+			return nil, invalid(q.field, "must be UTF-8 text without NUL")
+		}
+	}
+	if err := store.CheckThreadCursor(a.WorkspaceID, f); err != nil {
+		return nil, invalid("cursor", "not a cursor of this list: pass the next_cursor of the page before, with the same agent, tag and status")
+	}
+	threads, next, err := p.cfg.Store.Threads(ctx, a.WorkspaceID, f)
+	if err != nil {
+		return nil, storeError(err, "the thread page", "")
+	}
+	return &ThreadPage{Threads: threads, NextCursor: next}, nil
+}
+
+// WaitingCall is a call that waits for a person's decision or a client's result.
+type WaitingCall struct {
+	Thread  *store.Thread
+	Agent   string // the agent that has the thread
+	Pending *agent.Pending
+}
+
+// WaitingCalls lists the calls of the actor's workspace that wait for a person's decision or a
+// client's result, newest thread first, a page of threads at a time; the cursor of the next
+// page is "" on the last.
+func (p *Platform) WaitingCalls(ctx context.Context, a Actor, limit int, cursor string) ([]WaitingCall, string, error) {
+	if p.Jobs() == nil {
+		return nil, "", &Error{Kind: Unavailable, Message: "this server runs no agents"}
+	}
+	ws := a.WorkspaceID
+	f := store.ThreadFilter{Tag: agent.WaitingTag, Limit: limit, Cursor: cursor}
+	if err := store.CheckThreadCursor(ws, f); err != nil {
+		return nil, "", invalid("cursor", "not a cursor of this list: pass the next_cursor of the page before")
+	}
+	threads, next, err := p.cfg.Store.Threads(ctx, ws, f)
+	if err != nil {
+		return nil, "", storeError(err, "the waiting threads", "")
+	}
+	calls := []WaitingCall{}
+	for _, info := range threads {
+		ag, err := p.Agent(ctx, agent.CurrentAgent(info))
+		if err != nil {
+			continue // an agent this server does not run: nothing it could resume
+		}
+		th, err := thread.Open(ctx, p.cfg.Store, ws, info.ID)
+		if err != nil {
+			return nil, "", storeError(err, "thread "+info.ID, "")
+		}
+		pending, err := p.runner.Waiting(ctx, th, ag)
+		if err != nil {
+			return nil, "", storeError(err, "what thread "+info.ID+" waits on", "")
+		}
+		if pending != nil { // nil: decided, its run about to resume
+			calls = append(calls, WaitingCall{Thread: info, Agent: ag.Name, Pending: pending})
+		}
+	}
+	return calls, next, nil
 }

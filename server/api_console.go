@@ -8,7 +8,6 @@ import (
 
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/thread"
 )
 
 // What a client that shows the workspace to people needs beyond the records: who its key is,
@@ -65,37 +64,14 @@ func (s *Server) registerConsoleAPI(api huma.API) {
 	register(api, huma.Operation{OperationID: "list-waiting-calls", Method: http.MethodGet, Path: "/v1/pending",
 		Summary: "Every call in the workspace that waits for a person's decision or a client's result, newest thread first"},
 		func(ctx context.Context, in *waitingInput) (*waitingOutput, error) {
-			if s.p.Jobs() == nil {
-				return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable, "this server runs no agents")
-			}
-			ws := s.workspaceID(ctx)
-			f := store.ThreadFilter{Tag: agent.WaitingTag, Limit: in.Limit, Cursor: in.Cursor}
-			if err := store.CheckThreadCursor(ws, f); err != nil {
-				return nil, fieldError(http.StatusBadRequest, "query.cursor", "not a cursor of this list: pass the next_cursor of the page before")
-			}
-			threads, next, err := s.cfg.Store.Threads(ctx, ws, f)
+			calls, next, err := s.p.WaitingCalls(ctx, s.actor(ctx), in.Limit, in.Cursor)
 			if err != nil {
-				return nil, apiError(err, "the waiting threads")
+				return nil, problem(err, "query")
 			}
 			out := &waitingOutput{}
-			out.Body.Calls, out.Body.NextCursor = []WaitingCall{}, next
-			for _, info := range threads {
-				name := agent.CurrentAgent(info)
-				ag, err := s.p.Agent(ctx, name)
-				if err != nil {
-					continue // an agent this server no longer runs: nothing it could resume
-				}
-				th, err := thread.Open(ctx, s.p.Store(), ws, info.ID)
-				if err != nil {
-					return nil, apiError(err, "thread "+info.ID)
-				}
-				p, err := s.p.Runner().Waiting(ctx, th, ag)
-				if err != nil {
-					return nil, apiError(err, "what thread "+info.ID+" waits on")
-				}
-				if p != nil { // nil: decided, its run about to resume
-					out.Body.Calls = append(out.Body.Calls, WaitingCall{ThreadID: info.ID, ThreadName: info.Name(), Agent: ag.Name, Pending: p})
-				}
+			out.Body.Calls, out.Body.NextCursor = make([]WaitingCall, len(calls)), next
+			for i, c := range calls {
+				out.Body.Calls[i] = WaitingCall{ThreadID: c.Thread.ID, ThreadName: c.Thread.Name(), Agent: c.Agent, Pending: c.Pending}
 			}
 			return out, nil
 		})

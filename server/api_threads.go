@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -59,24 +58,13 @@ type threadsOutput struct {
 }
 
 func (s *Server) listThreads(ctx context.Context, in *threadsInput) (*threadsOutput, error) {
-	// The store refuses the same values; checked here, the answer names the field at fault.
-	for _, q := range []struct{ loc, v string }{{"query.agent", in.Agent}, {"query.tag", in.Tag}, {"query.name", in.Name}} {
-		if !utf8.ValidString(q.v) || strings.IndexByte(q.v, 0) >= 0 {
-			return nil, fieldError(http.StatusBadRequest, q.loc, "must be UTF-8 text without NUL")
-		}
-	}
-	ws := s.workspaceID(ctx)
-	f := store.ThreadFilter{AgentID: in.Agent, Tag: in.Tag, Status: store.ThreadStatus(in.Status), Name: in.Name, Limit: in.Limit, Cursor: in.Cursor}
-	if err := store.CheckThreadCursor(ws, f); err != nil {
-		return nil, fieldError(http.StatusBadRequest, "query.cursor",
-			"not a cursor of this list: pass the next_cursor of the page before, with the same agent, tag and status")
-	}
-	threads, next, err := s.cfg.Store.Threads(ctx, ws, f)
+	page, err := s.p.Threads(ctx, s.actor(ctx), store.ThreadFilter{AgentID: in.Agent, Tag: in.Tag,
+		Status: store.ThreadStatus(in.Status), Name: in.Name, Limit: in.Limit, Cursor: in.Cursor})
 	if err != nil {
-		return nil, apiError(err, "the thread page")
+		return nil, problem(err, "query")
 	}
 	out := &threadsOutput{}
-	out.Body.Threads, out.Body.NextCursor = nonNil(threads), next
+	out.Body.Threads, out.Body.NextCursor = nonNil(page.Threads), page.NextCursor
 	return out, nil
 }
 
