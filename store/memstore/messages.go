@@ -203,7 +203,13 @@ func (r *threadRec) store(d *threadData, m *store.Message) {
 // Messages returns a page of the thread's messages, oldest first: the page.Limit newest (100
 // when 0, at most 1000) with Seq below page.Before (from the end when 0).
 func (s *Store) Messages(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.Message, error) {
-	op := threadOp("messages of " + threadID)
+	return pageOf(s, threadOp("messages of "+threadID), workspaceID, threadID, page,
+		func(r *threadRec) []*store.Message { return r.msgs }, copyMessage)
+}
+
+// pageOf returns a page of a thread's entries that list picks (messages or log entries,
+// numbered 1 to n in order), copied with cp: the limit newest numbered below page.Before.
+func pageOf[T any](s *Store, op threadOp, workspaceID, threadID string, page store.Page, list func(*threadRec) []T, cp func(T) T) ([]T, error) {
 	limit, before, err := store.PageBounds(page)
 	if err != nil {
 		return nil, op.fail(err)
@@ -214,19 +220,14 @@ func (s *Store) Messages(ctx context.Context, workspaceID, threadID string, page
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := pageRange(int64(len(rec.msgs)), limit, before)
-	out := make([]*store.Message, 0, hi-lo)
-	for _, m := range rec.msgs[lo:hi] {
-		out = append(out, copyMessage(m))
+	entries := list(rec)
+	hi := min(int64(len(entries)), before-1)
+	lo := max(0, hi-int64(limit))
+	out := make([]T, 0, hi-lo)
+	for _, e := range entries[lo:hi] {
+		out = append(out, cp(e))
 	}
 	return out, nil
-}
-
-// pageRange returns the indexes [lo, hi) of a page of n entries numbered 1 to n: the limit
-// newest with a number below before.
-func pageRange(n int64, limit int, before int64) (lo, hi int64) {
-	hi = min(n, before-1)
-	return max(0, hi-int64(limit)), hi
 }
 
 // PendingCalls returns the calls of the thread's assistant messages that have no result yet,

@@ -178,23 +178,10 @@ func (s *Store) Log(ctx context.Context, workspaceID, threadID string, e *store.
 
 // Logs returns a page of the thread's log, oldest first, paged like Messages.
 func (s *Store) Logs(ctx context.Context, workspaceID, threadID string, page store.Page) ([]*store.LogEntry, error) {
-	op := threadOp("read the log of thread " + threadID)
-	limit, before, err := store.PageBounds(page)
-	if err != nil {
-		return nil, op.fail(err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, err := s.th.thread(op, workspaceID, threadID)
-	if err != nil {
-		return nil, err
-	}
-	lo, hi := pageRange(int64(len(rec.logs)), limit, before)
-	out := make([]*store.LogEntry, 0, hi-lo)
-	for _, e := range rec.logs[lo:hi] {
-		c := *e
-		c.Data = bytes.Clone(e.Data)
-		out = append(out, &c)
-	}
-	return out, nil
+	return pageOf(s, threadOp("read the log of thread "+threadID), workspaceID, threadID, page,
+		func(r *threadRec) []*store.LogEntry { return r.logs }, func(e *store.LogEntry) *store.LogEntry {
+			c := *e
+			c.Data = bytes.Clone(e.Data)
+			return &c
+		})
 }
