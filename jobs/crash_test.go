@@ -139,7 +139,16 @@ func openPostgres(dsn, schemaName string) (*postgres.Store, *pgxpool.Pool, error
 
 // killMidRun waits until the child's run has completed its first call and started its
 // second, kills the child, and returns the thread and the calls it ran.
-func killMidRun(t *testing.T, child *crashtest.Child) (string, map[string]int) {
+func killMidRun(t testing.TB, child *crashtest.Child) (string, map[string]int) {
+	t.Helper()
+	threadID, ran := waitMidRun(t, child)
+	kill(t, child)
+	return threadID, ran
+}
+
+// waitMidRun waits until the child's run has completed its first call and started its second,
+// and returns the thread and the calls it ran.
+func waitMidRun(t testing.TB, child *crashtest.Child) (string, map[string]int) {
 	t.Helper()
 	var threadID string
 	ran := map[string]int{}
@@ -157,16 +166,21 @@ func killMidRun(t *testing.T, child *crashtest.Child) (string, map[string]int) {
 			t.Fatal(line)
 		}
 	}
+	return threadID, ran
+}
+
+// kill kills the child with SIGKILL and waits for it to end.
+func kill(t testing.TB, child *crashtest.Child) {
+	t.Helper()
 	child.Kill()
 	if _, killed := child.Finish(); !killed {
 		t.Fatal("the child was not killed")
 	}
-	return threadID, ran
 }
 
 // checkFinished waits for the run to finish after the restart and checks each call ran once,
 // the one that was running when the child died again.
-func checkFinished(t *testing.T, st thread.Store, threadID string, ran map[string]int, tl *tools) {
+func checkFinished(t testing.TB, st thread.Store, threadID string, ran map[string]int, tl *tools) {
 	t.Helper()
 	th, err := thread.Open(context.Background(), st, ws, threadID)
 	if err != nil {

@@ -124,7 +124,7 @@ type tools struct {
 	started chan struct{}
 }
 
-func newTools(t *testing.T) (*tools, *quiver.Registry) {
+func newTools(t testing.TB) (*tools, *quiver.Registry) {
 	tl := &tools{ran: map[string]int{}, release: make(chan struct{}), started: make(chan struct{}, 16)}
 	reg := &quiver.Registry{}
 	count := func(ctx context.Context) {
@@ -194,7 +194,7 @@ func newThread(t *testing.T, st thread.Store) *thread.Thread {
 }
 
 // history is the thread's messages as "role:content" or "tool:name=text".
-func history(t *testing.T, th *thread.Thread) []string {
+func history(t testing.TB, th *thread.Thread) []string {
 	t.Helper()
 	msgs, err := th.History(context.Background())
 	if err != nil {

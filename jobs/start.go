@@ -121,9 +121,7 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 		tick := time.NewTicker(cfg.orphanCheck)
 		defer tick.Stop()
 		for {
-			if err := rescueOrphans(watchCtx, c, drv, func(job *rivertype.JobRow) bool {
-				return orphaned(watchCtx, l, job, cfg.orphanGrace)
-			}); err != nil && watchCtx.Err() == nil {
+			if err := checkOrphans(watchCtx, c, drv, l, cfg.orphanGrace); err != nil && watchCtx.Err() == nil {
 				cfg.Logger.WarnContext(watchCtx, "jobs: looking for runs a stopped node left", "err", err)
 			}
 			select {
@@ -133,19 +131,46 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 			}
 		}
 	}()
-	j.client = closing{j.client, func() error { stopWatch(); <-done; leases.Close(); return nil }}
+	rl, stopRelay, err := startRelay(ctx, pool, cfg.Runner, cfg.Logger)
+	if err != nil {
+		stopWatch()
+		<-done
+		leases.Close()
+		j.client.Stop(ctx)
+		return nil, err
+	}
+	j.relay = rl
+	j.client = closing{j.client, func() error { stopRelay(); stopWatch(); <-done; leases.Close(); return nil }}
 	return j, nil
 }
 
 // On PostgreSQL, a run whose job is running but whose thread's lease no one holds has lost its
 // node: every run holds its lease from its first moment to its last, and a node's advisory
-// locks go with its connections when it dies. orphanGrace leaves a job just fetched the time
-// to take its lease; orphanCheck is how often each node looks (Config's test-only fields
-// shorten both).
+// locks go with its connections when it dies (at once when its process is killed; when its
+// machine vanishes, once PostgreSQL's TCP keepalives give up on its connections). orphanGrace
+// leaves a job just fetched the time to take its lease; orphanCheck is how often the fleet
+// looks, one node at a time (Config's test-only fields shorten both). A run of a killed node
+// runs again within orphanCheck of the kill, or orphanGrace after it started when later.
 const (
-	orphanGrace = 10 * time.Second
-	orphanCheck = 15 * time.Second
+	orphanGrace = 2 * time.Second
+	orphanCheck = time.Second
 )
+
+// orphanChecker names the advisory lock the node that looks for orphans holds while it looks,
+// so that the fleet lists its running jobs once per orphanCheck, not once per node. No thread
+// id has its form.
+const orphanChecker = "quiver:orphan-check"
+
+// checkOrphans makes the runs whose node is gone available again, unless another node is
+// looking for them at the moment.
+func checkOrphans[TTx any](ctx context.Context, c *river.Client[TTx], drv riverdriver.Driver[TTx], l *advisoryLease, grace time.Duration) error {
+	release, ok, err := l.acquire(ctx, orphanChecker)
+	if err != nil || !ok {
+		return err
+	}
+	defer release()
+	return rescueOrphans(ctx, c, drv, func(job *rivertype.JobRow) bool { return orphaned(ctx, l, job, grace) })
+}
 
 // orphaned says whether job, a running run, has no one running it: it has run longer than
 // grace and its thread's lease is free.
@@ -183,7 +208,7 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 	if err := river.AddWorkerSafely(workers, &purgeWorker{cfg: cfg}); err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
-	c, err := river.NewClient(drv, cfg.riverConfig(workers, orphansRun))
+	c, err := river.NewClient(drv, cfg.riverConfig(workers))
 	if err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}

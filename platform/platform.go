@@ -189,6 +189,19 @@ func (p *Platform) Jobs() *jobs.Jobs {
 	return p.jobs
 }
 
+// Subscribe calls fn with every event of every run: this process's and, once the background
+// runs are started on a database that other processes serve too (PostgreSQL), the other
+// nodes', until the returned function is called. fn must be quick.
+func (p *Platform) Subscribe(fn func(agent.Event)) (unsubscribe func()) {
+	local := p.runner.Subscribe(fn)
+	j := p.Jobs()
+	if j == nil {
+		return local
+	}
+	remote := j.Subscribe(fn)
+	return func() { local(); remote() }
+}
+
 // Stop stops the background runs, if started, waiting for the runs under way until ctx ends.
 func (p *Platform) Stop(ctx context.Context) error {
 	if j := p.Jobs(); j != nil {

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
@@ -84,12 +85,17 @@ func newBenchServer(b *testing.B, runs bool) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return serveBench(b, st, path, runs)
+	var start startJobs
+	if runs {
+		start = func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) { return jobs.StartSQLite(ctx, path, c) }
+	}
+	return serveBench(b, st, path, start)
 }
 
 // newBenchServerPostgres is newBenchServer on PostgreSQL (QUIVER_TEST_POSTGRES, a schema of its
-// own), without runs; it skips the benchmark when no server is configured (fails under CI).
-func newBenchServerPostgres(b *testing.B) *benchServer {
+// own), its runs on River there; it skips the benchmark when no server is configured (fails
+// under CI).
+func newBenchServerPostgres(b *testing.B, runs bool) *benchServer {
 	b.Helper()
 	dsn := pgtest.DSN(b)
 	schema := pgtest.Schema(b, dsn)
@@ -97,7 +103,6 @@ func newBenchServerPostgres(b *testing.B) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bs := serveBench(b, st, "", false)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		b.Fatal(err)
@@ -105,14 +110,29 @@ func newBenchServerPostgres(b *testing.B) *benchServer {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
+	var start startJobs
+	if runs {
+		start = func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) {
+			pool, err := pgxpool.New(ctx, u.String())
+			if err != nil {
+				return nil, err
+			}
+			b.Cleanup(pool.Close)
+			return jobs.StartPostgres(ctx, pool, c)
+		}
+	}
+	bs := serveBench(b, st, "", start)
 	bs.dsn = u.String()
 	return bs
 }
 
+// startJobs starts a benchmark server's background runs on its database.
+type startJobs func(context.Context, jobs.Config) (*jobs.Jobs, error)
+
 // serveBench serves st as quiver serve would (see newBenchServer); path is its SQLite file, ""
-// for PostgreSQL (no journal then, and no runs). The server stops, and st is closed, when the
-// benchmark ends.
-func serveBench(b *testing.B, st benchStore, path string, runs bool) *benchServer {
+// for PostgreSQL (no journal then); start, when set, starts the runs of the bench agent. The
+// server stops, and st is closed, when the benchmark ends.
+func serveBench(b *testing.B, st benchStore, path string, start startJobs) *benchServer {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -136,14 +156,14 @@ func serveBench(b *testing.B, st benchStore, path string, runs bool) *benchServe
 	}
 
 	bs := &benchServer{key: secret, ws: ws.ID, st: st, path: path}
-	if runs {
+	if start != nil {
 		script := filepath.Join(dir, "turns.yaml")
 		benchMust(b, os.WriteFile(script, []byte("turns:\n  - text: Hello.\n"), 0o600))
 		ag := &agent.Agent{Name: benchAgent, Prompt: &agent.Prompt{Name: benchAgent, Model: "scripted:" + script, Stop: agent.StopRules{MaxSteps: 4}}}
 		p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: resolver, Logger: logger,
 			Catalog: &agent.Catalog{Agents: map[string]*agent.Agent{benchAgent: ag}}})
 		benchMust(b, err)
-		benchMust(b, p.StartJobs(ctx, func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) { return jobs.StartSQLite(ctx, path, c) }))
+		benchMust(b, p.StartJobs(ctx, start))
 		bs.runs = p.Jobs()
 		cfg.Platform = p
 	}
@@ -406,23 +426,27 @@ func (bs *benchServer) openEvents(ctx context.Context, threadID string) (<-chan 
 // not in step with its 50 ms notification poll on SQLite), as on a server that is not busy.
 // Run it with -benchtime 200x (or more) for the percentiles.
 func BenchmarkAPIRunFirstEvent(b *testing.B) {
-	bs := newBenchServer(b, true)
-	for _, mode := range []struct {
-		name string
-		gap  time.Duration
-	}{{"back-to-back", 0}, {"idle", 200 * time.Millisecond}} {
-		b.Run(mode.name, func(b *testing.B) {
-			var first, message, post, get []time.Duration
-			for i := 0; b.Loop(); i++ {
-				f, m, p, g := bs.oneRun(b, mode.gap)
-				first, message, post, get = append(first, f), append(message, m), append(post, p), append(get, g)
-			}
-			reportPercentiles(b, "first", first)
-			reportPercentiles(b, "message", message)
-			reportPercentiles(b, "post", post)
-			reportPercentiles(b, "get", get)
-		})
+	modes := func(b *testing.B, bs *benchServer) {
+		for _, mode := range []struct {
+			name string
+			gap  time.Duration
+		}{{"back-to-back", 0}, {"idle", 200 * time.Millisecond}} {
+			b.Run(mode.name, func(b *testing.B) {
+				var first, message, post, get []time.Duration
+				for i := 0; b.Loop(); i++ {
+					f, m, p, g := bs.oneRun(b, mode.gap)
+					first, message, post, get = append(first, f), append(message, m), append(post, p), append(get, g)
+				}
+				reportPercentiles(b, "first", first)
+				reportPercentiles(b, "message", message)
+				reportPercentiles(b, "post", post)
+				reportPercentiles(b, "get", get)
+			})
+		}
 	}
+	// SQLite's figures keep their names (back-to-back, idle); PostgreSQL's are beside them.
+	modes(b, newBenchServer(b, true))
+	b.Run("postgres", func(b *testing.B) { modes(b, newBenchServerPostgres(b, true)) })
 }
 
 // oneRun makes a thread for the agent, reads it once (the baseline), opens its event stream,
@@ -527,7 +551,7 @@ func BenchmarkAPIToolPages(b *testing.B) {
 				bs = newBenchServer(b, false)
 				db, err = sql.Open("sqlite", "file:"+bs.path+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)")
 			} else {
-				bs = newBenchServerPostgres(b)
+				bs = newBenchServerPostgres(b, false)
 				db, err = sql.Open("pgx", bs.dsn)
 			}
 			if err != nil {

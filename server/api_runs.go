@@ -23,12 +23,14 @@ import (
 // A thread's event stream (GET /v1/threads/{id}/events) is Server-Sent Events built on what is
 // persisted: every message of the thread is an event whose id is its sequence number, so a
 // client that reconnects with Last-Event-ID misses nothing and sees nothing twice, whichever
-// process ran the run. A run in this process wakes the stream at once (Runner.Subscribe) and
-// adds what is not persisted: pieces of streamed model text (delta, no id) and how the run
-// ended (run). Runs in other processes are seen by polling the store every eventPoll.
+// process ran the run. A run wakes the stream at once, whichever node of the database runs it
+// (Platform.Subscribe: on PostgreSQL the nodes relay their runs' events with LISTEN/NOTIFY),
+// and adds what is not persisted: pieces of streamed model text (delta, no id) and how the run
+// ended (run). The stream also reads the store every eventPoll, for what a lost notification
+// did not say.
 
 const (
-	// eventPoll is how often a stream looks at the store when no run of this process wakes it.
+	// eventPoll is how often a stream looks at the store when no run wakes it.
 	eventPoll = time.Second
 	// eventKeepAlive is how often an idle stream sends a comment, so that proxies keep it open.
 	eventKeepAlive = 15 * time.Second
@@ -323,14 +325,15 @@ func (es *eventStream) flush() {
 	}
 }
 
-// subscribeRuns makes the runs of this process wake a thread's stream: live carries its
-// deltas and run endings as they are, wake says the thread may have changed.
+// subscribeRuns makes the runs of this process and of the other nodes of its database wake a
+// thread's stream: live carries its deltas and run endings as they are, wake says the thread
+// may have changed.
 func (s *Server) subscribeRuns(threadID string) (live chan agent.Event, wake chan struct{}, unsubscribe func()) {
 	wake, live = make(chan struct{}, 1), make(chan agent.Event, 64)
 	if s.p.Jobs() == nil {
 		return live, wake, func() {}
 	}
-	return live, wake, s.p.Runner().Subscribe(func(e agent.Event) {
+	return live, wake, s.p.Subscribe(func(e agent.Event) {
 		if e.ThreadID != threadID {
 			return
 		}

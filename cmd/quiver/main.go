@@ -158,11 +158,8 @@ func (a *app) toolsList(ctx context.Context, inv *invocation) (int, error) {
 	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
 	}
-	if err := a.loadStoredTools(ctx, inv); err != nil {
-		return exitError, err
-	}
 	// The remote MCP servers' tools are listed as quiver call would call them.
-	disconnect, err := a.importConfigured(ctx, inv.store, *config)
+	disconnect, err := a.everyTool(ctx, inv, *config)
 	if err != nil {
 		return exitError, err
 	}
@@ -190,6 +187,15 @@ func (a *app) toolsList(ctx context.Context, inv *invocation) (int, error) {
 	return exitOK, w.Flush()
 }
 
+// everyTool adds to the registry the tools stored in the database and those of the remote MCP
+// servers the configuration file names; disconnect ends the remotes' connections.
+func (a *app) everyTool(ctx context.Context, inv *invocation, config string) (disconnect func(), err error) {
+	if err := a.loadStoredTools(ctx, inv); err != nil {
+		return nil, err
+	}
+	return a.importConfigured(ctx, inv.store, config)
+}
+
 func (a *app) toolsSchema(ctx context.Context, inv *invocation) (int, error) {
 	dialect := inv.fs.String("dialect", string(schema.OpenAI), "openai, openai-strict, anthropic, gemini or mcp")
 	config := addConfigFlag(inv.fs)
@@ -201,10 +207,7 @@ func (a *app) toolsSchema(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitUsage, usagef("%v", err)
 	}
-	if err := a.loadStoredTools(ctx, inv); err != nil {
-		return exitError, err
-	}
-	disconnect, err := a.importConfigured(ctx, inv.store, *config)
+	disconnect, err := a.everyTool(ctx, inv, *config)
 	if err != nil {
 		return exitError, err
 	}

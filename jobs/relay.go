@@ -1,0 +1,217 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/ids"
+)
+
+// The nodes of a fleet share their runs' events over PostgreSQL's LISTEN/NOTIFY: each node
+// publishes what its runs do (model text as it streams, each persisted step, how a run ended)
+// on relayChannel, and every node hands what the others publish to its subscribers, so that a
+// thread's event stream on any node is live whichever node runs the thread. A thread runs on
+// one node at a time (its lease), and one node's notifications arrive in the order it sent
+// them, so a thread's events arrive in order. What the events say that matters is in the
+// store; a lost notification costs a stream its liveliness, never a message.
+
+// relayChannel is the channel the nodes notify on, followed by the schema their tables are in
+// ("quiver_run_events.public"): channels are the database's, and fleets on other schemas of
+// it hear nothing of this one.
+const relayChannel = "quiver_run_events"
+
+// maxRelayPayload keeps a notification under PostgreSQL's limit (8000 bytes): longer text is
+// sent in pieces, and an event whose outcome does not fit goes without it (the stream reads
+// the outcome from the store).
+const maxRelayPayload = 7000
+
+// relayQueue bounds the events waiting to be published: a node that cannot keep up drops
+// text deltas first (the text comes with the persisted step).
+const relayQueue = 1024
+
+// relayed is an event as a notification carries it.
+type relayed struct {
+	Node    string          `json:"n"`
+	Thread  string          `json:"t"`
+	Type    agent.EventType `json:"y"`
+	Step    int             `json:"s,omitempty"`
+	Text    string          `json:"x,omitempty"`
+	Outcome *agent.Outcome  `json:"o,omitempty"`
+}
+
+// relay publishes a runner's events and delivers the other nodes'.
+type relay struct {
+	pool    *pgxpool.Pool
+	channel string
+	node    string
+	logger *slog.Logger
+	out    chan relayed
+
+	mu   sync.RWMutex
+	next int
+	subs map[int]func(agent.Event)
+}
+
+// startRelay starts publishing r's events on pool's database and listening for the other
+// nodes'; stop ends both.
+func startRelay(ctx context.Context, pool *pgxpool.Pool, r *agent.Runner, logger *slog.Logger) (rl *relay, stop func(), err error) {
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return nil, nil, fmt.Errorf("jobs: the schema of the run events relay: %w", err)
+	}
+	rl = &relay{pool: pool, channel: relayChannel + "." + schema, node: ids.Random(8), logger: logger,
+		out: make(chan relayed, relayQueue), subs: map[int]func(agent.Event){}}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unsubscribe := r.Subscribe(rl.enqueue)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); rl.publish(ctx) }()
+	go func() { defer wg.Done(); rl.listen(ctx) }()
+	return rl, func() { unsubscribe(); cancel(); wg.Wait() }, nil
+}
+
+// enqueue hands a local event to the publisher without waiting: the runner calls it inline.
+func (rl *relay) enqueue(e agent.Event) {
+	m := relayed{Node: rl.node, Thread: e.ThreadID, Type: e.Type, Step: e.Step, Outcome: e.Outcome}
+	if e.Type == agent.EventTextDelta {
+		m.Text = e.Text
+	}
+	select {
+	case rl.out <- m:
+	default:
+		if e.Type != agent.EventTextDelta {
+			rl.logger.Warn("jobs: the run events relay is behind; other nodes' streams see this step at their next read",
+				"thread", e.ThreadID, "event", e.Type)
+		}
+	}
+}
+
+// publish sends the queued events in order, on one connection of its own (not the pool's,
+// whose connections River needs) so that they arrive in order.
+func (rl *relay) publish(ctx context.Context) {
+	for {
+		conn, err := pgx.ConnectConfig(ctx, rl.pool.Config().ConnConfig)
+		if err == nil {
+			err = rl.publishOn(ctx, conn)
+			conn.Close(context.WithoutCancel(ctx))
+		}
+		if !rl.pause(ctx, "publishing", err) {
+			return
+		}
+	}
+}
+
+func (rl *relay) publishOn(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-rl.out:
+			for _, payload := range payloads(m) {
+				if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, rl.channel, payload); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// payloads encodes m as one notification or, for long text, several in order.
+func payloads(m relayed) []string {
+	b, _ := json.Marshal(m)
+	if len(b) <= maxRelayPayload {
+		return []string{string(b)}
+	}
+	if m.Type != agent.EventTextDelta {
+		m.Outcome = nil
+		b, _ = json.Marshal(m)
+		return []string{string(b)}
+	}
+	var out []string
+	text := []rune(m.Text)
+	for len(text) > 0 {
+		n := min(len(text), maxRelayPayload/8) // a rune is at most 4 bytes, 6 escaped in JSON
+		piece := m
+		piece.Text, text = string(text[:n]), text[n:]
+		b, _ := json.Marshal(piece)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// listen delivers the other nodes' events to the subscribers, listening again after a lost
+// connection.
+func (rl *relay) listen(ctx context.Context) {
+	for {
+		err := rl.listenOnce(ctx)
+		if !rl.pause(ctx, "listening", err) {
+			return
+		}
+	}
+}
+
+func (rl *relay) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, rl.pool.Config().ConnConfig)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{rl.channel}.Sanitize()); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var m relayed
+		if json.Unmarshal([]byte(n.Payload), &m) != nil || m.Node == rl.node {
+			continue
+		}
+		rl.deliver(agent.Event{Type: m.Type, ThreadID: m.Thread, Step: m.Step, Text: m.Text, Outcome: m.Outcome})
+	}
+}
+
+// pause logs err and waits a moment before trying again; false when ctx has ended.
+func (rl *relay) pause(ctx context.Context, doing string, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	rl.logger.WarnContext(ctx, "jobs: the run events relay stopped "+doing+"; trying again", "err", err)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Second):
+		return true
+	}
+}
+
+func (rl *relay) deliver(e agent.Event) {
+	rl.mu.RLock()
+	defer rl.mu.RUnlock()
+	for _, fn := range rl.subs {
+		fn(e)
+	}
+}
+
+// subscribe calls fn with every event another node's runs publish, until unsubscribe.
+func (rl *relay) subscribe(fn func(agent.Event)) (unsubscribe func()) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	id := rl.next
+	rl.next++
+	rl.subs[id] = fn
+	return func() {
+		rl.mu.Lock()
+		defer rl.mu.Unlock()
+		delete(rl.subs, id)
+	}
+}

@@ -1,0 +1,170 @@
+package jobs
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store/postgres/pgtest"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// deltaModel answers in streamed pieces, one of them longer than a notification holds; asked
+// "briefly", in one short piece.
+type deltaModel struct{ pieces []string }
+
+func (m *deltaModel) Name() string            { return "test:deltas" }
+func (m *deltaModel) Dialect() schema.Dialect { return schema.OpenAI }
+
+func (m *deltaModel) Generate(_ context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	pieces := m.pieces
+	if last := req.Messages[len(req.Messages)-1]; last.Text == "briefly" {
+		pieces = []string{"Hi"}
+	}
+	for _, p := range pieces {
+		if onDelta != nil {
+			onDelta(model.Delta{Text: p})
+		}
+	}
+	return &model.Response{Text: strings.Join(pieces, "")}, nil
+}
+
+// eventLog collects the events of one thread that a subscription hears.
+type eventLog struct {
+	mu     sync.Mutex
+	thread string
+	events []agent.Event
+}
+
+func (l *eventLog) add(e agent.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.ThreadID == l.thread {
+		l.events = append(l.events, e)
+	}
+}
+
+func (l *eventLog) snapshot() []agent.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]agent.Event(nil), l.events...)
+}
+
+// A run on one node reaches the subscribers of the other nodes of its database, in order: its
+// streamed text whole (a piece longer than a notification included), its steps and how it
+// ended; the node that ran it hears nothing of its own from the relay, and a fleet on another
+// schema of the same database nothing at all.
+func TestRelayCarriesRunEventsToOtherNodes(t *testing.T) {
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	dsn := pgtest.DSN(t)
+	schemaName, otherSchema := pgtest.Schema(t, dsn), pgtest.Schema(t, dsn)
+	pieces := []string{"Hello", ", ", strings.Repeat("é", 5000), " world"}
+	node := func(schemaName string) (*Jobs, *agent.Runner, thread.Store) {
+		st, pool, err := openPostgres(dsn, schemaName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		_, reg := newTools(t)
+		cfg := config(st, reg, &deltaModel{pieces: pieces})
+		j, err := StartPostgres(context.Background(), pool, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { j.Stop(context.Background()) })
+		return j, cfg.Runner, st
+	}
+	a, runnerA, st := node(schemaName)
+	b, _, _ := node(schemaName)
+	elsewhere, _, _ := node(otherSchema)
+
+	ctx := context.Background()
+	th, err := thread.Create(ctx, st, thread.Options{WorkspaceID: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heardByB, heardByA, heardElsewhere := &eventLog{thread: th.ID()}, &eventLog{thread: th.ID()}, &eventLog{thread: th.ID()}
+	defer b.Subscribe(heardByB.add)()
+	defer a.Subscribe(heardByA.add)()
+	defer elsewhere.Subscribe(heardElsewhere.add)()
+
+	ag, err := config(st, nil, nil).Agents(ctx, "helper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runnerA.Run(ctx, th, ag, "greet")
+	if err != nil || out.Text != strings.Join(pieces, "") {
+		t.Fatalf("the run on A: %+v %v", out, err)
+	}
+	got := awaitEnd(t, heardByB, 1)
+	var text strings.Builder
+	var types []agent.EventType
+	for _, e := range got {
+		if e.Type == agent.EventTextDelta {
+			text.WriteString(e.Text)
+			continue
+		}
+		types = append(types, e.Type)
+	}
+	if text.String() != strings.Join(pieces, "") {
+		t.Errorf("the text B heard is %d bytes, want the %d A streamed", text.Len(), len(strings.Join(pieces, "")))
+	}
+	if want := []agent.EventType{agent.EventStepStarted, agent.EventModelTurn, agent.EventFinished}; !equalTypes(types, want) {
+		t.Errorf("B heard %v besides the text, want %v in that order", types, want)
+	}
+	// An outcome too long for a notification goes without it (the store has it); one that
+	// fits comes with the end.
+	if out, err = runnerA.Run(ctx, th, ag, "briefly"); err != nil {
+		t.Fatal(err)
+	}
+	got = awaitEnd(t, heardByB, 2)
+	if end := got[len(got)-1]; end.Outcome == nil || end.Outcome.Text != "Hi" {
+		t.Errorf("the end B heard: %+v, want the run's outcome", end.Outcome)
+	}
+	time.Sleep(200 * time.Millisecond) // what A or the other schema would hear has arrived by now
+	if n := len(heardByA.snapshot()); n != 0 {
+		t.Errorf("A heard %d of its own events back from the relay", n)
+	}
+	if n := len(heardElsewhere.snapshot()); n != 0 {
+		t.Errorf("a fleet on another schema heard %d events of this one", n)
+	}
+}
+
+// awaitEnd waits until l holds the ends of n runs, and returns what it holds.
+func awaitEnd(t *testing.T, l *eventLog, n int) []agent.Event {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got, ends := l.snapshot(), 0
+		for _, e := range got {
+			if e.Type == agent.EventFinished {
+				ends++
+			}
+		}
+		if ends == n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("heard %d events and %d run ends within 30s, want %d ends: %+v", len(got), ends, n, got)
+		}
+	}
+}
+
+func equalTypes(a, b []agent.EventType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
