@@ -52,8 +52,8 @@ type relay struct {
 	pool    *pgxpool.Pool
 	channel string
 	node    string
-	logger *slog.Logger
-	out    chan relayed
+	logger  *slog.Logger
+	out     chan relayed
 
 	mu   sync.RWMutex
 	next int
