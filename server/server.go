@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -134,6 +135,10 @@ type Config struct {
 	SessionOwner func(*http.Request) string
 	// ShutdownTimeout bounds the graceful shutdown; zero means 10 seconds.
 	ShutdownTimeout time.Duration
+	// DrainDelay is how long the server keeps serving, not ready (/readyz answers 503), once
+	// asked to shut down and before it stops taking requests: the time a load balancer needs
+	// to stop sending it new ones. Zero stops at once.
+	DrainDelay time.Duration
 	// Auth, when set, authenticates every request to /mcp and /v1 with an API key, which
 	// decides the workspace, user and role of all the request does: a viewer key may read and
 	// list the tools, a member or admin key call them too (a viewer's call is refused with
@@ -170,6 +175,7 @@ type Server struct {
 	streams streamSlots
 	// closing is closed when the server shuts down, to end long-lived event streams.
 	closing   chan struct{}
+	draining  atomic.Bool // asked to shut down: not ready for new work
 	closeOnce sync.Once
 	// journalMetrics reports the journal's pending records to the global meter provider's
 	// metrics, when there are any, until Close.
@@ -317,6 +323,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/openapi.json", doc)
 	s.mux.Handle("GET /v1/openapi.yaml", doc)
 	s.mux.HandleFunc("GET /healthz", s.health)
+	s.mux.HandleFunc("GET /readyz", s.ready)
 	// The console: a client of /v1 like any other, its key in each request's header.
 	ui := console.Handler()
 	s.mux.Handle("GET /{$}", ui)
@@ -442,14 +449,14 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// Handler returns the server's HTTP handler: /mcp, /v1, the console, /healthz and
-// /oauth/callback. Every door but /healthz answers only to the server's own names and
+// Handler returns the server's HTTP handler: /mcp, /v1, the console, /healthz, /readyz and
+// /oauth/callback. Every door but the probes answers only to the server's own names and
 // origins (Config.AllowedHosts, Config.AllowedOrigins): a web page cannot drive it through
 // DNS rebinding or from another site.
 func (s *Server) Handler() http.Handler {
 	guarded := s.guard.Guard(s.mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			s.mux.ServeHTTP(w, r) // what a load balancer's probe needs, by any name
 			return
 		}
@@ -500,6 +507,34 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(h)
 }
 
+// Readiness is the body of /readyz.
+type Readiness struct {
+	Status string `json:"status" doc:"ready, draining (shutting down: send new work elsewhere) or unavailable (the store does not answer)."`
+	Error  string `json:"error,omitempty"`
+}
+
+// readyTimeout bounds the store's answer to a readiness probe.
+const readyTimeout = 2 * time.Second
+
+// ready answers whether the server takes new work: not while it drains, nor while its store
+// does not answer (a node of a fleet that has lost its database serves nothing).
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	rd, status := Readiness{Status: "ready"}, http.StatusOK
+	if s.draining.Load() {
+		rd.Status, status = "draining", http.StatusServiceUnavailable
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if _, err := s.cfg.Store.Workspace(ctx, s.cfg.WorkspaceID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.logger.WarnContext(ctx, "server: the store does not answer the readiness probe", "err", err)
+			rd.Status, rd.Error, status = "unavailable", "the store does not answer; the server's log says why", http.StatusServiceUnavailable
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(rd)
+}
+
 // ListenAndServe listens on the configured address and serves until ctx ends.
 func (s *Server) ListenAndServe(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
@@ -509,7 +544,8 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully: MCP sessions are closed,
+// Serve serves on ln until ctx ends, then drains for DrainDelay (serving, but not ready) and
+// shuts down gracefully: MCP sessions are closed,
 // requests in flight get up to ShutdownTimeout to finish, remote MCP servers are disconnected.
 // It returns nil after a shutdown asked for by ctx.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -526,6 +562,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.Close()
 		return fmt.Errorf("server: %w", err)
 	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	if s.cfg.DrainDelay > 0 {
+		s.logger.Info("quiver: draining", "for", s.cfg.DrainDelay)
+		select {
+		case <-time.After(s.cfg.DrainDelay):
+		case err := <-errc:
+			s.Close()
+			return fmt.Errorf("server: %w", err)
+		}
 	}
 	s.logger.Info("quiver: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)

@@ -184,7 +184,7 @@ type serveRequest struct {
 	maxBody                                 int64
 	maxResult, maxSessions, maxPerWorkspace int
 	maxPerClient                            int
-	idleTimeout                             time.Duration
+	idleTimeout, drainDelay                 time.Duration
 	insecure                                bool
 	flags                                   serveFlags
 }
@@ -202,6 +202,7 @@ func parseServe(inv *invocation) (serveRequest, error) {
 	fs.IntVar(&r.maxPerWorkspace, "max-sessions-per-workspace", 0, "each workspace's share of --max-sessions, which no workspace can exceed (503) (default: a quarter of --max-sessions, at least 64 or all of it)")
 	fs.IntVar(&r.maxPerClient, "max-sessions-per-client", mcp.DefaultMaxSessionsPerOwner, "MCP sessions one client (IP address) has open at once; beyond it, 429 (0: no limit)")
 	fs.DurationVar(&r.idleTimeout, "session-idle-timeout", mcp.DefaultSessionIdleTimeout, "close an MCP session after this long without a request (0: never)")
+	fs.DurationVar(&r.drainDelay, "drain-delay", 0, "on SIGTERM, keep serving this long with /readyz answering 503 before stopping: the time a load balancer takes to send new work elsewhere (0: stop at once)")
 	fs.StringVar(&r.agentsDir, "agents", "", "the directory of agent and prompt definitions the API runs (default: $QUIVER_AGENTS, else ./"+defaultAgentsDir+" when it exists)")
 	fs.BoolVar(&r.insecure, "insecure-local", false, "serve without API keys: anyone who can reach the port calls every tool, run_code included; "+
 		"refused unless --addr is a loopback address")
@@ -244,6 +245,8 @@ func (r *serveRequest) checkLimits() error {
 		return usagef("--max-sessions-per-workspace must not be negative (0: the default)")
 	}
 	switch {
+	case r.drainDelay < 0:
+		return usagef("--drain-delay must not be negative (0: stop at once)")
 	case r.idleTimeout < 0:
 		return usagef("--session-idle-timeout must not be negative (0: never)")
 	case r.idleTimeout == 0:
@@ -286,6 +289,7 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	}
 	cfg.AllowedHosts, cfg.AllowedOrigins = guard.Hosts, guard.Origins
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = r.maxSessions, r.maxPerClient, r.idleTimeout
+	cfg.DrainDelay = r.drainDelay
 	cfg.MaxSessionsPerWorkspace = r.maxPerWorkspace
 	if !r.insecure {
 		if err := ensureFirstKey(ctx, db, a.stderr); err != nil {
