@@ -122,7 +122,10 @@ func TestRelayCarriesRunEventsToOtherNodes(t *testing.T) {
 	}
 	// An outcome too long for a notification goes without it (the store has it); one that
 	// fits comes with the end.
-	if out, err = runnerA.Run(ctx, th, ag, "briefly"); err != nil {
+	if end := got[len(got)-1]; end.Outcome != nil {
+		t.Errorf("the end of a run whose outcome does not fit came with %d bytes of text", len(end.Outcome.Text))
+	}
+	if _, err = runnerA.Run(ctx, th, ag, "briefly"); err != nil {
 		t.Fatal(err)
 	}
 	got = awaitEnd(t, heardByB, 2)
