@@ -60,6 +60,7 @@ type benchServer struct {
 	// client keeps connections alive, enough for every goroutine of a parallel benchmark.
 	client *http.Client
 	runs   *jobs.Jobs
+	p      *platform.Platform // the platform of the runs; nil without them
 }
 
 // benchStore is what the server asks of a store (both backends are all of it).
@@ -95,10 +96,15 @@ func newBenchServer(b *testing.B, runs bool) *benchServer {
 // newBenchServerPostgres is newBenchServer on PostgreSQL (QUIVER_TEST_POSTGRES, a schema of its
 // own), its runs on River there; it skips the benchmark when no server is configured (fails
 // under CI).
-func newBenchServerPostgres(b *testing.B, runs bool) *benchServer {
+func newBenchServerPostgres(b testing.TB, runs bool) *benchServer {
 	b.Helper()
 	dsn := pgtest.DSN(b)
-	schema := pgtest.Schema(b, dsn)
+	return postgresNode(b, dsn, pgtest.Schema(b, dsn), runs)
+}
+
+// postgresNode is a benchmark server on schema of dsn's database, which other nodes may share.
+func postgresNode(b testing.TB, dsn, schema string, runs bool) *benchServer {
+	b.Helper()
 	st, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(schema))
 	if err != nil {
 		b.Fatal(err)
@@ -132,7 +138,7 @@ type startJobs func(context.Context, jobs.Config) (*jobs.Jobs, error)
 // serveBench serves st as quiver serve would (see newBenchServer); path is its SQLite file, ""
 // for PostgreSQL (no journal then); start, when set, starts the runs of the bench agent. The
 // server stops, and st is closed, when the benchmark ends.
-func serveBench(b *testing.B, st benchStore, path string, start startJobs) *benchServer {
+func serveBench(b testing.TB, st benchStore, path string, start startJobs) *benchServer {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -164,7 +170,7 @@ func serveBench(b *testing.B, st benchStore, path string, start startJobs) *benc
 			Catalog: &agent.Catalog{Agents: map[string]*agent.Agent{benchAgent: ag}}})
 		benchMust(b, err)
 		benchMust(b, p.StartJobs(ctx, start))
-		bs.runs = p.Jobs()
+		bs.runs, bs.p = p.Jobs(), p
 		cfg.Platform = p
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -199,7 +205,7 @@ type benchEchoArgs struct {
 	Text string `json:"text" minLength:"1"`
 }
 
-func benchMust(b *testing.B, err error) {
+func benchMust(b testing.TB, err error) {
 	b.Helper()
 	if err != nil {
 		b.Fatal(err)
