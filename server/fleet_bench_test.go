@@ -1,0 +1,90 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/quiverhq/quiver/store/postgres/pgtest"
+)
+
+// BenchmarkFleetCalls measures calls over the API (POST /v1/tools/echo/call, each goroutine on
+// a thread of its own) against 1, 2 and 3 nodes on one PostgreSQL schema, the calls spread
+// round-robin over the nodes from benchParallelism x GOMAXPROCS goroutines, as a load balancer
+// without stickiness would. Each op is one call. It reports calls/s and what each call costs
+// the database: writes/call (write transactions, from the growth of the transaction ids) and
+// the connections the nodes hold at the end (conns). Nodes, clients and PostgreSQL share the
+// machine's cores: what scales and what does not is the point, not the absolute figures.
+func BenchmarkFleetCalls(b *testing.B) {
+	dsn := pgtest.DSN(b)
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			schema := pgtest.Schema(b, dsn)
+			nodes := make([]*benchServer, n)
+			for i := range nodes {
+				nodes[i] = postgresNode(b, dsn, schema, false)
+				nodes[i].key = nodes[0].key
+			}
+			ctx := context.Background()
+			call := func(bs *benchServer, thread string) (string, error) {
+				in := `{"args":{"text":"hi"}}`
+				if thread != "" {
+					in = `{"args":{"text":"hi"},"thread_id":"` + thread + `"}`
+				}
+				status, out, err := bs.do(ctx, "POST", "/v1/tools/echo/call", in)
+				var res struct {
+					ThreadID string `json:"thread_id"`
+					Result   struct{ Status string }
+				}
+				if err != nil || status != http.StatusOK || json.Unmarshal(out, &res) != nil || res.Result.Status != "success" {
+					return "", fmt.Errorf("API call: %d %s (%v)", status, out, err)
+				}
+				return res.ThreadID, nil
+			}
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			// The next transaction id, without taking one: its growth is the write transactions
+			// (each a commit the disk waits for) the calls made.
+			xacts := func() int64 {
+				var x int64
+				if err := conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&x); err != nil {
+					b.Fatal(err)
+				}
+				return x
+			}
+			var next atomic.Int64
+			before := xacts()
+			b.SetParallelism(benchParallelism)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				thread := ""
+				for pb.Next() {
+					bs := nodes[next.Add(1)%int64(n)]
+					t, err := call(bs, thread)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					thread = t
+				}
+			})
+			b.StopTimer()
+			// Every database of the server shares the counter: run this benchmark alone.
+			b.ReportMetric(float64(xacts()-before)/float64(b.N), "writes/call")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+			var conns int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()`).Scan(&conns); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(conns-1), "conns")
+		})
+	}
+}
