@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -87,4 +88,80 @@ func BenchmarkFleetCalls(b *testing.B) {
 			b.ReportMetric(float64(conns-1), "conns")
 		})
 	}
+}
+
+// BenchmarkFleetRuns measures runs of a one-step scripted agent started over the API against 1,
+// 2 and 3 nodes on one PostgreSQL schema (each node running runs, River's default of 4 at a
+// time), from benchParallelism x GOMAXPROCS goroutines spread round-robin over the nodes, each
+// waiting for its run's end (the thread idle again, polled every 5 ms). Each op is one run,
+// from its thread's creation to its end. It reports runs/s and writes/run.
+func BenchmarkFleetRuns(b *testing.B) {
+	dsn := pgtest.DSN(b)
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			schema := pgtest.Schema(b, dsn)
+			nodes := make([]*benchServer, n)
+			for i := range nodes {
+				nodes[i] = postgresNode(b, dsn, schema, true)
+				nodes[i].key = nodes[0].key
+			}
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			nextXact := func() int64 {
+				var x int64
+				if err := conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&x); err != nil {
+					b.Fatal(err)
+				}
+				return x
+			}
+			var next atomic.Int64
+			before := nextXact()
+			b.SetParallelism(benchParallelism)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := runToEnd(ctx, nodes[next.Add(1)%int64(n)]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(nextXact()-before)/float64(b.N), "writes/run")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+		})
+	}
+}
+
+// runToEnd makes a thread on bs, starts the bench agent's run on it and waits for the thread to
+// be idle with the run finished.
+func runToEnd(ctx context.Context, bs *benchServer) error {
+	status, out, err := bs.do(ctx, "POST", "/v1/threads", `{"agent":"`+benchAgent+`"}`)
+	var th struct{ ID string }
+	if err != nil || status != http.StatusCreated || json.Unmarshal(out, &th) != nil {
+		return fmt.Errorf("a thread: %d %s %v", status, out, err)
+	}
+	if status, out, err := bs.do(ctx, "POST", "/v1/threads/"+th.ID+"/runs", `{"agent":"`+benchAgent+`","message":"Hi"}`); err != nil || status != http.StatusAccepted {
+		return fmt.Errorf("starting the run: %d %s %v", status, out, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		status, out, err := bs.do(ctx, "GET", "/v1/threads/"+th.ID, "")
+		var v struct {
+			Status string
+			State  struct{ Status string }
+		}
+		if err != nil || status != http.StatusOK || json.Unmarshal(out, &v) != nil {
+			return fmt.Errorf("reading the thread: %d %s %v", status, out, err)
+		}
+		if v.Status == "idle" && v.State.Status == "finished" {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("thread %s: the run did not end within a minute", th.ID)
 }
