@@ -25,12 +25,7 @@ func BenchmarkFleetCalls(b *testing.B) {
 	dsn := pgtest.DSN(b)
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			schema := pgtest.Schema(b, dsn)
-			nodes := make([]*benchServer, n)
-			for i := range nodes {
-				nodes[i] = postgresNode(b, dsn, schema, false)
-				nodes[i].key = nodes[0].key
-			}
+			nodes, nextXact := fleet(b, dsn, n, false)
 			ctx := context.Background()
 			call := func(bs *benchServer, thread string) (string, error) {
 				in := `{"args":{"text":"hi"}}`
@@ -47,22 +42,8 @@ func BenchmarkFleetCalls(b *testing.B) {
 				}
 				return res.ThreadID, nil
 			}
-			conn, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close(ctx)
-			// The next transaction id, without taking one: its growth is the write transactions
-			// (each a commit the disk waits for) the calls made.
-			xacts := func() int64 {
-				var x int64
-				if err := conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&x); err != nil {
-					b.Fatal(err)
-				}
-				return x
-			}
 			var next atomic.Int64
-			before := xacts()
+			before := nextXact()
 			b.SetParallelism(benchParallelism)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -79,13 +60,9 @@ func BenchmarkFleetCalls(b *testing.B) {
 			})
 			b.StopTimer()
 			// Every database of the server shares the counter: run this benchmark alone.
-			b.ReportMetric(float64(xacts()-before)/float64(b.N), "writes/call")
+			b.ReportMetric(float64(nextXact()-before)/float64(b.N), "writes/call")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-			var conns int
-			if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()`).Scan(&conns); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(conns-1), "conns")
+			b.ReportMetric(float64(connections(b, dsn)-1), "conns") // but fleet's own, reading transaction ids
 		})
 	}
 }
@@ -99,25 +76,8 @@ func BenchmarkFleetRuns(b *testing.B) {
 	dsn := pgtest.DSN(b)
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			schema := pgtest.Schema(b, dsn)
-			nodes := make([]*benchServer, n)
-			for i := range nodes {
-				nodes[i] = postgresNode(b, dsn, schema, true)
-				nodes[i].key = nodes[0].key
-			}
+			nodes, nextXact := fleet(b, dsn, n, true)
 			ctx := context.Background()
-			conn, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close(ctx)
-			nextXact := func() int64 {
-				var x int64
-				if err := conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&x); err != nil {
-					b.Fatal(err)
-				}
-				return x
-			}
 			var next atomic.Int64
 			before := nextXact()
 			b.SetParallelism(benchParallelism)
@@ -135,6 +95,47 @@ func BenchmarkFleetRuns(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 		})
 	}
+}
+
+// fleet starts n nodes on a new schema of dsn's database, all taking the first node's key, and
+// returns them with a reading of the next transaction id: its growth, without taking one, is
+// the write transactions (each a commit the disk waits for) made meanwhile.
+func fleet(b *testing.B, dsn string, n int, runs bool) ([]*benchServer, func() int64) {
+	b.Helper()
+	schema := pgtest.Schema(b, dsn)
+	nodes := make([]*benchServer, n)
+	for i := range nodes {
+		nodes[i] = postgresNode(b, dsn, schema, runs)
+		nodes[i].key = nodes[0].key
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close(context.Background()) })
+	return nodes, func() int64 {
+		var x int64
+		if err := conn.QueryRow(context.Background(), `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&x); err != nil {
+			b.Fatal(err)
+		}
+		return x
+	}
+}
+
+// connections counts the connections to dsn's database but the one counting.
+func connections(b *testing.B, dsn string) int {
+	b.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // runToEnd makes a thread on bs, starts the bench agent's run on it and waits for the thread to
