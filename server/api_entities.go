@@ -66,6 +66,17 @@ func fieldError(status int, loc, msg string) *ProblemDetails {
 	return problemf(status, codeOf(status), loc+": "+msg, &ProblemField{Location: loc, Message: msg})
 }
 
+// listed is a list operation's answer: its refusal as a problem naming the query's fields, or
+// an output whose list set puts in (never null: [] in JSON).
+func listed[T, O any](items []T, err error, set func(*O, []T)) (*O, error) {
+	if err != nil {
+		return nil, problem(err, "query")
+	}
+	out := new(O)
+	set(out, nonNil(items))
+	return out, nil
+}
+
 // nonNil makes an empty list [] in JSON, not null.
 func nonNil[T any](list []T) []T {
 	if list == nil {
@@ -281,12 +292,7 @@ func (s *Server) registerKeys(api huma.API) {
 		Summary: "The workspace's API keys, newest first (their records, never the keys)"},
 		func(ctx context.Context, _ *struct{}) (*keysOutput, error) {
 			ks, err := s.p.Keys(ctx, s.actor(ctx))
-			if err != nil {
-				return nil, problem(err, "query")
-			}
-			out := &keysOutput{}
-			out.Body.Keys = nonNil(ks)
-			return out, nil
+			return listed(ks, err, func(o *keysOutput, ks []*store.APIKey) { o.Body.Keys = ks })
 		})
 	register(api, huma.Operation{OperationID: "create-key", Method: http.MethodPost, Path: "/v1/keys",
 		Summary: "Make an API key for a member; the key is in the answer, once", DefaultStatus: http.StatusCreated},

@@ -251,12 +251,7 @@ func (s *Server) registerFunctions(api huma.API) {
 	register(api, huma.Operation{OperationID: "list-functions", Method: http.MethodGet, Path: "/v1/functions",
 		Summary: "The workspace's functions, oldest first"}, func(ctx context.Context, _ *struct{}) (*functionsOutput, error) {
 		fs, err := s.p.Functions(ctx, s.actor(ctx))
-		if err != nil {
-			return nil, problem(err, "query")
-		}
-		out := &functionsOutput{}
-		out.Body.Functions = nonNil(fs)
-		return out, nil
+		return listed(fs, err, func(o *functionsOutput, fs []*store.Function) { o.Body.Functions = fs })
 	})
 	register(api, huma.Operation{OperationID: "create-function", Method: http.MethodPost, Path: "/v1/functions",
 		Summary: "Create a function, without versions yet", DefaultStatus: http.StatusCreated},
@@ -289,12 +284,7 @@ func (s *Server) registerFunctions(api huma.API) {
 	register(api, huma.Operation{OperationID: "list-function-versions", Method: http.MethodGet, Path: "/v1/functions/{id}/versions",
 		Summary: "A function's versions, in order"}, func(ctx context.Context, in *functionInput) (*versionsOutput, error) {
 		vs, err := s.p.FunctionVersions(ctx, s.actor(ctx), in.ID)
-		if err != nil {
-			return nil, problem(err, "query")
-		}
-		out := &versionsOutput{}
-		out.Body.Versions = nonNil(vs)
-		return out, nil
+		return listed(vs, err, func(o *versionsOutput, vs []*store.FunctionVersion) { o.Body.Versions = vs })
 	})
 	register(api, huma.Operation{OperationID: "set-default-version", Method: http.MethodPut, Path: "/v1/functions/{id}/default-version",
 		Summary: "Make a version the function's default: the tools that pin no version run it"},
