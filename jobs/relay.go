@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -23,10 +25,10 @@ import (
 // them, so a thread's events arrive in order. What the events say that matters is in the
 // store; a lost notification costs a stream its liveliness, never a message.
 
-// relayChannel is the channel the nodes notify on, followed by the schema their tables are in
-// ("quiver_run_events.public"): channels are the database's, and fleets on other schemas of
-// it hear nothing of this one.
-const relayChannel = "quiver_run_events"
+// relayChannel is the channel the nodes notify on, followed by a hash of the schema their
+// tables are in: channels are the database's, and fleets on other schemas of it hear nothing
+// of this one. A hash, because a channel's name is at most 63 bytes and a schema's may be too.
+const relayChannel = "quiver_run_events_"
 
 // maxRelayPayload keeps a notification under PostgreSQL's limit (8000 bytes): longer text is
 // sent in pieces, and an event whose outcome does not fit goes without it (the stream reads
@@ -67,7 +69,8 @@ func startRelay(ctx context.Context, pool *pgxpool.Pool, r *agent.Runner, logger
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return nil, nil, fmt.Errorf("jobs: the schema of the run events relay: %w", err)
 	}
-	rl = &relay{pool: pool, channel: relayChannel + "." + schema, node: ids.Random(8), logger: logger,
+	sum := sha256.Sum256([]byte(schema))
+	rl = &relay{pool: pool, channel: relayChannel + hex.EncodeToString(sum[:8]), node: ids.Random(8), logger: logger,
 		out: make(chan relayed, relayQueue), subs: map[int]func(agent.Event){}}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	unsubscribe := r.Subscribe(rl.enqueue)

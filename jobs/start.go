@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
@@ -150,7 +151,8 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 // machine vanishes, once PostgreSQL's TCP keepalives give up on its connections). orphanGrace
 // leaves a job just fetched the time to take its lease; orphanCheck is how often the fleet
 // looks, one node at a time (Config's test-only fields shorten both). A run of a killed node
-// runs again within orphanCheck of the kill, or orphanGrace after it started when later.
+// runs again within orphanCheck and orphanSettle of the kill, or of orphanGrace after it
+// started when later.
 const (
 	orphanGrace = 2 * time.Second
 	orphanCheck = time.Second
@@ -161,33 +163,73 @@ const (
 // id has its form.
 const orphanChecker = "quiver:orphan-check"
 
+// orphanSettle is how long a job found orphaned must stay so before it is taken: a run
+// gives its lease up a moment before River records its job completed (River completes jobs
+// in batches), and a job seen between the two is not an orphan.
+const orphanSettle = 500 * time.Millisecond
+
 // checkOrphans makes the runs whose node is gone available again, unless another node is
-// looking for them at the moment.
+// looking for them at the moment. It probes the leases on the connection that holds the
+// checker's lock, so that it never needs a second one from a pool the runs may have filled,
+// and takes a job only when two probes orphanSettle apart find it orphaned, in the same
+// attempt.
 func checkOrphans[TTx any](ctx context.Context, c *river.Client[TTx], drv riverdriver.Driver[TTx], l *advisoryLease, grace time.Duration) error {
-	release, ok, err := l.acquire(ctx, orphanChecker)
-	if err != nil || !ok {
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
 		return err
 	}
-	defer release()
-	return rescueOrphans(ctx, c, drv, func(job *rivertype.JobRow) bool { return orphaned(ctx, l, job, grace) })
+	defer conn.Release()
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(leaseSpace), leaseKey(orphanChecker)).Scan(&ok); err != nil || !ok {
+		return err
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, $2)`, int32(leaseSpace), leaseKey(orphanChecker)); err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx)) // a closed session holds no lock
+		}
+	}()
+	var now time.Time // the database's clock, which stamped the jobs' attempts
+	if err := conn.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return err
+	}
+	first := map[int64]time.Time{} // the orphans of the first probe, by job, with their attempt
+	err = rescueOrphans(ctx, c, drv, func(job *rivertype.JobRow) bool {
+		if orphaned(ctx, conn.Conn(), job, now, grace) {
+			first[job.ID] = *job.AttemptedAt
+		}
+		return false
+	})
+	if err != nil || len(first) == 0 {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(orphanSettle):
+	}
+	return rescueOrphans(ctx, c, drv, func(job *rivertype.JobRow) bool {
+		at, seen := first[job.ID]
+		return seen && job.AttemptedAt.Equal(at) && orphaned(ctx, conn.Conn(), job, now, grace)
+	})
 }
 
-// orphaned says whether job, a running run, has no one running it: it has run longer than
-// grace and its thread's lease is free.
-func orphaned(ctx context.Context, l *advisoryLease, job *rivertype.JobRow, grace time.Duration) bool {
-	if job.AttemptedAt == nil || time.Since(*job.AttemptedAt) < grace {
+// orphaned says whether job, a running run, has no one running it: it had run longer than
+// grace at now, by the database's clock, and its thread's lease is free (probed on conn).
+func orphaned(ctx context.Context, conn *pgx.Conn, job *rivertype.JobRow, now time.Time, grace time.Duration) bool {
+	if job.AttemptedAt == nil || now.Sub(*job.AttemptedAt) < grace {
 		return false
 	}
 	var args RunArgs
 	if err := json.Unmarshal(job.EncodedArgs, &args); err != nil || args.ThreadID == "" {
 		return false
 	}
-	release, ok, err := l.acquire(ctx, args.ThreadID)
-	if err != nil || !ok {
+	var free bool
+	err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(leaseSpace), leaseKey(args.ThreadID)).Scan(&free)
+	if err != nil || !free {
 		return false
 	}
-	release()
-	return true
+	_, err = conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, int32(leaseSpace), leaseKey(args.ThreadID))
+	return err == nil
 }
 
 func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Config, l lease, orphansRun bool) (*Jobs, *river.Client[TTx], error) {
@@ -349,14 +391,19 @@ type advisoryLease struct{ pool *pgxpool.Pool }
 // hash alike share a lease: their runs take turns, which is safe.
 const leaseSpace = 0x51564552 // "QVER"
 
+// leaseKey is the second key of a thread's lease: its id's hash.
+func leaseKey(threadID string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(threadID))
+	return int32(h.Sum32())
+}
+
 func (l *advisoryLease) acquire(ctx context.Context, threadID string) (func(), bool, error) {
 	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	h := fnv.New32a()
-	h.Write([]byte(threadID))
-	key := int32(h.Sum32())
+	key := leaseKey(threadID)
 	var ok bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(leaseSpace), key).Scan(&ok); err != nil {
 		conn.Release()

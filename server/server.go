@@ -174,8 +174,12 @@ type Server struct {
 	// streams counts the open event streams, to cap them.
 	streams streamSlots
 	// closing is closed when the server shuts down, to end long-lived event streams.
-	closing   chan struct{}
-	draining  atomic.Bool // asked to shut down: not ready for new work
+	closing  chan struct{}
+	draining atomic.Bool // asked to shut down: not ready for new work
+
+	readyMu   sync.Mutex // the store's last answer to a readiness read, and when
+	readyAt   time.Time
+	readyErr  error
 	closeOnce sync.Once
 	// journalMetrics reports the journal's pending records to the global meter provider's
 	// metrics, when there are any, until Close.
@@ -513,26 +517,44 @@ type Readiness struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// readyTimeout bounds the store's answer to a readiness probe.
+// readyTimeout bounds the store's answer to a readiness probe, and is how long it is kept.
 const readyTimeout = 2 * time.Second
 
 // ready answers whether the server takes new work: not while it drains, nor while its store
-// does not answer (a node of a fleet that has lost its database serves nothing).
+// does not answer (a node of a fleet that has lost its database serves nothing). The store's
+// answer is kept for readyTimeout, so that probes, which need no key, cost the database one
+// read a period however often they come.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	rd, status := Readiness{Status: "ready"}, http.StatusOK
 	if s.draining.Load() {
 		rd.Status, status = "draining", http.StatusServiceUnavailable
-	} else {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if _, err := s.cfg.Store.Workspace(ctx, s.cfg.WorkspaceID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			s.logger.WarnContext(ctx, "server: the store does not answer the readiness probe", "err", err)
-			rd.Status, rd.Error, status = "unavailable", "the store does not answer; the server's log says why", http.StatusServiceUnavailable
-		}
+	} else if err := s.storeAnswers(r.Context()); err != nil {
+		rd.Status, rd.Error, status = "unavailable", "the store does not answer; the server's log says why", http.StatusServiceUnavailable
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(rd)
+}
+
+// storeAnswers says whether the store answered its last readiness read, made again when that
+// one is older than readyTimeout (one read at a time: concurrent probes wait for it).
+func (s *Server) storeAnswers(ctx context.Context) error {
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	if time.Since(s.readyAt) < readyTimeout {
+		return s.readyErr
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyTimeout)
+	defer cancel()
+	_, err := s.cfg.Store.Workspace(ctx, s.cfg.WorkspaceID)
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil
+	}
+	if err != nil && s.readyErr == nil {
+		s.logger.WarnContext(ctx, "server: the store does not answer the readiness probe", "err", err)
+	}
+	s.readyAt, s.readyErr = time.Now(), err
+	return err
 }
 
 // ListenAndServe listens on the configured address and serves until ctx ends.
