@@ -191,6 +191,7 @@ type client interface {
 	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	Stop(ctx context.Context) error
+	StopAndCancel(ctx context.Context) error
 }
 
 // Start queues a run and returns at once with its job's id; ErrRunQueued when the thread
@@ -264,7 +265,9 @@ func (j *Jobs) State(ctx context.Context, id int64) (rivertype.JobState, error) 
 	return row.State, nil
 }
 
-// Stop stops taking jobs and waits for the runs in progress to end, or ctx.
+// Stop stops taking jobs and waits for the runs in progress to end until ctx ends; runs still
+// going then are cancelled (each stops at its next step or its call's end, resumable), and
+// Stop returns once they have given back what they hold, with ctx's error.
 func (j *Jobs) Stop(ctx context.Context) error { return j.client.Stop(ctx) }
 
 // Subscribe calls fn with every event of the runs other processes on the database run (on

@@ -358,8 +358,20 @@ type closing struct {
 }
 
 func (c closing) Stop(ctx context.Context) error {
-	return errors.Join(c.client.Stop(ctx), c.close())
+	err := c.client.Stop(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Runs still going when ctx ended are cancelled rather than waited for past it:
+		// closing waits for what they hold (a lease's connection) to come back.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWait)
+		err = errors.Join(err, c.client.StopAndCancel(cctx))
+		cancel()
+	}
+	return errors.Join(err, c.close())
 }
+
+// cancelWait bounds how long a Stop whose ctx has ended waits for the runs it cancels to
+// return.
+const cancelWait = 10 * time.Second
 
 // localLease is a thread's lease within this process.
 type localLease struct {
