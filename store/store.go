@@ -265,6 +265,7 @@ type Backend interface {
 	Entities
 	APIKeys
 	Variables
+	Leases
 }
 
 // AppendOp is one append of a batch: messages for the end of a thread, as Store.Append takes

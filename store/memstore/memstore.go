@@ -16,9 +16,10 @@ import (
 // safe for concurrent use; each method is one critical section, which is what makes it a
 // transaction.
 type Store struct {
-	mu  sync.Mutex
-	th  threadData // threads, messages, queues, state, decisions, logs, files, variables
-	ent entityData // workspaces, users, members, schemas, functions, tools, API keys
+	mu     sync.Mutex
+	th     threadData // threads, messages, queues, state, decisions, logs, files, variables
+	ent    entityData // workspaces, users, members, schemas, functions, tools, API keys
+	leases leaseData
 }
 
 var _ store.Backend = (*Store)(nil)

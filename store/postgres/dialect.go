@@ -68,6 +68,11 @@ var dialect = sqlstore.Dialect{
 	RowOrder: "n",
 	// READ COMMITTED would let each query of a read see other commits.
 	ReadTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+	// An advisory lock held until the transaction ends, on a 64-bit hash of the key.
+	TakeTurns: func(ctx context.Context, tx sqlstore.Querier, key string) error {
+		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, key)
+		return err
+	},
 }
 
 // newShared runs the shared SQL on db, a database/sql view of the store's pool, each write in

@@ -10,7 +10,7 @@
 // locks, is here.
 //
 // What is here so far: the entities (store.Entities), the thread file system (store.Files),
-// variables (store.Variables), API keys (store.APIKeys) and part of the thread state (see
+// variables (store.Variables), API keys (store.APIKeys), leases (store.Leases) and part of the thread state (see
 // ThreadState). Threads and their history, whose appends are the hot path, are still each
 // backend's own.
 //
@@ -45,6 +45,7 @@ type Store struct {
 	*VariableStore
 	*ThreadState
 	*APIKeyStore
+	*LeaseStore
 }
 
 // New returns the shared part of a store on a database of dialect d: reads go to read (a
@@ -58,6 +59,7 @@ func New(d Dialect, read *sql.DB, write WriteFunc) *Store {
 		VariableStore: &VariableStore{b},
 		ThreadState:   &ThreadState{b},
 		APIKeyStore:   &APIKeyStore{b},
+		LeaseStore:    &LeaseStore{b},
 	}
 }
 
@@ -119,6 +121,19 @@ type Dialect struct {
 	// snapshot. PostgreSQL needs REPEATABLE READ for that; a SQLite read transaction is one
 	// already, and its read pool's connections are read-only.
 	ReadTx *sql.TxOptions
+	// TakeTurns makes the writes that call it with the same key inside their transactions run
+	// one after another, until each commits: what a check over many rows (a count against a
+	// cap) needs, where no one row can be locked. PostgreSQL takes a transaction-level advisory
+	// lock; nil where writers take turns anyway (SQLite).
+	TakeTurns func(ctx context.Context, tx Querier, key string) error
+}
+
+// takeTurns runs the dialect's TakeTurns, if any.
+func (d *Dialect) takeTurns(ctx context.Context, tx Querier, key string) error {
+	if d.TakeTurns == nil {
+		return nil
+	}
+	return d.TakeTurns(ctx, tx, key)
 }
 
 // lock returns clause (such as "FOR SHARE") to end a SELECT with, or "" where writers take
