@@ -280,6 +280,27 @@ func (j *Jobs) Subscribe(fn func(agent.Event)) (unsubscribe func()) {
 	return j.relay.subscribe(fn)
 }
 
+// Broadcast hands a note (body, under key) to the subscribers of topic on the other processes
+// on the database (on PostgreSQL: the other nodes of the fleet; nowhere on SQLite, whose
+// database one process serves), in the order this process broadcasts. A note is at most about
+// 5 KB; it may be lost when a node's connection to the database breaks, so it must be worth
+// no more than what it saves (an MCP client's answer that a node is waiting for, say).
+func (j *Jobs) Broadcast(ctx context.Context, topic, key string, body []byte) error {
+	if j.relay == nil {
+		return nil
+	}
+	return j.relay.broadcast(ctx, topic, key, body)
+}
+
+// Hear calls fn with the notes of topic that other processes broadcast, until the returned
+// function is called. fn is called in order and must be quick.
+func (j *Jobs) Hear(topic string, fn func(key string, body []byte)) (unsubscribe func()) {
+	if j.relay == nil {
+		return func() {}
+	}
+	return j.relay.hear(topic, fn)
+}
+
 // runWorker does the runs.
 type runWorker struct {
 	river.WorkerDefaults[RunArgs]

@@ -47,6 +47,10 @@ type relayed struct {
 	Step    int             `json:"s,omitempty"`
 	Text    string          `json:"x,omitempty"`
 	Outcome *agent.Outcome  `json:"o,omitempty"`
+	// A note (see Jobs.Broadcast) has a topic, a key and a body, and no event.
+	Topic string `json:"k,omitempty"`
+	Key   string `json:"e,omitempty"`
+	Body  []byte `json:"b,omitempty"`
 }
 
 // relay publishes a runner's events and delivers the other nodes'.
@@ -57,9 +61,16 @@ type relay struct {
 	logger  *slog.Logger
 	out     chan relayed
 
-	mu   sync.RWMutex
-	next int
-	subs map[int]func(agent.Event)
+	mu    sync.RWMutex
+	next  int
+	subs  map[int]func(agent.Event)
+	notes map[int]noteSub
+}
+
+// noteSub is a subscriber to the notes of one topic.
+type noteSub struct {
+	topic string
+	fn    func(key string, body []byte)
 }
 
 // startRelay starts publishing r's events on pool's database and listening for the other
@@ -71,7 +82,7 @@ func startRelay(ctx context.Context, pool *pgxpool.Pool, r *agent.Runner, logger
 	}
 	sum := sha256.Sum256([]byte(schema))
 	rl = &relay{pool: pool, channel: relayChannel + hex.EncodeToString(sum[:8]), node: ids.Random(8), logger: logger,
-		out: make(chan relayed, relayQueue), subs: map[int]func(agent.Event){}}
+		out: make(chan relayed, relayQueue), subs: map[int]func(agent.Event){}, notes: map[int]noteSub{}}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	unsubscribe := r.Subscribe(rl.enqueue)
 	var wg sync.WaitGroup
@@ -179,6 +190,10 @@ func (rl *relay) listenOnce(ctx context.Context) error {
 		if json.Unmarshal([]byte(n.Payload), &m) != nil || m.Node == rl.node {
 			continue
 		}
+		if m.Topic != "" {
+			rl.deliverNote(m)
+			continue
+		}
 		rl.deliver(agent.Event{Type: m.Type, ThreadID: m.Thread, Step: m.Step, Text: m.Text, Outcome: m.Outcome})
 	}
 }
@@ -216,5 +231,44 @@ func (rl *relay) subscribe(fn func(agent.Event)) (unsubscribe func()) {
 		rl.mu.Lock()
 		defer rl.mu.Unlock()
 		delete(rl.subs, id)
+	}
+}
+
+// broadcast publishes a note to the other nodes' subscribers of its topic, in order with the
+// events; a body that does not fit in a notification is refused.
+func (rl *relay) broadcast(ctx context.Context, topic, key string, body []byte) error {
+	m := relayed{Node: rl.node, Topic: topic, Key: key, Body: body}
+	if b, _ := json.Marshal(m); len(b) > maxRelayPayload {
+		return fmt.Errorf("jobs: a note of %d bytes does not fit in a notification (at most %d)", len(b), maxRelayPayload)
+	}
+	select {
+	case rl.out <- m:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (rl *relay) deliverNote(m relayed) {
+	rl.mu.RLock()
+	defer rl.mu.RUnlock()
+	for _, s := range rl.notes {
+		if s.topic == m.Topic {
+			s.fn(m.Key, m.Body)
+		}
+	}
+}
+
+// hear calls fn with every note of topic another node broadcasts, until unsubscribe.
+func (rl *relay) hear(topic string, fn func(key string, body []byte)) (unsubscribe func()) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	id := rl.next
+	rl.next++
+	rl.notes[id] = noteSub{topic, fn}
+	return func() {
+		rl.mu.Lock()
+		defer rl.mu.Unlock()
+		delete(rl.notes, id)
 	}
 }

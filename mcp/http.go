@@ -81,6 +81,14 @@ type HTTPOptions struct {
 	Pool *SessionPool
 	// Logger receives the transport's diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Sessions, when set, keeps the sessions where every node of a fleet finds them, so that
+	// any node continues any session (see [SessionStore]); the store then enforces the caps on
+	// sessions (MaxSessions, MaxSessionsPerOwner and Pool are not used), and SessionTimeout
+	// closes a node's copy of a session it has not used for that long.
+	Sessions SessionStore
+	// Relay, with Sessions, carries a client's answers to what a node asked it (elicitation)
+	// to the node that asked, whichever node the answers reach.
+	Relay Relay
 }
 
 // SessionPool caps the sessions of several HTTP handlers together (see [HTTPOptions.Pool]).
@@ -135,14 +143,19 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &sdk.StreamableHTTPOptions{
+	sdkOpts := sdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: o.MaxRequestBytes,
 		SessionTimeout:      o.SessionTimeout,
 		Logger:              o.Logger,
 		// The SDK checks Host only on loopback connections; the guard checks it on every
 		// connection, and accepts the hosts the operator allowed.
 		DisableLocalhostProtection: true,
-	})
+	}
+	if o.Sessions != nil {
+		sdkOpts.SessionTimeout = 0 // the copies of shared sessions expire on their own timers
+	}
+	server := func(*http.Request) *sdk.Server { return s.srv }
+	h := sdk.NewStreamableHTTPHandler(server, &sdkOpts)
 	guard := hostcheck.Policy{Hosts: o.AllowedHosts, Origins: o.AllowedOrigins}
 	lim := &sessionLimiter{max: o.MaxSessions, perOwner: o.MaxSessionsPerOwner, idle: o.SessionTimeout, logger: logger, owners: map[string]int{}}
 	if o.Pool != nil {
@@ -151,7 +164,15 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		lim.pool.idle = o.SessionTimeout
 		lim.pool.mu.Unlock()
 	}
-	return &httpDoor{h: h, guard: guard, lim: lim, o: o, maxBody: maxBody}
+	d := &httpDoor{h: h, guard: guard, lim: lim, o: o, maxBody: maxBody}
+	if o.Sessions != nil {
+		d.shared = &sharedSessions{store: o.Sessions, relay: o.Relay, h: h, idle: o.SessionTimeout, logger: logger,
+			copies: map[string]*sessionCopy{}}
+		if o.Relay != nil {
+			o.Relay.Subscribe(d.shared.relayed)
+		}
+	}
+	return d
 }
 
 // httpDoor is MCP's streamable HTTP transport as this server serves it: the SDK's handler
@@ -159,6 +180,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 // refuses in plain text.
 type httpDoor struct {
 	h       http.Handler
+	shared  *sharedSessions
 	guard   hostcheck.Policy
 	lim     *sessionLimiter
 	o       HTTPOptions
@@ -168,6 +190,10 @@ type httpDoor struct {
 func (d *httpDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if why := d.guard.Check(r); why != "" {
 		http.Error(w, "Forbidden: "+why, http.StatusForbidden)
+		return
+	}
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" && d.shared != nil {
+		d.shared.serve(d, w, r, id)
 		return
 	}
 	if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
@@ -199,13 +225,8 @@ func (d *httpDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // open serves a POST without a session id, which makes the SDK open a session whatever it
 // holds: only initialize may, and only within the limits.
 func (d *httpDoor) open(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, d.maxBody+1))
-	if err != nil {
-		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if int64(len(body)) > d.maxBody {
-		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", d.maxBody), http.StatusRequestEntityTooLarge)
+	body, ok := readBody(w, r, d.maxBody)
+	if !ok {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -228,6 +249,10 @@ func (d *httpDoor) open(w http.ResponseWriter, r *http.Request) {
 		// refuses the version), so it takes no place. (Taking one made a client's initialize, sent
 		// right after its discover was answered, find the place still taken: 503.)
 		d.h.ServeHTTP(w, r)
+		return
+	}
+	if d.shared != nil {
+		d.shared.open(d, w, r, body, id)
 		return
 	}
 	slot, refusal := d.lim.acquire(d.o.Owner(r))
@@ -254,12 +279,12 @@ func remoteIP(r *http.Request) string {
 }
 
 // protocolVersionSessionless is the first MCP version whose requests need no session
-// (SEP-2575). Over HTTP this server speaks the versions before it, with sessions: the SDK
-// serves the sessionless protocol only from a handler without sessions, which would give up
-// what a session holds here (its recording thread, elicitation, progress and list_changed on
-// one stream). Its server/discover is therefore answered as a server of those versions does
-// (method not found), so that clients fall back to initialize; over stdio every version is
-// served.
+// (SEP-2575). Over HTTP this server speaks the versions before it, with sessions (which any
+// node of a fleet continues, see HTTPOptions.Sessions): the SDK serves the sessionless
+// protocol only from a handler without sessions, where a server cannot ask its client
+// anything but through multi round-trip requests (SEP-2322), which confirmations do not use
+// yet. Its server/discover is therefore answered as a server of those versions does (method
+// not found), so that clients fall back to initialize; over stdio every version is served.
 const protocolVersionSessionless = "2026-07-28"
 
 // sessionRequest is what needsSession found in a body posted without a session id.
@@ -279,14 +304,9 @@ func needsSession(r *http.Request, body []byte) sessionRequest {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return unread
 	}
-	var raw []json.RawMessage
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		if json.Unmarshal(trimmed, &raw) != nil {
-			return unread
-		}
-	} else {
-		raw = []json.RawMessage{trimmed}
+	raw, ok := messages(body)
+	if !ok {
+		return unread
 	}
 	var sr sessionRequest
 	needs := r.Header.Get("Mcp-Protocol-Version") < protocolVersionSessionless

@@ -19,6 +19,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -43,7 +44,8 @@ import (
 
 // SessionInfo describes an MCP session, for [ServerOptions.Session].
 type SessionInfo struct {
-	// ID is the session's id (the Mcp-Session-Id header over HTTP; empty over stdio).
+	// ID is the session's id (the Mcp-Session-Id header over HTTP; empty over stdio and for
+	// requests of the sessionless protocol, each of which is a session of its own).
 	ID string
 	// ClientName and ClientVersion are what the client said it is when it initialized.
 	ClientName, ClientVersion string
@@ -415,7 +417,7 @@ func (s *Server) sessionScope(ctx context.Context, ss *sdk.ServerSession) (quive
 	if st.done {
 		return st.scope, nil
 	}
-	info := SessionInfo{ID: ss.ID()}
+	info := SessionInfo{ID: cmp.Or(SharedSessionID(ctx), ss.ID())}
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		info.ClientName, info.ClientVersion = p.ClientInfo.Name, p.ClientInfo.Version
 	}

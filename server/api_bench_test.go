@@ -65,11 +65,8 @@ type benchServer struct {
 
 // benchStore is what the server asks of a store (both backends are all of it).
 type benchStore interface {
-	store.Store
+	store.Backend
 	thread.Store
-	store.Entities
-	store.APIKeys
-	store.Variables
 }
 
 // benchAgent is the agent runs use: a scripted model that answers in one turn, no tools.
@@ -155,6 +152,8 @@ func serveBench(b testing.TB, st benchStore, path string, start startJobs) *benc
 	resolver := vars.New(st, keys)
 	reg := &quiver.Registry{}
 	benchMust(b, reg.Register(quiver.Func("echo", "Echoes its text.", func(_ context.Context, a benchEchoArgs) (string, error) { return a.Text, nil })))
+	benchMust(b, reg.Register(quiver.Func("guarded_echo", "Echoes its text once a person allows it.",
+		func(_ context.Context, a benchEchoArgs) (string, error) { return a.Text, nil }, quiver.WithConfirmation())))
 	logger := slog.New(slog.DiscardHandler)
 	cfg := server.Config{Store: st, Registry: reg, Resolver: resolver, Auth: &server.Authenticator{Keys: st}, Logger: logger}
 	if path != "" {

@@ -24,13 +24,7 @@ import (
 )
 
 // thrStore is what the thread endpoints need of a store; both backends provide it.
-type thrStore interface {
-	store.Store
-	store.Entities
-	store.APIKeys
-	store.Files
-	store.Variables
-}
+type thrStore = store.Backend
 
 // thrWorld is a server on a real store, served over HTTP on 127.0.0.1, with two workspaces: A,
 // where a member's and a viewer's keys act, and B, with a member key of its own, whose threads

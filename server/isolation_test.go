@@ -58,13 +58,7 @@ import (
 // case of its row fills with a value of B's.
 
 // isoStore is what the suite needs of a store; both backends provide it.
-type isoStore interface {
-	store.Store
-	store.Entities
-	store.APIKeys
-	store.Files
-	store.Variables
-}
+type isoStore = store.Backend
 
 // isoBackend is a fresh store and how to start background runs on its database.
 type isoBackend struct {

@@ -171,6 +171,9 @@ type Server struct {
 	// dispatcher and mcp above are those of the server's own workspace.
 	tenants    tenants
 	mcpOptions *mcp.HTTPOptions
+	// sessionLimits and sessionTTL are the MCP sessions' caps and idle timeout, as leases.
+	sessionLimits store.LeaseLimits
+	sessionTTL    time.Duration
 	// streams counts the open event streams, to cap them.
 	streams streamSlots
 	// closing is closed when the server shuts down, to end long-lived event streams.
@@ -309,11 +312,8 @@ func (s *Server) routes() {
 		s.tenant(r.Context(), s.workspaceID(r.Context())).mcpHTTP.ServeHTTP(w, r)
 	})
 	if cfg.Auth != nil {
-		idle := cfg.SessionIdleTimeout
-		if idle == 0 {
-			idle = mcp.DefaultSessionIdleTimeout
-		}
-		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, newSessionKeys(idle).bind(mcpHandler))
+		// A session answers only the key that opened it (its owner, see sessionOptions).
+		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, mcpHandler)
 	}
 	s.mux.Handle("/mcp", mcpHandler)
 	api, _ := s.apiHandler()
@@ -348,8 +348,9 @@ func (cfg *Config) hostPolicy() hostcheck.Policy {
 	return hostcheck.Policy{Hosts: hosts, Origins: origins}
 }
 
-// sessionOptions are the options of every workspace's MCP handler: the server's caps on
-// sessions (in total, per workspace, per owner), shared through one pool.
+// sessionOptions are the options of every workspace's MCP handler, and the server's caps on
+// sessions (in total, per workspace, per owner), which the store's leases hold across a fleet
+// (see mcpsessions.go).
 func (s *Server) sessionOptions() *mcp.HTTPOptions {
 	cfg := &s.cfg
 	owner := cfg.SessionOwner
@@ -366,6 +367,14 @@ func (s *Server) sessionOptions() *mcp.HTTPOptions {
 			perWorkspace = max(total/4, min(total, minWorkspaceShare))
 		}
 	}
+	perOwner := cmp.Or(cfg.MaxSessionsPerOwner, mcp.DefaultMaxSessionsPerOwner)
+	s.sessionLimits = store.LeaseLimits{Total: max(total, -1), PerWorkspace: max(perWorkspace, -1), PerOwner: max(perOwner, -1)}
+	switch idle := cmp.Or(cfg.SessionIdleTimeout, mcp.DefaultSessionIdleTimeout); {
+	case idle < 0:
+		s.sessionTTL = maxSessionTTL // never idle: as long as a lease may live
+	default:
+		s.sessionTTL = min(max(idle, time.Second), maxSessionTTL)
+	}
 	return &mcp.HTTPOptions{
 		MaxRequestBytes:     cfg.MaxRequestBytes,
 		AllowedOrigins:      s.guard.Origins,
@@ -378,6 +387,9 @@ func (s *Server) sessionOptions() *mcp.HTTPOptions {
 		Logger:              s.logger,
 	}
 }
+
+// maxSessionTTL is the longest an MCP session lives unused: a lease's longest life.
+const maxSessionTTL = 30 * 24 * time.Hour
 
 // minWorkspaceShare is the least default share of a workspace in the server's sessions.
 const minWorkspaceShare = 64
@@ -431,19 +443,32 @@ func (s *Server) ensureWorkspace(ctx context.Context) error {
 
 // sessionThread creates the thread, in the workspace, that an MCP session's calls are
 // recorded in.
-func (s *Server) sessionThread(ctx context.Context, workspaceID string, info mcp.SessionInfo) (quiver.Scope, error) {
-	tags := []string{"mcp"}
-	if info.ClientName != "" {
-		tags = append(tags, "mcp-client:"+truncate(info.ClientName, 100))
+func (s *Server) sessionThread(ctx context.Context, t *tenant, info mcp.SessionInfo) (quiver.Scope, error) {
+	create := func() (*store.Thread, error) {
+		tags := []string{"mcp"}
+		if info.ClientName != "" {
+			tags = append(tags, "mcp-client:"+truncate(info.ClientName, 100))
+		}
+		th := &store.Thread{WorkspaceID: t.id, Tags: tags}
+		if p, ok := PrincipalFrom(ctx); ok {
+			th.UserID = p.UserID
+		}
+		if err := s.cfg.Store.CreateThread(context.WithoutCancel(ctx), th); err != nil {
+			return nil, fmt.Errorf("creating the session's thread: %w", err)
+		}
+		return th, nil
 	}
-	th := &store.Thread{WorkspaceID: workspaceID, Tags: tags}
-	if p, ok := PrincipalFrom(ctx); ok {
-		th.UserID = p.UserID
+	th, err := (*store.Thread)(nil), error(nil)
+	if info.ID != "" {
+		// A session any node continues: its thread is kept with it.
+		th, err = t.sessions.sessionThread(context.WithoutCancel(ctx), info.ID, create)
+	} else {
+		th, err = create()
 	}
-	if err := s.cfg.Store.CreateThread(context.WithoutCancel(ctx), th); err != nil {
-		return quiver.Scope{}, fmt.Errorf("creating the session's thread: %w", err)
+	if err != nil {
+		return quiver.Scope{}, err
 	}
-	return quiver.Scope{WorkspaceID: workspaceID, UserID: th.UserID, ThreadID: th.ID}, nil
+	return quiver.Scope{WorkspaceID: t.id, UserID: th.UserID, ThreadID: th.ID}, nil
 }
 
 func truncate(s string, n int) string {

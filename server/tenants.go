@@ -24,6 +24,7 @@ type tenant struct {
 	disp     *quiver.Dispatcher
 	mcp      *mcp.Server
 	mcpHTTP  http.Handler
+	sessions *sessionLeases // its MCP sessions
 	// generation is the workspace's tool generation its MCP clients were last told of.
 	generation atomic.Uint64
 }
@@ -80,13 +81,19 @@ func (s *Server) newTenant(ws *platform.Workspace) *tenant {
 	}
 	workspaceID := ws.ID()
 	opts.Session = func(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
-		return s.sessionThread(ctx, workspaceID, info)
+		return s.sessionThread(ctx, t, info)
 	}
 	t.mcp = mcp.NewServer(t.disp, &opts)
 	if s.cfg.SetupMCP != nil {
 		s.cfg.SetupMCP(t.mcp)
 	}
-	t.mcpHTTP = t.mcp.HTTPHandler(s.mcpOptions)
+	httpOpts := *s.mcpOptions
+	t.sessions = &sessionLeases{leases: s.cfg.Store, workspaceID: workspaceID, ttl: s.sessionTTL, limits: s.sessionLimits}
+	httpOpts.Sessions = t.sessions
+	if j := s.p.Jobs(); j != nil {
+		httpOpts.Relay = answersRelay{jobs: j, topic: "mcp-answers:" + workspaceID}
+	}
+	t.mcpHTTP = t.mcp.HTTPHandler(&httpOpts)
 	return t
 }
 

@@ -19,13 +19,7 @@ const localWorkspaceID = "wsp_local"
 
 // backend is everything the CLI keeps in a database; both store/sqlite and store/postgres
 // provide all of it.
-type backend interface {
-	store.Store
-	store.Entities
-	store.Files
-	store.Variables
-	store.APIKeys
-}
+type backend = store.Backend
 
 // storeFlags are the flags of every command that opens the database: the SQLite file in the
 // data directory by default, or a PostgreSQL DSN (flag or QUIVER_POSTGRES).

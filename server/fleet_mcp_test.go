@@ -1,0 +1,148 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/postgres/pgtest"
+)
+
+// Two nodes of a fleet on one PostgreSQL schema behind a round-robin balancer without
+// stickiness: the official go-sdk client opens one MCP session and every request of it, on
+// whichever node, continues that session. Calls are recorded in the session's one thread; a
+// confirmation asked by one node through elicitation is answered whichever node the client's
+// answer reaches; a closed session is closed on every node.
+func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	a, b := postgresNode(t, dsn, schema, true), postgresNode(t, dsn, schema, true)
+	b.key = a.key
+	lb, served := roundRobin(t, a.base, b.base)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var asked atomic.Int32
+	client := sdk.NewClient(&sdk.Implementation{Name: "fleet-test", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked.Add(1)
+			if !strings.Contains(req.Params.Message, "guarded_echo") {
+				return &sdk.ElicitResult{Action: "decline"}, nil
+			}
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	httpClient := &http.Client{Transport: bearer{key: a.key, base: http.DefaultTransport}}
+	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: httpClient}, nil)
+	if err != nil {
+		t.Fatalf("connecting through the balancer: %v", err)
+	}
+	const calls, guarded = 8, 4
+	for i := range calls {
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprint("call ", i)}})
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != fmt.Sprint("call ", i) {
+			t.Fatalf("call %d: %+v, %v", i, res, err)
+		}
+	}
+	for i := range guarded {
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "guarded_echo", Arguments: map[string]any{"text": fmt.Sprint("guarded ", i)}})
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != fmt.Sprint("guarded ", i) {
+			t.Fatalf("guarded call %d: %+v, %v", i, res, err)
+		}
+	}
+	if n := asked.Load(); n != guarded {
+		t.Fatalf("the user was asked %d times, want %d", n, guarded)
+	}
+	if served[0].Load() < 4 || served[1].Load() < 4 {
+		t.Fatalf("the nodes served %d and %d requests: the balancer did not share them", served[0].Load(), served[1].Load())
+	}
+
+	threads, _, err := a.st.Threads(ctx, a.ws, store.ThreadFilter{Tag: "mcp"})
+	if err != nil || len(threads) != 1 {
+		t.Fatalf("threads of MCP sessions: %d, %v; want the session's one", len(threads), err)
+	}
+	msgs, err := a.st.Messages(ctx, a.ws, threads[0].ID, store.Page{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := 0
+	for _, m := range msgs {
+		if m.Role == store.RoleTool {
+			results++
+		}
+	}
+	if results != calls+guarded {
+		t.Fatalf("the session's thread holds %d results, want %d (every call, on either node, recorded there once)", results, calls+guarded)
+	}
+
+	sessionID := session.ID()
+	if err := session.Close(); err != nil {
+		t.Fatalf("closing the session: %v", err)
+	}
+	// The other node hears of it through the relay (or, at the latest, at its next look at
+	// the store, a few seconds on).
+	for _, node := range []*benchServer{a, b} {
+		deadline := time.Now().Add(10 * time.Second)
+		for status := postSession(t, node, sessionID); status != http.StatusNotFound; status = postSession(t, node, sessionID) {
+			if time.Now().After(deadline) {
+				t.Fatalf("a request of the closed session on %s: %d, want 404", node.base, status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// postSession posts a tools/list of session id to node and returns the status.
+func postSession(t *testing.T, node *benchServer, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, node.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer "+node.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// roundRobin serves a balancer in front of the nodes that sends each request to the next node
+// in turn, and counts the requests each node served.
+func roundRobin(t *testing.T, bases ...string) (string, []*atomic.Int64) {
+	var next atomic.Int64
+	served := make([]*atomic.Int64, len(bases))
+	proxies := make([]*httputil.ReverseProxy, len(bases))
+	for i, base := range bases {
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served[i] = &atomic.Int64{}
+		proxies[i] = httputil.NewSingleHostReverseProxy(u)
+		proxies[i].FlushInterval = -1 // event streams pass as they come
+	}
+	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(next.Add(1)) % len(bases)
+		served[i].Add(1)
+		proxies[i].ServeHTTP(w, r)
+	}))
+	t.Cleanup(lb.Close)
+	return lb.URL, served
+}
