@@ -200,4 +200,3 @@ func callerMayCall(next quiver.Handler) quiver.Handler {
 		return next(ctx, c)
 	}
 }
-
