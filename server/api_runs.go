@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -88,59 +90,98 @@ type resultInput struct {
 	}
 }
 
-// Caps on open event streams: per key, per workspace (its share, which one workspace cannot
-// exceed however many keys it makes) and in all.
+// Caps on open event streams: per key and per workspace (its share, which one workspace cannot
+// exceed however many keys it makes), which hold across a fleet (the streams are leases in the
+// store), and per node, which bounds what one process holds.
 const (
 	maxStreamsPerKey       = 32
 	maxStreamsPerWorkspace = 250
 	maxStreams             = 1000
 )
 
-// streamSlots counts the open event streams.
+// streamLease is the kind of the leases of event streams. A stream's lease lives
+// streamLeaseTTL and is renewed every third of it while the stream is open: the streams of a
+// node that died free their places within a minute.
+const (
+	streamLease    = "event-stream"
+	streamLeaseTTL = time.Minute
+)
+
+// streamSlots counts the open event streams: this node's, and through leases the fleet's.
 type streamSlots struct {
-	mu          sync.Mutex
-	total       int
-	byKey       map[string]int
-	byWorkspace map[string]int
+	leases store.Leases
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	total int
 }
 
 // take holds a slot for a new stream of key in workspace (key is "" on a server without
-// keys), or answers 429 (the key's or the workspace's) or 503 (the server's) when none is
+// keys), or answers 429 (the key's or the workspace's cap) or 503 (the node's) when none is
 // free; release gives it back.
-func (c *streamSlots) take(workspace, key string) (release func(), err error) {
+func (c *streamSlots) take(ctx context.Context, workspace, key string) (release func(), err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case key != "" && c.byKey[key] >= maxStreamsPerKey:
-		return nil, problemf(http.StatusTooManyRequests, CodeTooManyStreams,
-			fmt.Sprintf("%s has %d event streams open, the most one key may: close one first", key, maxStreamsPerKey))
-	case c.byWorkspace[workspace] >= maxStreamsPerWorkspace:
-		return nil, problemf(http.StatusTooManyRequests, CodeTooManyStreams,
-			fmt.Sprintf("workspace %s has %d event streams open, the most one workspace may: close one first", workspace, maxStreamsPerWorkspace))
-	case c.total >= maxStreams:
+	if c.total >= maxStreams {
+		c.mu.Unlock()
 		return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable,
 			fmt.Sprintf("the server has %d event streams open, the most it serves: try again shortly", maxStreams))
 	}
-	if c.byKey == nil {
-		c.byKey, c.byWorkspace = map[string]int{}, map[string]int{}
-	}
-	c.byKey[key]++
-	c.byWorkspace[workspace]++
 	c.total++
+	c.mu.Unlock()
+	local := func() {
+		c.mu.Lock()
+		c.total--
+		c.mu.Unlock()
+	}
+	limits := store.LeaseLimits{Total: -1, PerWorkspace: maxStreamsPerWorkspace, PerOwner: -1}
+	if key != "" {
+		limits.PerOwner = maxStreamsPerKey
+	}
+	l := &store.Lease{WorkspaceID: workspace, Kind: streamLease, Owner: key}
+	if err := c.leases.AcquireLease(ctx, l, streamLeaseTTL, limits); err != nil {
+		local()
+		var le *store.LeaseLimitError
+		switch {
+		case errors.As(err, &le) && le.Cap == "owner":
+			return nil, problemf(http.StatusTooManyRequests, CodeTooManyStreams,
+				fmt.Sprintf("%s has %d event streams open, the most one key may: close one first", key, maxStreamsPerKey))
+		case errors.As(err, &le):
+			return nil, problemf(http.StatusTooManyRequests, CodeTooManyStreams,
+				fmt.Sprintf("workspace %s has %d event streams open, the most one workspace may: close one first", workspace, maxStreamsPerWorkspace))
+		}
+		return nil, fmt.Errorf("holding a place for an event stream: %w", err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go c.renew(workspace, l.ID, stop, done)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			c.total--
-			if c.byKey[key]--; c.byKey[key] == 0 {
-				delete(c.byKey, key)
-			}
-			if c.byWorkspace[workspace]--; c.byWorkspace[workspace] == 0 {
-				delete(c.byWorkspace, workspace)
+			close(stop)
+			<-done
+			local()
+			if err := c.leases.ReleaseLease(context.Background(), workspace, l.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				c.logger.Warn("server: giving back an event stream's place", "err", err)
 			}
 		})
 	}, nil
+}
+
+// renew keeps a stream's lease alive until stop is closed.
+func (c *streamSlots) renew(workspace, id string, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(streamLeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if _, err := c.leases.RenewLease(context.Background(), workspace, id, streamLeaseTTL); err != nil {
+				c.logger.Warn("server: renewing an event stream's place", "err", err)
+			}
+		}
+	}
 }
 
 // streamEvents names the events of a thread's stream and the type of each one's data.
@@ -199,7 +240,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 		// Each stream holds a connection and a goroutine for as long as the client likes:
 		// bound them per key, per workspace and in all, as MCP sessions are.
 		p, _ := PrincipalFrom(ctx)
-		release, err := s.streams.take(ws, p.KeyID)
+		release, err := s.streams.take(ctx, ws, p.KeyID)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -145,4 +146,69 @@ func roundRobin(t *testing.T, bases ...string) (string, []*atomic.Int64) {
 	}))
 	t.Cleanup(lb.Close)
 	return lb.URL, served
+}
+
+// The cap on one key's event streams holds across the fleet: streams opened alternately on two
+// nodes stop at the cap, whichever node the next one asks, and a closed stream's place is free
+// again on the other node.
+func TestFleetEventStreamCapsHoldAcrossNodes(t *testing.T) {
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	a, b := postgresNode(t, dsn, schema, true), postgresNode(t, dsn, schema, true)
+	b.key = a.key
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	status, out, err := a.do(ctx, "POST", "/v1/threads", `{}`)
+	var th struct{ ID string }
+	if err != nil || status != http.StatusCreated || json.Unmarshal(out, &th) != nil {
+		t.Fatalf("a thread: %d %s %v", status, out, err)
+	}
+	open := func(node *benchServer) (*http.Response, context.CancelFunc) {
+		sctx, scancel := context.WithCancel(ctx)
+		req, _ := http.NewRequestWithContext(sctx, http.MethodGet, node.base+"/v1/threads/"+th.ID+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+node.key)
+		resp, err := node.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, func() { scancel(); resp.Body.Close() }
+	}
+	var closers []context.CancelFunc
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	nodes := []*benchServer{a, b}
+	for i := range 32 {
+		resp, closeIt := open(nodes[i%2])
+		closers = append(closers, closeIt)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %d, want 200 within the key's cap of 32", i, resp.StatusCode)
+		}
+	}
+	for _, node := range nodes {
+		resp, closeIt := open(node)
+		closeIt()
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("stream 33 on %s: %d, want 429 (the key's cap, held across the nodes)", node.base, resp.StatusCode)
+		}
+	}
+	closers[0]() // a stream of node A ends: its place is free on B
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, closeIt := open(b)
+		closers = append(closers, closeIt)
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a stream closed on A, B still answers %d", resp.StatusCode)
+		}
+		closeIt()
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -274,6 +274,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)
 	s.guard = cfg.hostPolicy()
 	s.mcpOptions = s.sessionOptions()
+	s.streams = streamSlots{leases: cfg.Store, logger: s.logger}
 	// The server's own workspace is served from the start; others from their first request.
 	own := s.tenant(ctx, cfg.WorkspaceID)
 	s.dispatcher, s.mcp = own.disp, own.mcp
