@@ -87,6 +87,9 @@ type Relay interface {
 // errNotOwner refuses a request of a session to another owner than the session's.
 var errNotOwner = errors.New("mcp: the session is another owner's")
 
+// maxSessionID bounds the session ids looked up in the store; the server's are 31 bytes.
+const maxSessionID = 200
+
 // sharedRecheck is how long a node trusts its copy of a session without asking the store.
 const sharedRecheck = 5 * time.Second
 
@@ -126,6 +129,11 @@ type sessionCopy struct {
 
 // serve serves a request of shared session id.
 func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Request, id string) {
+	if len(id) > maxSessionID {
+		writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("session not found: a session id is at most %d bytes", maxSessionID))
+		return
+	}
 	owner := d.o.Owner(r)
 	if r.Method == http.MethodDelete {
 		switch err := ss.close(r.Context(), id, owner); {
