@@ -289,10 +289,13 @@ func (ss *sharedSessions) made(id string, c *sessionCopy, localID string, err er
 		err = fmt.Errorf("the SDK opened no session for %s", id)
 	}
 	now := time.Now()
-	c.localID, c.err, c.checked, c.used = localID, err, now, now
+	c.localID, c.err = localID, err
+	c.mu.Lock()
+	c.checked, c.used = now, now
 	if err == nil && ss.idle > 0 {
 		c.timer = time.AfterFunc(ss.idle, func() { ss.expire(id, c) })
 	}
+	c.mu.Unlock()
 	close(c.ready)
 	if err != nil {
 		ss.mu.Lock()
@@ -418,12 +421,13 @@ func (ss *sharedSessions) close(ctx context.Context, id, owner string) error {
 func (ss *sharedSessions) expire(id string, c *sessionCopy) {
 	c.mu.Lock()
 	left := ss.idle - time.Since(c.used)
-	c.mu.Unlock()
 	if left > 0 {
 		c.timer.Reset(left)
-		return
 	}
-	ss.drop(id, c)
+	c.mu.Unlock()
+	if left <= 0 {
+		ss.drop(id, c)
+	}
 }
 
 // drop closes this node's copy c of session id.
@@ -435,9 +439,11 @@ func (ss *sharedSessions) drop(id string, c *sessionCopy) {
 	}
 	delete(ss.copies, id)
 	ss.mu.Unlock()
+	c.mu.Lock()
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.mu.Unlock()
 	req, _ := http.NewRequest(http.MethodDelete, "/mcp", nil)
 	req.Header.Set("Mcp-Session-Id", c.localID)
 	ss.h.ServeHTTP(httptest.NewRecorder(), req)
