@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,6 +186,9 @@ func (p *Platform) Decide(ctx context.Context, a Actor, threadID string, in NewD
 	d := quiver.Decision{Action: in.Action, Args: in.Args, Message: in.Message}
 	switch err := p.runner.Decide(ctx, th, ag, in.CallID, d); {
 	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
+		if run := p.requeueAnswered(ctx, a, threadID, agentName(ag, in.Agent), in.CallID, p.sameDecision(ctx, a, threadID, in)); run != nil {
+			return run, nil
+		}
 		return nil, &Error{Kind: NotPending, Field: "call_id", Detail: err.Error(), Message: "a call the thread waits on for a decision, not yet decided", Cause: err}
 	case errors.Is(err, store.ErrInvalid):
 		return nil, &Error{Kind: Invalid, Message: err.Error(), Cause: err}
@@ -212,6 +216,9 @@ func (p *Platform) SubmitResult(ctx context.Context, a Actor, threadID string, i
 	}
 	switch err := p.runner.SubmitResult(ctx, th, ag, in.CallID, &res); {
 	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict):
+		if run := p.requeueAnswered(ctx, a, threadID, agentName(ag, in.Agent), in.CallID, p.sameResult(ctx, a, threadID, in)); run != nil {
+			return run, nil
+		}
 		return nil, &Error{Kind: NotPending, Field: "call_id", Detail: err.Error(), Message: "a client tool's call the thread waits on", Cause: err}
 	case err != nil:
 		return nil, storeError(err, "the result", "")
@@ -234,6 +241,79 @@ func (p *Platform) resume(ctx context.Context, a Actor, threadID, agentName, rec
 		return nil, storeError(err, "the resumed run", "")
 	}
 	return &Run{ThreadID: threadID, JobID: id}, nil
+}
+
+// requeueAnswered makes a repeated decision or result idempotent: recording an answer and
+// queueing the run again are two steps, and a node that dies (or a database that restarts)
+// between them leaves the answer stored and the thread paused with no run to go on. When the
+// same answer comes again (same is whether it matches the stored one) and the thread is still
+// paused on that call with no run going on, the run is queued now; nil otherwise (the caller
+// refuses the answer as it would have).
+func (p *Platform) requeueAnswered(ctx context.Context, a Actor, threadID, agentName, callID string, same bool) *Run {
+	if !same {
+		return nil
+	}
+	t, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, threadID)
+	if err != nil {
+		return nil
+	}
+	st := agent.ReadState(t)
+	if t.Status == store.StatusRunning || st.Outcome == nil || st.Outcome.Status != agent.RunPaused ||
+		st.Outcome.Pending == nil || st.Outcome.Pending.Call.ID != callID {
+		return nil
+	}
+	run, err := p.resume(ctx, a, threadID, agentName, "the answer is recorded, but ")
+	var pe *Error
+	switch {
+	case errors.As(err, &pe) && pe.Kind == RunQueued:
+		return &Run{ThreadID: threadID} // queued already: the first attempt got that far
+	case err != nil:
+		return nil
+	}
+	return run
+}
+
+// sameDecision reports whether in is the decision stored on its call.
+func (p *Platform) sameDecision(ctx context.Context, a Actor, threadID string, in NewDecision) bool {
+	ds, err := p.cfg.Store.Decisions(ctx, a.WorkspaceID, threadID)
+	if err != nil {
+		return false
+	}
+	for _, d := range ds {
+		if d.CallID == in.CallID {
+			return string(d.Action) == string(in.Action) && d.Message == in.Message && jsonEqual(d.Args, in.Args)
+		}
+	}
+	return false
+}
+
+// sameResult reports whether in is the result stored for its call, among the thread's last
+// messages (a paused thread's result is among them).
+func (p *Platform) sameResult(ctx context.Context, a Actor, threadID string, in NewResult) bool {
+	msgs, err := p.cfg.Store.Messages(ctx, a.WorkspaceID, threadID, store.Page{Limit: 100})
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if m.Role != store.RoleTool || m.ToolCallID != in.CallID || m.Result == nil {
+			continue
+		}
+		r := in.Result
+		return m.Result.Status == string(r.Status) && m.Result.Text == r.Text && m.Result.Error == r.Error && jsonEqual(m.Result.Value, r.Value)
+	}
+	return false
+}
+
+// jsonEqual reports whether two JSON values are equal as values (either may be empty: null).
+func jsonEqual(x, y json.RawMessage) bool {
+	var vx, vy any
+	if len(x) > 0 && json.Unmarshal(x, &vx) != nil {
+		return false
+	}
+	if len(y) > 0 && json.Unmarshal(y, &vy) != nil {
+		return false
+	}
+	return reflect.DeepEqual(vx, vy)
 }
 
 func agentName(a *agent.Agent, asked string) string {

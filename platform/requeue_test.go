@@ -1,0 +1,97 @@
+package platform_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/jobs"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/model/scripted"
+	"github.com/quiverhq/quiver/platform"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// An answer is recorded, then its run queued: a node that dies between the two leaves the
+// thread paused with its answer stored. The same answer sent again queues the run, which goes
+// on to its end; a different answer is still refused. Both for a client tool's result and for
+// a person's decision.
+func TestTheSameAnswerAgainResumesARunLeftPaused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	st, err := sqlite.Open(path)
+	must(t, err)
+	t.Cleanup(func() { st.Close() })
+	shared := &quiver.Registry{}
+	open, err := quiver.NewTool(quiver.Spec{Name: "open_file", Description: "Opens a file on the user's machine.", Target: quiver.TargetClient,
+		InputSchema: &schema.Schema{Type: "object", Properties: map[string]*schema.Schema{"path": {Type: "string"}}}}, nil)
+	must(t, err)
+	must(t, shared.Register(open))
+	must(t, shared.Register(quiver.Func("wipe", "Wipes the disk.", func(context.Context, struct{}) (string, error) { return "wiped", nil },
+		quiver.WithConfirmation())))
+	models := map[string]model.Model{
+		"scripted:client": scripted.Turns(scripted.Turn{Calls: []scripted.Call{{Name: "open_file", Args: map[string]any{"path": "/motd"}}}},
+			scripted.Turn{Text: "The file says hello."}),
+		"scripted:confirm": scripted.Turns(scripted.Turn{Calls: []scripted.Call{{Name: "wipe", Args: map[string]any{}}}},
+			scripted.Turn{Text: "Wiped."}),
+	}
+	agents := map[string]*agent.Agent{
+		"client":  {Name: "client", Prompt: &agent.Prompt{Name: "client", Model: "scripted:client", Tools: []string{"open_file"}}},
+		"confirm": {Name: "confirm", Prompt: &agent.Prompt{Name: "confirm", Model: "scripted:confirm", Tools: []string{"wipe"}}},
+	}
+	p, err := platform.New(platform.Config{Store: st, Registry: shared, Logger: slog.New(slog.DiscardHandler),
+		Catalog: &agent.Catalog{Agents: agents},
+		OpenModel: func(spec string) (model.Model, error) {
+			if m, ok := models[spec]; ok {
+				return m, nil
+			}
+			return nil, fmt.Errorf("no model %s", spec)
+		}})
+	must(t, err)
+	must(t, p.StartJobs(ctx, func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) { return jobs.StartSQLite(ctx, path, c) }))
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	member := platform.Actor{WorkspaceID: "wsp_local", Role: store.KeyRoleMember, KeyID: "key_m"}
+
+	paused := func(name string) (*thread.Thread, *agent.Outcome) {
+		th, err := p.OpenThread(ctx, member, platform.NewThread{Agent: name})
+		must(t, err)
+		_, err = p.StartRun(ctx, member, th.ID, name, "Go.")
+		must(t, err)
+		out := waitOutcome(t, st, th.ID, agent.RunPaused)
+		opened, err := thread.Open(ctx, st, "wsp_local", th.ID)
+		must(t, err)
+		return opened, out
+	}
+
+	th, out := paused("client")
+	hello := quiver.Result{Status: quiver.StatusSuccess, Text: "hello"}
+	// The first attempt: recorded, and then the node died before queueing the run.
+	must(t, p.Runner().SubmitResult(ctx, th, agents["client"], out.Pending.Call.ID, &hello))
+	_, err = p.SubmitResult(ctx, member, th.ID(), platform.NewResult{CallID: out.Pending.Call.ID, Result: quiver.Result{Status: quiver.StatusSuccess, Text: "bye"}})
+	refusal(t, "another result for the answered call", err, platform.NotPending, "call_id")
+	if _, err := p.SubmitResult(ctx, member, th.ID(), platform.NewResult{CallID: out.Pending.Call.ID, Result: hello}); err != nil {
+		t.Fatalf("the same result again: %v", err)
+	}
+	if done := waitOutcome(t, st, th.ID(), agent.RunFinished); done.Text != "The file says hello." {
+		t.Errorf("the client tool's run ended with %q", done.Text)
+	}
+
+	th, out = paused("confirm")
+	approve := quiver.Decision{Action: quiver.Approve}
+	must(t, p.Runner().Decide(ctx, th, agents["confirm"], out.Pending.Call.ID, approve))
+	_, err = p.Decide(ctx, member, th.ID(), platform.NewDecision{CallID: out.Pending.Call.ID, Action: quiver.Deny})
+	refusal(t, "another decision on the decided call", err, platform.NotPending, "call_id")
+	if _, err := p.Decide(ctx, member, th.ID(), platform.NewDecision{CallID: out.Pending.Call.ID, Action: quiver.Approve}); err != nil {
+		t.Fatalf("the same decision again: %v", err)
+	}
+	if done := waitOutcome(t, st, th.ID(), agent.RunFinished); done.Text != "Wiped." {
+		t.Errorf("the confirmed run ended with %q", done.Text)
+	}
+}
