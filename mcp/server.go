@@ -388,9 +388,11 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	ctx = quiver.WithReporter(ctx, &reporter{session: req.Session, token: req.Params.GetProgressToken(), tool: name})
 	r, err := s.d.Dispatch(ctx, quiver.Call{ID: newCallID(), Name: name, Args: args})
 	if err != nil {
-		// The call ran, but its record could not be stored: the client still gets the result
-		// (the tool's effects happened), and the operator is told.
+		// The call ran, but its record could not be stored (the recorder tries again for a
+		// while first): what is answered is recorded, so the client hears that instead.
 		s.logger.ErrorContext(ctx, "mcp: recording a tool call", "tool", name, "err", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("the tool %s ran, but its record could not be stored (%v); look at the session's thread before calling it again", name, err)}
 	}
 	return ToResult(r), nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 
@@ -163,9 +164,12 @@ func (s *Server) registerCalls(api huma.API) {
 			ctx = quiver.WithDoor(quiver.WithScope(ctx, scope), quiver.DoorHTTP)
 			r, err := s.tenant(ctx, scope.WorkspaceID).disp.Dispatch(ctx, quiver.Call{ID: ids.New("call"), Name: in.Name, Args: in.Body.Args})
 			if err != nil {
-				// The call ran but its record failed: the result still goes back, and the
-				// operator is told.
+				// The call ran but its record could not be stored, even tried again for a while:
+				// what is answered is recorded, so the caller hears that instead of the result.
 				s.logger.ErrorContext(ctx, "server: recording an API call", "tool", in.Name, "err", err)
+				return nil, problemf(http.StatusServiceUnavailable, CodeUnavailable,
+					fmt.Sprintf("the tool %s ran, but its record could not be stored (%v): its result is not answered unrecorded; "+
+						"look at the thread before calling it again", in.Name, err))
 			}
 			out := &callOutput{}
 			out.Body.ThreadID, out.Body.Result = scope.ThreadID, r

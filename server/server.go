@@ -618,7 +618,49 @@ func (r *Recorder) RecordResult(ctx context.Context, c *quiver.Call, res *quiver
 		}
 		// A call that outlived the server's shutdown: record it directly.
 	}
-	return r.Store.Append(ctx, scope.WorkspaceID, scope.ThreadID, msgs...)
+	return appendRetrying(ctx, r.Store, scope.WorkspaceID, scope.ThreadID, msgs)
+}
+
+// recordRetryFor bounds how long a call's record is tried again while the store fails (a
+// database restarting, a failover): long enough for those, and the caller waits that long at
+// most for its answer.
+const recordRetryFor = 20 * time.Second
+
+// appendRetrying appends a call's record, trying again while the store fails otherwise than by
+// refusing it. The messages get their ids first, so that a try whose commit succeeded but whose
+// answer was lost is recognised by the next one (ErrIDTaken: stored already).
+func appendRetrying(ctx context.Context, st store.MessageLog, workspaceID, threadID string, msgs []*store.Message) error {
+	for _, m := range msgs {
+		if m.ID == "" {
+			m.ID = stamp.ID(ctx, store.PrefixMessage)
+		}
+	}
+	deadline := time.Now().Add(recordRetryFor)
+	wait := 50 * time.Millisecond
+	for try := 0; ; try++ {
+		err := st.Append(ctx, workspaceID, threadID, msgs...)
+		switch {
+		case err == nil:
+			return nil
+		case try > 0 && errors.Is(err, store.ErrIDTaken):
+			return nil // an earlier try stored it
+		case refused(err) || time.Now().Add(wait).After(deadline):
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// refused reports whether err is the store refusing a write, which trying again cannot change.
+func refused(err error) bool {
+	for _, e := range []error{store.ErrInvalid, store.ErrNotFound, store.ErrResultExists, store.ErrForbidden,
+		store.ErrConflict, store.ErrTooLarge, store.ErrIDTaken} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // messages are what records a call made at a door: the assistant message asking for it and the
