@@ -1,6 +1,9 @@
 package quiver
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Scope identifies who a call runs for.
 type Scope struct {
@@ -72,6 +75,23 @@ func WithExecution(ctx context.Context, e Execution) context.Context {
 func ExecutionFrom(ctx context.Context) (Execution, bool) {
 	e, ok := ctx.Value(executionKey{}).(Execution)
 	return e, ok
+}
+
+type handBackKey struct{}
+
+// WithHandBack marks ctx as a run's whose end, when it comes by cancellation, hands the run to
+// another process rather than ending it: a node shutting down, or losing the run's lease. A
+// call whose context ends that way is not recorded as cancelled: its record would end it for
+// good, where the run, resumed elsewhere, must run it again (as after a crash).
+func WithHandBack(ctx context.Context) context.Context {
+	return context.WithValue(ctx, handBackKey{}, true)
+}
+
+// handedBack reports whether ctx is a run's that was cancelled to hand it on (see
+// WithHandBack).
+func handedBack(ctx context.Context) bool {
+	hb, _ := ctx.Value(handBackKey{}).(bool)
+	return hb && errors.Is(ctx.Err(), context.Canceled)
 }
 
 // CallFrom returns the call a handler is executing, or nil outside the dispatcher.

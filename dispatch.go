@@ -324,6 +324,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, c *Call) (*Result, error) {
 	if c.NoRecord || d.Recorder == nil || c.notStarted {
 		return r, nil
 	}
+	if r.Code == CodeCancelled && handedBack(ctx) {
+		return r, nil // the run goes on elsewhere, and runs the call again there
+	}
 	stored, keep := r, true
 	if d.Hooks.BeforeStore != nil {
 		stored, keep = d.Hooks.BeforeStore(ctx, c, r)

@@ -31,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
@@ -346,6 +347,9 @@ func withTrace(ctx context.Context, tc map[string]string) context.Context {
 // work runs a thread: a run (RunArgs) or, with wake, a run only if the thread has queued
 // messages or a run a crash cut short (WakeArgs).
 func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, wake bool) error {
+	// The job's context ends when this node stops or loses the lease: the run is handed to
+	// another node, which runs again the calls cut short here.
+	ctx = quiver.WithHandBack(ctx)
 	release, ok, err := w.lease.acquire(ctx, a.ThreadID)
 	if err != nil {
 		return fmt.Errorf("jobs: taking the lease of thread %s: %w", a.ThreadID, err)
