@@ -65,4 +65,3 @@ func TestHandedBackRunsLeaveTheirCutCallsUnrecorded(t *testing.T) {
 		})
 	}
 }
-
