@@ -99,17 +99,18 @@ const (
 	maxStreams             = 1000
 )
 
-// streamLease is the kind of the leases of event streams. A stream's lease lives
-// streamLeaseTTL and is renewed every third of it while the stream is open: the streams of a
-// node that died free their places within a minute.
+// streamLease is the kind of the leases of event streams. A stream's lease names the node's
+// own as its holder (see nodelease.go): it counts while the stream is open and the node lives,
+// and its expiry is only a backstop.
 const (
 	streamLease    = "event-stream"
-	streamLeaseTTL = time.Minute
+	streamLeaseTTL = 24 * time.Hour
 )
 
 // streamSlots counts the open event streams: this node's, and through leases the fleet's.
 type streamSlots struct {
 	leases store.Leases
+	node   *nodeLease
 	logger *slog.Logger
 
 	mu    sync.Mutex
@@ -137,7 +138,7 @@ func (c *streamSlots) take(ctx context.Context, workspace, key string) (release 
 	if key != "" {
 		limits.PerOwner = maxStreamsPerKey
 	}
-	l := &store.Lease{WorkspaceID: workspace, Kind: streamLease, Owner: key}
+	l := &store.Lease{WorkspaceID: workspace, Kind: streamLease, Owner: key, Holder: c.node.id}
 	if err := c.leases.AcquireLease(ctx, l, streamLeaseTTL, limits); err != nil {
 		local()
 		var le *store.LeaseLimitError
@@ -151,37 +152,15 @@ func (c *streamSlots) take(ctx context.Context, workspace, key string) (release 
 		}
 		return nil, fmt.Errorf("holding a place for an event stream: %w", err)
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go c.renew(workspace, l.ID, stop, done)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			close(stop)
-			<-done
 			local()
 			if err := c.leases.ReleaseLease(context.Background(), workspace, l.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 				c.logger.Warn("server: giving back an event stream's place", "err", err)
 			}
 		})
 	}, nil
-}
-
-// renew keeps a stream's lease alive until stop is closed.
-func (c *streamSlots) renew(workspace, id string, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	t := time.NewTicker(streamLeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			if _, err := c.leases.RenewLease(context.Background(), workspace, id, streamLeaseTTL); err != nil {
-				c.logger.Warn("server: renewing an event stream's place", "err", err)
-			}
-		}
-	}
 }
 
 // streamEvents names the events of a thread's stream and the type of each one's data.

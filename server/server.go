@@ -174,8 +174,9 @@ type Server struct {
 	// sessionLimits and sessionTTL are the MCP sessions' caps and idle timeout, as leases.
 	sessionLimits store.LeaseLimits
 	sessionTTL    time.Duration
-	// streams counts the open event streams, to cap them.
+	// streams counts the open event streams, to cap them; they are held under node's lease.
 	streams streamSlots
+	node    *nodeLease
 	// closing is closed when the server shuts down, to end long-lived event streams.
 	closing  chan struct{}
 	draining atomic.Bool // asked to shut down: not ready for new work
@@ -274,7 +275,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)
 	s.guard = cfg.hostPolicy()
 	s.mcpOptions = s.sessionOptions()
-	s.streams = streamSlots{leases: cfg.Store, logger: s.logger}
+	s.node = startNodeLease(ctx, cfg.Store, s.logger)
+	s.streams = streamSlots{leases: cfg.Store, node: s.node, logger: s.logger}
 	// The server's own workspace is served from the start; others from their first request.
 	own := s.tenant(ctx, cfg.WorkspaceID)
 	s.dispatcher, s.mcp = own.disp, own.mcp
@@ -544,6 +546,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Long-lived event streams end with their sessions; then in-flight requests drain.
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.eachTenant(func(t *tenant) { t.mcp.Close() })
+	if s.node != nil {
+		s.node.close()
+	}
 	err := hs.Shutdown(sctx)
 	s.Close()
 	if err != nil {

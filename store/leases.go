@@ -20,6 +20,11 @@ type Lease struct {
 	// Owner is whom the lease is held for (an API key's id, an IP address), for the cap per
 	// owner; at most 200 bytes.
 	Owner string `json:"owner"`
+	// Holder, when set, is the id of the lease of the node holding this one (kind
+	// HolderKind): the lease counts only while its holder's lives, so that what a node held
+	// stops counting as soon as the node's own lease lapses, whatever this one's expiry (an
+	// event stream, held as long as its connection). Empty: the lease stands on its own.
+	Holder string `json:"holder,omitempty"`
 	// Data is what the holder keeps with the lease (an MCP session's state), as given; at
 	// most MaxLeaseData bytes.
 	Data      json.RawMessage `json:"data,omitempty"`
@@ -29,6 +34,10 @@ type Lease struct {
 
 // MaxLeaseData caps a lease's Data.
 const MaxLeaseData = 64 << 10
+
+// HolderKind is the kind of the leases that nodes hold for themselves, renewed while they
+// live, which other leases name as their Holder.
+const HolderKind = "node"
 
 // LeaseLimits caps the live leases of a kind: in all the workspaces together, in one
 // workspace and for one owner (of one workspace). Negative means no cap.
@@ -67,8 +76,8 @@ func CheckLease(l *Lease, ttl time.Duration) error {
 		return fmt.Errorf("nil lease: %w", ErrInvalid)
 	case l.WorkspaceID == "" || l.Kind == "":
 		return fmt.Errorf("a lease needs a workspace and a kind: %w", ErrInvalid)
-	case len(l.Kind) > 50 || len(l.Owner) > 200 || len(l.ID) > 200:
-		return fmt.Errorf("a lease's kind is at most 50 bytes, its owner and id 200: %w", ErrInvalid)
+	case len(l.Kind) > 50 || len(l.Owner) > 200 || len(l.ID) > 200 || len(l.Holder) > 200:
+		return fmt.Errorf("a lease's kind is at most 50 bytes, its owner, holder and id 200: %w", ErrInvalid)
 	case len(l.Data) > MaxLeaseData:
 		return fmt.Errorf("a lease's data is %d bytes, more than %d: %w", len(l.Data), MaxLeaseData, ErrInvalid)
 	case len(l.Data) > 0 && !json.Valid(l.Data):
@@ -89,13 +98,14 @@ func CheckLeaseTTL(ttl time.Duration) error {
 // clock (the database's, which every node shares), never a node's.
 type Leases interface {
 	// AcquireLease stores l for ttl unless a live lease of its kind would then exceed one of
-	// limits: that is a *LeaseLimitError, and nothing is stored. Acquisitions of a kind take
+	// limits: that is a *LeaseLimitError, and nothing is stored. A lease is live until it
+	// expires, and, when it names a holder, while its holder's lease is live. Acquisitions of a kind take
 	// turns across the fleet, so caps hold exactly. The store sets ID (when empty), CreatedAt
 	// and ExpiresAt; an ID already taken is ErrConflict. Expired leases of the kind and
 	// workspace are removed on the way.
 	AcquireLease(ctx context.Context, l *Lease, ttl time.Duration, limits LeaseLimits) error
-	// RenewLease makes the live lease last ttl from now and returns it; a lease that expired
-	// or was released is ErrNotFound.
+	// RenewLease makes the lease last ttl from now and returns it; a lease that expired or was
+	// released is ErrNotFound (its holder's is not looked at).
 	RenewLease(ctx context.Context, workspaceID, id string, ttl time.Duration) (*Lease, error)
 	// UpdateLease applies fn to the live lease inside one transaction and stores its Data
 	// (nothing else may change); ErrNotFound when it is not live.

@@ -29,6 +29,19 @@ func (d *leaseData) live(workspaceID, id string, now time.Time) *store.Lease {
 	return l
 }
 
+// counts reports whether l counts against caps at now: not expired, and its holder's lease
+// (if it names one) not either.
+func (d *leaseData) counts(l *store.Lease, now time.Time) bool {
+	if !l.ExpiresAt.After(now) {
+		return false
+	}
+	if l.Holder == "" {
+		return true
+	}
+	h := d.byID[l.Holder]
+	return h != nil && h.Kind == store.HolderKind && h.ExpiresAt.After(now)
+}
+
 // AcquireLease stores l unless a cap of limits is reached; see store.Leases.
 func (s *Store) AcquireLease(ctx context.Context, l *store.Lease, ttl time.Duration, limits store.LeaseLimits) error {
 	const op entityOp = "acquire lease"
@@ -48,11 +61,13 @@ func (s *Store) AcquireLease(ctx context.Context, l *store.Lease, ttl time.Durat
 	}
 	var total, inWorkspace, ofOwner int
 	for lid, o := range d.byID {
-		if !o.ExpiresAt.After(now) {
-			delete(d.byID, lid)
+		if o.Kind != l.Kind {
 			continue
 		}
-		if o.Kind != l.Kind {
+		if !d.counts(o, now) {
+			if o.WorkspaceID == l.WorkspaceID {
+				delete(d.byID, lid)
+			}
 			continue
 		}
 		total++

@@ -20,12 +20,12 @@ type LeaseStore struct{ db }
 
 var _ store.Leases = (*LeaseStore)(nil)
 
-const leaseCols = `id, workspace_id, kind, owner, data, created_at, expires_at`
+const leaseCols = `id, workspace_id, kind, owner, holder, data, created_at, expires_at`
 
 func scanLease(row scanner) (*store.Lease, error) {
 	var l store.Lease
 	var data sql.NullString
-	if err := row.Scan(&l.ID, &l.WorkspaceID, &l.Kind, &l.Owner, &data, scanTime{&l.CreatedAt}, scanTime{&l.ExpiresAt}); err != nil {
+	if err := row.Scan(&l.ID, &l.WorkspaceID, &l.Kind, &l.Owner, &l.Holder, &data, scanTime{&l.CreatedAt}, scanTime{&l.ExpiresAt}); err != nil {
 		return nil, err
 	}
 	if data.Valid {
@@ -58,15 +58,15 @@ func (s *LeaseStore) AcquireLease(ctx context.Context, l *store.Lease, ttl time.
 			return err
 		}
 		now := s.d.Time(at)
-		if _, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE kind = $1 AND workspace_id = $2 AND expires_at <= $3`,
-			l.Kind, l.WorkspaceID, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE kind = $1 AND workspace_id = $3 AND NOT `+liveLease,
+			l.Kind, now, l.WorkspaceID); err != nil {
 			return err
 		}
 		if err := s.withinLimits(ctx, tx, l, limits, now); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO leases (`+leaseCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			id, l.WorkspaceID, l.Kind, l.Owner, nullString(string(l.Data)), now, s.d.Time(at.Add(ttl)))
+		_, err = tx.ExecContext(ctx, `INSERT INTO leases (`+leaseCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			id, l.WorkspaceID, l.Kind, l.Owner, l.Holder, nullString(string(l.Data)), now, s.d.Time(at.Add(ttl)))
 		return err
 	})
 	if err != nil {
@@ -76,6 +76,10 @@ func (s *LeaseStore) AcquireLease(ctx context.Context, l *store.Lease, ttl time.
 	return nil
 }
 
+// liveLease is the condition that a row of leases is live at $2: not expired, and without a
+// holder or with a live one.
+const liveLease = `(expires_at > $2 AND (holder = '' OR holder IN (SELECT h.id FROM leases h WHERE h.kind = '` + store.HolderKind + `' AND h.expires_at > $2)))`
+
 // withinLimits fails with a *store.LeaseLimitError when l would take a count over its cap.
 func (s *LeaseStore) withinLimits(ctx context.Context, tx Querier, l *store.Lease, limits store.LeaseLimits, now any) error {
 	counts := []struct {
@@ -84,9 +88,9 @@ func (s *LeaseStore) withinLimits(ctx context.Context, tx Querier, l *store.Leas
 		where string
 		args  []any
 	}{
-		{"total", limits.Total, `kind = $1 AND expires_at > $2`, []any{l.Kind, now}},
-		{"workspace", limits.PerWorkspace, `kind = $1 AND expires_at > $2 AND workspace_id = $3`, []any{l.Kind, now, l.WorkspaceID}},
-		{"owner", limits.PerOwner, `kind = $1 AND expires_at > $2 AND workspace_id = $3 AND owner = $4`, []any{l.Kind, now, l.WorkspaceID, l.Owner}},
+		{"total", limits.Total, `kind = $1 AND ` + liveLease, []any{l.Kind, now}},
+		{"workspace", limits.PerWorkspace, `kind = $1 AND ` + liveLease + ` AND workspace_id = $3`, []any{l.Kind, now, l.WorkspaceID}},
+		{"owner", limits.PerOwner, `kind = $1 AND ` + liveLease + ` AND workspace_id = $3 AND owner = $4`, []any{l.Kind, now, l.WorkspaceID, l.Owner}},
 	}
 	for _, c := range counts {
 		if c.limit < 0 {

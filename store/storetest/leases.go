@@ -26,6 +26,7 @@ func RunLeases(t *testing.T, open func(t *testing.T) store.Leases) {
 		{"AcquireRenewUpdateRelease", testLeaseLife},
 		{"CapsByOwnerWorkspaceAndTotal", testLeaseCaps},
 		{"ExpiredLeasesFreeTheirPlace", testLeaseExpiry},
+		{"LeasesCountWhileTheirHolderLives", testLeaseHolders},
 		{"OtherWorkspacesSeeNothing", testLeaseIsolation},
 		{"RefusesBadLeases", testLeaseRefusals},
 		{"CapsHoldWhenAcquiredAtOnce", testLeaseConcurrency},
@@ -251,5 +252,32 @@ func testLeaseConcurrency(t *testing.T, open func(t *testing.T) store.Leases) {
 	}
 	if granted != perWorkspace {
 		t.Fatalf("%d of %d acquisitions at once were granted, want exactly the cap, %d", granted, attempts, perWorkspace)
+	}
+}
+
+// testLeaseHolders: a lease that names a holder counts while the holder's lease lives, however
+// long its own time to live, and stops counting (freeing its place) once the holder's lapses.
+func testLeaseHolders(t *testing.T, open func(t *testing.T) store.Leases) {
+	ctx := context.Background()
+	s := open(t)
+	kind := leaseKind(t)
+	node := &store.Lease{WorkspaceID: "fleet", Kind: store.HolderKind, Owner: kind}
+	if err := s.AcquireLease(ctx, node, time.Second, store.NoLeaseLimits); err != nil {
+		t.Fatal(err)
+	}
+	limits := store.LeaseLimits{Total: -1, PerWorkspace: 1, PerOwner: -1}
+	held := &store.Lease{WorkspaceID: "ws_a", Kind: kind, Holder: node.ID}
+	if err := s.AcquireLease(ctx, held, time.Hour, limits); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.RenewLease(ctx, "ws_a", held.ID, time.Hour); err != nil || got.Holder != node.ID {
+		t.Fatalf("the held lease: %+v, %v; want it with its holder", got, err)
+	}
+	if err := s.AcquireLease(ctx, &store.Lease{WorkspaceID: "ws_a", Kind: kind}, time.Minute, limits); !errors.Is(err, store.ErrLeaseLimit) {
+		t.Fatalf("a second lease while the holder lives: %v, want ErrLeaseLimit", err)
+	}
+	time.Sleep(time.Second + 200*time.Millisecond) // the holder's lease lapses
+	if err := s.AcquireLease(ctx, &store.Lease{WorkspaceID: "ws_a", Kind: kind}, time.Minute, limits); err != nil {
+		t.Fatalf("a lease once the holder's lapsed: %v; want the held one no longer counted", err)
 	}
 }

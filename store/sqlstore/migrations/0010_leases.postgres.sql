@@ -9,6 +9,8 @@ CREATE TABLE leases (
 	workspace_id text        NOT NULL,
 	kind         text        NOT NULL,
 	owner        text        NOT NULL,
+	-- The lease of the node holding this one ('' for none): see store.Lease.Holder.
+	holder       text        NOT NULL DEFAULT '',
 	data         text,
 	created_at   timestamptz NOT NULL,
 	expires_at   timestamptz NOT NULL,

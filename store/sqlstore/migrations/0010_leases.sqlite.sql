@@ -6,6 +6,7 @@ CREATE TABLE leases (
     workspace_id TEXT    NOT NULL,
     kind         TEXT    NOT NULL,
     owner        TEXT    NOT NULL,
+    holder       TEXT    NOT NULL DEFAULT '',
     data         TEXT,
     created_at   INTEGER NOT NULL,
     expires_at   INTEGER NOT NULL
