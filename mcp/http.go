@@ -209,17 +209,24 @@ func (d *httpDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get("Mcp-Session-Id") != "" {
-		head := &prefixBuffer{max: 64 << 10}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.TeeReader(r.Body, head), r.Body}
-		ew := &rpcErrorWriter{ResponseWriter: w}
-		d.h.ServeHTTP(ew, r)
-		ew.finish(head.Bytes())
+		servePost(d.h, w, r)
 		return
 	}
 	d.open(w, r)
+}
+
+// servePost serves a POST of a session through h, its plain-text refusals of JSON-RPC
+// messages turned into JSON-RPC errors (see rpcErrorWriter), which name the request's id: the
+// start of the body is kept for that.
+func servePost(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	head := &prefixBuffer{max: 64 << 10}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(r.Body, head), r.Body}
+	ew := &rpcErrorWriter{ResponseWriter: w}
+	h.ServeHTTP(ew, r)
+	ew.finish(head.Bytes())
 }
 
 // open serves a POST without a session id, which makes the SDK open a session whatever it

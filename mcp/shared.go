@@ -186,14 +186,7 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 	r.Header.Set("Mcp-Session-Id", c.localID)
 	sw := &sessionIDWriter{ResponseWriter: w, id: id}
 	if r.Method == http.MethodPost {
-		head := &prefixBuffer{max: 64 << 10}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.TeeReader(r.Body, head), r.Body}
-		ew := &rpcErrorWriter{ResponseWriter: sw}
-		ss.h.ServeHTTP(ew, r)
-		ew.finish(head.Bytes())
+		servePost(ss.h, sw, r)
 		return
 	}
 	ss.h.ServeHTTP(sw, r)

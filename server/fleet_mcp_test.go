@@ -26,13 +26,7 @@ import (
 // confirmation asked by one node through elicitation is answered whichever node the client's
 // answer reaches; a closed session is closed on every node.
 func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
-	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
-		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
-	}
-	dsn := pgtest.DSN(t)
-	schema := pgtest.Schema(t, dsn)
-	a, b := postgresNode(t, dsn, schema, true), postgresNode(t, dsn, schema, true)
-	b.key = a.key
+	a, b := twoNodes(t)
 	lb, served := roundRobin(t, a.base, b.base)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -152,13 +146,7 @@ func roundRobin(t *testing.T, bases ...string) (string, []*atomic.Int64) {
 // nodes stop at the cap, whichever node the next one asks, and a closed stream's place is free
 // again on the other node.
 func TestFleetEventStreamCapsHoldAcrossNodes(t *testing.T) {
-	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
-		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
-	}
-	dsn := pgtest.DSN(t)
-	schema := pgtest.Schema(t, dsn)
-	a, b := postgresNode(t, dsn, schema, true), postgresNode(t, dsn, schema, true)
-	b.key = a.key
+	a, b := twoNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	status, out, err := a.do(ctx, "POST", "/v1/threads", `{}`)
@@ -211,4 +199,17 @@ func TestFleetEventStreamCapsHoldAcrossNodes(t *testing.T) {
 		closeIt()
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// twoNodes serves two nodes of a fleet, with their background runs, on one fresh PostgreSQL
+// schema, with one key (skipped without PostgreSQL, failed under CI).
+func twoNodes(t *testing.T) (a, b *benchServer) {
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	a, b = postgresNode(t, dsn, schema, true), postgresNode(t, dsn, schema, true)
+	b.key = a.key // the nodes share the database, and so the keys
+	return a, b
 }
