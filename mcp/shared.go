@@ -259,7 +259,7 @@ func (ss *sharedSessions) copyOf(r *http.Request, id, owner string) (*sessionCop
 	}
 	now := time.Now()
 	c.mu.Lock()
-	stale := now.Sub(c.checked) >= sharedRecheck
+	stale := now.Sub(c.checked) >= ss.recheck()
 	c.used = now
 	c.mu.Unlock()
 	if stale {
@@ -274,6 +274,15 @@ func (ss *sharedSessions) copyOf(r *http.Request, id, owner string) (*sessionCop
 		c.mu.Unlock()
 	}
 	return c, nil
+}
+
+// recheck is how long a copy is trusted without asking the store, which also renews the
+// session there: within the idle timeout, or the session would lapse in the store while used.
+func (ss *sharedSessions) recheck() time.Duration {
+	if ss.idle > 0 {
+		return min(sharedRecheck, ss.idle/2)
+	}
+	return sharedRecheck
 }
 
 // made records the outcome of making copy c of session id.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
@@ -20,8 +21,9 @@ import (
 )
 
 // An answer is recorded, then its run queued: a node that dies between the two leaves the
-// thread paused with its answer stored. The same answer sent again queues the run, which goes
-// on to its end; a different answer is still refused. Both for a client tool's result and for
+// thread paused with its answer stored. The same answer sent again a second later queues the
+// run, which goes on to its end; sent again at once, it is refused as a second answer is, and
+// a different answer is refused. Both for a client tool's result and for
 // a person's decision.
 func TestTheSameAnswerAgainResumesARunLeftPaused(t *testing.T) {
 	ctx := context.Background()
@@ -74,6 +76,9 @@ func TestTheSameAnswerAgainResumesARunLeftPaused(t *testing.T) {
 	hello := quiver.Result{Status: quiver.StatusSuccess, Text: "hello"}
 	// The first attempt: recorded, and then the node died before queueing the run.
 	must(t, p.Runner().SubmitResult(ctx, th, agents["client"], out.Pending.Call.ID, &hello))
+	_, err = p.SubmitResult(ctx, member, th.ID(), platform.NewResult{CallID: out.Pending.Call.ID, Result: hello})
+	refusal(t, "the same result at once", err, platform.NotPending, "call_id")
+	time.Sleep(time.Second + 100*time.Millisecond) // past answerSettle: the first answer's own queueing would have happened
 	_, err = p.SubmitResult(ctx, member, th.ID(), platform.NewResult{CallID: out.Pending.Call.ID, Result: quiver.Result{Status: quiver.StatusSuccess, Text: "bye"}})
 	refusal(t, "another result for the answered call", err, platform.NotPending, "call_id")
 	if _, err := p.SubmitResult(ctx, member, th.ID(), platform.NewResult{CallID: out.Pending.Call.ID, Result: hello}); err != nil {
@@ -86,6 +91,9 @@ func TestTheSameAnswerAgainResumesARunLeftPaused(t *testing.T) {
 	th, out = paused("confirm")
 	approve := quiver.Decision{Action: quiver.Approve}
 	must(t, p.Runner().Decide(ctx, th, agents["confirm"], out.Pending.Call.ID, approve))
+	_, err = p.Decide(ctx, member, th.ID(), platform.NewDecision{CallID: out.Pending.Call.ID, Action: quiver.Approve})
+	refusal(t, "the same decision at once", err, platform.NotPending, "call_id")
+	time.Sleep(time.Second + 100*time.Millisecond)
 	_, err = p.Decide(ctx, member, th.ID(), platform.NewDecision{CallID: out.Pending.Call.ID, Action: quiver.Deny})
 	refusal(t, "another decision on the decided call", err, platform.NotPending, "call_id")
 	if _, err := p.Decide(ctx, member, th.ID(), platform.NewDecision{CallID: out.Pending.Call.ID, Action: quiver.Approve}); err != nil {

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/thread"
@@ -186,8 +188,10 @@ func (p *Platform) Decide(ctx context.Context, a Actor, threadID string, in NewD
 	d := quiver.Decision{Action: in.Action, Args: in.Args, Message: in.Message}
 	switch err := p.runner.Decide(ctx, th, ag, in.CallID, d); {
 	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
-		if run := p.requeueAnswered(ctx, a, threadID, agentName(ag, in.Agent), in.CallID, p.sameDecision(ctx, a, threadID, in)); run != nil {
-			return run, nil
+		if same, at := p.sameDecision(ctx, a, threadID, in); same {
+			if run := p.requeueAnswered(ctx, a, threadID, agentName(ag, in.Agent), in.CallID, at); run != nil {
+				return run, nil
+			}
 		}
 		return nil, &Error{Kind: NotPending, Field: "call_id", Detail: err.Error(), Message: "a call the thread waits on for a decision, not yet decided", Cause: err}
 	case errors.Is(err, store.ErrInvalid):
@@ -216,8 +220,10 @@ func (p *Platform) SubmitResult(ctx context.Context, a Actor, threadID string, i
 	}
 	switch err := p.runner.SubmitResult(ctx, th, ag, in.CallID, &res); {
 	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict):
-		if run := p.requeueAnswered(ctx, a, threadID, agentName(ag, in.Agent), in.CallID, p.sameResult(ctx, a, threadID, in)); run != nil {
-			return run, nil
+		if same, at := p.sameResult(ctx, a, threadID, in); same {
+			if run := p.requeueAnswered(ctx, a, threadID, agentName(ag, in.Agent), in.CallID, at); run != nil {
+				return run, nil
+			}
 		}
 		return nil, &Error{Kind: NotPending, Field: "call_id", Detail: err.Error(), Message: "a client tool's call the thread waits on", Cause: err}
 	case err != nil:
@@ -243,14 +249,16 @@ func (p *Platform) resume(ctx context.Context, a Actor, threadID, agentName, rec
 	return &Run{ThreadID: threadID, JobID: id}, nil
 }
 
-// requeueAnswered makes a repeated decision or result idempotent: recording an answer and
-// queueing the run again are two steps, and a node that dies (or a database that restarts)
-// between them leaves the answer stored and the thread paused with no run to go on. When the
-// same answer comes again (same is whether it matches the stored one) and the thread is still
-// paused on that call with no run going on, the run is queued now; nil otherwise (the caller
-// refuses the answer as it would have).
-func (p *Platform) requeueAnswered(ctx context.Context, a Actor, threadID, agentName, callID string, same bool) *Run {
-	if !same {
+// requeueAnswered resumes a run that a crash left paused: recording an answer and queueing
+// the run again are two steps, and a node that dies (or a database that restarts) between
+// them leaves the answer stored and the thread paused with no run to go on. The same answer
+// sent again (the caller checked that it matches the stored one), at least answerSettle after
+// it was recorded,
+// to a thread still paused on that call with no run queued or going on, queues the run now;
+// nil otherwise, and the caller refuses the answer as any second answer is (a client that
+// answers twice at once, or right after its first answer, is told so as before).
+func (p *Platform) requeueAnswered(ctx context.Context, a Actor, threadID, agentName, callID string, answeredAt time.Time) *Run {
+	if stamp.Now(ctx).Sub(answeredAt) < answerSettle {
 		return nil
 	}
 	t, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, threadID)
@@ -262,46 +270,52 @@ func (p *Platform) requeueAnswered(ctx context.Context, a Actor, threadID, agent
 		st.Outcome.Pending == nil || st.Outcome.Pending.Call.ID != callID {
 		return nil
 	}
-	run, err := p.resume(ctx, a, threadID, agentName, "the answer is recorded, but ")
-	var pe *Error
-	switch {
-	case errors.As(err, &pe) && pe.Kind == RunQueued:
-		return &Run{ThreadID: threadID} // queued already: the first attempt got that far
-	case err != nil:
+	j, err := p.runs()
+	if err != nil {
 		return nil
 	}
-	return run
+	// Start, not Continue: a run queued or going on means nothing is stuck.
+	id, err := j.Start(ctx, jobs.RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: threadID, Agent: agentName})
+	if err != nil {
+		return nil
+	}
+	p.logger.WarnContext(ctx, "platform: a run left paused with its answer recorded is queued again", "thread", threadID, "call", callID)
+	return &Run{ThreadID: threadID, JobID: id}
 }
 
-// sameDecision reports whether in is the decision stored on its call.
-func (p *Platform) sameDecision(ctx context.Context, a Actor, threadID string, in NewDecision) bool {
+// answerSettle is how long after an answer was recorded the same answer again may resume a
+// run left paused: by then the first answer's own queueing has long happened, if it was to.
+const answerSettle = time.Second
+
+// sameDecision reports whether in is the decision stored on its call, and when that was made.
+func (p *Platform) sameDecision(ctx context.Context, a Actor, threadID string, in NewDecision) (bool, time.Time) {
 	ds, err := p.cfg.Store.Decisions(ctx, a.WorkspaceID, threadID)
 	if err != nil {
-		return false
+		return false, time.Time{}
 	}
 	for _, d := range ds {
 		if d.CallID == in.CallID {
-			return string(d.Action) == string(in.Action) && d.Message == in.Message && jsonEqual(d.Args, in.Args)
+			return string(d.Action) == string(in.Action) && d.Message == in.Message && jsonEqual(d.Args, in.Args), d.DecidedAt
 		}
 	}
-	return false
+	return false, time.Time{}
 }
 
 // sameResult reports whether in is the result stored for its call, among the thread's last
-// messages (a paused thread's result is among them).
-func (p *Platform) sameResult(ctx context.Context, a Actor, threadID string, in NewResult) bool {
+// messages (a paused thread's result is among them), and when it was stored.
+func (p *Platform) sameResult(ctx context.Context, a Actor, threadID string, in NewResult) (bool, time.Time) {
 	msgs, err := p.cfg.Store.Messages(ctx, a.WorkspaceID, threadID, store.Page{Limit: 100})
 	if err != nil {
-		return false
+		return false, time.Time{}
 	}
 	for _, m := range msgs {
 		if m.Role != store.RoleTool || m.ToolCallID != in.CallID || m.Result == nil {
 			continue
 		}
 		r := in.Result
-		return m.Result.Status == string(r.Status) && m.Result.Text == r.Text && m.Result.Error == r.Error && jsonEqual(m.Result.Value, r.Value)
+		return m.Result.Status == string(r.Status) && m.Result.Text == r.Text && m.Result.Error == r.Error && jsonEqual(m.Result.Value, r.Value), m.CreatedAt
 	}
-	return false
+	return false, time.Time{}
 }
 
 // jsonEqual reports whether two JSON values are equal as values (either may be empty: null).

@@ -171,6 +171,7 @@ type Server struct {
 	// sessionLimits and sessionTTL are the MCP sessions' caps and idle timeout, as leases.
 	sessionLimits store.LeaseLimits
 	sessionTTL    time.Duration
+	sessionIdle   string // the idle timeout as a refusal words it
 	// streams counts the open event streams, to cap them; they are held under node's lease.
 	streams streamSlots
 	node    *nodeLease
@@ -371,9 +372,9 @@ func (s *Server) sessionOptions() *mcp.HTTPOptions {
 	s.sessionLimits = store.LeaseLimits{Total: max(total, -1), PerWorkspace: max(perWorkspace, -1), PerOwner: max(perOwner, -1)}
 	switch idle := cmp.Or(cfg.SessionIdleTimeout, mcp.DefaultSessionIdleTimeout); {
 	case idle < 0:
-		s.sessionTTL = maxSessionTTL // never idle: as long as a lease may live
+		s.sessionTTL, s.sessionIdle = maxSessionTTL, "the server's shutdown" // never idle: as long as a lease may live
 	default:
-		s.sessionTTL = min(max(idle, time.Second), maxSessionTTL)
+		s.sessionTTL, s.sessionIdle = min(max(idle, store.MinLeaseTTL), maxSessionTTL), idle.String()
 	}
 	return &mcp.HTTPOptions{
 		MaxRequestBytes:     cfg.MaxRequestBytes,
@@ -389,7 +390,7 @@ func (s *Server) sessionOptions() *mcp.HTTPOptions {
 }
 
 // maxSessionTTL is the longest an MCP session lives unused: a lease's longest life.
-const maxSessionTTL = 30 * 24 * time.Hour
+const maxSessionTTL = store.MaxLeaseTTL
 
 // minWorkspaceShare is the least default share of a workspace in the server's sessions.
 const minWorkspaceShare = 64

@@ -86,10 +86,16 @@ func CheckLease(l *Lease, ttl time.Duration) error {
 	return CheckLeaseTTL(ttl)
 }
 
-// CheckLeaseTTL reports a time to live outside 1 s to 30 days, wrapping ErrInvalid.
+// MinLeaseTTL and MaxLeaseTTL bound a lease's time to live.
+const (
+	MinLeaseTTL = 100 * time.Millisecond
+	MaxLeaseTTL = 30 * 24 * time.Hour
+)
+
+// CheckLeaseTTL reports a time to live outside MinLeaseTTL to MaxLeaseTTL, wrapping ErrInvalid.
 func CheckLeaseTTL(ttl time.Duration) error {
-	if ttl < time.Second || ttl > 30*24*time.Hour {
-		return fmt.Errorf("a lease lives 1s to 720h, not %s: %w", ttl, ErrInvalid)
+	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
+		return fmt.Errorf("a lease lives %s to %s, not %s: %w", MinLeaseTTL, MaxLeaseTTL, ttl, ErrInvalid)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/quiverhq/quiver/store/vars"
@@ -151,6 +152,7 @@ func (a *app) dispatch(ctx context.Context, args []string) (int, error) {
 	if c, rest := lookup(args); c != nil {
 		a.cmd = c.name
 		inv := newInvocation(c, rest)
+		inv.stderr = a.stderr
 		defer inv.close()
 		return c.run(a, ctx, inv)
 	}
@@ -180,6 +182,8 @@ type invocation struct {
 	store storeFlags // nil pointers unless the command takes them
 	args  []string
 	db    *opened
+	// stderr is told when a database is created rather than opened (a mistyped --db).
+	stderr io.Writer
 }
 
 func newInvocation(c *command, args []string) *invocation {
@@ -224,6 +228,9 @@ func (inv *invocation) open(ctx context.Context) (*opened, error) {
 		db, err := inv.store.open(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if db.Created && inv.stderr != nil {
+			fmt.Fprintf(inv.stderr, "quiver: created a new database at %s (there was none; give --db to use another)\n", db.SQLitePath)
 		}
 		inv.db = db
 	}

@@ -180,7 +180,11 @@ func (c *chaosAPI) runAgent(ctx context.Context, key string, limit time.Duration
 		run.err = err.Error()
 		return run
 	}
-	answered := map[string]bool{}
+	// A thread still paused on a call a while after its answer was accepted lost the answer's
+	// run (its node died between recording the answer and queueing the run): the same answer
+	// again resumes it, as docs/DEPLOY.md tells clients.
+	const resendAfter = 2 * time.Second
+	answered := map[string]time.Time{}
 	for {
 		var view chaosThreadView
 		status, b, err := c.retry(ctx, "GET", "/threads/"+th.ID, "")
@@ -199,14 +203,14 @@ func (c *chaosAPI) runAgent(ctx context.Context, key string, limit time.Duration
 			run.stream.catchUp(c)
 			return run
 		}
-		if p := view.State.Pending; view.Status == "idle" && view.State.Status == "paused" && p != nil && !answered[p.Call.ID] {
+		if p := view.State.Pending; view.Status == "idle" && view.State.Status == "paused" && p != nil && time.Since(answered[p.Call.ID]) > resendAfter {
 			statuses, err := c.answer(ctx, th.ID, p.Reason, p.Call.ID, p.Call.Args)
 			run.answers = append(run.answers, fmt.Sprintf("%s %s: %s", p.Reason, p.Call.ID, statuses))
 			if err != nil {
 				run.err = err.Error()
 				return run
 			}
-			answered[p.Call.ID] = true
+			answered[p.Call.ID] = time.Now()
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

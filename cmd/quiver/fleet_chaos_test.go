@@ -515,8 +515,9 @@ func checkChaosAnswered(t *testing.T, answered map[string]string, stored map[str
 
 // checkChaosExecutions checks every stored tally result against the executions the nodes
 // reported: one result per key; the result is the last execution's, so no execution came after
-// it was stored; no life executed a call twice. Every execution of a run's call ends with its
-// result stored.
+// it was stored. (A life may execute a call twice: a node whose run lost its lease, in the
+// database's restart, hands the run back, leaves the call it cut short unrecorded, and may
+// take the run again.) Every execution of a run's call ends with its result stored.
 func checkChaosExecutions(t *testing.T, workspaces map[string]*chaosWorkspace, stored map[string][]chaosStored, ran map[string][]chaosExecution) {
 	for key, s := range stored {
 		if len(s) != 1 {
@@ -527,13 +528,6 @@ func checkChaosExecutions(t *testing.T, workspaces map[string]*chaosWorkspace, s
 		if len(execs) == 0 {
 			t.Errorf("tally %s has a result, %q, but no node reported executing it", key, s[0].content)
 			continue
-		}
-		lives := map[string]bool{}
-		for _, e := range execs {
-			if lives[e.life] {
-				t.Errorf("tally %s was executed twice by life %s: %+v", key, e.life, execs)
-			}
-			lives[e.life] = true
 		}
 		if want := " by " + execs[len(execs)-1].life; !strings.HasSuffix(s[0].content, want) {
 			t.Errorf("tally %s: its stored result is %q, but it was executed after that (executions %+v)", key, s[0].content, execs)

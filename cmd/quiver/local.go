@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -46,6 +47,8 @@ type opened struct {
 	// it is PostgreSQL.
 	SQLitePath string
 	DSN        string
+	// Created says that the SQLite file did not exist and was made.
+	Created bool
 }
 
 // open opens (creating when needed) the database the flags name, applies its migrations and
@@ -84,6 +87,9 @@ func (f storeFlags) open(ctx context.Context) (*opened, error) {
 			return nil, fmt.Errorf("creating the data directory: %w", err)
 		}
 		o.Where, o.SQLitePath = path, path
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			o.Created = true
+		}
 		st, err := sqlite.Open(path)
 		if err != nil {
 			return nil, err

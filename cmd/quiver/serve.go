@@ -280,6 +280,13 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
+	if db.SQLitePath != "" {
+		release, err := lockServing(db.SQLitePath)
+		if err != nil {
+			return exitError, err
+		}
+		defer release()
+	}
 	cfg.Addr = r.addr
 	cfg.MaxRequestBytes, cfg.MaxResultBytes = r.maxBody, r.maxResult
 	cfg.PublicURL = cmp.Or(r.publicURL, os.Getenv(publicURLEnv))
