@@ -87,6 +87,9 @@ type Relay interface {
 // errNotOwner refuses a request of a session to another owner than the session's.
 var errNotOwner = errors.New("mcp: the session is another owner's")
 
+// maxInitializeParams bounds the client's initialize, which a session keeps in the store.
+const maxInitializeParams = 32 << 10
+
 // maxSessionID bounds the session ids looked up in the store; the server's are 31 bytes.
 const maxSessionID = 200
 
@@ -195,9 +198,15 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 // open serves an initialize without a session id: the session is stored within its caps
 // first, then opened here under the shared id.
 func (ss *sharedSessions) open(d *httpDoor, w http.ResponseWriter, r *http.Request, body []byte, rpcID json.RawMessage) {
+	params := initializeParams(body)
+	if len(params) > maxInitializeParams {
+		writeRPCError(w, http.StatusBadRequest, rpcID, jsonrpc.CodeInvalidParams,
+			fmt.Sprintf("initialize: its params are %d bytes, over the %d a session keeps", len(params), maxInitializeParams))
+		return
+	}
 	id := "mcps_" + rand.Text()
 	owner := d.o.Owner(r)
-	err := ss.store.OpenSession(r.Context(), &SharedSession{ID: id, Owner: owner, Initialize: initializeParams(body)})
+	err := ss.store.OpenSession(r.Context(), &SharedSession{ID: id, Owner: owner, Initialize: params})
 	if err != nil {
 		var le *SessionLimitError
 		if !errors.As(err, &le) {

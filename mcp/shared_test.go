@@ -122,6 +122,12 @@ func TestSharedSessions(t *testing.T) {
 		t.Fatalf("a second session for alice: %d %q, want 429 with the store's words and Retry-After", got.status, got.body)
 	}
 
+	huge := `{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"x":"` +
+		strings.Repeat("a", 40<<10) + `"},"clientInfo":{"name":"t","version":"1"}}}`
+	if got := post(t, http.DefaultClient, nodes[0], http.Header{"X-Owner": {"carol"}}, huge); got.status != http.StatusBadRequest || !strings.Contains(got.body, "over the 32768") {
+		t.Fatalf("an initialize of 40 KB: %d %q, want 400 saying the limit", got.status, got.body)
+	}
+
 	req, _ := http.NewRequest(http.MethodDelete, nodes[1], nil)
 	req.Header = withSession(alice)
 	resp, err := http.DefaultClient.Do(req)
