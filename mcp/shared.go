@@ -158,8 +158,24 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 			return
 		}
 		if ss.relay != nil && onlyResponses(body) {
-			// An answer to what a node asked the client: that node may be any.
-			if c := ss.held(id, owner); c != nil {
+			// An answer to what a node asked the client: that node may be any. Only the
+			// session's owner may answer in it (an answer can approve a call).
+			c := ss.held(id, owner)
+			if c == nil {
+				s, err := ss.store.ResumeSession(r.Context(), id)
+				switch {
+				case errors.Is(err, ErrNoSession):
+					writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it was closed or expired")
+					return
+				case err != nil:
+					ss.logger.Error("mcp: reading a shared session", "session", id, "err", err)
+					writeRPCError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the server could not read this session: try again shortly")
+					return
+				case s.Owner != owner:
+					writeRPCError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "this MCP session was opened by another owner (another API key)")
+					return
+				}
+			} else {
 				ss.deliver(r.Context(), c, body)
 			}
 			if err := ss.relay.Publish(r.Context(), id, body); err != nil {

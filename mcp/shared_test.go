@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -167,5 +168,59 @@ func TestSharedSessionsWithTheSDKClient(t *testing.T) {
 	}
 	if !strings.HasPrefix(cs.ID(), "mcps_") {
 		t.Fatalf("the client's session id is %q, want the shared one", cs.ID())
+	}
+}
+
+// memRelay hands what one handler publishes to the others' subscribers, and counts it.
+type memRelay struct {
+	mu        sync.Mutex
+	subs      []func(string, []byte)
+	published int
+}
+
+func (m *memRelay) Publish(_ context.Context, id string, body []byte) error {
+	m.mu.Lock()
+	m.published++
+	subs := slices.Clone(m.subs)
+	m.mu.Unlock()
+	for _, fn := range subs {
+		fn(id, body)
+	}
+	return nil
+}
+
+func (m *memRelay) Subscribe(fn func(string, []byte)) func() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.subs = append(m.subs, fn)
+	return func() {}
+}
+
+// Only a session's owner may send answers into it: answers can approve calls, and they are
+// relayed to every node. Another owner's, and an unknown session's, are refused and not
+// relayed; the owner's are.
+func TestSharedSessionAnswersComeFromTheOwnerOnly(t *testing.T) {
+	m := &sessionMap{open: map[string]*qmcp.SharedSession{}, perOwner: 5}
+	relay := &memRelay{}
+	owner := func(r *http.Request) string { return r.Header.Get("X-Owner") }
+	_, node := serveHTTP(t, &qmcp.HTTPOptions{Sessions: m, Relay: relay, Owner: owner})
+	m.open["mcps_alice"] = &qmcp.SharedSession{ID: "mcps_alice", Owner: "alice",
+		Initialize: []byte(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}`)}
+	answer := `{"jsonrpc":"2.0","id":1,"result":{"action":"accept"}}`
+	for _, c := range []struct {
+		who, session string
+		status       int
+	}{
+		{"bob", "mcps_alice", http.StatusForbidden},
+		{"bob", "mcps_nobody", http.StatusNotFound},
+		{"alice", "mcps_alice", http.StatusAccepted},
+	} {
+		h := http.Header{"X-Owner": {c.who}, "Mcp-Session-Id": {c.session}, "Mcp-Protocol-Version": {"2025-11-25"}}
+		if got := post(t, http.DefaultClient, node, h, answer); got.status != c.status {
+			t.Errorf("%s answering in %s: %d %q, want %d", c.who, c.session, got.status, got.body, c.status)
+		}
+	}
+	if relay.published != 1 {
+		t.Fatalf("%d answers relayed, want the owner's one", relay.published)
 	}
 }
