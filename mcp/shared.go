@@ -141,7 +141,7 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 	if r.Method == http.MethodDelete {
 		switch err := ss.close(r.Context(), id, owner); {
 		case errors.Is(err, errNotOwner):
-			writeRPCError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "this MCP session was opened by another owner (another API key)")
+			refuseOtherOwner(w)
 		case errors.Is(err, ErrNoSession):
 			writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it was closed or expired")
 		case err != nil:
@@ -158,30 +158,7 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 			return
 		}
 		if ss.relay != nil && onlyResponses(body) {
-			// An answer to what a node asked the client: that node may be any. Only the
-			// session's owner may answer in it (an answer can approve a call).
-			c := ss.held(id, owner)
-			if c == nil {
-				s, err := ss.store.ResumeSession(r.Context(), id)
-				switch {
-				case errors.Is(err, ErrNoSession):
-					writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it was closed or expired")
-					return
-				case err != nil:
-					ss.logger.Error("mcp: reading a shared session", "session", id, "err", err)
-					writeRPCError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the server could not read this session: try again shortly")
-					return
-				case s.Owner != owner:
-					writeRPCError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "this MCP session was opened by another owner (another API key)")
-					return
-				}
-			} else {
-				ss.deliver(r.Context(), c, body)
-			}
-			if err := ss.relay.Publish(r.Context(), id, body); err != nil {
-				ss.logger.Warn("mcp: relaying a client's answer to the other nodes", "session", id, "err", err)
-			}
-			w.WriteHeader(http.StatusAccepted)
+			ss.relayAnswers(w, r, id, owner, body)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -189,8 +166,7 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 	c, err := ss.copyOf(r, id, owner)
 	if err != nil {
 		if errors.Is(err, errNotOwner) {
-			// A session id is not a credential: another owner (another API key) may not act in it.
-			writeRPCError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "this MCP session was opened by another owner (another API key)")
+			refuseOtherOwner(w)
 			return
 		}
 		if errors.Is(err, ErrNoSession) {
@@ -209,6 +185,33 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	ss.h.ServeHTTP(sw, r)
+}
+
+// relayAnswers serves a POST of JSON-RPC responses (a client's answers to what a node asked
+// it) to session id: the node that asked may be any, so they are delivered here and relayed to
+// the others. Only the session's owner may answer in it: an answer can approve a call.
+func (ss *sharedSessions) relayAnswers(w http.ResponseWriter, r *http.Request, id, owner string, body []byte) {
+	if c := ss.held(id, owner); c != nil {
+		ss.deliver(r.Context(), c, body)
+	} else {
+		s, err := ss.store.ResumeSession(r.Context(), id)
+		switch {
+		case errors.Is(err, ErrNoSession):
+			writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it was closed or expired")
+			return
+		case err != nil:
+			ss.logger.Error("mcp: reading a shared session", "session", id, "err", err)
+			writeRPCError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the server could not read this session: try again shortly")
+			return
+		case s.Owner != owner:
+			refuseOtherOwner(w)
+			return
+		}
+	}
+	if err := ss.relay.Publish(r.Context(), id, body); err != nil {
+		ss.logger.Warn("mcp: relaying a client's answer to the other nodes", "session", id, "err", err)
+	}
+	w.WriteHeader(http.StatusAccepted)
 }
 
 // open serves an initialize without a session id: the session is stored within its caps
@@ -567,4 +570,10 @@ func messages(body []byte) ([]json.RawMessage, bool) {
 		return raw, true
 	}
 	return []json.RawMessage{trimmed}, len(trimmed) > 0
+}
+
+// refuseOtherOwner answers a request of a session from another owner than the session's: a
+// session id is not a credential, and another owner (another API key) may not act in it.
+func refuseOtherOwner(w http.ResponseWriter) {
+	writeRPCError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "this MCP session was opened by another owner (another API key)")
 }
