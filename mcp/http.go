@@ -444,28 +444,42 @@ func (l *sessionLimiter) acquire(owner string) (*sessionSlot, *refusal) {
 func (l *sessionLimiter) refusal(owner, who string) *refusal {
 	switch {
 	case l.max >= 0 && l.total >= l.max:
-		where := who + " has"
+		where := who
 		if l.pool != nil {
-			where = "this workspace has" // a share of the pool
+			where = "this workspace" // a share of the pool
 		}
-		return &refusal{http.StatusServiceUnavailable, fmt.Sprintf(
-			"too many MCP sessions: %s %d open, its limit; close the sessions you no longer use "+
-				"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request",
-			where, l.total, l.idleText()), "MaxSessions"}
+		return &refusal{http.StatusServiceUnavailable, sessionLimitText(where+" has %d open, its limit", l.total, l.idleText()), "MaxSessions"}
 	case l.perOwner >= 0 && l.owners[owner] >= l.perOwner:
-		return &refusal{http.StatusTooManyRequests, fmt.Sprintf(
-			"too many MCP sessions: %s has %d open, the limit per client; close the sessions you no longer use "+
-				"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request",
-			truncate(owner, 100), l.owners[owner], l.idleText()), "MaxSessionsPerOwner"}
+		return &refusal{http.StatusTooManyRequests, sessionLimitText(perClient(owner), l.owners[owner], l.idleText()), "MaxSessionsPerOwner"}
 	}
 	return nil
 }
 
+// perClient is how a refusal names an owner's cap.
+func perClient(owner string) string {
+	return truncate(owner, 100) + " has %d open, the limit per client"
+}
+
+// sessionLimitText is the words of a refused session: which cap (what, with a %d for the
+// sessions open), and what to do.
+func sessionLimitText(what string, open int, idle string) string {
+	return fmt.Sprintf("too many MCP sessions: "+what+"; close the sessions you no longer use "+
+		"(HTTP DELETE with their Mcp-Session-Id) or retry later: "+idle, open)
+}
+
 func (l *sessionLimiter) idleText() string {
 	if l.idle <= 0 {
-		return "the server's shutdown" // no idle timeout
+		return "a session closes at the server's shutdown" // no idle timeout
 	}
-	return l.idle.String()
+	return idleText(l.idle)
+}
+
+// idleText says when a session closes by itself, for a refusal.
+func idleText(idle time.Duration) string {
+	if idle <= 0 {
+		return "sessions here do not close by themselves"
+	}
+	return fmt.Sprintf("a session closes after %s without a request", idle)
 }
 
 // add counts a session whose place was given back too early (see sessionSlot.bind); it may

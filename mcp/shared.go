@@ -66,13 +66,16 @@ var ErrNoSession = errors.New("mcp: no such session")
 
 // SessionLimitError is a session refused by a SessionStore's caps.
 type SessionLimitError struct {
-	// PerOwner: the owner's cap was reached (HTTP 429); otherwise the server's (HTTP 503).
-	PerOwner bool
-	// Message says which cap, for the client.
-	Message string
+	// Cap is the cap reached: "total" (the server's), "workspace" (the workspace's share;
+	// both HTTP 503) or "owner" (the owner's, HTTP 429).
+	Cap string
+	// Open is the number of sessions the cap counts.
+	Open int
 }
 
-func (e *SessionLimitError) Error() string { return e.Message }
+func (e *SessionLimitError) Error() string {
+	return fmt.Sprintf("mcp: %d sessions open, the %s cap", e.Open, e.Cap)
+}
 
 // Relay carries clients' answers to server requests between the nodes that serve the same
 // sessions (see [HTTPOptions.Relay]).
@@ -236,11 +239,12 @@ func (ss *sharedSessions) open(d *httpDoor, w http.ResponseWriter, r *http.Reque
 		if secs := int(math.Ceil(ss.idle.Seconds())); secs > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 		}
-		status := http.StatusServiceUnavailable
-		if le.PerOwner {
-			status = http.StatusTooManyRequests
+		status, what := http.StatusServiceUnavailable, map[string]string{"total": "the server has %d open, its limit",
+			"workspace": "this workspace has %d open, its limit"}[le.Cap]
+		if le.Cap == "owner" {
+			status, what = http.StatusTooManyRequests, perClient(owner)
 		}
-		writeRPCError(w, status, rpcID, CodeTooManySessions, le.Message)
+		writeRPCError(w, status, rpcID, CodeTooManySessions, sessionLimitText(what, le.Open, idleText(ss.idle)))
 		return
 	}
 	c := &sessionCopy{ready: make(chan struct{}), owner: owner}

@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,7 +33,7 @@ func (m *sessionMap) OpenSession(_ context.Context, s *qmcp.SharedSession) error
 		}
 	}
 	if n >= m.perOwner {
-		return &qmcp.SessionLimitError{PerOwner: true, Message: fmt.Sprintf("%s has %d sessions open", s.Owner, n)}
+		return &qmcp.SessionLimitError{Cap: "owner", Open: n}
 	}
 	m.open[s.ID] = s
 	return nil
@@ -119,9 +118,22 @@ func TestSharedSessions(t *testing.T) {
 		t.Fatalf("alice's session with bob's requests: %d %q, want 403", got.status, got.body)
 	}
 	if got := post(t, http.DefaultClient, nodes[1], alice, init); got.status != http.StatusTooManyRequests ||
-		!strings.Contains(got.body, "-32030") || !strings.Contains(got.body, "alice has 1 sessions open") || got.header.Get("Retry-After") == "" {
+		!strings.Contains(got.body, "-32030") || !strings.Contains(got.body, "alice has 1 open, the limit per client") || got.header.Get("Retry-After") == "" {
 		t.Fatalf("a second session for alice: %d %q, want 429 with the store's words and Retry-After", got.status, got.body)
 	}
+
+	long := http.Header{"X-Owner": {"alice"}, "Mcp-Session-Id": {"mcps_" + strings.Repeat("x", 300)}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	m.mu.Lock()
+	resumedBefore := m.resumed
+	m.mu.Unlock()
+	if got := post(t, http.DefaultClient, nodes[0], long, list); got.status != http.StatusNotFound || !strings.Contains(got.body, "at most 200 bytes") {
+		t.Fatalf("a session id of 305 bytes: %d %q, want 404 saying the limit", got.status, got.body)
+	}
+	m.mu.Lock()
+	if m.resumed != resumedBefore {
+		t.Error("a session id over the limit was looked up in the store")
+	}
+	m.mu.Unlock()
 
 	huge := `{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"x":"` +
 		strings.Repeat("a", 40<<10) + `"},"clientInfo":{"name":"t","version":"1"}}}`

@@ -26,7 +26,6 @@ type sessionLeases struct {
 	leases      store.Leases
 	workspaceID string
 	ttl         time.Duration
-	idle        string // the idle timeout, as clients are told it
 	limits      store.LeaseLimits
 }
 
@@ -50,17 +49,9 @@ func (s *sessionLeases) OpenSession(ctx context.Context, ms *mcp.SharedSession) 
 	err = s.leases.AcquireLease(ctx, l, s.ttl, s.limits)
 	var le *store.LeaseLimitError
 	if errors.As(err, &le) {
-		return &mcp.SessionLimitError{PerOwner: le.Cap == "owner", Message: sessionLimitMessage(le, ms.Owner, s.idle)}
+		return &mcp.SessionLimitError{Cap: le.Cap, Open: le.Live}
 	}
 	return err
-}
-
-// sessionLimitMessage tells a client which cap refused its session, and what to do.
-func sessionLimitMessage(le *store.LeaseLimitError, owner, idle string) string {
-	who := map[string]string{"total": "the server has %d open, its limit", "workspace": "this workspace has %d open, its limit",
-		"owner": truncate(owner, 100) + " has %d open, the limit per client"}[le.Cap]
-	return fmt.Sprintf("too many MCP sessions: "+who+"; close the sessions you no longer use "+
-		"(HTTP DELETE with their Mcp-Session-Id) or retry later: a session closes after %s without a request", le.Live, idle)
 }
 
 // ResumeSession returns the open session and keeps it for another idle timeout.

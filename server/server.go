@@ -171,7 +171,6 @@ type Server struct {
 	// sessionLimits and sessionTTL are the MCP sessions' caps and idle timeout, as leases.
 	sessionLimits store.LeaseLimits
 	sessionTTL    time.Duration
-	sessionIdle   string // the idle timeout as a refusal words it
 	// streams counts the open event streams, to cap them; they are held under node's lease.
 	streams streamSlots
 	node    *nodeLease
@@ -372,9 +371,9 @@ func (s *Server) sessionOptions() *mcp.HTTPOptions {
 	s.sessionLimits = store.LeaseLimits{Total: max(total, -1), PerWorkspace: max(perWorkspace, -1), PerOwner: max(perOwner, -1)}
 	switch idle := cmp.Or(cfg.SessionIdleTimeout, mcp.DefaultSessionIdleTimeout); {
 	case idle < 0:
-		s.sessionTTL, s.sessionIdle = maxSessionTTL, "the server's shutdown" // never idle: as long as a lease may live
+		s.sessionTTL = maxSessionTTL // never idle: as long as a lease may live
 	default:
-		s.sessionTTL, s.sessionIdle = min(max(idle, store.MinLeaseTTL), maxSessionTTL), idle.String()
+		s.sessionTTL = min(max(idle, store.MinLeaseTTL), maxSessionTTL)
 	}
 	return &mcp.HTTPOptions{
 		MaxRequestBytes:     cfg.MaxRequestBytes,

@@ -88,7 +88,7 @@ func (s *Server) newTenant(ws *platform.Workspace) *tenant {
 		s.cfg.SetupMCP(t.mcp)
 	}
 	httpOpts := *s.mcpOptions
-	t.sessions = &sessionLeases{leases: s.cfg.Store, workspaceID: workspaceID, ttl: s.sessionTTL, idle: s.sessionIdle, limits: s.sessionLimits}
+	t.sessions = &sessionLeases{leases: s.cfg.Store, workspaceID: workspaceID, ttl: s.sessionTTL, limits: s.sessionLimits}
 	httpOpts.Sessions = t.sessions
 	if j := s.p.Jobs(); j != nil {
 		httpOpts.Relay = answersRelay{jobs: j, topic: "mcp-answers:" + workspaceID}
