@@ -65,6 +65,9 @@ type relay struct {
 	next  int
 	subs  map[int]func(agent.Event)
 	notes map[int]noteSub
+
+	listening chan struct{} // closed once the relay first listens
+	listened  sync.Once
 }
 
 // noteSub is a subscriber to the notes of one topic.
@@ -82,15 +85,26 @@ func startRelay(ctx context.Context, pool *pgxpool.Pool, r *agent.Runner, logger
 	}
 	sum := sha256.Sum256([]byte(schema))
 	rl = &relay{pool: pool, channel: relayChannel + hex.EncodeToString(sum[:8]), node: ids.Random(8), logger: logger,
-		out: make(chan relayed, relayQueue), subs: map[int]func(agent.Event){}, notes: map[int]noteSub{}}
+		out: make(chan relayed, relayQueue), subs: map[int]func(agent.Event){}, notes: map[int]noteSub{}, listening: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	unsubscribe := r.Subscribe(rl.enqueue)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); rl.publish(ctx) }()
 	go func() { defer wg.Done(); rl.listen(ctx) }()
+	// What other nodes publish before this one listens is lost to it (an MCP client's answer
+	// to what this node asked, say): start serving once listening, or after a bound.
+	select {
+	case <-rl.listening:
+	case <-time.After(listenWait):
+		logger.Warn("jobs: the run events relay is not listening yet; starting without it", "waited", listenWait)
+	case <-ctx.Done():
+	}
 	return rl, func() { unsubscribe(); cancel(); wg.Wait() }, nil
 }
+
+// listenWait bounds how long a node waits at its start for the relay to listen.
+const listenWait = 5 * time.Second
 
 // enqueue hands a local event to the publisher without waiting: the runner calls it inline.
 func (rl *relay) enqueue(e agent.Event) {
@@ -181,6 +195,7 @@ func (rl *relay) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{rl.channel}.Sanitize()); err != nil {
 		return err
 	}
+	rl.listened.Do(func() { close(rl.listening) })
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

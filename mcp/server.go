@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -454,6 +455,10 @@ func (r *reporter) Log(ctx context.Context, level quiver.LogLevel, msg string) {
 	_ = r.session.Log(ctx, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(level), Logger: r.tool, Data: msg})
 }
 
+// ElicitationTimeout bounds how long [Confirm] waits for the client's user to answer; the call
+// is refused then, saying so.
+const ElicitationTimeout = 10 * time.Minute
+
 // Confirm returns a [quiver.Confirmer] for dispatchers that serve MCP clients: a call that came
 // over MCP and needs confirmation is put to the client's user through elicitation. Accepting
 // runs it; declining or cancelling denies it (an error result saying so). A client that does
@@ -479,7 +484,10 @@ func Confirm(fallback quiver.Confirmer) quiver.Confirmer {
 				"use a client that supports elicitation, or have the tool's confirmation requirement lifted", client)
 		}
 		msg := fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", call.Name, truncate(string(quiver.ArgsForHistory(call.Args)), 2000))
-		res, err := ss.Elicit(ctx, &sdk.ElicitParams{
+		// A lost answer must not hold the call (and its session) for ever.
+		ectx, cancel := context.WithTimeout(ctx, ElicitationTimeout)
+		defer cancel()
+		res, err := ss.Elicit(ectx, &sdk.ElicitParams{
 			Message:         msg,
 			RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}},
 		})

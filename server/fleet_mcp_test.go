@@ -46,6 +46,12 @@ func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connecting through the balancer: %v", err)
 	}
+	closed := false
+	defer func() {
+		if !closed {
+			session.Close() // its event stream would hold the balancer's Close
+		}
+	}()
 	const calls, guarded = 8, 4
 	for i := range calls {
 		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprint("call ", i)}})
@@ -85,6 +91,7 @@ func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
 	}
 
 	sessionID := session.ID()
+	closed = true
 	if err := session.Close(); err != nil {
 		t.Fatalf("closing the session: %v", err)
 	}
