@@ -168,6 +168,7 @@ func (c *Config) riverConfig(workers *river.Workers) *river.Config {
 		RescueStuckJobsAfter: c.RunTimeout + rescueMargin,
 		FetchCooldown:        fetchCooldown,
 		Logger:               c.Logger,
+		RetryPolicy:          runRetry{},
 	}
 	if c.pollInterval > 0 {
 		rc.FetchPollInterval, rc.FetchCooldown = c.pollInterval, c.pollInterval
@@ -180,6 +181,21 @@ func (c *Config) riverConfig(workers *river.Workers) *river.Config {
 	}
 	return rc
 }
+
+// runRetry is when a failed run is tried again. A run fails mostly for what passes in
+// seconds (its database restarting, a node that started a moment ago and has not loaded its
+// workspace's tools yet): River's default (attempt^4 seconds: 16 s, 81 s, 256 s...) left a run
+// stuck for minutes after two or three of those; here the wait grows from 1 s to at most 10 s.
+type runRetry struct{}
+
+// NextRetry implements river.ClientRetryPolicy.
+func (runRetry) NextRetry(job *rivertype.JobRow) time.Time {
+	wait := min(time.Duration(job.Attempt)*time.Second, runRetryMax)
+	return time.Now().Add(wait)
+}
+
+// runRetryMax is the longest wait before a failed run is tried again.
+const runRetryMax = 10 * time.Second
 
 // Jobs runs the background runs of one database. Its methods are safe for concurrent use.
 type Jobs struct {

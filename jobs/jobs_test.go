@@ -420,3 +420,17 @@ func TestContinue(t *testing.T) {
 	}
 	waitState(t, j, next, rivertype.JobStateCompleted)
 }
+
+// A failed run is tried again within seconds, the wait growing with its attempts up to 10 s,
+// not after River's default of attempt^4 seconds.
+func TestFailedRunsAreTriedAgainSoon(t *testing.T) {
+	for _, c := range []struct {
+		attempt int
+		want    time.Duration
+	}{{1, time.Second}, {3, 3 * time.Second}, {25, 10 * time.Second}} {
+		got := time.Until(runRetry{}.NextRetry(&rivertype.JobRow{Attempt: c.attempt}))
+		if got > c.want || got < c.want-time.Second {
+			t.Errorf("attempt %d: tried again in %v, want %v", c.attempt, got, c.want)
+		}
+	}
+}
