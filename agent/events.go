@@ -24,6 +24,9 @@ const (
 	EventChildStarted  EventType = "child_started"  // a child thread was spawned
 	EventChildFinished EventType = "child_finished" // a child's run ended and its result was returned or queued
 	EventHandoff       EventType = "handoff"        // the thread was handed to another agent (Text names it)
+	// An event of no run: a message was recorded on the thread as its run was queued
+	// (Runner.Announce).
+	EventMessage EventType = "message"
 )
 
 // ChildEvent describes the child of a child_started or child_finished event.
@@ -79,6 +82,12 @@ func (r *Runner) Subscribe(fn func(Event)) (unsubscribe func()) {
 		delete(e.subs, id)
 	}
 }
+
+// Announce tells the runner's subscribers of what happened to a thread outside a run (a
+// message recorded as a run was queued), as if a run had said it: a thread's event streams,
+// on this node and, through a fleet's relay, on the others, read the thread now rather than
+// at their next poll.
+func (r *Runner) Announce(e Event) { r.events.emit(e) }
 
 func (e *events) emit(ev Event) {
 	e.mu.RLock()

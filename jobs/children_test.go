@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/quiverhq/quiver/agent"
@@ -132,15 +131,7 @@ func TestRunnerTakesTheLease(t *testing.T) {
 		}
 		t.Run(b.name, func(t *testing.T) {
 			dsn := pgtest.DSN(t)
-			node := func() *advisoryLease {
-				p, err := pgxpool.New(context.Background(), dsn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(p.Close)
-				return &advisoryLease{p}
-			}
-			here, there := node(), node()
+			here, there := nodeLease(t, dsn, leaseWait), nodeLease(t, dsn, leaseWait)
 			_, reg := newTools(t)
 			cfg := config(b.st, reg, &stepModel{})
 			cfg.Runner.Lease = runnerLease{here}

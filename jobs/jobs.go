@@ -201,6 +201,10 @@ const runRetryMax = 10 * time.Second
 type Jobs struct {
 	client client
 	relay  *relay // the other nodes' run events; nil on SQLite, which one process serves
+	runner *agent.Runner
+	// threads is the threads' lease, which Start holds for a moment to record a run's
+	// message (see recordMessage).
+	threads lease
 }
 
 // client is the part of a river.Client Jobs uses: the client's type depends on its driver's.
@@ -231,7 +235,32 @@ func (j *Jobs) Start(ctx context.Context, args RunArgs) (int64, error) {
 	if res.UniqueSkippedAsDuplicate {
 		return res.Job.ID, fmt.Errorf("%w (job %d)", ErrRunQueued, res.Job.ID)
 	}
+	if args.MessageID != "" {
+		j.recordMessage(ctx, args)
+	}
 	return res.Job.ID, nil
+}
+
+// recordMessage appends a queued run's message at once, when no run holds the thread, so that
+// the thread's streams show it now and a reader of the thread finds it once Start returns,
+// instead of when a worker takes the job. The job carries the message too: when the thread
+// is held (a wake's run, a run in the foreground: a message appended in the middle of their
+// step would split a model's calls from their results), or the append fails, or this process
+// dies first, the job's worker appends it, under the lease, once; the same id makes the two
+// appends one.
+func (j *Jobs) recordMessage(ctx context.Context, args RunArgs) {
+	if j.threads == nil || j.runner == nil {
+		return
+	}
+	release, ok, err := j.threads.try(ctx, args.ThreadID)
+	if err != nil || !ok {
+		return
+	}
+	defer release()
+	err = j.runner.Store.Append(ctx, args.WorkspaceID, args.ThreadID, &store.Message{ID: args.MessageID, Role: store.RoleUser, Content: args.Message})
+	if err == nil {
+		j.runner.Announce(agent.Event{Type: agent.EventMessage, ThreadID: args.ThreadID})
+	}
 }
 
 // continueWait bounds how long Continue waits for a thread's run to finish.
@@ -327,10 +356,17 @@ type runWorker struct {
 
 // lease keeps two runs of a thread from working at once.
 type lease interface {
-	// acquire takes the thread's lease, false when another run holds it; release gives it
-	// back.
+	// acquire takes the thread's lease, false when another run holds it (after waiting up
+	// to leaseWait for it: Start holds a lease for a moment); release gives it back.
 	acquire(ctx context.Context, threadID string) (release func(), ok bool, err error)
+	// try takes the lease only if it is free now.
+	try(ctx context.Context, threadID string) (release func(), ok bool, err error)
 }
+
+// leaseWait is how long a run waits for a thread's lease held by another before it gives up
+// (and its job is snoozed): long enough for Start's hold of it (an append, a few
+// milliseconds), short against busyRetry.
+const leaseWait = 100 * time.Millisecond
 
 func (w *runWorker) Timeout(*river.Job[RunArgs]) time.Duration { return w.cfg.RunTimeout }
 

@@ -331,7 +331,7 @@ func TestBadRuns(t *testing.T) {
 // PostgreSQL (two pools stand for two nodes), where a node that dies gives it up with its
 // connection.
 func TestLease(t *testing.T) {
-	local := &localLease{held: map[string]bool{}}
+	local := newLocalLease()
 	type pair struct {
 		name string
 		a, b lease
@@ -340,23 +340,15 @@ func TestLease(t *testing.T) {
 	pairs := []pair{{name: "local", a: local, b: local}}
 	if os.Getenv(pgtest.EnvDSN) != "" || os.Getenv("CI") == "true" {
 		dsn := pgtest.DSN(t)
-		node := func() *pgxpool.Pool {
-			p, err := pgxpool.New(context.Background(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Close)
-			return p
-		}
-		first, second := node(), node()
+		first, second := nodeLease(t, dsn, leaseWait), nodeLease(t, dsn, leaseWait)
 		// A node that dies loses its connection: the server ends the session holding the lock.
 		die := func() {
-			if _, err := second.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_locks
+			if _, err := second.pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_locks
 				WHERE locktype = 'advisory' AND classid = $1 AND granted`, int64(leaseSpace)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		pairs = append(pairs, pair{"postgres", &advisoryLease{first}, &advisoryLease{second}, die})
+		pairs = append(pairs, pair{"postgres", first, second, die})
 	}
 	ctx := context.Background()
 	for _, p := range pairs {
@@ -398,6 +390,23 @@ func TestLease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeLease is the leases of a node of dsn's database, waiting up to wait for a held one: a
+// pool of its own, closed by the test.
+func nodeLease(t *testing.T, dsn string, wait time.Duration) *advisoryLease {
+	t.Helper()
+	p, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	l, err := newAdvisoryLease(context.Background(), p, 4, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.pool.Close)
+	return l
 }
 
 // Continue, while the thread's run still runs, waits for it to end and queues another run, so

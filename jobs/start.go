@@ -9,10 +9,12 @@ import (
 	"hash/fnv"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
@@ -52,7 +54,7 @@ func StartSQLite(ctx context.Context, path string, cfg Config) (*Jobs, error) {
 	// River runs operations side by side, which SQLite answers with SQLITE_BUSY: one
 	// connection makes them take turns (the driver's own advice).
 	db.SetMaxOpenConns(1)
-	j, _, err := start(ctx, localSQLite{riversqlite.New(db)}, &cfg, &localLease{held: map[string]bool{}}, true)
+	j, _, err := start(ctx, localSQLite{riversqlite.New(db)}, &cfg, newLocalLease(), true)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -95,13 +97,11 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 	if depth <= 0 {
 		depth = agent.DefaultMaxDepth
 	}
-	lc := pool.Config()
-	lc.MinConns, lc.MaxConns = 0, int32(cfg.Workers*(depth+1)+1)
-	leases, err := pgxpool.NewWithConfig(ctx, lc)
+	l, err := newAdvisoryLease(ctx, pool, int32(cfg.Workers*(depth+1)+1), leaseWait)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: a pool for the runs' leases: %w", err)
+		return nil, err
 	}
-	l := &advisoryLease{pool: leases}
+	leases := l.pool
 	var workerLease lease = l
 	if cfg.Runner.Lease == nil {
 		cfg.Runner.Lease = runnerLease{l}
@@ -141,6 +141,7 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 		return nil, err
 	}
 	j.relay = rl
+	j.threads = l // the workers' lease is the runner's (heldByRunner): Start takes the real one
 	j.client = closing{j.client, func() error { stopRelay(); stopWatch(); <-done; leases.Close(); return nil }}
 	return j, nil
 }
@@ -270,7 +271,7 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 	if reg := jobMetrics(drv); reg != nil {
 		cl = closing{c, reg.Unregister}
 	}
-	return &Jobs{client: cl}, c, nil
+	return &Jobs{client: cl, runner: cfg.Runner, threads: l}, c, nil
 }
 
 // jobStates are the states the job gauge reports: work waiting, being done, or to be tried
@@ -375,28 +376,73 @@ const cancelWait = 10 * time.Second
 
 // localLease is a thread's lease within this process.
 type localLease struct {
+	wait time.Duration // how long acquire waits for a held lease
 	mu   sync.Mutex
-	held map[string]bool
+	held map[string]chan struct{} // closed when the thread's lease is given back
 }
 
-func (l *localLease) acquire(_ context.Context, threadID string) (func(), bool, error) {
+func newLocalLease() *localLease {
+	return &localLease{wait: leaseWait, held: map[string]chan struct{}{}}
+}
+
+func (l *localLease) acquire(ctx context.Context, threadID string) (func(), bool, error) {
+	deadline := time.NewTimer(l.wait)
+	defer deadline.Stop()
+	for {
+		release, freed := l.take(threadID)
+		if release != nil {
+			return release, true, nil
+		}
+		select {
+		case <-freed:
+		case <-deadline.C:
+			return nil, false, nil
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+func (l *localLease) try(_ context.Context, threadID string) (func(), bool, error) {
+	release, _ := l.take(threadID)
+	return release, release != nil, nil
+}
+
+// take takes the thread's lease if it is free (release gives it back), or says when it is.
+func (l *localLease) take(threadID string) (release func(), freed <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.held[threadID] {
-		return nil, false, nil
+	if ch, ok := l.held[threadID]; ok {
+		return nil, ch
 	}
-	l.held[threadID] = true
+	ch := make(chan struct{})
+	l.held[threadID] = ch
 	return func() {
 		l.mu.Lock()
 		delete(l.held, threadID)
 		l.mu.Unlock()
-	}, true, nil
+		close(ch)
+	}, nil
 }
 
 // advisoryLease is a thread's lease across the processes of one PostgreSQL database: a
 // session advisory lock on the thread id's hash, held by a connection of its own for the run.
 // A process that dies loses its connection, and with it the lock.
 type advisoryLease struct{ pool *pgxpool.Pool }
+
+// newAdvisoryLease is the leases of pool's database, on a pool of their own of at most
+// maxConns connections (one per lease held), each of which waits at most wait for a lock
+// (lock_timeout), so that acquire does not wait forever.
+func newAdvisoryLease(ctx context.Context, pool *pgxpool.Pool, maxConns int32, wait time.Duration) (*advisoryLease, error) {
+	lc := pool.Config()
+	lc.MinConns, lc.MaxConns = 0, maxConns
+	lc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
+	leases, err := pgxpool.NewWithConfig(ctx, lc)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: a pool for the runs' leases: %w", err)
+	}
+	return &advisoryLease{pool: leases}, nil
+}
 
 // leaseSpace keeps Quiver's advisory locks apart from other users of the database (the
 // two-key form of pg_try_advisory_lock: this space, the thread's hash). Two threads whose ids
@@ -411,19 +457,35 @@ func leaseKey(threadID string) int32 {
 }
 
 func (l *advisoryLease) acquire(ctx context.Context, threadID string) (func(), bool, error) {
+	// The pool's connections wait at most leaseWait for a lock (newAdvisoryLease), and
+	// PostgreSQL ends the wait the moment the lock is given back.
+	return l.take(ctx, threadID, func(conn *pgxpool.Conn, key int32) (bool, error) {
+		_, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, int32(leaseSpace), key)
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+func (l *advisoryLease) try(ctx context.Context, threadID string) (func(), bool, error) {
+	return l.take(ctx, threadID, func(conn *pgxpool.Conn, key int32) (ok bool, err error) {
+		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(leaseSpace), key).Scan(&ok)
+		return ok, err
+	})
+}
+
+// take takes the thread's lease with lock on a connection that then holds it until released.
+func (l *advisoryLease) take(ctx context.Context, threadID string, lock func(*pgxpool.Conn, int32) (bool, error)) (func(), bool, error) {
 	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, err
 	}
 	key := leaseKey(threadID)
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(leaseSpace), key).Scan(&ok); err != nil {
+	ok, err := lock(conn, key)
+	if err != nil || !ok {
 		conn.Release()
 		return nil, false, err
-	}
-	if !ok {
-		conn.Release()
-		return nil, false, nil
 	}
 	return func() {
 		// Unlocked on the same connection, whatever the run's context did.
@@ -434,6 +496,9 @@ func (l *advisoryLease) acquire(ctx context.Context, threadID string) (func(), b
 		conn.Release()
 	}, true, nil
 }
+
+// lockNotAvailable is PostgreSQL's error code for a lock not taken within lock_timeout.
+const lockNotAvailable = "55P03"
 
 // runnerLease is the advisory lease as agent.Runner takes it.
 type runnerLease struct{ l *advisoryLease }
@@ -448,4 +513,8 @@ type heldByRunner struct{}
 
 func (heldByRunner) acquire(context.Context, string) (func(), bool, error) {
 	return func() {}, true, nil
+}
+
+func (h heldByRunner) try(ctx context.Context, threadID string) (func(), bool, error) {
+	return h.acquire(ctx, threadID)
 }
