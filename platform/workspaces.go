@@ -39,8 +39,10 @@ type Workspace struct {
 	checked atomic.Int64
 	stale   atomic.Bool
 	loaded  atomic.Bool // the stored tools were loaded once
-	mu      sync.Mutex  // one reload at a time
-	stamp   string
+	// failed is why the store could not be read at the last look, nil when it could.
+	failed atomic.Pointer[error]
+	mu     sync.Mutex // one reload at a time
+	stamp  string
 }
 
 // ID is the workspace's id.
@@ -81,9 +83,20 @@ func (p *Platform) Workspace(ctx context.Context, workspaceID string) *Workspace
 	return w
 }
 
-// registry is Workspace's registry, as agent.Runner.Registries asks for it.
+// registry is Workspace's registry, as agent.Runner.Registries asks for it: an error while
+// the workspace's stored tools have never been read (its store failing, as on a node started
+// during a database's restart), so that a run fails and is tried again rather than finding its
+// prompt's tools unknown, which would fail it for good.
 func (p *Platform) registry(ctx context.Context, workspaceID string) (*quiver.Registry, error) {
-	return p.Workspace(ctx, workspaceID).Registry(), nil
+	w := p.Workspace(ctx, workspaceID)
+	if !w.loaded.Load() {
+		cause := errors.New("not read yet")
+		if err := w.failed.Load(); err != nil {
+			cause = *err
+		}
+		return nil, fmt.Errorf("platform: the stored tools of workspace %s could not be read: %w", workspaceID, cause)
+	}
+	return w.Registry(), nil
 }
 
 // ToolsChanged makes the workspace's next use load its stored tools again, and loads them
@@ -117,20 +130,26 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 	ctx = context.WithoutCancel(ctx)
 	wasStale := w.stale.Swap(false)
 	stamp, err := ent.ToolsStamp(ctx, w.id)
+	var tools []*quiver.Tool
+	var broken error
+	if err == nil && (stamp != w.stamp || wasStale) {
+		tools, broken, err = loadStoredTools(ctx, ent, w.id, p.cfg.FunctionLimits)
+	}
 	if err != nil {
-		w.stale.Store(wasStale)
-		p.logger.ErrorContext(ctx, "platform: checking a workspace's stored tools", "workspace", w.id, "err", err)
+		w.stale.Store(wasStale || w.stamp != stamp)
+		w.failed.Store(&err)
+		p.logger.ErrorContext(ctx, "platform: reading a workspace's stored tools", "workspace", w.id, "err", err)
 		w.checked.Store(time.Now().UnixNano()) // ask again after recheck, not on every call
 		return
 	}
+	w.failed.Store(nil)
 	w.checked.Store(time.Now().UnixNano())
 	if stamp == w.stamp && !wasStale {
 		return
 	}
-	tools, err := loadStoredTools(ctx, ent, w.id, p.cfg.FunctionLimits)
-	if err != nil {
+	if broken != nil {
 		// The tools that load are served; the log names the ones that do not.
-		p.logger.WarnContext(ctx, "platform: some stored tools are not served", "workspace", w.id, "err", err)
+		p.logger.WarnContext(ctx, "platform: some stored tools are not served", "workspace", w.id, "err", broken)
 	}
 	if err := w.registry.Replace(tools...); err != nil {
 		p.logger.ErrorContext(ctx, "platform: serving a workspace's stored tools", "workspace", w.id, "err", err)
@@ -144,15 +163,16 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 
 // loadStoredTools builds the workspace's active stored tools: server tools run their function
 // version in the sandbox, client tools are offered with their schemas and run by the client.
-// A tool that cannot be built does not keep the others out: the error names each one.
-func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string, l jsfunc.Limits) ([]*quiver.Tool, error) {
-	var tools []*quiver.Tool
+// A tool that cannot be built does not keep the others out: broken names each one. err is
+// the store's failure to list them, which leaves no tools to serve: a part of them would
+// leave the rest unknown.
+func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string, l jsfunc.Limits) (tools []*quiver.Tool, broken, err error) {
 	var errs []error
 	f := store.ToolFilter{WorkspaceID: workspaceID, Limit: store.MaxListLimit}
 	for {
 		page, err := ent.ListTools(ctx, f)
 		if err != nil {
-			return tools, errors.Join(append(errs, err)...)
+			return nil, nil, err
 		}
 		for _, st := range page.Tools {
 			var t *quiver.Tool
@@ -168,7 +188,7 @@ func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string
 			tools = append(tools, t)
 		}
 		if page.NextCursor == "" {
-			return tools, errors.Join(errs...)
+			return tools, errors.Join(errs...), nil
 		}
 		f.Cursor = page.NextCursor
 	}
