@@ -301,6 +301,22 @@ func (j *Jobs) Continue(ctx context.Context, args RunArgs) (int64, error) {
 	}
 }
 
+// Watch queues a watch of a paused thread that is about to be answered (a decision, a
+// client's result), due after delay: recording the answer and queueing the run that acts on
+// it (Continue) are two steps, and a process that dies between them leaves the answer stored
+// and the thread paused with no run. Queued before the answer is recorded, the watch finds
+// such a thread and runs it; it does nothing when a run went on as it should (or the answer
+// was never recorded: the thread still waits).
+// It returns the watch's job id.
+func (j *Jobs) Watch(ctx context.Context, args RunArgs, delay time.Duration) (int64, error) {
+	res, err := j.client.Insert(ctx, WakeArgs{WorkspaceID: args.WorkspaceID, ThreadID: args.ThreadID, Agent: args.Agent,
+		Answered: true, Trace: traceOf(ctx)}, &river.InsertOpts{Queue: queue, ScheduledAt: time.Now().Add(delay)})
+	if err != nil {
+		return 0, fmt.Errorf("jobs: queueing the watch of thread %s: %w", args.ThreadID, err)
+	}
+	return res.Job.ID, nil
+}
+
 // State returns the state of a run's job: available, running, completed, retryable,
 // cancelled, discarded...
 func (j *Jobs) State(ctx context.Context, id int64) (rivertype.JobState, error) {
@@ -419,16 +435,10 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 		return err
 	}
 	if wake {
-		queued, err := th.Queued(ctx)
-		if err != nil {
+		idle, err := w.nothingToWake(ctx, th)
+		if err != nil || idle {
 			return err
 		}
-		if len(queued) == 0 && th.Info().Status != store.StatusRunning {
-			return nil // a run since the wake was asked for took them
-		}
-		// With the lease held, a thread still marked running is a run a crash cut short
-		// after it took the queue (this wake's own first try, killed mid-step): nothing else
-		// would finish it, since its messages are no longer queued.
 	}
 	ag, err := w.cfg.Agents(ctx, a.Agent)
 	if err != nil {
@@ -462,6 +472,19 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 	return nil
 }
 
+// nothingToWake says whether a wake finds nothing to do: no queued messages (a run since the
+// wake was asked for took them) and no run a crash cut short.
+func (w *runWorker) nothingToWake(ctx context.Context, th *thread.Thread) (bool, error) {
+	queued, err := th.Queued(ctx)
+	if err != nil {
+		return false, err
+	}
+	// With the lease held, a thread still marked running is a run a crash cut short after
+	// it took the queue (this wake's own first try, killed mid-step): nothing else would
+	// finish it, since its messages are no longer queued.
+	return len(queued) == 0 && th.Info().Status != store.StatusRunning, nil
+}
+
 // appendOnce appends the run's user message unless a try before this one did.
 func appendOnce(ctx context.Context, th *thread.Thread, id, text string) error {
 	err := th.Inject(ctx, &store.Message{ID: id, Role: store.RoleUser, Content: text})
@@ -481,6 +504,9 @@ type WakeArgs struct {
 	WorkspaceID string `json:"workspace_id"`
 	ThreadID    string `json:"thread_id"`
 	Agent       string `json:"agent"`
+	// Answered makes the wake a watch (Jobs.Watch): it also runs a thread paused on a call
+	// that has been answered since.
+	Answered bool `json:"answered,omitempty"`
 	// Trace: see RunArgs.
 	Trace map[string]string `json:"trace,omitempty"`
 }
@@ -500,7 +526,38 @@ func (w *wakeWorker) Timeout(*river.Job[WakeArgs]) time.Duration { return w.run.
 
 func (w *wakeWorker) Work(ctx context.Context, job *river.Job[WakeArgs]) error {
 	a := job.Args
-	return w.run.work(withTrace(ctx, a.Trace), RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: a.ThreadID, Agent: a.Agent}, job.JobRow, true)
+	ctx = withTrace(ctx, a.Trace)
+	if a.Answered {
+		return w.watch(ctx, a)
+	}
+	return w.run.work(ctx, RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: a.ThreadID, Agent: a.Agent}, job.JobRow, true)
+}
+
+// watch queues the run of a thread left paused on a call that has been answered (see
+// Jobs.Watch). It queues rather than runs: a run queued or going on is left to act, and
+// River's unique runs make the run queued here that one.
+func (w *wakeWorker) watch(ctx context.Context, a WakeArgs) error {
+	cfg := w.run.cfg
+	th, err := thread.Open(ctx, cfg.Runner.Store, a.WorkspaceID, a.ThreadID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	info := th.Info()
+	if st := agent.ReadState(&info); info.Status != store.StatusIdle || st.Outcome == nil || st.Outcome.Status != agent.RunPaused {
+		return nil
+	}
+	ag, err := cfg.Agents(ctx, a.Agent)
+	if err != nil {
+		return nil // the run that paused could not go on either
+	}
+	if waits, err := cfg.Runner.Waiting(ctx, th, ag); err != nil || waits != nil {
+		return err // still waiting: the answer was never recorded, or the run went on and waits again
+	}
+	cfg.Logger.Warn("jobs: a run left paused with its answer recorded is queued again", "thread", a.ThreadID, "agent", a.Agent)
+	return cfg.Runner.Background.Run(ctx, a.WorkspaceID, a.ThreadID, a.Agent)
 }
 
 // background is agent.Background on River: the runner's non-blocking children run as jobs, and

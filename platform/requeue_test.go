@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -101,5 +102,17 @@ func TestTheSameAnswerAgainResumesARunLeftPaused(t *testing.T) {
 	}
 	if done := waitOutcome(t, st, th.ID(), agent.RunFinished); done.Text != "Wiped." {
 		t.Errorf("the confirmed run ended with %q", done.Text)
+	}
+
+	// Every answer through the platform queues its watch first (jobs.Watch), which resumes a
+	// run left paused without the client: one for each of the answers sent here.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	var watches int
+	must(t, db.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE kind = 'quiver.wake'
+		AND json_extract(args, '$.answered') AND json_extract(args, '$.thread_id') = ?`, th.ID()).Scan(&watches))
+	if watches != 3 {
+		t.Errorf("%d watches of the thread after three decisions, want 3", watches)
 	}
 }

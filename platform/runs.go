@@ -185,6 +185,9 @@ func (p *Platform) Decide(ctx context.Context, a Actor, threadID string, in NewD
 			}
 		}
 	}
+	if err := p.watch(ctx, a, threadID, agentName(ag, in.Agent)); err != nil {
+		return nil, err
+	}
 	d := quiver.Decision{Action: in.Action, Args: in.Args, Message: in.Message}
 	switch err := p.runner.Decide(ctx, th, ag, in.CallID, d); {
 	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
@@ -218,6 +221,9 @@ func (p *Platform) SubmitResult(ctx context.Context, a Actor, threadID string, i
 	if res.Status == quiver.StatusError && res.Error == "" {
 		return nil, &Error{Kind: Invalid, Field: "error", Detail: "an error result says what went wrong", Message: "required when status is error"}
 	}
+	if err := p.watch(ctx, a, threadID, agentName(ag, in.Agent)); err != nil {
+		return nil, err
+	}
 	switch err := p.runner.SubmitResult(ctx, th, ag, in.CallID, &res); {
 	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict):
 		if same, at := p.sameResult(ctx, a, threadID, in); same {
@@ -248,6 +254,24 @@ func (p *Platform) resume(ctx context.Context, a Actor, threadID, agentName, rec
 	}
 	return &Run{ThreadID: threadID, JobID: id}, nil
 }
+
+// watch queues, before an answer is recorded, the watch that runs the thread answerWatch later
+// if the process dies before it queues the run that acts on the answer (jobs.Watch).
+func (p *Platform) watch(ctx context.Context, a Actor, threadID, agentName string) error {
+	j, err := p.runs()
+	if err != nil {
+		return err
+	}
+	if _, err := j.Watch(ctx, jobs.RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: threadID, Agent: agentName}, answerWatch); err != nil {
+		return storeError(err, "the answer", "")
+	}
+	return nil
+}
+
+// answerWatch is how long after an answer its watch looks for a run left paused: long after
+// the answer's own run was queued, as a rule (a watch that comes first queues that run
+// itself, which is as safe), and within the fleet's failover time.
+const answerWatch = 5 * time.Second
 
 // requeueAnswered resumes a run that a crash left paused: recording an answer and queueing
 // the run again are two steps, and a node that dies (or a database that restarts) between
