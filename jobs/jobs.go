@@ -256,7 +256,9 @@ func (j *Jobs) recordMessage(ctx context.Context, args RunArgs) {
 	if err != nil || !ok {
 		return
 	}
-	defer release()
+	// Given back after Start returns: on PostgreSQL that is a round trip its caller need not
+	// wait for (the job's worker, should it come first, waits for the lease).
+	defer func() { go release() }()
 	err = j.runner.Store.Append(ctx, args.WorkspaceID, args.ThreadID, &store.Message{ID: args.MessageID, Role: store.RoleUser, Content: args.Message})
 	if err == nil {
 		j.runner.Announce(agent.Event{Type: agent.EventMessage, ThreadID: args.ThreadID})
@@ -366,8 +368,9 @@ func (j *Jobs) Hear(topic string, fn func(key string, body []byte)) (unsubscribe
 // runWorker does the runs.
 type runWorker struct {
 	river.WorkerDefaults[RunArgs]
-	cfg   *Config
-	lease lease
+	cfg     *Config
+	lease   lease // taken for the run
+	threads lease // the threads' lease, when lease is the runner's (heldByRunner)
 }
 
 // lease keeps two runs of a thread from working at once.
@@ -448,7 +451,7 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 		return river.JobCancel(err)
 	}
 	if a.MessageID != "" {
-		if err := appendOnce(ctx, th, a.MessageID, a.Message); err != nil {
+		if err := w.appendMessage(ctx, th, a); err != nil {
 			return err
 		}
 	}
@@ -483,6 +486,23 @@ func (w *runWorker) nothingToWake(ctx context.Context, th *thread.Thread) (bool,
 	// it took the queue (this wake's own first try, killed mid-step): nothing else would
 	// finish it, since its messages are no longer queued.
 	return len(queued) == 0 && th.Info().Status != store.StatusRunning, nil
+}
+
+// appendMessage appends the run's user message, once, while no other run holds the thread: in
+// the middle of another's step, it would come between a model's calls and their results.
+// Where the runner takes the lease itself (the run has not yet), it is taken for the append.
+func (w *runWorker) appendMessage(ctx context.Context, th *thread.Thread, a RunArgs) error {
+	if _, runners := w.lease.(heldByRunner); runners {
+		release, ok, err := w.threads.acquire(ctx, a.ThreadID)
+		if err != nil {
+			return fmt.Errorf("jobs: taking the lease of thread %s: %w", a.ThreadID, err)
+		}
+		if !ok {
+			return river.JobSnooze(busyRetry)
+		}
+		defer release()
+	}
+	return appendOnce(ctx, th, a.MessageID, a.Message)
 }
 
 // appendOnce appends the run's user message unless a try before this one did.

@@ -54,7 +54,8 @@ func StartSQLite(ctx context.Context, path string, cfg Config) (*Jobs, error) {
 	// River runs operations side by side, which SQLite answers with SQLITE_BUSY: one
 	// connection makes them take turns (the driver's own advice).
 	db.SetMaxOpenConns(1)
-	j, _, err := start(ctx, localSQLite{riversqlite.New(db)}, &cfg, newLocalLease(), true)
+	l := newLocalLease()
+	j, _, err := start(ctx, localSQLite{riversqlite.New(db)}, &cfg, l, l, true)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -108,7 +109,7 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 		workerLease = heldByRunner{} // the runner takes it: taken here too, the run's own try would fail
 	}
 	drv := riverpgxv5.New(pool)
-	j, c, err := start(ctx, drv, &cfg, workerLease, false)
+	j, c, err := start(ctx, drv, &cfg, workerLease, l, false)
 	if err != nil {
 		leases.Close()
 		return nil, err
@@ -141,7 +142,6 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 		return nil, err
 	}
 	j.relay = rl
-	j.threads = l // the workers' lease is the runner's (heldByRunner): Start takes the real one
 	j.client = closing{j.client, func() error { stopRelay(); stopWatch(); <-done; leases.Close(); return nil }}
 	return j, nil
 }
@@ -233,7 +233,9 @@ func orphaned(ctx context.Context, conn *pgx.Conn, job *rivertype.JobRow, now ti
 	return err == nil
 }
 
-func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Config, l lease, orphansRun bool) (*Jobs, *river.Client[TTx], error) {
+// start starts River on drv for cfg's runs. The workers take workerLease for a run; threads is
+// the threads' lease itself, which is workerLease unless the runner takes it (heldByRunner).
+func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Config, workerLease, threads lease, orphansRun bool) (*Jobs, *river.Client[TTx], error) {
 	m, err := rivermigrate.New(drv, &rivermigrate.Config{Logger: cfg.Logger})
 	if err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
@@ -242,10 +244,10 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 		return nil, nil, fmt.Errorf("jobs: migrating River's tables: %w", err)
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &runWorker{cfg: cfg, lease: l}); err != nil {
+	if err := river.AddWorkerSafely(workers, &runWorker{cfg: cfg, lease: workerLease, threads: threads}); err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
-	if err := river.AddWorkerSafely(workers, &wakeWorker{run: &runWorker{cfg: cfg, lease: l}}); err != nil {
+	if err := river.AddWorkerSafely(workers, &wakeWorker{run: &runWorker{cfg: cfg, lease: workerLease, threads: threads}}); err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
 	if err := river.AddWorkerSafely(workers, &purgeWorker{cfg: cfg}); err != nil {
@@ -271,7 +273,7 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 	if reg := jobMetrics(drv); reg != nil {
 		cl = closing{c, reg.Unregister}
 	}
-	return &Jobs{client: cl, runner: cfg.Runner, threads: l}, c, nil
+	return &Jobs{client: cl, runner: cfg.Runner, threads: threads}, c, nil
 }
 
 // jobStates are the states the job gauge reports: work waiting, being done, or to be tried
