@@ -14,8 +14,8 @@ import (
 // DefaultMaxResultBytes is the result limit of a Dispatcher whose MaxResultBytes is zero.
 //
 // The limit bounds one result, all its parts together: text, error, stack, structured value,
-// problems, content and attachment data (base64, as carried), and 32 bytes for each item of a
-// list (content, problems, attachments). A tool's output reaches the caller, every hook, the
+// problems, content and attachment data (base64, as carried), metadata, and 32 bytes for each
+// item of a list (content, problems, attachments). A tool's output reaches the caller, every hook, the
 // store and a model's context, so one call that returns megabytes (an error message built in a
 // loop) would cost that much memory, database and tokens each time.
 // Over the limit, the limit is shared evenly among the parts (a part smaller than its share
@@ -27,7 +27,7 @@ import (
 //     by its beginning as text (a success whose tool declares an output schema becomes an
 //     error result, CodeResultTooLarge, since a success without its value would break the
 //     schema); the value of an error result, which only adds to the error, is left out;
-//   - binary content, resources and attachments are kept whole or left out;
+//   - binary content, resources, attachments and the metadata are kept whole or left out;
 //
 // and a note saying what was left out is added where the model reads the result.
 const DefaultMaxResultBytes = 1 << 20
@@ -54,7 +54,7 @@ func (d *Dispatcher) limitResult(next Handler) Handler {
 
 // resultSize is what the limit counts: the bytes of every part of r that a tool controls.
 func resultSize(r *Result) int {
-	n := len(r.Text) + len(r.Value) + len(r.Error) + len(r.Stack) + len(r.Code)
+	n := len(r.Text) + len(r.Value) + len(r.Error) + len(r.Stack) + len(r.Code) + len(r.Meta)
 	for i := range r.Problems {
 		n += problemSize(&r.Problems[i])
 	}
@@ -90,6 +90,7 @@ const (
 	partProblems
 	partContent
 	partAttachments
+	partMeta
 	numParts
 )
 
@@ -127,6 +128,13 @@ func capResult(r *Result, size, limit int, tool string, declared bool) *Result {
 		}
 		sizes = out.partSizes()
 	}
+	// Metadata is JSON too, and only for people and programs: over its share it goes whole,
+	// leaving its room to the parts the model reads.
+	if level := fairLevel(sizes, budget); len(out.Meta) > level {
+		lm.note("the metadata (%s bytes) was left out", commas(len(out.Meta)))
+		out.Meta = nil
+		sizes = out.partSizes()
+	}
 	level := fairLevel(sizes, budget)
 	out.Error = lm.cut(out.Error, level)
 	out.Text = lm.cut(out.Text, level)
@@ -147,6 +155,7 @@ func capResult(r *Result, size, limit int, tool string, declared bool) *Result {
 func (r *Result) partSizes() []int {
 	s := make([]int, numParts)
 	s[partError], s[partText], s[partStack], s[partValue] = len(r.Error), len(r.Text), len(r.Stack), len(r.Value)
+	s[partMeta] = len(r.Meta)
 	for i := range r.Problems {
 		s[partProblems] += problemSize(&r.Problems[i])
 	}

@@ -51,14 +51,16 @@ func limitTools(t testing.TB) *quiver.Registry {
 	for i := range problems {
 		problems[i] = schema.Problem{Pointer: fmt.Sprintf("/items/%06d", i), Message: "expected integer, got string"}
 	}
-	runCodeOutput, _ := json.Marshal(map[string]string{"status": "error", "error": "Error: " + hugeText, "stack": "at default (main.js:1)"})
+	runCodeMeta, _ := json.Marshal(map[string]any{"status": "error", "duration_ms": 1.5, "logs": []map[string]string{{"level": "log", "text": "before"}}})
+	hugeMeta, _ := json.Marshal(map[string]any{"duration_ms": 1.5, "logs": []map[string]string{{"level": "log", "text": hugeText}}})
 	return newRegistry(t,
 		quiver.Func("huge_error", "fails at length", func(context.Context, none) (string, error) { return "", errors.New(hugeText) }),
 		quiver.Func("huge_text", "talks at length", func(context.Context, none) (string, error) { return hugeText, nil }),
 		result("huge_stack", &quiver.Result{Status: quiver.StatusError, Error: "boom", Stack: hugeText}),
 		result("huge_error_and_stack", &quiver.Result{Status: quiver.StatusError, Error: hugeText[:3_000_000], Stack: strings.Repeat("s", 3_000_000)}),
 		result("run_code_like", &quiver.Result{Status: quiver.StatusError, Code: quiver.CodeToolError,
-			Error: "the code ended with status error: Error: " + hugeText, Value: runCodeOutput}),
+			Error: "the code ended with status error: Error: " + hugeText, Meta: runCodeMeta}),
+		result("huge_meta", &quiver.Result{Status: quiver.StatusSuccess, Text: "ran", Meta: hugeMeta}),
 		quiver.Func("many_parts", "returns 10,000 content items", func(context.Context, none) ([]quiver.Content, error) { return items, nil }),
 		quiver.Func("huge_value", "returns a large JSON document", func(context.Context, none) (json.RawMessage, error) {
 			return json.RawMessage(`{"rows":"` + hugeText + `"}`), nil
@@ -74,7 +76,7 @@ func limitTools(t testing.TB) *quiver.Registry {
 		result("big_image", &quiver.Result{Status: quiver.StatusSuccess, Content: []quiver.Content{
 			quiver.TextContent("the picture:"), {Type: quiver.ContentImage, Data: png(3 << 20), MimeType: "image/png"}}}),
 		result("many_problems", &quiver.Result{Status: quiver.StatusError, Code: quiver.CodeInvalidArguments, Error: "invalid items", Problems: problems}),
-		result("small", &quiver.Result{Status: quiver.StatusSuccess, Text: "fine", Value: json.RawMessage(`{"ok":true}`),
+		result("small", &quiver.Result{Status: quiver.StatusSuccess, Text: "fine", Value: json.RawMessage(`{"ok":true}`), Meta: json.RawMessage(`{"duration_ms":2}`),
 			Attachments: []quiver.Attachment{{Name: "small.png", MimeType: "image/png", Data: png(100)}}}),
 	)
 }
@@ -87,8 +89,9 @@ type limitCase struct {
 	cut map[string]int
 	// note is in the text the model reads (the stored message's content).
 	note []string
-	// value: the result keeps a structured value; attachments: how many it keeps.
-	value       bool
+	// value: the result keeps a structured value; meta: its metadata; attachments: how many
+	// it keeps.
+	value, meta bool
 	attachments int
 }
 
@@ -98,10 +101,12 @@ var limitCases = []limitCase{
 	{tool: "huge_stack", status: quiver.StatusError, code: quiver.CodeToolError, cut: map[string]int{"stack": huge}},
 	// Two large parts share the limit.
 	{tool: "huge_error_and_stack", status: quiver.StatusError, code: quiver.CodeToolError, cut: map[string]int{"error": 3_000_000, "stack": 3_000_000}},
-	// The error twice, as run_code returns it: the value only repeats it, and goes.
+	// A huge error, as run_code returns a huge throw: the error is cut, the small metadata kept.
 	{tool: "run_code_like", status: quiver.StatusError, code: quiver.CodeToolError,
-		cut:  map[string]int{"error": len("the code ended with status error: Error: ") + huge},
-		note: []string{"the structured value (5,000,0", "bytes) was left out"}},
+		cut: map[string]int{"error": len("the code ended with status error: Error: ") + huge}, meta: true},
+	// Metadata cannot be cut as JSON: over its share it goes, and the text stays.
+	{tool: "huge_meta", status: quiver.StatusSuccess,
+		note: []string{"the metadata (5,000,0", "bytes) was left out"}},
 	{tool: "many_parts", status: quiver.StatusSuccess, cut: map[string]int{"content": 1000},
 		note: []string{"of 10,000 content items (", "bytes) were left out"}},
 	{tool: "huge_value", status: quiver.StatusSuccess, cut: map[string]int{"text": huge + 11},
@@ -114,7 +119,7 @@ var limitCases = []limitCase{
 	{tool: "big_image", status: quiver.StatusSuccess, note: []string{"1 of 2 content items (", "bytes) were left out"}},
 	{tool: "many_problems", status: quiver.StatusError, code: quiver.CodeInvalidArguments, cut: map[string]int{"problem": 28},
 		note: []string{"of 200,000 problems were left out"}},
-	{tool: "small", status: quiver.StatusSuccess, value: true, attachments: 1},
+	{tool: "small", status: quiver.StatusSuccess, value: true, attachments: 1, meta: true},
 }
 
 // TestResultLimit reproduces issue 11: results of every shape, megabytes each, through a
@@ -263,6 +268,9 @@ func checkLimited(t *testing.T, tc limitCase, r *quiver.Result, msg *store.Messa
 	if (len(r.Value) > 0) != tc.value {
 		t.Errorf("value kept: %v, want %v", len(r.Value) > 0, tc.value)
 	}
+	if (len(r.Meta) > 0) != tc.meta {
+		t.Errorf("metadata kept: %v, want %v", len(r.Meta) > 0, tc.meta)
+	}
 	if len(r.Attachments) != tc.attachments {
 		t.Errorf("%d attachments kept, want %d", len(r.Attachments), tc.attachments)
 	}
@@ -333,7 +341,7 @@ func textParts(r *quiver.Result) map[string]string {
 
 // resultBytes counts the bytes of every part of r.
 func resultBytes(r *quiver.Result) int {
-	n := len(r.Text) + len(r.Value) + len(r.Error) + len(r.Stack) + len(r.Code)
+	n := len(r.Text) + len(r.Value) + len(r.Error) + len(r.Stack) + len(r.Code) + len(r.Meta)
 	for _, p := range r.Problems {
 		n += len(p.Pointer) + len(p.Message)
 	}
@@ -354,7 +362,12 @@ func sameResult(t *testing.T, a, b *quiver.Result) bool {
 			return false
 		}
 	}
-	x.Value, y.Value = nil, nil
+	if len(x.Meta) > 0 || len(y.Meta) > 0 {
+		if len(x.Meta) == 0 || len(y.Meta) == 0 || !jsonEqual(t, x.Meta, y.Meta) {
+			return false
+		}
+	}
+	x.Value, y.Value, x.Meta, y.Meta = nil, nil, nil, nil
 	return reflect.DeepEqual(x, y)
 }
 

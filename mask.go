@@ -413,7 +413,7 @@ func (w *maskWriter) flush() {
 
 // redact masks the call's secrets in everything r carries that could reach a model, a log or
 // a person: text, structured value, error, stack, problems, content and attachment
-// metadata, and the data of content and attachments.
+// metadata, the result's metadata, and the data of content and attachments.
 func redact(r *Result, m *masker) {
 	r.Text = m.Replace(r.Text)
 	r.Error = m.Replace(r.Error)
@@ -423,6 +423,9 @@ func redact(r *Result, m *masker) {
 	}
 	if len(r.Value) > 0 {
 		r.Value = redactJSON(r.Value, m)
+	}
+	if len(r.Meta) > 0 {
+		r.Meta = redactJSON(r.Meta, m)
 	}
 	// The slices may be shared with the handler (a *Result it keeps): write into copies.
 	r.Problems = slices.Clone(r.Problems)

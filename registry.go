@@ -25,7 +25,11 @@ type Registry struct {
 	mu         sync.RWMutex
 	tools      map[string]*Tool
 	activities map[string]ToolFunc
+	explainers []*explainer
 }
+
+// explainer is one function registered with Explain; a pointer, so that its remove finds it.
+type explainer struct{ why func(name string) error }
 
 // Default is the registry tools register into at import time: a package that defines a
 // tool calls [MustRegister] in an init function, and a program gets the tool by importing the
@@ -172,6 +176,41 @@ func (r *Registry) Lookup(name string) (*Tool, bool) {
 		return r.Base.Lookup(name)
 	}
 	return t, ok
+}
+
+// Explain registers why tools the registry does not hold may be missing for now, for error
+// results that must say more than "unknown tool": why(name) returns nil for a name it knows
+// nothing of, else the reason the tool cannot be called (a [ToolError] sets its code). An
+// importer of a remote server's tools registers one, so that a call to a tool of a remote that
+// is down says that the remote is down, and why. remove takes it out again.
+func (r *Registry) Explain(why func(name string) error) (remove func()) {
+	e := &explainer{why: why}
+	r.mu.Lock()
+	r.explainers = append(r.explainers, e)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.explainers = slices.DeleteFunc(r.explainers, func(x *explainer) bool { return x == e })
+	}
+}
+
+// Missing says why the named tool, which the registry does not hold, cannot be called: the
+// first reason an Explain function gives, this registry's before Base's; nil when none knows
+// the name.
+func (r *Registry) Missing(name string) error {
+	r.mu.RLock()
+	es := slices.Clone(r.explainers)
+	r.mu.RUnlock()
+	for _, e := range es {
+		if err := e.why(name); err != nil {
+			return err
+		}
+	}
+	if r.Base != nil {
+		return r.Base.Missing(name)
+	}
+	return nil
 }
 
 // Tools returns every tool, Base's included, sorted by name.

@@ -341,3 +341,45 @@ func TestRegistryReplace(t *testing.T) {
 		t.Fatalf("a refused Replace changed the registry: %s", got)
 	}
 }
+
+// A tool missing for a reason an Explain function knows (its remote server is down) answers
+// that reason instead of "unknown tool", whichever registry of a layering holds the
+// explanation; the policy still hides what it does not permit, and a removed explanation says
+// nothing more.
+func TestRegistryExplainsMissingTools(t *testing.T) {
+	base := &quiver.Registry{}
+	mustRegister(t, base, textTool("down.cached", "still registered"))
+	remove := base.Explain(func(name string) error {
+		if strings.HasPrefix(name, "down.") {
+			return quiver.Fail(quiver.CodeToolError, "the MCP server %q is not connected: connection refused", "down")
+		}
+		return nil
+	})
+	layer := &quiver.Registry{Base: base}
+	for _, tt := range []struct {
+		name    string
+		policy  quiver.Policy
+		removed bool
+		code    quiver.Code // "" for success
+		has     string
+	}{
+		{name: "down.echo", code: quiver.CodeToolError, has: `"down" is not connected: connection refused`},
+		{name: "down.cached", has: "still registered"},
+		{name: "elsewhere.echo", code: quiver.CodeUnknownTool, has: `unknown tool "elsewhere.echo"`},
+		{name: "down.echo", policy: quiver.Policy{Deny: []string{"down.*"}}, code: quiver.CodeUnknownTool, has: "unknown tool"},
+		{name: "down.echo", policy: quiver.Policy{Allow: []string{"down.echo"}}, code: quiver.CodeToolError, has: "not connected"},
+		{name: "down.echo", removed: true, code: quiver.CodeUnknownTool, has: "unknown tool"},
+	} {
+		if tt.removed {
+			remove()
+		}
+		d := &quiver.Dispatcher{Registry: layer, Policy: tt.policy}
+		r, err := d.Dispatch(context.Background(), quiver.Call{Name: tt.name, Args: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Code != tt.code || !strings.Contains(r.ModelText(), tt.has) {
+			t.Errorf("%s (policy %+v, removed %v): %s %q, want code %q and %q", tt.name, tt.policy, tt.removed, r.Code, r.ModelText(), tt.code, tt.has)
+		}
+	}
+}

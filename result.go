@@ -74,6 +74,10 @@ type Result struct {
 	Stack       string       `json:"stack,omitempty"`
 	Content     []Content    `json:"content,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Meta is a JSON object of facts about how the call ran that are not its answer (how long
+	// code ran, what it printed to its console), for the people and programs that read the
+	// result: the model is never shown it, so what it must read belongs in Text or Error.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // IsError reports whether r is an error result.
@@ -323,6 +327,9 @@ func checkResult(r *Result) error {
 	if r.Value != nil && !json.Valid(r.Value) {
 		return errors.New("value is not valid JSON")
 	}
+	if r.Meta != nil && !isJSONObject(r.Meta) {
+		return errors.New("meta is not a JSON object")
+	}
 	for i, c := range r.Content {
 		switch c.Type {
 		case ContentText:
@@ -344,6 +351,13 @@ func checkResult(r *Result) error {
 		}
 	}
 	return nil
+}
+
+// isJSONObject reports whether b is one valid JSON object: what MCP's _meta and the API's
+// meta are, so that a tool's metadata reaches every door in the same shape.
+func isJSONObject(b []byte) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(b, &obj) == nil && obj != nil
 }
 
 func truncate(s string, n int) string {

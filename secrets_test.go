@@ -146,6 +146,9 @@ func TestSecretsMasked(t *testing.T) {
 		{"result text and value", func(s string) (any, error) {
 			return &quiver.Result{Text: "t " + s, Value: unescapedJSON([]string{s})}, nil
 		}, quiver.StatusSuccess},
+		{"metadata", func(s string) (any, error) {
+			return &quiver.Result{Text: "ran", Meta: unescapedJSON(map[string]any{"logs": []string{"printed " + s}})}, nil
+		}, quiver.StatusSuccess},
 		{"content and attachment", func(s string) (any, error) {
 			return &quiver.Result{Content: []quiver.Content{quiver.TextContent("c " + s)},
 				Attachments: []quiver.Attachment{{Name: "note.txt", MimeType: "text/plain", Data: "aGk=", Description: "about " + s}}}, nil

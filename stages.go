@@ -36,6 +36,13 @@ func (d *Dispatcher) lookupAndPolicy(next Handler) Handler {
 func (d *Dispatcher) lookup(c *Call) *Result {
 	t, ok := d.registry().Lookup(c.Name)
 	if !ok {
+		// A tool that is missing for a reason (its remote server is down) says so, unless the
+		// policy would refuse it anyway: then it is unknown, as any tool out of reach.
+		if permitted, _ := d.Policy.permits(c.Name); permitted {
+			if err := d.registry().Missing(c.Name); err != nil {
+				return errorResult(err)
+			}
+		}
 		return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
 	}
 	if ok, why := d.Policy.Permits(t); !ok {

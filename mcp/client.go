@@ -84,6 +84,8 @@ type Importer struct {
 	remotes []*remote
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	// unexplain removes the explanation of the tools of remotes that are not connected.
+	unexplain func()
 
 	changeMu sync.Mutex
 	change   chan struct{} // closed and replaced when a remote connects
@@ -96,6 +98,9 @@ type RemoteStatus struct {
 	Tools     int    `json:"tools"`
 	// LastError is the most recent connection failure ("" when none).
 	LastError string `json:"last_error,omitempty"`
+	// LastAttempt is when that failure happened: a connection attempt that failed, or the
+	// connection lost (zero when none).
+	LastAttempt time.Time `json:"last_attempt,omitzero"`
 	// AuthorizationURL is set while the remote waits for a user to open it and authorize
 	// Quiver (OAuth).
 	AuthorizationURL string `json:"authorization_url,omitempty"`
@@ -182,6 +187,9 @@ func Import(ctx context.Context, reg *quiver.Registry, remotes []Remote, opts *I
 		}
 		im.remotes = append(im.remotes, rm)
 	}
+	// A call to a tool of a remote that is not connected (none of its tools are registered
+	// before it connects) hears that, and why, rather than "unknown tool".
+	im.unexplain = reg.Explain(im.explain)
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	im.cancel = cancel
 	firsts := make([]chan struct{}, len(im.remotes))
@@ -205,7 +213,8 @@ func (im *Importer) Status() []RemoteStatus {
 	out := make([]RemoteStatus, 0, len(im.remotes))
 	for _, r := range im.remotes {
 		r.mu.Lock()
-		out = append(out, RemoteStatus{Name: r.cfg.Name, Connected: r.session != nil, Tools: len(r.tools), LastError: r.lastErr, AuthorizationURL: r.authURL})
+		out = append(out, RemoteStatus{Name: r.cfg.Name, Connected: r.session != nil, Tools: len(r.tools), LastError: r.lastErr,
+			LastAttempt: r.lastTry, AuthorizationURL: r.authURL})
 		r.mu.Unlock()
 	}
 	return out
@@ -251,6 +260,7 @@ func (im *Importer) WaitConnected(ctx context.Context) error {
 
 // Close disconnects every remote, stops reconnecting and unregisters the imported tools.
 func (im *Importer) Close() error {
+	im.unexplain()
 	im.cancel()
 	for _, r := range im.remotes {
 		r.mu.Lock()

@@ -266,10 +266,31 @@ func TestRemoteDownThenUp(t *testing.T) {
 	if got := names(reg); len(got) != 0 {
 		t.Fatalf("tools of a remote never reached = %v", got)
 	}
+	// A call to one of its tools, which Quiver has never seen, says the remote is down and
+	// why, through a workspace's registry over the shared one too; a name under no remote's
+	// prefix is still unknown.
+	d := &quiver.Dispatcher{Registry: reg}
+	layered := &quiver.Dispatcher{Registry: &quiver.Registry{Base: reg}}
+	call := quiver.Call{Name: "r.echo", Args: json.RawMessage(`{"text":"up"}`)}
+	for _, d := range []*quiver.Dispatcher{d, layered} {
+		r, _ := d.Dispatch(context.Background(), call)
+		for _, want := range []string{`"r.echo"`, `MCP server "r", which is not connected`, "connection refused", "(last tried 20"} {
+			if r.Code != quiver.CodeToolError || !strings.Contains(r.Error, want) {
+				t.Errorf("a call to a remote never reached gave %s %q, want a tool_error saying %q", r.Code, r.Error, want)
+			}
+		}
+		if r, _ := d.Dispatch(context.Background(), quiver.Call{Name: "elsewhere.echo"}); r.Code != quiver.CodeUnknownTool {
+			t.Errorf("a tool under no remote gave %s %q, want unknown_tool", r.Code, r.Error)
+		}
+	}
+	if st := im.Status()[0]; st.LastAttempt.IsZero() {
+		t.Errorf("status of a down remote has no last attempt: %+v", st)
+	}
 	remote := remoteHTTP(t, addr, nil)
 	waitConnected(t, im)
-	d := &quiver.Dispatcher{Registry: reg}
-	call := quiver.Call{Name: "r.echo", Args: json.RawMessage(`{"text":"up"}`)}
+	if st := im.Status()[0]; !st.LastAttempt.IsZero() || st.LastError != "" {
+		t.Errorf("status of a connected remote = %+v, want no last failure", st)
+	}
 	if r, _ := d.Dispatch(context.Background(), call); r.Text != "echo: up" {
 		t.Fatalf("after the remote came up: %+v", r)
 	}

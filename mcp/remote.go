@@ -34,6 +34,7 @@ type remote struct {
 	mu       sync.Mutex
 	session  *sdk.ClientSession
 	lastErr  string
+	lastTry  time.Time                // when the last connection attempt failed or the connection was lost
 	authURL  string                   // a user must open it to authorize Quiver
 	ready    func()                   // ends the first connection attempt's wait in Import
 	tools    map[string]*importedTool // by Quiver name
@@ -57,7 +58,7 @@ func (r *remote) loop(ctx context.Context, first chan struct{}) {
 		cs, err := r.connect(ctx)
 		if err != nil {
 			r.mu.Lock()
-			r.lastErr = err.Error()
+			r.lastErr, r.lastTry = err.Error(), time.Now()
 			r.mu.Unlock()
 			r.logger.Warn("mcp: cannot connect to the MCP server; retrying", "err", err, "retry_in", backoff)
 			signal()
@@ -78,7 +79,7 @@ func (r *remote) loop(ctx context.Context, first chan struct{}) {
 			r.session = nil
 		}
 		if ctx.Err() == nil {
-			r.lastErr = "the connection closed"
+			r.lastErr, r.lastTry = "the connection closed", time.Now()
 			if waitErr != nil {
 				r.lastErr += ": " + waitErr.Error()
 			}
@@ -157,10 +158,50 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	r.mu.Lock()
 	r.session = cs
-	r.lastErr = ""
+	r.lastErr, r.lastTry = "", time.Time{}
 	r.mu.Unlock()
 	r.im.changed()
 	return cs, nil
+}
+
+// notConnected is the error result of a call to the remote while it has no connection: what
+// went wrong last and when, so that a caller can tell a remote that is down from a tool that
+// does not exist. name is the tool as the caller named it.
+func (r *remote) notConnected(name string) error {
+	r.mu.Lock()
+	lastErr, lastTry, authURL := r.lastErr, r.lastTry, r.authURL
+	r.mu.Unlock()
+	why := lastErr
+	switch {
+	case why == "" && authURL != "":
+		why = "it waits for a user to authorize Quiver at " + authURL
+	case why == "":
+		why = "not connected yet"
+	}
+	if !lastTry.IsZero() {
+		why += " (last tried " + lastTry.UTC().Format(time.RFC3339) + ")"
+	}
+	return quiver.Fail(quiver.CodeToolError, "the tool %q is on the MCP server %q, which is not connected: %s; Quiver keeps reconnecting, so try again shortly",
+		truncate(name, quiver.MaxNameLength), r.cfg.Name, why)
+}
+
+// explain is the Importer's Registry.Explain function: a tool named under a remote's prefix
+// that the registry does not hold is missing because its remote is not connected (its tools
+// are registered when it connects); a connected remote knows nothing of it.
+func (im *Importer) explain(name string) error {
+	for _, r := range im.remotes {
+		if !strings.HasPrefix(name, r.cfg.Name+".") {
+			continue
+		}
+		r.mu.Lock()
+		connected := r.session != nil
+		r.mu.Unlock()
+		if connected {
+			return nil
+		}
+		return r.notConnected(name)
+	}
+	return nil
 }
 
 func hasHeader(h map[string]string, name string) bool {

@@ -23,13 +23,10 @@ const progressLinger = 2 * time.Second
 // call runs one call of a remote tool.
 func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	r.mu.Lock()
-	cs, lastErr := r.session, r.lastErr
+	cs := r.session
 	r.mu.Unlock()
 	if cs == nil {
-		if lastErr == "" {
-			lastErr = "not connected yet"
-		}
-		return nil, quiver.Fail(quiver.CodeToolError, "the MCP server %q is unavailable (%s); Quiver keeps reconnecting, so try again shortly", r.cfg.Name, lastErr)
+		return nil, r.notConnected(r.quiverName(name))
 	}
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
 	token := newCallID()
@@ -52,7 +49,7 @@ func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (a
 		r.mu.Lock()
 		if r.session == cs {
 			r.session = nil
-			r.lastErr = err.Error()
+			r.lastErr, r.lastTry = err.Error(), time.Now()
 		}
 		r.mu.Unlock()
 		go cs.Close()
@@ -64,8 +61,19 @@ func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (a
 // FromResult converts an MCP tools/call result into a Quiver result: isError becomes an error
 // result whose message is the result's text; text-only content becomes the result's text,
 // other content (image, audio, embedded resource, resource link) Quiver content;
-// structuredContent becomes the structured value.
+// structuredContent becomes the structured value; _meta the result's metadata, as ToResult
+// gives it (a remote Quiver's run_code duration, say).
 func FromResult(res *sdk.CallToolResult) *quiver.Result {
+	out := fromResult(res)
+	if len(res.Meta) > 0 {
+		if b, err := json.Marshal(res.Meta); err == nil {
+			out.Meta = b
+		}
+	}
+	return out
+}
+
+func fromResult(res *sdk.CallToolResult) *quiver.Result {
 	var texts []string
 	var content []quiver.Content
 	textOnly := true

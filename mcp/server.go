@@ -516,9 +516,18 @@ func truncate(s string, n int) string {
 // isError with its message as text; text, image, audio and resource content map to MCP
 // content; a structured value that is a JSON object becomes structuredContent (with its JSON
 // as text too, for clients that read only content); attachments with data become image, audio
-// or embedded resource content, and references to stored files resource links.
+// or embedded resource content, and references to stored files resource links; the result's
+// metadata is the answer's _meta, on success and on error.
 func ToResult(r *quiver.Result) *sdk.CallToolResult {
 	out := &sdk.CallToolResult{Content: []sdk.Content{}}
+	if len(r.Meta) > 0 {
+		// The dispatcher let only a JSON object through; one that fails here is left out
+		// rather than failing the answer it only describes.
+		var meta map[string]any
+		if json.Unmarshal(r.Meta, &meta) == nil {
+			out.Meta = meta
+		}
+	}
 	if r.IsError() {
 		out.IsError = true
 		out.Content = append(out.Content, &sdk.TextContent{Text: r.Error})

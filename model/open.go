@@ -91,7 +91,7 @@ func Providers() []string {
 
 // SpecHelp explains the model spec and the variables each provider reads, for a CLI's help text
 // and for errors about a model that is missing or not configured.
-const SpecHelp = `A model is named provider:model, for example:
+const SpecHelp = `A model is named provider:model. The providers:
   openai:gpt-4.1-mini            needs OPENAI_API_KEY (OPENAI_BASE_URL optional)
   anthropic:claude-sonnet-4-5    needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
   gemini:gemini-2.5-flash        needs GEMINI_API_KEY or GOOGLE_API_KEY (GEMINI_BASE_URL optional)

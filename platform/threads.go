@@ -47,6 +47,28 @@ func (p *Platform) CallScope(ctx context.Context, a Actor, threadID string) (qui
 	return scope, nil
 }
 
+// RunAgent is the agent a run on the thread is for: name when given, else the agent that has
+// the thread (agent.CurrentAgent: its own, or after a handoff the one it was handed to), so
+// that a client need not repeat what the thread knows. A thread with neither is refused,
+// naming the field to give.
+func (p *Platform) RunAgent(ctx context.Context, a Actor, threadID, name string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	if err := a.mayChange("read threads but not run agents"); err != nil {
+		return "", err
+	}
+	th, err := p.Thread(ctx, a, threadID)
+	if err != nil {
+		return "", err
+	}
+	if current := agent.CurrentAgent(th); current != "" {
+		return current, nil
+	}
+	return "", &Error{Kind: Invalid, Field: "agent", Detail: "thread " + threadID + " has no agent of its own: name the agent to run",
+		Message: "required on a thread without an agent"}
+}
+
 // FileListing is a directory tree of a thread's file system, depth first.
 type FileListing struct {
 	Files     []*store.FileInfo // each directory's entries by name, each directory followed by what it holds

@@ -95,3 +95,46 @@ func TestThreadRules(t *testing.T) {
 		t.Errorf("a platform refusal names an HTTP route: %v", err)
 	}
 }
+
+// A run on a thread is for the agent named, else the thread's: its own, or the one a handoff
+// gave it to; a thread with neither refuses, naming the field to give.
+func TestRunAgentDefaultsToTheThreads(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	p, err := platform.New(platform.Config{Store: st})
+	must(t, err)
+	member := platform.Actor{WorkspaceID: "wsp_a", UserID: "usr_m", Role: store.KeyRoleMember, KeyID: "key_m"}
+	viewer := platform.Actor{WorkspaceID: "wsp_a", Role: store.KeyRoleViewer, KeyID: "key_v"}
+	other := platform.Actor{WorkspaceID: "wsp_b", Role: store.KeyRoleAdmin, KeyID: "key_b"}
+	own := &store.Thread{WorkspaceID: "wsp_a", AgentID: "payer"}
+	handedOff := &store.Thread{WorkspaceID: "wsp_a", AgentID: "triage", State: []byte(`{"agent":"billing"}`)}
+	none := &store.Thread{WorkspaceID: "wsp_a"}
+	for _, th := range []*store.Thread{own, handedOff, none} {
+		must(t, st.CreateThread(ctx, th))
+	}
+	for _, c := range []struct {
+		name   string
+		actor  platform.Actor
+		thread string
+		given  string
+		want   string
+		kind   platform.Kind // a refusal's
+		field  string
+	}{
+		{"an agent given", member, none.ID, "writer", "writer", "", ""},
+		{"the thread's own", member, own.ID, "", "payer", "", ""},
+		{"the one it was handed to", member, handedOff.ID, "", "billing", "", ""},
+		{"none at all", member, none.ID, "", "", platform.Invalid, "agent"},
+		{"another workspace's thread", other, own.ID, "", "", platform.NotFound, ""},
+		{"a viewer", viewer, own.ID, "", "", platform.Forbidden, ""},
+	} {
+		got, err := p.RunAgent(ctx, c.actor, c.thread, c.given)
+		if c.kind != "" {
+			refusal(t, c.name, err, c.kind, c.field)
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q %v, want %q", c.name, got, err, c.want)
+		}
+	}
+}

@@ -1,16 +1,20 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/ids"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
@@ -46,8 +50,18 @@ type apiTool struct {
 
 type toolsOutput struct {
 	Body struct {
-		Tools []apiTool `json:"tools"`
+		Tools   []apiTool   `json:"tools"`
+		Remotes []apiRemote `json:"remotes,omitempty" doc:"The remote MCP servers whose tools the server imports, connected or not: one that is not has none of its tools listed, and says why."`
 	}
+}
+
+// apiRemote is a remote MCP server as the served tools' listing reports it.
+type apiRemote struct {
+	Name        string    `json:"name" doc:"The server's name: its tools are named NAME.tool."`
+	Connected   bool      `json:"connected"`
+	Tools       int       `json:"tools" doc:"How many of its tools are imported."`
+	LastError   string    `json:"last_error,omitempty" doc:"Why it is not connected: the last connection attempt's failure, or how the connection was lost."`
+	LastAttempt time.Time `json:"last_attempt,omitzero" doc:"When that happened."`
 }
 
 type callInput struct {
@@ -73,9 +87,13 @@ type threadOutput struct {
 	Body *threadView
 }
 
-// threadView is a thread with its state: what calls wrote with _outputPath.
+// threadView is a thread with its state: what calls wrote with _outputPath, and what it waits on.
 type threadView struct {
 	store.Thread
+	// Status stands in for the stored one, which says only whether a run is going on: a
+	// thread whose run paused on a call reads "waiting", not "idle".
+	Status    string                     `json:"status" enum:"idle,running,terminated,waiting" doc:"idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names."`
+	Pending   *agent.Pending             `json:"pending,omitempty" doc:"The call the thread waits on, when its status is waiting: the call, and why it waits."`
 	Data      json.RawMessage            `json:"data" doc:"The thread's state object: what calls wrote into it with _outputPath (the runtime's own record of the run is state)."`
 	Instances map[string]json.RawMessage `json:"instances,omitempty" doc:"The state object of each of the thread's instances (calls naming _instance read and write it), by name."`
 }
@@ -151,6 +169,13 @@ func (s *Server) registerCalls(api huma.API) {
 			out.Body.Tools = append(out.Body.Tools, apiTool{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema,
 				Examples: sp.Examples})
 		}
+		if s.importer != nil {
+			// A remote that is down would otherwise just be missing from the list.
+			for _, st := range s.importer.Status() {
+				out.Body.Remotes = append(out.Body.Remotes, apiRemote{Name: st.Name, Connected: st.Connected, Tools: st.Tools,
+					LastError: st.LastError, LastAttempt: st.LastAttempt})
+			}
+		}
 		return out, nil
 	})
 
@@ -185,7 +210,12 @@ func (s *Server) registerThreadReads(api huma.API) {
 		if err != nil {
 			return nil, problem(err, "query")
 		}
-		return &threadOutput{Body: &threadView{Thread: *v.Thread, Data: v.Data, Instances: v.Instances}}, nil
+		out := &threadView{Thread: *v.Thread, Status: string(cmp.Or(v.Thread.Status, store.StatusIdle)), Data: v.Data, Instances: v.Instances}
+		// What the event stream's state says, so that a client that polls learns it too.
+		if st := s.threadState(ctx, v.Thread.WorkspaceID, v.Thread, 0); st.Pending != nil {
+			out.Status, out.Pending = "waiting", st.Pending
+		}
+		return &threadOutput{Body: out}, nil
 	})
 
 	register(api, huma.Operation{OperationID: "list-messages", Method: http.MethodGet, Path: "/v1/threads/{id}/messages",
@@ -220,7 +250,7 @@ type createThreadOutput struct {
 type runInput struct {
 	ID   string `path:"id" maxLength:"64"`
 	Body struct {
-		Agent   string `json:"agent" minLength:"1" maxLength:"128" doc:"The agent that runs."`
+		Agent   string `json:"agent,omitempty" minLength:"1" maxLength:"128" doc:"The agent that runs; absent: the agent that has the thread (its own, or after a handoff the one it was handed to)."`
 		Message string `json:"message,omitempty" maxLength:"1000000" doc:"The user's message the run answers; empty resumes the thread."`
 	}
 }
@@ -247,7 +277,21 @@ func (s *Server) registerRuns(api huma.API) {
 	register(api, huma.Operation{OperationID: "start-run", Method: http.MethodPost, Path: "/v1/threads/{id}/runs",
 		Summary: "Start an agent run on the thread, in the background", DefaultStatus: http.StatusAccepted},
 		func(ctx context.Context, in *runInput) (*runOutput, error) {
-			return runAnswer(s.p.StartRun(ctx, s.actor(ctx), in.ID, in.Body.Agent, in.Body.Message))
+			name, err := s.p.RunAgent(ctx, s.actor(ctx), in.ID, in.Body.Agent)
+			var pe *platform.Error
+			if errors.As(err, &pe) && pe.Kind == platform.Invalid {
+				// The agent is a required field here, as the schema made it before the thread's
+				// agent could stand in for it: 422, as for any required field left out.
+				answer := problem(err, "body")
+				if p, ok := answer.(*ProblemDetails); ok {
+					p.Status, p.Title = http.StatusUnprocessableEntity, http.StatusText(http.StatusUnprocessableEntity)
+				}
+				return nil, answer
+			}
+			if err != nil {
+				return nil, problem(err, "body")
+			}
+			return runAnswer(s.p.StartRun(ctx, s.actor(ctx), in.ID, name, in.Body.Message))
 		})
 	register(api, huma.Operation{OperationID: "decide", Method: http.MethodPost, Path: "/v1/threads/{id}/decisions",
 		Summary:       "Decide on a call that waits for a person's confirmation; the run resumes in the background",

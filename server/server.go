@@ -38,6 +38,7 @@ import (
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
+	"github.com/quiverhq/quiver/server/apidocs"
 	"github.com/quiverhq/quiver/server/console"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
@@ -304,7 +305,8 @@ func (s *Server) importRemotes(ctx context.Context, callbacks *mcp.Callbacks) er
 	return nil
 }
 
-// routes adds the doors to the mux: /mcp, /v1 and its document, /healthz and the console.
+// routes adds the doors to the mux: /mcp, /v1, its document and reference, /healthz and the
+// console.
 func (s *Server) routes() {
 	cfg := &s.cfg
 	// Each request reaches the MCP server of its key's workspace, and no other.
@@ -326,6 +328,10 @@ func (s *Server) routes() {
 	// client generators can read it from the server.
 	s.mux.Handle("GET /v1/openapi.json", doc)
 	s.mux.Handle("GET /v1/openapi.yaml", doc)
+	// Its reference for people, read from that document by a page of the server's own.
+	docs := apidocs.Handler()
+	s.mux.Handle("GET "+apidocs.Path, docs)
+	s.mux.Handle("GET "+apidocs.Path+"/", docs)
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("GET /readyz", s.ready)
 	// The console: a client of /v1 like any other, its key in each request's header.

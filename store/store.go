@@ -120,6 +120,8 @@ type ToolResult struct {
 	// Content and Problems are quiver.Result's, as JSON.
 	Content  json.RawMessage `json:"content,omitempty"`
 	Problems json.RawMessage `json:"problems,omitempty"`
+	// Meta is quiver.Result's: a JSON object of facts about how the call ran.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // Message is one entry of a thread's history.

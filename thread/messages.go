@@ -245,7 +245,7 @@ func AttachmentRef(fi *store.FileInfo) quiver.Attachment {
 // ToolResult converts a result to its stored form.
 func ToolResult(r *quiver.Result) (*store.ToolResult, error) {
 	tr := &store.ToolResult{Status: string(r.Status), Text: r.Text, Value: r.Value, Error: r.Error, Code: string(r.Code),
-		Stack: r.Stack}
+		Stack: r.Stack, Meta: r.Meta}
 	var err error
 	if len(r.Attachments) > 0 {
 		if tr.Attachments, err = json.Marshal(r.Attachments); err != nil {
@@ -271,7 +271,7 @@ func Result(tr *store.ToolResult) (*quiver.Result, error) {
 		return nil, fmt.Errorf("no result: %w", store.ErrInvalid)
 	}
 	r := &quiver.Result{Status: quiver.Status(tr.Status), Text: tr.Text, Value: tr.Value, Error: tr.Error,
-		Code: quiver.Code(tr.Code), Stack: tr.Stack}
+		Code: quiver.Code(tr.Code), Stack: tr.Stack, Meta: tr.Meta}
 	for _, f := range []struct {
 		raw json.RawMessage
 		dst any

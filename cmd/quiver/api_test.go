@@ -262,10 +262,12 @@ func testServeDecisions(t *testing.T, dbArgs []string) {
 		t.Helper()
 		_, _, th := apiDo(t, "POST", base+"/threads", admin, `{"agent":"payer"}`)
 		threadID, _ = th["id"].(string)
-		if status, _, out := apiDo(t, "POST", base+"/threads/"+threadID+"/runs", admin, `{"agent":"payer","message":"pay"}`); status != 202 {
+		// No agent named: the thread's runs.
+		if status, _, out := apiDo(t, "POST", base+"/threads/"+threadID+"/runs", admin, `{"message":"pay"}`); status != 202 {
 			t.Fatalf("the run: %d %v", status, out)
 		}
-		// The run pauses: the thread's state names the call that waits.
+		// The run pauses: the thread's state names the call that waits, and the thread reads
+		// waiting, with the call it waits on.
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			_, _, th := apiDo(t, "GET", base+"/threads/"+threadID, admin, "")
 			var state struct {
@@ -273,7 +275,15 @@ func testServeDecisions(t *testing.T, dbArgs []string) {
 				Pending *struct{ Call struct{ ID string } }
 			}
 			b, _ := json.Marshal(th["state"])
-			if json.Unmarshal(b, &state) == nil && state.Status == "paused" && state.Pending != nil && th["status"] == "idle" {
+			if json.Unmarshal(b, &state) == nil && state.Status == "paused" && state.Pending != nil && th["status"] == "waiting" {
+				var pending struct {
+					Reason string
+					Call   struct{ ID, Name string }
+				}
+				b, _ := json.Marshal(th["pending"])
+				if json.Unmarshal(b, &pending) != nil || pending.Call.ID != state.Pending.Call.ID || pending.Call.Name != "charge" || pending.Reason == "" {
+					t.Fatalf("a thread waiting on call %s shows pending %s", state.Pending.Call.ID, b)
+				}
 				return threadID, state.Pending.Call.ID
 			}
 			if time.Now().After(deadline) {
@@ -309,6 +319,32 @@ func testServeDecisions(t *testing.T, dbArgs []string) {
 		}
 		waitFor(t, threadID, "charged 5")
 		waitFor(t, threadID, "Charged.")
+		// Decided and run: the thread waits on nothing any more.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, _, th := apiDo(t, "GET", base+"/threads/"+threadID, admin, "")
+			if th["status"] == "idle" && th["pending"] == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the run finished the thread reads %v", th)
+			}
+		}
+	})
+	t.Run("a run needs an agent", func(t *testing.T) {
+		// A thread of no agent: the run must name one, 422 naming the field when it does not.
+		status, _, th := apiDo(t, "POST", base+"/threads", admin, `{}`)
+		threadID, _ := th["id"].(string)
+		if status != 201 || threadID == "" {
+			t.Fatalf("a thread without an agent: %d %v", status, th)
+		}
+		status, ctype, out := apiDo(t, "POST", base+"/threads/"+threadID+"/runs", admin, `{"message":"pay"}`)
+		if b := asJSON(out); status != 422 || ctype != "application/problem+json" || !strings.Contains(b, `"location":"body.agent"`) ||
+			!strings.Contains(b, "has no agent") {
+			t.Errorf("a run of no agent on a thread of none: %d %s, want 422 naming body.agent", status, b)
+		}
+		if status, _, out := apiDo(t, "POST", base+"/threads/thr_missing/runs", admin, `{"message":"pay"}`); status != 404 {
+			t.Errorf("a run of no agent on a thread that does not exist: %d %v, want 404", status, out)
+		}
 	})
 	t.Run("deny", func(t *testing.T) {
 		threadID, callID := run(t)

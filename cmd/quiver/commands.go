@@ -28,11 +28,13 @@ var commands []command
 func init() {
 	commands = []command{
 		{name: "serve", synopsis: "[--addr HOST:PORT] [--config FILE] [--db PATH | --postgres DSN] [--journal=false] [--insecure-local] [--conformance]",
-			about: `serve the tools over MCP at http://127.0.0.1:7411/mcp
-to clients with an API key (the first start prints one;
---insecure-local: none needed, on a loopback address only)
-(--addr or QUIVER_ADDR to change), recording every call
-(with SQLite through a journal beside the database;
+			about: `serve the tools over MCP at http://127.0.0.1:7411/mcp,
+the JSON API at /v1 (OpenAPI document: /v1/openapi.json)
+and the web console at http://127.0.0.1:7411/
+(--addr or QUIVER_ADDR to change), to clients with an
+API key (the first start prints one; --insecure-local:
+none needed, on a loopback address only), recording every
+call (with SQLite through a journal beside the database;
 --journal=false stores each record before answering)`, run: (*app).serve, store: true},
 		{name: "mcp stdio", synopsis: "[--config FILE] [--db PATH | --postgres DSN] [--journal=false]",
 			about: "serve the tools over MCP on standard input and output", run: (*app).mcpStdio, store: true},
@@ -42,10 +44,10 @@ to clients with an API key (the first start prints one;
 			about: "list the available tools (the configuration's remote ones too)", run: (*app).toolsList, store: true},
 		{name: "tools schema", synopsis: "NAME [--dialect D] [--config FILE]",
 			about: "print a tool as a provider sees it\nD: openai (default), openai-strict, anthropic, gemini, mcp", run: (*app).toolsSchema, store: true},
-		{name: "tools add", synopsis: "--js FILE --schema FILE [--name N] [--description D] | DEFINITION.yaml",
+		{name: "tools add", synopsis: "--js FILE --schema FILE [--name N] [--description D] [--requires-confirmation] | DEFINITION.yaml",
 			about: "store a JavaScript tool in the database (a new version\nif it exists); tools list, schema and call load them", run: (*app).toolsAdd, store: true},
-		{name: "call", synopsis: "NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID]",
-			about: "call a tool and print the result as JSON; its variables\nresolve on the thread, agent or user given, then the instance", run: (*app).call, store: true},
+		{name: "call", synopsis: "NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID] [--no-record]",
+			about: "call a tool and print the result as JSON; its variables\nresolve on the thread, agent or user given, then the instance;\nrecorded on --thread or a new thread tagged cli (--no-record: not)", run: (*app).call, store: true},
 		{name: "vars set", synopsis: "NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]",
 			about: "set a variable (no layer flag: the instance); a --secret\nvalue is read from standard input, never the command line", run: (*app).varsSet, store: true},
 		{name: "vars list", synopsis: "[LAYER FLAG] [--json]", about: "list the values of a layer (secrets shown only as set)", run: (*app).varsList, store: true},
@@ -61,7 +63,10 @@ to clients with an API key (the first start prints one;
 			about: "make an API key for quiver serve (printed once);\nR: member (default: calls tools), viewer (lists them), admin", run: (*app).keysCreate, store: true},
 		{name: "keys list", synopsis: "[--json]", about: "list the API keys (never the keys themselves)", run: (*app).keysList, store: true},
 		{name: "keys revoke", synopsis: "ID", about: "revoke a key; servers refuse it within a second", run: (*app).keysRevoke, store: true},
-		{name: "version", about: "print the version, commit and platform", run: func(a *app, _ context.Context, _ *invocation) (int, error) {
+		{name: "version", about: "print the version, commit and platform", run: func(a *app, _ context.Context, inv *invocation) (int, error) {
+			if err := inv.parseNone(""); err != nil {
+				return exitUsage, err
+			}
 			fmt.Fprintln(a.stdout, versionText())
 			return exitOK, nil
 		}},

@@ -149,7 +149,7 @@ func (s *consoleSite) pausedCall(t *testing.T, threadID string) string {
 			Pending *struct{ Call struct{ ID string } }
 		}
 		b, _ := json.Marshal(th["state"])
-		if json.Unmarshal(b, &state) == nil && state.Status == "paused" && state.Pending != nil && th["status"] == "idle" {
+		if json.Unmarshal(b, &state) == nil && state.Status == "paused" && state.Pending != nil && th["status"] == "waiting" {
 			callID = state.Pending.Call.ID
 			return true, ""
 		}

@@ -203,7 +203,9 @@ func (c *chaosAPI) runAgent(ctx context.Context, key string, limit time.Duration
 			run.stream.catchUp(c)
 			return run
 		}
-		if p := view.State.Pending; view.Status == "idle" && view.State.Status == "paused" && p != nil && time.Since(answered[p.Call.ID]) > resendAfter {
+		// Waiting on the call, or idle with the call answered but no run to resume it.
+		if p := view.State.Pending; (view.Status == "waiting" || view.Status == "idle") && view.State.Status == "paused" && p != nil &&
+			time.Since(answered[p.Call.ID]) > resendAfter {
 			statuses, err := c.answer(ctx, th.ID, p.Reason, p.Call.ID, p.Call.Args)
 			run.answers = append(run.answers, fmt.Sprintf("%s %s: %s", p.Reason, p.Call.ID, statuses))
 			if err != nil {

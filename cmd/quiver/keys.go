@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,21 +52,30 @@ func createKey(ctx context.Context, st backend, name string, role store.KeyRole,
 	return secret, k, nil
 }
 
-// ensureFirstKey makes the local workspace's first key, an admin's, when it has none at all,
-// and prints it once: the way into a server that authenticates every request.
-func ensureFirstKey(ctx context.Context, st backend, stderr io.Writer) error {
+// hasKeys reports whether the local workspace has any key at all, revoked ones included.
+func hasKeys(ctx context.Context, st backend) (bool, error) {
 	keys, err := st.APIKeys(ctx, localWorkspaceID)
-	if err != nil || len(keys) > 0 {
-		return err
+	return len(keys) > 0, err
+}
+
+// makeFirstKey makes the local workspace's first key, an admin's, when it has none at all: the
+// way into a server that authenticates every request. Its secret is returned to be shown once;
+// nil when the workspace has keys already.
+func makeFirstKey(ctx context.Context, st backend) (*firstKey, error) {
+	if has, err := hasKeys(ctx, st); err != nil || has {
+		return nil, err
 	}
 	secret, k, err := createKey(ctx, st, "first admin key", store.KeyRoleAdmin, nil)
 	if err != nil {
-		return fmt.Errorf("creating the first API key: %w", err)
+		return nil, fmt.Errorf("creating the first API key: %w", err)
 	}
-	fmt.Fprintf(stderr, "quiver: created the first API key, an admin's (%s); it is shown this once, keep it:\n\n    %s\n\n"+
-		"  Clients send it as: Authorization: Bearer %s...   (quiver keys create makes more, quiver keys revoke %s ends this one)\n",
-		k.ID, secret, k.Prefix, k.ID)
-	return nil
+	return &firstKey{secret: secret, record: k}, nil
+}
+
+// firstKey is the first key of a workspace, with its secret, which is shown this once.
+type firstKey struct {
+	secret string
+	record *store.APIKey
 }
 
 func (a *app) keysCreate(ctx context.Context, inv *invocation) (int, error) {

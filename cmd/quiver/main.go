@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,8 +21,11 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/sandbox"
 	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
 	_ "github.com/quiverhq/quiver/tools/clock" // built-in tools register themselves
 	_ "github.com/quiverhq/quiver/tools/runcode"
 )
@@ -61,15 +65,21 @@ type app struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	// quiver run: turnText gathers the text streamed to stderr of the model's turn under way;
-	// streamedTurn is the last finished turn's text when all of it was streamed.
+	// streamedTurn is what was streamed of the last finished turn.
 	turnText     strings.Builder
 	streamedTurn string
+	// terminal reports whether a stream is a terminal; nil: isTerminal. Tests stand in for
+	// one, which they cannot open.
+	terminal func(io.Writer) bool
 	// The tree quiver run shows: the run's root thread, each child's label and parent.
 	// progressMu serializes the progress of runs in the background.
 	root       string
 	children   map[string]string
 	parents    map[string]string
 	progressMu sync.Mutex
+	// imported keeps the remote MCP servers of the configuration connected, once
+	// importConfigured has run: tools list says which are not, and why.
+	imported *mcp.Importer
 }
 
 // sandboxWorkers runs the code of run_code and of JavaScript tools in worker processes (this
@@ -89,17 +99,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if _, err := sandboxWorkers(); err != nil {
 		fmt.Fprintf(stderr, "quiver: warning: code runs inside this process, where an overrunning run cannot be killed: %v\n", err)
 	}
+	exportErrs := newExportErrors(stderr)
+	exportErrs.install()
 	stopTracing, err := startTracing(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "quiver: warning: no traces will be sent: %v\n", err)
 		stopTracing = func(context.Context) error { return nil }
 	}
 	defer func() {
-		// What the batcher still holds goes out before the command exits, within a bound.
+		// What the batcher still holds goes out before the command exits, within a bound;
+		// a failure then follows the command's answer, and is not said (see exportErrors).
+		exportErrs.exit()
 		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := stopTracing(flush); err != nil {
-			fmt.Fprintf(stderr, "quiver: warning: sending the last traces: %v\n", err)
+			exportErrs.Handle(err)
 		}
 	}()
 	a := &app{registry: quiver.Default, stdin: stdin, stdout: stdout, stderr: stderr}
@@ -141,7 +155,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, helpRequest{fs}
 			}
-			return nil, usagef("%v", err)
+			return nil, flagError(fs, err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -177,14 +191,35 @@ func (a *app) toolsList(ctx context.Context, inv *invocation) (int, error) {
 			s := t.Spec()
 			list[i] = entry{s.Name, s.Description, s.InputSchema, s.OutputSchema}
 		}
+		a.warnNotConnected()
 		return exitOK, writeJSON(a.stdout, list)
 	}
+	a.warnNotConnected()
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	for _, t := range tools {
 		desc, _, _ := strings.Cut(t.Description(), "\n")
 		fmt.Fprintf(w, "%s\t%s\n", t.Name(), desc)
 	}
 	return exitOK, w.Flush()
+}
+
+// warnNotConnected says on standard error which remote MCP servers of the configuration are
+// not connected, and why: their tools are missing from the list, and silence would make them
+// look like servers without tools.
+func (a *app) warnNotConnected() {
+	if a.imported == nil {
+		return
+	}
+	for _, st := range a.imported.Status() {
+		if st.Connected {
+			continue
+		}
+		why := cmp.Or(st.LastError, "not connected yet")
+		if !st.LastAttempt.IsZero() {
+			why += " (last tried " + st.LastAttempt.UTC().Format(time.RFC3339) + ")"
+		}
+		fmt.Fprintf(a.stderr, "quiver: the MCP server %q is not connected, so its tools are not listed: %s\n", st.Name, why)
+	}
 }
 
 // everyTool adds to the registry the tools stored in the database and those of the remote MCP
@@ -225,9 +260,10 @@ func (a *app) toolsSchema(ctx context.Context, inv *invocation) (int, error) {
 
 func (a *app) call(ctx context.Context, inv *invocation) (int, error) {
 	argText := inv.fs.String("args", "{}", "arguments as JSON, @FILE to read a file, or - to read standard input")
-	threadID := inv.fs.String("thread", "", "resolve the tool's variables on this thread (then its agent, user and the instance)")
+	threadID := inv.fs.String("thread", "", "record the call on this thread (default: a new thread tagged cli) and resolve the tool's variables on it (then its agent, user and the instance)")
 	agentName := inv.fs.String("agent", "", "resolve the tool's variables on this agent's layer (then the instance)")
 	userID := inv.fs.String("user", "", "resolve the tool's variables on this user's layer (then the instance)")
+	noRecord := inv.fs.Bool("no-record", false, "do not record the call in the database (recorded by default, as at every door: quiver threads list shows it)")
 	config := addConfigFlag(inv.fs)
 	pos, err := inv.parse(1, 1, "call needs exactly one tool name")
 	if err != nil {
@@ -238,9 +274,10 @@ func (a *app) call(ctx context.Context, inv *invocation) (int, error) {
 		return exitUsage, err
 	}
 	d := &quiver.Dispatcher{Registry: a.registry}
-	if inv.store.exists() {
+	if !*noRecord || inv.store.exists() {
 		// The database holds the stored tools and the variables they resolve, as for a
-		// model's or an MCP client's call.
+		// model's or an MCP client's call, and the thread the call is recorded on (it is
+		// made when there is none, so that every call is recorded, whoever asks).
 		db, resolver, err := inv.resolver(ctx)
 		if err != nil {
 			return exitError, err
@@ -249,7 +286,14 @@ func (a *app) call(ctx context.Context, inv *invocation) (int, error) {
 			return exitError, err
 		}
 		d.Resolver = resolver
-		ctx = quiver.WithScope(ctx, quiver.Scope{WorkspaceID: localWorkspaceID, ThreadID: *threadID, AgentID: *agentName, UserID: *userID})
+		scope := quiver.Scope{WorkspaceID: localWorkspaceID, ThreadID: *threadID, AgentID: *agentName, UserID: *userID}
+		if !*noRecord {
+			if scope.ThreadID, err = callThread(ctx, db, *threadID, *userID); err != nil {
+				return exitError, err
+			}
+			d.Recorder = &server.Recorder{Store: db}
+		}
+		ctx = quiver.WithScope(ctx, scope)
 	} else if *threadID != "" || *agentName != "" || *userID != "" {
 		return exitUsage, usagef("--thread, --agent and --user need a database; there is none yet (quiver vars set creates it)")
 	}
@@ -274,6 +318,25 @@ func (a *app) call(ctx context.Context, inv *invocation) (int, error) {
 		return exitError, nil
 	}
 	return exitOK, nil
+}
+
+// callThread is the thread quiver call records its call on: id, which must be a thread of the
+// local workspace, or a new thread tagged "cli" (as the API's calls get one tagged "api").
+func callThread(ctx context.Context, db *opened, id, userID string) (string, error) {
+	if id != "" {
+		if _, err := db.Thread(ctx, localWorkspaceID, id); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return "", fmt.Errorf("no thread %s to record the call on (quiver threads list shows them; without --thread the call gets a new one)", id)
+			}
+			return "", fmt.Errorf("thread %s: %w", id, err)
+		}
+		return id, nil
+	}
+	th := &store.Thread{WorkspaceID: localWorkspaceID, UserID: userID, Tags: []string{"cli"}}
+	if err := db.CreateThread(ctx, th); err != nil {
+		return "", fmt.Errorf("creating a thread to record the call on (--no-record calls without one): %w", err)
+	}
+	return th.ID, nil
 }
 
 func (a *app) readArgs(text string) (json.RawMessage, error) {

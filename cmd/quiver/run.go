@@ -117,11 +117,15 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	switch {
-	case out.Output != nil:
-		fmt.Fprintln(a.stdout, string(out.Output))
-	case !shownTwice(isTerminal(a.stdout), isTerminal(a.stderr), a.streamedTurn, out.Text):
-		fmt.Fprintln(a.stdout, out.Text)
+	final := out.Text
+	if out.Output != nil {
+		final = string(out.Output)
+	}
+	a.progressMu.Lock()
+	streamed := a.streamedTurn
+	a.progressMu.Unlock()
+	if !shownTwice(a.isTerminal(a.stdout), a.isTerminal(a.stderr), streamed, final) {
+		fmt.Fprintln(a.stdout, final)
 	}
 	if out.Reason == agent.ReasonMaxSteps {
 		fmt.Fprintf(a.stderr, "stopped after %d steps (the agent's stop.max_steps); continue with --thread %s\n", out.Steps, th.ID())
@@ -260,9 +264,8 @@ func pickModel(flagSpec string, ag *agent.Agent) (model.Model, error) {
 		spec = os.Getenv("QUIVER_MODEL")
 	}
 	if spec == "" {
-		return nil, fmt.Errorf("no model configured. Pass --model, set model: in the agent's definition, or set QUIVER_MODEL.\n%s\n"+
-			"For example:\n  OPENAI_API_KEY=sk-... quiver run --model openai:gpt-4.1-mini \"hello\"\n"+
-			"  quiver run --model ollama:llama3.2 \"hello\"      (a local Ollama server)", model.SpecHelp)
+		// SpecHelp ends with an example of its own: one is enough.
+		return nil, fmt.Errorf("no model configured. Pass --model, set model: in the agent's definition, or set QUIVER_MODEL.\n%s", model.SpecHelp)
 	}
 	m, err := model.Open(spec)
 	if err != nil {
@@ -273,9 +276,20 @@ func pickModel(flagSpec string, ag *agent.Agent) (model.Model, error) {
 
 // shownTwice reports whether printing the final answer on standard output would show it a
 // second time: both streams are the same terminal's and the answer was streamed on standard
-// error as the model wrote it. Redirected, standard output always gets the answer, for scripts.
+// error as the model wrote it, whole: as the turn's text, a structured output written as JSON,
+// or the output inside the {calls, output} document of a model without structured output (its
+// output is a piece of what it wrote). Redirected, standard output always gets the answer, for
+// scripts.
 func shownTwice(stdoutTTY, stderrTTY bool, streamed, final string) bool {
-	return stdoutTTY && stderrTTY && final != "" && streamed == final
+	return stdoutTTY && stderrTTY && final != "" && strings.Contains(streamed, final)
+}
+
+// isTerminal reports whether w is a terminal, as a.terminal says when set.
+func (a *app) isTerminal(w io.Writer) bool {
+	if a.terminal != nil {
+		return a.terminal(w)
+	}
+	return isTerminal(w)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -329,10 +343,7 @@ func (a *app) showProgress(e agent.Event) {
 		if e.Text != "" || a.turnText.Len() > 0 { // end the streamed text's line
 			fmt.Fprintln(w)
 		}
-		a.streamedTurn = ""
-		if e.Text != "" && a.turnText.String() == e.Text {
-			a.streamedTurn = e.Text
-		}
+		a.streamedTurn = a.turnText.String()
 		a.turnText.Reset()
 	case agent.EventToolCall:
 		fmt.Fprintf(w, "→ %s %s\n", e.Call.Name, oneLine(string(e.Call.Args), 200))

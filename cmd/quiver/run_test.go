@@ -111,6 +111,9 @@ func TestRunWithoutAModelSaysHowToConfigureOne(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
+	if n := strings.Count(strings.ToLower(stderr), "for example"); n != 1 {
+		t.Errorf("the help says \"for example\" %d times, want once:\n%s", n, stderr)
+	}
 	t.Setenv("OPENAI_API_KEY", "")
 	code, _, stderr = runCLI(t, "", "run", "--model", "openai:gpt-4.1-mini", "--db", filepath.Join(t.TempDir(), "q.db"), "hello")
 	if code != exitError || !strings.Contains(stderr, "OPENAI_API_KEY") {
@@ -284,10 +287,71 @@ func TestFinalAnswerShownOnce(t *testing.T) {
 		{"stderr redirected", true, false, "It is noon.", "It is noon.", false},
 		{"not streamed", true, true, "", "It is noon.", false},
 		{"an earlier turn streamed", true, true, "Checking.", "It is noon.", false},
+		{"partly streamed", true, true, "is noon.", "It is noon.", false},
+		{"a structured output streamed as written", true, true, `{"answer":"noon"}`, `{"answer":"noon"}`, true},
+		{"the output inside a {calls, output} document", true, true, `{"calls":[],"output":{"answer":"noon"}}`, `{"answer":"noon"}`, true},
 	}
 	for _, tt := range tests {
 		if got := shownTwice(tt.stdoutTTY, tt.stderrTTY, tt.streamed, tt.final); got != tt.twice {
 			t.Errorf("%s: shownTwice = %v, want %v", tt.name, got, tt.twice)
+		}
+	}
+}
+
+// quiver run in a terminal shows the final answer once, whatever its form: text, or an agent's
+// structured output, which the model writes inside a {calls, output} document (over OpenAI's
+// wire format and the scripted model's); redirected, standard output gets it (issue 35: a
+// structured answer was printed after its document had streamed).
+func TestRunShowsTheFinalAnswerOnce(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const schema = "output:\n  type: object\n  properties: {answer: {type: string}}\n  required: [answer]\n  additionalProperties: false\n"
+	structured := write("structured.yaml", "name: structured\nsystem: Answer.\n"+schema)
+	composed := write("composed.yaml", "name: composed\nsystem: Answer.\nmodel: scripted:"+
+		write("composed.script.yaml", "turns:\n  - output: {calls: [], output: {answer: It is noon.}}\n")+"\n"+schema)
+	tests := []struct {
+		name   string
+		args   []string
+		turn   string // the OpenAI server's answer; "": the agent's scripted model answers
+		answer string
+	}{
+		{"text", []string{"--model", "openai:gpt-4.1-mini"}, "It is noon in Paris.", "It is noon in Paris."},
+		{"structured output", []string{"--model", "openai:gpt-4.1-mini", "--agent", structured}, `{"calls": [], "output": {"answer": "It is noon."}}`,
+			`{"answer": "It is noon."}`},
+		{"structured output of the scripted model", []string{"--agent", composed}, "", `{"answer":"It is noon."}`},
+	}
+	for _, tt := range tests {
+		for _, terminal := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/terminal=%v", tt.name, terminal), func(t *testing.T) {
+				if tt.turn != "" {
+					srv := newChatServer(t, chatTurn{text: tt.turn})
+					t.Setenv("OPENAI_API_KEY", "sk-test")
+					t.Setenv("OPENAI_BASE_URL", srv.URL)
+				}
+				var stdout, stderr bytes.Buffer
+				a := &app{registry: quiver.Default, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
+					terminal: func(io.Writer) bool { return terminal }}
+				args := append([]string{"run", "--db", filepath.Join(t.TempDir(), "q.db")}, tt.args...)
+				if code := a.run(context.Background(), append(args, "What time is it?")); code != exitOK {
+					t.Fatalf("exit %d\n%s", code, stderr.String())
+				}
+				if !strings.Contains(stderr.String(), tt.answer) {
+					t.Errorf("the answer %s was not streamed on stderr:\n%s", tt.answer, stderr.String())
+				}
+				want := tt.answer + "\n"
+				if terminal {
+					want = ""
+				}
+				if stdout.String() != want {
+					t.Errorf("stdout %q, want %q (stderr:\n%s)", stdout.String(), want, stderr.String())
+				}
+			})
 		}
 	}
 }

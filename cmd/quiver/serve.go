@@ -144,9 +144,14 @@ func (a *app) serverConfig(ctx context.Context, inv *invocation, f serveFlags, a
 	if err := reg.Register(a.registry.Tools()...); err != nil {
 		return server.Config{}, nil, err
 	}
+	level, err := logLevel()
+	if err != nil {
+		return server.Config{}, nil, err
+	}
 	cfg := server.Config{Remotes: remotes, WorkspaceID: localWorkspaceID,
-		// Lines logged about a call or a run carry its trace_id and span_id.
-		Logger: slog.New(tracelog.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
+		// Lines logged about a call or a run carry its trace_id and span_id; the libraries'
+		// routine lines are kept for debugging (see quietLibraries).
+		Logger: slog.New(quietLibraries{tracelog.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))})}
 	if *f.conformance {
 		if err := reg.Register(conformance.Tools()...); err != nil {
 			return server.Config{}, nil, err
@@ -298,32 +303,42 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = r.maxSessions, r.maxPerClient, r.idleTimeout
 	cfg.DrainDelay = r.drainDelay
 	cfg.MaxSessionsPerWorkspace = r.maxPerWorkspace
+	// The server listens before the first key is made: a start that cannot listen must not make
+	// the one key that is shown only once, and then exit with it scrolled away.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return exitError, listenFailed(ctx, cfg.Addr, err, db, r.insecure)
+	}
 	if !r.insecure {
-		if err := ensureFirstKey(ctx, db, a.stderr); err != nil {
-			return exitError, err
-		}
 		cfg.Auth = &server.Authenticator{Keys: db}
 	}
 	stopRuns, err := startRuns(ctx, cfg.Platform, db)
 	if err != nil {
+		ln.Close()
 		return exitError, err
 	}
 	defer stopRuns()
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
+		ln.Close()
 		return exitError, err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		srv.Close()
-		return exitError, fmt.Errorf("listening on %s: %w (is another quiver serve running? choose another port with --addr)", cfg.Addr, err)
+	// The key is made last, when only serving is left, and shown with the addresses below the
+	// start-up's logs, where it is not missed.
+	var first *firstKey
+	if !r.insecure {
+		if first, err = makeFirstKey(ctx, db); err != nil {
+			srv.Close()
+			ln.Close()
+			return exitError, err
+		}
 	}
 	releaseStartupGarbage()
-	fmt.Fprintf(a.stderr, "quiver: serving MCP at http://%s/mcp (health: /healthz); Ctrl-C stops\n", ln.Addr())
-	if r.insecure {
-		fmt.Fprintln(a.stderr, "quiver: WARNING: --insecure-local: no API key is asked for; anything on this machine can call every tool, run_code included")
-	}
+	fmt.Fprint(a.stderr, serveBanner(ln.Addr(), db, first, r.insecure))
 	if err := srv.Serve(ctx, ln); err != nil {
+		if first != nil {
+			err = fmt.Errorf("%w (the API key shown above stays valid: it is stored in the database)", err)
+		}
 		return exitError, err
 	}
 	return exitOK, nil
@@ -419,6 +434,7 @@ func (a *app) importConfigured(ctx context.Context, sf storeFlags, config string
 		closeAuth()
 		return nil, err
 	}
+	a.imported = im
 	// A remote waiting for the user to authorize Quiver is waited for: the command was run to
 	// use it. Others that are down give error results, as in the server.
 	for _, st := range im.Status() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -18,8 +19,8 @@ import (
 	"github.com/quiverhq/quiver/schema"
 )
 
-const toolsAddUsage = `quiver tools add --js FILE --schema FILE [--name N] [--description D] [--db PATH | --postgres DSN]
-quiver tools add DEFINITION.yaml [--db PATH | --postgres DSN]`
+const toolsAddUsage = `quiver tools add --js FILE --schema FILE [--name N] [--description D] [--requires-confirmation] [--db PATH | --postgres DSN]
+quiver tools add DEFINITION.yaml [--requires-confirmation] [--db PATH | --postgres DSN]`
 
 // toolsAdd stores a JavaScript function tool in the local workspace: a function named like the
 // tool, the code as its new default version, and the tool. Adding a tool again adds a version.
@@ -28,6 +29,8 @@ func (a *app) toolsAdd(ctx context.Context, inv *invocation) (int, error) {
 	schemaFile := inv.fs.String("schema", "", "the JSON Schema of the arguments; it may also hold description, _tool (the name), _output (the result schema) and variables")
 	name := inv.fs.String("name", "", "the tool's name (default: _tool in the schema, else the file name)")
 	desc := inv.fs.String("description", "", "what the tool does, when to use it and what it returns (default: the schema's description)")
+	confirm := inv.fs.Bool("requires-confirmation", false, "every call of the tool waits for a person's approval: quiver run asks in the terminal, "+
+		"the API's runs wait for a decision, MCP clients are asked through elicitation (default: the definition's requires_confirmation, else false)")
 	pos, err := inv.parse(0, -1, "")
 	if err != nil {
 		return exitUsage, err
@@ -54,6 +57,13 @@ func (a *app) toolsAdd(ctx context.Context, inv *invocation) (int, error) {
 	if *desc != "" {
 		def.Description = *desc
 	}
+	// Given, the flag wins over the definition either way: --requires-confirmation=false turns
+	// a definition's requirement off.
+	inv.fs.Visit(func(f *flag.Flag) {
+		if f.Name == "requires-confirmation" {
+			def.RequiresConfirmation = *confirm
+		}
+	})
 	if def.Name == "" {
 		return exitUsage, usagef("the tool has no name: pass --name, or set _tool in the schema")
 	}

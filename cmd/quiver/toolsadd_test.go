@@ -173,12 +173,13 @@ func TestToolsAddErrors(t *testing.T) {
 	}
 }
 
-// Listing and calling tools never creates a database; run_code is built in.
+// Listing tools, and calling one unrecorded, never creates a database; run_code is built in.
+// (A recorded call makes one: TestCLICallIsRecorded.)
 func TestNoDatabaseNeeded(t *testing.T) {
 	data := t.TempDir()
 	t.Setenv("XDG_DATA_HOME", data)
 	t.Setenv("QUIVER_POSTGRES", "")
-	code, stdout, stderr := runCLI(t, "", "call", "run_code", "--args", `{"code":"export default (a) => a.n + 1","args":{"n":1}}`)
+	code, stdout, stderr := runCLI(t, "", "call", "run_code", "--no-record", "--args", `{"code":"export default (a) => a.n + 1","args":{"n":1}}`)
 	if code != exitOK || !strings.Contains(stdout, `"status": "success"`) {
 		t.Errorf("call run_code: exit %d\n%s%s", code, stdout, stderr)
 	}

@@ -2,48 +2,97 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"strings"
+	"time"
 )
 
 // version and commit are set by release builds (-ldflags "-X main.version=v1.2.3 -X
 // main.commit=abc123"; see .goreleaser.yaml and the Dockerfile). A build from source leaves
-// them empty, and versionText reads what the Go toolchain recorded instead.
+// them empty, and describeBuild reads what the Go toolchain recorded instead.
 var version, commit string
 
-// versionText is the one line `quiver version` prints: the module version (a tag when
-// installed with go install module@version, "(devel)" for a build in a checkout), the commit
-// when known, and the toolchain and platform.
+// versionText is the one line `quiver version` prints, from the release build's values and
+// what the Go toolchain recorded in the binary.
 func versionText() string {
-	v, c, dirty := version, commit, false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v == "" {
+	bi, _ := debug.ReadBuildInfo() // nil without build information: nothing recorded
+	return describeBuild(version, commit, bi)
+}
+
+// describeBuild says which quiver this is: the module version (a release's tag; the tag or
+// pseudo-version go install module@version fetched; a pseudo-version for a build in a git
+// checkout, which Go derives from the commit), the commit, its date and whether the checkout
+// had local changes (vcs.revision, vcs.time, vcs.modified, else what a pseudo-version holds),
+// and the toolchain and platform. relVersion and relCommit are a release build's -ldflags,
+// and win over bi.
+func describeBuild(relVersion, relCommit string, bi *debug.BuildInfo) string {
+	v, rev, when, dirty := relVersion, relCommit, "", false
+	if bi != nil {
+		if v == "" && bi.Main.Version != "(devel)" {
 			v = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				if c == "" {
-					c = s.Value
+				if rev == "" {
+					rev = s.Value
 				}
+			case "vcs.time":
+				when = s.Value
 			case "vcs.modified":
-				dirty = commit == "" && s.Value == "true"
+				dirty = s.Value == "true"
 			}
 		}
+	}
+	if relCommit != "" {
+		// The release's commit: the checkout's time and changes, if any, are not its.
+		when, dirty = "", false
+	}
+	if rev == "" {
+		// A module fetched at a commit (go install module@main) has no VCS settings, but its
+		// pseudo-version names the commit and its time.
+		rev, when = fromPseudoVersion(v)
+		dirty = strings.HasSuffix(v, "+dirty")
+	}
+	var parts []string
+	switch {
+	case rev != "":
+		c := "commit " + rev[:min(len(rev), 12)]
+		if t, err := time.Parse(time.RFC3339, when); err == nil {
+			c += " of " + t.UTC().Format(time.DateOnly)
+		}
+		if dirty {
+			c += " with local changes"
+		}
+		parts = append(parts, c)
+	case v == "":
+		// Built from source without version control data: go run, -buildvcs=false (in GOFLAGS
+		// too), or a copy of the source outside a git checkout.
+		parts = append(parts, "commit not recorded: go run and -buildvcs=false leave it out; go build or go install in a git checkout records it")
 	}
 	if v == "" {
 		v = "(devel)"
 	}
-	if len(c) > 12 {
-		c = c[:12]
+	parts = append(parts, runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH)
+	return fmt.Sprintf("quiver %s (%s)", v, strings.Join(parts, ", "))
+}
+
+// pseudoVersion matches the end of a Go pseudo-version (vX.Y.Z-[pre.]0.yyyymmddhhmmss-abcdefabcdef,
+// or vX.0.0-yyyymmddhhmmss-abcdefabcdef): its UTC time and the commit's first 12 hex digits.
+var pseudoVersion = regexp.MustCompile(`(?:^v[0-9]+\.[0-9]+\.[0-9]+-|\.)(\d{14})-([0-9a-f]{12})(?:\+[0-9A-Za-z.-]+)?$`)
+
+// fromPseudoVersion returns the commit and time (RFC 3339) a pseudo-version names; "" for a
+// version that is not one.
+func fromPseudoVersion(v string) (rev, when string) {
+	m := pseudoVersion.FindStringSubmatch(v)
+	if m == nil {
+		return "", ""
 	}
-	switch {
-	case c == "":
-		c = "commit unknown"
-	case dirty:
-		c = "commit " + c + " with local changes"
-	default:
-		c = "commit " + c
+	t, err := time.Parse("20060102150405", m[1])
+	if err != nil {
+		return m[2], ""
 	}
-	return fmt.Sprintf("quiver %s (%s, %s, %s/%s)", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return m[2], t.Format(time.RFC3339)
 }

@@ -260,6 +260,30 @@ func (e SetRoleInputBodyRole) Valid() bool {
 	}
 }
 
+// Defines values for ThreadViewStatus.
+const (
+	ThreadViewStatusIdle       ThreadViewStatus = "idle"
+	ThreadViewStatusRunning    ThreadViewStatus = "running"
+	ThreadViewStatusTerminated ThreadViewStatus = "terminated"
+	ThreadViewStatusWaiting    ThreadViewStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the ThreadViewStatus enum.
+func (e ThreadViewStatus) Valid() bool {
+	switch e {
+	case ThreadViewStatusIdle:
+		return true
+	case ThreadViewStatusRunning:
+		return true
+	case ThreadViewStatusTerminated:
+		return true
+	case ThreadViewStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ToolDialectDialect.
 const (
 	Anthropic    ToolDialectDialect = "anthropic"
@@ -349,19 +373,19 @@ func (e UpdateWorkspaceInputBodyRetentionTier) Valid() bool {
 
 // Defines values for ListThreadsParamsStatus.
 const (
-	Idle       ListThreadsParamsStatus = "idle"
-	Running    ListThreadsParamsStatus = "running"
-	Terminated ListThreadsParamsStatus = "terminated"
+	ListThreadsParamsStatusIdle       ListThreadsParamsStatus = "idle"
+	ListThreadsParamsStatusRunning    ListThreadsParamsStatus = "running"
+	ListThreadsParamsStatusTerminated ListThreadsParamsStatus = "terminated"
 )
 
 // Valid indicates whether the value is a known member of the ListThreadsParamsStatus enum.
 func (e ListThreadsParamsStatus) Valid() bool {
 	switch e {
-	case Idle:
+	case ListThreadsParamsStatusIdle:
 		return true
-	case Running:
+	case ListThreadsParamsStatusRunning:
 		return true
-	case Terminated:
+	case ListThreadsParamsStatusTerminated:
 		return true
 	default:
 		return false
@@ -477,6 +501,23 @@ type AddMemberInputBody struct {
 
 // AddMemberInputBodyRole What the member may do: admin administers the workspace.
 type AddMemberInputBodyRole string
+
+// ApiRemote defines model for ApiRemote.
+type ApiRemote struct {
+	Connected bool `json:"connected"`
+
+	// LastAttempt When that happened.
+	LastAttempt *time.Time `json:"last_attempt,omitempty"`
+
+	// LastError Why it is not connected: the last connection attempt's failure, or how the connection was lost.
+	LastError *string `json:"last_error,omitempty"`
+
+	// Name The server's name: its tools are named NAME.tool.
+	Name string `json:"name"`
+
+	// Tools How many of its tools are imported.
+	Tools int64 `json:"tools"`
+}
 
 // ApiTool defines model for ApiTool.
 type ApiTool struct {
@@ -935,6 +976,7 @@ type Result struct {
 	Code        *string       `json:"code,omitempty"`
 	Content     *[]Content    `json:"content,omitempty"`
 	Error       *string       `json:"error,omitempty"`
+	Meta        interface{}   `json:"meta,omitempty"`
 	Problems    *[]Problem    `json:"problems,omitempty"`
 	Result      *string       `json:"result,omitempty"`
 	Stack       *string       `json:"stack,omitempty"`
@@ -968,8 +1010,8 @@ type ResultInputBodyStatus string
 
 // RunInputBody defines model for RunInputBody.
 type RunInputBody struct {
-	// Agent The agent that runs.
-	Agent string `json:"agent"`
+	// Agent The agent that runs; absent: the agent that has the thread (its own, or after a handoff the one it was handed to).
+	Agent *string `json:"agent,omitempty"`
 
 	// Message The user's message the run answers; empty resumes the thread.
 	Message *string `json:"message,omitempty"`
@@ -1152,18 +1194,26 @@ type ThreadView struct {
 	Id   string      `json:"id"`
 
 	// Instances The state object of each of the thread's instances (calls naming _instance read and write it), by name.
-	Instances   *map[string]interface{} `json:"instances,omitempty"`
-	ParentId    *string                 `json:"parent_id,omitempty"`
-	Resumable   bool                    `json:"resumable"`
-	State       interface{}             `json:"state,omitempty"`
-	Status      string                  `json:"status"`
-	StepCount   int64                   `json:"step_count"`
-	Stopped     bool                    `json:"stopped"`
-	Tags        *[]string               `json:"tags,omitempty"`
-	UpdatedAt   time.Time               `json:"updated_at"`
-	UserId      *string                 `json:"user_id,omitempty"`
-	WorkspaceId string                  `json:"workspace_id"`
+	Instances *map[string]interface{} `json:"instances,omitempty"`
+	ParentId  *string                 `json:"parent_id,omitempty"`
+
+	// Pending The call the thread waits on, when its status is waiting: the call, and why it waits.
+	Pending   *Pending    `json:"pending,omitempty"`
+	Resumable bool        `json:"resumable"`
+	State     interface{} `json:"state,omitempty"`
+
+	// Status idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names.
+	Status      ThreadViewStatus `json:"status"`
+	StepCount   int64            `json:"step_count"`
+	Stopped     bool             `json:"stopped"`
+	Tags        *[]string        `json:"tags,omitempty"`
+	UpdatedAt   time.Time        `json:"updated_at"`
+	UserId      *string          `json:"user_id,omitempty"`
+	WorkspaceId string           `json:"workspace_id"`
 }
+
+// ThreadViewStatus idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names.
+type ThreadViewStatus string
 
 // ThreadsOutputBody defines model for ThreadsOutputBody.
 type ThreadsOutputBody struct {
@@ -1260,6 +1310,7 @@ type ToolResult struct {
 	Code        *string     `json:"code,omitempty"`
 	Content     interface{} `json:"content,omitempty"`
 	Error       *string     `json:"error,omitempty"`
+	Meta        interface{} `json:"meta,omitempty"`
 	Problems    interface{} `json:"problems,omitempty"`
 	Result      *string     `json:"result,omitempty"`
 	Stack       *string     `json:"stack,omitempty"`
@@ -1269,7 +1320,9 @@ type ToolResult struct {
 
 // ToolsOutputBody defines model for ToolsOutputBody.
 type ToolsOutputBody struct {
-	Tools *[]ApiTool `json:"tools"`
+	// Remotes The remote MCP servers whose tools the server imports, connected or not: one that is not has none of its tools listed, and says why.
+	Remotes *[]ApiRemote `json:"remotes,omitempty"`
+	Tools   *[]ApiTool   `json:"tools"`
 }
 
 // UpdateToolInputBody defines model for UpdateToolInputBody.

@@ -288,7 +288,7 @@ func copyMessage(m *store.Message) *store.Message {
 	if m.Result != nil {
 		r := *m.Result
 		r.Value, r.Attachments = bytes.Clone(r.Value), bytes.Clone(r.Attachments)
-		r.Content, r.Problems = bytes.Clone(r.Content), bytes.Clone(r.Problems)
+		r.Content, r.Problems, r.Meta = bytes.Clone(r.Content), bytes.Clone(r.Problems), bytes.Clone(r.Meta)
 		c.Result = &r
 	}
 	return &c

@@ -500,7 +500,8 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	th := newThread(t, s, ws)
 	call := store.ToolCall{ID: "call_1", Name: "get_forecast", Args: json.RawMessage(`{"city":"Paris","days":3}`), Reasoning: "the user asked"}
 	res := &store.ToolResult{Status: "error", Text: "t", Value: json.RawMessage(`{"a":[1,2]}`), Error: "boom \u00e9 \"quoted\"",
-		Code: "tool_error", Stack: "goroutine 1", Attachments: json.RawMessage(`[{"name":"a.png","mimeType":"image/png","data":"aGk="}]`)}
+		Code: "tool_error", Stack: "goroutine 1", Attachments: json.RawMessage(`[{"name":"a.png","mimeType":"image/png","data":"aGk="}]`),
+		Meta: json.RawMessage(`{"duration_ms":1.5,"logs":[{"level":"log","text":"<b>hi</b>"}]}`)}
 	mustAppend(t, s, th.ID, &store.Message{Role: store.RoleAssistant, Content: "multi\nline ✓", ToolCalls: []store.ToolCall{call}},
 		&store.Message{Role: store.RoleTool, ToolCallID: "call_1", ToolName: "get_forecast", Result: res})
 	msgs := all(t, s, ws, th.ID)
@@ -514,7 +515,8 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	}
 	got := r.Result
 	if got == nil || got.Status != res.Status || got.Text != res.Text || got.Error != res.Error || got.Code != res.Code ||
-		got.Stack != res.Stack || !jsonEqual(got.Value, res.Value) || !jsonEqual(got.Attachments, res.Attachments) {
+		got.Stack != res.Stack || !jsonEqual(got.Value, res.Value) || !jsonEqual(got.Attachments, res.Attachments) ||
+		!jsonEqual(got.Meta, res.Meta) {
 		t.Fatalf("result = %+v, want %+v", got, res)
 	}
 	if r.ToolName != "get_forecast" || r.Role != store.RoleTool {

@@ -21,13 +21,14 @@ func Example() {
 		fmt.Println("runtime failure:", err)
 		return
 	}
-	var out runcode.Output
-	if err := json.Unmarshal(r.Value, &out); err != nil {
+	// How long it ran, and what it printed, are in the metadata.
+	var meta runcode.Meta
+	if err := json.Unmarshal(r.Meta, &meta); err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(r.Status, out.Status, string(out.Value))
-	// Output: success success [0,1,4,9,16]
+	fmt.Println(r.Status, string(r.Value), meta.DurationMS > 0)
+	// Output: success [0,1,4,9,16] true
 }
 
 // An operator's own limits: a separate registry with run_code built by New.

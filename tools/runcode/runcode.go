@@ -80,17 +80,18 @@ type argsSchema struct {
 	Memory    int64  `json:"memory_limit_bytes,omitempty" minimum:"1048576"`
 }
 
-// Output is run_code's structured result, on success and on failure.
-type Output struct {
-	// Status is the sandbox's: success, error, memory, link_error or terminated.
-	Status sandbox.Status     `json:"status"`
-	Value  json.RawMessage    `json:"value,omitempty"`
-	Error  string             `json:"error,omitempty"`
-	Stack  string             `json:"stack,omitempty"`
-	Logs   []sandbox.LogEntry `json:"logs,omitempty"`
+// Meta is what a run_code result's metadata (quiver.Result.Meta) says about the run. The
+// result itself is the run's: a success whose value is what the code returned, or an error
+// result saying how the code failed, so that run_code answers in the shape every tool does.
+type Meta struct {
+	// Status is how a failed run ended: error (the code threw), memory, link_error (an import
+	// that does not resolve) or terminated (its time limit); empty on success.
+	Status     sandbox.Status `json:"status,omitempty"`
+	DurationMS float64        `json:"duration_ms"`
+	// Logs is the console output, in order.
+	Logs []sandbox.LogEntry `json:"logs,omitempty"`
 	// LogsTruncated reports console output dropped past the log limit.
-	LogsTruncated bool    `json:"logs_truncated,omitempty"`
-	DurationMS    float64 `json:"duration_ms"`
+	LogsTruncated bool `json:"logs_truncated,omitempty"`
 }
 
 // Tool is run_code with DefaultLimits, registered in quiver.Default when the package is
@@ -147,7 +148,8 @@ const description = "Runs JavaScript or TypeScript in an isolated sandbox and re
 	"transform data or check logic exactly rather than by estimation. The code is an ES module whose default export " +
 	"is a function receiving args; its return value (JSON) is the result, and console output is captured. " +
 	"The sandbox has no file system, network, timers or modules beyond what you write, and Date is frozen at the call's start. " +
-	"Returns {status, value, logs, duration_ms}; status is success, or error, memory, link_error or terminated, which make the call fail."
+	"The result is the returned value, followed by the console output when there is any; code that throws, runs out of memory " +
+	"or time, or imports a module fails the call with the error, its stack and the console output."
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -256,15 +258,34 @@ func capped[T int64 | time.Duration](v, def, limit T) T {
 // maxErrorDetail bounds the stack and logs repeated in the error text the model reads.
 const maxErrorDetail = 2 << 10
 
+// result makes the run the call's result: its status the call's, its value the call's value,
+// and the rest of what the sandbox reports (duration, console output, how a failure ended) the
+// result's metadata.
 func result(res *sandbox.Result) (*quiver.Result, error) {
-	out := Output{Status: res.Status, Value: res.Value, Error: res.Err(), Stack: res.Stack,
-		Logs: res.Logs, LogsTruncated: res.LogsTruncated, DurationMS: float64(res.Duration.Microseconds()) / 1000}
-	b, err := json.Marshal(out)
+	m := Meta{Logs: res.Logs, LogsTruncated: res.LogsTruncated, DurationMS: float64(res.Duration.Microseconds()) / 1000}
+	if res.Status != sandbox.StatusSuccess {
+		m.Status = res.Status
+	}
+	meta, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
 	if res.Status == sandbox.StatusSuccess {
-		return &quiver.Result{Status: quiver.StatusSuccess, Value: b}, nil
+		value := res.Value
+		if len(value) == 0 {
+			// A function that returns nothing: JSON has no undefined.
+			value = json.RawMessage("null")
+		}
+		r := &quiver.Result{Status: quiver.StatusSuccess, Value: value, Meta: meta}
+		if len(res.Logs) > 0 {
+			// The model reads the text of a result, never its metadata, and code often
+			// prints what it found rather than returning it.
+			r.Text = string(value) + "\n\nconsole output:\n" + logText(res.Logs)
+			if res.LogsTruncated {
+				r.Text += "\n[console output past the log limit was dropped]"
+			}
+		}
+		return r, nil
 	}
 	// The model reads only the error text of a failed call: say what happened, where, and
 	// what the code printed before it.
@@ -274,13 +295,18 @@ func result(res *sandbox.Result) (*quiver.Result, error) {
 		sb.WriteString("\n" + clip(res.Stack, maxErrorDetail))
 	}
 	if len(res.Logs) > 0 {
-		var logs strings.Builder
-		for _, e := range res.Logs {
-			fmt.Fprintf(&logs, "[%s] %s\n", e.Level, e.Text)
-		}
-		sb.WriteString("\nconsole output:\n" + clip(logs.String(), maxErrorDetail))
+		sb.WriteString("\nconsole output:\n" + clip(logText(res.Logs), maxErrorDetail))
 	}
-	return &quiver.Result{Status: quiver.StatusError, Code: quiver.CodeToolError, Error: sb.String(), Value: b}, nil
+	return &quiver.Result{Status: quiver.StatusError, Code: quiver.CodeToolError, Error: sb.String(), Meta: meta}, nil
+}
+
+// logText is console output as the model reads it: one "[level] text" line a call.
+func logText(logs []sandbox.LogEntry) string {
+	var b strings.Builder
+	for _, e := range logs {
+		fmt.Fprintf(&b, "[%s] %s\n", e.Level, e.Text)
+	}
+	return b.String()
 }
 
 func clip(s string, n int) string {

@@ -21,57 +21,89 @@ func dispatcher(t *testing.T, tool *quiver.Tool) *quiver.Dispatcher {
 	return &quiver.Dispatcher{Registry: reg}
 }
 
-func call(t *testing.T, d *quiver.Dispatcher, args string) (*quiver.Result, Output) {
+func call(t *testing.T, d *quiver.Dispatcher, args string) (*quiver.Result, Meta) {
 	t.Helper()
 	r, err := d.Dispatch(context.Background(), quiver.Call{Name: Name, Args: json.RawMessage(args)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out Output
-	if len(r.Value) > 0 {
-		if err := json.Unmarshal(r.Value, &out); err != nil {
-			t.Fatalf("value %s: %v", r.Value, err)
+	var m Meta
+	if len(r.Meta) > 0 {
+		if err := json.Unmarshal(r.Meta, &m); err != nil {
+			t.Fatalf("meta %s: %v", r.Meta, err)
 		}
 	}
-	return r, out
+	return r, m
 }
 
+// A run that succeeds is a success whose value is what the code returned (not a report of the
+// run holding it: issue 35), its duration and console output in the metadata; the model,
+// which reads no metadata, reads the console output after the value.
 func TestRunCode(t *testing.T) {
 	tests := []struct {
 		name, args, value string
 		logs              []string
+		modelText         string
 	}{
-		{"args reach the default export", `{"code":"export default (a) => a.x * 2","args":{"x":21}}`, `42`, nil},
-		{"no args", `{"code":"export default () => [1, 2].map(n => n + 1)"}`, `[2,3]`, nil},
-		{"console is captured", `{"code":"console.log('hello', 1); export default () => 'ok'"}`, `"ok"`, []string{"hello 1"}},
-		{"TypeScript", `{"code":"export default (a: {n: number}): number => a.n + 1","language":"ts","args":{"n":1}}`, `2`, nil},
-		{"args of any JSON type", `{"code":"export default (a) => a.length","args":[1,2,3]}`, `3`, nil},
-		{"sum and stringify", `{"code":"export default () => { let s = 0; for (let i = 1; i <= 1e5; i++) s += i; return JSON.stringify({s}) }"}`, `"{\"s\":5000050000}"`, nil},
+		{"args reach the default export", `{"code":"export default (a) => a.x * 2","args":{"x":21}}`, `42`, nil, `42`},
+		{"no args", `{"code":"export default () => [1, 2].map(n => n + 1)"}`, `[2,3]`, nil, `[2,3]`},
+		{"console is captured", `{"code":"console.log('hello', 1); export default () => 'ok'"}`, `"ok"`, []string{"hello 1"},
+			"\"ok\"\n\nconsole output:\n[log] hello 1\n"},
+		{"TypeScript", `{"code":"export default (a: {n: number}): number => a.n + 1","language":"ts","args":{"n":1}}`, `2`, nil, `2`},
+		{"args of any JSON type", `{"code":"export default (a) => a.length","args":[1,2,3]}`, `3`, nil, `3`},
+		{"sum and stringify", `{"code":"export default () => { let s = 0; for (let i = 1; i <= 1e5; i++) s += i; return JSON.stringify({s}) }"}`, `"{\"s\":5000050000}"`, nil,
+			`"{\"s\":5000050000}"`},
+		{"nothing returned", `{"code":"export default () => { console.warn('printed, not returned') }"}`, `null`, []string{"printed, not returned"},
+			"null\n\nconsole output:\n[warn] printed, not returned\n"},
 	}
 	d := dispatcher(t, Tool)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, out := call(t, d, tt.args)
+			r, m := call(t, d, tt.args)
 			if r.IsError() {
 				t.Fatalf("error result: %s", r.Error)
 			}
-			if out.Status != sandbox.StatusSuccess || string(out.Value) != tt.value {
-				t.Errorf("output %+v, want success with %s", out, tt.value)
+			if string(r.Value) != tt.value || m.Status != "" || m.DurationMS <= 0 {
+				t.Errorf("value %s, meta %+v; want the value %s and the run's duration", r.Value, m, tt.value)
 			}
-			if len(out.Logs) != len(tt.logs) {
-				t.Fatalf("logs %v, want %v", out.Logs, tt.logs)
+			if got := r.ModelText(); got != tt.modelText {
+				t.Errorf("the model reads %q, want %q", got, tt.modelText)
+			}
+			if len(m.Logs) != len(tt.logs) {
+				t.Fatalf("logs %v, want %v", m.Logs, tt.logs)
 			}
 			for i, l := range tt.logs {
-				if out.Logs[i].Text != l {
-					t.Errorf("log %d = %q, want %q", i, out.Logs[i].Text, l)
+				if m.Logs[i].Text != l {
+					t.Errorf("log %d = %q, want %q", i, m.Logs[i].Text, l)
 				}
 			}
 		})
 	}
 }
 
+// The result of run_code has the shape of every tool's: status, value and metadata at its top,
+// as `quiver call`, the API and MCP's structured answers show it.
+func TestRunCodeResultIsFlat(t *testing.T) {
+	r, _ := call(t, dispatcher(t, Tool), `{"code":"export default () => 42"}`)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(top["meta"], &meta); err != nil {
+		t.Fatalf("meta %s: %v", top["meta"], err)
+	}
+	if len(top) != 3 || string(top["status"]) != `"success"` || string(top["value"]) != "42" || len(meta) != 1 || meta["duration_ms"] == nil {
+		t.Errorf("the result is %s, want {status: success, value: 42, meta: {duration_ms}}", b)
+	}
+}
+
 // Every status but success is an error result, whose text tells the model what happened and
-// whose value carries the structured output.
+// whose metadata says how the run ended; it has no value.
 func TestRunCodeFailures(t *testing.T) {
 	// Memory bombs get time to fill their memory even under the race detector.
 	const roomy = `,"timeout_ms":60000`
@@ -97,12 +129,12 @@ func TestRunCodeFailures(t *testing.T) {
 	d := dispatcher(t, tool)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, out := call(t, d, tt.args)
-			if !r.IsError() || r.Code != quiver.CodeToolError {
-				t.Fatalf("result %+v, want a tool error", r)
+			r, m := call(t, d, tt.args)
+			if !r.IsError() || r.Code != quiver.CodeToolError || r.Value != nil {
+				t.Fatalf("result %+v, want a tool error without a value", r)
 			}
-			if out.Status != tt.status {
-				t.Errorf("status %s, want %s", out.Status, tt.status)
+			if m.Status != tt.status || m.DurationMS <= 0 {
+				t.Errorf("meta %+v, want status %s and the run's duration", m, tt.status)
 			}
 			for _, h := range tt.has {
 				if !strings.Contains(r.Error, h) {
@@ -118,9 +150,9 @@ func TestTimeoutCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, out := call(t, dispatcher(t, tool), `{"code":"export default () => { for (;;) {} }","timeout_ms":600000}`)
-	if out.Status != sandbox.StatusTerminated || !strings.Contains(r.Error, "timed out after 200ms") {
-		t.Errorf("status %s, error %q; want terminated after the operator's 200ms", out.Status, r.Error)
+	r, m := call(t, dispatcher(t, tool), `{"code":"export default () => { for (;;) {} }","timeout_ms":600000}`)
+	if m.Status != sandbox.StatusTerminated || !strings.Contains(r.Error, "timed out after 200ms") {
+		t.Errorf("status %s, error %q; want terminated after the operator's 200ms", m.Status, r.Error)
 	}
 }
 

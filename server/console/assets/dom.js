@@ -36,6 +36,19 @@ function safeHref(v) {
   return s.startsWith("#/") || s.startsWith("blob:") || s.startsWith("/console/");
 }
 
+// toolName is a tool's name as text that wraps only after its separators (_ . - / :), with the
+// whole name as its title: a narrow column shows get_current_ / time, never get_curr / ent_time.
+// A part wider than the column alone still breaks (style.css, .tool-name), as a last resort.
+export function toolName(name, attrs = {}) {
+  const s = String(name ?? "");
+  const parts = [];
+  for (const piece of s.split(/(?<=[_.\-\/:])/)) {
+    if (parts.length) parts.push(h("wbr", {}));
+    parts.push(piece);
+  }
+  return h("span", { class: "tool-name", title: s, ...attrs }, parts);
+}
+
 // clear empties an element.
 export function clear(el) {
   while (el.firstChild) el.removeChild(el.firstChild);

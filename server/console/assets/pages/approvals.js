@@ -6,7 +6,7 @@
 // then continues in the background: the item says so and links to the thread, where it can be
 // watched. A viewer sees the calls and no button.
 import { api, ApiError } from "../api.js";
-import { h, clear, fold, pretty } from "../dom.js";
+import { h, clear, fold, pretty, toolName } from "../dom.js";
 import { schemaForm, errorBox, showFieldError } from "../schemaform.js";
 
 const PAGE = 20;
@@ -98,7 +98,7 @@ export async function render(main, ctx) {
         h("span", { class: "status waiting" }, confirmation ? "waits for a decision" : "waits for the client's result"),
         h("a", { href: threadHref, "data-test": "thread-link" }, w.thread_name || w.thread_id),
         w.agent ? h("span", { class: "muted" }, "agent ", h("span", { class: "mono" }, w.agent)) : null),
-      h("h2", { class: "pending-tool mono", "data-test": "tool-name" }, call.name || "?"),
+      h("h2", { class: "pending-tool mono", "data-test": "tool-name" }, toolName(call.name || "?")),
       p.description ? h("p", { class: "pending-desc" }, p.description) : null,
       h("div", { class: "pending-args" }, h("span", { class: "muted" }, "Arguments"), fold(pretty(call.args ?? {}), 1200)),
       actions, outcome);

@@ -7,7 +7,8 @@
 // seq>), so a thread of thousands of messages opens as fast as one of a hundred. Every value a
 // model, a tool or a person wrote goes in as text (h() and textContent).
 import { api, blob, events, ApiError } from "../api.js";
-import { h, clear, fold, pretty, when } from "../dom.js";
+import { h, clear, fold, pretty, when, toolName } from "../dom.js";
+import { standInTitle, wantsFirstMessage, firstAsked, isSession, plural } from "../titles.js";
 
 const PAGE = 100; // messages per page
 const CHILDREN_SHOWN = 100; // children listed at a time
@@ -83,19 +84,35 @@ export async function render(main, ctx, id) {
     statusEl.textContent = status || "idle";
     waitingEl.hidden = !waiting;
   };
-  setStatus(thread.status, (thread.tags || []).includes("state:waiting"));
+  // The thread reads "waiting" where the stream's state reads idle with a pending call: shown alike.
+  const waitingNow = thread.status === "waiting";
+  setStatus(waitingNow ? "idle" : thread.status, waitingNow || (thread.tags || []).includes("state:waiting"));
   const agentNow = currentAgent(thread);
   const tags = (thread.tags || []).filter((t) => !t.startsWith("name:"));
+  // The title: the thread's name, else the first thing asked of it, else what it is.
+  const titleEl = h("h1", { "data-test": "thread-title" }, name || standInTitle(thread));
+  if (wantsFirstMessage(thread)) {
+    firstAsked(id).then((t) => { if (t && !left) titleEl.textContent = t; }, () => { /* the stand-in stays */ });
+  }
+  // A thread no model works on (an MCP session's, calls made at a door) has no steps: it is
+  // counted by its calls, those of the messages shown ("+" while earlier ones are not).
+  const byCalls = !thread.step_count && (isSession(thread) || !thread.agent_id);
+  let calls = 0;
+  const countEl = h("span", { "data-test": "thread-count" }, byCalls ? "" : plural(thread.step_count || 0, "step"));
+  const showCount = () => {
+    countEl.textContent = !byCalls ? plural(thread.step_count || 0, "step")
+      : firstSeq > 1 ? `${calls}+ calls` : plural(calls, "call");
+  };
   const header = h("header", { class: "thread-head", "data-test": "thread-header" },
     h("p", { class: "crumbs" }, h("a", { href: "#/threads" }, "Threads"),
       thread.parent_id ? [" / ", h("a", { href: threadHref(thread.parent_id), "data-test": "parent-link" }, "parent thread")] : null),
-    h("h1", { "data-test": "thread-title" }, name || thread.id),
+    titleEl,
     h("div", { class: "row thread-meta" },
       statusEl, waitingEl,
       h("span", {}, "agent ", h("strong", { "data-test": "thread-agent" }, thread.agent_id || "none")),
       agentNow && agentNow !== thread.agent_id ? h("span", { class: "muted" }, "now with ", h("strong", {}, agentNow)) : null,
       h("code", { class: "muted small", "data-test": "thread-id" }, thread.id),
-      h("span", { class: "muted small" }, `created ${when(thread.created_at)} · ${thread.step_count || 0} steps`),
+      h("span", { class: "muted small" }, `created ${when(thread.created_at)} · `, countEl),
       thread.parent_id ? h("span", { class: "small" }, "child of ", h("a", { href: threadHref(thread.parent_id) }, thread.parent_id)) : null),
     tags.length ? h("ul", { class: "tags", "data-test": "tags" }, tags.map((t) => h("li", { class: "tag" }, t))) : null,
     stateEl(thread));
@@ -116,6 +133,7 @@ export async function render(main, ctx, id) {
   // for a result that went under its call.
   const place = (m) => {
     seen.add(m.seq);
+    if (m.role !== "tool") calls += (m.tool_calls || []).length;
     if (m.role === "tool") {
       const el = resultEl(m, files);
       const slot = slots.get(m.tool_call_id);
@@ -152,6 +170,7 @@ export async function render(main, ctx, id) {
     if (el) conv.append(el);
     lastSeq = m.seq;
     if (!firstSeq) firstSeq = m.seq;
+    showCount();
     emptyNote.hidden = true;
     if (follow) window.scrollTo(0, document.documentElement.scrollHeight);
     return true;
@@ -172,6 +191,7 @@ export async function render(main, ctx, id) {
       }
       conv.prepend(frag);
       if (data.messages.length) firstSeq = Math.min(firstSeq, data.messages[0].seq);
+      showCount();
       earlier.hidden = data.messages.length < PAGE || firstSeq <= 1;
       clear(convProblem);
       anchor?.scrollIntoView({ block: "start" });
@@ -201,7 +221,7 @@ export async function render(main, ctx, id) {
     if (error) { outcomeBox.append("The last run failed: ", error); return; }
     if (!o) return;
     outcomeBox.append("Last run: ", h("strong", {}, o.status || "?"),
-      o.reason ? ` (${o.reason})` : "", typeof o.steps === "number" ? `, ${o.steps} steps in all` : "");
+      o.reason ? ` (${o.reason})` : "", typeof o.steps === "number" ? `, ${plural(o.steps, "step")} in all` : "");
   };
 
   const showPending = (p) => {
@@ -373,6 +393,7 @@ export async function render(main, ctx, id) {
   }
   emptyNote.hidden = page.messages.length > 0;
   earlier.hidden = page.messages.length < PAGE || firstSeq <= 1;
+  showCount();
 
   // Follow the stream from the page's last message. (The options argument tells events() where
   // to start; one that does not take it replays from the first message, and append drops what
@@ -397,7 +418,7 @@ function messageEl(m, files) {
 function callEl(c) {
   return h("div", { class: "call", "data-test": "tool-call", "data-call-id": c.id || "", "data-name": c.name || "" },
     h("div", { class: "row call-head" }, h("span", { class: "call-icon", "aria-hidden": "true" }, "⚙"),
-      h("strong", { class: "call-name" }, c.name || "?"), c.id ? h("span", { class: "muted small" }, c.id) : null),
+      h("strong", { class: "call-name" }, toolName(c.name || "?")), c.id ? h("span", { class: "muted small" }, c.id) : null),
     c.reasoning ? h("p", { class: "muted reasoning" }, "Why: ", c.reasoning) : null,
     c.args !== undefined && c.args !== null ? fold(pretty(c.args)) : h("p", { class: "muted small" }, "no arguments"));
 }
@@ -411,7 +432,7 @@ function resultEl(m, files) {
     "data-call-id": m.tool_call_id || "", "data-status": status },
     h("div", { class: "row result-head" },
       h("span", { class: "status " + status }, status),
-      h("span", { class: "muted small" }, `${m.tool_name || "result"} · #${m.seq}`),
+      h("span", { class: "muted small" }, m.tool_name ? toolName(m.tool_name) : "result", ` · #${m.seq}`),
       r?.code ? h("code", { class: "small" }, r.code) : null));
   if (!r) {
     if (m.content) el.append(fold(m.content));
@@ -424,6 +445,10 @@ function resultEl(m, files) {
   if (r.result) el.append(fold(r.result));
   if (r.value !== undefined && r.value !== null) {
     el.append(h("div", { class: "muted small" }, "value"), fold(pretty(r.value)));
+  }
+  if (r.meta && typeof r.meta === "object") {
+    // How the call ran (run_code's duration and console output): for people, folded.
+    el.append(h("details", { class: "stack", "data-test": "result-meta" }, h("summary", {}, "how it ran"), h("pre", { class: "value" }, pretty(r.meta))));
   }
   for (const c of Array.isArray(r.content) ? r.content : []) el.append(contentEl(c));
   const atts = Array.isArray(r.attachments) ? r.attachments : [];

@@ -6,18 +6,14 @@
 // thread shows the same list.
 import { api, ApiError } from "../api.js";
 import { h, clear, when } from "../dom.js";
+import { standInTitle, wantsFirstMessage, firstAsked } from "../titles.js";
 
 const PAGE = 50;
+const TITLES = 4; // the first messages read at a time, for the titles of threads without a name
 
 // view is what the list shows: the filters, and the cursors of the pages seen so far (the
 // first page's is ""), the last one being the page shown.
 const view = { agent: "", tag: "", status: "", name: "", cursors: [""] };
-
-// threadName is the value of a thread's name:<value> tag, or "".
-export function threadName(t) {
-  const tag = (t.tags || []).find((x) => x.startsWith("name:"));
-  return tag ? tag.slice(5) : "";
-}
 
 export async function render(main, ctx) {
   let left = false;
@@ -98,7 +94,9 @@ export async function render(main, ctx) {
     if (left || mine !== seq) return;
     clear(problem);
     noteAgents(data.threads);
+    titles.clear();
     clear(body).append(...data.threads.map(row));
+    titleRows(data.threads, () => left || mine !== seq);
     const page = view.cursors.length;
     const filtered = view.agent || view.tag || view.status || view.name;
     info.textContent = data.threads.length === 0
@@ -121,18 +119,42 @@ export async function render(main, ctx) {
   await load();
 }
 
+// titles are the title links of the rows shown, by thread id, for titleRows.
+const titles = new Map();
+
 function row(t) {
-  const name = threadName(t);
   const waiting = (t.tags || []).includes("state:waiting");
+  const title = h("a", { href: "#/threads/" + encodeURIComponent(t.id), class: "thread-name", "data-test": "thread-title" }, standInTitle(t));
+  titles.set(t.id, title);
   return h("tr", { "data-test": "thread-row", "data-id": t.id },
     h("td", {},
-      h("a", { href: "#/threads/" + encodeURIComponent(t.id), class: name ? "thread-name" : "thread-id" }, name || t.id),
-      name ? h("div", { class: "muted thread-id small" }, t.id) : null,
+      title,
+      h("div", { class: "muted thread-id small" }, t.id),
       t.parent_id ? h("div", { class: "muted small" }, "child of ", h("a", { href: "#/threads/" + encodeURIComponent(t.parent_id) }, t.parent_id)) : null),
     h("td", {}, t.agent_id || h("span", { class: "muted" }, "none")),
     h("td", {}, h("span", { class: "status " + (t.status || "idle"), "data-test": "status" }, t.status || "idle"),
       waiting ? h("span", { class: "status waiting", title: "A call waits for a decision or a client's result" }, "waiting") : null),
     h("td", {}, h("time", { datetime: t.created_at || "" }, when(t.created_at))));
+}
+
+// titleRows titles the rows of threads without a name by their first user message, a few
+// threads at a time; stale says the list was left or replaced, and its answers are dropped.
+function titleRows(threads, stale) {
+  const queue = threads.filter(wantsFirstMessage).map((t) => t.id);
+  const worker = async () => {
+    while (queue.length && !stale()) {
+      const id = queue.shift();
+      try {
+        const text = await firstAsked(id);
+        const el = titles.get(id);
+        if (text && el && !stale()) {
+          el.textContent = text;
+          el.title = text;
+        }
+      } catch { /* the stand-in stays */ }
+    }
+  };
+  for (let i = 0; i < TITLES; i++) worker();
 }
 
 // newThreadForm creates a thread for an agent (and a name, as its name:<value> tag) and opens it.

@@ -4,7 +4,7 @@
 // record and the function versions behind it, and, for a member, a form that calls it through
 // the API (POST /v1/tools/{name}/call) and shows the result as text.
 import { api, ApiError } from "../api.js";
-import { h, clear, fold, pretty, when } from "../dom.js";
+import { h, clear, fold, pretty, when, toolName } from "../dom.js";
 import { schemaForm, errorBox, showFieldError } from "../schemaform.js";
 import { flagsOf, versionsTable } from "./tools.js";
 
@@ -15,7 +15,7 @@ export async function render(main, ctx, name) {
   ctx.onLeave(() => { left = true; });
   const page = h("div", { class: "con-page tool-page" },
     h("p", { class: "crumbs" }, h("a", { href: "#/tools" }, "Tools"), " / "),
-    h("h1", { class: "mono", "data-test": "tool-title" }, name));
+    h("h1", { class: "mono", "data-test": "tool-title" }, toolName(name)));
   main.append(page);
 
   let tool = null;

@@ -4,7 +4,7 @@
 // filters (GET /v1/tools, a page at a time: disabled and deleted ones too); and its functions
 // with their versions. Each served tool links to its page (#/tools/NAME).
 import { api, ApiError } from "../api.js";
-import { h, clear, when } from "../dom.js";
+import { h, clear, when, toolName } from "../dom.js";
 import { errorBox } from "../schemaform.js";
 
 const PAGE = 50;
@@ -31,7 +31,7 @@ export async function render(main, ctx) {
   for (const t of [...served.tools].sort((a, b) => a.name.localeCompare(b.name))) {
     const flags = h("td", { class: "tool-flags" }, flagsOf(t));
     const tr = h("tr", { "data-test": "served-tool", "data-tool": t.name },
-      h("td", {}, h("a", { class: "mono", href: "#/tools/" + encodeURIComponent(t.name) }, t.name)),
+      h("td", {}, h("a", { class: "mono", href: "#/tools/" + encodeURIComponent(t.name) }, toolName(t.name))),
       h("td", { class: "tool-desc" }, firstLine(t.description)),
       h("td", { class: "tool-params" }, params(t.input_schema)),
       flags);
@@ -164,8 +164,8 @@ function storedSection(ctx, servedNames, fnByID, gone) {
       const f = t.function_id ? fnByID.get(t.function_id) : null;
       body.append(h("tr", { "data-test": "stored-tool", "data-tool": t.name },
         h("td", {}, servedNames.has(t.name) && !t.deleted_at
-          ? h("a", { class: "mono", href: "#/tools/" + encodeURIComponent(t.name) }, t.name)
-          : h("span", { class: "mono" }, t.name), h("div", { class: "muted mono small-text" }, t.id)),
+          ? h("a", { class: "mono", href: "#/tools/" + encodeURIComponent(t.name) }, toolName(t.name))
+          : h("span", { class: "mono" }, toolName(t.name)), h("div", { class: "muted mono small-text" }, t.id)),
         h("td", { class: "tool-desc" }, firstLine(t.description)),
         h("td", {}, t.function_id ? h("span", { class: "mono" }, f ? f.name : t.function_id) : h("span", { class: "muted" }, "—"),
           t.function_version_id ? h("div", { class: "muted small-text" }, "pinned ", h("span", { class: "mono" }, t.function_version_id)) : null),
