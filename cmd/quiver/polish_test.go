@@ -37,7 +37,7 @@ func TestUnknownFlagSuggestsTheClosest(t *testing.T) {
 	}{
 		{[]string{"threads", "list", "--dbb", "x.db"}, "unknown flag --dbb; did you mean --db?"},
 		{[]string{"call", "get_current_time", "--arg", "{}"}, "unknown flag --arg; did you mean --args?"},
-		{[]string{"run", "--agnet", "x", "hi"}, "unknown flag --agnet; did you mean --agent?"},   // two letters swapped
+		{[]string{"run", "--agnet", "x", "hi"}, "unknown flag --agnet; did you mean --agent?"},       // two letters swapped
 		{[]string{"serve", "--insecure"}, "unknown flag --insecure; did you mean --insecure-local?"}, // the start of one
 		{[]string{"keys", "create", "--Name", "k"}, "unknown flag --Name; did you mean --name?"},
 		{[]string{"vars", "set", "X", "--scret"}, "unknown flag --scret; did you mean --secret?"},
