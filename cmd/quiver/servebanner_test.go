@@ -224,7 +224,7 @@ func TestQuietLibraries(t *testing.T) {
 	// A record logged by a library carries a pc in the library's code, as slog.Logger records
 	// its caller: here a pc in package strings, whose Map calls the function that takes it.
 	var library uintptr
-	strings.Map(func(r rune) rune {
+	_ = strings.Map(func(r rune) rune {
 		var pcs [1]uintptr
 		runtime.Callers(2, pcs[:])
 		library = pcs[0]
