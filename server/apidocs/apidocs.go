@@ -37,26 +37,17 @@ func Handler() http.Handler {
 	static := http.StripPrefix(Path+"/", http.FileServerFS(files))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Path, func(w http.ResponseWriter, r *http.Request) {
-		secure(w)
+		// The console's policy holds for the reference too, so that it can never need what
+		// the console's policy refuses.
+		console.Secure(w)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Write(page)
 	})
 	mux.HandleFunc("GET "+Path+"/", func(w http.ResponseWriter, r *http.Request) {
-		secure(w)
+		console.Secure(w)
 		w.Header().Set("Cache-Control", "no-cache")
 		static.ServeHTTP(w, r)
 	})
 	return mux
-}
-
-// secure sets the console's headers: the same policy holds for both pages, so the reference
-// can never need what the console's policy refuses.
-func secure(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Security-Policy", console.Policy)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 }

@@ -42,21 +42,22 @@ func Handler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		secure(w)
+		Secure(w)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Write(page)
 	})
 	mux.HandleFunc("GET /console/", func(w http.ResponseWriter, r *http.Request) {
-		secure(w)
+		Secure(w)
 		w.Header().Set("Cache-Control", "no-cache")
 		static.ServeHTTP(w, r)
 	})
 	return mux
 }
 
-// secure sets the headers every console response carries.
-func secure(w http.ResponseWriter) {
+// Secure sets the headers every console response carries, and every page served beside it
+// under the same policy (the API reference).
+func Secure(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", Policy)
 	h.Set("X-Content-Type-Options", "nosniff")
