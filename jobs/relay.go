@@ -126,7 +126,7 @@ func (rl *relay) enqueue(e agent.Event) {
 // whose connections River needs) so that they arrive in order.
 func (rl *relay) publish(ctx context.Context) {
 	for {
-		conn, err := pgx.ConnectConfig(ctx, rl.pool.Config().ConnConfig)
+		conn, err := rl.connect(ctx)
 		if err == nil {
 			err = rl.publishOn(ctx, conn)
 			conn.Close(context.WithoutCancel(ctx))
@@ -186,8 +186,19 @@ func (rl *relay) listen(ctx context.Context) {
 	}
 }
 
+// connect takes a connection of the relay's own out of the pool, made as the pool makes its
+// connections (its BeforeConnect and AfterConnect hooks included: a pool that fetches a
+// fresh password for each connection does so for these too), and no longer counted in it.
+func (rl *relay) connect(ctx context.Context) (*pgx.Conn, error) {
+	c, err := rl.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Hijack(), nil
+}
+
 func (rl *relay) listenOnce(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, rl.pool.Config().ConnConfig)
+	conn, err := rl.connect(ctx)
 	if err != nil {
 		return err
 	}

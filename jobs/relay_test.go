@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store/postgres"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -170,4 +174,49 @@ func equalTypes(a, b []agent.EventType) bool {
 		}
 	}
 	return true
+}
+
+// The relay's connections are made as the pool makes its own: a pool's BeforeConnect hook (one
+// that fetches a fresh password, say) runs for them too.
+func TestRelayConnectsThroughThePoolsHooks(t *testing.T) {
+	dsn := postgresDSN(t)
+	if dsn == "" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	schemaName := pgtest.Schema(t, dsn)
+	st, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(schemaName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.RuntimeParams["search_path"] = schemaName
+	name := "quiver_hook_" + schemaName[len(schemaName)-12:]
+	pc.BeforeConnect = func(_ context.Context, c *pgx.ConnConfig) error {
+		c.RuntimeParams["application_name"] = name
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	_, reg := newTools(t)
+	j, err := StartPostgres(context.Background(), pool, config(st, reg, &stepModel{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Stop(context.Background()) })
+	// StartPostgres returns once the relay listens: its connection is there, named by the hook.
+	var listening int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE application_name = $1 AND query LIKE 'LISTEN "' || $2 || '%'`, name, relayChannel).Scan(&listening); err != nil {
+		t.Fatal(err)
+	}
+	if listening != 1 {
+		t.Errorf("%d listening connections made through the pool's hook, want 1", listening)
+	}
 }
