@@ -197,6 +197,8 @@ func TestServeRuns(t *testing.T) {
 
 	_, _, empty := apiDo(t, "POST", base+"/threads", admin, `{"agent":"helper"}`)
 	emptyID, _ := empty["id"].(string)
+	_, _, bare := apiDo(t, "POST", base+"/threads", admin, `{}`)
+	bareID, _ := bare["id"].(string)
 	bad := []struct {
 		name, path, body string
 		status           int
@@ -206,7 +208,7 @@ func TestServeRuns(t *testing.T) {
 		{"a thread for an unknown agent", "/threads", `{"agent":"nobody"}`, 400, "no agent"},
 		{"a run of an unknown agent", "/threads/" + threadID + "/runs", `{"agent":"nobody","message":"hi"}`, 400, "no agent"},
 		{"a run on an unknown thread", "/threads/thr_nope/runs", `{"agent":"helper","message":"hi"}`, 404, "no thread"},
-		{"a run without an agent", "/threads/" + threadID + "/runs", `{"message":"hi"}`, 422, ""},
+		{"a run naming no agent on a thread of none", "/threads/" + bareID + "/runs", `{"message":"hi"}`, 422, "body.agent"},
 		{"a run without a message on a thread without any", "/threads/" + emptyID + "/runs", `{"agent":"helper"}`, 400, "body.message"},
 	}
 	for _, tt := range bad {
