@@ -36,6 +36,10 @@ func (d *Dispatcher) prepareArgs(c *Call) *Result {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
+	// A composed answer carries its meta-fields in Meta already (ParseComposed).
+	if r := d.refuseActivity(c); r != nil {
+		return r
+	}
 	if t.input != nil {
 		if ready, ok := t.input.QuickCheck(args); ok {
 			c.Args = ready
@@ -55,6 +59,9 @@ func (d *Dispatcher) prepareArgs(c *Call) *Result {
 		return Errorf(CodeInvalidArguments, "arguments for %s must be a JSON object, got %s; send an object with %s", t.Name(), jsonKind(v), t.params)
 	}
 	changed := extractMeta(c, obj)
+	if r := d.refuseActivity(c); r != nil {
+		return r
+	}
 	if t.input == nil {
 		if len(obj) > 0 {
 			return Errorf(CodeInvalidArguments, "tool %s takes no arguments, got %s", t.Name(), propertyNames(obj))
@@ -96,9 +103,8 @@ func extractMeta(c *Call, obj map[string]any) bool {
 		found = true
 		delete(obj, k)
 		switch k {
-		case schema.ToolField, schema.ActivityField:
-			// The tool is named by the call; the activity is bound by the tool's definition,
-			// never chosen by a model.
+		case schema.ToolField:
+			// The tool is named by the call. (_activity stays in Meta, for refuseActivity.)
 		case schema.ReasoningField:
 			if s, ok := v.(string); ok {
 				c.Reasoning = s
@@ -115,6 +121,33 @@ func extractMeta(c *Call, obj map[string]any) bool {
 		}
 	}
 	return found
+}
+
+// refuseActivity answers a call that names _activity with an error result saying what is
+// wrong, where, and what a call may carry instead. The code behind a tool is the definition's
+// to bind (M1: its _activity, else the activity under its name); a call that could choose it
+// would let a model run any registered activity under the name and policy of a tool it may
+// call. Dropping the key silently would leave the model believing it had chosen.
+func (d *Dispatcher) refuseActivity(c *Call) *Result {
+	if _, ok := c.Meta[schema.ActivityField]; !ok {
+		return nil
+	}
+	allowed := []string{schema.ReasoningField}
+	if d.registry().Latent(c.tool) {
+		allowed = append(allowed, schema.OutputField)
+	}
+	for _, f := range schema.MetaFields {
+		if d.accepts(c, f) {
+			allowed = append(allowed, f)
+		}
+	}
+	r := Errorf(CodeInvalidArguments, "the call to %s sets %s in its arguments, which no call may: the code that runs a tool is bound "+
+		"by the tool's definition, not chosen by a call. Remove %s and call again with the tool's arguments (%s); the other "+
+		"underscore fields a call to %s may carry here are: %s.", c.Name, schema.ActivityField, schema.ActivityField,
+		c.tool.params, c.Name, strings.Join(allowed, ", "))
+	r.Problems = []schema.Problem{{Pointer: "/" + schema.ActivityField,
+		Message: "not allowed in a call: a tool's activity is bound by its definition"}}
+	return r
 }
 
 func jsonString(v any) string {

@@ -29,7 +29,9 @@ func (d *Dispatcher) Render(dialect schema.Dialect) (*schema.ToolSet, error) {
 }
 
 // Compose returns the composed {calls, output} schema over the permitted tools; see
-// [schema.Compose]. A nil output means the final answer is text.
+// [schema.Compose]. A nil output means the final answer is text. It offers no
+// _reasoningForCall: a caller that wants it sets schema.ToolSchema.Reasoning on ToolSchemas'
+// answer and calls schema.Compose, as an agent with reasoning_for_call does.
 func (d *Dispatcher) Compose(output *schema.Schema) (*schema.Schema, error) {
 	return schema.Compose(d.toolSchemas(), output)
 }

@@ -109,10 +109,14 @@ func TestCompose(t *testing.T) {
 				t.Fatal(err)
 			}
 			doc := string(raw)
-			for _, want := range []string{`"calls"`, `"output"`, `"get_weather"`, `"classify"`, `"ping"`, `"_reasoningForCall"`, `"_output"`} {
+			for _, want := range []string{`"calls"`, `"output"`, `"get_weather"`, `"classify"`, `"ping"`, `"_output"`} {
 				if !strings.Contains(doc, want) {
 					t.Errorf("composed schema lacks %s", want)
 				}
+			}
+			// A dispatcher enables no _reasoningForCall: an agent asks for it (reasoning_for_call).
+			if strings.Contains(doc, `"_reasoningForCall"`) {
+				t.Error("the composed schema offers _reasoningForCall unasked")
 			}
 			if strings.Contains(doc, "admin_wipe") {
 				t.Error("composed schema offers the denied tool")
@@ -126,7 +130,7 @@ func TestCompose(t *testing.T) {
 			if tt.output != nil {
 				output = `{"answer":"42"}`
 			}
-			answer := `{"calls":[{"_tool":"get_weather","_reasoningForCall":"need it","city":"Oslo"},
+			answer := `{"calls":[{"_tool":"get_weather","city":"Oslo"},
 				{"_tool":"classify","text":"hi","_output":{"label":"greeting"}}],"output":` + output + `}`
 			v, err := schema.Decode([]byte(answer))
 			if err != nil {

@@ -192,9 +192,11 @@ func TestSchemaToolActivities(t *testing.T) {
 	}{
 		{name: "own _activity wins over name", tool: "bound", args: `{"text":"hi"}`, text: "shared_code ran", ran: `shared_code {"text":"hi"}`},
 		{name: "activity under the tool's name", tool: "by_name", args: `{"text":"hi"}`, text: "by_name ran", ran: `by_name {"text":"hi"}`},
-		{name: "call's _activity ignored (bound)", tool: "bound", args: `{"text":"hi","_activity":"evil"}`, text: "shared_code ran", ran: `shared_code {"text":"hi"}`},
-		{name: "call's _activity ignored (latent)", tool: "sentiment_analysis", latent: true,
-			args: `{"text":"good","_activity":"evil","_output":{"sentiment":"positive"}}`, value: `{"sentiment":"positive"}`},
+		// A call cannot choose the code that runs it: refused, and nothing runs.
+		{name: "call's _activity refused (bound)", tool: "bound", args: `{"text":"hi","_activity":"evil"}`,
+			code: quiver.CodeInvalidArguments, errHas: "sets _activity in its arguments"},
+		{name: "call's _activity refused (latent)", tool: "sentiment_analysis", latent: true,
+			args: `{"text":"good","_activity":"evil","_output":{"sentiment":"positive"}}`, code: quiver.CodeInvalidArguments, errHas: "_output"},
 		{name: "latent returns _output", tool: "sentiment_analysis", latent: true,
 			args: `{"text":"great day","_output":{"sentiment":"positive"}}`, value: `{"sentiment":"positive"}`},
 		{name: "latent bad _output", tool: "sentiment_analysis", latent: true,

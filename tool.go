@@ -215,6 +215,12 @@ func (t *Tool) Spec() Spec {
 	return s
 }
 
+// CompiledInput returns the input schema as compiled when the tool was made, nil for a tool
+// that takes no arguments: checks of arguments outside the dispatcher (a person editing a
+// call, a console trying a tool) use it rather than compiling the schema on every request
+// (SPEC S5). It is shared and safe for concurrent use.
+func (t *Tool) CompiledInput() *schema.Compiled { return t.input }
+
 // Name returns the tool's name.
 func (t *Tool) Name() string { return t.spec.Name }
 

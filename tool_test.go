@@ -498,7 +498,8 @@ func TestMetaFieldsNeverReachHandler(t *testing.T) {
 		// stateful ones (_outputPath, ...) must be enabled (meta_test.go).
 		{"other meta-fields", `{"q":"x","_trace":"/a/b","_tenant":"i1","_hint":{"request":"r"}}`, `{"q":"x"}`, "", "",
 			map[string]string{"_trace": `"/a/b"`, "_tenant": `"i1"`, "_hint": `{"request":"r"}`}},
-		{"tool and activity dropped", `{"q":"x","_tool":"other","_activity":"evil"}`, `{"q":"x"}`, "", "", nil},
+		// _activity is refused (activity_refusal_test.go); _tool is the call's name, dropped.
+		{"tool dropped", `{"q":"x","_tool":"other"}`, `{"q":"x"}`, "", "", nil},
 		{"all", `{"_reasoningForCall":"r","q":"y","_output":"o","_trace":"p"}`, `{"q":"y"}`, "r", `"o"`,
 			map[string]string{"_trace": `"p"`}},
 	}

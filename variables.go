@@ -182,9 +182,16 @@ func (l Layered) ResolveVariable(ctx context.Context, scope Scope, v Variable) (
 	return "", false, nil
 }
 
-// MissingVariablesError names the required variables that did not resolve.
+// MissingVariablesError names the required variables that did not resolve. It carries names
+// and descriptions only, never a value: it is shown to people and sent over the API.
 type MissingVariablesError struct {
 	Missing []Variable
+	// RequiredBy says, by variable name, what requires each missing variable ("prompt NAME",
+	// "tool NAME", "sub-agent NAME"), for a check that gathers the declarations of several
+	// places, as creating a thread for an agent does (agent.Runner.CreateThread): the person
+	// who reads the error learns what to configure, not only its name. nil when one list of
+	// declarations was checked.
+	RequiredBy map[string][]string
 }
 
 // Error names every missing variable and says where to set it.
@@ -192,8 +199,15 @@ func (e *MissingVariablesError) Error() string {
 	parts := make([]string, len(e.Missing))
 	for i, v := range e.Missing {
 		parts[i] = v.Name
+		var notes []string
 		if v.Description != "" {
-			parts[i] += " (" + v.Description + ")"
+			notes = append(notes, v.Description)
+		}
+		if by := e.RequiredBy[v.Name]; len(by) > 0 {
+			notes = append(notes, "required by "+strings.Join(by, ", "))
+		}
+		if len(notes) > 0 {
+			parts[i] += " (" + strings.Join(notes, "; ") + ")"
 		}
 	}
 	return fmt.Sprintf("required variable%s not set: %s; set %s on the thread, agent, prompt, user or instance",
@@ -239,6 +253,27 @@ func ResolveVariables(ctx context.Context, r VariableResolver, scope Scope, decl
 		return values, &MissingVariablesError{Missing: missing}
 	}
 	return values, nil
+}
+
+// PlannedThread is a thread about to be created, as a [PlanResolver] sees it before it exists:
+// the agent whose layer it reads and the values it is to be created with.
+type PlannedThread struct {
+	AgentID string
+	Values  []VariableValue
+}
+
+// PlanResolver is a VariableResolver that can also resolve on threads not created yet, so that
+// a thread whose required variables are missing is refused before anything is written, and the
+// children its first run starts at once are checked before they exist (store/vars' Resolver
+// is one).
+type PlanResolver interface {
+	VariableResolver
+	// ResolvePlanned resolves decls on plan[0], to be created as a child of plan[1], and so on;
+	// the last is to be created under scope.ThreadID (an existing thread, or "" for a root).
+	// scope names the workspace and the user; the prompt layer is the context's (WithPrompt).
+	// With no plan it resolves on scope as it is. It returns the values found and, when
+	// required ones are missing, a *MissingVariablesError naming all of them.
+	ResolvePlanned(ctx context.Context, scope Scope, plan []PlannedThread, decls []Variable) (map[string]string, error)
 }
 
 // VariableValue is a value to set on a layer's owner (see store/vars).

@@ -529,7 +529,7 @@ func TestComposedOutputMode(t *testing.T) {
 		{Text: `{"calls":[{"_tool":"echo","text":"hi","_reasoningForCall":"to check"}],"output":null}`},
 		{Text: `{"calls":[],"output":{"answer":"hi"}}`},
 	}}
-	p := &agent.Prompt{Name: "p", Tools: []string{"echo"}, Output: out}
+	p := &agent.Prompt{Name: "p", Tools: []string{"echo"}, Output: out, ReasoningForCall: true}
 	f := newFixture(t, m, p)
 	o, err := f.r.Run(ctx, f.th, f.agent, "say hi")
 	if err != nil {

@@ -94,6 +94,8 @@ func (rs *run) delegatePrompt(call *quiver.Call, d *quiver.Delegation) (*Prompt,
 	}
 	p.ExposeAsTool, p.Subagents, p.Subprompts = false, nil, nil
 	p.MetaFields, p.Instances = nil, nil // the request's calls write no state of the caller's
+	// A model must not shed the caller's guard on tool output by delegating.
+	p.UntrustedToolOutput = p.UntrustedToolOutput || rs.prompt.UntrustedToolOutput
 	return &p, nil
 }
 

@@ -76,11 +76,15 @@ type definition struct {
 	// Stateful calls (see Prompt).
 	MetaFields []string `json:"meta_fields"`
 	Instances  []string `json:"instances"`
+
+	// UntrustedToolOutput: see Prompt.
+	UntrustedToolOutput bool `json:"untrusted_tool_output"`
 }
 
 const fieldList = "kind, name, description, prompt, system, model, tools, allow, deny, variables (or tenvs), output, stop " +
-	"(no_calls, on_output, max_steps, tools), strict, reasoning_for_call, max_calls_per_step, temperature, max_tokens, " +
-	"type (ai_human, dual_ai), expose_as_tool, args, subprompts, subagents, meta_fields, instances"
+	"(no_calls, on_output, max_steps, tools), strict, reasoning_for_call, max_calls_per_step, untrusted_tool_output, temperature, max_tokens, " +
+	"type (ai_human, dual_ai), expose_as_tool, args, subprompts, subagents, meta_fields, instances; " +
+	"each in snake_case or camelCase (expose_as_tool or exposeAsTool)"
 
 // LoadFile reads one definition file (.yaml, .yml or .json) into a catalog.
 func LoadFile(path string) (*Catalog, error) {
@@ -193,7 +197,7 @@ func readDefinition(path string) (*definition, error) {
 func (def *definition) prompt() (*Prompt, error) {
 	p := &Prompt{Name: def.Name, Description: def.Description, System: def.System, Model: def.Model, Tools: def.Tools,
 		Allow: def.Allow, Deny: def.Deny, Variables: def.Variables, Stop: def.Stop, Strict: def.Strict,
-		ReasoningForCall: def.ReasoningForCall, MaxCallsPerStep: def.MaxCallsPerStep,
+		ReasoningForCall: def.ReasoningForCall, MaxCallsPerStep: def.MaxCallsPerStep, UntrustedToolOutput: def.UntrustedToolOutput,
 		Temperature: def.Temperature, MaxTokens: def.MaxTokens, Subprompts: def.Subprompts, Subagents: def.Subagents,
 		MetaFields: def.MetaFields, Instances: def.Instances}
 	var err error
@@ -310,6 +314,9 @@ func parseDefinition(raw []byte) (*definition, error) {
 	fields, ok := doc.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("want a mapping of fields (%s), got %T", fieldList, doc)
+	}
+	if err := canonicalKeys(doc, reflect.TypeFor[definition](), ""); err != nil {
+		return nil, err
 	}
 	if !slices.ContainsFunc(slices.Collect(maps.Keys(fields)), isDefinitionField) {
 		return nil, errNotDefinition

@@ -3,7 +3,9 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/quiverhq/quiver"
@@ -65,7 +67,8 @@ type Subagent struct {
 	// or yes (in any case).
 	Optional string `json:"optional,omitempty"`
 	// Resumable keeps the child's thread to be messaged again, through the lifecycle tools
-	// subagent_create and subagent_message; nil means not resumable.
+	// subagent_create and subagent_message; nil means not resumable. A definition says so
+	// with false, as seed 000 does, and asks for every default with true.
 	Resumable *Resumable `json:"resumable,omitempty"`
 }
 
@@ -92,9 +95,7 @@ func (im *Immediate) UnmarshalJSON(b []byte) error {
 	}
 	type plain Immediate
 	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := unmarshalCanonical(b, reflect.TypeFor[Immediate](), &p, true); err != nil {
 		return fmt.Errorf("immediate: want true, false or {nameEnv, descriptionEnv, scopedEnv}: %v", err)
 	}
 	*im = Immediate(p)
@@ -130,14 +131,22 @@ type Resumable struct {
 	ParentCommunication string `json:"parentCommunication,omitempty"`
 }
 
-// UnmarshalJSON reads false (not resumable) or the object form.
+// UnmarshalJSON reads the object form, or true for every default. false, seed 000's way of
+// saying "not resumable", is read by Subagent, which then has no Resumable at all: here it
+// would have to be a Resumable, which it is not.
 func (r *Resumable) UnmarshalJSON(b []byte) error {
+	var on bool
+	if json.Unmarshal(b, &on) == nil {
+		if !on {
+			return errors.New("resumable: false is no Resumable: a Subagent reads it as not resumable (nil); on its own, write true or an object")
+		}
+		*r = Resumable{}
+		return nil
+	}
 	type plain Resumable
 	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("resumable: want false or {receives_messages, maxInstances, parentCommunication}: %v", err)
+	if err := unmarshalCanonical(b, reflect.TypeFor[Resumable](), &p, true); err != nil {
+		return fmt.Errorf("resumable: want false, true or {receives_messages, maxInstances, parentCommunication}: %v", err)
 	}
 	*r = Resumable(p)
 	return nil
@@ -273,7 +282,7 @@ func (s *Subprompt) UnmarshalJSON(b []byte) error {
 	}
 	type plain Subprompt
 	var p plain
-	if err := strictJSON(b, &p); err != nil {
+	if err := unmarshalCanonical(b, reflect.TypeFor[Subprompt](), &p, true); err != nil {
 		return fmt.Errorf("subprompt: want a prompt's name or {name, include_text_response, include_tool_calls, include_errors, "+
 			"init_user_message_property, init_attachments_property}: %v", err)
 	}
@@ -289,18 +298,19 @@ func (s *Subagent) UnmarshalJSON(b []byte) error {
 	}
 	type plain Subagent
 	var p plain
-	if err := strictJSON(b, &p); err != nil {
+	doc, err := canonicalJSON(b, reflect.TypeFor[Subagent]())
+	if obj, ok := doc.(map[string]any); ok && obj["resumable"] == false {
+		delete(obj, "resumable") // seed 000's "not resumable", which is no Resumable at all
+	}
+	if err == nil {
+		err = decodeCanonical(doc, &p, true)
+	}
+	if err != nil {
 		return fmt.Errorf("subagent: want an agent's name or {name, blocking, init_user_message_property, init_attachments_property, "+
 			"init_agent_name_property, immediate, optional, resumable}: %v", err)
 	}
 	*s = Subagent(p)
 	return nil
-}
-
-func strictJSON(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 // checkNested reports prompts whose subprompts and subagents name what the catalog does not
@@ -331,6 +341,9 @@ func (c *Catalog) checkPromptNested(p *Prompt) error {
 		case !q.ExposeAsTool:
 			return fmt.Errorf("%w: prompt %s: subprompt %q is not exposed as a tool: set expose_as_tool: true in its definition", ErrDefinition, p.Name, sp.Name)
 		}
+		if err := sp.checkInit(p.Name, q); err != nil {
+			return err
+		}
 	}
 	for _, sa := range p.Subagents {
 		if err := sa.check(p.Name); err != nil {
@@ -343,6 +356,9 @@ func (c *Catalog) checkPromptNested(p *Prompt) error {
 		case a.Type != DualAI:
 			return fmt.Errorf("%w: prompt %s: subagent %q is a human-facing agent: give it type: dual_ai, or name it in tools for a handoff",
 				ErrDefinition, p.Name, sa.Name)
+		}
+		if err := sa.checkInit(p.Name, a); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -191,9 +191,19 @@ func (rs *run) renderTools(reg *quiver.Registry) error {
 	if ex := quiver.RenderExamples(tools); ex != "" {
 		rs.system += "\n\n" + ex
 	}
+	if p.UntrustedToolOutput {
+		rs.system += "\n\n" + untrustedInstructions
+	}
+	// Both modes offer the same fields: the meta-fields the prompt enables, and
+	// _reasoningForCall only where it asks for it (reasoning_for_call).
+	schemas := quiver.ToolSchemas(reg, tools)
+	for i := range schemas {
+		schemas[i].Reasoning = p.ReasoningForCall
+		schemas[i].MetaFields = quiver.MergeMetaFields(schemas[i].MetaFields, p.MetaFields)
+	}
 	var err error
 	if p.Output != nil {
-		if rs.composed, err = rs.d.Compose(p.Output); err != nil {
+		if rs.composed, err = schema.Compose(schemas, p.Output); err != nil {
 			return fmt.Errorf("agent: prompt %s: composing the output schema: %w", p.Name, err)
 		}
 		rs.system += "\n\n" + composedInstructions
@@ -202,11 +212,6 @@ func (rs *run) renderTools(reg *quiver.Registry) error {
 	dialect := m.Dialect()
 	if p.Strict && dialect == schema.OpenAI {
 		dialect = schema.OpenAIStrict
-	}
-	schemas := quiver.ToolSchemas(reg, tools)
-	for i := range schemas {
-		schemas[i].Reasoning = p.ReasoningForCall
-		schemas[i].MetaFields = quiver.MergeMetaFields(schemas[i].MetaFields, p.MetaFields)
 	}
 	if rs.tools, err = schema.Render(dialect, schemas); err != nil {
 		return fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)

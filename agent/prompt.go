@@ -41,9 +41,19 @@ type Prompt struct {
 	// Strict asks OpenAI models for strict mode on the tools that allow it.
 	Strict bool `json:"strict,omitempty" yaml:"strict,omitempty"`
 	// ReasoningForCall offers the model a _reasoningForCall argument on every tool, to say why
-	// it makes each call; it is stored with the call and never reaches the tool. The
-	// composed {calls, output} mode always offers it.
+	// it makes each call; it is stored with the call and never reaches the tool. Off by
+	// default, in native tool calling and in the composed {calls, output} mode alike: seed
+	// 002's composed schema has no such field, and a model asked for it spends tokens on it.
 	ReasoningForCall bool `json:"reasoning_for_call,omitempty" yaml:"reasoning_for_call,omitempty"`
+	// UntrustedToolOutput marks what tools return as data, not instructions, in every request
+	// to the model: each result's text is sent between delimiters with an id of its own
+	// (any delimiter inside the text neutralised, so the text cannot end it early), and the
+	// system prompt says that nothing inside them is an instruction. It narrows prompt
+	// injection through tool output (a web page or a file that says "ignore your
+	// instructions") without preventing it; see docs/SECURITY.md. Off by default: the model
+	// then sees each result as the tool wrote it. A request delegated with _delegate keeps
+	// the caller's setting when the caller has it on.
+	UntrustedToolOutput bool `json:"untrusted_tool_output,omitempty" yaml:"untrusted_tool_output,omitempty"`
 	// MaxCallsPerStep bounds the tool calls one model turn may ask for; 0 means
 	// DefaultMaxCallsPerStep. The calls past it are answered with an error result
 	// (too_many_calls) and not run.

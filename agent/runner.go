@@ -166,6 +166,11 @@ var (
 //
 // A thread handed over to another agent, or a child thread, is run by the agent it records
 // (see ThreadState) when the runner's Catalog has it, whatever a names.
+//
+// A thread's first run (Run or Resume before any step or outcome) checks the variables it
+// requires, as CreateThread does, before it writes anything: a *quiver.MissingVariablesError
+// names every one missing. Create threads with CreateThread to be refused before the thread
+// exists; one made with thread.Create is refused here.
 func (r *Runner) Run(ctx context.Context, th *thread.Thread, a *Agent, message string) (*Outcome, error) {
 	out, _, err := r.runThread(ctx, th, a, message, true)
 	return out, err

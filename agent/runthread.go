@@ -44,6 +44,14 @@ func (r *Runner) runThread(ctx context.Context, th *thread.Thread, a *Agent, mes
 		return r.redeliver(ctx, th, &info, message, deliver)
 	}
 	a = r.agentFor(info, a)
+	if FirstRun(&info) {
+		// Whatever created the thread (CreateThread, which checked, or thread.Create, which
+		// cannot), its first run starts only once every variable it requires resolves
+		// (required.go), and writes nothing before.
+		if err := r.checkThread(ctx, th, &info, a); err != nil {
+			return nil, nil, err
+		}
+	}
 	rs, err := r.prepare(ctx, th, a, true)
 	if err != nil {
 		return nil, nil, err

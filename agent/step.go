@@ -154,6 +154,11 @@ func (rs *run) request(hist []*store.Message) *model.Request {
 			// result again: the status says whether it failed, and only content that can hold
 			// an image is decoded.
 			isErr := m.Result != nil && quiver.Status(m.Result.Status) == quiver.StatusError
+			text := m.Content
+			if p.UntrustedToolOutput {
+				// Error results too: a tool's error often quotes what it read.
+				text = untrusted(text)
+			}
 			if rs.composed != nil {
 				// Without native tool calling, results come back as a user message.
 				label := "Result"
@@ -161,10 +166,10 @@ func (rs *run) request(hist []*store.Message) *model.Request {
 					label = "Error"
 				}
 				req.Messages = append(req.Messages, model.Message{Role: model.RoleUser,
-					Text: fmt.Sprintf("%s of call %s (%s): %s", label, m.ToolCallID, m.ToolName, m.Content)})
+					Text: fmt.Sprintf("%s of call %s (%s): %s", label, m.ToolCallID, m.ToolName, text)})
 				continue
 			}
-			tm := model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, ToolName: outbound(m.ToolName), Text: m.Content,
+			tm := model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, ToolName: outbound(m.ToolName), Text: text,
 				IsError: isErr}
 			if m.Result != nil && bytes.Contains(m.Result.Content, []byte(`"image"`)) {
 				var content []quiver.Content

@@ -81,6 +81,11 @@ func (r *Runner) buildNested(p *Prompt) (*nestedSet, error) {
 		seen[t.Name()] = true
 	}
 	for _, sp := range p.Subprompts {
+		if q, ok := r.Catalog.Prompts[sp.Name]; ok {
+			if err := sp.checkInit(p.Name, q); err != nil {
+				return nil, err // a catalog built in Go, not read by LoadDir, meets the check here
+			}
+		}
 		t, err := r.promptTool(sp)
 		if err != nil {
 			return nil, fmt.Errorf("%w: prompt %s: %v", ErrDefinition, p.Name, err)
@@ -94,6 +99,9 @@ func (r *Runner) buildNested(p *Prompt) (*nestedSet, error) {
 		a, ok := r.Catalog.Lookup(sa.Name)
 		if !ok || r.Catalog.Agents[sa.Name] == nil {
 			return nil, fmt.Errorf("%w: prompt %s: subagent %s is not an agent of the catalog (agents: %v)", ErrDefinition, p.Name, sa.Name, r.Catalog.agentNames())
+		}
+		if err := sa.checkInit(p.Name, a); err != nil {
+			return nil, err
 		}
 		if sa.Resumable != nil {
 			ns.resumable = append(ns.resumable, sa)

@@ -463,6 +463,12 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 	if errors.Is(err, agent.ErrEmptyThread) {
 		return river.JobCancel(fmt.Errorf("jobs: thread %s: %w", a.ThreadID, err))
 	}
+	if missing := (*quiver.MissingVariablesError)(nil); errors.As(err, &missing) {
+		// A thread's first run refused for its variables (SPEC V3): trying again does not set
+		// them. Starting a run (platform.StartRun) checks them first, so this is rare.
+		w.cfg.Logger.Warn("jobs: the run cannot start", "thread", a.ThreadID, "agent", a.Agent, "err", err)
+		return river.JobCancel(fmt.Errorf("jobs: thread %s: %w", a.ThreadID, err))
+	}
 	if err != nil {
 		if job.Attempt >= job.MaxAttempts {
 			// River gives up on the run: a child's parent hears of it (implicit communication).

@@ -57,9 +57,9 @@ func argProblems(t *quiver.Tool, obj map[string]any) ([]FieldProblem, error) {
 		}
 		return fields, nil
 	}
-	compiled, err := schema.Compile(sp.InputSchema)
-	if err != nil {
-		return nil, &Error{Kind: Internal, Message: "tool " + t.Name() + ": its input schema does not compile", Cause: err}
+	compiled := t.CompiledInput()
+	if compiled == nil {
+		return nil, &Error{Kind: Internal, Message: "tool " + t.Name() + ": its input schema was not compiled when it was made"}
 	}
 	if _, err := compiled.ApplyDefaults(obj); err != nil {
 		return nil, invalid("args", "applying the defaults: "+err.Error())

@@ -22,6 +22,7 @@ import (
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
+	"github.com/quiverhq/quiver/thread"
 )
 
 // Config is what a Platform is assembled from. Store is required.
@@ -32,8 +33,9 @@ type Config struct {
 	// Registry holds the tools every workspace shares (built-in, configured and imported);
 	// quiver.Default when nil.
 	Registry *quiver.Registry
-	// Resolver supplies the values of the tools' declared variables and checks an agent's
-	// required variables when a thread is created for it; nil resolves none and checks none.
+	// Resolver supplies the values of the tools' declared variables, and those a thread for an
+	// agent is checked against when it is created; nil resolves none, so that a thread for an
+	// agent that requires variables is refused.
 	Resolver *vars.Resolver
 	// Catalog holds the agents runs are started with and the prompts they call as tools; nil
 	// holds none. CatalogDir says where it was loaded from, for errors that name an agent.
@@ -144,17 +146,26 @@ func (p *Platform) runnable(ctx context.Context, name string) (*agent.Agent, err
 	return p.Agent(ctx, name)
 }
 
-// CreateThread stores a new thread for ag (nil: a thread of no agent), refusing it when one
-// of the agent's required variables has no value on the layers the thread will read.
-func (p *Platform) CreateThread(ctx context.Context, th *store.Thread, ag *agent.Agent) error {
-	if p.cfg.Resolver == nil {
+// CreateThread stores a new thread for ag (nil: a thread of no agent, which needs no
+// variables) with values set on it, through the runner's CreateThread: refused, nothing
+// written, when a variable a run of ag requires (its prompt's, its tools', its immediate
+// sub-agents') has no value on the layers the thread will read, with a
+// *quiver.MissingVariablesError naming every one and what requires it. th gets the thread as
+// stored (its id, its times).
+func (p *Platform) CreateThread(ctx context.Context, th *store.Thread, ag *agent.Agent, values ...vars.Value) error {
+	if ag == nil {
+		if len(values) > 0 {
+			return fmt.Errorf("platform: values for a thread of no agent: %w", store.ErrInvalid)
+		}
 		return p.cfg.Store.CreateThread(ctx, th)
 	}
-	var decls []quiver.Variable
-	if ag != nil {
-		decls, ctx = ag.Prompt.Variables, vars.WithPrompt(ctx, ag.Prompt.Name)
+	created, err := p.runner.CreateThread(ctx, thread.Options{WorkspaceID: th.WorkspaceID, AgentID: th.AgentID, UserID: th.UserID,
+		ParentID: th.ParentID, Tags: th.Tags, Blocking: th.Blocking, Resumable: th.Resumable, Status: th.Status}, ag, values...)
+	if err != nil {
+		return err
 	}
-	return p.cfg.Resolver.CreateThread(ctx, th, decls)
+	*th = created.Info()
+	return nil
 }
 
 // JobsConfig is the configuration of the platform's background runs, for StartJobs.

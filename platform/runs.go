@@ -28,6 +28,9 @@ type NewThread struct {
 	Agent     string   // the agent it is for, whose required variables must resolve; "" for none
 	Tags      []string // none may be one the runtime sets (agent.ReservedTag)
 	Instances []string // each gets a state object of its own
+	// Variables are values set on the thread as it is created, which count towards the
+	// agent's required variables: each is a secret (sealed) when a declaration says so.
+	Variables map[string]string
 }
 
 // Run is a run queued on a thread: its background job.
@@ -81,11 +84,18 @@ func (p *Platform) OpenThread(ctx context.Context, a Actor, in NewThread) (*stor
 			return nil, &Error{Kind: Invalid, Field: "agent", Detail: err.Error(), Message: "an agent this server runs"}
 		}
 	}
-	if err := p.CreateThread(ctx, th, ag); err != nil {
+	if len(in.Variables) > 0 && ag == nil {
+		return nil, &Error{Kind: Invalid, Field: "variables", Detail: "variables are given for a thread of no agent, which requires none",
+			Message: "leave them out, or name the agent the thread is for"}
+	}
+	if err := checkThreadValues(in.Variables); err != nil {
+		return nil, err
+	}
+	if err := p.CreateThread(ctx, th, ag, threadValues(in.Variables)...); err != nil {
 		var missing *quiver.MissingVariablesError
 		switch {
 		case errors.As(err, &missing):
-			return nil, &Error{Kind: MissingVariables, Message: "the thread cannot be created: " + err.Error(), Cause: err}
+			return nil, missingVariables("the thread cannot be created", missing)
 		case errors.Is(err, store.ErrInvalid):
 			return nil, &Error{Kind: Invalid, Message: "the thread cannot be created: " + err.Error(), Cause: err}
 		}
@@ -118,7 +128,8 @@ func (p *Platform) StartRun(ctx context.Context, a Actor, threadID, agentName, m
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, threadID); err != nil {
+	info, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, threadID)
+	if err != nil {
 		return nil, storeError(err, "thread "+threadID, "")
 	}
 	if message == "" {
@@ -131,8 +142,12 @@ func (p *Platform) StartRun(ctx context.Context, a Actor, threadID, agentName, m
 				Message: "required on a thread without messages"}
 		}
 	}
-	if _, err := p.Agent(ctx, agentName); err != nil {
+	ag, err := p.Agent(ctx, agentName)
+	if err != nil {
 		return nil, &Error{Kind: Invalid, Field: "agent", Detail: err.Error(), Message: "an agent this server runs"}
+	}
+	if err := p.checkFirstRun(ctx, info, ag); err != nil {
+		return nil, err
 	}
 	id, err := j.Start(ctx, jobs.RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: threadID, Agent: agentName, Message: message})
 	if errors.Is(err, jobs.ErrRunQueued) {

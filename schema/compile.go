@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/quiverhq/quiver/internal/schemastat"
 )
 
 // Compiled is a schema resolved and compiled once, ready to validate many values concurrently.
@@ -57,6 +59,7 @@ func CompileJSON(doc []byte) (*Compiled, error) {
 const resourceURL = "quiver:///schema.json"
 
 func compileJSON(raw []byte) (*validator.Schema, error) {
+	schemastat.Compilations.Add(1)
 	doc, err := validator.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("schema: compile: %w", err)

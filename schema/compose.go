@@ -135,13 +135,17 @@ func dedupe(list []string) []string {
 }
 
 // Compose builds the single schema a structured-output model answers with when it may both
-// call tools and give its final output:
+// call tools and give its final output, as seed 002 writes it:
 //
-//	{"calls": [{"_tool": NAME, "_reasoningForCall": WHY, ...arguments}], "output": OUTPUT | null}
+//	{"calls": [{"_tool": NAME, ...arguments}], "output": OUTPUT | null}
 //
-// Each call item is one branch of an anyOf, told apart by the _tool const. Latent tools carry
-// an _output property the model fills with the result. A nil output means the final output is
-// text. The tools' $defs are hoisted to the root under "<tool>.<name>" so refs stay valid.
+// Each call item is one branch of an anyOf, told apart by the _tool const, and closed
+// (additionalProperties: false unless the tool's schema says otherwise). A tool whose
+// ToolSchema.Reasoning is set also offers an optional _reasoningForCall; the others do not, so
+// that a model is asked for it only where an agent wants it. Latent tools carry an _output
+// property the model fills with the result. An object output is closed too, unless it says
+// what else it admits; a nil output means the final output is text. The tools' $defs are
+// hoisted to the root under "<tool>.<name>" so refs stay valid.
 func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 	root := &Schema{
 		Type:                 "object",
@@ -175,8 +179,12 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 		}
 		var tool any = t.Name
 		item.Properties[ToolField] = &Schema{Const: &tool, Description: t.Description}
-		item.Properties[ReasoningField] = reasoningProperty()
-		item.PropertyOrder = dedupe(append([]string{ToolField, ReasoningField}, propertyOrder(item)...))
+		first := []string{ToolField}
+		if t.Reasoning {
+			item.Properties[ReasoningField] = reasoningProperty()
+			first = append(first, ReasoningField)
+		}
+		item.PropertyOrder = dedupe(append(first, propertyOrder(item)...))
 		item.Required = dedupe(append([]string{ToolField}, item.Required...))
 		if item.AdditionalProperties == nil {
 			item.AdditionalProperties = falseSchema()
@@ -200,6 +208,8 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 	} else {
 		out = output.CloneSchemas()
 		out.Schema, out.ID = "", ""
+		// Closed before hoisting, so that a copy kept for refs to its root is closed alike.
+		closeObject(out)
 		if err := hoistDefs(root, out, "output"); err != nil {
 			return nil, err
 		}
@@ -210,6 +220,21 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 	}
 	root.Properties["output"] = out
 	return root, nil
+}
+
+// closeObject sets additionalProperties: false on an object schema that declares its
+// properties in place and says nothing of others, as seed 002's composed output has it. A
+// free-form object (no properties), one that takes properties from elsewhere (allOf, anyOf,
+// oneOf, $ref, if/then/else, dependentSchemas) or one that already says what else it admits
+// is left as written: closing it would refuse properties it means to accept.
+func closeObject(s *Schema) {
+	if schemaType(s) != "object" || len(s.Properties) == 0 || s.PatternProperties != nil ||
+		s.AdditionalProperties != nil || s.UnevaluatedProperties != nil ||
+		s.AllOf != nil || s.AnyOf != nil || s.OneOf != nil || s.Ref != "" || s.DynamicRef != "" ||
+		s.If != nil || s.Then != nil || s.Else != nil || s.DependentSchemas != nil {
+		return
+	}
+	s.AdditionalProperties = falseSchema()
 }
 
 // refersToItself reports whether s has a $ref other than to its own $defs or definitions: to

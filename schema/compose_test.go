@@ -9,7 +9,7 @@ import (
 func composeTools(t *testing.T) []ToolSchema {
 	t.Helper()
 	return []ToolSchema{
-		{Name: "get_weather", Description: "Gets the weather.", Input: mustInfer[enumArgs](t)},
+		{Name: "get_weather", Description: "Gets the weather.", Input: mustInfer[enumArgs](t), Reasoning: true},
 		{Name: "tree", Description: "Takes a tree.", Input: corpusByName(t, "recursive_tree").schema},
 		{Name: "now", Description: "Tells the time."},
 		{Name: "summarize", Description: "The model summarizes.", Input: mustInfer[scalarArgs](t), Output: mustInfer[point](t), Latent: true},
@@ -52,13 +52,17 @@ func TestComposeStructure(t *testing.T) {
 		if tc != nil && tc.Description != tool.Description {
 			t.Errorf("branch %d: _tool description %q", i, tc.Description)
 		}
-		if r := b.Properties[ReasoningField]; r == nil || r.Type != "string" {
-			t.Errorf("branch %d: no string %s", i, ReasoningField)
+		// _reasoningForCall only where the tool's Reasoning asks for it, optional, second.
+		if r := b.Properties[ReasoningField]; tool.Reasoning && (r == nil || r.Type != "string") || !tool.Reasoning && r != nil {
+			t.Errorf("branch %d (reasoning %v): %s = %s", i, tool.Reasoning, ReasoningField, marshalSchemaOrNil(r))
+		}
+		if containsString(b.Required, ReasoningField) {
+			t.Errorf("branch %d: %s is required", i, ReasoningField)
 		}
 		if b.Required[0] != ToolField {
 			t.Errorf("branch %d: required %q does not start with _tool", i, b.Required)
 		}
-		if b.PropertyOrder[0] != ToolField || b.PropertyOrder[1] != ReasoningField {
+		if b.PropertyOrder[0] != ToolField || tool.Reasoning && b.PropertyOrder[1] != ReasoningField {
 			t.Errorf("branch %d: property order %q", i, b.PropertyOrder)
 		}
 		if !isFalse(b.AdditionalProperties) {
@@ -83,8 +87,8 @@ func TestComposeStructure(t *testing.T) {
 			t.Errorf("$defs lacks %q: has %v", name, keysOf(s.Defs))
 		}
 	}
-	if out := s.Properties["output"]; !allowsNull(out) || out.Properties["x"] == nil {
-		t.Errorf("output = %s, want the point schema, nullable", marshalSchema(t, out))
+	if out := s.Properties["output"]; !allowsNull(out) || out.Properties["x"] == nil || !isFalse(out.AdditionalProperties) {
+		t.Errorf("output = %s, want the point schema, nullable and closed", marshalSchema(t, out))
 	}
 }
 
@@ -138,6 +142,9 @@ func TestComposeValidatesAnswers(t *testing.T) {
 		{`{"calls":[{"_tool":"classify","_output":{"home":{"street":"s","zip":"x"}}}],"output":null}`, `/calls/0/_output/home/zip: must match pattern`},
 		{`{"calls":[{"_tool":"tree","root":{"label":"a","children":[{"label":7}]}}],"output":null}`, `/calls/0/root/children/0/label: expected string, got number`},
 		{`{"calls":[],"output":{"x":1}}`, `missing required property "y"`},
+		// The output is closed, as seed 002 writes it; _reasoningForCall only where enabled.
+		{`{"calls":[],"output":{"x":1,"y":2,"z":3}}`, `unknown property "z"`},
+		{`{"calls":[{"_tool":"now","_reasoningForCall":"why"}],"output":null}`, `/calls/0: matches none of the allowed alternatives`},
 	}
 	for _, b := range bad {
 		err := c.Validate(mustDecode(t, b.doc))

@@ -55,8 +55,9 @@ type ToolSchema struct {
 	// Latent marks a tool the model executes itself: its arguments gain an _output property
 	// (the Output schema) that the model fills with the result.
 	Latent bool
-	// Reasoning offers the model an optional _reasoningForCall string in the arguments, to
-	// explain the call; the dispatcher stores it with the call and never passes it on.
+	// Reasoning offers the model an optional _reasoningForCall string in the arguments (in
+	// Render and in Compose alike), to explain the call; the dispatcher stores it with the
+	// call and never passes it on. Off, the model is not asked for it.
 	Reasoning bool
 	// MetaFields are the meta-fields of schema.MetaFields the model is offered for this tool
 	// (those the tool or the agent enables), as optional properties after the arguments.

@@ -279,6 +279,13 @@ func nullable(p *Schema) *Schema {
 	case p.AnyOf != nil || p.OneOf != nil:
 		p.AnyOf = append(append(p.AnyOf, p.OneOf...), &Schema{Type: "null"})
 		p.OneOf = nil
+		// A type beside the alternatives must admit null too, or the null branch never
+		// matches ({"type": "object", "anyOf": [...]}).
+		if p.Type != "" {
+			p.Types, p.Type = []string{p.Type, "null"}, ""
+		} else if p.Types != nil && !slices.Contains(p.Types, "null") {
+			p.Types = append(p.Types, "null")
+		}
 	case p.Type != "":
 		p.Types, p.Type = []string{p.Type, "null"}, ""
 		if p.Enum != nil {

@@ -236,9 +236,10 @@ func (s *Server) registerThreadReads(api huma.API) {
 
 type createThreadInput struct {
 	Body struct {
-		Agent     string   `json:"agent,omitempty" maxLength:"128" doc:"The agent the thread is for: its required variables must resolve."`
-		Tags      []string `json:"tags,omitempty" maxItems:"32" doc:"Tags to find the thread by."`
-		Instances []string `json:"instances,omitempty" maxItems:"16" doc:"Instances to give the thread, each with a state object of its own that calls naming _instance read and write."`
+		Agent     string            `json:"agent,omitempty" maxLength:"128" doc:"The agent the thread is for: its required variables must resolve."`
+		Tags      []string          `json:"tags,omitempty" maxItems:"32" doc:"Tags to find the thread by."`
+		Instances []string          `json:"instances,omitempty" maxItems:"16" doc:"Instances to give the thread, each with a state object of its own that calls naming _instance read and write."`
+		Variables map[string]string `json:"variables,omitempty" maxProperties:"64" doc:"Values set on the thread as it is created, by name: they count towards the variables the agent requires, and one the agent, its tools or its sub-agents declare secret is stored encrypted and never shown again. Only with an agent."`
 	}
 }
 
@@ -268,9 +269,10 @@ func (s *Server) registerRuns(api huma.API) {
 	register(api, huma.Operation{OperationID: "create-thread", Method: http.MethodPost, Path: "/v1/threads",
 		Summary: "Create a thread, for an agent whose required variables must resolve", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createThreadInput) (*createThreadOutput, error) {
-			th, err := s.p.OpenThread(ctx, s.actor(ctx), platform.NewThread{Agent: in.Body.Agent, Tags: in.Body.Tags, Instances: in.Body.Instances})
+			th, err := s.p.OpenThread(ctx, s.actor(ctx), platform.NewThread{Agent: in.Body.Agent, Tags: in.Body.Tags, Instances: in.Body.Instances,
+				Variables: in.Body.Variables})
 			if err != nil {
-				return nil, problem(err, "body")
+				return nil, unprocessableIfMissing(problem(err, "body"))
 			}
 			return &createThreadOutput{Status: http.StatusCreated, Body: th}, nil
 		})
@@ -291,7 +293,11 @@ func (s *Server) registerRuns(api huma.API) {
 			if err != nil {
 				return nil, problem(err, "body")
 			}
-			return runAnswer(s.p.StartRun(ctx, s.actor(ctx), in.ID, name, in.Body.Message))
+			run, err := s.p.StartRun(ctx, s.actor(ctx), in.ID, name, in.Body.Message)
+			if err != nil {
+				return nil, unprocessableIfMissing(problem(err, "body"))
+			}
+			return runAnswer(run, nil)
 		})
 	register(api, huma.Operation{OperationID: "decide", Method: http.MethodPost, Path: "/v1/threads/{id}/decisions",
 		Summary:       "Decide on a call that waits for a person's confirmation; the run resumes in the background",

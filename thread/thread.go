@@ -82,7 +82,9 @@ type Options struct {
 // ErrNameTag reports a Name or a tag that cannot be stored as a name tag.
 var ErrNameTag = errors.New("thread: bad name")
 
-// Create stores a new thread and returns a handle on it.
+// Create stores a new thread and returns a handle on it. It knows no agent, so it checks no
+// variables: for a thread an agent runs, agent.Runner.CreateThread refuses one whose required
+// variables are missing before it exists; a thread made here is refused by its first run.
 func Create(ctx context.Context, st Store, o Options) (*Thread, error) {
 	tags := append([]string(nil), o.Tags...)
 	if o.Name != "" {

@@ -204,7 +204,7 @@ func TestServeRuns(t *testing.T) {
 		status           int
 		says             string
 	}{
-		{"a thread for an agent whose required variable is missing", "/threads", `{"agent":"regional"}`, 400, "REGION"},
+		{"a thread for an agent whose required variable is missing", "/threads", `{"agent":"regional"}`, 422, "body.variables.REGION"},
 		{"a thread for an unknown agent", "/threads", `{"agent":"nobody"}`, 400, "no agent"},
 		{"a run of an unknown agent", "/threads/" + threadID + "/runs", `{"agent":"nobody","message":"hi"}`, 400, "no agent"},
 		{"a run on an unknown thread", "/threads/thr_nope/runs", `{"agent":"helper","message":"hi"}`, 404, "no thread"},

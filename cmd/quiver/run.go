@@ -79,13 +79,8 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	for _, v := range req.values {
-		for _, d := range ag.Prompt.Variables {
-			if d.Name == v.Name && d.Type == quiver.VarSecret {
-				return exitUsage, usagef("%s is a secret, which --var would leave in shell history and the process list: "+
-					"set it with quiver vars set %s --secret (the value is read from standard input)", v.Name, v.Name)
-			}
-		}
+	if err := refuseSecretVars(req.values, ag.Prompt.Variables); err != nil {
+		return exitUsage, err
 	}
 	m, err := pickModel(req.modelSpec, ag)
 	if err != nil {
@@ -104,6 +99,19 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 	p, err := assemble(db, a.registry, agents{catalog: catalog, model: m}, nil)
 	if err != nil {
 		return exitError, err
+	}
+	// The tools and sub-agents of the agent declare variables too: known once the workspace's
+	// tools are.
+	decls, err := p.Runner().Declarations(ctx, localWorkspaceID, ag)
+	if err != nil {
+		return exitError, err
+	}
+	all := make([]quiver.Variable, len(decls))
+	for i, d := range decls {
+		all[i] = d.Variable
+	}
+	if err := refuseSecretVars(req.values, all); err != nil {
+		return exitUsage, err
 	}
 	ctx = vars.WithPrompt(ctx, ag.Prompt.Name)
 	th, err := a.runThread(ctx, p, db, ag, req)
@@ -133,33 +141,42 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 	return exitOK, nil
 }
 
+// refuseSecretVars refuses a --var for a variable declared secret.
+func refuseSecretVars(values []vars.Value, decls []quiver.Variable) error {
+	for _, v := range values {
+		for _, d := range decls {
+			if d.Name == v.Name && d.Type == quiver.VarSecret {
+				return usagef("%s is a secret, which --var would leave in shell history and the process list: "+
+					"set it with quiver vars set %s --secret (the value is read from standard input)", v.Name, v.Name)
+			}
+		}
+	}
+	return nil
+}
+
 // runThread is the thread quiver run runs on: the one --thread names, with --var's values set
-// on it, or a new one. The agent's required variables are checked before a new thread exists,
+// on it, or a new one. Every variable the agent requires (its prompt's, its tools', its
+// immediate sub-agents') is checked before a new thread exists, by the runner's CreateThread,
 // so that a refused run leaves nothing behind.
 func (a *app) runThread(ctx context.Context, p *platform.Platform, db *opened, ag *agent.Agent, req runRequest) (*thread.Thread, error) {
-	resolver := p.Resolver()
 	if req.threadID != "" {
 		th, err := thread.Open(ctx, db, localWorkspaceID, req.threadID)
 		if err != nil {
 			return nil, fmt.Errorf("thread %s: %w", req.threadID, err)
 		}
 		if len(req.values) > 0 {
-			if err := resolver.Set(ctx, localWorkspaceID, quiver.LayerThread, th.ID(), req.values...); err != nil {
+			if err := p.Resolver().Set(ctx, localWorkspaceID, quiver.LayerThread, th.ID(), req.values...); err != nil {
 				return nil, err
 			}
 		}
-		if err := resolver.CheckRequired(ctx, th.Scope(), ag.Prompt.Variables); err != nil {
+		if err := p.Runner().CheckVariables(ctx, th, ag); err != nil {
 			return nil, cannotRun(ag, err)
 		}
 		return th, nil
 	}
-	info := &store.Thread{WorkspaceID: localWorkspaceID, AgentID: ag.Name}
-	if err := resolver.CreateThread(ctx, info, ag.Prompt.Variables, req.values...); err != nil {
-		return nil, cannotRun(ag, err)
-	}
-	th, err := thread.Open(ctx, db, localWorkspaceID, info.ID)
+	th, err := p.Runner().CreateThread(ctx, thread.Options{WorkspaceID: localWorkspaceID, AgentID: ag.Name}, ag, req.values...)
 	if err != nil {
-		return nil, err
+		return nil, cannotRun(ag, err)
 	}
 	fmt.Fprintf(a.stderr, "thread %s\n", th.ID())
 	return th, nil

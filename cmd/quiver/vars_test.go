@@ -411,9 +411,9 @@ func testVarsLayersAndUsage(t *testing.T, dbArgs []string) {
 	}
 }
 
-// V3: quiver run checks the prompt's required variables before it creates the thread, so a
-// refused run leaves no thread behind; --var gives a text value on the run's thread and refuses
-// a secret.
+// V3: quiver run checks the prompt's required variables (and the others: required_test.go)
+// before it creates the thread, so a refused run leaves no thread behind; --var gives a text
+// value on the run's thread and refuses a secret.
 func TestRunChecksVariablesBeforeCreatingTheThread(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	dir := t.TempDir()
@@ -452,7 +452,7 @@ tenvs:
 		return n
 	}
 	code, _, stderr := runCLI(t, "", "run", "--agent", agentFile, "--model", "scripted:"+script, "--db", db, "hello")
-	if code != exitError || !strings.Contains(stderr, "REGION (where to map)") || !strings.Contains(stderr, "--var NAME=VALUE") {
+	if code != exitError || !strings.Contains(stderr, "REGION (where to map; required by prompt mapper)") || !strings.Contains(stderr, "--var NAME=VALUE") {
 		t.Fatalf("run without REGION: exit %d\n%s", code, stderr)
 	}
 	if n := threads(); n != 0 {

@@ -660,6 +660,9 @@ type CreateThreadInputBody struct {
 
 	// Tags Tags to find the thread by.
 	Tags *[]string `json:"tags,omitempty"`
+
+	// Variables Values set on the thread as it is created, by name: they count towards the variables the agent requires, and one the agent, its tools or its sub-agents declare secret is stored encrypted and never shown again. Only with an agent.
+	Variables *map[string]string `json:"variables,omitempty"`
 }
 
 // CreateToolInputBody defines model for CreateToolInputBody.

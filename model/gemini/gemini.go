@@ -162,7 +162,8 @@ func (m *Model) request(req *model.Request) ([]*genai.Content, *genai.GenerateCo
 		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
 	}
 	if req.Output != nil {
-		clean := *req.Output
+		// Gemini documents enum, not const, in responseJsonSchema; the two are equivalent.
+		clean := *schema.ConstAsEnum(req.Output)
 		clean.Schema, clean.ID = "", ""
 		raw, err := json.Marshal(&clean)
 		if err != nil {

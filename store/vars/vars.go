@@ -245,7 +245,7 @@ func (r *Resolver) Resolve(ctx context.Context, scope quiver.Scope, decls []quiv
 	if err != nil {
 		return nil, err
 	}
-	return r.resolve(ctx, scope.WorkspaceID, q, decls, nil)
+	return r.resolve(ctx, scope.WorkspaceID, q, decls)
 }
 
 // CheckRequired returns a *quiver.MissingVariablesError naming every required declaration
@@ -289,7 +289,7 @@ func (r *Resolver) CreateThread(ctx context.Context, th *store.Thread, decls []q
 		return err
 	}
 	q := store.VariableQuery{ThreadID: th.ParentID, AgentID: th.AgentID, PromptName: PromptFrom(ctx), UserID: th.UserID}
-	if _, err := r.resolve(ctx, th.WorkspaceID, q, decls, &pending{id: th.ID, values: sealed}); err != nil {
+	if _, err := r.resolve(ctx, th.WorkspaceID, q, decls, pending{id: th.ID, values: sealed}); err != nil {
 		return err
 	}
 	if err := r.Threads.CreateThread(ctx, th); err != nil {
@@ -304,10 +304,43 @@ func (r *Resolver) CreateThread(ctx context.Context, th *store.Thread, decls []q
 	return nil
 }
 
-// pending is a thread about to be created: the first of the ancestry, with its values.
+// pending is a thread about to be created, with its values: the first of the ancestry, or
+// one of the first (ResolvePlanned).
 type pending struct {
 	id     string
 	values []*store.Variable
+}
+
+var _ quiver.PlanResolver = (*Resolver)(nil)
+
+// ResolvePlanned implements quiver.PlanResolver: decls resolve as they will once the threads of
+// plan exist, with their values, under scope.ThreadID, by the rules of the package
+// documentation (a planned ancestor's ordinary value is not inherited by a scoped declaration,
+// as an existing one's is not). Nothing is written. Values are checked as Set checks them,
+// secrets sealed and opened again, so that a value creation would refuse is refused here too.
+func (r *Resolver) ResolvePlanned(ctx context.Context, scope quiver.Scope, plan []quiver.PlannedThread, decls []quiver.Variable) (map[string]string, error) {
+	if len(plan) == 0 {
+		return r.Resolve(ctx, scope, decls)
+	}
+	if scope.WorkspaceID == "" {
+		return nil, errors.New("vars: the scope names no workspace, where variables live")
+	}
+	chain := make([]pending, len(plan))
+	for i, p := range plan {
+		// An id no stored thread has (ids have no colon): the values are bound to it while
+		// they are checked, and never stored.
+		id := fmt.Sprintf("planned:%d", i)
+		sealed, err := r.seal(scope.WorkspaceID, store.LayerThread, id, p.Values)
+		if err != nil {
+			return nil, err
+		}
+		chain[i] = pending{id: id, values: sealed}
+	}
+	if len(decls) == 0 {
+		return map[string]string{}, nil
+	}
+	q := store.VariableQuery{ThreadID: scope.ThreadID, AgentID: plan[0].AgentID, PromptName: PromptFrom(ctx), UserID: scope.UserID}
+	return r.resolve(ctx, scope.WorkspaceID, q, decls, chain...)
 }
 
 // query says whose values resolving for scope reads.
@@ -336,8 +369,9 @@ type ownerName struct {
 	owner, name string
 }
 
-// resolve reads the values of decls for q (plus a thread about to be created) and picks each.
-func (r *Resolver) resolve(ctx context.Context, workspaceID string, q store.VariableQuery, decls []quiver.Variable, p *pending) (map[string]string, error) {
+// resolve reads the values of decls for q (plus the threads about to be created under
+// q.ThreadID, nearest first) and picks each.
+func (r *Resolver) resolve(ctx context.Context, workspaceID string, q store.VariableQuery, decls []quiver.Variable, planned ...pending) (map[string]string, error) {
 	for _, d := range decls {
 		if !slices.Contains(q.Names, d.Name) {
 			q.Names = append(q.Names, d.Name)
@@ -355,11 +389,15 @@ func (r *Resolver) resolve(ctx context.Context, workspaceID string, q store.Vari
 	for _, v := range lookup.Values {
 		index[ownerName{v.Layer, v.OwnerID, v.Name}] = v
 	}
-	if p != nil {
-		chain = append([]string{p.id}, chain...)
-		for _, v := range p.values {
-			index[ownerName{store.LayerThread, p.id, v.Name}] = v
+	if len(planned) > 0 {
+		ids := make([]string, len(planned), len(planned)+len(chain))
+		for i, p := range planned {
+			ids[i] = p.id
+			for _, v := range p.values {
+				index[ownerName{store.LayerThread, p.id, v.Name}] = v
+			}
 		}
+		chain = append(ids, chain...)
 	}
 	values := make(map[string]string, len(decls))
 	var missing []quiver.Variable
