@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/secret"
-	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/store/vars"
 )
 
@@ -27,13 +25,7 @@ import (
 // a thread's first is refused the same way before it is queued.
 func TestOpenThreadChecksEveryRequiredVariable(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "q.db")
-	st, err := sqlite.Open(path)
-	must(t, err)
-	t.Cleanup(func() { st.Close() })
-	must(t, st.CreateWorkspace(ctx, &store.Workspace{ID: "wsp_a", Name: "a"}))
-	must(t, st.CreateUser(ctx, &store.User{ID: "usr_m", Email: "m@example.com"}))
-	must(t, st.AddMember(ctx, &store.Membership{WorkspaceID: "wsp_a", UserID: "usr_m", Role: store.MemberRoleMember}))
+	st, path := openSQLiteMember(t)
 	key, _, err := secret.GenerateKey()
 	must(t, err)
 	resolver := vars.New(st, secret.NewKeyring(key))

@@ -20,13 +20,7 @@ import (
 // as "names unknown tools". Once the store answers, the stored tools are there.
 func TestUnreadStoredToolsAreAnErrorForRuns(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "q.db")
-	st, err := sqlite.Open(path)
-	must(t, err)
-	t.Cleanup(func() { st.Close() })
-	must(t, st.CreateWorkspace(ctx, &store.Workspace{ID: "wsp_a", Name: "a"}))
-	must(t, st.CreateUser(ctx, &store.User{ID: "usr_m", Email: "m@example.com"}))
-	must(t, st.AddMember(ctx, &store.Membership{WorkspaceID: "wsp_a", UserID: "usr_m", Role: store.MemberRoleMember}))
+	st, path := openSQLiteMember(t)
 	p, err := platform.New(platform.Config{Store: st, Registry: &quiver.Registry{}, Logger: slog.New(slog.DiscardHandler)})
 	must(t, err)
 	member := platform.Actor{WorkspaceID: "wsp_a", UserID: "usr_m", KeyID: "key_m", Role: store.KeyRoleMember}
@@ -60,4 +54,19 @@ func TestUnreadStoredToolsAreAnErrorForRuns(t *testing.T) {
 	if _, ok := reg.Lookup("pick_color"); !ok {
 		t.Error("the stored tool is not in the workspace's tools once the store answers")
 	}
+}
+
+// openSQLiteMember opens a SQLite store in the test's directory (closed by the test), with
+// workspace wsp_a and its member usr_m, and returns it with its file's path.
+func openSQLiteMember(t *testing.T) (*sqlite.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	st, err := sqlite.Open(path)
+	must(t, err)
+	t.Cleanup(func() { st.Close() })
+	must(t, st.CreateWorkspace(ctx, &store.Workspace{ID: "wsp_a", Name: "a"}))
+	must(t, st.CreateUser(ctx, &store.User{ID: "usr_m", Email: "m@example.com"}))
+	must(t, st.AddMember(ctx, &store.Membership{WorkspaceID: "wsp_a", UserID: "usr_m", Role: store.MemberRoleMember}))
+	return st, path
 }
