@@ -53,7 +53,15 @@ func threadValues(given map[string]string) []vars.Value {
 
 // checkThreadValues refuses, naming the first at fault, a value given for a new thread that
 // could not be stored: what is wrong is said, never the value.
+// MaxThreadValues bounds the variables given to a thread as it is created: each is a stored
+// row (and a secret a sealing), and an agent's required variables are a handful.
+const MaxThreadValues = 100
+
 func checkThreadValues(given map[string]string) error {
+	if len(given) > MaxThreadValues {
+		return &Error{Kind: Invalid, Field: "variables", Detail: fmt.Sprintf("the thread cannot be created: %d variables are given, at most %d are allowed", len(given), MaxThreadValues),
+			Message: fmt.Sprintf("at most %d", MaxThreadValues)}
+	}
 	for _, name := range slices.Sorted(maps.Keys(given)) {
 		v := &store.Variable{WorkspaceID: "-", Layer: store.LayerThread, OwnerID: "-", Name: name, Value: given[name]}
 		err := store.CheckVariable(v)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +63,13 @@ func TestOpenThreadChecksEveryRequiredVariable(t *testing.T) {
 		}
 		return m
 	}
+	tooMany := func() map[string]string {
+		m := maps.Clone(every)
+		for i := len(m); i <= platform.MaxThreadValues; i++ {
+			m[fmt.Sprintf("EXTRA_%d", i)] = "x"
+		}
+		return m
+	}
 	for _, c := range []struct {
 		name   string
 		in     platform.NewThread
@@ -78,6 +87,8 @@ func TestOpenThreadChecksEveryRequiredVariable(t *testing.T) {
 		{name: "values for a thread of no agent", in: platform.NewThread{Variables: every}, kind: platform.Invalid, fields: []string{"variables"}},
 		{name: "a name no variable may have", in: platform.NewThread{Agent: "sales", Variables: map[string]string{"BAD\x01": "x"}},
 			kind: platform.Invalid, fields: []string{"variables"}},
+		{name: "more values than a thread is given", in: platform.NewThread{Agent: "sales", Variables: tooMany()},
+			kind: platform.Invalid, fields: []string{"variables"}, has: []string{"101 variables are given, at most 100 are allowed"}},
 		{name: "every one given", in: platform.NewThread{Agent: "sales", Variables: every}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
