@@ -19,6 +19,14 @@ type Execution struct {
 	StepCount int `json:"step_count"`
 	// Side is the participant whose turn it is in a dual-AI agent (side_a or side_b).
 	Side string `json:"side,omitempty"`
+	// CallID is the id of the call being executed: stable across every attempt at it, so a
+	// tool with external side effects can use it as an idempotency key.
+	CallID string `json:"call_id,omitempty"`
+	// Attempt counts the executions of the call, from 1. Attempt 1 means no earlier
+	// execution of it can have started; a higher number means one may have (a process died
+	// while the call ran, before its result was stored), so the tool should check, by
+	// CallID, whether its effect already happened.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 type (
