@@ -132,6 +132,10 @@ type Message struct {
 	Seq     int64  `json:"seq"`
 	Role    Role   `json:"role"`
 	Content string `json:"content,omitempty"`
+	// Side is which participant of a two-sided dual-AI agent wrote an assistant message
+	// (side_a or side_b); empty everywhere else. A tool message belongs to the side of the
+	// call it answers.
+	Side string `json:"side,omitempty"`
 	// ToolCalls are the calls of an assistant message.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID and Result belong to a tool message: the call it answers and its outcome.

@@ -84,6 +84,12 @@ func CheckQueued(m *Message) error {
 	return nil
 }
 
+// The sides of a two-sided dual-AI agent, as Message.Side and Thread.CurrentSide name them.
+const (
+	SideA = "side_a"
+	SideB = "side_b"
+)
+
 // PageBounds turns a Page into a row limit (100 for 0) and an exclusive upper bound on Seq
 // (the largest int64 for 0), or an ErrInvalid for a limit outside 1 to 1000 or a negative
 // Before.
@@ -127,6 +133,9 @@ func CheckMessage(threadID string, m *Message) error {
 	}
 	if m.Role == RoleTool && m.ToolCallID == "" {
 		return fmt.Errorf("a tool message answers a call, and this one names none: %w", ErrInvalid)
+	}
+	if m.Side != "" && (m.Role != RoleAssistant || m.Side != SideA && m.Side != SideB) {
+		return fmt.Errorf("side %q on a %s message: only an assistant message has a side, side_a or side_b: %w", m.Side, m.Role, ErrInvalid)
 	}
 	if m.Role != RoleTool && (m.ToolCallID != "" || m.ToolName != "" || m.Result != nil) {
 		return fmt.Errorf("only a tool message answers a call, and this %s message has a call id, tool name or result: %w", m.Role, ErrInvalid)

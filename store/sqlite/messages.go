@@ -122,7 +122,7 @@ func (s *Store) appendRows(ctx context.Context, tx querier, threadID string, row
 		seq := first + int64(i)
 		m := r.msg
 		_, err := s.wInsertMessage.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
-			r.toolName, r.result, at.UnixNano(), threadID)
+			r.toolName, r.result, at.UnixNano(), m.Side, threadID)
 		if err != nil {
 			return s.insertError(ctx, tx, threadID, i, r, err)
 		}
@@ -273,7 +273,7 @@ func scanMessage(rows *sql.Rows) (*store.Message, error) {
 		toolCallID, toolName sql.NullString
 		created              int64
 	)
-	if err := rows.Scan(&m.ID, &m.Seq, &role, &m.Content, &toolCalls, &toolCallID, &toolName, &result, &created); err != nil {
+	if err := rows.Scan(&m.ID, &m.Seq, &role, &m.Content, &toolCalls, &toolCallID, &toolName, &result, &created, &m.Side); err != nil {
 		return nil, err
 	}
 	m.Role = store.Role(role)

@@ -502,14 +502,14 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	res := &store.ToolResult{Status: "error", Text: "t", Value: json.RawMessage(`{"a":[1,2]}`), Error: "boom \u00e9 \"quoted\"",
 		Code: "tool_error", Stack: "goroutine 1", Attachments: json.RawMessage(`[{"name":"a.png","mimeType":"image/png","data":"aGk="}]`),
 		Meta: json.RawMessage(`{"duration_ms":1.5,"logs":[{"level":"log","text":"<b>hi</b>"}]}`)}
-	mustAppend(t, s, th.ID, &store.Message{Role: store.RoleAssistant, Content: "multi\nline ✓", ToolCalls: []store.ToolCall{call}},
+	mustAppend(t, s, th.ID, &store.Message{Role: store.RoleAssistant, Content: "multi\nline ✓", ToolCalls: []store.ToolCall{call}, Side: store.SideB},
 		&store.Message{Role: store.RoleTool, ToolCallID: "call_1", ToolName: "get_forecast", Result: res})
 	msgs := all(t, s, ws, th.ID)
 	if len(msgs) != 2 {
 		t.Fatalf("got %d messages, want 2", len(msgs))
 	}
 	a, r := msgs[0], msgs[1]
-	if a.Content != "multi\nline ✓" || len(a.ToolCalls) != 1 || a.ToolCalls[0].Reasoning != "the user asked" ||
+	if a.Content != "multi\nline ✓" || a.Side != store.SideB || len(a.ToolCalls) != 1 || a.ToolCalls[0].Reasoning != "the user asked" ||
 		!jsonEqual(a.ToolCalls[0].Args, call.Args) {
 		t.Fatalf("assistant message = %+v", a)
 	}
@@ -672,6 +672,8 @@ func testMessageShapeRules(t *testing.T, s store.Store) {
 		{"calls on a user message", []*store.Message{{Role: store.RoleUser, ToolCalls: []store.ToolCall{{ID: "c4", Name: "echo"}}}}},
 		{"result on an assistant message", []*store.Message{{Role: store.RoleAssistant, ToolCallID: "c1", Result: &store.ToolResult{Status: "success"}}}},
 		{"call without a name", []*store.Message{{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "c5"}}}}},
+		{"a side on a user message", []*store.Message{{Role: store.RoleUser, Content: "x", Side: store.SideA}}},
+		{"an unknown side", []*store.Message{{Role: store.RoleAssistant, Content: "x", Side: "side_c"}}},
 	}
 	for _, tt := range tests {
 		before := make([]store.Message, len(tt.msgs))
