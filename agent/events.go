@@ -45,8 +45,11 @@ type Event struct {
 	Type     EventType
 	ThreadID string
 	// Step is the model turn the event belongs to (1 for the first of the thread).
-	Step   int
-	Text   string        // text_delta, model_turn
+	Step int
+	Text string // text_delta, model_turn
+	// Side is the acting side of a two-sided dual-AI agent (step_started, text_delta,
+	// model_turn, tool_call, tool_result; finished and paused: the answer's side).
+	Side   string
 	Calls  []quiver.Call // model_turn
 	Call   *quiver.Call  // tool_call, tool_result
 	Result *quiver.Result

@@ -79,17 +79,27 @@ type definition struct {
 
 	// UntrustedToolOutput: see Prompt.
 	UntrustedToolOutput bool `json:"untrusted_tool_output"`
+
+	// A two-sided dual-AI agent names its sides' prompts (side_a is the same as prompt) and
+	// the rules of their turns (see Agent.SideB, Conversation).
+	SideA        string       `json:"side_a"`
+	SideB        string       `json:"side_b"`
+	Conversation Conversation `json:"conversation"`
 }
+
+// promptRefs are the prompts an agent names, which link resolves once every file is read.
+type promptRefs struct{ prompt, sideB string }
 
 const fieldList = "kind, name, description, prompt, system, model, tools, allow, deny, variables (or tenvs), output, stop " +
 	"(no_calls, on_output, max_steps, tools), strict, reasoning_for_call, max_calls_per_step, untrusted_tool_output, temperature, max_tokens, " +
-	"type (ai_human, dual_ai), expose_as_tool, args, subprompts, subagents, meta_fields, instances; " +
+	"type (ai_human, dual_ai), expose_as_tool, args, subprompts, subagents, meta_fields, instances, " +
+	"side_a, side_b, conversation (max_turns, until, answer); " +
 	"each in snake_case or camelCase (expose_as_tool or exposeAsTool)"
 
 // LoadFile reads one definition file (.yaml, .yml or .json) into a catalog.
 func LoadFile(path string) (*Catalog, error) {
 	c := &Catalog{Prompts: map[string]*Prompt{}, Agents: map[string]*Agent{}}
-	refs := map[string]string{}
+	refs := map[string]promptRefs{}
 	if err := c.load(path, refs); err != nil {
 		return nil, err
 	}
@@ -107,7 +117,7 @@ func LoadDir(dir string) (*Catalog, error) {
 		return nil, fmt.Errorf("agent: reading definitions: %w", err)
 	}
 	c := &Catalog{Prompts: map[string]*Prompt{}, Agents: map[string]*Agent{}}
-	refs := map[string]string{}
+	refs := map[string]promptRefs{}
 	for _, e := range entries {
 		if e.IsDir() || !isDefinitionFile(e.Name()) {
 			continue
@@ -151,7 +161,7 @@ func isDefinitionFile(name string) bool {
 // maxDefinitionBytes bounds a definition file: definitions are hand-written text.
 const maxDefinitionBytes = 1 << 20
 
-func (c *Catalog) load(path string, refs map[string]string) error {
+func (c *Catalog) load(path string, refs map[string]promptRefs) error {
 	def, err := readDefinition(path)
 	if err != nil {
 		return err
@@ -248,16 +258,28 @@ func (c *Catalog) addPrompt(path string, def *definition, p *Prompt) error {
 }
 
 // addAgent adds an agent's definition to the catalog: with a prompt of its own (p), or naming
-// one (refs records it, for link).
-func (c *Catalog) addAgent(path string, def *definition, p *Prompt, refs map[string]string) error {
-	a := &Agent{Name: def.Name, Description: def.Description, Type: def.Type, ExposeAsTool: def.ExposeAsTool}
-	if def.Prompt != "" {
+// one, and for a two-sided agent side_b's too (refs records them, for link).
+func (c *Catalog) addAgent(path string, def *definition, p *Prompt, refs map[string]promptRefs) error {
+	a := &Agent{Name: def.Name, Description: def.Description, Type: def.Type, ExposeAsTool: def.ExposeAsTool, Conversation: def.Conversation}
+	named := def.Prompt
+	if def.SideA != "" {
+		if def.Prompt != "" && def.Prompt != def.SideA {
+			return fmt.Errorf("%w: %s: agent %s names prompt %q and side_a %q: side_a is its prompt, name it once",
+				ErrDefinition, path, def.Name, def.Prompt, def.SideA)
+		}
+		named = def.SideA
+	}
+	if def.SideB != "" && named == "" {
+		return fmt.Errorf("%w: %s: agent %s names side_b %q but not side_a: a two-sided agent names both prompts (side_a, side_b)",
+			ErrDefinition, path, def.Name, def.SideB)
+	}
+	if named != "" {
 		if def.System != "" || def.Tools != nil || def.Model != "" || len(def.Output) > 0 || len(def.Args) > 0 ||
 			def.Subprompts != nil || def.Subagents != nil {
 			return fmt.Errorf("%w: %s: agent %s names prompt %q and also defines prompt fields: do one or the other",
-				ErrDefinition, path, def.Name, def.Prompt)
+				ErrDefinition, path, def.Name, named)
 		}
-		refs[a.Name] = def.Prompt
+		refs[a.Name] = promptRefs{prompt: named, sideB: def.SideB}
 	} else {
 		a.Prompt = p
 		if err := a.Check(); err != nil {
@@ -275,14 +297,21 @@ func (c *Catalog) addAgent(path string, def *definition, p *Prompt, refs map[str
 }
 
 // link resolves the agents that name their prompt.
-func (c *Catalog) link(refs map[string]string) error {
-	for agentName, promptName := range refs {
-		p, ok := c.Prompts[promptName]
+func (c *Catalog) link(refs map[string]promptRefs) error {
+	for agentName, ref := range refs {
+		p, ok := c.Prompts[ref.prompt]
 		if !ok {
 			return fmt.Errorf("%w: agent %s names prompt %q, which is not defined (prompts: %v)", ErrDefinition,
-				agentName, promptName, keys(c.Prompts))
+				agentName, ref.prompt, keys(c.Prompts))
 		}
 		c.Agents[agentName].Prompt = p
+		if ref.sideB == "" {
+			continue
+		}
+		if c.Agents[agentName].SideB, ok = c.Prompts[ref.sideB]; !ok {
+			return fmt.Errorf("%w: agent %s names side_b %q, which is not a prompt defined here (prompts: %v)", ErrDefinition,
+				agentName, ref.sideB, keys(c.Prompts))
+		}
 	}
 	for _, a := range c.Agents {
 		if err := a.Check(); err != nil {

@@ -322,8 +322,10 @@ func (c *Catalog) checkNested() error {
 		}
 	}
 	for _, name := range keys(c.Agents) {
-		if err := c.checkPromptNested(c.Agents[name].Prompt); err != nil {
-			return fmt.Errorf("agent %s: %w", name, err)
+		for _, p := range c.Agents[name].Prompts() {
+			if err := c.checkPromptNested(p); err != nil {
+				return fmt.Errorf("agent %s: %w", name, err)
+			}
 		}
 	}
 	return nil

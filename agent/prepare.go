@@ -41,6 +41,13 @@ type run struct {
 	pending   []quiver.Call
 	decisions map[string]*store.Decision // read when a call first needs one
 	steps     int
+	// resumed counts, for each call pending when the run began, the executions of it that
+	// may have started before this run (see attempts.go); the calls of this run's steps
+	// have none.
+	resumed map[string]int
+
+	// side is who acts in a two-sided dual-AI agent (side_a or side_b); "" for any other.
+	side string
 
 	handoffTo *Agent         // set by a handoff call: the agent the next steps run with
 	startSeq  int64          // the last message before this run: what the run added comes after
@@ -82,6 +89,12 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 	rs := &run{r: r, th: th, tracer: genai.Tracer(r.TracerProvider), meters: newMeters(r.MeterProvider)}
 	info := th.Info()
 	rs.spawn = ReadState(&info).Spawn
+	if a.TwoSided() {
+		rs.side = SideA
+		if info.CurrentSide == SideB {
+			rs.side = SideB
+		}
+	}
 	return rs, r.prepareInto(ctx, rs, a, withModel)
 }
 
@@ -94,7 +107,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	if err != nil {
 		return err
 	}
-	p := a.Prompt
+	p := a.promptFor(rs.side)
 	rs.agent, rs.agentName, rs.prompt = a, a.Name, p
 	rs.tools, rs.composed, rs.model = nil, nil, nil
 	// The prompt's variables (an optional sub-agent's flag) resolve on its own layer.

@@ -130,6 +130,12 @@ type Agent struct {
 	Type AgentType `json:"type,omitempty" yaml:"type,omitempty"`
 	// ExposeAsTool lets prompts name the agent in their tools.
 	ExposeAsTool bool `json:"expose_as_tool,omitempty" yaml:"expose_as_tool,omitempty"`
+	// SideB makes a dual-AI agent two-sided: Prompt is then side_a and SideB the other
+	// participant, and the two take turns on one thread by Conversation (see sides.go).
+	// Without it a dual-AI agent is its one prompt, acting as side_a.
+	SideB *Prompt `json:"side_b,omitempty" yaml:"-"`
+	// Conversation is the rules of a two-sided agent's turns.
+	Conversation Conversation `json:"conversation,omitzero" yaml:"conversation,omitempty"`
 }
 
 // ErrDefinition reports a prompt or agent that is not well formed.
@@ -225,7 +231,7 @@ func (a *Agent) Check() error {
 	if a.Type != "" && a.Type != HumanFacing && a.Type != DualAI {
 		return fmt.Errorf("%w: agent %s: type %q: want ai_human or dual_ai", ErrDefinition, a.Name, a.Type)
 	}
-	return nil
+	return a.checkSides()
 }
 
 // globMatch reports whether name matches pattern as a policy does (path.Match, "/" plain).

@@ -86,8 +86,10 @@ func (r *Runner) declarations(ctx context.Context, workspaceID string, a *Agent)
 	if err != nil {
 		return declSet{}, err
 	}
-	policy := a.Prompt.policy()
-	ds := declSet{own: declared(a.Prompt, policy, reg, "")}
+	var ds declSet
+	for _, p := range a.Prompts() { // both sides of a two-sided agent run on its thread
+		ds.own = append(ds.own, declared(p, p.policy(), reg, "")...)
+	}
 	if r.Catalog == nil {
 		return ds, nil
 	}
@@ -105,12 +107,23 @@ func (r *Runner) declarations(ctx context.Context, workspaceID string, a *Agent)
 			}
 		}
 	}
-	for _, name := range a.Prompt.Tools {
+	for _, p := range a.Prompts() {
+		ds.subs = append(ds.subs, r.immediateOf(p, reg, subagent)...)
+	}
+	return ds, nil
+}
+
+// immediateOf notes the sub-agents p may start (subagent) and returns the declarations of
+// those it starts at once.
+func (r *Runner) immediateOf(p *Prompt, reg *quiver.Registry, subagent func(name string)) []immediateDecls {
+	policy := p.policy()
+	for _, name := range p.Tools {
 		if child, ok := r.Catalog.Agents[name]; ok && child.ExposeAsTool {
 			subagent(name)
 		}
 	}
-	for _, sa := range a.Prompt.Subagents {
+	var subs []immediateDecls
+	for _, sa := range p.Subagents {
 		subagent(sa.Name)
 		if sa.Immediate == nil || !sa.Immediate.Enabled || sa.Resumable != nil {
 			continue
@@ -121,9 +134,9 @@ func (r *Runner) declarations(ctx context.Context, workspaceID string, a *Agent)
 		}
 		// A child calls only what its parent may too (P2): its tools are those both permit.
 		decls := declared(child.Prompt, child.Prompt.policy().Within(policy), reg, sa.Name)
-		ds.subs = append(ds.subs, immediateDecls{cfg: sa, agent: child, decls: decls})
+		subs = append(subs, immediateDecls{cfg: sa, agent: child, decls: decls})
 	}
-	return ds, nil
+	return subs
 }
 
 // declared lists p's declarations and those of the tools of reg that policy permits; sub names

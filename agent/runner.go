@@ -133,6 +133,8 @@ type Outcome struct {
 	Pending *Pending `json:"pending,omitempty"`
 	// Steps is the thread's model turns so far.
 	Steps int `json:"steps"`
+	// Side is the side whose answer Text (or Output) is, for a two-sided dual-AI agent.
+	Side string `json:"side,omitempty"`
 }
 
 // Pending is a call waiting for a person's decision or a client's result.

@@ -29,15 +29,19 @@ import (
 func (rs *run) step(ctx context.Context) error {
 	th := rs.th
 	stepNo := rs.steps + 1
-	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo})
-	req := rs.request(rs.hist)
+	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo, Side: rs.side})
+	hist := rs.hist
+	if rs.side != "" {
+		hist = sideView(hist, rs.side)
+	}
+	req := rs.request(hist)
 	mctx, span := rs.chatSpan(ctx)
 	var start time.Time
 	if rs.meters != nil {
 		start = time.Now()
 	}
 	resp, err := rs.model.Generate(mctx, req, func(d model.Delta) {
-		rs.r.events.emit(Event{Type: EventTextDelta, ThreadID: th.ID(), Step: stepNo, Text: d.Text})
+		rs.r.events.emit(Event{Type: EventTextDelta, ThreadID: th.ID(), Step: stepNo, Side: rs.side, Text: d.Text})
 	})
 	endChatSpan(span, resp, err)
 	if rs.meters != nil {
@@ -47,7 +51,7 @@ func (rs *run) step(ctx context.Context) error {
 		return fmt.Errorf("agent: model %s: %w", rs.model.Name(), err)
 	}
 	text, calls, retry := rs.interpret(ctx, resp, rs.hist, stepNo)
-	am := &store.Message{Role: store.RoleAssistant, Content: text}
+	am := &store.Message{Role: store.RoleAssistant, Content: text, Side: rs.side}
 	for i, c := range calls {
 		sc := thread.StoredCall(c)
 		if rs.composed == nil && i < len(resp.ToolCalls) {
@@ -85,7 +89,7 @@ func (rs *run) step(ctx context.Context) error {
 		}
 		rs.hist = append(rs.hist, um)
 	}
-	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: th.ID(), Step: stepNo, Text: text, Calls: calls})
+	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: th.ID(), Step: stepNo, Side: rs.side, Text: text, Calls: calls})
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/quiverhq/quiver"
@@ -179,14 +180,19 @@ func (p *Platform) agentToolNames(ctx context.Context, a Actor, name string) ([]
 	if err != nil {
 		return nil, invalid("agent", err.Error())
 	}
-	bound := ag.Prompt.Tools
-	if bound == nil {
-		bound = []string{} // an agent that lists no tools has none
-	}
-	policy := quiver.Policy{Bound: bound, Allow: ag.Prompt.Allow, Deny: ag.Prompt.Deny}
 	names := []string{}
-	for _, t := range policy.Effective(p.Workspace(ctx, a.WorkspaceID).Registry()) {
-		names = append(names, t.Name())
+	reg := p.Workspace(ctx, a.WorkspaceID).Registry()
+	for _, side := range ag.Prompts() { // both sides of a two-sided agent
+		bound := side.Tools
+		if bound == nil {
+			bound = []string{} // an agent that lists no tools has none
+		}
+		policy := quiver.Policy{Bound: bound, Allow: side.Allow, Deny: side.Deny}
+		for _, t := range policy.Effective(reg) {
+			if !slices.Contains(names, t.Name()) {
+				names = append(names, t.Name())
+			}
+		}
 	}
 	if len(names) > store.MaxFilterNames {
 		return nil, invalid("agent", fmt.Sprintf(
