@@ -34,7 +34,10 @@ func pendingIn(hist []*store.Message) []quiver.Call {
 }
 
 func (rs *run) loop(ctx context.Context) (*Outcome, error) {
-	steps := 0 // this run's
+	steps := 0 // this run's, or this turn's for a two-sided agent
+	if err := rs.followSide(ctx); err != nil {
+		return nil, err
+	}
 	for {
 		paused, stopTool, err := rs.runPending(ctx)
 		if err != nil {
@@ -53,7 +56,21 @@ func (rs *run) loop(ctx context.Context) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		if last := rs.hist[len(rs.hist)-1]; !took && last.Role == store.RoleAssistant && len(last.ToolCalls) == 0 {
+		if took {
+			if err := rs.followSide(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if last := rs.hist[len(rs.hist)-1]; !took && rs.side != "" && last.Side == rs.side && len(last.ToolCalls) == 0 {
+			end, reason, err := rs.turnEnded(ctx, last)
+			if err != nil {
+				return nil, err
+			}
+			if end {
+				return rs.finish(RunFinished, reason, nil)
+			}
+			steps = 0 // the other side's turn
+		} else if !took && rs.side == "" && last.Role == store.RoleAssistant && len(last.ToolCalls) == 0 {
 			output := rs.outputOf(last)
 			switch {
 			case output != nil && rs.prompt.Stop.onOutput():
@@ -118,6 +135,10 @@ func (rs *run) switchAgent(ctx context.Context, a *Agent) error {
 	if err := a.Check(); err != nil {
 		return err
 	}
+	rs.side = ""
+	if a.TwoSided() {
+		rs.side = actingSide(rs.hist, SideA)
+	}
 	if err := rs.r.prepareInto(ctx, rs, a, true); err != nil {
 		return err
 	}
@@ -129,6 +150,7 @@ func (rs *run) switchAgent(ctx context.Context, a *Agent) error {
 func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, err error) {
 	th := rs.th
 	ctx = context.WithValue(ctx, runKey{}, rs)
+	ctx = thread.WithParentNotifier(ctx, NotifyParent) // for tools that cannot import agent (JavaScript's state.notifyParent)
 	for len(rs.pending) > 0 {
 		c := rs.pending[0]
 		if rs.handedOver(c) {
@@ -150,8 +172,8 @@ func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, 
 			return nil, false, err
 		}
 		call := c
-		rs.r.events.emit(Event{Type: EventToolCall, ThreadID: th.ID(), Step: rs.steps, Call: &call})
-		hctx := quiver.WithExecution(thread.NewContext(ctx, th), quiver.Execution{StepCount: rs.steps, Side: th.Info().CurrentSide})
+		rs.r.events.emit(Event{Type: EventToolCall, ThreadID: th.ID(), Step: rs.steps, Side: rs.side, Call: &call})
+		hctx := quiver.WithExecution(thread.NewContext(ctx, th), quiver.Execution{StepCount: rs.steps, Side: rs.executionSide()})
 		res, err := rs.d.Dispatch(hctx, c)
 		switch {
 		case errors.Is(err, store.ErrResultExists):
@@ -163,7 +185,7 @@ func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, 
 		case err != nil:
 			return nil, false, err
 		default:
-			rs.r.events.emit(Event{Type: EventToolResult, ThreadID: th.ID(), Step: rs.steps, Call: &call, Result: res})
+			rs.r.events.emit(Event{Type: EventToolResult, ThreadID: th.ID(), Step: rs.steps, Side: rs.side, Call: &call, Result: res})
 		}
 		rs.pending = rs.pending[1:]
 		if rs.handoffTo != nil {
@@ -227,7 +249,7 @@ func (rs *run) recordOnly(ctx context.Context, c quiver.Call, res *quiver.Result
 	default:
 		rs.hist = append(rs.hist, m)
 		call := c
-		rs.r.events.emit(Event{Type: EventToolResult, ThreadID: rs.th.ID(), Step: rs.steps, Call: &call, Result: res})
+		rs.r.events.emit(Event{Type: EventToolResult, ThreadID: rs.th.ID(), Step: rs.steps, Side: rs.side, Call: &call, Result: res})
 	}
 	rs.pending = rs.pending[1:]
 	return nil
@@ -236,6 +258,17 @@ func (rs *run) recordOnly(ctx context.Context, c quiver.Call, res *quiver.Result
 // finish builds the outcome from the thread as it now is.
 func (rs *run) finish(status RunStatus, reason Reason, p *Pending) (*Outcome, error) {
 	out := &Outcome{ThreadID: rs.th.ID(), Status: status, Reason: reason, Pending: p, Steps: rs.steps}
+	if rs.side != "" {
+		if m := rs.answerOf(); m != nil {
+			out.Side = m.Side
+			if output := rs.outputFor(m); output != nil {
+				out.Output = output
+			} else {
+				out.Text = m.Content
+			}
+		}
+		return rs.finished(out), nil
+	}
 	for i := len(rs.hist) - 1; i >= 0; i-- {
 		if m := rs.hist[i]; m.Role == store.RoleAssistant {
 			if output := rs.outputOf(m); output != nil {
@@ -246,18 +279,30 @@ func (rs *run) finish(status RunStatus, reason Reason, p *Pending) (*Outcome, er
 			break
 		}
 	}
-	ev := EventFinished
-	if status == RunPaused {
-		ev = EventPaused
-	}
-	rs.r.events.emit(Event{Type: ev, ThreadID: rs.th.ID(), Step: out.Steps, Outcome: out})
-	return out, nil
+	return rs.finished(out), nil
 }
 
-// outputOf returns the structured output an assistant message carries, or nil: in composed
-// mode the message's content is the output document.
-func (rs *run) outputOf(m *store.Message) json.RawMessage {
-	if rs.prompt.Output == nil || m.Content == "" {
+// finished announces the run's outcome.
+func (rs *run) finished(out *Outcome) *Outcome {
+	ev := EventFinished
+	if out.Status == RunPaused {
+		ev = EventPaused
+	}
+	rs.r.events.emit(Event{Type: ev, ThreadID: rs.th.ID(), Step: out.Steps, Side: out.Side, Outcome: out})
+	return out
+}
+
+// outputOf returns the structured output an assistant message of the acting prompt carries,
+// or nil: in composed mode the message's content is the output document.
+func (rs *run) outputOf(m *store.Message) json.RawMessage { return outputIn(rs.prompt, m) }
+
+// outputFor is outputOf for a message of either side of a two-sided agent.
+func (rs *run) outputFor(m *store.Message) json.RawMessage {
+	return outputIn(rs.agent.promptFor(m.Side), m)
+}
+
+func outputIn(p *Prompt, m *store.Message) json.RawMessage {
+	if p.Output == nil || m.Content == "" {
 		return nil
 	}
 	raw := json.RawMessage(m.Content)
