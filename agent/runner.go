@@ -134,7 +134,7 @@ type Outcome struct {
 	// Steps is the thread's model turns so far.
 	Steps int `json:"steps"`
 	// Side is the side whose answer Text (or Output) is, for a two-sided dual-AI agent.
-	Side string `json:"side,omitempty"`
+	Side string `json:"side,omitempty" enum:"side_a,side_b"`
 }
 
 // Pending is a call waiting for a person's decision or a client's result.

@@ -135,7 +135,7 @@ type Message struct {
 	// Side is which participant of a two-sided dual-AI agent wrote an assistant message
 	// (side_a or side_b); empty everywhere else. A tool message belongs to the side of the
 	// call it answers.
-	Side string `json:"side,omitempty"`
+	Side string `json:"side,omitempty" enum:"side_a,side_b"`
 	// ToolCalls are the calls of an assistant message.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID and Result belong to a tool message: the call it answers and its outcome.

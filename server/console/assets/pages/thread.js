@@ -410,8 +410,12 @@ export async function render(main, ctx, id) {
 
 function messageEl(m, files) {
   const role = m.role || "message";
-  return h("article", { class: "msg " + role, "data-test": "message", "data-seq": m.seq, "data-role": role, id: "m" + m.seq },
-    h("div", { class: "role" }, role, h("span", { class: "muted small msg-meta" }, ` #${m.seq} · ${when(m.created_at)}`)),
+  // A two-sided dual-AI agent's turns say which side spoke: side A and side B read apart.
+  const side = m.side === "side_a" || m.side === "side_b" ? m.side : "";
+  const who = side ? `${role} · ${side === "side_a" ? "side A" : "side B"}` : role;
+  return h("article", { class: "msg " + role + (side ? " " + side.replace("_", "-") : ""), "data-test": "message", "data-seq": m.seq,
+    "data-role": role, "data-side": side, id: "m" + m.seq },
+    h("div", { class: "role" }, who, h("span", { class: "muted small msg-meta" }, ` #${m.seq} · ${when(m.created_at)}`)),
     m.content ? h("div", { class: "text" }, m.content) : null);
 }
 

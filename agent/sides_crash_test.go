@@ -1,0 +1,212 @@
+//go:build unix
+
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/crashtest"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// The two-sided crash test runs this test binary again as the agent process
+// (TestTwoSidedResumeChild) and kills it with SIGKILL at random moments, often right between
+// two turns; the next process resumes the conversation from the store.
+const (
+	sidesEnvDB     = "QUIVER_AGENT_SIDES_DB"
+	sidesEnvThread = "QUIVER_AGENT_SIDES_THREAD"
+	sidesEnvLog    = "QUIVER_AGENT_SIDES_LOG"
+	sidesTurns     = 30 // turns of each side: more lines than 20 kills can take
+)
+
+// sidesScript is side's script, the same in every process: in its turn k it calls work, then
+// answers.
+func sidesScript(side string) *turnModel {
+	m := &turnModel{}
+	for k := range sidesTurns {
+		m.turns = append(m.turns,
+			model.Response{ToolCalls: calls(call(fmt.Sprintf("%s%02d", side, k), "work", "{}"))},
+			model.Response{Text: fmt.Sprintf("%s says %d", side, k)})
+	}
+	return m
+}
+
+func sidesAgent() *agent.Agent {
+	return &agent.Agent{Name: "pair", Type: agent.DualAI, Conversation: agent.Conversation{MaxTurns: 2 * sidesTurns},
+		Prompt: &agent.Prompt{Name: "a", Model: "t:a", Tools: []string{"work"}},
+		SideB:  &agent.Prompt{Name: "b", Model: "t:b", Tools: []string{"work"}}}
+}
+
+// TestTwoSidedResumeChild is the agent process the test kills. Each execution of work
+// appends "<call id> <side>" to the log before it returns; the process prints "committed
+// <call id>" after each result is persisted, "turn <side>" after each answer, and "finished"
+// at the end.
+func TestTwoSidedResumeChild(t *testing.T) {
+	path := os.Getenv(sidesEnvDB)
+	if path == "" {
+		return
+	}
+	fail := crashtest.Fail
+	st, err := sqlite.Open(path)
+	if err != nil {
+		fail("open: %v", err)
+	}
+	logFile, err := os.OpenFile(os.Getenv(sidesEnvLog), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		fail("log: %v", err)
+	}
+	reg := &quiver.Registry{}
+	if err := reg.Register(quiver.Func("work", "Does a unit of work.", func(ctx context.Context, _ struct{}) (string, error) {
+		e, _ := quiver.ExecutionFrom(ctx)
+		if _, err := fmt.Fprintf(logFile, "%s %s\n", quiver.CallFrom(ctx).ID, e.Side); err != nil {
+			return "", err
+		}
+		return "done", nil
+	})); err != nil {
+		fail("register: %v", err)
+	}
+	scripts := map[string]*turnModel{"t:a": sidesScript("a"), "t:b": sidesScript("b")}
+	r := &agent.Runner{Store: st, Registry: reg, OpenModel: func(spec string) (model.Model, error) { return named{scripts[spec], spec}, nil }}
+	r.Subscribe(func(e agent.Event) {
+		switch {
+		case e.Type == agent.EventToolResult:
+			crashtest.Report("committed " + e.Call.ID)
+		case e.Type == agent.EventModelTurn && len(e.Calls) == 0:
+			crashtest.Report("turn " + e.Side)
+		}
+	})
+	th, err := thread.Open(ctx, st, resumeWorkspace, os.Getenv(sidesEnvThread))
+	if err != nil {
+		fail("thread: %v", err)
+	}
+	out, err := r.Resume(ctx, th, sidesAgent())
+	if err != nil {
+		fail("resume: %v", err)
+	}
+	fmt.Fprintf(os.Stdout, "finished %s %s %s\n", out.Reason, out.Side, out.Text)
+	os.Exit(0)
+}
+
+// TestTwoSidedResumeAfterKills kills the process of a two-sided conversation 20 times at
+// random moments, many right after a turn ended. At the end the sides took their turns in
+// order (a kill between two turns resumed with the right side), every call ran for its own
+// side and has one result, no turn was stored twice, and no call whose result was persisted
+// ran again.
+func TestTwoSidedResumeAfterKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts a process 20+ times; run without -short")
+	}
+	dir := t.TempDir()
+	dbPath, logPath := filepath.Join(dir, "q.db"), filepath.Join(dir, "executions.log")
+	st, err := sqlite.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := thread.Create(ctx, st, thread.Options{WorkspaceID: resumeWorkspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.AppendUser(ctx, "talk it over"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f491))
+	committedIn := map[string]int{}
+	logOffset := 0
+	kills, finished := 0, false
+	for attempt := 0; !finished && attempt < 100; attempt++ {
+		c := crashtest.Start(t, "TestTwoSidedResumeChild", sidesEnvDB+"="+dbPath, sidesEnvThread+"="+th.ID(), sidesEnvLog+"="+logPath)
+		lines := playLife(c, kills < 20, rng, 1, 15, 4)
+		raw, _ := os.ReadFile(logPath)
+		for _, line := range strings.Split(strings.TrimSpace(string(raw[logOffset:])), "\n") {
+			id, side, _ := strings.Cut(line, " ")
+			if id == "" {
+				continue
+			}
+			if p, ok := committedIn[id]; ok {
+				t.Fatalf("call %s ran in process %d although process %d had persisted its result", id, attempt, p)
+			}
+			if want := "side_" + id[:1]; side != want {
+				t.Fatalf("call %s ran for %q, want %s", id, side, want)
+			}
+		}
+		logOffset = len(raw)
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "committed "):
+				if id := strings.TrimPrefix(l, "committed "); committedIn[id] == 0 {
+					committedIn[id] = attempt + 1
+				}
+			case strings.HasPrefix(l, "finished "):
+				finished = true
+				if want := fmt.Sprintf("finished max_turns side_a a says %d", sidesTurns-1); l != want {
+					t.Fatalf("child finished with %q, want %q", l, want)
+				}
+			case strings.HasPrefix(l, "error "):
+				t.Fatalf("child: %s", l)
+			}
+		}
+		if !finished {
+			kills++
+		}
+	}
+	if !finished || kills < 20 {
+		t.Fatalf("finished %v after %d kills", finished, kills)
+	}
+
+	st, err = sqlite.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	th, err = thread.Open(ctx, st, resumeWorkspace, th.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := th.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sides []string
+	results := map[string]int{}
+	for _, m := range hist {
+		switch m.Role {
+		case store.RoleAssistant:
+			sides = append(sides, m.Side)
+		case store.RoleTool:
+			results[m.ToolCallID]++
+		}
+	}
+	var want []string
+	for range sidesTurns {
+		want = append(want, "side_a", "side_a", "side_b", "side_b") // a call and an answer each
+	}
+	if !slices.Equal(sides, want) {
+		t.Fatalf("turns by %v, want %v", sides, want)
+	}
+	if len(results) != 2*sidesTurns {
+		t.Fatalf("%d calls have results, want %d", len(results), 2*sidesTurns)
+	}
+	for id, n := range results {
+		if n != 1 {
+			t.Fatalf("call %s has %d results", id, n)
+		}
+	}
+	t.Logf("%d kills", kills)
+}
