@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/sandbox"
 	"github.com/quiverhq/quiver/schema"
@@ -68,6 +69,8 @@ type app struct {
 	// streamedTurn is what was streamed of the last finished turn.
 	turnText     strings.Builder
 	streamedTurn string
+	// side is the side of a two-sided agent whose turn was shown last.
+	side string
 	// terminal reports whether a stream is a terminal; nil: isTerminal. Tests stand in for
 	// one, which they cannot open.
 	terminal func(io.Writer) bool
@@ -304,7 +307,9 @@ func (a *app) call(ctx context.Context, inv *invocation) (int, error) {
 	}
 	defer disconnect()
 	d.Registry = a.registry
-	r, err := d.Dispatch(quiver.WithDoor(ctx, quiver.DoorCLI), quiver.Call{Name: pos[0], Args: raw})
+	// The call has its id before it runs, as at the other doors: the tool sees it as its
+	// idempotency key (quiver.Execution.CallID), and the record carries the same one.
+	r, err := d.Dispatch(quiver.WithDoor(ctx, quiver.DoorCLI), quiver.Call{ID: stamp.ID(ctx, "call"), Name: pos[0], Args: raw})
 	if err != nil {
 		return exitError, err
 	}

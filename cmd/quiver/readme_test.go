@@ -62,6 +62,8 @@ var readmeExamples = map[string]readmeExample{
 	"mkdir -p agents": {
 		want: []string{"▸ researcher started", "◂ researcher finished: Otters hold hands while they sleep.", "▸ writer started",
 			"◂ writer finished", "Title: Hand in Hand."}},
+	"mkdir -p agents && cd agents": {
+		want: []string{"[side_a]", "[side_b]", "Go: fast.", "Too thin: say why it matters.", "APPROVED", "Go: simple, fast, yours."}},
 	"cat > weather.js <<'JS'": {
 		want: []string{`"city": "Oslo"`, `"temp": 21`, `"region": "eu"`}},
 	"quiver vars set REGION eu-west                       # the instance": {

@@ -353,6 +353,11 @@ func (a *app) showProgress(e agent.Event) {
 		return
 	}
 	switch e.Type {
+	case agent.EventStepStarted:
+		if e.Side != "" && e.Side != a.side { // a two-sided agent: say whose turn it is
+			a.side = e.Side
+			fmt.Fprintf(w, "[%s]\n", e.Side)
+		}
 	case agent.EventTextDelta:
 		fmt.Fprint(w, e.Text)
 		a.turnText.WriteString(e.Text)
