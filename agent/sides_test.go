@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -227,5 +228,71 @@ func TestTwoSidedSubagent(t *testing.T) {
 				t.Fatalf("the child's assistant messages by %v, want %v", got, want)
 			}
 		})
+	})
+}
+
+// TestTwoSidedDefinitions: a two-sided agent loads from its files, in either spelling, and a
+// definition that is not one is refused, saying what is wrong.
+func TestTwoSidedDefinitions(t *testing.T) {
+	prompts := map[string]string{
+		"writer.yaml": "kind: prompt\nname: writer\nsystem: You write.\n",
+		"critic.yaml": "kind: prompt\nname: critic\nsystem: You criticise.\ntools: [echo]\nvariables: [{name: TONE, type: text, required: true, description: How harsh.}]\n",
+	}
+	with := func(debate string) string {
+		files := map[string]string{"debate.yaml": debate}
+		for k, v := range prompts {
+			files[k] = v
+		}
+		return writeFiles(t, files)
+	}
+	cat, err := agent.LoadDir(with("name: debate\ntype: dual_ai\nsideA: writer\nside_b: critic\nconversation: {maxTurns: 4, until: DONE, answer: side_b}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cat.Agents["debate"]
+	if a.Prompt != cat.Prompts["writer"] || a.SideB != cat.Prompts["critic"] || !a.TwoSided() ||
+		a.Conversation != (agent.Conversation{MaxTurns: 4, Until: "DONE", Answer: agent.SideB}) {
+		t.Fatalf("loaded %+v", a)
+	}
+	if got := len(a.Prompts()); got != 2 {
+		t.Fatalf("%d prompts", got)
+	}
+
+	for _, tt := range []struct{ name, def, want string }{
+		{"side_b without side_a", "name: debate\ntype: dual_ai\nside_b: critic\n", "names side_b \"critic\" but not side_a"},
+		{"an unknown side_b", "name: debate\ntype: dual_ai\nside_a: writer\nside_b: nobody\n", "side_b \"nobody\", which is not a prompt"},
+		{"not dual_ai", "name: debate\nside_a: writer\nside_b: critic\n", "must be of type dual_ai"},
+		{"conversation without side_b", "name: debate\ntype: dual_ai\nside_a: writer\nconversation: {max_turns: 3}\n", "has no side_b"},
+		{"too many turns", "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nconversation: {max_turns: 5000}\n", "max_turns 5000"},
+		{"a third side", "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nconversation: {answer: side_c}\n", "answer \"side_c\""},
+		{"prompt and side_a apart", "name: debate\ntype: dual_ai\nprompt: critic\nside_a: writer\nside_b: critic\n", "name it once"},
+		{"inline fields besides", "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nsystem: hi\n", "do one or the other"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := agent.LoadDir(with(tt.def))
+			if !errors.Is(err, agent.ErrDefinition) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an ErrDefinition saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestTwoSidedRequiredVariables: a thread of a two-sided agent needs side_b's variables too.
+func TestTwoSidedRequiredVariables(t *testing.T) {
+	backends(t, func(t *testing.T, st treeStore) {
+		f := sidesFixture(t, st)
+		a := debate(f, agent.Conversation{})
+		a.SideB.Variables = quiver.Variables{{Name: "TONE", Type: quiver.VarText, Required: true, Description: "How harsh."}}
+		decls, err := f.r.Declarations(ctx, "wsp_tree", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(decls, func(d agent.Declaration) bool { return d.Name == "TONE" && d.By == "prompt critic" }) {
+			t.Fatalf("side_b's variable is not declared: %+v", decls)
+		}
+		th := f.root(t, a)
+		if _, err := f.r.Run(ctx, th, a, "go"); err == nil || !strings.Contains(err.Error(), "TONE") {
+			t.Fatalf("a run without side_b's required variable: %v", err)
+		}
 	})
 }
