@@ -76,7 +76,8 @@ const (
 // other tests cover) with two scripted agents and their tools:
 //   - reporter calls shout, whose result is xssResult, then answers xssText;
 //   - payer calls charge {amount: 5, note: order 7}, which waits for a person's confirmation,
-//     then answers "Charged.".
+//     then answers "Charged.";
+//   - debate is two-sided: its writer says "Go: fast.", its critic "APPROVED".
 func startConsoleSite(t testing.TB) *consoleSite {
 	t.Helper()
 	chromiumPath(t) // skip (or fail) before starting anything
@@ -89,6 +90,12 @@ func startConsoleSite(t testing.TB) *consoleSite {
 			"\ntools: [shout]\nmeta_fields: [_outputPath]\n",
 		filepath.Join(agents, "payer.yaml"): "name: payer\ndescription: Pays what it is asked to.\nmodel: scripted:" + script("payer") +
 			"\ntools: [charge]\n",
+		// debate is two-sided: the writer (side_a) and the critic (side_b) take turns.
+		script("writer"): "turns:\n  - text: \"Go: fast.\"\n",
+		script("critic"): "turns:\n  - text: APPROVED\n",
+		filepath.Join(agents, "debate.yaml"): "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nconversation: {until: APPROVED}\n",
+		filepath.Join(agents, "writer.yaml"): "kind: prompt\nname: writer\nmodel: scripted:" + script("writer") + "\n",
+		filepath.Join(agents, "critic.yaml"): "kind: prompt\nname: critic\nmodel: scripted:" + script("critic") + "\n",
 	})
 	base, admin := serveAgentsAPI(t, []string{"--db", filepath.Join(t.TempDir(), "q.db")}, agents)
 	if admin == "" {
@@ -623,6 +630,26 @@ func TestConsoleShowsValuesAsText(t *testing.T) {
 	tab.click("the tool's try-it button", testEls("tool-try")+`[0]`)
 	tab.waitFor("the try-it result, as text", `document.querySelector('[data-test="try-result"]')?.textContent.includes(`+js(xssResult)+`)`, 0)
 	ranNothing("the tool's try-it")
+}
+
+// A two-sided agent's thread shows which side said what.
+func TestConsoleShowsEachSide(t *testing.T) {
+	timed(t)
+	site := startConsoleSite(t)
+	threadID := site.namedThread(t, "debate", "slogan")
+	site.runToEnd(t, threadID, "debate", "A slogan for Go.", "APPROVED")
+	tab := newBrowser(t)
+	tab.signIn(site, site.admin)
+	tab.route("#/threads/" + threadID)
+	for side, text := range map[string]string{"side_a": "Go: fast.", "side_b": "APPROVED"} {
+		label := strings.Replace(side, "side_", "side ", 1)
+		label = label[:len(label)-1] + strings.ToUpper(label[len(label)-1:])
+		tab.waitFor(side+"'s turn, marked", testEls("message")+`.some((e) => e.dataset.side === `+js(side)+
+			` && e.textContent.includes(`+js(text)+`) && e.querySelector(".role").textContent.includes(`+js(label)+`))`, 0)
+	}
+	if n := tab.string(testEls("message") + `.filter((e) => e.dataset.role === "user" && e.dataset.side).length`); n != "0" {
+		t.Errorf("%s user messages are marked with a side", n)
+	}
 }
 
 // The flow of the issue: make a thread in the list, start a run on it from its page; the run
