@@ -91,8 +91,8 @@ func startConsoleSite(t testing.TB) *consoleSite {
 		filepath.Join(agents, "payer.yaml"): "name: payer\ndescription: Pays what it is asked to.\nmodel: scripted:" + script("payer") +
 			"\ntools: [charge]\n",
 		// debate is two-sided: the writer (side_a) and the critic (side_b) take turns.
-		script("writer"): "turns:\n  - text: \"Go: fast.\"\n",
-		script("critic"): "turns:\n  - text: APPROVED\n",
+		script("writer"):                     "turns:\n  - text: \"Go: fast.\"\n",
+		script("critic"):                     "turns:\n  - text: APPROVED\n",
 		filepath.Join(agents, "debate.yaml"): "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nconversation: {until: APPROVED}\n",
 		filepath.Join(agents, "writer.yaml"): "kind: prompt\nname: writer\nmodel: scripted:" + script("writer") + "\n",
 		filepath.Join(agents, "critic.yaml"): "kind: prompt\nname: critic\nmodel: scripted:" + script("critic") + "\n",
