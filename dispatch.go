@@ -44,6 +44,8 @@ type Call struct {
 	secrets       []*masker
 	outputChecked bool // a latent tool's _output was already checked against the output schema
 	notStarted    bool // the context ended before the tool started: nothing to record
+	// exec is what ExecutionFrom gives the handler: the call's id and attempt (see callExecution).
+	exec Execution
 	// The stateful meta-fields, parsed from Meta (see meta.go).
 	outputPath *OutputPath
 	instance   string
@@ -57,6 +59,7 @@ type Call struct {
 func (c *Call) reset() {
 	c.tool, c.vars, c.secrets, c.outputChecked, c.notStarted = nil, nil, nil, false, false
 	c.outputPath, c.instance, c.delegation, c.resultCut = nil, "", nil, false
+	c.exec = Execution{}
 	if c.Meta != nil {
 		c.Meta = maps.Clone(c.Meta)
 	}
@@ -312,7 +315,8 @@ func (d *Dispatcher) dispatch(ctx context.Context, c *Call) (*Result, error) {
 	} else if ctx.Err() != nil {
 		r = notStarted(ctx, c)
 	} else {
-		r = d.handler(context.WithValue(ctx, callKey{}, c), c)
+		c.exec = callExecution(ctx, c)
+		r = d.handler(&callContext{Context: ctx, call: c}, c)
 	}
 	if r.IsError() {
 		if d.Hooks.AfterFailure != nil {

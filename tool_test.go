@@ -292,7 +292,9 @@ func TestHandlerContext(t *testing.T) {
 	ctx := quiver.WithExecution(quiver.WithScope(context.Background(), scope), exec)
 	r := dispatchCall(t, ctx, d, quiver.Call{ID: "call_1", Name: "inspect", Args: json.RawMessage(`{"_reasoningForCall":"to check"}`)})
 	wantSuccess(t, r)
-	want := seen{scope: scope, exec: exec, execOK: true, callID: "call_1", callName: "inspect", reasoning: "to check",
+	// The run's execution state, with the call's id and attempt (a first: ctx names no other).
+	wantExec := quiver.Execution{StepCount: 4, Side: "side_b", CallID: "call_1", Attempt: 1}
+	want := seen{scope: scope, exec: wantExec, execOK: true, callID: "call_1", callName: "inspect", reasoning: "to check",
 		apiKey: "k-123", apiKeyOK: true}
 	if got != want {
 		t.Errorf("handler saw %+v\nwant %+v", got, want)

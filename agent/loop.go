@@ -173,7 +173,8 @@ func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, 
 		}
 		call := c
 		rs.r.events.emit(Event{Type: EventToolCall, ThreadID: th.ID(), Step: rs.steps, Side: rs.side, Call: &call})
-		hctx := quiver.WithExecution(thread.NewContext(ctx, th), quiver.Execution{StepCount: rs.steps, Side: rs.executionSide()})
+		hctx := quiver.WithExecution(thread.NewContext(ctx, th), quiver.Execution{StepCount: rs.steps, Side: rs.executionSide(),
+			CallID: c.ID, Attempt: rs.attempt(c.ID)}) // the call's idempotency key: see attempts.go
 		res, err := rs.d.Dispatch(hctx, c)
 		switch {
 		case errors.Is(err, store.ErrResultExists):

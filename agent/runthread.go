@@ -176,8 +176,7 @@ func (rs *run) begin(ctx context.Context, message string) error {
 			return ErrEmptyThread
 		}
 	}
-	_, err = rs.th.SetStatus(ctx, store.StatusRunning)
-	return err
+	return rs.markRunning(ctx) // and counts the attempts of the pending calls (attempts.go)
 }
 
 // settle ends a begun run whatever became of it, even when ctx was cancelled: the thread is
@@ -204,6 +203,7 @@ func (rs *run) settle(ctx context.Context, info *store.Thread, deliver bool, out
 		}
 		st := ReadState(t)
 		st.Outcome, st.RanBy = out, rs.agentName
+		st.Attempts = rs.attemptsAtEnd(st)
 		t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool { return tag == WaitingTag })
 		if out.Status == RunPaused {
 			t.Tags = append(t.Tags, WaitingTag) // indexed: what an inbox of waiting calls lists

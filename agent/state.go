@@ -25,6 +25,9 @@ type ThreadState struct {
 	// RanBy is the agent of the last run, which a thread created without an agent is woken
 	// with when a child's result arrives.
 	RanBy string `json:"ran_by,omitempty"`
+	// Attempts counts, for each call without a result, the executions of it that may have
+	// started: what the next run's attempt number for the call follows (see attempts.go).
+	Attempts map[string]int `json:"attempts,omitempty"`
 }
 
 // Spawn is how a child thread came to be.

@@ -32,6 +32,7 @@ func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (a
 	token := newCallID()
 	params.SetProgressToken(token)
 	passTraceContext(ctx, params)
+	passExecution(ctx, params)
 	r.progress.Store(token, ctx)
 	// Notifications are handled apart from responses, so the last ones may be handled just
 	// after the call returned: keep the token a moment longer.
@@ -132,6 +133,36 @@ func mimeOr(m string) string {
 		return "application/octet-stream"
 	}
 	return m
+}
+
+// The keys of a call's idempotency key in the _meta of the tools/call request a remote MCP
+// tool gets: the call's id, the same in every attempt at it, and the attempt's number, from 1
+// (quiver.Execution's CallID and Attempt). Quiver executes a call again when a process died
+// before its result was stored, so a remote tool with an external effect keys the effect on
+// CallIDMetaKey: at attempt 1 no earlier request for the call can have been sent; from 2 on
+// one may have, and the tool checks whether its effect already happened. The keys follow MCP's
+// _meta naming (a prefix of dot-separated labels and a slash), under Quiver's prefix io.quiver
+// like ExamplesMetaKey.
+const (
+	CallIDMetaKey  = "io.quiver/call_id"
+	AttemptMetaKey = "io.quiver/attempt"
+)
+
+// passExecution puts the call's id and attempt number in the request's _meta (see
+// CallIDMetaKey). A call without an id (a Go program's that gave none) sends neither: it has
+// no key to deduplicate on.
+func passExecution(ctx context.Context, params *sdk.CallToolParams) {
+	e, ok := quiver.ExecutionFrom(ctx)
+	if !ok || e.CallID == "" {
+		return
+	}
+	meta := params.GetMeta()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[CallIDMetaKey] = e.CallID
+	meta[AttemptMetaKey] = max(e.Attempt, 1)
+	params.SetMeta(meta)
 }
 
 // passTraceContext puts the call's trace context (W3C traceparent and tracestate, through the
