@@ -24,6 +24,12 @@
 // A module without the default entry export runs for its side effects (its console output)
 // and returns null; an entry export that is not a function is itself the value.
 //
+// The code reaches the host only through the functions [Options].Host names: the entry
+// function gets them as one more argument, an object whose functions take a JSON value and
+// return the host's answer (or throw its error). Each call blocks the interpreter until the
+// [HostFunc] returns; the function sees the run's deadline, and its context ends when the run
+// is terminated.
+//
 // Runs execute in this process unless a program sends them to worker processes ([Workers],
 // [UseWorkers]; the program calls [WorkerMain] first in main). A worker can be killed, so a
 // terminated run stops using CPU within 50 ms even inside one long builtin call, which in this

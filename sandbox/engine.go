@@ -95,7 +95,7 @@ func (h *Handle) runVM(c *config) *Result {
 	defer finish.Free()
 	exhausted := h.await(vm, finish, c, &run)
 	switch {
-	case run.out.kind != "":
+	case run.out.kind != "" && (run.out.kind == "ok" || !h.hostCut.Load()):
 		return classify(c, run.out, run.linkErr)
 	case h.terminated() != "":
 		return h.terminatedResult()
@@ -122,7 +122,19 @@ func (h *Handle) hookVM(vm *quickjs.VM, c *config, run *vmRun) error {
 		}
 		return key, err
 	})
-	return errors.Join(
+	var hostErr error
+	if len(c.hostNames) > 0 {
+		hostErr = vm.RegisterHostFunc("__quiver_host", func(a []any) (any, error) {
+			name, _ := a[0].(string)
+			arg, _ := a[1].(string)
+			free := c.memoryLimit - memoryUsed(vm)
+			if c.remoteHost != nil {
+				return c.remoteHost(h, name, arg, free), nil
+			}
+			return h.callHost(c, name, arg, free), nil
+		})
+	}
+	return errors.Join(hostErr,
 		vm.RegisterHostFunc("__quiver_log", func(a []any) (any, error) {
 			level, _ := a[0].(string)
 			text, _ := a[1].(string)

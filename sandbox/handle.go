@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/quickjs"
@@ -28,6 +31,12 @@ type Handle struct {
 	stop    chan struct{} // closed by the first Terminate
 	answer  sync.Once
 	result  *Result
+	// hostCtx is what the run's host functions get (Options.Host; see hostContext), nil
+	// without them. hostCut records that a host call returned after the run was terminated:
+	// what the code made of its answer is not the run's outcome.
+	hostCtx    context.Context
+	cancelHost context.CancelFunc
+	hostCut    atomic.Bool
 
 	mu sync.Mutex
 	// vm is the run's interpreter while it is open; only Interrupt is called on it from
@@ -64,6 +73,9 @@ func Start(ctx context.Context, opts Options) (*Handle, error) {
 // return only once the interpreter has stopped.
 func begin(ctx context.Context, c *config, execute func(*Handle)) *Handle {
 	h := &Handle{start: time.Now(), done: make(chan struct{}), stopped: make(chan struct{}), stop: make(chan struct{})}
+	if c.host != nil {
+		h.hostCtx, h.cancelHost = newHostContext(ctx, h.start.Add(c.timeout))
+	}
 	if ctx.Err() != nil {
 		// Decided before the run starts, so that no code runs for a caller that has gone.
 		h.Terminate("cancelled: " + context.Cause(ctx).Error())
@@ -74,6 +86,9 @@ func begin(ctx context.Context, c *config, execute func(*Handle)) *Handle {
 		execute(h)
 		timer.Stop()
 		unwatch()
+		if h.cancelHost != nil {
+			h.cancelHost()
+		}
 		close(h.stopped)
 	}()
 	return h
@@ -137,6 +152,61 @@ func (h *Handle) Terminate(reason string) {
 	}
 	h.reason = reason
 	close(h.stop)
+	if h.cancelHost != nil {
+		h.cancelHost() // a host function the code is waiting for stops too
+	}
+}
+
+// hostContext is the context of a run's host functions: the caller's values, the run's
+// deadline (the caller's when it is sooner), and an end that comes only from Terminate, after
+// the run's termination reason is set. So a host function that returns because its context
+// ended always finds the run terminated, never makes it look as if the code had failed.
+type hostContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func newHostContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &hostContext{Context: base, deadline: deadline}, cancel
+}
+
+func (c *hostContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// callHost runs the host function name for the run's code and encodes its answer for the
+// prelude: "v" and the answer's JSON, or "e" and an error message. A panic is an error: it
+// must not take the program down with the run.
+func (h *Handle) callHost(c *config, name, arg string, free int64) (answer string) {
+	f := c.host[name]
+	if f == nil || h.hostCtx == nil {
+		return "ehost function " + name + " does not exist"
+	}
+	if arg == "" {
+		arg = "null"
+	}
+	if !json.Valid([]byte(arg)) {
+		return "ethe argument of host function " + name + " is not JSON"
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			answer = fmt.Sprintf("ehost function %s failed: %v", name, p)
+		}
+	}()
+	v, err := f(h.hostCtx, HostCall{Arg: json.RawMessage(arg), MemoryFree: max(free, 0)})
+	if h.terminated() != "" {
+		h.hostCut.Store(true)
+	}
+	if err != nil {
+		return "e" + err.Error()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "ethe answer of host function " + name + " cannot be encoded as JSON: " + err.Error()
+	}
+	return "v" + string(b)
 }
 
 // Logs returns the console output so far: a live view of a running run.

@@ -76,6 +76,23 @@ func memoryLimitOf(vm *quickjs.VM) *uintptr {
 	return (*uintptr)(unsafe.Pointer(&(*lib.TJSRuntime)(p).Fmalloc_ctx.Fmalloc_state.Fmalloc_limit))
 }
 
+// memoryUsed returns how many bytes vm's runtime has allocated, 0 when this version of
+// modernc.org/quickjs does not expose it the way the sandbox expects. It must be called on
+// the goroutine running vm (a host function's), which alone changes the count.
+func memoryUsed(vm *quickjs.VM) int64 {
+	rt := reflect.ValueOf(vm).Elem().FieldByName("runtime")
+	if !rt.IsValid() || rt.Kind() != reflect.Pointer || rt.IsNil() {
+		return 0
+	}
+	f := rt.Elem().FieldByName("cRuntime")
+	if !f.IsValid() || f.Kind() != reflect.Uintptr || f.Uint() == 0 {
+		return 0
+	}
+	r := uintptr(f.Uint())
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&r)) // C memory, as in interruptCountdown
+	return int64((*lib.TJSRuntime)(p).Fmalloc_ctx.Fmalloc_state.Fmalloc_size)
+}
+
 // starve makes every allocation the engine asks for from now on fail, which ends a builtin that
 // is building something; freeing still works, so the run unwinds and closes normally.
 func starve(limit *uintptr) {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -46,7 +47,7 @@ type Options struct {
 	Modules map[string]string
 	// Imports are objects the host provides under bare specifiers ("config"): JSON-encodable
 	// values, imported as the default export and, for an object, one named export per key.
-	// They carry data only: the host exposes no functions to the code.
+	// They carry data only: the code reaches the host's functions only through Host.
 	Imports map[string]any
 	// Globals are JSON-encodable values set on the global object before the code runs, by
 	// identifier.
@@ -67,6 +68,32 @@ type Options struct {
 	// OnLog, when set, sees each console call as it happens, on the run's goroutine: it must
 	// return quickly and must not call back into the run.
 	OnLog func(LogEntry)
+	// Host are the host's functions the code may call, by name (a JavaScript identifier).
+	// When there are any, the entry function gets one more argument after Execute.Args: a
+	// frozen object with one function per name, which takes one JSON-encodable argument and
+	// returns the function's answer, or throws an Error with the message of the error it
+	// returned. Nothing else of the code sees them (they are not globals), so the entry
+	// function decides what the rest of the code may do with them. A call blocks the
+	// interpreter until the function returns; see HostFunc.
+	Host map[string]HostFunc
+}
+
+// HostFunc is a host function the code may call (Options.Host). It runs on a goroutine of
+// this process, in a worker's run too (the call crosses the process boundary), while the
+// interpreter waits for its answer: a JSON-encodable value, or an error the code sees thrown.
+// ctx carries the values of the run's context and its deadline (the run's timeout), and ends
+// when the run is terminated: the function should return promptly then, since the run's
+// interpreter cannot stop before it does.
+type HostFunc func(ctx context.Context, call HostCall) (any, error)
+
+// HostCall is one call of a host function.
+type HostCall struct {
+	// Arg is the argument the code passed, as JSON: null when it passed none.
+	Arg json.RawMessage
+	// MemoryFree is how many bytes of its memory limit the run's interpreter was not using
+	// at the call: what a nested run (a host function that runs code in the sandbox) may
+	// take so that, together, the two stay within the run's limit.
+	MemoryFree int64
 }
 
 // Execute is the entry point of a run.
@@ -90,12 +117,17 @@ type config struct {
 	maxLogBytes  int
 	onLog        func(LogEntry)
 	preludeInput string // JSON given to the prelude
+	// hostNames are the names of the run's host functions (sorted), host the functions: set
+	// in the caller's process only. In a worker, remoteHost forwards each call to the caller.
+	hostNames  []string
+	host       map[string]HostFunc
+	remoteHost func(h *Handle, name, arg string, free int64) string
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
 // reservedGlobals are the names the prelude uses; a global of that name would be overwritten.
-var reservedGlobals = []string{"__quiver_log", "__quiver_settle", "console", "Date", "globalThis"}
+var reservedGlobals = []string{"__quiver_log", "__quiver_settle", "__quiver_host", "console", "Date", "globalThis"}
 
 // check validates o and builds its config. Errors say which option is wrong and what is
 // allowed; transpiling TypeScript is not done here, since a syntax error in the code is the
@@ -167,7 +199,15 @@ func (o *Options) check() (*config, error) {
 		}
 		c.imports[spec] = src
 	}
-	input, err := o.preludeInput(main, maxLength(c.memoryLimit))
+	for name, f := range o.Host {
+		if !identifier.MatchString(name) || f == nil {
+			return nil, fmt.Errorf("sandbox: host: %q must be a JavaScript identifier (letters, digits, _ and $, not starting with a digit) naming a function", name)
+		}
+		c.hostNames = append(c.hostNames, name)
+	}
+	slices.Sort(c.hostNames)
+	c.host = o.Host
+	input, err := o.preludeInput(main, maxLength(c.memoryLimit), c.hostNames)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +215,7 @@ func (o *Options) check() (*config, error) {
 	return c, nil
 }
 
-func (o *Options) preludeInput(main string, maxLength int64) (string, error) {
+func (o *Options) preludeInput(main string, maxLength int64, host []string) (string, error) {
 	for name := range o.Globals {
 		if !identifier.MatchString(name) {
 			return "", fmt.Errorf("sandbox: globals: %q is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit)", name)
@@ -205,7 +245,8 @@ func (o *Options) preludeInput(main string, maxLength int64) (string, error) {
 		Now      int64          `json:"now"`
 		MaxLen   int64          `json:"maxLength"`
 		Sort     int64          `json:"sortAlone"`
-	}{"./" + main, entry, explicit, args, o.Globals, now.UnixMilli(), maxLength, sortAlone}
+		Host     []string       `json:"host,omitempty"`
+	}{"./" + main, entry, explicit, args, o.Globals, now.UnixMilli(), maxLength, sortAlone, host}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return "", fmt.Errorf("sandbox: execute arguments and globals must be JSON-encodable: %w", err)

@@ -1,14 +1,15 @@
 // The prelude runs before any code of the run, in the run's own fresh interpreter. It takes the
-// two host functions off the global object (so the code can never call them), installs
+// host's functions off the global object (so the code can never call them), installs
 // console and a frozen Date, sets the globals, guards the builtins that walk arrays, imports
 // the main module and calls its entry export. It returns finish, which the host calls again,
 // with a little more memory, when the run ran out of memory before it could report.
 (function (input) {
 	"use strict";
 	const g = globalThis;
-	const log = g.__quiver_log, settle = g.__quiver_settle;
+	const log = g.__quiver_log, settle = g.__quiver_settle, host = g.__quiver_host;
 	delete g.__quiver_log;
 	delete g.__quiver_settle;
+	delete g.__quiver_host;
 	const cfg = JSON.parse(input);
 	const stringify = JSON.stringify, RealDate = Date, construct = Reflect.construct;
 	const now = cfg.now;
@@ -383,6 +384,24 @@
 	for (const C of [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
 		BigInt64Array, BigUint64Array, Float32Array, Float64Array]) {
 		g[C.name] = C.prototype.constructor = new Proxy(C, guard);
+	}
+
+	// The host's functions (Options.Host), an object given to the entry function after its
+	// arguments. Each call crosses to the host with its argument as JSON and comes back with
+	// "v" and the answer's JSON, or "e" and an error message. They run after the code, which
+	// may have replaced any global: they use only what the prelude holds.
+	if (cfg.host) {
+		const parse = JSON.parse, Err = Error, fns = {};
+		for (let i = 0; i < cfg.host.length; i++) {
+			const name = cfg.host[i];
+			fns[name] = function (arg) {
+				const s = stringify(arg);
+				const r = host(name, s === undefined ? "null" : s), body = apply(sSlice, r, [1]);
+				if (r[0] !== "v") throw new Err(body);
+				return parse(body);
+			};
+		}
+		cfg.args[cfg.args.length] = Object.freeze(fns);
 	}
 
 	// state: 0 running, 1 fulfilled with value, 2 rejected with failure, 3 no such entry. The

@@ -32,11 +32,13 @@ import (
 // otherwise) with workerEnv set: WorkerMain, called first in main, serves runs instead of
 // running the program. Runs are framed as JSON values on the worker's standard input and
 // output, one run at a time per worker; a worker that ended its run cleanly serves the next.
+// A run's call of a host function (Options.Host) is an event too: the caller runs the function
+// and answers with a request, while the worker's interpreter waits.
 
 // workerEnv is set in a worker's environment to the protocol version it must speak.
 const (
 	workerEnv      = "QUIVER_SANDBOX_WORKER"
-	workerProtocol = "1"
+	workerProtocol = "2"
 )
 
 // Bounds of the pool.
@@ -204,6 +206,13 @@ func (w *Workers) execute(h *Handle, c *config) {
 				return
 			}
 			switch {
+			case ev.Host != nil:
+				// On a goroutine of its own: the run's termination and its worker's kill
+				// must not wait for the function (which ends with the run's host context).
+				go func(call hostCall) {
+					answer := h.callHost(c, call.Name, call.Arg, call.MemoryFree)
+					_ = wk.send(request{HostReply: &hostReply{Seq: call.Seq, Answer: answer}})
+				}(*ev.Host)
 			case ev.Log != nil:
 				h.addLog(c, *ev.Log)
 			case ev.Result != nil:
@@ -290,6 +299,7 @@ func (w *Workers) release(wk *worker) {
 type worker struct {
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
+	sendMu    sync.Mutex // enc: a host function's answer is sent from a goroutine of its own
 	enc       *json.Encoder
 	events    chan event    // closed when the worker's output ends
 	exited    chan struct{} // closed once the process has exited and been waited for
@@ -351,7 +361,11 @@ func (wk *worker) read(stdout io.Reader) {
 	close(wk.exited)
 }
 
-func (wk *worker) send(r request) error { return wk.enc.Encode(r) }
+func (wk *worker) send(r request) error {
+	wk.sendMu.Lock()
+	defer wk.sendMu.Unlock()
+	return wk.enc.Encode(r)
+}
 
 // close ends an idle worker: it exits when its input ends.
 func (wk *worker) close() { _ = wk.stdin.Close() }
@@ -399,19 +413,38 @@ func (t *tailWriter) String() string {
 	return string(t.b)
 }
 
-// request is a message to a worker: a run, or the termination of the run in progress.
+// request is a message to a worker: a run, the termination of the run in progress, or the
+// answer of a host function the run called.
 type request struct {
 	Run       *wireConfig `json:"run,omitempty"`
 	Terminate string      `json:"terminate,omitempty"`
+	HostReply *hostReply  `json:"host_reply,omitempty"`
 }
 
-// event is a message from a worker: that it is ready, a console call of the run, the run's
-// result, and that its interpreter has stopped (the worker takes the next run).
+// event is a message from a worker: that it is ready, a console call of the run, a call of a
+// host function, the run's result, and that its interpreter has stopped (the worker takes the
+// next run).
 type event struct {
 	Ready   string    `json:"ready,omitempty"`
 	Log     *LogEntry `json:"log,omitempty"`
+	Host    *hostCall `json:"host,omitempty"`
 	Result  *Result   `json:"result,omitempty"`
 	Stopped bool      `json:"stopped,omitempty"`
+}
+
+// hostCall is a run's call of a host function; Seq numbers the worker's calls, so that an
+// answer that comes after its run gave up waiting (terminated) is not taken for the next's.
+type hostCall struct {
+	Seq        int64  `json:"seq"`
+	Name       string `json:"name"`
+	Arg        string `json:"arg"`
+	MemoryFree int64  `json:"memory_free"`
+}
+
+// hostReply is the answer to a hostCall, encoded as Handle.callHost encodes it.
+type hostReply struct {
+	Seq    int64  `json:"seq"`
+	Answer string `json:"answer"`
 }
 
 // wireConfig is a config as a worker receives it: checked and encoded by the caller, so that
@@ -426,18 +459,19 @@ type wireConfig struct {
 	MaxOutput    int               `json:"max_output"`
 	MaxLogBytes  int               `json:"max_log_bytes"`
 	PreludeInput string            `json:"prelude_input"`
+	Host         []string          `json:"host,omitempty"`
 }
 
 func wireOf(c *config) *wireConfig {
 	return &wireConfig{Main: c.main, Sources: c.sources, Imports: c.imports, Language: c.language,
 		MemoryLimit: c.memoryLimit, Timeout: c.timeout, MaxOutput: c.maxOutput, MaxLogBytes: c.maxLogBytes,
-		PreludeInput: c.preludeInput}
+		PreludeInput: c.preludeInput, Host: c.hostNames}
 }
 
 func (wc *wireConfig) config() *config {
 	return &config{main: wc.Main, sources: wc.Sources, imports: wc.Imports, language: wc.Language,
 		memoryLimit: wc.MemoryLimit, timeout: wc.Timeout, maxOutput: wc.MaxOutput, maxLogBytes: wc.MaxLogBytes,
-		preludeInput: wc.PreludeInput}
+		preludeInput: wc.PreludeInput, hostNames: wc.Host}
 }
 
 // WorkerMain makes this process a sandbox worker when a Workers pool started it: it serves
@@ -487,12 +521,41 @@ func serveWorker(in io.Reader, out io.Writer) error {
 		return fmt.Errorf("compiling the prelude: %w", err)
 	}
 	send(event{Ready: workerProtocol})
+	// A host function's call waits for the answer numbered like it (awaiting), which the
+	// loop below hands over through replies.
+	var seq int64
+	var awaiting atomic.Int64
+	replies := make(chan hostReply, 1)
 	for r := range requests {
 		if r.Run == nil {
-			continue // the termination of a run that has ended
+			continue // the termination of a run that has ended, or a late answer
 		}
 		c := r.Run.config()
 		c.onLog = func(e LogEntry) { send(event{Log: &e}) }
+		c.remoteHost = func(h *Handle, name, arg string, free int64) string {
+			seq++
+			select { // an answer that came as an earlier call gave up
+			case <-replies:
+			default:
+			}
+			awaiting.Store(seq) // from here on, only this call's answer is handed over
+			defer awaiting.Store(0)
+			send(event{Host: &hostCall{Seq: seq, Name: name, Arg: arg, MemoryFree: free}})
+			for {
+				select {
+				case rep := <-replies:
+					if rep.Seq == seq {
+						if h.terminated() != "" {
+							h.hostCut.Store(true)
+						}
+						return rep.Answer
+					}
+				case <-h.stop:
+					h.hostCut.Store(true)
+					return "e" + h.terminated()
+				}
+			}
+		}
 		h := begin(context.Background(), c, func(h *Handle) {
 			go h.interruptWhenStopped()
 			h.finish(h.execute(c))
@@ -507,6 +570,12 @@ func serveWorker(in io.Reader, out io.Writer) error {
 				}
 				if r.Terminate != "" {
 					h.Terminate(r.Terminate)
+				}
+				if rep := r.HostReply; rep != nil && rep.Seq == awaiting.Load() {
+					select {
+					case replies <- *rep:
+					default:
+					}
 				}
 			case <-done:
 				done = nil

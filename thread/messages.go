@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
@@ -204,14 +205,33 @@ func (t *Thread) storeAttachments(ctx context.Context, r *quiver.Result) error {
 }
 
 // StoreAttachments stores the new attachments of r (those with data) in the thread's file
-// system under /attachments/ and replaces them, in r, by references to the stored files.
-// Only a storage failure is returned as an error; an attachment that is not valid base64 or
-// is too large turns r into an error result saying so, so that what is recorded and what the
-// caller holds agree.
+// system under /attachments/ and replaces them, in r, by references to the stored files; a
+// reference passes through once its path is found to be a file of the thread. Only a storage
+// failure is returned as an error; an attachment that is not valid base64 or is too large, or
+// a reference to no file of the thread, turns r into an error result saying so, so that what
+// is recorded and what the caller holds agree (and every path a result refers to is valid in
+// the thread that receives it).
 func StoreAttachments(ctx context.Context, files store.Files, workspaceID, threadID string, r *quiver.Result) error {
+	// The attachments are replaced in a copy: the slice may be the handler's own (a result it
+	// keeps and returns again), which must still hold its data the next time.
+	r.Attachments = slices.Clone(r.Attachments)
 	for i := range r.Attachments {
 		a := &r.Attachments[i]
 		if a.IsRef() {
+			fi, err := files.Stat(ctx, workspaceID, threadID, a.Path)
+			switch {
+			case err == nil && fi.IsDir:
+				err = errors.New("it is a directory")
+			case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid):
+				err = errors.New("the thread has no file there")
+			case err != nil:
+				return fmt.Errorf("thread %s: checking attachment %q: %w", threadID, a.Path, err)
+			}
+			if err != nil {
+				*r = quiver.Result{Status: quiver.StatusError, Code: quiver.CodeInvalidOutput,
+					Error: fmt.Sprintf("the tool returned attachment %q referring to %s, which it cannot: %v", a.Name, a.Path, err)}
+				return nil
+			}
 			continue
 		}
 		data, err := base64.StdEncoding.DecodeString(a.Data)

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -26,7 +27,8 @@ quiver tools add DEFINITION.yaml [--requires-confirmation] [--db PATH | --postgr
 // tool, the code as its new default version, and the tool. Adding a tool again adds a version.
 func (a *app) toolsAdd(ctx context.Context, inv *invocation) (int, error) {
 	jsFile := inv.fs.String("js", "", "the JavaScript module; its default export receives the arguments and a state with env(NAME)")
-	schemaFile := inv.fs.String("schema", "", "the JSON Schema of the arguments; it may also hold description, _tool (the name), _output (the result schema) and variables")
+	schemaFile := inv.fs.String("schema", "", "the JSON Schema of the arguments; it may also hold description, _tool (the name), _output (the result schema), variables, "+
+		"and the meta-fields calls may carry (a property _outputPath, _instance or _delegate enables it)")
 	name := inv.fs.String("name", "", "the tool's name (default: _tool in the schema, else the file name)")
 	desc := inv.fs.String("description", "", "what the tool does, when to use it and what it returns (default: the schema's description)")
 	confirm := inv.fs.Bool("requires-confirmation", false, "every call of the tool waits for a person's approval: quiver run asks in the terminal, "+
@@ -114,7 +116,8 @@ func readJSTool(jsFile, schemaFile string) (jsfunc.Definition, error) {
 }
 
 func fromDoc(d *jsfunc.SchemaDoc) jsfunc.Definition {
-	return jsfunc.Definition{Name: d.Name, Description: d.Description, InputSchema: d.Input, OutputSchema: d.Output, Variables: d.Variables}
+	return jsfunc.Definition{Name: d.Name, Description: d.Description, InputSchema: d.Input, OutputSchema: d.Output, Variables: d.Variables,
+		MetaFields: d.MetaFields}
 }
 
 // yamlDefinition is a function tool written as YAML. Paths are relative to the file.
@@ -131,11 +134,13 @@ type yamlDefinition struct {
 	Examples             []map[string]any  `yaml:"examples"`
 	RequiresConfirmation bool              `yaml:"requires_confirmation"`
 	Disabled             bool              `yaml:"disabled"`
+	MetaFields           []string          `yaml:"meta_fields"`
 }
 
 const definitionHelp = `a definition has: name, description, code (or file: a path), language (js or ts),
 input_schema and output_schema (JSON Schema as YAML) or schema (a path to a schema file like --schema's),
-variables (name, type text|secret, required, description), examples (args, result), requires_confirmation, disabled`
+variables (name, type text|secret, required, description), examples (args, result), requires_confirmation, disabled,
+meta_fields (the meta-fields calls may carry: _outputPath, _instance, _delegate)`
 
 // readDefinition reads a YAML (or JSON) definition.
 func readDefinition(path string) (jsfunc.Definition, error) {
@@ -196,6 +201,11 @@ func readDefinition(path string) (jsfunc.Definition, error) {
 		def.Description = y.Description
 	}
 	def.Variables = append(def.Variables, y.Variables...)
+	for _, f := range y.MetaFields {
+		if !slices.Contains(def.MetaFields, f) {
+			def.MetaFields = append(def.MetaFields, f)
+		}
+	}
 	for i, e := range y.Examples {
 		var ex quiver.Example
 		if err := remarshal(e, &ex); err != nil {

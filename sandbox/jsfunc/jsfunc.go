@@ -7,8 +7,47 @@
 //
 //	export default async function (args, state) {
 //		const store = state.env("VECTOR_STORE_ID") // a variable the tool declares
+//		if (!store) return { status: "error", error: "VECTOR_STORE_ID is empty" }
 //		return { hits: [], store }
 //	}
+//
+// # What a call returns
+//
+// A ToolResult (seed 003) is read as a Go tool's quiver.Result: an object whose status is
+// "success" or "error" and whose every key is one of status, result, error, stack and
+// attachments. Its result is the text, its error the error message (an error result, code
+// tool_error), its stack is kept for people (Result.Stack, never shown to the model) and its
+// attachments become the result's: a new one (name, mimeType, base64 data, optional width,
+// height and description) is stored by the runtime under /attachments/ of the thread's file
+// system when the result is recorded, as any tool's; a reference (id, type "file", path,
+// name, mimeType, optional size, width, height, description) passes through once the
+// recording finds a file of the thread at its path. A ToolResult with a field of the wrong type, an attachment with an
+// unknown key, a name with a path in it, data that is not base64 or too large (the tool's
+// output limit bounds it first) is an error result saying which. Any other value is what it
+// was before: a string is the text, anything else the structured value (checked against the
+// output schema) — so an object with other keys, or another status, is a value. A tool that
+// declares an output schema answers with its value: a successful ToolResult has none.
+//
+// # The state object
+//
+//   - env(name): a declared variable's value (secrets included; undeclared names throw).
+//   - tenvs: the declared variables' values, as an object.
+//   - execution: stepCount, currentSide (null outside a dual-AI agent), callId and attempt
+//     (the call's idempotency key), aborted and abortSignal.aborted (whether the call was
+//     cancelled; a cancelled call's code is stopped at once, so running code rarely sees it
+//     true) and abortSignal.throwIfAborted().
+//   - threadId: the thread the call runs on, or null.
+//   - runCode(code, options): runs other code (a model's, a user's) in a fresh sandbox and
+//     resolves to its outcome ({status, value, errorName, errorMessage, stack, logs,
+//     logsTruncated, durationMs}); options are language, args (the entry's argument), entry
+//     (an export's name), modules, imports, globals, timeoutMs and memoryLimitBytes. The run
+//     takes its time from the call's (it ends by the call's deadline at the latest) and its
+//     memory from what the call's interpreter leaves free, so the two stay within the tool's
+//     limits; the code it runs gets no state, so runs nest one deep.
+//   - notifyParent(text): queues text to the parent of the thread the call runs on, and
+//     wakes it (explicit parent communication); it rejects outside an agent's child thread.
+//   - readState(): resolves to the state the call reads (its _instance's, else its thread's):
+//     what thread.CallState gives a Go tool; it rejects on a call outside a thread.
 //
 // Every call runs in a fresh interpreter with the tool's memory and time limits. Only the
 // variables the tool declares are passed in, secrets included; the dispatcher masks secret
@@ -78,14 +117,28 @@ type Definition struct {
 	RequiresConfirmation bool
 	Disabled             bool
 	Limits               Limits
+	// MetaFields are the stateful meta-fields a call may carry (_outputPath, _instance,
+	// _delegate): quiver.Spec.MetaFields. A stored tool keeps them in its input schema
+	// document, as properties (see SchemaDoc).
+	MetaFields []string
 }
 
 // entry wraps the tool's code: it builds the state object and calls the default export, so
 // that the code's own module keeps its file name in stack traces.
 const entry = `import * as mod from %q;
-export default function (args, vars, declared, tool) {
+export default function (args, vars, declared, tool, info, host) {
 	if (typeof mod.default !== "function")
 		throw new TypeError("the code of tool " + tool + " must export default a function (args, state) => result");
+	const abortSignal = Object.freeze({
+		get aborted() { return host.aborted(); },
+		get reason() { return host.aborted() ? new Error("the call was cancelled") : undefined; },
+		throwIfAborted() { if (host.aborted()) throw new Error("the call was cancelled"); },
+	});
+	const execution = Object.freeze({
+		stepCount: info.stepCount, currentSide: info.currentSide, callId: info.callId, attempt: info.attempt,
+		get aborted() { return host.aborted(); },
+		abortSignal,
+	});
 	const state = Object.freeze({
 		env(name) {
 			if (!declared.includes(name))
@@ -93,6 +146,12 @@ export default function (args, vars, declared, tool) {
 					(declared.length ? "; it declares " + declared.join(", ") : "; it declares none"));
 			return vars[name];
 		},
+		tenvs: Object.freeze(Object.assign({}, vars)),
+		execution,
+		threadId: info.threadId,
+		async runCode(code, options) { return host.runCode({ code, options: options ?? {} }); },
+		async notifyParent(text) { host.notifyParent(text); },
+		async readState() { return host.readState(); },
 	});
 	return mod.default(args, state);
 }`
@@ -113,7 +172,7 @@ func New(def Definition) (*quiver.Tool, error) {
 		Name: def.Name, Description: def.Description,
 		InputSchema: def.InputSchema, OutputSchema: def.OutputSchema,
 		Examples: def.Examples, Variables: def.Variables,
-		RequiresConfirmation: def.RequiresConfirmation, Disabled: def.Disabled,
+		RequiresConfirmation: def.RequiresConfirmation, Disabled: def.Disabled, MetaFields: def.MetaFields,
 		// The sandbox ends the code at its own timeout and says so; this is the backstop.
 		Timeout: f.limits.Timeout + 2*time.Second,
 	}, f.call)
@@ -143,14 +202,17 @@ func newFunction(def Definition) (*function, error) {
 	for i, v := range def.Variables {
 		declared[i] = v.Name
 	}
-	return &function{name: def.Name, file: file, code: code, limits: l, declared: declared,
-		entry: fmt.Sprintf(entry, "./"+file)}, nil
+	f := &function{name: def.Name, file: file, code: code, limits: l, declared: declared,
+		entry: fmt.Sprintf(entry, "./"+file)}
+	f.host = map[string]sandbox.HostFunc{"runCode": f.runCode, "notifyParent": notifyParent, "readState": readState, "aborted": aborted}
+	return f, nil
 }
 
 type function struct {
 	name, file, code, entry string
 	limits                  Limits
 	declared                []string
+	host                    map[string]sandbox.HostFunc // what state reaches the host through
 }
 
 func (f *function) call(ctx context.Context, args json.RawMessage) (any, error) {
@@ -166,7 +228,8 @@ func (f *function) call(ctx context.Context, args json.RawMessage) (any, error) 
 	res, err := sandbox.Run(ctx, sandbox.Options{
 		Source: f.entry, Filename: entryFile,
 		Modules: map[string]string{"./" + f.file: f.code},
-		Execute: sandbox.Execute{Args: []any{args, vars, f.declared, f.name}},
+		Execute: sandbox.Execute{Args: []any{args, vars, f.declared, f.name, callInfo(ctx)}},
+		Host:    f.host,
 		Timeout: f.limits.Timeout, MemoryLimit: f.limits.MemoryLimit,
 		MaxOutputBytes: f.limits.MaxOutputBytes, MaxLogBytes: f.limits.MaxLogBytes,
 		Now: time.Now(),
@@ -181,6 +244,9 @@ func (f *function) call(ctx context.Context, args json.RawMessage) (any, error) 
 // console output are for people (Result.Stack).
 func (f *function) result(res *sandbox.Result) *quiver.Result {
 	if res.Status == sandbox.StatusSuccess {
+		if fields, ok := toolResultFields(res.Value); ok {
+			return f.toolResult(fields, res)
+		}
 		var s string
 		if json.Unmarshal(res.Value, &s) == nil {
 			return quiver.Text(s) // a string is text, as for a Go tool

@@ -12,17 +12,21 @@ import (
 
 // SchemaDoc is what a tool's schema document holds. The document is the argument schema, in
 // the form quiver.ParseSchemaTool reads: beside the parameters it may carry the tool's
-// description, its name (_tool), its result schema (_output) and its variables ("variables",
-// a list, or "tenvs", an object schema), which are taken out of the argument schema:
+// description, its name (_tool), its result schema (_output), its variables ("variables",
+// a list, or "tenvs", an object schema) and the stateful meta-fields its calls may carry (a
+// property _outputPath, _instance or _delegate enables it, whatever its schema), which are
+// taken out of the argument schema:
 //
 //	{"type": "object", "description": "Looks up a city's weather",
-//	 "properties": {"city": {"type": "string"}, "_output": {"type": "object"}},
+//	 "properties": {"city": {"type": "string"}, "_output": {"type": "object"}, "_outputPath": {"type": "string"}},
 //	 "required": ["city"],
 //	 "variables": [{"name": "API_KEY", "type": "secret", "required": true}]}
 type SchemaDoc struct {
 	Name, Description string
 	Input, Output     *schema.Schema
 	Variables         []quiver.Variable
+	// MetaFields are the meta-fields the document enables, in schema.MetaFields' order.
+	MetaFields []string
 }
 
 // ParseSchemaDoc reads a schema document. An error says what in it is wrong.
@@ -41,6 +45,11 @@ func ParseSchemaDoc(doc []byte) (*SchemaDoc, error) {
 		d.Name, _ = (*p.Const).(string)
 	}
 	d.Output = s.Properties[schema.OutputField]
+	for _, f := range schema.MetaFields {
+		if _, ok := s.Properties[f]; ok {
+			d.MetaFields = append(d.MetaFields, f)
+		}
+	}
 	for _, key := range []string{"variables", "tenvs"} {
 		raw, ok := s.Extra[key]
 		if !ok {
@@ -76,10 +85,23 @@ func ParseSchemaDoc(doc []byte) (*SchemaDoc, error) {
 }
 
 // storedInput is the document kept as a stored tool's input schema: the argument schema with
-// the variables beside it, so that loading the tool finds both.
-func storedInput(in *schema.Schema, vars []quiver.Variable) (json.RawMessage, error) {
+// the variables beside it and the enabled meta-fields among its properties, so that loading
+// the tool finds all three.
+func storedInput(in *schema.Schema, vars []quiver.Variable, metaFields []string) (json.RawMessage, error) {
 	if in == nil {
 		in = &schema.Schema{Type: "object"}
+	}
+	if len(metaFields) > 0 {
+		in = in.CloneSchemas()
+		if in.Properties == nil {
+			in.Properties = map[string]*schema.Schema{}
+		}
+		for _, f := range metaFields {
+			in.Properties[f] = metaFieldSchema(f)
+			if len(in.PropertyOrder) > 0 {
+				in.PropertyOrder = append(in.PropertyOrder, f)
+			}
+		}
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -94,6 +116,15 @@ func storedInput(in *schema.Schema, vars []quiver.Variable) (json.RawMessage, er
 	}
 	m["variables"] = vars
 	return json.Marshal(m)
+}
+
+// metaFieldSchema is what a stored document says of an enabled meta-field: the shape of its
+// value (what the model is offered is the runtime's own wording: the property only enables it).
+func metaFieldSchema(f string) *schema.Schema {
+	if f == schema.DelegateField {
+		return &schema.Schema{Type: "object"}
+	}
+	return &schema.Schema{Type: "string"}
 }
 
 // storedOutput is the document kept as a stored tool's output schema: true when the tool

@@ -22,7 +22,7 @@ func Save(ctx context.Context, st store.Entities, workspaceID, createdBy string,
 		return nil, nil, err
 	}
 	code := f.code // JavaScript, TypeScript transpiled
-	inDoc, err := storedInput(def.InputSchema, def.Variables)
+	inDoc, err := storedInput(def.InputSchema, def.Variables, def.MetaFields)
 	if err != nil {
 		return nil, nil, fmt.Errorf("jsfunc: tool %q: input schema: %w", def.Name, err)
 	}
@@ -102,7 +102,7 @@ func activeTool(ctx context.Context, st store.Entities, workspaceID, name string
 // function's default one, the tool's schemas (the contract the model sees), examples and
 // flags, with limits l for each call. The variables are those the version's input schema
 // declares (see SchemaDoc), since they are what its code reads; the tool's when the version
-// has no schema of its own.
+// has no schema of its own. The meta-fields are those the tool's input schema enables.
 func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.Tool, l Limits) (*quiver.Tool, error) {
 	if t.Target != store.TargetServer {
 		return nil, fmt.Errorf("jsfunc: tool %q runs in the client, not in the sandbox", t.Name)
@@ -151,7 +151,7 @@ func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.T
 	return New(Definition{
 		Name: t.Name, Description: desc, Code: v.Code,
 		InputSchema: doc.Input, OutputSchema: out, Variables: vars, Examples: examples,
-		RequiresConfirmation: t.RequiresConfirmation, Disabled: !t.Enabled, Limits: l,
+		RequiresConfirmation: t.RequiresConfirmation, Disabled: !t.Enabled, Limits: l, MetaFields: doc.MetaFields,
 	})
 }
 
