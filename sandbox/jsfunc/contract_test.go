@@ -236,6 +236,36 @@ func TestStateObject(t *testing.T) {
 	}
 }
 
+// TestSeedFormExecute: seed 003's form of a tool, export function execute(state, args), gets
+// the state first; Quiver's default export keeps (args, state); code with neither is refused.
+func TestSeedFormExecute(t *testing.T) {
+	var in schema.Schema
+	if err := json.Unmarshal([]byte(`{"type":"object","properties":{"city":{"type":"string"}}}`), &in); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, code, want string }{
+		{"seed form", `export function execute(state, args) { return state.env("REGION") + ":" + args.city; }`, "eu:Oslo"},
+		{"seed form, async", `export const execute = async (state, args) => ({ status: "success", result: args.city + "@" + state.env("REGION") })`, "Oslo@eu"},
+		{"default export", `export default (args, state) => args.city + "/" + state.env("REGION")`, "Oslo/eu"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tool := jsTool(t, jsfunc.Definition{Name: "where", Code: tt.code, InputSchema: &in,
+				Variables: []quiver.Variable{{Name: "REGION", Type: quiver.VarText}}})
+			d := dispatcherOf(t, nil, tool)
+			d.Resolver = quiver.Vars{"REGION": "eu"}
+			r := call(t, d, context.Background(), quiver.Call{Name: "where", Args: json.RawMessage(`{"city":"Oslo"}`)})
+			if r.IsError() || r.Text != tt.want {
+				t.Fatalf("result %+v, want text %q", r, tt.want)
+			}
+		})
+	}
+	tool := jsTool(t, jsfunc.Definition{Name: "nothing", Code: `export const helper = () => 1;`})
+	r := call(t, dispatcherOf(t, nil, tool), context.Background(), quiver.Call{Name: "nothing"})
+	if !r.IsError() || !strings.Contains(r.Error, "must export a function execute(state, args) or default (args, state)") {
+		t.Fatalf("code without an entry: %+v", r)
+	}
+}
+
 // state.runCode runs other code in a fresh sandbox within the call's limits: its time is
 // the call's, its memory what the call leaves free, and the code it runs has no state, so
 // that nothing nests deeper and a bomb ends at the call's deadline.

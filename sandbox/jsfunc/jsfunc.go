@@ -2,8 +2,13 @@
 // run in the sandbox: a function version stored in the database, or code and schemas from
 // files.
 //
-// The code is an ES module whose default export receives the validated arguments and a state
-// object, and returns the result (or a promise of it):
+// The code is an ES module whose exported function receives the validated arguments and a
+// state object, and returns the result (or a promise of it): seed 003's execute(state, args),
+// or a default export taking (args, state), the form Quiver took first:
+//
+//	export async function execute(state, args) {
+//		return { status: "success", result: "hello " + args.name }
+//	}
 //
 //	export default async function (args, state) {
 //		const store = state.env("VECTOR_STORE_ID") // a variable the tool declares
@@ -127,8 +132,12 @@ type Definition struct {
 // that the code's own module keeps its file name in stack traces.
 const entry = `import * as mod from %q;
 export default function (args, vars, declared, tool, info, host) {
-	if (typeof mod.default !== "function")
-		throw new TypeError("the code of tool " + tool + " must export default a function (args, state) => result");
+	// Seed 003's form, export function execute(state, args), or Quiver's older one, export
+	// default (args, state): the two differ in the order of their parameters, so the name
+	// says which is meant.
+	const seedForm = typeof mod.execute === "function";
+	if (!seedForm && typeof mod.default !== "function")
+		throw new TypeError("the code of tool " + tool + " must export a function execute(state, args) or default (args, state) => result");
 	const abortSignal = Object.freeze({
 		get aborted() { return host.aborted(); },
 		get reason() { return host.aborted() ? new Error("the call was cancelled") : undefined; },
@@ -153,7 +162,7 @@ export default function (args, vars, declared, tool, info, host) {
 		async notifyParent(text) { host.notifyParent(text); },
 		async readState() { return host.readState(); },
 	});
-	return mod.default(args, state);
+	return seedForm ? mod.execute(state, args) : mod.default(args, state);
 }`
 
 // entryFile names the wrapper module; .mjs, so no tool's file (its name + .js) can take it.
