@@ -112,10 +112,20 @@ func ParseComposed(data []byte) ([]Call, json.RawMessage, error) {
 }
 
 // RenderExamples writes the tools' examples as text for the system prompt, or "" when
-// none has any.
-func RenderExamples(tools []*Tool) string {
+// none has any. Each names its tool by its registered name; [RenderExamplesFor] names it as a
+// provider is offered it.
+func RenderExamples(tools []*Tool) string { return RenderExamplesFor(nil, tools) }
+
+// RenderExamplesFor is [RenderExamples] with each tool named as set offers it (a name the
+// provider would reject is offered mapped), so that the model reads the name it calls; set nil
+// names tools by their registered names.
+func RenderExamplesFor(set *schema.ToolSet, tools []*Tool) string {
 	var b strings.Builder
 	for _, t := range tools {
+		name := t.Name()
+		if set != nil {
+			name = set.Outbound(name)
+		}
 		for _, ex := range t.spec.Examples {
 			if b.Len() == 0 {
 				b.WriteString("Examples of tool calls:\n")
@@ -124,7 +134,7 @@ func RenderExamples(tools []*Tool) string {
 			if len(args) == 0 {
 				args = json.RawMessage("{}")
 			}
-			fmt.Fprintf(&b, "- %s %s", t.Name(), compact(args))
+			fmt.Fprintf(&b, "- %s %s", name, compact(args))
 			if len(ex.Result) > 0 {
 				fmt.Fprintf(&b, " -> %s", compact(ex.Result))
 			}

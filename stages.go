@@ -2,6 +2,7 @@ package quiver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -138,32 +139,68 @@ func (d *Dispatcher) confirm(next Handler) Handler {
 
 func (d *Dispatcher) resolveVariables(next Handler) Handler {
 	return func(ctx context.Context, c *Call) *Result {
-		decls := c.tool.spec.Variables
-		if len(decls) == 0 {
-			return next(ctx, c)
+		runAs := c.tool.spec.RunAs
+		if runAs == "" {
+			return d.withVariables(ctx, c, ScopeFrom(ctx), next)
 		}
-		values, err := ResolveVariables(ctx, d.Resolver, ScopeFrom(ctx), decls)
-		var secrets []string
-		for _, v := range decls {
-			if val, ok := values[v.Name]; ok && v.Type == VarSecret && val != "" {
-				secrets = append(secrets, val)
-			}
-		}
-		if secrets != nil {
-			// The forms of the secrets are computed once, here, with those the call inherited;
-			// the one masker serves the result, the arguments and every log message.
-			c.secrets = []*masker{newMasker(c.secrets, secrets)}
-		}
-		var missing *MissingVariablesError
-		switch {
-		case errors.As(err, &missing):
-			return Errorf(CodeMissingVariable, "tool %s cannot run: %v", c.Name, err)
-		case err != nil:
-			return Errorf(CodeVariableError, "tool %s cannot run: %v", c.Name, err)
-		}
-		c.vars = values
+		// The tool runs as another user (Spec.RunAs): its variables are that user's; the
+		// call stays the caller's, and its result says who both are.
+		scope := ScopeFrom(ctx)
+		caller := scope.UserID
+		scope.UserID = runAs
+		return withRunAsMeta(d.withVariables(ctx, c, scope, next), caller, runAs)
+	}
+}
+
+// withVariables resolves the call's variables for scope and runs next with them.
+func (d *Dispatcher) withVariables(ctx context.Context, c *Call, scope Scope, next Handler) *Result {
+	decls := c.tool.spec.Variables
+	if len(decls) == 0 {
 		return next(ctx, c)
 	}
+	values, err := ResolveVariables(ctx, d.Resolver, scope, decls)
+	var secrets []string
+	for _, v := range decls {
+		if val, ok := values[v.Name]; ok && v.Type == VarSecret && val != "" {
+			secrets = append(secrets, val)
+		}
+	}
+	if secrets != nil {
+		// The forms of the secrets are computed once, here, with those the call inherited;
+		// the one masker serves the result, the arguments and every log message.
+		c.secrets = []*masker{newMasker(c.secrets, secrets)}
+	}
+	var missing *MissingVariablesError
+	switch {
+	case errors.As(err, &missing) && c.tool.spec.RunAs != "":
+		return Errorf(CodeMissingVariable, "tool %s cannot run: %v (it runs as user %s: a user value is that user's)", c.Name, err, c.tool.spec.RunAs)
+	case errors.As(err, &missing):
+		return Errorf(CodeMissingVariable, "tool %s cannot run: %v", c.Name, err)
+	case err != nil:
+		return Errorf(CodeVariableError, "tool %s cannot run: %v", c.Name, err)
+	}
+	c.vars = values
+	return next(ctx, c)
+}
+
+// withRunAsMeta returns r with its Meta naming the caller (when known) and the user the tool
+// ran as (caller_user_id, runtime_user_id), beside what the tool put there.
+func withRunAsMeta(r *Result, caller, runAs string) *Result {
+	meta := map[string]json.RawMessage{}
+	if len(r.Meta) > 0 && json.Unmarshal(r.Meta, &meta) != nil {
+		meta = map[string]json.RawMessage{} // not reached: execution lets only an object through
+	}
+	if caller != "" {
+		meta["caller_user_id"], _ = json.Marshal(caller)
+	}
+	meta["runtime_user_id"], _ = json.Marshal(runAs)
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return r
+	}
+	out := *r // the tool's own result may be shared
+	out.Meta = b
+	return &out
 }
 
 func (d *Dispatcher) checkOutput(next Handler) Handler {

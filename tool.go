@@ -74,6 +74,12 @@ type Spec struct {
 	// them as optional properties, and the dispatcher takes them out of the arguments; a call
 	// naming one the tool (or the dispatcher) does not enable is refused.
 	MetaFields []string
+	// RunAs names the user the tool's code runs as, when not the caller: a stored tool's
+	// runtime user (its own, else its workspace's default). Its variables resolve for that
+	// user (Scope.UserID becomes RunAs for their resolution, and for nothing else: policy,
+	// confirmation, the scope the handler reads and the record stay the caller's), and its
+	// results' Meta name both, as caller_user_id and runtime_user_id. Empty: the caller.
+	RunAs string
 }
 
 // ToolFunc is the code behind a tool: it receives the validated arguments (with defaults
@@ -247,6 +253,14 @@ func (t *Tool) As(name, description string) (*Tool, error) {
 		return nil, fmt.Errorf("quiver: tool %q: description is empty", name)
 	}
 	return &c, nil
+}
+
+// RunningAs returns the same tool running as userID ("" for the caller): see Spec.RunAs.
+// Schemas and code are shared.
+func (t *Tool) RunningAs(userID string) *Tool {
+	c := *t
+	c.spec.RunAs = userID
+	return &c
 }
 
 // Option adjusts the spec of a tool built by [Func].

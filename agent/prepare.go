@@ -200,13 +200,6 @@ func (rs *run) dispatcher(reg *quiver.Registry) *quiver.Dispatcher {
 func (rs *run) renderTools(reg *quiver.Registry) error {
 	p, m := rs.prompt, rs.model
 	tools := rs.d.Tools()
-	rs.system = p.System
-	if ex := quiver.RenderExamples(tools); ex != "" {
-		rs.system += "\n\n" + ex
-	}
-	if p.UntrustedToolOutput {
-		rs.system += "\n\n" + untrustedInstructions
-	}
 	// Both modes offer the same fields: the meta-fields the prompt enables, and
 	// _reasoningForCall only where it asks for it (reasoning_for_call).
 	schemas := quiver.ToolSchemas(reg, tools)
@@ -215,19 +208,29 @@ func (rs *run) renderTools(reg *quiver.Registry) error {
 		schemas[i].MetaFields = quiver.MergeMetaFields(schemas[i].MetaFields, p.MetaFields)
 	}
 	var err error
+	if p.Output == nil {
+		dialect := m.Dialect()
+		if p.Strict && dialect == schema.OpenAI {
+			dialect = schema.OpenAIStrict
+		}
+		if rs.tools, err = schema.Render(dialect, schemas); err != nil {
+			return fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)
+		}
+	}
+	rs.system = p.System
+	// Examples name each tool as the model is offered it (mapped where the provider rejects
+	// the registered name; the composed schema's _tool takes registered names).
+	if ex := quiver.RenderExamplesFor(rs.tools, tools); ex != "" {
+		rs.system += "\n\n" + ex
+	}
+	if p.UntrustedToolOutput {
+		rs.system += "\n\n" + untrustedInstructions
+	}
 	if p.Output != nil {
 		if rs.composed, err = schema.Compose(schemas, p.Output); err != nil {
 			return fmt.Errorf("agent: prompt %s: composing the output schema: %w", p.Name, err)
 		}
 		rs.system += "\n\n" + composedInstructions
-		return nil
-	}
-	dialect := m.Dialect()
-	if p.Strict && dialect == schema.OpenAI {
-		dialect = schema.OpenAIStrict
-	}
-	if rs.tools, err = schema.Render(dialect, schemas); err != nil {
-		return fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)
 	}
 	return nil
 }

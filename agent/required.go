@@ -42,7 +42,8 @@ type Declaration struct {
 	// thread.
 	Subagent string `json:"subagent,omitempty"`
 
-	tool bool // declared by a tool
+	tool  bool   // declared by a tool
+	runAs string // the user the tool runs as (quiver.Spec.RunAs), whose values count; "" for the thread's
 }
 
 // immediateDecls are an immediate sub-agent's declarations, with its configuration.
@@ -153,8 +154,13 @@ func declared(p *Prompt, policy quiver.Policy, reg *quiver.Registry, sub string)
 		out = append(out, Declaration{Variable: v, By: by("prompt " + p.Name), Subagent: sub})
 	}
 	for _, t := range policy.Effective(reg) {
-		for _, v := range t.Spec().Variables {
-			out = append(out, Declaration{Variable: v, By: by("tool " + t.Name()), Subagent: sub, tool: true})
+		sp := t.Spec()
+		what := "tool " + t.Name()
+		if sp.RunAs != "" {
+			what += " (it runs as user " + sp.RunAs + ")"
+		}
+		for _, v := range sp.Variables {
+			out = append(out, Declaration{Variable: v, By: by(what), Subagent: sub, tool: true, runAs: sp.RunAs})
 		}
 	}
 	return out
@@ -276,6 +282,35 @@ func required(decls []Declaration) []quiver.Variable {
 	return out
 }
 
+// resolve resolves the required declarations of decls on scope and chain, and adds what is
+// missing: those of tools that run as another user (quiver.Spec.RunAs) for that user, as the
+// dispatcher resolves them, the others for scope's. always resolves scope's even with no
+// declarations (to check the values of a planned thread).
+func (m *missingSet) resolve(ctx context.Context, res quiver.PlanResolver, scope quiver.Scope, chain []quiver.PlannedThread, decls []Declaration, always bool) error {
+	users := []string{""}
+	for _, d := range decls {
+		if d.Required && !slices.Contains(users, d.runAs) {
+			users = append(users, d.runAs)
+		}
+	}
+	for _, u := range users {
+		group := slices.DeleteFunc(slices.Clone(decls), func(d Declaration) bool { return d.runAs != u })
+		vs := required(group)
+		if len(vs) == 0 && (u != "" || !always) {
+			continue
+		}
+		sc := scope
+		if u != "" {
+			sc.UserID = u
+		}
+		_, err := res.ResolvePlanned(ctx, sc, chain, vs)
+		if err := m.add(err, group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // check resolves every required declaration on pl, for a thread of a: its own, then each
 // immediate sub-agent's on the child the first run would start (withImmediate), with the
 // values that child would get. The error is a *quiver.MissingVariablesError naming all that
@@ -284,14 +319,10 @@ func (r *Runner) check(ctx context.Context, pl place, a *Agent, ds declSet, with
 	res := r.planner()
 	var m missingSet
 	own := slices.DeleteFunc(slices.Clone(ds.own), func(d Declaration) bool { return d.tool && ds.perChild[d.Name] })
-	decls := required(own)
 	// Values given for a new thread are checked here too (a name or a size that creating
 	// would refuse), so that a refusal leaves nothing behind.
-	if len(decls) > 0 || (pl.plan != nil && len(pl.plan.Values) > 0) {
-		_, err := res.ResolvePlanned(quiver.WithPrompt(ctx, a.Prompt.Name), pl.scope, pl.chain(nil), decls)
-		if err := m.add(err, own); err != nil {
-			return err
-		}
+	if err := m.resolve(quiver.WithPrompt(ctx, a.Prompt.Name), res, pl.scope, pl.chain(nil), own, pl.plan != nil && len(pl.plan.Values) > 0); err != nil {
+		return err
 	}
 	if !withImmediate {
 		return m.err()
@@ -306,8 +337,7 @@ func (r *Runner) check(ctx context.Context, pl place, a *Agent, ds declSet, with
 			return err
 		}
 		for _, child := range children {
-			_, err := res.ResolvePlanned(quiver.WithPrompt(ctx, s.agent.Prompt.Name), pl.scope, pl.chain(&child), decls)
-			if err := m.add(err, s.decls); err != nil {
+			if err := m.resolve(quiver.WithPrompt(ctx, s.agent.Prompt.Name), res, pl.scope, pl.chain(&child), s.decls, false); err != nil {
 				return err
 			}
 		}

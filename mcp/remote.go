@@ -182,7 +182,7 @@ func (r *remote) notConnected(name string) error {
 		why += " (last tried " + lastTry.UTC().Format(time.RFC3339) + ")"
 	}
 	return quiver.Fail(quiver.CodeToolError, "the tool %q is on the MCP server %q, which is not connected: %s; Quiver keeps reconnecting, so try again shortly",
-		truncate(name, quiver.MaxNameLength), r.cfg.Name, why)
+		truncate(name, 128), r.cfg.Name, why)
 }
 
 // explain is the Importer's Registry.Explain function: a tool named under a remote's prefix

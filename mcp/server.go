@@ -371,16 +371,7 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 		s.logger.ErrorContext(ctx, "mcp: preparing the session", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server could not prepare this session: " + err.Error()}
 	}
-	name, args := req.Params.Name, req.Params.Arguments
-	s.mu.Lock()
-	l := s.listed
-	s.mu.Unlock()
-	if l != nil {
-		// Names the client saw in tools/list map back to registered names.
-		if canonical, out, ok := l.set.Inbound(name, args); ok {
-			name, args = canonical, out
-		}
-	}
+	name, args := s.inbound(req.Params.Name, req.Params.Arguments)
 	if s.opts.Session != nil {
 		ctx = quiver.WithScope(ctx, scope)
 	}
@@ -396,6 +387,32 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 			Message: fmt.Sprintf("the tool %s ran, but its record could not be stored (%v); look at the session's thread before calling it again", name, err)}
 	}
 	return ToResult(r), nil
+}
+
+// inbound maps a tools/call's name, as tools/list served it, back to the registered name, and
+// its arguments to the tool's own schema. A name MCP rejects ("look up: weather?", one over 128
+// characters) is served under a mapped name (schema.Render); the mapping depends on the tool set
+// alone, so a client that kept a name from an earlier list, or that calls without listing
+// first (another process served the list), still reaches the tool. A name that is not a served
+// one is dispatched as it is: a registered name, or an unknown tool.
+func (s *Server) inbound(name string, args json.RawMessage) (string, json.RawMessage) {
+	s.mu.Lock()
+	l := s.listed
+	s.mu.Unlock()
+	if l != nil {
+		if canonical, out, ok := l.set.Inbound(name, args); ok {
+			return canonical, out
+		}
+	}
+	// Not in the last list (none yet, or the tools changed since): the current one.
+	l, err := s.listing()
+	if err != nil {
+		return name, args
+	}
+	if canonical, out, ok := l.set.Inbound(name, args); ok {
+		return canonical, out
+	}
+	return name, args
 }
 
 func (s *Server) sessionScope(ctx context.Context, ss *sdk.ServerSession) (quiver.Scope, error) {

@@ -125,6 +125,9 @@ func (p *Platform) UpdateWorkspace(ctx context.Context, a Actor, id string, c Wo
 		}
 		return nil, storeError(err, "workspace "+id, "")
 	}
+	if c.DefaultRuntimeUserID.Set {
+		p.ToolsChanged(ctx, id) // the tools that name no runtime user run as the new default
+	}
 	return w, nil
 }
 
@@ -168,6 +171,7 @@ func (p *Platform) AddMember(ctx context.Context, a Actor, email, name string, r
 	if err := p.cfg.Store.AddMember(ctx, m); err != nil {
 		return nil, storeError(err, "the membership of "+normal, "email")
 	}
+	p.ToolsChanged(ctx, a.WorkspaceID) // a tool that runs as a former member may run again
 	return &Member{m, u}, nil
 }
 
@@ -193,7 +197,9 @@ func (p *Platform) SetMemberRole(ctx context.Context, a Actor, userID string, ro
 	return &Member{m, u}, nil
 }
 
-// RemoveMember removes a member: not the last admin, nor a user tools run as. Admins only.
+// RemoveMember removes a member, but not the last admin; admins only. A user tools run as
+// (the default runtime user, a tool's runtime user) is removed all the same: from then on
+// those tools refuse to run, naming the user, until an admin names another member.
 func (p *Platform) RemoveMember(ctx context.Context, a Actor, userID string) error {
 	if err := a.mayAdminister("use the workspace but not administer its members"); err != nil {
 		return err
@@ -204,5 +210,6 @@ func (p *Platform) RemoveMember(ctx context.Context, a Actor, userID string) err
 	if err := p.cfg.Store.RemoveMember(ctx, a.WorkspaceID, userID); err != nil {
 		return storeError(err, "member "+userID, "")
 	}
+	p.ToolsChanged(ctx, a.WorkspaceID) // no tool runs as them any more
 	return nil
 }

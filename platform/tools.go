@@ -366,11 +366,13 @@ func (p *Platform) checkTool(ctx context.Context, ent store.Entities, a Actor, t
 	return nil
 }
 
-// checkToolName checks a new name: a valid one, free among the workspace's active tools and
-// the shared ones (a stored tool of the same name would shadow one of those).
+// checkToolName checks a new name: a valid one (quiver.NameRule: any text but hostile input;
+// one that does not follow the convention is accepted, and warned about when it is loaded),
+// free among the workspace's active tools and the shared ones (a stored tool of the same name
+// would shadow one of those).
 func (p *Platform) checkToolName(ctx context.Context, ent store.Entities, t *store.Tool) error {
 	if err := quiver.CheckName(t.Name); err != nil {
-		return invalid("name", quiver.NameRule)
+		return invalid("name", err.Error())
 	}
 	if err := store.CheckName("tool", t.Name); err != nil {
 		return invalid("name", err.Error())

@@ -82,7 +82,9 @@ func TestCreateToolRules(t *testing.T) {
 		field string
 	}{
 		{"a viewer", w.viewer, server(nil), platform.Forbidden, ""},
-		{"a bad name", w.member, server(func(in *platform.NewTool) { in.Name = "two words" }), platform.Invalid, "name"},
+		// "two words" is accepted with a warning (seed 003 §8.3); hostile input is refused.
+		{"a bad name", w.member, server(func(in *platform.NewTool) { in.Name = "two\nlines" }), platform.Invalid, "name"},
+		{"a blank name", w.member, server(func(in *platform.NewTool) { in.Name = " " }), platform.Invalid, "name"},
 		{"the name of a shared tool", w.member, server(func(in *platform.NewTool) { in.Name = "echo" }), platform.Conflict, "name"},
 		{"a server tool without a function", w.member, server(func(in *platform.NewTool) { in.FunctionID = "" }), platform.Invalid, "function_id"},
 		{"an id of another kind", w.member, server(func(in *platform.NewTool) { in.FunctionID = "tol_1" }), platform.Invalid, "function_id"},

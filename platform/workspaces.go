@@ -162,12 +162,13 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 }
 
 // loadStoredTools builds the workspace's active stored tools: server tools run their function
-// version in the sandbox, client tools are offered with their schemas and run by the client.
-// A tool that cannot be built does not keep the others out: broken names each one. err is
-// the store's failure to list them, which leaves no tools to serve: a part of them would
-// leave the rest unknown.
+// version in the sandbox, as their runtime user (see runtimes), client tools are offered with
+// their schemas and run by the client. A tool that cannot be built does not keep the others
+// out: broken names each one. err is the store's failure to list them, which leaves no tools
+// to serve: a part of them would leave the rest unknown.
 func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string, l jsfunc.Limits) (tools []*quiver.Tool, broken, err error) {
 	var errs []error
+	rt := &runtimes{workspaceID: workspaceID}
 	f := store.ToolFilter{WorkspaceID: workspaceID, Limit: store.MaxListLimit}
 	for {
 		page, err := ent.ListTools(ctx, f)
@@ -178,10 +179,13 @@ func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string
 			var t *quiver.Tool
 			if st.Target == store.TargetClient {
 				t, err = clientTool(ctx, ent, workspaceID, st)
-			} else {
-				t, err = jsfunc.Load(ctx, ent, workspaceID, st, l)
+			} else if t, err = jsfunc.Load(ctx, ent, workspaceID, st, l); err == nil {
+				t, err = rt.runAs(ctx, ent, st, t)
 			}
 			if err != nil {
+				if errors.Is(err, errRuntimes) {
+					return nil, nil, err // the store failed: as for the listing
+				}
 				errs = append(errs, err)
 				continue
 			}
@@ -192,6 +196,77 @@ func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string
 		}
 		f.Cursor = page.NextCursor
 	}
+}
+
+// Who a stored server tool runs as (SPEC E3, seed 004's runtimeUserId): its runtime user,
+// else the workspace's default one, else the caller. The users are read once per load of the
+// workspace's tools, not per call: the store's stamp (Entities.ToolsStamp) changes with the
+// default runtime user and with the members, so a change to either loads the tools again
+// (at once in this process, within recheck in the others). A tool whose runtime user is no
+// longer a member is served as a refusal naming that user and what to do, and runs nothing.
+
+// errRuntimes marks the store's failure to say who the tools run as.
+var errRuntimes = errors.New("platform: who the stored tools run as")
+
+// runtimes is who a workspace's stored tools may run as, read on first need.
+type runtimes struct {
+	workspaceID string
+	read        bool
+	fallback    string          // the workspace's default runtime user, "" for none
+	members     map[string]bool // read when a tool runs as someone
+}
+
+// runAs returns t running as st's runtime user, else the workspace's default one, else as it
+// is (the caller); a refusal when that user is no longer a member.
+func (r *runtimes) runAs(ctx context.Context, ent store.Entities, st *store.Tool, t *quiver.Tool) (*quiver.Tool, error) {
+	if !r.read {
+		w, err := ent.Workspace(ctx, r.workspaceID)
+		switch {
+		case errors.Is(err, store.ErrNotFound): // no record: no default
+		case err != nil:
+			return nil, fmt.Errorf("%w: workspace %s: %w", errRuntimes, r.workspaceID, err)
+		default:
+			r.fallback = w.DefaultRuntimeUserID
+		}
+		r.read = true
+	}
+	user := cmp.Or(st.RuntimeUserID, r.fallback)
+	if user == "" {
+		return t, nil
+	}
+	if r.members == nil {
+		ms, err := ent.Members(ctx, r.workspaceID)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the members of workspace %s: %w", errRuntimes, r.workspaceID, err)
+		}
+		r.members = make(map[string]bool, len(ms))
+		for _, m := range ms {
+			r.members[m.UserID] = true
+		}
+	}
+	if r.members[user] {
+		return t.RunningAs(user), nil
+	}
+	var why string
+	if st.RuntimeUserID != "" {
+		why = fmt.Sprintf("it runs as user %s (its runtime_user_id), who is no longer a member of workspace %s; "+
+			"a workspace admin sets the tool's runtime_user_id to a member, or clears it for the workspace's default runtime user",
+			user, r.workspaceID)
+	} else {
+		why = fmt.Sprintf("it runs as user %s, the workspace's default runtime user (default_runtime_user_id), who is no longer a member "+
+			"of workspace %s; a workspace admin sets the workspace's default_runtime_user_id to a member, or clears it, "+
+			"or gives the tool a runtime_user_id of its own", user, r.workspaceID)
+	}
+	spec := t.Spec()
+	// Nothing runs, so nothing is resolved for the former member nor confirmed by anyone.
+	spec.Variables, spec.RequiresConfirmation, spec.RunAs = nil, false, user
+	refused, err := quiver.NewTool(spec, func(context.Context, json.RawMessage) (any, error) {
+		return nil, quiver.Fail(quiver.CodeRejected, "tool %s was not run: %s", st.Name, why)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", st.Name, err)
+	}
+	return refused, nil
 }
 
 // clientTool builds a stored client tool (target client): its schemas and flags, and no code,

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 )
 
@@ -47,8 +48,19 @@ func (r nameRule) valid(name string) bool {
 }
 
 // mapNames gives each canonical name a name the provider accepts, unchanged where it already
-// conforms, and keeps both directions. Mapped names are deterministic: the same tool set always
-// maps the same way, so a resumed run sees the names it saw before.
+// conforms, and keeps both directions. The mapping depends on the set of names alone, never on
+// their order, so the same tool set maps the same way in every process and a resumed run sees
+// the names it saw before:
+//
+//  1. a name the provider accepts is its own provider name;
+//  2. another name is sanitized (characters the provider rejects become _, a name too long is
+//     cut and given a hash of the whole name); it takes that form when no other name of the
+//     set sanitizes to it and no name of step 1 is it;
+//  3. the names left (several sanitizing alike, or to a name of step 1) each get a suffix
+//     derived from the name alone, in sorted order, with a counter in the hashed text for the
+//     rare (or contrived) collision of suffixes.
+//
+// Every provider name is distinct, so a call maps back to exactly one tool.
 func mapNames(rule nameRule, names []string) (map[string]string, map[string]string, error) {
 	out := make(map[string]string, len(names)) // canonical -> provider
 	back := make(map[string]string, len(names))
@@ -65,17 +77,42 @@ func mapNames(rule nameRule, names []string) (map[string]string, map[string]stri
 			out[n], back[n] = n, n
 		}
 	}
+	sanitized := map[string][]string{}
 	for _, n := range names {
-		if _, done := out[n]; done {
+		if _, done := out[n]; !done {
+			m := sanitize(rule, n, "")
+			sanitized[m] = append(sanitized[m], n)
+		}
+	}
+	var rest []string
+	for m, ns := range sanitized {
+		if _, taken := back[m]; len(ns) == 1 && !taken {
+			out[ns[0]], back[m] = m, ns[0]
 			continue
 		}
-		m := sanitize(rule, n, "")
-		for i := 0; back[m] != ""; i++ {
-			m = sanitize(rule, n, fmt.Sprintf("%08x", hash(fmt.Sprint(n, i))))
+		rest = append(rest, ns...)
+	}
+	slices.Sort(rest)
+	for _, n := range rest {
+		m := sanitize(rule, n, nameSuffix(n, 0))
+		for i := 1; ; i++ {
+			if _, taken := back[m]; !taken {
+				break
+			}
+			m = sanitize(rule, n, nameSuffix(n, i))
 		}
 		out[n], back[m] = m, n
 	}
 	return out, back, nil
+}
+
+// nameSuffix is the i-th suffix that tells name from others that sanitize alike: 8 hex digits
+// of a hash of the name (and of i, after the first).
+func nameSuffix(name string, i int) string {
+	if i > 0 {
+		name = fmt.Sprintf("%s\x00%d", name, i)
+	}
+	return fmt.Sprintf("%08x", hash("suffix\x00"+name))
 }
 
 func sanitize(rule nameRule, name, suffix string) string {

@@ -95,8 +95,10 @@ type ToolSet struct {
 	byName  map[string]int
 }
 
-// Render renders tools in dialect d. Names a provider would reject are mapped to names it
-// accepts; [ToolSet.Inbound] maps them back.
+// Render renders tools in dialect d. Names a provider would reject (spaces, punctuation,
+// other scripts, too long) are mapped to names it accepts, distinct from every other name of
+// the set; [ToolSet.Inbound] maps them back. The mapping depends on the set of names alone, not
+// on the order of tools, so the same set is offered under the same names in every process.
 func Render(d Dialect, tools []ToolSchema) (*ToolSet, error) {
 	rule := ruleOpenAI
 	switch d {

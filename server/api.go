@@ -65,7 +65,7 @@ type apiRemote struct {
 }
 
 type callInput struct {
-	Name string `path:"name" maxLength:"128" doc:"The tool's name, as GET /v1/tools lists it."`
+	Name string `path:"name" minLength:"1" maxLength:"512" doc:"The tool's name, as GET /v1/tools lists it, URL-escaped (a name may hold spaces, /, % or ?: get_weather, look%20up%3A%20weather%3F)."`
 	Body struct {
 		Args     json.RawMessage `json:"args,omitempty" doc:"The arguments: a JSON object, validated against the tool's input schema."`
 		ThreadID string          `json:"thread_id,omitempty" maxLength:"64" doc:"The thread to record the call in; a new thread when empty."`

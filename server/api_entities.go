@@ -225,7 +225,7 @@ func (s *Server) registerMembers(api huma.API) {
 			return memberAnswer(m, err)
 		})
 	register(api, huma.Operation{OperationID: "remove-member", Method: http.MethodDelete, Path: "/v1/members/{user_id}",
-		Summary:       "Remove a member: not the last admin, nor a user tools run as (change those first)",
+		Summary:       "Remove a member, but not the last admin; the tools that run as them refuse to run until an admin names another member",
 		DefaultStatus: http.StatusNoContent},
 		func(ctx context.Context, in *memberPathInput) (*struct{}, error) {
 			if err := s.p.RemoveMember(ctx, s.actor(ctx), in.UserID); err != nil {

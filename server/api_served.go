@@ -45,7 +45,7 @@ type ToolDialect struct {
 }
 
 type servedToolInput struct {
-	Name string `path:"name" maxLength:"128" doc:"The tool's name, as GET /v1/tools/served lists it."`
+	Name string `path:"name" minLength:"1" maxLength:"512" doc:"The tool's name, as GET /v1/tools/served lists it, URL-escaped (a name may hold spaces, /, % or ?)."`
 }
 
 type servedToolOutput struct {
@@ -53,7 +53,7 @@ type servedToolOutput struct {
 }
 
 type checkArgsInput struct {
-	Name string `path:"name" maxLength:"128" doc:"The tool's name, as GET /v1/tools/served lists it."`
+	Name string `path:"name" minLength:"1" maxLength:"512" doc:"The tool's name, as GET /v1/tools/served lists it, URL-escaped (a name may hold spaces, /, % or ?)."`
 	Body struct {
 		Args json.RawMessage `json:"args,omitempty" doc:"The arguments to check: a JSON object."`
 	}

@@ -72,7 +72,7 @@ type toolInput struct {
 
 type createToolInput struct {
 	Body struct {
-		Name                 string              `json:"name" minLength:"1" maxLength:"128" doc:"The name the model sees: free among the workspace's active tools and the server's own."`
+		Name                 string              `json:"name" minLength:"1" maxLength:"512" doc:"The name the model sees: free among the workspace's active tools and the server's own. Any text of at most 512 bytes without control characters; snake_case of 1 to 64 [a-zA-Z0-9_-] by convention (another name is accepted, and offered mapped to providers that reject it)."`
 		Description          string              `json:"description,omitempty" maxLength:"10000" doc:"When to use the tool, for the model; the input schema's description when empty."`
 		Target               string              `json:"target" enum:"server,client" doc:"server runs a function of the workspace; client tools are run by the client."`
 		FunctionID           string              `json:"function_id,omitempty" maxLength:"64" doc:"The function a server tool runs (fun_...)."`
@@ -89,7 +89,7 @@ type createToolInput struct {
 type updateToolInput struct {
 	ID   string `path:"id" maxLength:"64" doc:"The tool's id (tol_...)."`
 	Body struct {
-		Name                 *string              `json:"name,omitempty" minLength:"1" maxLength:"128"`
+		Name                 *string              `json:"name,omitempty" minLength:"1" maxLength:"512"`
 		Description          nullString           `json:"description,omitempty" maxLength:"10000" doc:"null or empty: the input schema's description."`
 		Target               *string              `json:"target,omitempty" enum:"server,client"`
 		FunctionID           nullString           `json:"function_id,omitempty" maxLength:"64" doc:"null or empty for none (a client tool)."`
@@ -113,7 +113,7 @@ type listToolsInput struct {
 	Cursor               string `query:"cursor" maxLength:"512" doc:"Where the page starts: the next_cursor of the page before, with the same filters; empty for the first."`
 	FunctionID           string `query:"function_id" maxLength:"64" doc:"Only the tools running this function (fun_...)."`
 	Target               string `query:"target" enum:"server,client" doc:"Only the tools of this target."`
-	Name                 string `query:"name" maxLength:"128" doc:"Only the tool of this name, or with names starting with it (name_prefix)."`
+	Name                 string `query:"name" maxLength:"512" doc:"Only the tool of this name, or with names starting with it (name_prefix)."`
 	NamePrefix           bool   `query:"name_prefix" doc:"name is a prefix."`
 	RequiresConfirmation string `query:"requires_confirmation" enum:"true,false" doc:"Only the tools whose calls wait (true) or do not wait (false) for approval."`
 	IncludeDeleted       string `query:"include_deleted" enum:"false,true,only" default:"false" doc:"Also the deleted tools (true), or only them (only)."`
@@ -144,7 +144,7 @@ type functionInput struct {
 
 type createFunctionInput struct {
 	Body struct {
-		Name string `json:"name" minLength:"1" maxLength:"128" doc:"Unique among the workspace's functions; no spaces."`
+		Name string `json:"name" minLength:"1" maxLength:"512" doc:"Unique among the workspace's functions; at most 512 bytes, without control characters."`
 	}
 }
 

@@ -107,7 +107,8 @@ type Workspace struct {
 	ID   string `json:"id"` // wsp_...
 	Name string `json:"name"`
 	// DefaultRuntimeUserID is the user tools' functions run as when a tool sets no runtime user
-	// ("" for none). Only an admin sets it, and it must be a member.
+	// ("" for none: the caller). Only an admin sets it, and it must be a member then; once
+	// removed from the workspace, the tools that run as them refuse to run.
 	DefaultRuntimeUserID string `json:"default_runtime_user_id,omitempty"`
 	// RetentionTier is snapshotted onto what is deleted in the workspace, unless the delete
 	// names another tier. Empty when creating means DefaultRetentionTier.
@@ -209,8 +210,9 @@ type Tool struct {
 	// CreatedBy is the user who created the tool ("" for system tools); when set, a member of
 	// the workspace.
 	CreatedBy string
-	// RuntimeUserID overrides the workspace's default runtime user; only a workspace admin sets
-	// it, and it must be a member.
+	// RuntimeUserID overrides the workspace's default runtime user: the user the tool's
+	// function runs as. Only a workspace admin sets it, and it must be a member then; once
+	// removed from the workspace, the tool refuses to run.
 	RuntimeUserID string
 	// DeletedAt is set by a soft delete, with the RetentionTier snapshotted then; both are
 	// null (nil, "") while the tool is active.
@@ -311,21 +313,30 @@ func (t *Tool) Clone() *Tool {
 	return &c
 }
 
-// MaxNameLen is the longest tool, function or workspace name, in bytes.
+// MaxNameLen is the longest workspace, thread or sub-agent instance name, in bytes.
 const MaxNameLen = 128
 
-// CheckName reports, wrapping ErrInvalid, a name that is empty, longer than MaxNameLen, not
-// UTF-8, or holds spaces or control characters. what says what is named ("tool", "function").
+// MaxToolNameLen is the longest tool or function name, in bytes: quiver.MaxNameBytes, a bound on
+// hostile input. Tool names need not follow a convention (seed 003 §8.3: warn, do not
+// reject); a provider that rejects one is offered it mapped.
+const MaxToolNameLen = 512
+
+// CheckName reports, wrapping ErrInvalid, a tool or function name that quiver.CheckName
+// refuses too: empty or only whitespace, longer than MaxToolNameLen, not UTF-8, or holding
+// control characters (Unicode Cc). Spaces, punctuation and any script are fine. what says
+// what is named ("tool", "function").
 func CheckName(what, name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("a %s needs a name: %w", what, ErrInvalid)
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("%s name is longer than %d bytes: %w", what, MaxNameLen, ErrInvalid)
+	case len(name) > MaxToolNameLen:
+		return fmt.Errorf("%s name is %d bytes long, over the bound of %d bytes: %w", what, len(name), MaxToolNameLen, ErrInvalid)
 	case !utf8.ValidString(name):
 		return fmt.Errorf("%s name %q is not UTF-8: %w", what, name, ErrInvalid)
-	case strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return fmt.Errorf("%s name %q holds a space or control character: %w", what, name, ErrInvalid)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Errorf("%s name %q holds a control character, which would forge log lines and prompt text: %w", what, name, ErrInvalid)
+	case strings.TrimSpace(name) == "":
+		return fmt.Errorf("%s name %q is only whitespace: %w", what, name, ErrInvalid)
 	}
 	return nil
 }
@@ -612,9 +623,10 @@ type Directory interface {
 	Members(ctx context.Context, workspaceID string) ([]*Membership, error)
 	// SetMemberRole changes a member's role. Demoting the last admin fails with ErrInvalid.
 	SetMemberRole(ctx context.Context, workspaceID, userID string, role MemberRole) error
-	// RemoveMember ends a membership. It fails with ErrInvalid for the last admin, or for a
-	// user who is the workspace's default runtime user or the runtime user of an active tool
-	// (change those first).
+	// RemoveMember ends a membership. It fails with ErrInvalid for the last admin. A user
+	// who is the workspace's default runtime user or a tool's runtime user is removed all the
+	// same (a person's removal is not held up by tools that run as them): the runtime refuses
+	// to run those tools as a user who is no longer a member, until an admin names another.
 	RemoveMember(ctx context.Context, workspaceID, userID string) error
 }
 
@@ -684,7 +696,8 @@ type ToolStore interface {
 	// (tier none: never), and returns them as they were, for the worker's log.
 	PurgeExpired(ctx context.Context, now time.Time) ([]*Tool, error)
 	// ToolsStamp identifies the state of a workspace's tools and functions: a different stamp
-	// means one was added, changed, deleted or purged since. It lets a server that keeps a
-	// workspace's tools loaded notice another process's changes cheaply.
+	// means one was added, changed, deleted or purged since, or who they run as changed (the
+	// workspace's default runtime user, or its members: one added or removed). It lets a
+	// server that keeps a workspace's tools loaded notice another process's changes cheaply.
 	ToolsStamp(ctx context.Context, workspaceID string) (string, error)
 }

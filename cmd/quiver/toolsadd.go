@@ -89,6 +89,10 @@ func (a *app) toolsAdd(ctx context.Context, inv *invocation) (int, error) {
 		return exitError, err
 	}
 	fmt.Fprintf(a.stdout, "added tool %s (%s): function %s version %d, in %s\n", t.Name, t.ID, t.FunctionID, v.Version, st.Where)
+	if msg := quiver.NameWarning(t.Name); msg != "" {
+		// Seed 003 §8.3: warn, do not reject.
+		fmt.Fprintf(a.stderr, "quiver: warning: the tool name %q does not follow the naming convention: %s\n", t.Name, msg)
+	}
 	return exitOK, nil
 }
 

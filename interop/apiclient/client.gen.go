@@ -158,6 +158,42 @@ func (e MemberRecordRole) Valid() bool {
 	}
 }
 
+// Defines values for MessageSide.
+const (
+	MessageSideSideA MessageSide = "side_a"
+	MessageSideSideB MessageSide = "side_b"
+)
+
+// Valid indicates whether the value is a known member of the MessageSide enum.
+func (e MessageSide) Valid() bool {
+	switch e {
+	case MessageSideSideA:
+		return true
+	case MessageSideSideB:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OutcomeSide.
+const (
+	OutcomeSideSideA OutcomeSide = "side_a"
+	OutcomeSideSideB OutcomeSide = "side_b"
+)
+
+// Valid indicates whether the value is a known member of the OutcomeSide enum.
+func (e OutcomeSide) Valid() bool {
+	switch e {
+	case OutcomeSideSideA:
+		return true
+	case OutcomeSideSideB:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemDetailsCode.
 const (
 	Conflict         ProblemDetailsCode = "conflict"
@@ -620,7 +656,7 @@ type Content struct {
 
 // CreateFunctionInputBody defines model for CreateFunctionInputBody.
 type CreateFunctionInputBody struct {
-	// Name Unique among the workspace's functions; no spaces.
+	// Name Unique among the workspace's functions; at most 512 bytes, without control characters.
 	Name string `json:"name"`
 }
 
@@ -685,7 +721,7 @@ type CreateToolInputBody struct {
 	// InputSchema The JSON Schema (an object) of the arguments: what the model sees and calls are validated against.
 	InputSchema interface{} `json:"input_schema"`
 
-	// Name The name the model sees: free among the workspace's active tools and the server's own.
+	// Name The name the model sees: free among the workspace's active tools and the server's own. Any text of at most 512 bytes without control characters; snake_case of 1 to 64 [a-zA-Z0-9_-] by convention (another name is accepted, and offered mapped to providers that reject it).
 	Name string `json:"name"`
 
 	// OutputSchema The JSON Schema (an object) of the result; any result when absent.
@@ -875,17 +911,21 @@ type MembersOutputBody struct {
 
 // Message defines model for Message.
 type Message struct {
-	Content    *string     `json:"content,omitempty"`
-	CreatedAt  time.Time   `json:"created_at"`
-	Id         string      `json:"id"`
-	Result     *ToolResult `json:"result,omitempty"`
-	Role       string      `json:"role"`
-	Seq        int64       `json:"seq"`
-	ThreadId   string      `json:"thread_id"`
-	ToolCallId *string     `json:"tool_call_id,omitempty"`
-	ToolCalls  *[]ToolCall `json:"tool_calls,omitempty"`
-	ToolName   *string     `json:"tool_name,omitempty"`
+	Content    *string      `json:"content,omitempty"`
+	CreatedAt  time.Time    `json:"created_at"`
+	Id         string       `json:"id"`
+	Result     *ToolResult  `json:"result,omitempty"`
+	Role       string       `json:"role"`
+	Seq        int64        `json:"seq"`
+	Side       *MessageSide `json:"side,omitempty"`
+	ThreadId   string       `json:"thread_id"`
+	ToolCallId *string      `json:"tool_call_id,omitempty"`
+	ToolCalls  *[]ToolCall  `json:"tool_calls,omitempty"`
+	ToolName   *string      `json:"tool_name,omitempty"`
 }
+
+// MessageSide defines model for Message.Side.
+type MessageSide string
 
 // MessagesOutputBody defines model for MessagesOutputBody.
 type MessagesOutputBody struct {
@@ -894,14 +934,18 @@ type MessagesOutputBody struct {
 
 // Outcome defines model for Outcome.
 type Outcome struct {
-	Output   interface{} `json:"output,omitempty"`
-	Pending  *Pending    `json:"pending,omitempty"`
-	Reason   string      `json:"reason"`
-	Status   string      `json:"status"`
-	Steps    int64       `json:"steps"`
-	Text     *string     `json:"text,omitempty"`
-	ThreadId string      `json:"thread_id"`
+	Output   interface{}  `json:"output,omitempty"`
+	Pending  *Pending     `json:"pending,omitempty"`
+	Reason   string       `json:"reason"`
+	Side     *OutcomeSide `json:"side,omitempty"`
+	Status   string       `json:"status"`
+	Steps    int64        `json:"steps"`
+	Text     *string      `json:"text,omitempty"`
+	ThreadId string       `json:"thread_id"`
 }
+
+// OutcomeSide defines model for Outcome.Side.
+type OutcomeSide string
 
 // Pending defines model for Pending.
 type Pending struct {
@@ -2088,7 +2132,7 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/members (the `AddMember` operationId).
 	AddMember(ctx context.Context, body AddMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RemoveMember Remove a member: not the last admin, nor a user tools run as (change those first)
+	// RemoveMember Remove a member, but not the last admin; the tools that run as them refuse to run until an admin names another member
 	//
 	// Corresponds with DELETE /v1/members/{user_id} (the `RemoveMember` operationId).
 	RemoveMember(ctx context.Context, userId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2721,7 +2765,7 @@ func (c *Client) AddMember(ctx context.Context, body AddMemberJSONRequestBody, r
 	return c.Client.Do(req)
 }
 
-// RemoveMember Remove a member: not the last admin, nor a user tools run as (change those first)
+// RemoveMember Remove a member, but not the last admin; the tools that run as them refuse to run until an admin names another member
 //
 // Corresponds with DELETE /v1/members/{user_id} (the `RemoveMember` operationId).
 func (c *Client) RemoveMember(ctx context.Context, userId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6019,7 +6063,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/members (the `AddMember` operationId).
 	AddMemberWithResponse(ctx context.Context, body AddMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*AddMemberResponse, error)
 
-	// RemoveMemberWithResponse Remove a member: not the last admin, nor a user tools run as (change those first)
+	// RemoveMemberWithResponse Remove a member, but not the last admin; the tools that run as them refuse to run until an admin names another member
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9001,7 +9045,7 @@ func (c *ClientWithResponses) AddMemberWithResponse(ctx context.Context, body Ad
 	return ParseAddMemberResponse(rsp)
 }
 
-// RemoveMemberWithResponse Remove a member: not the last admin, nor a user tools run as (change those first)
+// RemoveMemberWithResponse Remove a member, but not the last admin; the tools that run as them refuse to run until an admin names another member
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -86,6 +86,9 @@ func (s *Store) UpdateWorkspace(ctx context.Context, id, callerUserID string, fn
 			return nil, err
 		}
 	}
+	if w.DefaultRuntimeUserID != cur.DefaultRuntimeUserID {
+		d.scopes[id].rev++ // who the tools run as changed (ToolsStamp)
+	}
 	cur.Name, cur.DefaultRuntimeUserID, cur.RetentionTier = w.Name, w.DefaultRuntimeUserID, w.RetentionTier
 	cur.UpdatedAt = notEarlier(stamp.Now(ctx), cur.UpdatedAt)
 	out := *cur
@@ -180,6 +183,7 @@ func (s *Store) AddMember(ctx context.Context, m *store.Membership) error {
 		d.members[m.WorkspaceID] = map[string]*store.Membership{}
 	}
 	d.members[m.WorkspaceID][m.UserID] = &store.Membership{WorkspaceID: m.WorkspaceID, UserID: m.UserID, Role: m.Role, CreatedAt: at}
+	d.scopes[m.WorkspaceID].rev++ // who the tools may run as changed (ToolsStamp)
 	m.CreatedAt = at
 	return nil
 }
@@ -259,8 +263,9 @@ func (s *Store) SetMemberRole(ctx context.Context, workspaceID, userID string, r
 }
 
 // RemoveMember ends a membership (store.ErrNotFound for a user who is not a member). The last
-// admin, the workspace's default runtime user and the runtime user of an active tool cannot be
-// removed (store.ErrInvalid): change those first.
+// admin cannot be removed (store.ErrInvalid). The workspace's default runtime user and the
+// runtime user of a tool can: removing a person is not held up by the tools that run as them,
+// which refuse to run until an admin names another member (see store.Directory).
 func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string) error {
 	op := entityOp(fmt.Sprintf("remove user %s from workspace %s", userID, workspaceID))
 	s.mu.Lock()
@@ -273,14 +278,7 @@ func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 	if d.lastAdmin(m) {
 		return op.failf(store.ErrInvalid, "the workspace's last admin cannot be removed")
 	}
-	if d.workspaces[workspaceID].DefaultRuntimeUserID == userID {
-		return op.failf(store.ErrInvalid, "the user is the workspace's default runtime user: change it first")
-	}
-	for _, t := range d.scopes[workspaceID].tools {
-		if t.DeletedAt == nil && t.RuntimeUserID == userID {
-			return op.failf(store.ErrInvalid, "the user is the runtime user of tool %s: change it first", t.ID)
-		}
-	}
 	delete(d.members[workspaceID], userID)
+	d.scopes[workspaceID].rev++ // who the tools may run as changed (ToolsStamp)
 	return nil
 }

@@ -33,7 +33,7 @@ type entityData struct {
 type scope struct {
 	functions []*store.Function // by (CreatedAt, ID)
 	tools     []*store.Tool     // by (CreatedAt, ID), deleted ones too
-	rev       uint64            // counts the changes to the tools and functions
+	rev       uint64            // counts the changes to the tools and functions, and to who they run as
 }
 
 func (d *entityData) init() {

@@ -334,7 +334,8 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) ([]*store.Tool,
 }
 
 // ToolsStamp identifies the state of a workspace's tools and functions: it changes when one
-// is added, changed, deleted or purged, or a function gets a version.
+// is added, changed, deleted or purged, or a function gets a version; and with who they run
+// as: when the default runtime user changes, and when a member is added or removed.
 func (s *Store) ToolsStamp(ctx context.Context, workspaceID string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

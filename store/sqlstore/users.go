@@ -209,13 +209,13 @@ func (e *Entities) SetMemberRole(ctx context.Context, workspaceID, userID string
 }
 
 // RemoveMember ends a membership (store.ErrNotFound for a user who is not a member). The last
-// admin, the workspace's default runtime user and the runtime user of an active tool cannot be
-// removed (store.ErrInvalid): change those first.
+// admin cannot be removed (store.ErrInvalid). The workspace's default runtime user and the
+// runtime user of a tool can: removing a person is not held up by the tools that run as them,
+// which refuse to run until an admin names another member (see store.Directory).
 func (e *Entities) RemoveMember(ctx context.Context, workspaceID, userID string) error {
 	op := fmt.Sprintf("remove user %s from workspace %s", userID, workspaceID)
 	return e.write(ctx, func(ctx context.Context, tx Querier) error {
-		w, err := e.lockWorkspace(ctx, tx, op, workspaceID)
-		if err != nil {
+		if _, err := e.lockWorkspace(ctx, tx, op, workspaceID); err != nil {
 			return err
 		}
 		cur, err := e.lockMember(ctx, tx, op, workspaceID, userID)
@@ -230,18 +230,6 @@ func (e *Entities) RemoveMember(ctx context.Context, workspaceID, userID string)
 			if last {
 				return e.d.failf(op, store.ErrInvalid, "the workspace's last admin cannot be removed")
 			}
-		}
-		if w.DefaultRuntimeUserID == userID {
-			return e.d.failf(op, store.ErrInvalid, "the user is the workspace's default runtime user: change it first")
-		}
-		var tool string
-		err = tx.QueryRowContext(ctx, `SELECT id FROM tools WHERE workspace_id = $1 AND runtime_user_id = $2 AND deleted_at IS NULL LIMIT 1`,
-			workspaceID, userID).Scan(&tool)
-		if err == nil {
-			return e.d.failf(op, store.ErrInvalid, "the user is the runtime user of tool %s: change it first", tool)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return e.d.Err(op, err)
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID)
 		return e.d.Err(op, err)

@@ -76,7 +76,7 @@ func testFunctions(t *testing.T, s store.Entities) {
 	}{
 		{"same name", store.Function{WorkspaceID: f.ws.ID, Name: "search"}, store.ErrConflict},
 		{"no name", store.Function{WorkspaceID: f.ws.ID}, store.ErrInvalid},
-		{"space in name", store.Function{WorkspaceID: f.ws.ID, Name: "a b"}, store.ErrInvalid},
+		{"tab in name", store.Function{WorkspaceID: f.ws.ID, Name: "a\tb"}, store.ErrInvalid},
 		{"with a default", store.Function{WorkspaceID: f.ws.ID, Name: "x", DefaultVersionID: f.v1.ID}, store.ErrInvalid},
 		{"no workspace", store.Function{WorkspaceID: "wsp_missing", Name: "x"}, store.ErrNotFound},
 		{"taken id", store.Function{WorkspaceID: f.ws.ID, Name: "y", ID: f.fn.ID}, store.ErrConflict},
@@ -87,6 +87,9 @@ func testFunctions(t *testing.T, s store.Entities) {
 	}
 	other := newFixture(t, s, "other")
 	mustOK(t, "same name in another workspace", s.CreateFunction(ctx, &store.Function{WorkspaceID: other.ws.ID, Name: "fetch"}))
+	// A function's name is a tool's name (quiver tools add names the function for its tool),
+	// which need not be snake_case: spaces and punctuation are fine.
+	mustOK(t, "a name with spaces", s.CreateFunction(ctx, &store.Function{WorkspaceID: other.ws.ID, Name: "a b/c?"}))
 
 	v2 := &store.FunctionVersion{WorkspaceID: f.ws.ID, FunctionID: f.fn.ID, Code: "v2"}
 	mustOK(t, "CreateFunctionVersion", s.CreateFunctionVersion(ctx, v2))

@@ -35,9 +35,14 @@ func testToolRules(t *testing.T, s store.Entities) {
 		{"unknown target", func(t *store.Tool) { t.Target = "edge" }, store.ErrInvalid},
 		{"no target", func(t *store.Tool) { t.Target = "" }, store.ErrInvalid},
 		{"no name", func(t *store.Tool) { t.Name = "" }, store.ErrInvalid},
-		{"space in name", func(t *store.Tool) { t.Name = "find it" }, store.ErrInvalid},
+		{"space in name: unconventional, not refused", func(t *store.Tool) { t.Name = "find it?" }, nil},
+		{"path-like name", func(t *store.Tool) { t.Name = "../../évil/名前" }, nil},
+		{"longest name", func(t *store.Tool) { t.Name = strings.Repeat("x", store.MaxToolNameLen) }, nil},
+		{"blank name", func(t *store.Tool) { t.Name = " \u00a0 " }, store.ErrInvalid},
 		{"newline in name", func(t *store.Tool) { t.Name = "find\n" }, store.ErrInvalid},
-		{"long name", func(t *store.Tool) { t.Name = strings.Repeat("x", store.MaxNameLen+1) }, store.ErrInvalid},
+		{"escape in name", func(t *store.Tool) { t.Name = "find\x1b[2J" }, store.ErrInvalid},
+		{"name not UTF-8", func(t *store.Tool) { t.Name = "find\xff" }, store.ErrInvalid},
+		{"long name", func(t *store.Tool) { t.Name = strings.Repeat("x", store.MaxToolNameLen+1) }, store.ErrInvalid},
 		{"no input schema", func(t *store.Tool) { t.InputSchemaID = "" }, store.ErrInvalid},
 		{"no output schema", func(t *store.Tool) { t.OutputSchemaID = "" }, store.ErrInvalid},
 		{"example args not an object", func(t *store.Tool) { t.Examples = []store.ToolExample{{Args: json.RawMessage(`[1]`)}} }, store.ErrInvalid},
@@ -446,8 +451,9 @@ func testPurge(t *testing.T, s store.Entities) {
 	f.create(t, f.serverTool("tool_short"))
 }
 
-// testToolsStamp: a workspace's stamp changes with every change to its tools and functions,
-// and with nothing else: not another workspace's changes, not a read.
+// testToolsStamp: a workspace's stamp changes with every change to its tools and functions
+// and to who they run as (the default runtime user, the members), and with nothing else: not
+// another workspace's changes, not a read.
 func testToolsStamp(t *testing.T, s store.Entities) {
 	f := newFixture(t, s, "stamped")
 	other := newFixture(t, s, "other")
@@ -489,7 +495,20 @@ func testToolsStamp(t *testing.T, s store.Entities) {
 		_, err := s.PurgeExpired(ctx, time.Now().Add(8*24*time.Hour))
 		mustOK(t, "PurgeExpired", err)
 	})
+	step("a default runtime user", func() {
+		_, err := s.UpdateWorkspace(ctx, f.ws.ID, f.admin.ID, func(w *store.Workspace) error { w.DefaultRuntimeUserID = f.member.ID; return nil })
+		mustOK(t, "UpdateWorkspace", err)
+	})
+	newcomer := newUser(t, s, "newcomer")
+	step("a member added", func() { addMember(t, s, f.ws.ID, newcomer.ID, store.MemberRoleMember) })
+	step("a member removed", func() { mustOK(t, "RemoveMember", s.RemoveMember(ctx, f.ws.ID, f.member.ID)) })
+	step("one removed, another added", func() {
+		mustOK(t, "RemoveMember", s.RemoveMember(ctx, f.ws.ID, newcomer.ID))
+		time.Sleep(2 * time.Millisecond)
+		addMember(t, s, f.ws.ID, f.outsider.ID, store.MemberRoleMember)
+	})
 	other.create(t, other.serverTool("elsewhere"))
+	addMember(t, s, other.ws.ID, newcomer.ID, store.MemberRoleMember)
 	_, err := s.ListTools(ctx, store.ToolFilter{WorkspaceID: f.ws.ID, Limit: 10})
 	mustOK(t, "ListTools", err)
 	if now := stamp(); now != last {

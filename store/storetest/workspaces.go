@@ -164,29 +164,43 @@ func testMemberships(t *testing.T, s store.Entities) {
 		t.Fatalf("after demotion: %+v, %v", m, err)
 	}
 
-	// The default runtime user and a tool's runtime user stay members.
+	// The default runtime user and a tool's runtime user can be removed: a person's removal
+	// is not held up by the tools that run as them (the runtime refuses to run those). The
+	// records keep naming them until an admin names another member.
 	addMember(t, s, w.ID, c.ID, store.MemberRoleMember)
 	_, err = s.UpdateWorkspace(ctx, w.ID, b.ID, func(w *store.Workspace) error { w.DefaultRuntimeUserID = c.ID; return nil })
 	mustOK(t, "set default runtime user", err)
-	wantErr(t, "remove the default runtime user", s.RemoveMember(ctx, w.ID, c.ID), store.ErrInvalid)
-	_, err = s.UpdateWorkspace(ctx, w.ID, b.ID, func(w *store.Workspace) error { w.DefaultRuntimeUserID = ""; return nil })
-	mustOK(t, "clear default runtime user", err)
-
 	in := &store.Schema{WorkspaceID: w.ID, Content: json.RawMessage(`{}`)}
 	mustOK(t, "CreateSchema", s.CreateSchema(ctx, in))
 	tool := &store.Tool{WorkspaceID: w.ID, Name: "ask", Target: store.TargetClient, InputSchemaID: in.ID, OutputSchemaID: in.ID,
 		CreatedBy: b.ID, RuntimeUserID: c.ID}
 	mustOK(t, "CreateTool with runtime user", s.CreateTool(ctx, tool))
-	wantErr(t, "remove a tool's runtime user", s.RemoveMember(ctx, w.ID, c.ID), store.ErrInvalid)
-	_, err = s.DeleteTool(ctx, w.ID, tool.ID, "")
-	mustOK(t, "DeleteTool", err)
-	mustOK(t, "remove once the tool is deleted", s.RemoveMember(ctx, w.ID, c.ID))
+	mustOK(t, "remove the default runtime user, a tool's runtime user", s.RemoveMember(ctx, w.ID, c.ID))
 	_, err = s.Member(ctx, w.ID, c.ID)
 	wantErr(t, "Member after removal", err, store.ErrNotFound)
 	ms, _ = s.Members(ctx, w.ID)
 	if len(ms) != 2 {
 		t.Fatalf("Members after removal: %+v", ms)
 	}
+	if got, err := s.Workspace(ctx, w.ID); err != nil || got.DefaultRuntimeUserID != c.ID {
+		t.Fatalf("the workspace after its default runtime user's removal: %+v, %v", got, err)
+	}
+	// Other changes keep the former member named; naming them again is refused.
+	got, err := s.UpdateTool(ctx, w.ID, tool.ID, b.ID, func(t *store.Tool) error { t.Description = "still c's"; return nil })
+	mustOK(t, "UpdateTool of a former member's tool", err)
+	if got.RuntimeUserID != c.ID {
+		t.Fatalf("the tool after its runtime user's removal: %+v", got)
+	}
+	_, err = s.UpdateWorkspace(ctx, w.ID, b.ID, func(w *store.Workspace) error { w.Name = "renamed"; return nil })
+	mustOK(t, "rename a workspace whose default runtime user left", err)
+	_, err = s.UpdateTool(ctx, w.ID, tool.ID, b.ID, func(t *store.Tool) error { t.RuntimeUserID = ""; return nil })
+	mustOK(t, "clear the runtime user", err)
+	_, err = s.UpdateTool(ctx, w.ID, tool.ID, b.ID, func(t *store.Tool) error { t.RuntimeUserID = c.ID; return nil })
+	wantErr(t, "name a former member as runtime user again", err, store.ErrInvalid)
+	_, err = s.UpdateWorkspace(ctx, w.ID, b.ID, func(w *store.Workspace) error { w.DefaultRuntimeUserID = ""; return nil })
+	mustOK(t, "clear default runtime user", err)
+	_, err = s.UpdateWorkspace(ctx, w.ID, b.ID, func(w *store.Workspace) error { w.DefaultRuntimeUserID = c.ID; return nil })
+	wantErr(t, "name a former member as default runtime user again", err, store.ErrInvalid)
 }
 
 func testRuntimeUser(t *testing.T, s store.Entities) {

@@ -110,7 +110,7 @@ function params(schema) {
 // storedSection is the workspace's stored tools, filtered and paged as GET /v1/tools allows.
 function storedSection(ctx, servedNames, fnByID, gone) {
   const cursors = [""];
-  const name = h("input", { id: "st-name", type: "search", maxlength: 128, autocomplete: "off", "data-test": "stored-name" });
+  const name = h("input", { id: "st-name", type: "search", maxlength: 512, autocomplete: "off", "data-test": "stored-name" });
   const prefix = h("input", { id: "st-prefix", type: "checkbox", checked: true });
   const target = h("select", { id: "st-target", "data-test": "stored-target" }, [["", "any"], ["server", "server"], ["client", "client"]].map(([v, l]) => h("option", { value: v }, l)));
   const confirm = h("select", { id: "st-confirm", "data-test": "stored-confirmation" }, [["", "any"], ["true", "needs confirmation"], ["false", "runs at once"]].map(([v, l]) => h("option", { value: v }, l)));
