@@ -121,28 +121,15 @@ func TestResumeAfterKills(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
-	// committedIn records the process that reported each call's result persisted; a call may
-	// run again in a later process only if none had.
-	committedIn := map[string]int{}
-	logOffset := 0
+	var led ledger
 	kills, finished := 0, false
 	for attempt := 0; !finished && attempt < 100; attempt++ {
 		kill := kills < 20 // then let one process finish
 		lines := runChild(t, dbPath, th.ID(), logPath, kill, rng)
-		raw, _ := os.ReadFile(logPath)
-		for _, id := range strings.Fields(string(raw[logOffset:])) {
-			if p, ok := committedIn[id]; ok {
-				t.Fatalf("call %s ran in process %d although process %d had persisted its result", id, attempt, p)
-			}
-		}
-		logOffset = len(raw)
+		led.check(t, logPath, attempt)
+		led.note(lines, attempt)
 		for _, l := range lines {
 			switch {
-			case strings.HasPrefix(l, "committed "):
-				id := strings.TrimPrefix(l, "committed ")
-				if _, ok := committedIn[id]; !ok {
-					committedIn[id] = attempt
-				}
 			case strings.HasPrefix(l, "finished "):
 				finished = true
 				if l != "finished no_calls all work done" {
@@ -217,6 +204,42 @@ func TestResumeAfterKills(t *testing.T) {
 	t.Logf("%d kills; %d calls ran again after a kill between execution and persistence", kills, reran)
 }
 
+// ledger follows, across the lives of a process killed again and again, which calls each
+// life reported persisted ("committed ID"), and checks that no call ran in a later life once
+// its result was persisted. The processes log each execution to a file, a line each, whose
+// first word is the call's id.
+type ledger struct {
+	committedIn map[string]int // the life that first reported the call's result persisted
+	offset      int            // what of the log the last check read
+}
+
+// check reads the executions logged since the last check, by life attempt.
+func (l *ledger) check(t *testing.T, logPath string, attempt int) {
+	t.Helper()
+	raw, _ := os.ReadFile(logPath)
+	for _, line := range strings.Split(string(raw[l.offset:]), "\n") {
+		id, _, _ := strings.Cut(line, " ")
+		if p, ok := l.committedIn[id]; ok && id != "" {
+			t.Fatalf("call %s ran in process %d although process %d had persisted its result", id, attempt, p)
+		}
+	}
+	l.offset = len(raw)
+}
+
+// note records the calls life attempt reported persisted.
+func (l *ledger) note(lines []string, attempt int) {
+	if l.committedIn == nil {
+		l.committedIn = map[string]int{}
+	}
+	for _, line := range lines {
+		if id, ok := strings.CutPrefix(line, "committed "); ok {
+			if _, seen := l.committedIn[id]; !seen {
+				l.committedIn[id] = attempt
+			}
+		}
+	}
+}
+
 // runChild starts an agent process and plays its life (see playLife).
 func runChild(t *testing.T, dbPath, threadID, logPath string, kill bool, rng *rand.Rand) []string {
 	t.Helper()
@@ -225,17 +248,18 @@ func runChild(t *testing.T, dbPath, threadID, logPath string, kill bool, rng *ra
 }
 
 // playLife reads a child's lines until it ends; when kill is set the child is killed with
-// SIGKILL after a random minMs to maxMs milliseconds (often while it starts, opens the
-// database or waits on the model), or right after a random number (1 to maxLines) of lines
-// (each reporting a committed result). It returns the lines the process printed.
+// SIGKILL right after a random number (1 to maxLines) of lines (each reporting a committed
+// result), and every other time sooner if a random minMs to maxMs milliseconds pass first
+// (often while it starts, opens the database or waits on the model). A life to be killed is
+// killed however fast the machine runs it: the line count bounds it. It returns the lines the
+// process printed.
 func playLife(c *crashtest.Child, kill bool, rng *rand.Rand, minMs, maxMs, maxLines int) []string {
 	afterLines := -1
 	if kill {
+		afterLines = 1 + rng.IntN(maxLines)
 		if rng.IntN(2) == 0 {
 			timer := time.AfterFunc(time.Duration(minMs+rng.IntN(maxMs-minMs+1))*time.Millisecond, c.Kill)
 			defer timer.Stop()
-		} else {
-			afterLines = 1 + rng.IntN(maxLines)
 		}
 	}
 	var lines []string
