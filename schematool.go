@@ -22,7 +22,8 @@ import (
 // leading underscore are its parameters; _output is its result schema; _activity (a const or
 // a top-level string) names the activity that executes it. A tool with no bound activity is
 // latent: the model's _output is its result. "variables" (a list) or "tenvs" (an object
-// schema) declare variables.
+// schema) declare variables; "annotations" (an object, see [Annotations]) the tool's MCP
+// annotations: {"annotations": {"readOnlyHint": true, "openWorldHint": false}}.
 func ParseSchemaTool(data []byte) (*Tool, error) {
 	var doc schema.Schema
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -44,6 +45,13 @@ func ParseSchemaTool(data []byte) (*Tool, error) {
 		if _, ok := doc.Properties[f]; ok {
 			spec.MetaFields = append(spec.MetaFields, f)
 		}
+	}
+	if raw, ok := doc.Extra[AnnotationsKey]; ok {
+		a, err := ParseAnnotations(raw)
+		if err != nil {
+			return nil, fmt.Errorf("quiver: schema tool %q: %w", name, err)
+		}
+		spec.Annotations = a
 	}
 	for _, key := range []string{"variables", "tenvs"} {
 		raw, ok := doc.Extra[key]

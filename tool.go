@@ -74,6 +74,10 @@ type Spec struct {
 	// them as optional properties, and the dispatcher takes them out of the arguments; a call
 	// naming one the tool (or the dispatcher) does not enable is refused.
 	MetaFields []string
+	// Annotations are hints about what the tool does (read-only, destructive, idempotent,
+	// open world, a title), served to MCP clients and listed by the API: see [Annotations].
+	// Its pointers are shared and must not be modified.
+	Annotations Annotations
 	// RunAs names the user the tool's code runs as, when not the caller: a stored tool's
 	// runtime user (its own, else its workspace's default). Its variables resolve for that
 	// user (Scope.UserID becomes RunAs for their resolution, and for nothing else: policy,
@@ -120,6 +124,7 @@ func (t *Tool) init() error {
 	s.OutputSchema = s.OutputSchema.CloneSchemas()
 	s.Examples = slices.Clone(s.Examples)
 	s.Variables = slices.Clone(s.Variables)
+	s.Annotations = s.Annotations.Clone()
 	if s.Name == "" {
 		return errors.New("quiver: tool name is empty")
 	}

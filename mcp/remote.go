@@ -322,7 +322,8 @@ func (r *remote) quiverName(remoteName string) string {
 }
 
 func (r *remote) toolFor(name string, rt *sdk.Tool) (*quiver.Tool, error) {
-	spec := quiver.Spec{Name: name, Description: strings.TrimSpace(rt.Description), Timeout: r.cfg.Timeout, Imported: true}
+	spec := quiver.Spec{Name: name, Description: strings.TrimSpace(rt.Description), Timeout: r.cfg.Timeout, Imported: true,
+		Annotations: importedAnnotations(rt)}
 	if spec.Description == "" {
 		spec.Description = fmt.Sprintf("The tool %s of the MCP server %s.", rt.Name, r.cfg.Name)
 	}
@@ -337,6 +338,27 @@ func (r *remote) toolFor(name string, rt *sdk.Tool) (*quiver.Tool, error) {
 	return quiver.NewTool(spec, func(ctx context.Context, args json.RawMessage) (any, error) {
 		return r.call(ctx, remoteName, args)
 	})
+}
+
+// importedAnnotations are a remote tool's MCP annotations as Quiver keeps them, so that the
+// tool is served (and listed) with the remote server's hints. The SDK reads readOnlyHint and
+// idempotentHint as plain booleans, so false is kept as unset (MCP's default for both, so
+// the two mean the same); the title is the annotations', else the tool's own.
+func importedAnnotations(rt *sdk.Tool) quiver.Annotations {
+	var a quiver.Annotations
+	if ra := rt.Annotations; ra != nil {
+		a.Title, a.DestructiveHint, a.OpenWorldHint = ra.Title, ra.DestructiveHint, ra.OpenWorldHint
+		if ra.ReadOnlyHint {
+			a.ReadOnlyHint = quiver.Hint(true)
+		}
+		if ra.IdempotentHint {
+			a.IdempotentHint = quiver.Hint(true)
+		}
+	}
+	if a.Title == "" {
+		a.Title = rt.Title
+	}
+	return a.Clone()
 }
 
 func toSchema(v any) (*schema.Schema, error) {

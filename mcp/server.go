@@ -338,9 +338,7 @@ func (s *Server) listing() (*listing, error) {
 			t.OutputSchema = rt.Output
 		}
 		spec := tools[i].Spec()
-		if spec.RequiresConfirmation {
-			t.Annotations = &sdk.ToolAnnotations{DestructiveHint: ptr(true)}
-		}
+		t.Annotations = annotations(spec)
 		if len(spec.Examples) > 0 {
 			// MCP has no field for examples; a tool's _meta carries what the protocol does not.
 			t.Meta = sdk.Meta{ExamplesMetaKey: spec.Examples}
@@ -354,6 +352,30 @@ func (s *Server) listing() (*listing, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// annotations are the MCP annotations a tool is served with: those it declares, and
+// destructiveHint true for a tool that needs confirmation and says neither whether it is
+// destructive nor whether it is read-only. A tool's own declaration wins: one that needs a
+// person's approval for another reason may say destructiveHint false, and its calls still
+// wait for the approval (hints are for clients, never for governance). The SDK's readOnlyHint
+// and idempotentHint are plain booleans, so unset is served as false, MCP's default for both.
+func annotations(spec quiver.Spec) *sdk.ToolAnnotations {
+	a := spec.Annotations
+	if spec.RequiresConfirmation && a.DestructiveHint == nil && a.ReadOnlyHint == nil {
+		a.DestructiveHint = ptr(true)
+	}
+	if a.IsZero() {
+		return nil
+	}
+	out := &sdk.ToolAnnotations{Title: a.Title, DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint}
+	if a.ReadOnlyHint != nil {
+		out.ReadOnlyHint = *a.ReadOnlyHint
+	}
+	if a.IdempotentHint != nil {
+		out.IdempotentHint = *a.IdempotentHint
+	}
+	return out
+}
 
 type requestKey struct{}
 

@@ -298,7 +298,7 @@ func clientTool(ctx context.Context, ent store.Entities, workspaceID string, st 
 	}
 	spec := quiver.Spec{Name: st.Name, Description: cmp.Or(st.Description, doc.Description), Target: quiver.TargetClient,
 		InputSchema: doc.Input, OutputSchema: output,
-		Examples: examples, RequiresConfirmation: st.RequiresConfirmation, Disabled: !st.Enabled}
+		Examples: examples, RequiresConfirmation: st.RequiresConfirmation, Disabled: !st.Enabled, Annotations: doc.Annotations}
 	t, err := quiver.NewTool(spec, nil)
 	if err != nil {
 		return nil, fmt.Errorf("client tool %q: %w", st.Name, err)

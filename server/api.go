@@ -46,6 +46,8 @@ type apiTool struct {
 	InputSchema  *schema.Schema   `json:"input_schema,omitempty"`
 	OutputSchema *schema.Schema   `json:"output_schema,omitempty"`
 	Examples     []quiver.Example `json:"examples,omitempty" doc:"Example calls: arguments and, optionally, the result they give."`
+
+	Annotations *quiver.Annotations `json:"annotations,omitempty" doc:"The tool's MCP annotations as it declares them (an imported tool: as its remote server does), in MCP's spelling: title and the hints readOnlyHint, destructiveHint, idempotentHint, openWorldHint, each absent when the tool says nothing (which differs from false). Absent: none declared. Over MCP a tool that requires confirmation and declares neither destructiveHint nor readOnlyHint is also served destructiveHint true."`
 }
 
 type toolsOutput struct {
@@ -167,7 +169,7 @@ func (s *Server) registerCalls(api huma.API) {
 		for _, t := range s.tenant(ctx, s.workspaceID(ctx)).disp.Tools() {
 			sp := t.Spec()
 			out.Body.Tools = append(out.Body.Tools, apiTool{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema,
-				Examples: sp.Examples})
+				Examples: sp.Examples, Annotations: annotationsOf(sp)})
 		}
 		if s.importer != nil {
 			// A remote that is down would otherwise just be missing from the list.

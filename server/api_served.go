@@ -31,6 +31,8 @@ type ServedTool struct {
 	Examples             []quiver.Example  `json:"examples,omitempty"`
 	Variables            []quiver.Variable `json:"variables,omitempty" doc:"The variables the tool reads (names and types, never values)."`
 	Dialects             []ToolDialect     `json:"dialects" doc:"The tool as each provider is offered it."`
+
+	Annotations *quiver.Annotations `json:"annotations,omitempty" doc:"The tool's MCP annotations as it declares them (an imported tool: as its remote server does), in MCP's spelling: title and the hints readOnlyHint, destructiveHint, idempotentHint, openWorldHint, each absent when the tool says nothing (which differs from false). Absent: none declared. Over MCP a tool that requires confirmation and declares neither destructiveHint nor readOnlyHint is also served destructiveHint true."`
 }
 
 // ToolDialect is a tool rendered for one provider, as a run offers it (without the optional
@@ -78,7 +80,7 @@ func (s *Server) registerServedTools(api huma.API) {
 			sp := t.Spec()
 			out := &ServedTool{Name: sp.Name, Description: sp.Description, Target: sp.Target, RequiresConfirmation: sp.RequiresConfirmation,
 				Latent: ten.registry.Latent(t), InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema, Examples: sp.Examples,
-				Variables: sp.Variables, Dialects: renderDialects(ten.registry, t)}
+				Variables: sp.Variables, Dialects: renderDialects(ten.registry, t), Annotations: annotationsOf(sp)}
 			if out.Target == "" {
 				out.Target = quiver.TargetServer
 			}

@@ -121,7 +121,7 @@ func readJSTool(jsFile, schemaFile string) (jsfunc.Definition, error) {
 
 func fromDoc(d *jsfunc.SchemaDoc) jsfunc.Definition {
 	return jsfunc.Definition{Name: d.Name, Description: d.Description, InputSchema: d.Input, OutputSchema: d.Output, Variables: d.Variables,
-		MetaFields: d.MetaFields}
+		MetaFields: d.MetaFields, Annotations: d.Annotations}
 }
 
 // yamlDefinition is a function tool written as YAML. Paths are relative to the file.
@@ -139,12 +139,14 @@ type yamlDefinition struct {
 	RequiresConfirmation bool              `yaml:"requires_confirmation"`
 	Disabled             bool              `yaml:"disabled"`
 	MetaFields           []string          `yaml:"meta_fields"`
+	Annotations          any               `yaml:"annotations"`
 }
 
 const definitionHelp = `a definition has: name, description, code (or file: a path), language (js or ts),
 input_schema and output_schema (JSON Schema as YAML) or schema (a path to a schema file like --schema's),
 variables (name, type text|secret, required, description), examples (args, result), requires_confirmation, disabled,
-meta_fields (the meta-fields calls may carry: _outputPath, _instance, _delegate)`
+meta_fields (the meta-fields calls may carry: _outputPath, _instance, _delegate),
+annotations (MCP's hints, each true or false: readOnlyHint, destructiveHint, idempotentHint, openWorldHint; and title)`
 
 // readDefinition reads a YAML (or JSON) definition.
 func readDefinition(path string) (jsfunc.Definition, error) {
@@ -205,6 +207,14 @@ func readDefinition(path string) (jsfunc.Definition, error) {
 		def.Description = y.Description
 	}
 	def.Variables = append(def.Variables, y.Variables...)
+	if y.Annotations != nil {
+		// Given here, they replace those of the schema file.
+		a, err := quiver.ParseAnnotations(y.Annotations)
+		if err != nil {
+			return def, fmt.Errorf("%s: %w", path, err)
+		}
+		def.Annotations = a
+	}
 	for _, f := range y.MetaFields {
 		if !slices.Contains(def.MetaFields, f) {
 			def.MetaFields = append(def.MetaFields, f)

@@ -538,6 +538,15 @@ type AddMemberInputBody struct {
 // AddMemberInputBodyRole What the member may do: admin administers the workspace.
 type AddMemberInputBodyRole string
 
+// Annotations defines model for Annotations.
+type Annotations struct {
+	DestructiveHint *bool   `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool   `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool   `json:"openWorldHint,omitempty"`
+	ReadOnlyHint    *bool   `json:"readOnlyHint,omitempty"`
+	Title           *string `json:"title,omitempty"`
+}
+
 // ApiRemote defines model for ApiRemote.
 type ApiRemote struct {
 	Connected bool `json:"connected"`
@@ -557,7 +566,9 @@ type ApiRemote struct {
 
 // ApiTool defines model for ApiTool.
 type ApiTool struct {
-	Description string `json:"description"`
+	// Annotations The tool's MCP annotations as it declares them (an imported tool: as its remote server does), in MCP's spelling: title and the hints readOnlyHint, destructiveHint, idempotentHint, openWorldHint, each absent when the tool says nothing (which differs from false). Absent: none declared. Over MCP a tool that requires confirmation and declares neither destructiveHint nor readOnlyHint is also served destructiveHint true.
+	Annotations *Annotations `json:"annotations,omitempty"`
+	Description string       `json:"description"`
 
 	// Examples Example calls: arguments and, optionally, the result they give.
 	Examples *[]Example `json:"examples,omitempty"`
@@ -1073,7 +1084,9 @@ type RunOutputBody struct {
 
 // ServedTool defines model for ServedTool.
 type ServedTool struct {
-	Description string `json:"description"`
+	// Annotations The tool's MCP annotations as it declares them (an imported tool: as its remote server does), in MCP's spelling: title and the hints readOnlyHint, destructiveHint, idempotentHint, openWorldHint, each absent when the tool says nothing (which differs from false). Absent: none declared. Over MCP a tool that requires confirmation and declares neither destructiveHint nor readOnlyHint is also served destructiveHint true.
+	Annotations *Annotations `json:"annotations,omitempty"`
+	Description string       `json:"description"`
 
 	// Dialects The tool as each provider is offered it.
 	Dialects *[]ToolDialect `json:"dialects"`

@@ -126,6 +126,9 @@ type Definition struct {
 	// _delegate): quiver.Spec.MetaFields. A stored tool keeps them in its input schema
 	// document, as properties (see SchemaDoc).
 	MetaFields []string
+	// Annotations are the tool's MCP annotations: quiver.Spec.Annotations. A stored tool keeps
+	// them in its input schema document, under "annotations" (see SchemaDoc).
+	Annotations quiver.Annotations
 }
 
 // entry wraps the tool's code: it builds the state object and calls the default export, so
@@ -182,6 +185,7 @@ func New(def Definition) (*quiver.Tool, error) {
 		InputSchema: def.InputSchema, OutputSchema: def.OutputSchema,
 		Examples: def.Examples, Variables: def.Variables,
 		RequiresConfirmation: def.RequiresConfirmation, Disabled: def.Disabled, MetaFields: def.MetaFields,
+		Annotations: def.Annotations,
 		// The sandbox ends the code at its own timeout and says so; this is the backstop.
 		Timeout: f.limits.Timeout + 2*time.Second,
 	}, f.call)

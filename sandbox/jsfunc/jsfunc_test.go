@@ -81,7 +81,7 @@ func TestCalls(t *testing.T) {
 		{"memory", "bomb", `{}`, quiver.CodeToolError, "tool bomb ran out of memory (its limit is 4194304 bytes)"},
 		{"timeout", "loop", `{}`, quiver.CodeTimeout, "tool loop was stopped: timed out after 50ms"},
 		{"link error", "broken", `{}`, quiver.CodeToolError, `tool broken cannot run, its code is broken: LinkError: import "fs"`},
-		{"default export not a function", "not_fn", `{}`, quiver.CodeToolError, "must export default a function (args, state) => result"},
+		{"default export not a function", "not_fn", `{}`, quiver.CodeToolError, "must export a function execute(state, args) or default (args, state) => result"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

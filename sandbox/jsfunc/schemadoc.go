@@ -15,18 +15,22 @@ import (
 // description, its name (_tool), its result schema (_output), its variables ("variables",
 // a list, or "tenvs", an object schema) and the stateful meta-fields its calls may carry (a
 // property _outputPath, _instance or _delegate enables it, whatever its schema), which are
-// taken out of the argument schema:
+// taken out of the argument schema, and its MCP annotations ("annotations", an object of
+// quiver.Annotations, read strictly):
 //
 //	{"type": "object", "description": "Looks up a city's weather",
 //	 "properties": {"city": {"type": "string"}, "_output": {"type": "object"}, "_outputPath": {"type": "string"}},
 //	 "required": ["city"],
-//	 "variables": [{"name": "API_KEY", "type": "secret", "required": true}]}
+//	 "variables": [{"name": "API_KEY", "type": "secret", "required": true}],
+//	 "annotations": {"readOnlyHint": true, "openWorldHint": true}}
 type SchemaDoc struct {
 	Name, Description string
 	Input, Output     *schema.Schema
 	Variables         []quiver.Variable
 	// MetaFields are the meta-fields the document enables, in schema.MetaFields' order.
 	MetaFields []string
+	// Annotations are the tool's MCP annotations the document declares.
+	Annotations quiver.Annotations
 }
 
 // ParseSchemaDoc reads a schema document. An error says what in it is wrong.
@@ -49,6 +53,13 @@ func ParseSchemaDoc(doc []byte) (*SchemaDoc, error) {
 		if _, ok := s.Properties[f]; ok {
 			d.MetaFields = append(d.MetaFields, f)
 		}
+	}
+	if raw, ok := s.Extra[quiver.AnnotationsKey]; ok {
+		a, err := quiver.ParseAnnotations(raw)
+		if err != nil {
+			return nil, err
+		}
+		d.Annotations = a
 	}
 	for _, key := range []string{"variables", "tenvs"} {
 		raw, ok := s.Extra[key]
@@ -85,9 +96,9 @@ func ParseSchemaDoc(doc []byte) (*SchemaDoc, error) {
 }
 
 // storedInput is the document kept as a stored tool's input schema: the argument schema with
-// the variables beside it and the enabled meta-fields among its properties, so that loading
-// the tool finds all three.
-func storedInput(in *schema.Schema, vars []quiver.Variable, metaFields []string) (json.RawMessage, error) {
+// the variables and the annotations beside it and the enabled meta-fields among its
+// properties, so that loading the tool finds all of them (and no stored record changes shape).
+func storedInput(in *schema.Schema, vars []quiver.Variable, metaFields []string, ann quiver.Annotations) (json.RawMessage, error) {
 	if in == nil {
 		in = &schema.Schema{Type: "object"}
 	}
@@ -107,14 +118,19 @@ func storedInput(in *schema.Schema, vars []quiver.Variable, metaFields []string)
 	if err != nil {
 		return nil, err
 	}
-	if len(vars) == 0 {
+	if len(vars) == 0 && ann.IsZero() {
 		return b, nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	m["variables"] = vars
+	if len(vars) > 0 {
+		m["variables"] = vars
+	}
+	if !ann.IsZero() {
+		m[quiver.AnnotationsKey] = ann
+	}
 	return json.Marshal(m)
 }
 

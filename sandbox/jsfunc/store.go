@@ -22,7 +22,7 @@ func Save(ctx context.Context, st store.Entities, workspaceID, createdBy string,
 		return nil, nil, err
 	}
 	code := f.code // JavaScript, TypeScript transpiled
-	inDoc, err := storedInput(def.InputSchema, def.Variables, def.MetaFields)
+	inDoc, err := storedInput(def.InputSchema, def.Variables, def.MetaFields, def.Annotations)
 	if err != nil {
 		return nil, nil, fmt.Errorf("jsfunc: tool %q: input schema: %w", def.Name, err)
 	}
@@ -102,7 +102,8 @@ func activeTool(ctx context.Context, st store.Entities, workspaceID, name string
 // function's default one, the tool's schemas (the contract the model sees), examples and
 // flags, with limits l for each call. The variables are those the version's input schema
 // declares (see SchemaDoc), since they are what its code reads; the tool's when the version
-// has no schema of its own. The meta-fields are those the tool's input schema enables.
+// has no schema of its own. The meta-fields are those the tool's input schema enables, and the
+// annotations those it declares.
 func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.Tool, l Limits) (*quiver.Tool, error) {
 	if t.Target != store.TargetServer {
 		return nil, fmt.Errorf("jsfunc: tool %q runs in the client, not in the sandbox", t.Name)
@@ -152,6 +153,7 @@ func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.T
 		Name: t.Name, Description: desc, Code: v.Code,
 		InputSchema: doc.Input, OutputSchema: out, Variables: vars, Examples: examples,
 		RequiresConfirmation: t.RequiresConfirmation, Disabled: !t.Enabled, Limits: l, MetaFields: doc.MetaFields,
+		Annotations: doc.Annotations,
 	})
 }
 
