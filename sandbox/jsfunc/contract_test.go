@@ -522,7 +522,7 @@ func TestMetaFieldsStored(t *testing.T) {
 		ctx := context.Background()
 		ent, ok := st.(store.Entities)
 		if !ok {
-			t.Skip("this backend stores no tools")
+			t.Fatalf("%T stores no tools: every backend must", st)
 		}
 		if err := ent.CreateWorkspace(ctx, &store.Workspace{ID: "wsp_meta", Name: "meta"}); err != nil {
 			t.Fatal(err)
