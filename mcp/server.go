@@ -74,6 +74,9 @@ type ServerOptions struct {
 	CompletionHandler  func(context.Context, *sdk.CompleteRequest) (*sdk.CompleteResult, error)
 	SubscribeHandler   func(context.Context, *sdk.SubscribeRequest) error
 	UnsubscribeHandler func(context.Context, *sdk.UnsubscribeRequest) error
+	// Prompts are served as MCP prompts (prompts/list, prompts/get), with the prompts
+	// capability; see [Prompt].
+	Prompts []Prompt
 }
 
 // Server serves the tools of a [quiver.Dispatcher] over MCP. The tool list is read from the
@@ -129,6 +132,10 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 		caps = &c
 	}
 	caps.Tools = &sdk.ToolCapabilities{ListChanged: true}
+	if len(s.opts.Prompts) > 0 && caps.Prompts == nil {
+		// The prompts are given once, so their list never changes.
+		caps.Prompts = &sdk.PromptCapabilities{}
+	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, &sdk.ServerOptions{
 		Instructions:       s.opts.Instructions,
 		Logger:             s.opts.Logger,
@@ -138,6 +145,7 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 		UnsubscribeHandler: s.opts.UnsubscribeHandler,
 	})
 	s.srv.AddReceivingMiddleware(s.receive)
+	s.addPrompts(s.opts.Prompts)
 	return s
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -79,6 +80,7 @@ func (s *Server) newTenant(ws *platform.Workspace) *tenant {
 	if s.cfg.MCP != nil {
 		opts = *s.cfg.MCP
 	}
+	opts.Prompts = append(slices.Clip(opts.Prompts), catalogPrompts(s.p.Runner().Catalog)...)
 	workspaceID := ws.ID()
 	opts.Session = func(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
 		return s.sessionThread(ctx, t, info)
