@@ -264,6 +264,7 @@ func TestTwoSidedDefinitions(t *testing.T) {
 		{"not dual_ai", "name: debate\nside_a: writer\nside_b: critic\n", "must be of type dual_ai"},
 		{"conversation without side_b", "name: debate\ntype: dual_ai\nside_a: writer\nconversation: {max_turns: 3}\n", "has no side_b"},
 		{"too many turns", "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nconversation: {max_turns: 5000}\n", "max_turns 5000"},
+		{"a long until", "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nconversation: {until: " + strings.Repeat("x", 1001) + "}\n", "until is 1001 bytes"},
 		{"a third side", "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nconversation: {answer: side_c}\n", "answer \"side_c\""},
 		{"prompt and side_a apart", "name: debate\ntype: dual_ai\nprompt: critic\nside_a: writer\nside_b: critic\n", "name it once"},
 		{"inline fields besides", "name: debate\ntype: dual_ai\nside_a: writer\nside_b: critic\nsystem: hi\n", "do one or the other"},
