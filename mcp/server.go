@@ -77,6 +77,13 @@ type ServerOptions struct {
 	// Prompts are served as MCP prompts (prompts/list, prompts/get), with the prompts
 	// capability; see [Prompt].
 	Prompts []Prompt
+	// ThreadFiles, when set, serves threads' files as MCP resources through the resource
+	// template [ThreadFileTemplate] (resources/templates/list, resources/read), with the
+	// resources capability; resources/list lists none (a thread may hold very many files).
+	ThreadFiles ThreadFilesFunc
+	// MaxResourceBytes caps the size of a file resources/read answers with; a larger one is
+	// refused. Zero or less: DefaultMaxResourceBytes.
+	MaxResourceBytes int64
 }
 
 // Server serves the tools of a [quiver.Dispatcher] over MCP. The tool list is read from the
@@ -136,6 +143,10 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 		// The prompts are given once, so their list never changes.
 		caps.Prompts = &sdk.PromptCapabilities{}
 	}
+	if s.opts.ThreadFiles != nil && caps.Resources == nil {
+		// One template, given once: the list never changes.
+		caps.Resources = &sdk.ResourceCapabilities{}
+	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, &sdk.ServerOptions{
 		Instructions:       s.opts.Instructions,
 		Logger:             s.opts.Logger,
@@ -146,6 +157,9 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 	})
 	s.srv.AddReceivingMiddleware(s.receive)
 	s.addPrompts(s.opts.Prompts)
+	if s.opts.ThreadFiles != nil {
+		s.addThreadFiles(s.opts.ThreadFiles)
+	}
 	return s
 }
 

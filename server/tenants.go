@@ -82,6 +82,12 @@ func (s *Server) newTenant(ws *platform.Workspace) *tenant {
 	}
 	opts.Prompts = append(slices.Clip(opts.Prompts), catalogPrompts(s.p.Runner().Catalog)...)
 	workspaceID := ws.ID()
+	opts.ThreadFiles = func(ctx context.Context, threadID, path string) ([]byte, string, error) {
+		return s.threadFileResource(ctx, t, threadID, path)
+	}
+	if opts.MaxResourceBytes == 0 {
+		opts.MaxResourceBytes = maxResourceBytes
+	}
 	opts.Session = func(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
 		return s.sessionThread(ctx, t, info)
 	}
