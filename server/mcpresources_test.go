@@ -118,7 +118,9 @@ func TestMCPThreadFileResourcesRefused(t *testing.T) {
 	for what, uri := range notFound {
 		_, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
 		var we *jsonrpc.Error
-		if !errors.As(err, &we) || we.Code != sdk.CodeResourceNotFound {
+		// The go-sdk answers a resource not found with invalid params (its code since 1.7)
+		// and this message.
+		if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || we.Message != "Resource not found" {
 			t.Errorf("%s (%s): %v, want resource not found", what, uri, err)
 			continue
 		}
