@@ -103,56 +103,17 @@ func TestResumeAfterKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts a process 20+ times; run without -short")
 	}
-	dir := t.TempDir()
-	dbPath, logPath := filepath.Join(dir, "q.db"), filepath.Join(dir, "executions.log")
+	dbPath, logPath, threadID := resumeThread(t, "do all the work")
+	killUntilDone(t, 0x5bd1e995, logPath, "finished no_calls all work done", func() *crashtest.Child {
+		return crashtest.Start(t, "TestResumeChild", resumeEnvDB+"="+dbPath, resumeEnvThread+"="+threadID, resumeEnvLog+"="+logPath)
+	})
+
 	st, err := sqlite.Open(dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, err := thread.Create(ctx, st, thread.Options{WorkspaceID: resumeWorkspace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := th.AppendUser(ctx, "do all the work"); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
-	var led ledger
-	kills, finished := 0, false
-	for attempt := 0; !finished && attempt < 100; attempt++ {
-		kill := kills < 20 // then let one process finish
-		lines := runChild(t, dbPath, th.ID(), logPath, kill, rng)
-		led.check(t, logPath, attempt)
-		led.note(lines, attempt)
-		for _, l := range lines {
-			switch {
-			case strings.HasPrefix(l, "finished "):
-				finished = true
-				if l != "finished no_calls all work done" {
-					t.Fatalf("child finished with %q", l)
-				}
-			case strings.HasPrefix(l, "error "):
-				t.Fatalf("child: %s", l)
-			}
-		}
-		if !finished {
-			kills++
-		}
-	}
-	if !finished || kills < 20 {
-		t.Fatalf("finished %v after %d kills", finished, kills)
-	}
-
-	st, err = sqlite.Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer st.Close()
-	th, err = thread.Open(ctx, st, resumeWorkspace, th.ID())
+	th, err := thread.Open(ctx, st, resumeWorkspace, threadID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +162,64 @@ func TestResumeAfterKills(t *testing.T) {
 			reran++ // killed after running, before its result was persisted
 		}
 	}
-	t.Logf("%d kills; %d calls ran again after a kill between execution and persistence", kills, reran)
+	t.Logf("%d calls ran again after a kill between execution and persistence", reran)
+}
+
+// resumeThread makes a thread with message in a new SQLite database for a resume test, and
+// returns the database, the file the processes log executions to, and the thread.
+func resumeThread(t *testing.T, message string) (dbPath, logPath, threadID string) {
+	t.Helper()
+	dir := t.TempDir()
+	dbPath, logPath = filepath.Join(dir, "q.db"), filepath.Join(dir, "executions.log")
+	st, err := sqlite.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	th, err := thread.Create(ctx, st, thread.Options{WorkspaceID: resumeWorkspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.AppendUser(ctx, message); err != nil {
+		t.Fatal(err)
+	}
+	return dbPath, logPath, th.ID()
+}
+
+// killUntilDone starts the agent process (start) again and again, killing the first 20 lives
+// at random moments (playLife, seeded from salt and the time), until one finishes with the
+// line want. After each life it checks that no call ran again once its result was persisted
+// (ledger). It fails unless the run took 20 kills and then finished.
+func killUntilDone(t *testing.T, salt uint64, logPath, want string, start func() *crashtest.Child) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^salt))
+	var led ledger
+	kills, finished := 0, false
+	for attempt := 0; !finished && attempt < 100; attempt++ {
+		lines := playLife(start(), kills < 20, rng, 1, 15, 4)
+		led.check(t, logPath, attempt)
+		led.note(lines, attempt)
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "finished "):
+				finished = true
+				if l != want {
+					t.Fatalf("child finished with %q, want %q", l, want)
+				}
+			case strings.HasPrefix(l, "error "):
+				t.Fatalf("child: %s", l)
+			}
+		}
+		if !finished {
+			kills++
+		}
+	}
+	if !finished || kills < 20 {
+		t.Fatalf("finished %v after %d kills", finished, kills)
+	}
+	t.Logf("%d kills", kills)
 }
 
 // ledger follows, across the lives of a process killed again and again, which calls each
@@ -238,13 +256,6 @@ func (l *ledger) note(lines []string, attempt int) {
 			}
 		}
 	}
-}
-
-// runChild starts an agent process and plays its life (see playLife).
-func runChild(t *testing.T, dbPath, threadID, logPath string, kill bool, rng *rand.Rand) []string {
-	t.Helper()
-	c := crashtest.Start(t, "TestResumeChild", resumeEnvDB+"="+dbPath, resumeEnvThread+"="+threadID, resumeEnvLog+"="+logPath)
-	return playLife(c, kill, rng, 1, 15, 4)
 }
 
 // playLife reads a child's lines until it ends; when kill is set the child is killed with

@@ -5,13 +5,10 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
@@ -109,46 +106,10 @@ func TestTwoSidedResumeAfterKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts a process 20+ times; run without -short")
 	}
-	dir := t.TempDir()
-	dbPath, logPath := filepath.Join(dir, "q.db"), filepath.Join(dir, "executions.log")
-	st, err := sqlite.Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	th, err := thread.Create(ctx, st, thread.Options{WorkspaceID: resumeWorkspace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := th.AppendUser(ctx, "talk it over"); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x2545f491))
-	var led ledger
-	kills, finished := 0, false
-	for attempt := 0; !finished && attempt < 100; attempt++ {
-		c := crashtest.Start(t, "TestTwoSidedResumeChild", sidesEnvDB+"="+dbPath, sidesEnvThread+"="+th.ID(), sidesEnvLog+"="+logPath)
-		lines := playLife(c, kills < 20, rng, 1, 15, 4)
-		led.check(t, logPath, attempt)
-		led.note(lines, attempt)
-		for _, l := range lines {
-			switch {
-			case strings.HasPrefix(l, "finished "):
-				finished = true
-				if want := fmt.Sprintf("finished max_turns side_a a says %d", sidesTurns-1); l != want {
-					t.Fatalf("child finished with %q, want %q", l, want)
-				}
-			case strings.HasPrefix(l, "error "):
-				t.Fatalf("child: %s", l)
-			}
-		}
-		if !finished {
-			kills++
-		}
-	}
+	dbPath, logPath, threadID := resumeThread(t, "talk it over")
+	killUntilDone(t, 0x2545f491, logPath, fmt.Sprintf("finished max_turns side_a a says %d", sidesTurns-1), func() *crashtest.Child {
+		return crashtest.Start(t, "TestTwoSidedResumeChild", sidesEnvDB+"="+dbPath, sidesEnvThread+"="+threadID, sidesEnvLog+"="+logPath)
+	})
 	// Every execution ran for its call's own side.
 	raw, _ := os.ReadFile(logPath)
 	for _, line := range strings.Fields(strings.ReplaceAll(string(raw), " side_", "/side_")) {
@@ -157,16 +118,13 @@ func TestTwoSidedResumeAfterKills(t *testing.T) {
 			t.Fatalf("call %s ran for %q, want %s", id, side, want)
 		}
 	}
-	if !finished || kills < 20 {
-		t.Fatalf("finished %v after %d kills", finished, kills)
-	}
 
-	st, err = sqlite.Open(dbPath)
+	st, err := sqlite.Open(dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	th, err = thread.Open(ctx, st, resumeWorkspace, th.ID())
+	th, err := thread.Open(ctx, st, resumeWorkspace, threadID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,5 +157,4 @@ func TestTwoSidedResumeAfterKills(t *testing.T) {
 			t.Fatalf("call %s has %d results", id, n)
 		}
 	}
-	t.Logf("%d kills", kills)
 }
