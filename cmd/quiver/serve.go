@@ -45,6 +45,7 @@ type serveFlags struct {
 	conformance *bool
 	journal     *bool
 	metricsAddr *string
+	pprofAddr   *string
 	// allowedHosts and allowedOrigins are the names and browser origins the server's doors
 	// answer to besides local ones (DNS rebinding protection).
 	allowedHosts, allowedOrigins *string
@@ -58,6 +59,8 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 			"is in the journal, and it reaches the database within milliseconds; --journal=false stores each record before answering"),
 		metricsAddr: fs.String("metrics-addr", "", "serve Prometheus metrics (calls, model requests, runs, the journal) at http://HOST:PORT/metrics, "+
 			"apart from the clients' address (default: none)"),
+		pprofAddr: fs.String("pprof-addr", "", "serve the Go runtime's CPU, heap and other profiles (net/http/pprof) at http://HOST:PORT/debug/pprof/, "+
+			"on a loopback address only (default: none)"),
 		allowedHosts: fs.String("allowed-hosts", "", "comma-separated host names (no port) the server answers to besides localhost, loopback addresses, "+
 			"the address a request arrives on and --public-url's host: the names clients and reverse proxies use. Any other Host header is refused "+
 			"with 403 on every door but /healthz (DNS rebinding protection) (default: $"+allowedHostsEnv+")"),
@@ -273,6 +276,11 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 		return exitError, err
 	}
 	defer stopMetrics()
+	stopProfiling, err := a.startProfiling(f)
+	if err != nil {
+		return exitError, err
+	}
+	defer stopProfiling()
 	// The database closes (checkpointing SQLite's log) before the signals are let go: a second
 	// SIGTERM meanwhile is ignored, as during the rest of the shutdown. Dispatch's close is then
 	// a no-op.
@@ -358,6 +366,11 @@ func (a *app) mcpStdio(ctx context.Context, inv *invocation) (int, error) {
 		return exitError, err
 	}
 	defer stopMetrics()
+	stopProfiling, err := a.startProfiling(f)
+	if err != nil {
+		return exitError, err
+	}
+	defer stopProfiling()
 	defer inv.close() // within the signal handling, as in serve
 	cfg, _, err := a.serverConfig(ctx, inv, f, agents{})
 	if err != nil {
