@@ -95,7 +95,7 @@ func BenchmarkLoopStep(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
 	slices.Sort(durations)
 	if n := len(durations); n > 0 {
-		b.ReportMetric(float64(durations[n/2].Microseconds()), "p50-µs/step")
-		b.ReportMetric(float64(durations[n*99/100].Microseconds()), "p99-µs/step")
+		b.ReportMetric(float64(durations[n/2].Nanoseconds())/1e3, "p50-µs/step")
+		b.ReportMetric(float64(durations[n*99/100].Nanoseconds())/1e3, "p99-µs/step")
 	}
 }

@@ -59,15 +59,28 @@ func benchAppendResult(b *testing.B, sync string) {
 	for i := range results {
 		results[i] = benchResult(i)
 	}
+	lat := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
+		start := time.Now()
 		if err := s.Append(ctx, benchWS, th.ID, results[i]); err != nil {
 			b.Fatal(err)
 		}
+		lat[i] = time.Since(start)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "results/s")
+	reportP50(b, lat)
+}
+
+// reportP50 reports the median of one op's latencies, the figure a loop step (which appends
+// several rows) is compared with (agent BenchmarkLoopStep).
+func reportP50(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+	}
 }
 
 // BenchmarkAppendResult appends tool results one per transaction, in WAL mode with
@@ -137,9 +150,11 @@ func BenchmarkRawSQLiteInsert(b *testing.B) {
 	}
 	defer ins.Close()
 	body := strings.Repeat("x", 250)
+	lat := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
+		start := time.Now()
 		tx, err := db.Begin()
 		if err != nil {
 			b.Fatal(err)
@@ -150,9 +165,11 @@ func BenchmarkRawSQLiteInsert(b *testing.B) {
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
+		lat[i] = time.Since(start)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	reportP50(b, lat)
 }
 
 // BenchmarkLast100 reads the last 100 messages of a thread of 1000 (500 calls and their
