@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -43,6 +44,22 @@ type Workspace struct {
 	failed atomic.Pointer[error]
 	mu     sync.Mutex // one reload at a time
 	stamp  string
+	// built holds the stored tools as the last load built them, by tool id (guarded by mu).
+	built map[string]builtTool
+}
+
+// builtTool is a stored tool as a load built it, kept so that the next load builds again only
+// the tools that changed. Building one parses its code and compiles its schemas (most of a
+// millisecond); building every tool on every change made creating the thousandth tool of a
+// workspace take a second, and a thousand of them a quarter of an hour.
+type builtTool struct {
+	// record and versionID are what the tool was built from: its stored record (as JSON) and
+	// the function version it runs ("" for a client tool). Versions and schemas never change
+	// under their ids, so the two say whether the tool would be built the same today. (The
+	// record's updated_at alone would not: two changes may share a timestamp.)
+	record    []byte
+	versionID string
+	tool      *quiver.Tool // as built, before the runtime user is applied
 }
 
 // ID is the workspace's id.
@@ -133,7 +150,11 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 	var tools []*quiver.Tool
 	var broken error
 	if err == nil && (stamp != w.stamp || wasStale) {
-		tools, broken, err = loadStoredTools(ctx, ent, w.id, p.cfg.FunctionLimits)
+		var built map[string]builtTool
+		tools, built, broken, err = loadStoredTools(ctx, ent, w.id, p.cfg.FunctionLimits, w.built)
+		if err == nil {
+			w.built = built
+		}
 	}
 	if err != nil {
 		w.stale.Store(wasStale || w.stamp != stamp)
@@ -163,28 +184,31 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 
 // loadStoredTools builds the workspace's active stored tools: server tools run their function
 // version in the sandbox, as their runtime user (see runtimes), client tools are offered with
-// their schemas and run by the client. A tool that cannot be built does not keep the others
-// out: broken names each one. err is the store's failure to list them, which leaves no tools
-// to serve: a part of them would leave the rest unknown.
-func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string, l jsfunc.Limits) (tools []*quiver.Tool, broken, err error) {
+// their schemas and run by the client. A tool that prev holds as built from the same record
+// and function version is reused, not built again; built is what the next load reuses. A tool
+// that cannot be built does not keep the others out: broken names each one. err is the
+// store's failure to list them, which leaves no tools to serve: a part of them would leave the
+// rest unknown.
+func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string, l jsfunc.Limits, prev map[string]builtTool) (
+	tools []*quiver.Tool, built map[string]builtTool, broken, err error) {
 	var errs []error
+	built = make(map[string]builtTool, len(prev))
 	rt := &runtimes{workspaceID: workspaceID}
+	defaults := map[string]string{} // function id: its default version id, read once per load
 	f := store.ToolFilter{WorkspaceID: workspaceID, Limit: store.MaxListLimit}
 	for {
 		page, err := ent.ListTools(ctx, f)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for _, st := range page.Tools {
-			var t *quiver.Tool
-			if st.Target == store.TargetClient {
-				t, err = clientTool(ctx, ent, workspaceID, st)
-			} else if t, err = jsfunc.Load(ctx, ent, workspaceID, st, l); err == nil {
+			t, err := reuseOrBuild(ctx, ent, workspaceID, st, l, prev, built, defaults)
+			if err == nil && st.Target != store.TargetClient {
 				t, err = rt.runAs(ctx, ent, st, t)
 			}
 			if err != nil {
 				if errors.Is(err, errRuntimes) {
-					return nil, nil, err // the store failed: as for the listing
+					return nil, nil, nil, err // the store failed: as for the listing
 				}
 				errs = append(errs, err)
 				continue
@@ -192,10 +216,48 @@ func loadStoredTools(ctx context.Context, ent store.Entities, workspaceID string
 			tools = append(tools, t)
 		}
 		if page.NextCursor == "" {
-			return tools, errors.Join(errs...), nil
+			return tools, built, errors.Join(errs...), nil
 		}
 		f.Cursor = page.NextCursor
 	}
+}
+
+// reuseOrBuild returns stored tool st as prev holds it when it was built from the same record
+// and function version, else builds it; either way it records the tool in built.
+func reuseOrBuild(ctx context.Context, ent store.Entities, workspaceID string, st *store.Tool, l jsfunc.Limits,
+	prev, built map[string]builtTool, defaults map[string]string) (*quiver.Tool, error) {
+	version := st.FunctionVersionID
+	if st.Target != store.TargetClient && version == "" {
+		def, ok := defaults[st.FunctionID]
+		if !ok {
+			fn, err := ent.Function(ctx, workspaceID, st.FunctionID)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q: function %s: %w", st.Name, st.FunctionID, err)
+			}
+			def = fn.DefaultVersionID
+			defaults[st.FunctionID] = def
+		}
+		version = def
+	}
+	record, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", st.Name, err)
+	}
+	if b, ok := prev[st.ID]; ok && b.versionID == version && bytes.Equal(b.record, record) {
+		built[st.ID] = b
+		return b.tool, nil
+	}
+	var t *quiver.Tool
+	if st.Target == store.TargetClient {
+		t, err = clientTool(ctx, ent, workspaceID, st)
+	} else {
+		t, err = jsfunc.Load(ctx, ent, workspaceID, st, l)
+	}
+	if err != nil {
+		return nil, err
+	}
+	built[st.ID] = builtTool{record: record, versionID: version, tool: t}
+	return t, nil
 }
 
 // Who a stored server tool runs as (SPEC E3, seed 004's runtimeUserId): its runtime user,

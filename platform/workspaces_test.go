@@ -70,3 +70,71 @@ func openSQLiteMember(t *testing.T) (*sqlite.Store, string) {
 	must(t, st.AddMember(ctx, &store.Membership{WorkspaceID: "wsp_a", UserID: "usr_m", Role: store.MemberRoleMember}))
 	return st, path
 }
+
+// A change to one stored tool builds that tool again and reuses the others as they were built:
+// building every tool on every change made the thousandth tool of a workspace take a second to
+// create. A changed record, and a new default version of the function a tool runs, each build
+// the tool again, and the tool then runs what changed.
+func TestReloadBuildsOnlyChangedTools(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLiteMember(t)
+	p, err := platform.New(platform.Config{Store: st, Registry: &quiver.Registry{}, Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	member := platform.Actor{WorkspaceID: "wsp_a", UserID: "usr_m", KeyID: "key_m", Role: store.KeyRoleMember}
+	fn, err := p.CreateFunction(ctx, member, "answer")
+	must(t, err)
+	v1, err := p.CreateFunctionVersion(ctx, member, fn.ID, platform.NewVersion{Code: "export default () => 1"})
+	must(t, err)
+	_, err = p.SetDefaultVersion(ctx, member, fn.ID, v1.ID)
+	must(t, err)
+	_, err = p.CreateTool(ctx, member, platform.NewTool{Name: "answer", Description: "Answers.", Target: store.TargetServer,
+		FunctionID: fn.ID, InputSchema: []byte(`{"type":"object"}`)})
+	must(t, err)
+	pick, err := p.CreateTool(ctx, member, platform.NewTool{Name: "pick_color", Description: "Asks the user for a color.",
+		Target: store.TargetClient, InputSchema: []byte(`{"type":"object"}`)})
+	must(t, err)
+	reg := p.Workspace(ctx, "wsp_a").Registry()
+	lookup := func(name string) *quiver.Tool {
+		t.Helper()
+		tool, ok := reg.Lookup(name)
+		if !ok {
+			t.Fatalf("no tool %s in the workspace", name)
+		}
+		return tool
+	}
+	call := func() string {
+		t.Helper()
+		r, err := (&quiver.Dispatcher{Registry: reg}).Dispatch(ctx, quiver.Call{ID: "call_1", Name: "answer", Args: []byte(`{}`)})
+		must(t, err)
+		return string(r.Value)
+	}
+	answer, color := lookup("answer"), lookup("pick_color")
+	if got := call(); got != "1" {
+		t.Fatalf("answer: %s, want 1", got)
+	}
+
+	_, err = p.CreateTool(ctx, member, platform.NewTool{Name: "pick_size", Description: "Asks the user for a size.", Target: store.TargetClient, InputSchema: []byte(`{"type":"object"}`)})
+	must(t, err)
+	lookup("pick_size")
+	if lookup("answer") != answer || lookup("pick_color") != color {
+		t.Error("creating a tool built the unchanged tools again")
+	}
+
+	desc := "Asks the user for a colour."
+	_, err = p.UpdateTool(ctx, member, pick.ID, platform.ToolChange{Description: platform.Optional[string]{Set: true, Value: desc}})
+	must(t, err)
+	if got := lookup("pick_color"); got == color || got.Description() != desc {
+		t.Errorf("the changed tool: the same build (%v) or its old description %q", got == color, got.Description())
+	}
+	if lookup("answer") != answer {
+		t.Error("changing another tool built this one again")
+	}
+
+	v2, err := p.CreateFunctionVersion(ctx, member, fn.ID, platform.NewVersion{Code: "export default () => 2"})
+	must(t, err)
+	_, err = p.SetDefaultVersion(ctx, member, fn.ID, v2.ID)
+	must(t, err)
+	if got := call(); got != "2" {
+		t.Errorf("answer after its function's new default version: %s, want 2", got)
+	}
+}
