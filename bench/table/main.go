@@ -64,17 +64,43 @@ var sections = []section{
 		{"quiver, bytes allocated per call (client and server)", figure{"peers:BenchmarkHTTP/quiver/seq", "B/op"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "B/op"}, "x bare"},
 		{"mcp-go, bytes allocated per call (client and server)", figure{"peers:BenchmarkHTTP/mcp-go/seq", "B/op"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "B/op"}, "x bare"},
 	}},
-	{"Memory of the server process (internal/cmd/rssbench), against a bare go-sdk server with one tool", []row{
-		{"quiver serve idle RSS, MB", figure{"rss:BenchmarkRSS/quiver", "idle-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "idle-MB"}, "x bare"},
-		{"quiver serve RSS after 4,000 calls, MB", figure{"rss:BenchmarkRSS/quiver", "after-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "after-MB"}, "x bare"},
-		{"quiver serve idle, private part (RssAnon), MB", figure{"rss:BenchmarkRSS/quiver", "idle-anon-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "idle-anon-MB"}, "x bare"},
-		{"quiver serve idle, the binary's mapped pages (RssFile), MB", figure{"rss:BenchmarkRSS/quiver", "idle-file-MB"}, figure{"rss:BenchmarkRSS/bare-go-sdk", "idle-file-MB"}, "x bare"},
+	{"MCP tools/call of get_current_time, each server its own process on loopback (bench/peers/cmd/serverbench): quiver serve as run (API keys, every call recorded), against mcp-go (validation on) and the bare go-sdk server, 1,000 tools each", serveAgainstPeers("call", "calls")},
+	{"MCP tools/list of the 1,001 tools (all pages; one op is the whole list), same servers", serveAgainstPeers("list", "lists")},
+	{"quiver's /v1 API (POST /v1/tools/get_current_time/call, keep-alive HTTP), against its own MCP tools/call and mcp-go's", []row{
+		{"API, 1 client, calls/s", serve("quiver", "api-seq", "calls/s"), serve("quiver", "call-seq", "calls/s"), "x MCP"},
+		{"API, 1 client, calls/s, against mcp-go's MCP", serve("quiver", "api-seq", "calls/s"), serve("mcp-go", "call-seq", "calls/s"), "x mcp-go"},
+		{"API, 16 clients, calls/s", serve("quiver", "api-c16", "calls/s"), serve("quiver", "call-c16", "calls/s"), "x MCP"},
+		{"API, 16 clients, calls/s, against mcp-go's MCP", serve("quiver", "api-c16", "calls/s"), serve("mcp-go", "call-c16", "calls/s"), "x mcp-go"},
+		{"API, 1 client, p50 µs", serve("quiver", "api-seq", "p50-µs"), serve("quiver", "call-seq", "p50-µs"), "x MCP"},
+		{"API, 1 client, p50 µs, against mcp-go's MCP", serve("quiver", "api-seq", "p50-µs"), serve("mcp-go", "call-seq", "p50-µs"), "x mcp-go"},
+		{"API, 16 clients, p99 µs", serve("quiver", "api-c16", "p99-µs"), serve("quiver", "call-c16", "p99-µs"), "x MCP"},
+		{"API, 16 clients, p99 µs, against mcp-go's MCP", serve("quiver", "api-c16", "p99-µs"), serve("mcp-go", "call-c16", "p99-µs"), "x mcp-go"},
+		{"API, 1 client, server bytes allocated per call", serve("quiver", "api-seq", "server-B/op"), serve("quiver", "call-seq", "server-B/op"), "x MCP"},
+		{"API, 1 client, server bytes allocated per call, against mcp-go's MCP", serve("quiver", "api-seq", "server-B/op"), serve("mcp-go", "call-seq", "server-B/op"), "x mcp-go"},
+	}},
+	{"MCP sessions opened (initialize, notifications/initialized) and closed (DELETE), one after the other, same servers", []row{
+		{"quiver, sessions/s", serve("quiver", "sessions", "calls/s"), serve("mcp-go", "sessions", "calls/s"), "x mcp-go"},
+		{"quiver, sessions/s, against bare", serve("quiver", "sessions", "calls/s"), serve("bare-go-sdk", "sessions", "calls/s"), "x bare"},
+		{"quiver, server bytes allocated per session", serve("quiver", "sessions", "server-B/op"), serve("mcp-go", "sessions", "server-B/op"), "x mcp-go"},
+		{"quiver, server bytes allocated per session, against bare", serve("quiver", "sessions", "server-B/op"), serve("bare-go-sdk", "sessions", "server-B/op"), "x bare"},
+	}},
+	{"Memory of the server process (VmRSS; serverbench, same servers and rounds), 1,000 tools each", []row{
+		{"quiver serve idle RSS, MB", serveRSS("quiver", "idle-MB"), serveRSS("bare-go-sdk", "idle-MB"), "x bare"},
+		{"quiver serve idle RSS, against mcp-go, MB", serveRSS("quiver", "idle-MB"), serveRSS("mcp-go", "idle-MB"), "x mcp-go"},
+		{"quiver serve RSS after the calls, MB", serveRSS("quiver", "after-calls-MB"), serveRSS("bare-go-sdk", "after-calls-MB"), "x bare"},
+		{"quiver serve RSS after the calls, against mcp-go, MB", serveRSS("quiver", "after-calls-MB"), serveRSS("mcp-go", "after-calls-MB"), "x mcp-go"},
+		{"quiver serve RSS after the lists, API calls and sessions, MB", serveRSS("quiver", "after-sessions-MB"), serveRSS("bare-go-sdk", "after-sessions-MB"), "x bare"},
+		{"quiver serve RSS after the lists, API calls and sessions, against mcp-go, MB", serveRSS("quiver", "after-sessions-MB"), serveRSS("mcp-go", "after-sessions-MB"), "x mcp-go"},
+		{"quiver serve idle, private part (RssAnon), MB", serveRSS("quiver", "idle-anon-MB"), serveRSS("bare-go-sdk", "idle-anon-MB"), "x bare"},
+		{"quiver serve idle, the binary's mapped pages (RssFile), MB", serveRSS("quiver", "idle-file-MB"), serveRSS("bare-go-sdk", "idle-file-MB"), "x bare"},
 	}},
 	{"Store (store/sqlite), against raw SQLite single-row inserts, each its own transaction", []row{
 		{"append a tool result, own transaction, results/s", figure{"sqlite:BenchmarkAppendResult", "results/s"}, figure{"sqlite:BenchmarkRawSQLiteInsert", "rows/s"}, "x raw"},
 	}},
 	{"Agent loop step, scripted model, everything persisted in SQLite (agent BenchmarkLoopStep)", []row{
 		{"loop step p50 µs, against one append", figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, figure{"sqlite:BenchmarkAppendResult", "µs/op"}, "x append"},
+		{"loop step p50 µs, against the p50 of one raw SQLite insert (its own transaction)", figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, figure{"sqlite:BenchmarkRawSQLiteInsert", "p50-µs"}, "x raw insert"},
+		{"one append's p50 µs, against one raw insert's", figure{"sqlite:BenchmarkAppendResult", "p50-µs"}, figure{"sqlite:BenchmarkRawSQLiteInsert", "p50-µs"}, "x raw insert"},
 		{"loop step p99 µs, against its p50", figure{"agent:BenchmarkLoopStep", "p99-µs/step"}, figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, "x p50"},
 	}},
 	{"Sandbox: a fresh interpreter per run, against a fresh node process per run", []row{
@@ -83,6 +109,32 @@ var sections = []section{
 		{"in a worker process (as quiver runs code), trivial, p50 µs", figure{"sandbox:BenchmarkRun/worker/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/sandbox/trivial", "p50-µs"}, "x in process"},
 		{"in a new worker process each run, trivial, p50 µs", figure{"sandbox:BenchmarkRun/worker-cold/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/node-process/trivial", "p50-µs"}, "x node"},
 	}},
+}
+
+// serve is a figure of serverbench (bench/run prefixes its lines with serve:): one phase of
+// one server, as "serve:BenchmarkServe/quiver/call-seq".
+func serve(server, phase, unit string) figure {
+	return figure{"serve:BenchmarkServe/" + server + "/" + phase, unit}
+}
+
+// serveRSS is a memory figure of serverbench: "serve:BenchmarkServeRSS/quiver".
+func serveRSS(server, unit string) figure { return figure{"serve:BenchmarkServeRSS/" + server, unit} }
+
+// serveAgainstPeers is the rows of serverbench's phases KIND-seq and KIND-c16 (call, list):
+// quiver's rate, p50, p99 and server bytes per op against mcp-go's and the bare go-sdk
+// server's. ops names the ops (calls, lists).
+func serveAgainstPeers(kind, ops string) []row {
+	var rows []row
+	for _, ph := range []struct{ name, clients string }{{kind + "-seq", "1 session"}, {kind + "-c16", "16 sessions"}} {
+		for _, u := range []struct{ unit, what string }{
+			{"calls/s", ops + "/s"}, {"p50-µs", "p50 µs"}, {"p99-µs", "p99 µs"}, {"server-B/op", "server bytes allocated per op"},
+		} {
+			rows = append(rows,
+				row{fmt.Sprintf("quiver, %s, %s", ph.clients, u.what), serve("quiver", ph.name, u.unit), serve("mcp-go", ph.name, u.unit), "x mcp-go"},
+				row{fmt.Sprintf("quiver, %s, %s, against bare", ph.clients, u.what), serve("quiver", ph.name, u.unit), serve("bare-go-sdk", ph.name, u.unit), "x bare"})
+		}
+	}
+	return rows
 }
 
 // benchLine is "name iterations value unit value unit ...".

@@ -470,7 +470,7 @@ func (a *app) importConfigured(ctx context.Context, sf storeFlags, config string
 // opening of the store allocate about 4 MB of which about 1.5 MB stays live; the Go runtime
 // would otherwise keep the rest resident until its scavenger gets to it, and a server that
 // then sits idle holds it for nothing (about 1.2 MB of its idle RSS, measured with
-// internal/cmd/rssbench). It costs one garbage collection, about a millisecond.
+// bench/peers/cmd/serverbench). It costs one garbage collection, about a millisecond.
 func releaseStartupGarbage() { debug.FreeOSMemory() }
 
 // startMetrics serves metrics when --metrics-addr asks for them; the returned function stops.

@@ -1,0 +1,217 @@
+//go:build linux && (amd64 || arm64)
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// result is one server's figures of one round.
+type result struct {
+	phases                          []phase
+	idle, afterCalls, afterSessions mem
+}
+
+// concurrency is how many sessions (or API clients) the c16 phases run at once.
+const concurrency = 16
+
+// measurer measures one started server.
+type measurer struct {
+	ctx    context.Context
+	t      target
+	p      *proc
+	c      *clients
+	cfg    config
+	res    result
+	report func(phase)
+}
+
+// measure runs every phase against the started server p (see the command's documentation).
+// profileDir, when not empty, receives the CPU profile of its call-c16 phase and its
+// allocations profile after it.
+func measure(ctx context.Context, t target, p *proc, cfg config, profileDir string, report func(phase)) (result, error) {
+	m := &measurer{ctx: ctx, t: t, p: p, c: newClients(p.key), cfg: cfg, report: report}
+	defer m.c.close()
+	var err error
+	if err := sleep(ctx, cfg.settle); err != nil {
+		return result{}, err
+	}
+	if m.res.idle, err = readMem(p.pid); err != nil {
+		return result{}, err
+	}
+	if err := m.checkTools(); err != nil {
+		return result{}, err
+	}
+	if err := m.sessionPhase("call-seq", 1, cfg.calls, 50, nil, callClock); err != nil {
+		return result{}, err
+	}
+	if err := m.callC16(profileDir); err != nil {
+		return result{}, err
+	}
+	if err := sleep(ctx, cfg.settle); err != nil {
+		return result{}, err
+	}
+	if m.res.afterCalls, err = readMem(p.pid); err != nil {
+		return result{}, err
+	}
+	list := func(ctx context.Context, cs *mcp.ClientSession) error {
+		_, err := listAll(ctx, cs)
+		return err
+	}
+	if err := m.sessionPhase("list-seq", 1, cfg.lists, 3, nil, list); err != nil {
+		return result{}, err
+	}
+	if err := m.sessionPhase("list-c16", concurrency, cfg.lists, 1, nil, list); err != nil {
+		return result{}, err
+	}
+	if t.isQuiver() {
+		if err := m.apiPhases(); err != nil {
+			return result{}, err
+		}
+	}
+	ph, err := timed(ctx, p.pprofBase, "sessions", func() ([]time.Duration, time.Duration, error) {
+		return runOps(ctx, 1, cfg.sessions, nil, func(ctx context.Context, _ int) error {
+			cs, err := m.c.connect(ctx, p.mcpURL)
+			if err != nil {
+				return err
+			}
+			return m.c.closeAll([]*mcp.ClientSession{cs})
+		})
+	})
+	if err != nil {
+		return result{}, err
+	}
+	m.add(ph)
+	if err := sleep(ctx, cfg.settle); err != nil {
+		return result{}, err
+	}
+	if m.res.afterSessions, err = readMem(p.pid); err != nil {
+		return result{}, err
+	}
+	return m.res, nil
+}
+
+func (m *measurer) add(ph phase) {
+	m.res.phases = append(m.res.phases, ph)
+	m.report(ph)
+}
+
+// checkTools checks with one tools/list that the server serves get_current_time and the
+// filler tools.
+func (m *measurer) checkTools() error {
+	cs, err := m.c.connect(m.ctx, m.p.mcpURL)
+	if err != nil {
+		return err
+	}
+	names, err := listAll(m.ctx, cs)
+	if cerr := m.c.closeAll([]*mcp.ClientSession{cs}); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	return checkListed(m.t, names, m.cfg.tools)
+}
+
+// sessionPhase opens `workers` sessions, warms each with `warm` ops, then times n ops spread
+// over them at once (and more, until more is closed, when it is not nil), and closes them.
+func (m *measurer) sessionPhase(name string, workers, n, warm int, more <-chan struct{},
+	op func(context.Context, *mcp.ClientSession) error) error {
+	var sessions []*mcp.ClientSession
+	defer func() { m.c.closeAll(sessions) }()
+	for range workers {
+		cs, err := m.c.connect(m.ctx, m.p.mcpURL)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		sessions = append(sessions, cs)
+		for i := range warm {
+			if err := op(m.ctx, cs); err != nil {
+				return fmt.Errorf("%s: warm-up op %d: %w", name, i+1, err)
+			}
+		}
+	}
+	ph, err := timed(m.ctx, m.p.pprofBase, name, func() ([]time.Duration, time.Duration, error) {
+		return runOps(m.ctx, workers, n, more, func(ctx context.Context, w int) error { return op(ctx, sessions[w]) })
+	})
+	if err != nil {
+		return err
+	}
+	err = m.c.closeAll(sessions)
+	sessions = nil
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	m.add(ph)
+	return nil
+}
+
+// callC16 runs the call-c16 phase, while a CPU profile of the server is taken when profileDir
+// is set: the calls go on until the profile is done.
+func (m *measurer) callC16(profileDir string) error {
+	if profileDir == "" {
+		return m.sessionPhase("call-c16", concurrency, m.cfg.calls, 2, nil, callClock)
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	defer cancel()
+	done := make(chan struct{})
+	var (
+		prof []byte
+		perr error
+	)
+	go func() {
+		defer close(done)
+		prof, perr = fetch(ctx, m.p.pprofBase+"profile?seconds="+strconv.Itoa(m.cfg.profileSeconds))
+	}()
+	err := m.sessionPhase("call-c16", concurrency, m.cfg.calls, 2, done, callClock)
+	if err != nil {
+		cancel()
+		<-done
+		return err
+	}
+	<-done
+	if perr != nil {
+		return fmt.Errorf("CPU profile: %w", perr)
+	}
+	if err := os.WriteFile(filepath.Join(profileDir, m.t.label+"-call-c16.pprof"), prof, 0o644); err != nil {
+		return err
+	}
+	allocs, err := fetch(m.ctx, m.p.pprofBase+"allocs")
+	if err != nil {
+		return fmt.Errorf("allocations profile: %w", err)
+	}
+	return os.WriteFile(filepath.Join(profileDir, m.t.label+"-allocs.pprof"), allocs, 0o644)
+}
+
+// apiPhases calls get_current_time through quiver's API, one client then 16 at once, each on
+// keep-alive connections.
+func (m *measurer) apiPhases() error {
+	url := strings.TrimSuffix(m.p.mcpURL, "/mcp") + "/v1/tools/" + toolName + "/call"
+	call := func(ctx context.Context, _ int) error { return m.c.apiCall(ctx, url) }
+	for _, workers := range []int{1, concurrency} {
+		name := "api-seq"
+		if workers > 1 {
+			name = fmt.Sprintf("api-c%d", workers)
+		}
+		// Warm up: the connections, and what the first calls set up.
+		if _, _, err := runOps(m.ctx, workers, max(50, 2*workers), nil, call); err != nil {
+			return fmt.Errorf("%s: warm-up: %w", name, err)
+		}
+		ph, err := timed(m.ctx, m.p.pprofBase, name, func() ([]time.Duration, time.Duration, error) {
+			return runOps(m.ctx, workers, m.cfg.calls, nil, call)
+		})
+		if err != nil {
+			return err
+		}
+		m.add(ph)
+	}
+	return nil
+}
