@@ -264,9 +264,13 @@ type RunLog interface {
 }
 
 // Backend is everything a database backend provides (store/sqlite, store/postgres,
-// store/memstore): what an application that serves every door is assembled on.
+// store/memstore): what an application that serves every door is assembled on. It includes
+// BatchAppender, so that a writer handed a Backend (or a type that embeds one) batches its
+// appends: when it was left out, the journal of `quiver serve` found no AppendBatch on the
+// store it was given and wrote every call's record in a transaction of its own.
 type Backend interface {
 	Store
+	BatchAppender
 	Files
 	Entities
 	APIKeys

@@ -6,7 +6,31 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/quiverhq/quiver/store"
 )
+
+// quiver serve gives its journal the opened database, and the journal batches its appends in
+// one transaction only when the store it is given has AppendBatch: the opened database (a
+// store.Backend in a struct) must have it, or every recorded call costs a commit of its own
+// (as it did, found by bench/peers/cmd/serverbench: a third of the server's CPU under load).
+func TestOpenedDatabaseBatchesAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quiver.db")
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := addStoreFlags(fs)
+	if err := fs.Parse([]string{"--db", path}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := f.open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var st store.Store = db
+	if _, ok := st.(store.BatchAppender); !ok {
+		t.Fatal("the opened database is not a store.BatchAppender: the journal would store each record in its own transaction")
+	}
+}
 
 func TestOpenCreatesDatabaseAndLocalWorkspaceOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "data", "quiver.db")
