@@ -204,22 +204,9 @@ var apiBody = []byte(`{"args":{"timezone":"UTC"}}`)
 // apiCall calls get_current_time through quiver's API (POST /v1/tools/get_current_time/call)
 // and checks that the answer is 200 with a success result.
 func (c *clients) apiCall(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(apiBody))
+	b, err := c.postJSON(ctx, url, apiBody, http.StatusOK)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %s: %.500s", url, resp.Status, b)
 	}
 	var out struct {
 		Result struct {
@@ -234,6 +221,29 @@ func (c *clients) apiCall(ctx context.Context, url string) error {
 		return fmt.Errorf("POST %s: not a success with a value: %.500s", url, b)
 	}
 	return nil
+}
+
+// postJSON POSTs body (JSON) to url and returns the answer's body when its status is one of
+// ok, else an error with the start of the answer.
+func (c *clients) postJSON(ctx context.Context, url string, body []byte, ok ...int) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(ok, resp.StatusCode) {
+		return nil, fmt.Errorf("POST %s: %s: %.1000s", url, resp.Status, answer)
+	}
+	return answer, nil
 }
 
 // authTransport sends the API key on every request, and checks the answers to DELETE (the

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -166,22 +165,9 @@ func (c *clients) apiJSON(ctx context.Context, url string, body, out any) error 
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	answer, err := c.postJSON(ctx, url, b, http.StatusCreated, http.StatusOK)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %s: %.1000s", url, resp.Status, answer)
 	}
 	if out != nil {
 		if err := json.Unmarshal(answer, out); err != nil {
