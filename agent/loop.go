@@ -93,8 +93,14 @@ func (rs *run) loop(ctx context.Context) (*Outcome, error) {
 }
 
 // takeQueued moves the thread's queued messages into its history and says whether there were
-// any.
+// any. The append that ended the step before (the results, or the model's answer) usually saw
+// the queue in its own transaction already, which spares a read per step (a read transaction
+// is half an append on SQLite); a message queued after that append is taken at the next step,
+// or by the wake that follows every Queue once this run ends.
 func (rs *run) takeQueued(ctx context.Context) (bool, error) {
+	if queued, known := rs.th.QueueSeen(); known && !queued {
+		return false, nil
+	}
 	queued, err := rs.th.Queued(ctx)
 	if err != nil || len(queued) == 0 {
 		return false, err

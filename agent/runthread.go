@@ -142,6 +142,7 @@ func (rs *run) observe(ctx context.Context, agentName string, fn func(context.Co
 // begin reads the thread's history into the run, adds the message (none: the run resumes the
 // calls left without a result) and marks the thread running.
 func (rs *run) begin(ctx context.Context, message string) error {
+	rs.th.QueueSeen() // what an append before this run saw is stale: the first step reads the queue
 	var err error
 	if rs.hist, err = rs.th.History(ctx); err != nil {
 		return err

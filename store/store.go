@@ -271,6 +271,7 @@ type RunLog interface {
 type Backend interface {
 	Store
 	BatchAppender
+	QueuePeeker
 	Files
 	Entities
 	APIKeys
@@ -296,6 +297,17 @@ type BatchAppender interface {
 	// AppendBatch applies ops in order in one transaction, each with Append's rules. It stores
 	// all of them or, when one fails, none; the error is then a *BatchError naming that one.
 	AppendBatch(ctx context.Context, ops []AppendOp) error
+}
+
+// QueuePeeker is implemented by stores whose append can also say whether the thread has
+// queued messages, read in the append's own transaction. The agent loop looks for queued
+// messages before every step, right after the append that ends the step before; asking that
+// append spares a read transaction of its own, which on SQLite costs about half an append.
+type QueuePeeker interface {
+	// AppendPeek is Append that also reports whether the thread has queued messages (see
+	// Queue) once msgs are stored, as the append's transaction saw them. On error it reports
+	// false and stores nothing, as Append.
+	AppendPeek(ctx context.Context, workspaceID, threadID string, msgs ...*Message) (queued bool, err error)
 }
 
 // BatchError is the error of an AppendBatch that stored nothing because of one of its ops.

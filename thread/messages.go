@@ -36,14 +36,45 @@ func (t *Thread) History(ctx context.Context) ([]*store.Message, error) {
 	}
 }
 
-// Inject appends messages to the thread now, in one transaction.
+// Inject appends messages to the thread now, in one transaction. When the store is a
+// store.QueuePeeker, that transaction also looks at the thread's queue, for QueueSeen.
 func (t *Thread) Inject(ctx context.Context, msgs ...*store.Message) error {
-	return t.st.Append(ctx, t.ws, t.id, msgs...)
+	p, ok := t.st.(store.QueuePeeker)
+	if !ok || len(msgs) == 0 {
+		t.queueSeen.Store(nil)
+		return t.st.Append(ctx, t.ws, t.id, msgs...)
+	}
+	writes := queueWrites.Load()
+	queued, err := p.AppendPeek(ctx, t.ws, t.id, msgs...)
+	if err != nil {
+		t.queueSeen.Store(nil)
+		return err
+	}
+	t.queueSeen.Store(&queueLook{queued: queued, writes: writes})
+	return nil
+}
+
+// QueueSeen reports whether the thread had queued messages when the latest append through
+// this handle (Inject, Record, AppendUser...) committed, and forgets it. known is false when
+// no such append can tell: none since the last call, a store that is no store.QueuePeeker,
+// or a queue written by this process since (through any handle: a sub-agent's answer). The
+// answer is as fresh as a Queued read made at that commit, without the read: a runtime that
+// looks for queued messages after each append uses it, and finds a message another process
+// queued since at its next look.
+func (t *Thread) QueueSeen() (queued, known bool) {
+	look := t.queueSeen.Swap(nil)
+	if look == nil || look.writes != queueWrites.Load() {
+		return false, false
+	}
+	return look.queued, true
 }
 
 // Queue queues messages for the thread's next step: they join the history when the runtime
 // calls TakeQueued at the start of that step.
 func (t *Thread) Queue(ctx context.Context, msgs ...*store.Message) error {
+	// Counted once the queue is written (or failed to be): an append that looked at the queue
+	// before this write cannot have seen it, and its look is not used from here on.
+	defer queueWrites.Add(1)
 	return t.st.Enqueue(ctx, t.ws, t.id, msgs...)
 }
 
@@ -54,6 +85,7 @@ func (t *Thread) Queued(ctx context.Context) ([]*store.Message, error) {
 
 // TakeQueued moves the queued messages into the history, once each, and returns them.
 func (t *Thread) TakeQueued(ctx context.Context) ([]*store.Message, error) {
+	t.queueSeen.Store(nil)
 	return t.st.AppendQueued(ctx, t.ws, t.id)
 }
 

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/store"
@@ -42,7 +43,23 @@ type Thread struct {
 
 	mu   sync.Mutex
 	info store.Thread // the last snapshot read or written
+
+	// queueSeen is what the latest append through this handle saw of the thread's queue in
+	// its own transaction, until QueueSeen reports it.
+	queueSeen atomic.Pointer[queueLook]
 }
+
+// queueLook is what an append saw of its thread's queue, and how many queue writes this
+// process had made before it.
+type queueLook struct {
+	queued bool
+	writes uint64
+}
+
+// queueWrites counts the queue writes this process has made, through any handle: one made
+// after an append (a sub-agent run in between delivering its answer to this thread, through
+// its own handle on it) makes what the append saw of the queue too old to use.
+var queueWrites atomic.Uint64
 
 func newHandle(st Store, info *store.Thread) *Thread {
 	return &Thread{st: st, ws: info.WorkspaceID, id: info.ID, agent: info.AgentID, user: info.UserID,

@@ -503,3 +503,42 @@ func TestCallArgumentsSurviveStorage(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueSeen: an append says once what it saw of the queue; a queue written by this process
+// since, through any handle on the thread, makes that too old to use.
+func TestQueueSeen(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		th := newThread(t, st)
+		other, err := thread.Open(ctx, st, ws, th.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		look := func(wantQueued, wantKnown bool) {
+			t.Helper()
+			if queued, known := th.QueueSeen(); queued != wantQueued || known != wantKnown {
+				t.Fatalf("QueueSeen = %v, %v; want %v, %v", queued, known, wantQueued, wantKnown)
+			}
+		}
+		look(false, false) // nothing appended yet
+		if _, err := th.AppendUser(ctx, "hello"); err != nil {
+			t.Fatal(err)
+		}
+		look(false, true)
+		look(false, false) // said once
+		if _, err := th.AppendUser(ctx, "again"); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Queue(ctx, &store.Message{Role: store.RoleUser, Content: "queued through another handle"}); err != nil {
+			t.Fatal(err)
+		}
+		look(false, false) // the append looked before that queue write
+		if _, err := th.AppendUser(ctx, "third"); err != nil {
+			t.Fatal(err)
+		}
+		look(true, true)
+		if _, err := th.TakeQueued(ctx); err != nil {
+			t.Fatal(err)
+		}
+		look(false, false)
+	})
+}

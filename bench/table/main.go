@@ -101,6 +101,8 @@ var sections = []section{
 		{"loop step p50 µs, against one append", figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, figure{"sqlite:BenchmarkAppendResult", "µs/op"}, "x append"},
 		{"loop step p50 µs, against the p50 of one raw SQLite insert (its own transaction)", figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, figure{"sqlite:BenchmarkRawSQLiteInsert", "p50-µs"}, "x raw insert"},
 		{"one append's p50 µs, against one raw insert's", figure{"sqlite:BenchmarkAppendResult", "p50-µs"}, figure{"sqlite:BenchmarkRawSQLiteInsert", "p50-µs"}, "x raw insert"},
+		{"one raw insert into a table indexed as messages is, p50 µs, against one into a table without indexes", figure{"sqlite:BenchmarkRawSQLiteInsertIndexed", "p50-µs"}, figure{"sqlite:BenchmarkRawSQLiteInsert", "p50-µs"}, "x raw insert"},
+		{"one append's p50 µs, against one raw insert into a table indexed as messages is", figure{"sqlite:BenchmarkAppendResult", "p50-µs"}, figure{"sqlite:BenchmarkRawSQLiteInsertIndexed", "p50-µs"}, "x indexed insert"},
 		{"loop step p99 µs, against its p50", figure{"agent:BenchmarkLoopStep", "p99-µs/step"}, figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, "x p50"},
 	}},
 	{"Sandbox: a fresh interpreter per run, against a fresh node process per run", []row{

@@ -39,6 +39,21 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 	return err
 }
 
+// AppendPeek is Append that also reports whether the thread has queued messages once msgs are
+// stored (see store.QueuePeeker).
+func (s *Store) AppendPeek(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) (bool, error) {
+	if err := s.Append(ctx, workspaceID, threadID, msgs...); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.th.thread(threadOp("append to "+threadID), workspaceID, threadID)
+	if err != nil {
+		return false, err
+	}
+	return len(rec.queue) > 0, nil
+}
+
 // AppendBatch applies ops in order in one step (see store.BatchAppender): all of them, or none
 // and a *store.BatchError naming the op that failed. Each op follows Append's rules and sets
 // its messages' ID, ThreadID, Seq and CreatedAt (the op's At when set).

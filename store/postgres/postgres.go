@@ -294,7 +294,9 @@ func (s *Store) Threads(ctx context.Context, workspaceID string, f store.ThreadF
 // after the lock, so created_at grows with seq. The messages and their calls are inserted from
 // arrays, one element per row; the constraints (unique result per call, known call) are
 // checked by the database, at the end of the statement for the foreign keys, so a result may
-// answer a call of the same batch.
+// answer a call of the same batch. It also says whether the thread has queued messages (for
+// AppendPeek), as the statement's snapshot saw them: a queue written or taken meanwhile is
+// seen by the runtime's next look, which is all QueuePeeker promises.
 const appendSQL = `WITH t AS (
 	UPDATE threads SET last_seq = last_seq + $3
 	WHERE id = $1 AND workspace_id = $2
@@ -311,7 +313,7 @@ const appendSQL = `WITH t AS (
 	FROM t, unnest($11::text[], $12::int8[], $13::int4[], $14::text[], $15::text[], $16::text[])
 		AS u(call_id, pos, idx, name, args, reasoning)
 )
-SELECT base, at FROM t`
+SELECT base, at, EXISTS (SELECT FROM queued_messages WHERE thread_id = $1) FROM t`
 
 // batch holds an Append's rows as columns, the shape appendSQL takes.
 type batch struct {
@@ -389,28 +391,40 @@ func newBatch(ctx context.Context, threadID string, msgs []*store.Message) (*bat
 // an earlier message of the thread (store.ErrInvalid otherwise); a call already answered fails
 // with store.ErrResultExists. On any error nothing of the batch is stored.
 func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) error {
-	op := "append to thread " + threadID
 	if len(msgs) == 0 {
 		_, err := s.Thread(ctx, workspaceID, threadID)
 		return err
 	}
+	_, err := s.AppendPeek(ctx, workspaceID, threadID, msgs...)
+	return err
+}
+
+// AppendPeek is Append that also reports whether the thread has queued messages once msgs are
+// stored, as the append's statement saw them (see store.QueuePeeker).
+func (s *Store) AppendPeek(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) (bool, error) {
+	op := "append to thread " + threadID
+	if len(msgs) == 0 {
+		q, err := s.Queued(ctx, workspaceID, threadID) // reports a thread of no such workspace
+		return len(q) > 0, err
+	}
 	b, err := newBatch(ctx, threadID, msgs)
 	if err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
+		return false, fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	wctx, cancel, err := writeContext(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
+		return false, fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	defer cancel()
 	var base int64
 	var at time.Time
-	err = s.pool.QueryRow(wctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at)
+	var queued bool
+	err = s.pool.QueryRow(wctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at, &queued)
 	if err != nil {
-		return dialect.Err(op, err)
+		return false, dialect.Err(op, err)
 	}
 	b.fill(msgs, threadID, base, at)
-	return nil
+	return queued, nil
 }
 
 // args are appendSQL's arguments for the batch; at nil means the time of the statement.
@@ -459,7 +473,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 				}
 				continue
 			}
-			err := tx.QueryRow(ctx, appendSQL, batches[k].args(op.ThreadID, op.WorkspaceID, at)...).Scan(&bases[k], &ats[k])
+			err := tx.QueryRow(ctx, appendSQL, batches[k].args(op.ThreadID, op.WorkspaceID, at)...).Scan(&bases[k], &ats[k], new(bool))
 			if err != nil {
 				return &store.BatchError{Index: k, Err: dialect.Err("append to thread "+op.ThreadID, err)}
 			}

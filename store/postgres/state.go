@@ -40,7 +40,7 @@ func (s *Store) AppendState(ctx context.Context, workspaceID, threadID string, w
 	// With no message the statement still finds and locks the thread: the write alone is
 	// stored as a call's would be.
 	err = sqlstore.Transactions(s.db)(wctx, func(ctx context.Context, tx sqlstore.Querier) error {
-		if err := tx.QueryRowContext(ctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at); err != nil {
+		if err := tx.QueryRowContext(ctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at, new(bool)); err != nil {
 			return dialect.Err(op, err)
 		}
 		var err error

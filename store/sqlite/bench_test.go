@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,6 +132,30 @@ func BenchmarkAppendResultParallel(b *testing.B) {
 // modernc.org/sqlite database with the store's settings (WAL, synchronous=NORMAL, foreign keys,
 // BEGIN IMMEDIATE, one connection, a prepared statement), rows the size of a stored result.
 func BenchmarkRawSQLiteInsert(b *testing.B) {
+	benchRawInsert(b, []string{`CREATE TABLE rows (id INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, body TEXT NOT NULL)`},
+		`INSERT INTO rows (thread_id, body) VALUES (?, ?)`, func(_ int, _, body string) []any { return []any{"thr_bench", body} })
+}
+
+// BenchmarkRawSQLiteInsertIndexed is BenchmarkRawSQLiteInsert into a table keyed and indexed as
+// the messages table is (a text id, unique; a unique thread and seq; a unique result per call),
+// the rows given ids as the store gives them: the least one append can cost while the database
+// keeps those guarantees, each index a page more to write to the log at every commit.
+func BenchmarkRawSQLiteInsertIndexed(b *testing.B) {
+	benchRawInsert(b, []string{
+		`CREATE TABLE rows (id TEXT NOT NULL PRIMARY KEY, thread_id TEXT NOT NULL, seq INTEGER NOT NULL, call_id TEXT, body TEXT NOT NULL,
+			UNIQUE (thread_id, seq))`,
+		`CREATE UNIQUE INDEX rows_one_result ON rows (thread_id, call_id) WHERE call_id IS NOT NULL`,
+	}, `INSERT INTO rows (id, thread_id, seq, call_id, body) VALUES (?, ?, ?, ?, ?)`, func(i int, id, body string) []any {
+		return []any{id, "thr_bench", i + 1, "call_" + strconv.Itoa(i), body}
+	})
+}
+
+// rawBody is the body of a raw insert's row, the size of a stored result.
+var rawBody = strings.Repeat("x", 250)
+
+// benchRawInsert inserts one row per transaction with insert, its parameters args(the row's
+// index, a new message id, the body), on a database created by schema.
+func benchRawInsert(b *testing.B, schema []string, insert string, args func(i int, id, body string) []any) {
 	path := filepath.Join(b.TempDir(), "raw.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+url.Values{
 		"_pragma": {"busy_timeout(5000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"},
@@ -141,15 +166,20 @@ func BenchmarkRawSQLiteInsert(b *testing.B) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`CREATE TABLE rows (id INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, body TEXT NOT NULL)`); err != nil {
-		b.Fatal(err)
+	for _, stmt := range schema {
+		if _, err := db.Exec(stmt); err != nil {
+			b.Fatal(err)
+		}
 	}
-	ins, err := db.Prepare(`INSERT INTO rows (thread_id, body) VALUES (?, ?)`)
+	ins, err := db.Prepare(insert)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ins.Close()
-	body := strings.Repeat("x", 250)
+	rows := make([][]any, b.N)
+	for i := range rows {
+		rows[i] = args(i, store.NewID(store.PrefixMessage), rawBody)
+	}
 	lat := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -159,7 +189,7 @@ func BenchmarkRawSQLiteInsert(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := tx.Stmt(ins).Exec("thr_bench", body); err != nil {
+		if _, err := tx.Stmt(ins).Exec(rows[i]...); err != nil {
 			b.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {

@@ -63,12 +63,37 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 // sets its messages' ID, ThreadID, Seq and CreatedAt (the op's At when set) once the batch is
 // stored.
 func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
+	_, err := s.appendBatch(ctx, ops)
+	return err
+}
+
+// AppendPeek is Append that also reports whether the thread has queued messages once msgs are
+// stored, read in the append's transaction (see store.QueuePeeker).
+func (s *Store) AppendPeek(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) (bool, error) {
+	if len(msgs) == 0 {
+		if err := s.Append(ctx, workspaceID, threadID); err != nil {
+			return false, err
+		}
+		q, err := s.Queued(ctx, workspaceID, threadID)
+		return len(q) > 0, err
+	}
+	queued, err := s.appendBatch(ctx, []store.AppendOp{{WorkspaceID: workspaceID, ThreadID: threadID, Messages: msgs}})
+	if be, ok := err.(*store.BatchError); ok {
+		return false, be.Err
+	}
+	return queued, err
+}
+
+// appendBatch is AppendBatch that also reports, for a batch of one op (AppendPeek's), whether
+// its thread has queued messages: the transaction looks when it reads the thread's last seq,
+// and as it holds the write lock from there to its commit, what it saw is still so then.
+func (s *Store) appendBatch(ctx context.Context, ops []store.AppendOp) (queued bool, _ error) {
 	rows := make([][]row, len(ops))
 	for k, op := range ops {
 		rows[k] = make([]row, len(op.Messages))
 		for i, m := range op.Messages {
 			if err := encodeMessage(ctx, op.ThreadID, m, &rows[k][i]); err != nil {
-				return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: message %d: %w", op.ThreadID, i, err)}
+				return false, &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: message %d: %w", op.ThreadID, i, err)}
 			}
 		}
 	}
@@ -83,7 +108,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 			last, known := lasts[key]
 			if !known {
 				var err error
-				if last, err = s.lastSeq(ctx, tx, op.WorkspaceID, op.ThreadID); err != nil {
+				if last, queued, err = s.lastSeq(ctx, op.WorkspaceID, op.ThreadID); err != nil {
 					return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: %w", op.ThreadID, err)}
 				}
 			}
@@ -96,7 +121,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	for k, op := range ops {
 		at := opTime(op, now)
@@ -104,7 +129,7 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 			m.ID, m.ThreadID, m.Seq, m.CreatedAt = rows[k][i].id, op.ThreadID, firsts[k]+int64(i), at
 		}
 	}
-	return nil
+	return queued, nil
 }
 
 // opTime is when an op's messages were written: its At, else the batch's time.
@@ -140,15 +165,16 @@ func (s *Store) appendRows(ctx context.Context, tx querier, threadID string, row
 	return nil
 }
 
-// lastSeq returns the seq of the thread's newest message (0 for none) inside a write
-// transaction, or store.ErrNotFound when the workspace has no such thread.
-func (s *Store) lastSeq(ctx context.Context, tx querier, workspaceID, threadID string) (int64, error) {
-	var last sql.NullInt64
-	err := s.wThreadSeq.QueryRowContext(ctx, threadID, workspaceID).Scan(&last)
+// lastSeq returns the seq of the thread's newest message (0 for none) and whether it has
+// queued messages, inside a write transaction (which keeps both as they are until it ends),
+// or store.ErrNotFound when the workspace has no such thread.
+func (s *Store) lastSeq(ctx context.Context, workspaceID, threadID string) (last int64, queued bool, _ error) {
+	var seq sql.NullInt64
+	err := s.wThreadSeq.QueryRowContext(ctx, threadID, workspaceID).Scan(&seq, &queued)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, store.ErrNotFound
+		return 0, false, store.ErrNotFound
 	}
-	return last.Int64, err
+	return seq.Int64, queued, err
 }
 
 // insertError explains why inserting message i failed. A constraint failure on a tool message

@@ -296,7 +296,8 @@ func (s *Store) prepare() error {
 	prep(s.wc, &s.wBegin, `BEGIN IMMEDIATE`)
 	prep(s.wc, &s.wCommit, `COMMIT`)
 	prep(s.wc, &s.wRollback, `ROLLBACK`)
-	prep(s.wc, &s.wThreadSeq, `SELECT (SELECT max(seq) FROM messages WHERE thread_id = ?1) FROM threads WHERE id = ?1 AND workspace_id = ?2`)
+	prep(s.wc, &s.wThreadSeq, `SELECT (SELECT max(seq) FROM messages WHERE thread_id = ?1),
+		EXISTS (SELECT 1 FROM queued_messages WHERE thread_id = ?1) FROM threads WHERE id = ?1 AND workspace_id = ?2`)
 	prep(s.wc, &s.wInsertMessage, `INSERT INTO messages (`+messageCols+`, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	prep(s.wc, &s.wInsertCall, `INSERT INTO tool_calls (thread_id, call_id, seq, idx, name, args, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	prep(s.wc, &s.wCallState, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = ?1 AND call_id = ?2),

@@ -31,7 +31,7 @@ func (s *Store) AppendState(ctx context.Context, workspaceID, threadID string, w
 	// Append's steps (AppendBatch's for one op), then the state: the writer connection's
 	// transaction keeps every other writer out from the read of the state to its write.
 	err := s.write(ctx, func(ctx context.Context, tx querier) error {
-		last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
+		last, _, err := s.lastSeq(ctx, workspaceID, threadID)
 		if err != nil {
 			return fmt.Errorf("sqlite: append to %s: %w", threadID, err)
 		}

@@ -93,7 +93,7 @@ func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) 
 	now := stamp.Now(ctx).Round(0)
 	var out []*store.Message
 	err := s.write(ctx, func(ctx context.Context, tx querier) error {
-		last, err := s.lastSeq(ctx, tx, workspaceID, threadID)
+		last, _, err := s.lastSeq(ctx, workspaceID, threadID)
 		if err != nil {
 			return fmt.Errorf("sqlite: append queued to %s: %w", threadID, err)
 		}

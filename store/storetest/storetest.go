@@ -52,6 +52,7 @@ func Run(t *testing.T, open Open) {
 		{"UpdateMessage", testUpdateMessage},
 		{"Queue", testQueue},
 		{"QueueConcurrent", testQueueConcurrent},
+		{"QueuePeek", testQueuePeek},
 		{"Decisions", testDecisions},
 		{"Logs", testLogs},
 		{"StateWriteAndRead", testStateWriteAndRead},

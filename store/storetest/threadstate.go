@@ -187,6 +187,60 @@ func testQueue(t *testing.T, s store.Store) {
 
 func second[T any](_ T, err error) error { return err }
 
+// testQueuePeek checks AppendPeek (store.QueuePeeker): an append that says whether the
+// thread's queue holds messages, with Append's rules.
+func testQueuePeek(t *testing.T, s store.Store) {
+	p, ok := s.(store.QueuePeeker)
+	if !ok {
+		t.Fatalf("%T is no store.QueuePeeker (a store.Backend must be)", s)
+	}
+	th := newThread(t, s, ws)
+	peek := func(want bool, msgs ...*store.Message) {
+		t.Helper()
+		queued, err := p.AppendPeek(ctx, ws, th.ID, msgs...)
+		if err != nil || queued != want {
+			t.Fatalf("AppendPeek = %v, %v; want %v", queued, err, want)
+		}
+	}
+	first := &store.Message{Role: store.RoleUser, Content: "start"}
+	peek(false, first)
+	if first.Seq != 1 || first.ThreadID != th.ID || first.ID == "" || first.CreatedAt.IsZero() {
+		t.Fatalf("AppendPeek did not fill the message as Append does: %+v", first)
+	}
+	if err := s.Enqueue(ctx, ws, th.ID, &store.Message{Role: store.RoleUser, Content: "meanwhile"}); err != nil {
+		t.Fatal(err)
+	}
+	peek(true, assistant("c1"))
+	peek(true, result("c1", "done"))
+	peek(true) // nothing to append: still an answer
+	if _, err := s.AppendQueued(ctx, ws, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	peek(false, assistant("c2"))
+	// Another thread's queue is not this one's.
+	other := newThread(t, s, ws)
+	if err := s.Enqueue(ctx, ws, other.ID, &store.Message{Role: store.RoleUser, Content: "elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	peek(false, result("c2", "done"))
+	// Append's rules hold, and a refused append reports nothing queued.
+	if queued, err := p.AppendPeek(ctx, ws, th.ID, result("c2", "again")); !errors.Is(err, store.ErrResultExists) || queued {
+		t.Errorf("a second result: %v, %v; want ErrResultExists", queued, err)
+	}
+	for name, id := range map[string]string{"another workspace's thread": other.ID, "no thread": "thr_missing"} {
+		workspace := ws
+		if id == other.ID {
+			workspace = "wsp_other"
+		}
+		if queued, err := p.AppendPeek(ctx, workspace, id, &store.Message{Role: store.RoleUser, Content: "x"}); !errors.Is(err, store.ErrNotFound) || queued {
+			t.Errorf("%s: %v, %v; want ErrNotFound", name, queued, err)
+		}
+	}
+	if got := all(t, s, ws, th.ID); len(got) != 6 {
+		t.Fatalf("history holds %d messages, want 6 (start, c1, its result, the queued one, c2, its result)", len(got))
+	}
+}
+
 // testQueueConcurrent enqueues from several goroutines while another drains the queue step by
 // step: every message reaches the history exactly once, each writer's in its order.
 func testQueueConcurrent(t *testing.T, s store.Store) {
