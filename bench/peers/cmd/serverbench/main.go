@@ -59,9 +59,9 @@
 // The client and the servers share the machine: a figure is the whole loop's, and the
 // comparison is fair because every server gets the same client. Each binary is copied into a
 // temporary directory and its page cache dropped before each start, so each server starts as
-// after a cold boot whatever built it last (see dropCache). -cpuprofile-dir saves a CPU profile
-// of each server's call-c16 phase in round 1 (the phase lasts at least -profile-seconds then)
-// and its allocations profile after it.
+// after a cold boot whatever built it last (see dropCache). -cpuprofile-dir saves CPU profiles
+// of each server's call-seq and call-c16 phases in round 1 (each phase lasts at least
+// -profile-seconds then) and its allocations profile after them.
 //
 // Linux only. Every server listens on 127.0.0.1 only and is killed when serverbench exits or
 // -timeout passes.
@@ -105,7 +105,7 @@ func main() {
 	flag.IntVar(&cfg.tools, "tools", 1000, "filler tools each server serves beside get_current_time")
 	flag.IntVar(&cfg.sessions, "sessions", 1000, "sessions opened and closed in the sessions phase")
 	flag.DurationVar(&cfg.settle, "settle", 2*time.Second, "wait before each RSS reading")
-	flag.StringVar(&cfg.profileDir, "cpuprofile-dir", "", "save each server's CPU profile of round 1's call-c16 phase, and its allocations after it, in `DIR`")
+	flag.StringVar(&cfg.profileDir, "cpuprofile-dir", "", "save each server's CPU profiles of round 1's call-seq and call-c16 phases, and its allocations after them, in `DIR`")
 	flag.IntVar(&cfg.profileSeconds, "profile-seconds", 5, "length of the CPU profiles")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up (and kill the servers) after this long")
 	flag.Parse()

@@ -35,8 +35,8 @@ type measurer struct {
 }
 
 // measure runs every phase against the started server p (see the command's documentation).
-// profileDir, when not empty, receives the CPU profile of its call-c16 phase and its
-// allocations profile after it.
+// profileDir, when not empty, receives the CPU profiles of its call-seq and call-c16 phases and
+// its allocations profile after them.
 func measure(ctx context.Context, t target, p *proc, cfg config, profileDir string, report func(phase)) (result, error) {
 	m := &measurer{ctx: ctx, t: t, p: p, c: newClients(p.key), cfg: cfg, report: report}
 	defer m.c.close()
@@ -50,11 +50,20 @@ func measure(ctx context.Context, t target, p *proc, cfg config, profileDir stri
 	if err := m.checkTools(); err != nil {
 		return result{}, err
 	}
-	if err := m.sessionPhase("call-seq", 1, cfg.calls, 50, nil, callClock); err != nil {
+	if err := m.callPhase("call-seq", 1, 50, profileDir); err != nil {
 		return result{}, err
 	}
-	if err := m.callC16(profileDir); err != nil {
+	if err := m.callPhase("call-c16", concurrency, 2, profileDir); err != nil {
 		return result{}, err
+	}
+	if profileDir != "" {
+		allocs, err := fetch(m.ctx, m.p.pprofBase+"allocs")
+		if err != nil {
+			return result{}, fmt.Errorf("allocations profile: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(profileDir, m.t.label+"-allocs.pprof"), allocs, 0o644); err != nil {
+			return result{}, err
+		}
 	}
 	if err := sleep(ctx, cfg.settle); err != nil {
 		return result{}, err
@@ -154,11 +163,12 @@ func (m *measurer) sessionPhase(name string, workers, n, warm int, more <-chan s
 	return nil
 }
 
-// callC16 runs the call-c16 phase, while a CPU profile of the server is taken when profileDir
-// is set: the calls go on until the profile is done.
-func (m *measurer) callC16(profileDir string) error {
+// callPhase runs a phase of tools/call from `workers` sessions, each warmed with `warm` calls,
+// while a CPU profile of the server is taken when profileDir is set: the calls go on until the
+// profile is done.
+func (m *measurer) callPhase(name string, workers, warm int, profileDir string) error {
 	if profileDir == "" {
-		return m.sessionPhase("call-c16", concurrency, m.cfg.calls, 2, nil, callClock)
+		return m.sessionPhase(name, workers, m.cfg.calls, warm, nil, callClock)
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	defer cancel()
@@ -171,7 +181,7 @@ func (m *measurer) callC16(profileDir string) error {
 		defer close(done)
 		prof, perr = fetch(ctx, m.p.pprofBase+"profile?seconds="+strconv.Itoa(m.cfg.profileSeconds))
 	}()
-	err := m.sessionPhase("call-c16", concurrency, m.cfg.calls, 2, done, callClock)
+	err := m.sessionPhase(name, workers, m.cfg.calls, warm, done, callClock)
 	if err != nil {
 		cancel()
 		<-done
@@ -181,14 +191,7 @@ func (m *measurer) callC16(profileDir string) error {
 	if perr != nil {
 		return fmt.Errorf("CPU profile: %w", perr)
 	}
-	if err := os.WriteFile(filepath.Join(profileDir, m.t.label+"-call-c16.pprof"), prof, 0o644); err != nil {
-		return err
-	}
-	allocs, err := fetch(m.ctx, m.p.pprofBase+"allocs")
-	if err != nil {
-		return fmt.Errorf("allocations profile: %w", err)
-	}
-	return os.WriteFile(filepath.Join(profileDir, m.t.label+"-allocs.pprof"), allocs, 0o644)
+	return os.WriteFile(filepath.Join(profileDir, m.t.label+"-"+name+".pprof"), prof, 0o644)
 }
 
 // apiPhases calls get_current_time through quiver's API, one client then 16 at once, each on
