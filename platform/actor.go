@@ -11,7 +11,10 @@ type Actor struct {
 	UserID      string
 	// KeyID names the key in refusals ("API key key_1 is a viewer's").
 	KeyID string
-	Role  store.KeyRole
+	// Who names the actor in refusals when it is not a key (an access token's user); empty
+	// means its key.
+	Who  string
+	Role store.KeyRole
 	// Operator says the actor administers the server itself (an admin of its own workspace),
 	// and so may create workspaces.
 	Operator bool
@@ -28,7 +31,7 @@ func (a Actor) mayChange(may string) error {
 	if a.Role.Allows(store.KeyRoleMember) {
 		return nil
 	}
-	return &Error{Kind: Forbidden, Message: "API key " + a.KeyID + " is a viewer's: it may " + may}
+	return &Error{Kind: Forbidden, Message: a.who() + " is a viewer's: it may " + may}
 }
 
 // mayAdminister refuses anyone but an admin: may says what the key may do instead.
@@ -36,5 +39,12 @@ func (a Actor) mayAdminister(may string) error {
 	if a.Role.Allows(store.KeyRoleAdmin) {
 		return nil
 	}
-	return &Error{Kind: Forbidden, Message: "API key " + a.KeyID + " is a " + string(a.Role) + "'s: it may " + may}
+	return &Error{Kind: Forbidden, Message: a.who() + " is a " + string(a.Role) + "'s: it may " + may}
+}
+
+func (a Actor) who() string {
+	if a.Who != "" {
+		return a.Who
+	}
+	return "API key " + a.KeyID
 }

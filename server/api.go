@@ -350,6 +350,6 @@ func (s *Server) actor(ctx context.Context) platform.Actor {
 	if s.cfg.Auth == nil {
 		return platform.Operator(s.workspaceID(ctx), p.UserID)
 	}
-	return platform.Actor{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Role: p.Role,
+	return platform.Actor{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Who: p.Who(), Role: p.Role,
 		Operator: p.WorkspaceID == s.cfg.WorkspaceID}
 }

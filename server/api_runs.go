@@ -219,7 +219,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 		// Each stream holds a connection and a goroutine for as long as the client likes:
 		// bound them per key, per workspace and in all, as MCP sessions are.
 		p, _ := PrincipalFrom(ctx)
-		release, err := s.streams.take(ctx, ws, p.KeyID)
+		release, err := s.streams.take(ctx, ws, p.Owner())
 		if err != nil {
 			return nil, err
 		}

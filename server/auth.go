@@ -27,12 +27,33 @@ func NewAPIKey() (secret, prefix string, hash []byte) { return platform.NewAPIKe
 func HashAPIKey(secret string) []byte { return platform.HashAPIKey(secret) }
 
 // Principal is who a request acts as: the key it carried, and that key's workspace, user and
-// role, the role being what the key may do now (store.KeyRole.Effective).
+// role, the role being what the key may do now (store.KeyRole.Effective); or, for an access
+// token (TokenAuth), its issuer and subject, the user they are, and the workspace and role the
+// rules grant.
 type Principal struct {
 	KeyID       string
 	WorkspaceID string
 	UserID      string
 	Role        store.KeyRole
+	// Issuer and Subject name the person an access token was issued to; empty for a key.
+	Issuer, Subject string
+}
+
+// Who names the principal in refusals: its key, or the user its token names.
+func (p Principal) Who() string {
+	if p.KeyID != "" || p.Subject == "" {
+		return "API key " + p.KeyID
+	}
+	return "the access token of user " + p.UserID
+}
+
+// Owner is who owns the sessions and streams the principal opens: its key, or for a token
+// its user (a new token of the same person continues them).
+func (p Principal) Owner() string {
+	if p.KeyID != "" || p.Subject == "" {
+		return p.KeyID
+	}
+	return "user:" + p.UserID
 }
 
 type principalKey struct{}
@@ -69,6 +90,9 @@ const (
 type Authenticator struct {
 	// Keys finds the keys. Required.
 	Keys store.APIKeys
+	// Tokens, when set, also accepts access tokens of an OpenID Connect issuer: any bearer
+	// that is not a Quiver key is checked as one.
+	Tokens *TokenAuth
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -92,17 +116,40 @@ func (a *Authenticator) now() time.Time {
 }
 
 // Authenticate returns who the Authorization header value authorization acts as, or an error
-// wrapping ErrUnauthorized that says what is wrong with it (never the key).
+// wrapping ErrUnauthorized that says what is wrong with it (never the key or token).
 func (a *Authenticator) Authenticate(ctx context.Context, authorization string) (Principal, error) {
+	return a.authenticate(ctx, authorization, "")
+}
+
+// AuthenticateRequest is Authenticate for a request: its Authorization header, and the
+// workspace its WorkspaceHeader names (which a key's workspace must be, and a token must grant).
+func (a *Authenticator) AuthenticateRequest(r *http.Request) (Principal, error) {
+	return a.authenticate(r.Context(), r.Header.Get("Authorization"), strings.TrimSpace(r.Header.Get(WorkspaceHeader)))
+}
+
+func (a *Authenticator) authenticate(ctx context.Context, authorization, workspace string) (Principal, error) {
 	scheme, secret, _ := strings.Cut(strings.TrimSpace(authorization), " ")
 	secret = strings.TrimSpace(secret)
+	bearer := strings.EqualFold(scheme, "Bearer") && secret != ""
 	switch {
+	case authorization == "" && a.Tokens != nil:
+		return Principal{}, fmt.Errorf("%w: no API key or access token: send the header Authorization: Bearer followed by either", ErrUnauthorized)
 	case authorization == "":
 		return Principal{}, fmt.Errorf("%w: no API key: send the header Authorization: Bearer %s<key>", ErrUnauthorized, APIKeyPrefix)
-	case !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, APIKeyPrefix) ||
-		len(secret) != platform.APIKeyLength:
+	case bearer && a.Tokens != nil && !strings.HasPrefix(secret, APIKeyPrefix):
+		return a.Tokens.Authenticate(ctx, secret, workspace)
+	case !bearer || !strings.HasPrefix(secret, APIKeyPrefix) || len(secret) != platform.APIKeyLength:
 		return Principal{}, fmt.Errorf("%w: the Authorization header is not Bearer followed by a Quiver API key (%s...)", ErrUnauthorized, APIKeyPrefix)
 	}
+	p, err := a.key(ctx, secret)
+	if err == nil && workspace != "" && workspace != p.WorkspaceID {
+		return Principal{}, fmt.Errorf("%w: API key %s belongs to another workspace than %q, which the %s header names", ErrUnauthorized, p.KeyID, workspace, WorkspaceHeader)
+	}
+	return p, err
+}
+
+// key returns who an API key acts as.
+func (a *Authenticator) key(ctx context.Context, secret string) (Principal, error) {
 	var h [sha256.Size]byte
 	copy(h[:], HashAPIKey(secret))
 	now := a.now()
@@ -165,22 +212,35 @@ func (a *Authenticator) check(ctx context.Context, hash []byte, now time.Time, p
 // saying why. next finds the principal with PrincipalFrom.
 func (a *Authenticator) Require(role store.KeyRole, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		p, err := a.AuthenticateRequest(r)
 		switch {
 		case errors.Is(err, ErrUnauthorized):
-			w.Header().Set("WWW-Authenticate", `Bearer realm="quiver"`)
+			w.Header().Set("WWW-Authenticate", a.challenge(r))
 			writeProblem(w, http.StatusUnauthorized, "unauthorized", err.Error())
 			return
 		case err != nil:
-			writeProblem(w, http.StatusServiceUnavailable, "store_unavailable", "the server could not check the API key; try again shortly")
+			writeProblem(w, http.StatusServiceUnavailable, "store_unavailable", "the server could not check the API key or token; try again shortly")
 			return
 		case !p.Role.Allows(role):
 			writeProblem(w, http.StatusForbidden, "forbidden",
-				fmt.Sprintf("API key %s has the role %s in workspace %s; this needs %s", p.KeyID, p.Role, p.WorkspaceID, role))
+				fmt.Sprintf("%s has the role %s in workspace %s; this needs %s", p.Who(), p.Role, p.WorkspaceID, role))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 	})
+}
+
+// challenge is the WWW-Authenticate header of a 401: with tokens accepted, it points to the
+// protected resource metadata (RFC 9728), where an MCP client finds the issuer to sign in with.
+func (a *Authenticator) challenge(r *http.Request) string {
+	if a.Tokens == nil {
+		return `Bearer realm="quiver"`
+	}
+	c := `Bearer realm="quiver", resource_metadata="` + a.Tokens.MetadataURL() + `"`
+	if scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
+		c += `, error="invalid_token"`
+	}
+	return c
 }
 
 func writeProblem(w http.ResponseWriter, status int, code, detail string) {
@@ -195,7 +255,7 @@ func writeProblem(w http.ResponseWriter, status int, code, detail string) {
 func callerMayCall(next quiver.Handler) quiver.Handler {
 	return func(ctx context.Context, c *quiver.Call) *quiver.Result {
 		if p, ok := PrincipalFrom(ctx); ok && !p.Role.Allows(store.KeyRoleMember) {
-			return quiver.Errorf(quiver.CodePolicyDenied, "API key %s is a viewer's: it may list the tools but not call them", p.KeyID)
+			return quiver.Errorf(quiver.CodePolicyDenied, "%s is a viewer's: it may list the tools but not call them", p.Who())
 		}
 		return next(ctx, c)
 	}

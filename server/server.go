@@ -18,6 +18,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -332,6 +333,20 @@ func (s *Server) routes() {
 	docs := apidocs.Handler()
 	s.mux.Handle("GET "+apidocs.Path, docs)
 	s.mux.Handle("GET "+apidocs.Path+"/", docs)
+	if cfg.Auth != nil && cfg.Auth.Tokens != nil {
+		// Where an MCP client that got a 401 finds the issuer to sign in with: public, as
+		// the issuer's own discovery document is.
+		meta, _ := json.Marshal(cfg.Auth.Tokens.ResourceMetadata())
+		serveMeta := func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "max-age=300")
+			_, _ = w.Write(meta)
+		}
+		s.mux.HandleFunc("GET "+cfg.Auth.Tokens.MetadataPath(), serveMeta)
+		if root := MetadataPath(""); root != cfg.Auth.Tokens.MetadataPath() {
+			s.mux.HandleFunc("GET "+root, serveMeta)
+		}
+	}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("GET /readyz", s.ready)
 	// The console: a client of /v1 like any other, its key in each request's header.
@@ -363,7 +378,7 @@ func (s *Server) sessionOptions() *mcp.HTTPOptions {
 	if cfg.Auth != nil && owner == nil {
 		owner = func(r *http.Request) string {
 			p, _ := PrincipalFrom(r.Context())
-			return p.KeyID
+			return p.Owner()
 		}
 	}
 	total, perWorkspace := cmp.Or(cfg.MaxSessions, mcp.DefaultMaxSessions), cfg.MaxSessionsPerWorkspace

@@ -195,6 +195,7 @@ type serveRequest struct {
 	idleTimeout, drainDelay                 time.Duration
 	insecure                                bool
 	flags                                   serveFlags
+	oidc                                    *oidcFlags
 }
 
 // parseServe reads and checks quiver serve's flags.
@@ -215,6 +216,7 @@ func parseServe(inv *invocation) (serveRequest, error) {
 	fs.BoolVar(&r.insecure, "insecure-local", false, "serve without API keys: anyone who can reach the port calls every tool, run_code included; "+
 		"refused unless --addr is a loopback address")
 	r.flags = addServeFlags(fs)
+	r.oidc = addOIDCFlags(fs)
 	if err := inv.parseNone(""); err != nil {
 		return r, err
 	}
@@ -311,6 +313,10 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = r.maxSessions, r.maxPerClient, r.idleTimeout
 	cfg.DrainDelay = r.drainDelay
 	cfg.MaxSessionsPerWorkspace = r.maxPerWorkspace
+	tokens, err := r.oidc.tokenAuth(ctx, db, cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), r.insecure)
+	if err != nil {
+		return exitUsage, err
+	}
 	// The server listens before the first key is made: a start that cannot listen must not make
 	// the one key that is shown only once, and then exit with it scrolled away.
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -318,7 +324,7 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 		return exitError, listenFailed(ctx, cfg.Addr, err, db, r.insecure)
 	}
 	if !r.insecure {
-		cfg.Auth = &server.Authenticator{Keys: db}
+		cfg.Auth = &server.Authenticator{Keys: db, Tokens: tokens}
 	}
 	stopRuns, err := startRuns(ctx, cfg.Platform, db)
 	if err != nil {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+)
+
+// oidcFlags are quiver serve's flags for access tokens of an OpenID Connect issuer.
+type oidcFlags struct {
+	issuer, audience, rules string
+}
+
+func addOIDCFlags(fs *flag.FlagSet) *oidcFlags {
+	f := &oidcFlags{}
+	fs.StringVar(&f.issuer, "oidc-issuer", "", "also accept access tokens (JWTs) of this OpenID Connect issuer on every door, beside API keys; needs --oidc-rules")
+	fs.StringVar(&f.audience, "oidc-audience", "", "what a token's aud must hold: the audience the provider issues tokens for (default: the server's resource identifier, --public-url followed by /mcp)")
+	fs.StringVar(&f.rules, "oidc-rules", "", "a YAML file of the rules that turn a token's claims into a workspace and a role (see README, Sign-in with an identity provider)")
+	return f
+}
+
+// rulesFile is the form of --oidc-rules.
+type rulesFile struct {
+	Rules []server.ClaimRule `yaml:"rules"`
+}
+
+// tokenAuth returns the access-token check the flags ask for (nil for none), its rules read and
+// checked against the workspaces of db.
+func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL string, insecure bool) (*server.TokenAuth, error) {
+	switch {
+	case f.issuer == "" && (f.rules != "" || f.audience != ""):
+		return nil, usagef("--oidc-rules and --oidc-audience need --oidc-issuer")
+	case f.issuer == "":
+		return nil, nil
+	case insecure:
+		return nil, usagef("--oidc-issuer checks tokens, --insecure-local checks nothing: give one of them")
+	case f.rules == "":
+		return nil, usagef("--oidc-issuer needs --oidc-rules FILE: without rules no token grants any workspace")
+	}
+	data, err := os.ReadFile(f.rules)
+	if err != nil {
+		return nil, usagef("--oidc-rules: %v", err)
+	}
+	var rf rulesFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rf); err != nil {
+		return nil, usagef("--oidc-rules %s: %v (want rules: a list of {claim, value, workspace, role})", f.rules, err)
+	}
+	resource := strings.TrimSuffix(publicURL, "/") + "/mcp"
+	ta := &server.TokenAuth{Issuer: f.issuer, Audience: cmp.Or(f.audience, resource), Resource: resource, Rules: rf.Rules, Users: db}
+	if err := ta.Check(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	for i, r := range rf.Rules {
+		if _, err := db.Workspace(ctx, r.Workspace); errors.Is(err, store.ErrNotFound) {
+			return nil, usagef("--oidc-rules %s: rule %d names workspace %q, which this database does not have", f.rules, i+1, r.Workspace)
+		} else if err != nil {
+			return nil, fmt.Errorf("--oidc-rules: %w", err)
+		}
+	}
+	return ta, nil
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// quiver serve's --oidc flags refuse what cannot work, with exit 2 and the reason.
+func TestServeOIDCFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	unknown := write("unknown.yaml", "rules:\n  - {claim: groups, value: eng, workspace: wsp_nowhere, role: member}\n")
+	badRole := write("badrole.yaml", "rules:\n  - {claim: groups, value: eng, workspace: wsp_x, role: owner}\n")
+	badField := write("badfield.yaml", "rules:\n  - {claim: groups, value: eng, workspace: wsp_x, role: member, grant: all}\n")
+	db := filepath.Join(dir, "q.db")
+	tests := []struct {
+		name  string
+		flags []string
+		says  string
+	}{
+		{"rules without an issuer", []string{"--oidc-rules", unknown}, "need --oidc-issuer"},
+		{"an issuer without rules", []string{"--oidc-issuer", "https://id.example.com"}, "needs --oidc-rules"},
+		{"with --insecure-local", []string{"--insecure-local", "--oidc-issuer", "https://id.example.com", "--oidc-rules", unknown}, "give one of them"},
+		{"an http issuer off loopback", []string{"--oidc-issuer", "http://id.example.com", "--oidc-rules", unknown}, "not an https URL"},
+		{"a workspace the database lacks", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", unknown}, `names workspace "wsp_nowhere"`},
+		{"an unknown role", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", badRole}, `role "owner"`},
+		{"an unknown field", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", badField}, "grant"},
+		{"a missing file", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", filepath.Join(dir, "none.yaml")}, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, tt.flags...)
+			code, _, stderr := runCLI(t, "", args...)
+			if code != exitUsage || !strings.Contains(stderr, tt.says) {
+				t.Fatalf("exit %d, want %d saying %q:\n%s", code, exitUsage, tt.says, stderr)
+			}
+		})
+	}
+}

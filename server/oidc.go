@@ -1,0 +1,366 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/store"
+)
+
+// DefaultClockSkew is how far a token's exp, nbf and iat may be off the server's clock.
+const DefaultClockSkew = 30 * time.Second
+
+// WorkspaceHeader names the workspace a request acts in when its token grants several.
+const WorkspaceHeader = "Quiver-Workspace"
+
+// ClaimRule grants a workspace and a role to every token whose claim holds a value: the claim
+// (a dotted path for a nested one, as "realm_access.roles") is that string, or an array holding
+// it. Rules are evaluated on every request: a person removed from the group loses the access
+// when the token that said so expires.
+type ClaimRule struct {
+	Claim     string        `json:"claim"`
+	Value     string        `json:"value"`
+	Workspace string        `json:"workspace"`
+	Role      store.KeyRole `json:"role"`
+}
+
+// Check reports a rule that names no claim, value or workspace, or an unknown role.
+func (r ClaimRule) Check() error {
+	switch {
+	case strings.TrimSpace(r.Claim) == "" || r.Value == "" || r.Workspace == "":
+		return fmt.Errorf("a rule needs a claim, a value and a workspace, got %+v", r)
+	case !r.Role.Valid():
+		return fmt.Errorf("rule for %s=%q: role %q is none of admin, member, viewer", r.Claim, r.Value, r.Role)
+	}
+	return nil
+}
+
+// TokenAuth accepts access tokens (JWTs) from one OpenID Connect issuer: the signature checked
+// with the issuer's keys (fetched from its discovery document, followed when it rotates them),
+// the issuer, the audience, the expiry and not-before times, then the rules turn the claims
+// into a workspace and a role. Its methods are safe for concurrent use.
+type TokenAuth struct {
+	// Issuer is the issuer's URL, exactly as its tokens' iss says it.
+	Issuer string
+	// Audience is what a token's aud must hold, so that a token issued for another service is
+	// refused: this server's resource identifier (RFC 8707), or the name the provider gives
+	// the audience it issues tokens for (an API identifier, a client id).
+	Audience string
+	// Resource is this server's resource identifier, which its protected resource metadata
+	// names (its public URL's /mcp); empty means Audience.
+	Resource string
+	// Rules grant workspaces and roles; a token that matches none is refused.
+	Rules []ClaimRule
+	// Users keeps the people tokens name: each (issuer, subject) is one Quiver user,
+	// created the first time it is seen. Required.
+	Users TokenUsers
+	// ClockSkew is how far exp, nbf and iat may be off; zero means DefaultClockSkew.
+	ClockSkew time.Duration
+	// Client fetches the issuer's documents; nil uses a client of its own.
+	Client *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	once     sync.Once
+	keys     *issuerKeys
+	verifier *oidc.IDTokenVerifier
+
+	mu    sync.Mutex
+	known map[string]bool // user ids stored already
+}
+
+// TokenUsers is what TokenAuth needs of the store to keep the users tokens name.
+type TokenUsers interface {
+	User(ctx context.Context, id string) (*store.User, error)
+	CreateUser(ctx context.Context, u *store.User) error
+}
+
+// Check reports a configuration that cannot work.
+func (t *TokenAuth) Check() error {
+	u, err := url.Parse(t.Issuer)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))):
+		return fmt.Errorf("oidc: the issuer %q is not an https URL (http only on loopback)", t.Issuer)
+	case t.Audience == "":
+		return errors.New("oidc: no audience: give the server's resource identifier (its public URL's /mcp), or the audience the provider's tokens name")
+	case len(t.Rules) == 0:
+		return errors.New("oidc: no rules: without one, no token grants any workspace")
+	case t.Users == nil:
+		return errors.New("oidc: TokenAuth.Users is not set")
+	}
+	for i, r := range t.Rules {
+		if err := r.Check(); err != nil {
+			return fmt.Errorf("oidc: rule %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+func isLoopbackHost(h string) bool { return h == "localhost" || h == "127.0.0.1" || h == "::1" }
+
+func (t *TokenAuth) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+func (t *TokenAuth) init() {
+	t.once.Do(func() {
+		client := t.Client
+		if client == nil {
+			client = &http.Client{Timeout: 10 * time.Second}
+		}
+		t.keys = &issuerKeys{issuer: t.Issuer, client: client, now: t.now}
+		algs := make([]string, len(tokenAlgorithms))
+		for i, a := range tokenAlgorithms {
+			algs[i] = string(a)
+		}
+		// Expiry and not-before are checked below, with the stated skew: go-oidc allows five
+		// minutes on nbf and none on exp.
+		t.verifier = oidc.NewVerifier(t.Issuer, t.keys, &oidc.Config{ClientID: t.Audience, SupportedSigningAlgs: algs, SkipExpiryCheck: true})
+	})
+}
+
+// tokenClaims are the registered claims TokenAuth reads itself.
+type tokenClaims struct {
+	Expiry    *json.Number `json:"exp"`
+	NotBefore *json.Number `json:"nbf"`
+	IssuedAt  *json.Number `json:"iat"`
+	Email     string       `json:"email"`
+	Name      string       `json:"name"`
+	Username  string       `json:"preferred_username"`
+}
+
+// Authenticate returns who the access token acts as in the workspace named by workspace (the
+// WorkspaceHeader; empty when the token grants only one), or an error wrapping
+// ErrUnauthorized that says what is wrong with it (never the token).
+func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (Principal, error) {
+	t.init()
+	idt, err := t.verifier.Verify(ctx, token)
+	if err != nil {
+		return Principal{}, fmt.Errorf("%w: the access token was refused: %s", ErrUnauthorized, strings.TrimPrefix(err.Error(), "oidc: "))
+	}
+	var std tokenClaims
+	var all map[string]any
+	if err := idt.Claims(&std); err != nil {
+		return Principal{}, fmt.Errorf("%w: the access token's claims: %v", ErrUnauthorized, err)
+	}
+	if err := idt.Claims(&all); err != nil {
+		return Principal{}, fmt.Errorf("%w: the access token's claims: %v", ErrUnauthorized, err)
+	}
+	if err := t.checkTimes(std); err != nil {
+		return Principal{}, fmt.Errorf("%w: the access token %v", ErrUnauthorized, err)
+	}
+	if idt.Subject == "" {
+		return Principal{}, fmt.Errorf("%w: the access token names no subject (sub)", ErrUnauthorized)
+	}
+	grants := t.grants(all)
+	ws, role, err := pickWorkspace(grants, workspace)
+	if err != nil {
+		return Principal{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
+	}
+	userID, err := t.user(ctx, idt.Subject, std)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{WorkspaceID: ws, UserID: userID, Role: role, Issuer: t.Issuer, Subject: idt.Subject}, nil
+}
+
+// checkTimes checks exp (required), nbf and iat against the clock, with the skew.
+func (t *TokenAuth) checkTimes(c tokenClaims) error {
+	skew := t.ClockSkew
+	if skew == 0 {
+		skew = DefaultClockSkew
+	}
+	now := t.now()
+	at := func(n *json.Number) (time.Time, error) {
+		f, err := n.Float64()
+		if err != nil {
+			return time.Time{}, err
+		}
+		return time.Unix(int64(f), 0), nil
+	}
+	if c.Expiry == nil {
+		return errors.New("has no expiry (exp)")
+	}
+	exp, err := at(c.Expiry)
+	if err != nil {
+		return errors.New("has an expiry (exp) that is not a number")
+	}
+	if !now.Before(exp.Add(skew)) {
+		return fmt.Errorf("expired at %s", exp.UTC().Format(time.RFC3339))
+	}
+	for _, claim := range []struct {
+		name string
+		n    *json.Number
+	}{{"not valid before (nbf)", c.NotBefore}, {"issued (iat)", c.IssuedAt}} {
+		if claim.n == nil {
+			continue
+		}
+		when, err := at(claim.n)
+		if err != nil {
+			return fmt.Errorf("has a %s time that is not a number", claim.name)
+		}
+		if when.After(now.Add(skew)) {
+			return fmt.Errorf("is %s %s, in the future", claim.name, when.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// grants returns the role each workspace's rules give the claims: the highest of them.
+func (t *TokenAuth) grants(claims map[string]any) map[string]store.KeyRole {
+	out := map[string]store.KeyRole{}
+	for _, r := range t.Rules {
+		if !claimHolds(claims, r.Claim, r.Value) {
+			continue
+		}
+		if have, ok := out[r.Workspace]; !ok || r.Role.Allows(have) {
+			out[r.Workspace] = r.Role
+		}
+	}
+	return out
+}
+
+// claimHolds says whether the claim at path (dotted) is value, or an array holding it.
+func claimHolds(claims map[string]any, path, value string) bool {
+	var v any = claims
+	for part := range strings.SplitSeq(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		v = m[part]
+	}
+	switch v := v.(type) {
+	case string:
+		return v == value
+	case []any:
+		for _, e := range v {
+			if s, ok := e.(string); ok && s == value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pickWorkspace returns the workspace a request acts in, and the role there: the one named,
+// which the token must grant, or the token's only one.
+func pickWorkspace(grants map[string]store.KeyRole, named string) (string, store.KeyRole, error) {
+	if named != "" {
+		role, ok := grants[named]
+		if !ok {
+			return "", "", fmt.Errorf("the access token grants no access to workspace %q", named)
+		}
+		return named, role, nil
+	}
+	switch len(grants) {
+	case 0:
+		return "", "", errors.New("the access token's claims match no rule of this server: it grants no workspace")
+	case 1:
+		for ws, role := range grants {
+			return ws, role, nil
+		}
+	}
+	return "", "", fmt.Errorf("the access token grants %d workspaces: name one with the %s header", len(grants), WorkspaceHeader)
+}
+
+// user returns the id of the Quiver user the token's subject is, storing the user the first
+// time: derived from the issuer and subject, so every node of a fleet finds the same one.
+func (t *TokenAuth) user(ctx context.Context, subject string, c tokenClaims) (string, error) {
+	sum := sha256.Sum256([]byte(t.Issuer + "\x00" + subject))
+	id := store.PrefixUser + "_" + ids.Encode(sum[:16])
+	t.mu.Lock()
+	known := t.known[id]
+	t.mu.Unlock()
+	if known {
+		return id, nil
+	}
+	_, err := t.Users.User(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		// The address is the user's own and unique: the token's email could belong to a user
+		// made for API keys, and a provider need not say whether it verified it.
+		host := "oidc"
+		if u, perr := url.Parse(t.Issuer); perr == nil && u.Hostname() != "" {
+			host = u.Hostname()
+		}
+		name := firstNonEmpty(c.Name, c.Username, c.Email, subject)
+		err = t.Users.CreateUser(ctx, &store.User{ID: id, Email: strings.ToLower(ids.Encode(sum[16:26])) + "@" + host, Name: name})
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrIDTaken) {
+			err = nil // another request or node stored it first
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("storing the user of the access token: %w", err)
+	}
+	t.mu.Lock()
+	if t.known == nil || len(t.known) >= authCacheMax {
+		t.known = map[string]bool{}
+	}
+	t.known[id] = true
+	t.mu.Unlock()
+	return id, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// MetadataPath is where the protected resource metadata of the resource identifier audience
+// is served (RFC 9728 section 3.1: the well-known path, then the identifier's own path).
+func MetadataPath(audience string) string {
+	path := "/.well-known/oauth-protected-resource"
+	if u, err := url.Parse(audience); err == nil {
+		path += strings.TrimSuffix(u.Path, "/")
+	}
+	return path
+}
+
+// resource is the server's resource identifier.
+func (t *TokenAuth) resource() string {
+	if t.Resource != "" {
+		return t.Resource
+	}
+	return t.Audience
+}
+
+// MetadataPath is where this server serves its protected resource metadata.
+func (t *TokenAuth) MetadataPath() string { return MetadataPath(t.resource()) }
+
+// MetadataURL is the URL of the protected resource metadata, which 401 answers point to.
+func (t *TokenAuth) MetadataURL() string {
+	u, err := url.Parse(t.resource())
+	if err != nil || u.Host == "" {
+		return t.MetadataPath()
+	}
+	return u.Scheme + "://" + u.Host + t.MetadataPath()
+}
+
+// ResourceMetadata is this server's OAuth protected resource metadata (RFC 9728): where
+// clients find the issuer to get tokens from.
+func (t *TokenAuth) ResourceMetadata() map[string]any {
+	return map[string]any{
+		"resource":                 t.resource(),
+		"authorization_servers":    []string{t.Issuer},
+		"bearer_methods_supported": []string{"header"},
+		"resource_name":            "Quiver",
+	}
+}

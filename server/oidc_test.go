@@ -1,0 +1,342 @@
+package server_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/memstore"
+)
+
+// tokenIssuer serves a discovery document and a key set on loopback, and signs tokens with
+// its current key: what the hostile tokens below are made against (a real provider signs only
+// good ones; TestOIDCEndToEnd uses one).
+type tokenIssuer struct {
+	url       string
+	mu        sync.Mutex
+	key       *rsa.PrivateKey
+	kid       string
+	keyFetchs atomic.Int32
+}
+
+func newTokenIssuer(t *testing.T) *tokenIssuer {
+	t.Helper()
+	is := &tokenIssuer{}
+	is.rotate(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/.well-known/openid-configuration":
+			json.NewEncoder(w).Encode(map[string]any{"issuer": is.url, "jwks_uri": is.url + "/keys"})
+		case "/keys":
+			is.keyFetchs.Add(1)
+			is.mu.Lock()
+			set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &is.key.PublicKey, KeyID: is.kid, Algorithm: "RS256", Use: "sig"}}}
+			is.mu.Unlock()
+			json.NewEncoder(w).Encode(set)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	is.url = srv.URL
+	return is
+}
+
+// rotate replaces the issuer's key by a new one with a new key id.
+func (is *tokenIssuer) rotate(t *testing.T) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.key, is.kid = k, "k"+time.Now().Format("150405.000000000")
+}
+
+// sign returns claims signed with key (the issuer's when nil) under kid.
+func sign(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) string {
+	t.Helper()
+	opts := (&jose.SignerOptions{}).WithType("JWT")
+	if kid != "" {
+		opts = opts.WithHeader(jose.HeaderKey("kid"), kid)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(claims)
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (is *tokenIssuer) token(t *testing.T, claims map[string]any) string {
+	is.mu.Lock()
+	key, kid := is.key, is.kid
+	is.mu.Unlock()
+	return sign(t, jose.RS256, key, kid, claims)
+}
+
+const tokenAudience = "https://quiver.test/mcp"
+
+// claims are a good token's: change them to make a bad one.
+func (is *tokenIssuer) claims(now time.Time, groups ...any) map[string]any {
+	return map[string]any{"iss": is.url, "sub": "ada", "aud": []string{tokenAudience, "other"}, "exp": now.Add(5 * time.Minute).Unix(),
+		"iat": now.Unix(), "nbf": now.Add(-time.Second).Unix(), "groups": groups, "name": "Ada"}
+}
+
+func newTokenAuth(is *tokenIssuer, users server.TokenUsers, now func() time.Time) *server.TokenAuth {
+	return &server.TokenAuth{Issuer: is.url, Audience: tokenAudience, Users: users, Now: now, Rules: []server.ClaimRule{
+		{Claim: "groups", Value: "eng", Workspace: "wsp_a", Role: store.KeyRoleMember},
+		{Claim: "groups", Value: "eng-leads", Workspace: "wsp_a", Role: store.KeyRoleAdmin},
+		{Claim: "groups", Value: "auditors", Workspace: "wsp_b", Role: store.KeyRoleViewer},
+		{Claim: "org.team", Value: "platform", Workspace: "wsp_c", Role: store.KeyRoleMember},
+	}}
+}
+
+// TestAccessTokens: a token from the issuer acts as the workspace and role its claims' rule
+// grants, and every hostile token is refused with 401 saying why, without the token.
+func TestAccessTokens(t *testing.T) {
+	is := newTokenIssuer(t)
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	now := time.Now()
+	ta := newTokenAuth(is, st, func() time.Time { return now })
+	if err := ta.Check(); err != nil {
+		t.Fatal(err)
+	}
+	auth := &server.Authenticator{Keys: st, Tokens: ta}
+	with := func(change func(c map[string]any)) map[string]any {
+		c := is.claims(now, "eng")
+		change(c)
+		return c
+	}
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pub, _ := x509.MarshalPKIXPublicKey(&is.key.PublicKey)
+	none := func(c map[string]any) string {
+		h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT","kid":"` + is.kid + `"}`))
+		p, _ := json.Marshal(c)
+		return h + "." + base64.RawURLEncoding.EncodeToString(p) + "."
+	}
+	hs256 := func(c map[string]any) string { // the issuer's public key used as an HMAC secret
+		h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT","kid":"` + is.kid + `"}`))
+		p, _ := json.Marshal(c)
+		in := h + "." + base64.RawURLEncoding.EncodeToString(p)
+		m := hmac.New(sha256.New, pub)
+		m.Write([]byte(in))
+		return in + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	}
+	tests := []struct {
+		name, token, workspace string
+		status                 int
+		says                   string
+	}{
+		{"a member of eng", is.token(t, is.claims(now, "eng")), "", 200, "wsp_a member"},
+		{"a lead: the higher of two rules", is.token(t, is.claims(now, "eng", "eng-leads")), "", 200, "wsp_a admin"},
+		{"a nested claim", is.token(t, with(func(c map[string]any) { c["groups"] = nil; c["org"] = map[string]any{"team": "platform"} })), "", 200, "wsp_c member"},
+		{"a claim that is a string", is.token(t, with(func(c map[string]any) { c["groups"] = "auditors" })), "", 200, "wsp_b viewer"},
+		{"within the clock skew after exp", is.token(t, with(func(c map[string]any) { c["exp"] = now.Add(-10 * time.Second).Unix() })), "", 200, "wsp_a member"},
+		{"two workspaces, one named", is.token(t, is.claims(now, "eng", "auditors")), "wsp_b", 200, "wsp_b viewer"},
+		{"two workspaces, none named", is.token(t, is.claims(now, "eng", "auditors")), "", 401, "name one with the Quiver-Workspace header"},
+		{"a workspace the token does not grant", is.token(t, is.claims(now, "eng")), "wsp_b", 401, `no access to workspace "wsp_b"`},
+		{"no rule matches", is.token(t, is.claims(now, "sales")), "", 401, "match no rule"},
+		{"wrong signature", sign(t, jose.RS256, other, is.kid, is.claims(now, "eng")), "", 401, "does not match the issuer's key"},
+		{"alg none", none(is.claims(now, "eng")), "", 401, `unexpected signature algorithm "none"`},
+		{"algorithm switch to HS256 with the public key", hs256(is.claims(now, "eng")), "", 401, `unexpected signature algorithm "HS256"`},
+		{"an ES256 key the issuer does not have", sign(t, jose.ES256, ec, is.kid, is.claims(now, "eng")), "", 401, "does not match"},
+		{"another issuer", is.token(t, with(func(c map[string]any) { c["iss"] = "https://evil.test" })), "", 401, "different provider"},
+		{"another audience", is.token(t, with(func(c map[string]any) { c["aud"] = "https://other.test/mcp" })), "", 401, "audience"},
+		{"expired", is.token(t, with(func(c map[string]any) { c["exp"] = now.Add(-time.Minute).Unix() })), "", 401, "expired"},
+		{"no expiry", is.token(t, with(func(c map[string]any) { delete(c, "exp") })), "", 401, "no expiry"},
+		{"not yet valid", is.token(t, with(func(c map[string]any) { c["nbf"] = now.Add(time.Minute).Unix() })), "", 401, "not valid before"},
+		{"issued in the future", is.token(t, with(func(c map[string]any) { c["iat"] = now.Add(time.Hour).Unix() })), "", 401, "in the future"},
+		{"no subject", is.token(t, with(func(c map[string]any) { delete(c, "sub") })), "", 401, "no subject"},
+		{"a key id the issuer lacks", sign(t, jose.RS256, other, "nope", is.claims(now, "eng")), "", 401, `no key "nope"`},
+		{"not a token", "eyJhbGciOi.garbage.x", "", 401, "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, says, header := tokenRequest(t, auth, tt.token, tt.workspace)
+			if status != tt.status || !strings.Contains(says, tt.says) {
+				t.Fatalf("%d %q, want %d saying %q", status, says, tt.status, tt.says)
+			}
+			if status == 401 && !strings.Contains(header, `resource_metadata="https://quiver.test/.well-known/oauth-protected-resource/mcp"`) ||
+				status == 401 && !strings.Contains(header, `error="invalid_token"`) {
+				t.Fatalf("WWW-Authenticate: %q", header)
+			}
+		})
+	}
+	// The user a token names is stored, under an id derived from issuer and subject: the same
+	// for every token of that person.
+	var users []string
+	for range 2 {
+		status, says, _ := tokenRequest(t, auth, is.token(t, is.claims(now, "eng")), "")
+		if status != 200 {
+			t.Fatal(says)
+		}
+		users = append(users, says[strings.LastIndex(says, " ")+1:])
+	}
+	u, err := st.User(context.Background(), users[0])
+	if err != nil || u.Name != "Ada" || users[1] != users[0] {
+		t.Fatalf("the token's user %v (%v), ids %v", u, err, users)
+	}
+}
+
+// tokenRequest sends token through Require(viewer) and returns the status, what the handler
+// or the problem said, and the WWW-Authenticate header.
+func tokenRequest(t *testing.T, auth *server.Authenticator, token, workspace string) (int, string, string) {
+	t.Helper()
+	h := auth.Require(store.KeyRoleViewer, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		p, _ := server.PrincipalFrom(r.Context())
+		rw.Write([]byte(p.WorkspaceID + " " + string(p.Role) + " " + p.UserID))
+	}))
+	req := httptest.NewRequest("GET", "/v1/anything", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if workspace != "" {
+		req.Header.Set(server.WorkspaceHeader, workspace)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code == 200 {
+		return rec.Code, rec.Body.String(), ""
+	}
+	var p struct{ Detail string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("a %d answer that is not a problem: %q", rec.Code, rec.Body.String())
+	}
+	if strings.Contains(rec.Body.String(), token) {
+		t.Fatalf("the answer repeats the token: %s", rec.Body.String())
+	}
+	return rec.Code, p.Detail, rec.Header().Get("WWW-Authenticate")
+}
+
+// TestIssuerKeysRotate: a token signed with a key the issuer rotated to is accepted without a
+// restart, and tokens naming made-up key ids make the server fetch the key set at most once
+// per interval.
+func TestIssuerKeysRotate(t *testing.T) {
+	is := newTokenIssuer(t)
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	auth := &server.Authenticator{Keys: st, Tokens: newTokenAuth(is, st, clock)}
+	if status, says, _ := tokenRequest(t, auth, is.token(t, is.claims(clock(), "eng")), ""); status != 200 {
+		t.Fatal(says)
+	}
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	before := is.keyFetchs.Load()
+	for i := range 50 {
+		tok := sign(t, jose.RS256, other, "made-up-"+string(rune('a'+i%26)), is.claims(clock(), "eng"))
+		if status, _, _ := tokenRequest(t, auth, tok, ""); status != 401 {
+			t.Fatalf("a made-up key id: %d", status)
+		}
+	}
+	if n := is.keyFetchs.Load() - before; n > 1 {
+		t.Fatalf("50 tokens with made-up key ids fetched the keys %d times, want at most 1", n)
+	}
+	is.rotate(t)
+	mu.Lock()
+	now = now.Add(time.Minute) // past the interval between fetches
+	mu.Unlock()
+	if status, says, _ := tokenRequest(t, auth, is.token(t, is.claims(clock(), "eng")), ""); status != 200 {
+		t.Fatalf("a token signed with the rotated key: %d %s", status, says)
+	}
+}
+
+// TestTokensOnTheDoors: a server that accepts tokens publishes its protected resource metadata,
+// answers 401 on /mcp and /v1 pointing to it, and a token acts in its workspace only: another
+// workspace's thread is 404 to it, as to that workspace's keys.
+func TestTokensOnTheDoors(t *testing.T) {
+	is := newTokenIssuer(t)
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	a, b := &store.Workspace{Name: "a"}, &store.Workspace{Name: "b"}
+	for _, ws := range []*store.Workspace{a, b} {
+		if err := st.CreateWorkspace(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	theirs := &store.Thread{WorkspaceID: b.ID}
+	if err := st.CreateThread(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	ta := &server.TokenAuth{Issuer: is.url, Audience: tokenAudience, Users: st,
+		Rules: []server.ClaimRule{{Claim: "groups", Value: "eng", Workspace: a.ID, Role: store.KeyRoleMember}}}
+	srv, err := server.New(ctx, server.Config{Store: st, Auth: &server.Authenticator{Keys: st, Tokens: ta}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+
+	resp, body := sendAPI(t, ts.Client(), "GET", ts.URL+"/.well-known/oauth-protected-resource/mcp", "", nil)
+	var meta struct {
+		Resource string   `json:"resource"`
+		Servers  []string `json:"authorization_servers"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &meta) != nil || meta.Resource != tokenAudience || len(meta.Servers) != 1 || meta.Servers[0] != is.url {
+		t.Fatalf("protected resource metadata: %d %s", resp.StatusCode, body)
+	}
+	for _, door := range []string{"/mcp", "/v1/threads"} {
+		resp, _ := sendAPI(t, ts.Client(), "GET", ts.URL+door, "", nil)
+		if h := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 401 || !strings.Contains(h, `resource_metadata="https://quiver.test/.well-known/oauth-protected-resource/mcp"`) {
+			t.Fatalf("%s without a token: %d, WWW-Authenticate %q", door, resp.StatusCode, h)
+		}
+	}
+	token := is.token(t, is.claims(time.Now(), "eng"))
+	resp, body = sendAPI(t, ts.Client(), "GET", ts.URL+"/v1/session", token, nil)
+	var session struct {
+		WorkspaceID string `json:"workspace_id"`
+		UserID      string `json:"user_id"`
+		Role        string `json:"role"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &session) != nil || session.WorkspaceID != a.ID || session.Role != "member" || !strings.HasPrefix(session.UserID, "usr_") {
+		t.Fatalf("session with a token: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := sendAPI(t, ts.Client(), "GET", ts.URL+"/v1/threads/"+theirs.ID, token, nil); resp.StatusCode != 404 {
+		t.Fatalf("another workspace's thread with a token: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/threads", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set(server.WorkspaceHeader, b.ID)
+	if resp, err := ts.Client().Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("naming a workspace the token does not grant: %v %v", resp.StatusCode, err)
+	}
+}
