@@ -52,7 +52,7 @@ type issuerKeys struct {
 
 // VerifySignature returns the payload of a compact JWS signed by one of the issuer's keys.
 func (k *issuerKeys) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSigned(raw, tokenAlgorithms)
+	jws, err := jose.ParseSignedCompact(raw, tokenAlgorithms)
 	if err != nil {
 		return nil, fmt.Errorf("not a token signed with an asymmetric algorithm (%v)", err)
 	}
