@@ -52,6 +52,9 @@ var areas = []area{
 	{"tool output as untrusted data: wrapped in every provider's request, never closed from inside, kept by delegates", "./agent",
 		"^(TestUntrustedToolOutput|TestUntrustedToolOutputOnTheWire|TestUntrustedWrapping|TestDelegateKeepsUntrustedToolOutput)$"},
 	{"API keys: authentication, roles, revocation", "./server", "^(TestAPIKeysAuthenticate|TestAPIKeysChangesTakeEffect)$"},
+	{"access tokens of an identity provider: signatures, algorithms, issuer, audience, times, key ids, rules, workspaces", "./server",
+		"^(TestAccessTokens|TestIssuerKeysRotate|TestTokensOnTheDoors)$"},
+	{"quiver serve's identity-provider flags", "./cmd/quiver", "^TestServeOIDCFlagsRefused$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
 		"^(TestEntityAPI.*|TestThreadAPI.*|TestWorkspacesAreServedTheirOwnTools|TestWorkspaceToolsFollowTheStore|TestProblemsNameTheField|TestIsolation.*|TestAPIStatefulCalls|TestBodiesWithAmbiguousKeysAreRefused|TestEventStreamsAreCapped.*)$"},
 }
