@@ -255,6 +255,19 @@ func TestOIDCEndToEnd(t *testing.T) {
 		t.Fatalf("the API with the token: %d %+v", status, session)
 	}
 
+	// What the client did is recorded as the person the token named: the MCP session's thread
+	// is theirs.
+	var threads struct {
+		Threads []struct {
+			UserID string   `json:"user_id"`
+			Tags   []string `json:"tags"`
+		} `json:"threads"`
+	}
+	if status := getJSON(t, base+"/v1/threads?tag=mcp", token, &threads); status != 200 || len(threads.Threads) != 1 ||
+		threads.Threads[0].UserID != session.UserID {
+		t.Fatalf("the MCP session's thread: %d %+v, want one of user %s", status, threads, session.UserID)
+	}
+
 	// The provider no longer puts the person in the group: a new sign-in gets a token the
 	// server refuses.
 	idp.setGroups(oidcUser)
