@@ -70,9 +70,9 @@ const (
 	oidcPassword = "verysecure"
 )
 
-// startProvider serves the provider on loopback, its issuer http://localhost:PORT/, with one
-// public client (PKCE) that may redirect to redirectURI.
-func startProvider(t *testing.T, redirectURI string) (*provider, string) {
+// startProvider serves the provider on loopback, its issuer http://localhost:PORT/, with public
+// clients (PKCE): each client id with the one URI it may redirect to.
+func startProvider(t *testing.T, clients map[string]string) (*provider, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -84,9 +84,11 @@ func startProvider(t *testing.T, redirectURI string) (*provider, string) {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	p := &provider{groups: map[string][]string{}}
-	p.Storage = storage.NewStorageWithClients(storage.NewUserStore(issuer), map[string]*storage.Client{
-		oidcClient: storage.NativeClient(oidcClient, redirectURI),
-	})
+	registered := map[string]*storage.Client{}
+	for id, redirect := range clients {
+		registered[id] = storage.NativeClient(id, redirect)
+	}
+	p.Storage = storage.NewStorageWithClients(storage.NewUserStore(issuer), registered)
 	srv := &http.Server{Handler: exampleop.SetupServer(issuer, p, nil, false), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -215,7 +217,7 @@ func freePort(t *testing.T) int {
 // gets tokens the server refuses, and so does a server whose rules no longer map the group.
 func TestOIDCEndToEnd(t *testing.T) {
 	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
-	idp, issuer := startProvider(t, redirect)
+	idp, issuer := startProvider(t, map[string]string{oidcClient: redirect})
 	idp.setGroups(oidcUser, "eng")
 
 	dataDir := t.TempDir()

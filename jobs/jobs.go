@@ -228,6 +228,19 @@ func (j *Jobs) Start(ctx context.Context, args RunArgs) (int64, error) {
 		args.MessageID = stamp.ID(ctx, store.PrefixMessage) // fixed in the job, so that every try appends the same message
 	}
 	args.Trace = traceOf(ctx)
+	// The thread's lease is taken before the job is queued, so that the job's worker, however
+	// soon it starts, waits for the message to be recorded instead of taking the lease first.
+	var release func()
+	if args.MessageID != "" {
+		release = j.holdThread(ctx, args.ThreadID)
+	}
+	// Given back after Start returns: on PostgreSQL that is a round trip its caller need not
+	// wait for (the job's worker, should it come first, waits for the lease).
+	defer func() {
+		if release != nil {
+			go release()
+		}
+	}()
 	res, err := j.client.Insert(ctx, args, nil)
 	if err != nil {
 		return 0, fmt.Errorf("jobs: queueing the run: %w", err)
@@ -235,31 +248,35 @@ func (j *Jobs) Start(ctx context.Context, args RunArgs) (int64, error) {
 	if res.UniqueSkippedAsDuplicate {
 		return res.Job.ID, fmt.Errorf("%w (job %d)", ErrRunQueued, res.Job.ID)
 	}
-	if args.MessageID != "" {
+	if release != nil {
 		j.recordMessage(ctx, args)
 	}
 	return res.Job.ID, nil
 }
 
-// recordMessage appends a queued run's message at once, when no run holds the thread, so that
-// the thread's streams show it now and a reader of the thread finds it once Start returns,
-// instead of when a worker takes the job. The job carries the message too: when the thread
-// is held (a wake's run, a run in the foreground: a message appended in the middle of their
-// step would split a model's calls from their results), or the append fails, or this process
-// dies first, the job's worker appends it, under the lease, once; the same id makes the two
-// appends one.
-func (j *Jobs) recordMessage(ctx context.Context, args RunArgs) {
+// holdThread takes the thread's lease when no run holds it, for Start to record a queued run's
+// message (see recordMessage), and returns what gives it back; nil when it is held, or the
+// lease could not be read.
+func (j *Jobs) holdThread(ctx context.Context, threadID string) func() {
 	if j.threads == nil || j.runner == nil {
-		return
+		return nil
 	}
-	release, ok, err := j.threads.try(ctx, args.ThreadID)
+	release, ok, err := j.threads.try(ctx, threadID)
 	if err != nil || !ok {
-		return
+		return nil
 	}
-	// Given back after Start returns: on PostgreSQL that is a round trip its caller need not
-	// wait for (the job's worker, should it come first, waits for the lease).
-	defer func() { go release() }()
-	err = j.runner.Store.Append(ctx, args.WorkspaceID, args.ThreadID, &store.Message{ID: args.MessageID, Role: store.RoleUser, Content: args.Message})
+	return release
+}
+
+// recordMessage appends a queued run's message at once, under the thread's lease Start holds,
+// so that the thread's streams show it now and a reader of the thread finds it once Start
+// returns, instead of when a worker takes the job. The job carries the message too: when the
+// thread is held (a wake's run, a run in the foreground: a message appended in the middle of
+// their step would split a model's calls from their results), or the append fails, or this
+// process dies first, the job's worker appends it, under the lease, once; the same id makes
+// the two appends one.
+func (j *Jobs) recordMessage(ctx context.Context, args RunArgs) {
+	err := j.runner.Store.Append(ctx, args.WorkspaceID, args.ThreadID, &store.Message{ID: args.MessageID, Role: store.RoleUser, Content: args.Message})
 	if err == nil {
 		j.runner.Announce(agent.Event{Type: agent.EventMessage, ThreadID: args.ThreadID})
 	}

@@ -45,9 +45,12 @@ type issuerKeys struct {
 
 	mu      sync.Mutex
 	jwksURI string
+	ends    providerEndpoints // from the discovery document
 	keys    jose.JSONWebKeySet
 	fetched time.Time // zero: never
 	lastErr error     // of the last fetch, reported while keysMinRefetch has not passed
+	// discoveryTried is when endpoints last read the discovery document.
+	discoveryTried time.Time
 }
 
 // VerifySignature returns the payload of a compact JWS signed by one of the issuer's keys.
@@ -119,26 +122,61 @@ func (k *issuerKeys) match(kid string) []jose.JSONWebKey {
 	return out
 }
 
-// fetch reads the discovery document (once) and the key set, with k.mu held.
-func (k *issuerKeys) fetch(ctx context.Context) error {
+// providerEndpoints are the endpoints of the discovery document a browser signing in uses.
+type providerEndpoints struct {
+	Authorization string `json:"authorization_endpoint"`
+	Token         string `json:"token_endpoint"`
+}
+
+// endpoints returns the provider's endpoints, reading its discovery document when it was not
+// read yet (and not tried in the last keysMinRefetch).
+func (k *issuerKeys) endpoints(ctx context.Context) (providerEndpoints, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.jwksURI == "" {
+		if now := k.now(); k.discoveryTried.IsZero() || now.Sub(k.discoveryTried) >= keysMinRefetch {
+			k.discoveryTried = now
+			if err := k.discover(ctx); err != nil {
+				return providerEndpoints{}, err
+			}
+		} else {
+			return providerEndpoints{}, fmt.Errorf("the discovery document of %s could not be read a moment ago", k.issuer)
+		}
+	}
+	return k.ends, nil
+}
+
+// discover reads the discovery document, with k.mu held.
+func (k *issuerKeys) discover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if k.jwksURI == "" {
-		var doc struct {
-			Issuer  string `json:"issuer"`
-			JWKSURI string `json:"jwks_uri"`
-		}
-		if err := k.getJSON(ctx, strings.TrimSuffix(k.issuer, "/")+"/.well-known/openid-configuration", &doc); err != nil {
-			return fmt.Errorf("the issuer's discovery document: %w", err)
-		}
-		if doc.Issuer != k.issuer {
-			return fmt.Errorf("the discovery document of %s names the issuer %q", k.issuer, doc.Issuer)
-		}
-		if doc.JWKSURI == "" {
-			return fmt.Errorf("the discovery document of %s names no jwks_uri", k.issuer)
-		}
-		k.jwksURI = doc.JWKSURI
+	var doc struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+		providerEndpoints
 	}
+	if err := k.getJSON(ctx, strings.TrimSuffix(k.issuer, "/")+"/.well-known/openid-configuration", &doc); err != nil {
+		return fmt.Errorf("the issuer's discovery document: %w", err)
+	}
+	if doc.Issuer != k.issuer {
+		return fmt.Errorf("the discovery document of %s names the issuer %q", k.issuer, doc.Issuer)
+	}
+	if doc.JWKSURI == "" {
+		return fmt.Errorf("the discovery document of %s names no jwks_uri", k.issuer)
+	}
+	k.jwksURI, k.ends = doc.JWKSURI, doc.providerEndpoints
+	return nil
+}
+
+// fetch reads the discovery document (once) and the key set, with k.mu held.
+func (k *issuerKeys) fetch(ctx context.Context) error {
+	if k.jwksURI == "" {
+		if err := k.discover(ctx); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	var set jose.JSONWebKeySet
 	if err := k.getJSON(ctx, k.jwksURI, &set); err != nil {
 		return fmt.Errorf("the issuer's keys: %w", err)

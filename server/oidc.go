@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,12 +54,13 @@ func (r ClaimRule) Check() error {
 type TokenAuth struct {
 	// Issuer is the issuer's URL, exactly as its tokens' iss says it.
 	Issuer string
-	// Audience is what a token's aud must hold, so that a token issued for another service is
-	// refused: this server's resource identifier (RFC 8707), or the name the provider gives
-	// the audience it issues tokens for (an API identifier, a client id).
-	Audience string
+	// Audiences are what a token's aud must hold one of, so that a token issued for another
+	// service is refused: this server's resource identifier (RFC 8707), or the names the
+	// provider gives the audiences it issues tokens for (an API identifier; the client ids of
+	// the MCP clients and of the console, for a provider that names the client).
+	Audiences []string
 	// Resource is this server's resource identifier, which its protected resource metadata
-	// names (its public URL's /mcp); empty means Audience.
+	// names (its public URL's /mcp); empty means the first of Audiences.
 	Resource string
 	// Rules grant workspaces and roles; a token that matches none is refused.
 	Rules []ClaimRule
@@ -67,6 +69,12 @@ type TokenAuth struct {
 	Users TokenUsers
 	// ClockSkew is how far exp, nbf and iat may be off; zero means DefaultClockSkew.
 	ClockSkew time.Duration
+	// ConsoleClientID, when set, lets people sign in to the console with the provider: the id
+	// of a public client registered there (authorization code with PKCE, no secret), whose
+	// redirect URI is the console's address (the server's public URL followed by /).
+	ConsoleClientID string
+	// ConsoleScopes are the scopes the console asks for; nil means openid, profile, email.
+	ConsoleScopes []string
 	// Client fetches the issuer's documents; nil uses a client of its own.
 	Client *http.Client
 	// Now is the clock; nil means time.Now.
@@ -92,8 +100,8 @@ func (t *TokenAuth) Check() error {
 	switch {
 	case err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))):
 		return fmt.Errorf("oidc: the issuer %q is not an https URL (http only on loopback)", t.Issuer)
-	case t.Audience == "":
-		return errors.New("oidc: no audience: give the server's resource identifier (its public URL's /mcp), or the audience the provider's tokens name")
+	case len(t.Audiences) == 0 || slices.Contains(t.Audiences, ""):
+		return errors.New("oidc: no audience: give the server's resource identifier (its public URL's /mcp), or the audiences the provider's tokens name")
 	case len(t.Rules) == 0:
 		return errors.New("oidc: no rules: without one, no token grants any workspace")
 	case t.Users == nil:
@@ -127,9 +135,10 @@ func (t *TokenAuth) init() {
 		for i, a := range tokenAlgorithms {
 			algs[i] = string(a)
 		}
-		// Expiry and not-before are checked below, with the stated skew: go-oidc allows five
-		// minutes on nbf and none on exp.
-		t.verifier = oidc.NewVerifier(t.Issuer, t.keys, &oidc.Config{ClientID: t.Audience, SupportedSigningAlgs: algs, SkipExpiryCheck: true})
+		// Expiry and not-before are checked below, with the stated skew (go-oidc allows five
+		// minutes on nbf and none on exp), and so is the audience, which may be one of several
+		// (go-oidc takes one).
+		t.verifier = oidc.NewVerifier(t.Issuer, t.keys, &oidc.Config{SkipClientIDCheck: true, SupportedSigningAlgs: algs, SkipExpiryCheck: true})
 	})
 }
 
@@ -159,6 +168,10 @@ func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (
 	}
 	if err := idt.Claims(&all); err != nil {
 		return Principal{}, fmt.Errorf("%w: the access token's claims: %v", ErrUnauthorized, err)
+	}
+	if !slices.ContainsFunc(idt.Audience, func(a string) bool { return slices.Contains(t.Audiences, a) }) {
+		return Principal{}, fmt.Errorf("%w: the access token is for another audience (%s), not this server's", ErrUnauthorized,
+			strings.Join(idt.Audience, ", "))
 	}
 	if err := t.checkTimes(std); err != nil {
 		return Principal{}, fmt.Errorf("%w: the access token %v", ErrUnauthorized, err)
@@ -336,10 +349,10 @@ func MetadataPath(audience string) string {
 
 // resource is the server's resource identifier.
 func (t *TokenAuth) resource() string {
-	if t.Resource != "" {
+	if t.Resource != "" || len(t.Audiences) == 0 {
 		return t.Resource
 	}
-	return t.Audience
+	return t.Audiences[0]
 }
 
 // MetadataPath is where this server serves its protected resource metadata.
@@ -352,6 +365,56 @@ func (t *TokenAuth) MetadataURL() string {
 		return t.MetadataPath()
 	}
 	return u.Scheme + "://" + u.Host + t.MetadataPath()
+}
+
+// ConsoleSignIn is what the console needs to sign people in with the provider (nil when it
+// may not): the client, the scopes, the resource to ask a token for and the provider's
+// endpoints, from its discovery document.
+func (t *TokenAuth) ConsoleSignIn(ctx context.Context) (map[string]any, error) {
+	if t.ConsoleClientID == "" {
+		return nil, nil
+	}
+	t.init()
+	ends, err := t.keys.endpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ends.Authorization == "" || ends.Token == "" {
+		return nil, fmt.Errorf("the discovery document of %s names no authorization or token endpoint", t.Issuer)
+	}
+	scopes := t.ConsoleScopes
+	if scopes == nil {
+		scopes = []string{"openid", "profile", "email"}
+	}
+	return map[string]any{"issuer": t.Issuer, "client_id": t.ConsoleClientID, "scopes": scopes, "resource": t.resource(),
+		"authorization_endpoint": ends.Authorization, "token_endpoint": ends.Token}, nil
+}
+
+// ConsoleOrigins are the origins the console's page fetches from when it signs in with the
+// provider: the token endpoint's (none until the discovery document was read).
+func (t *TokenAuth) ConsoleOrigins(ctx context.Context) []string {
+	if t.ConsoleClientID == "" {
+		return nil
+	}
+	t.init()
+	ends, err := t.keys.endpoints(ctx)
+	if err != nil {
+		return nil
+	}
+	if o := origin(ends.Token); o != "" {
+		return []string{o}
+	}
+	return nil
+}
+
+// origin is the scheme://host[:port] of an http or https URL, "" for anything else: what a
+// Content-Security-Policy may name without letting a document rewrite the policy.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsAny(u.Host, " ;,'\"\\") {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // ResourceMetadata is this server's OAuth protected resource metadata (RFC 9728): where

@@ -51,7 +51,8 @@ func newTokenIssuer(t *testing.T) *tokenIssuer {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/.well-known/openid-configuration":
-			json.NewEncoder(w).Encode(map[string]any{"issuer": is.url, "jwks_uri": is.url + "/keys"})
+			json.NewEncoder(w).Encode(map[string]any{"issuer": is.url, "jwks_uri": is.url + "/keys",
+				"authorization_endpoint": is.url + "/authorize", "token_endpoint": is.url + "/token"})
 		case "/keys":
 			is.keyFetchs.Add(1)
 			is.mu.Lock()
@@ -120,7 +121,7 @@ func (is *tokenIssuer) claims(now time.Time, groups ...any) map[string]any {
 }
 
 func newTokenAuth(is *tokenIssuer, users server.TokenUsers, now func() time.Time) *server.TokenAuth {
-	return &server.TokenAuth{Issuer: is.url, Audience: tokenAudience, Users: users, Now: now, Rules: []server.ClaimRule{
+	return &server.TokenAuth{Issuer: is.url, Audiences: []string{tokenAudience}, Users: users, Now: now, Rules: []server.ClaimRule{
 		{Claim: "groups", Value: "eng", Workspace: "wsp_a", Role: store.KeyRoleMember},
 		{Claim: "groups", Value: "eng-leads", Workspace: "wsp_a", Role: store.KeyRoleAdmin},
 		{Claim: "groups", Value: "auditors", Workspace: "wsp_b", Role: store.KeyRoleViewer},
@@ -180,7 +181,8 @@ func TestAccessTokens(t *testing.T) {
 		{"algorithm switch to HS256 with the public key", hs256(is.claims(now, "eng")), "", 401, `unexpected signature algorithm "HS256"`},
 		{"an ES256 key the issuer does not have", sign(t, jose.ES256, ec, is.kid, is.claims(now, "eng")), "", 401, "does not match"},
 		{"another issuer", is.token(t, with(func(c map[string]any) { c["iss"] = "https://evil.test" })), "", 401, "different provider"},
-		{"another audience", is.token(t, with(func(c map[string]any) { c["aud"] = "https://other.test/mcp" })), "", 401, "audience"},
+		{"another audience", is.token(t, with(func(c map[string]any) { c["aud"] = "https://other.test/mcp" })), "", 401, "for another audience"},
+		{"an audience that is a string", is.token(t, with(func(c map[string]any) { c["aud"] = tokenAudience })), "", 200, "wsp_a member"},
 		{"expired", is.token(t, with(func(c map[string]any) { c["exp"] = now.Add(-time.Minute).Unix() })), "", 401, "expired"},
 		{"no expiry", is.token(t, with(func(c map[string]any) { delete(c, "exp") })), "", 401, "no expiry"},
 		{"not yet valid", is.token(t, with(func(c map[string]any) { c["nbf"] = now.Add(time.Minute).Unix() })), "", 401, "not valid before"},
@@ -297,7 +299,7 @@ func TestTokensOnTheDoors(t *testing.T) {
 	if err := st.CreateThread(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
-	ta := &server.TokenAuth{Issuer: is.url, Audience: tokenAudience, Users: st,
+	ta := &server.TokenAuth{Issuer: is.url, Audiences: []string{tokenAudience}, Users: st, ConsoleClientID: "quiver-console",
 		Rules: []server.ClaimRule{{Claim: "groups", Value: "eng", Workspace: a.ID, Role: store.KeyRoleMember}}}
 	srv, err := server.New(ctx, server.Config{Store: st, Auth: &server.Authenticator{Keys: st, Tokens: ta}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -313,6 +315,25 @@ func TestTokensOnTheDoors(t *testing.T) {
 	}
 	if resp.StatusCode != 200 || json.Unmarshal(body, &meta) != nil || meta.Resource != tokenAudience || len(meta.Servers) != 1 || meta.Servers[0] != is.url {
 		t.Fatalf("protected resource metadata: %d %s", resp.StatusCode, body)
+	}
+	// The console learns how to sign in with the provider, and its page may fetch from the
+	// provider's token endpoint, and from nowhere else.
+	resp, body = sendAPI(t, ts.Client(), "GET", ts.URL+"/console/signin.json", "", nil)
+	var signin struct {
+		APIKey   bool `json:"api_key"`
+		Provider struct {
+			ClientID, Resource   string
+			Authorization, Token string
+			Scopes               []string
+		} `json:"provider"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &signin) != nil || !signin.APIKey || !strings.Contains(string(body), `"client_id":"quiver-console"`) ||
+		!strings.Contains(string(body), `"token_endpoint":"`+is.url+`/token"`) || !strings.Contains(string(body), `"resource":"`+tokenAudience+`"`) {
+		t.Fatalf("the console's sign-in: %d %s", resp.StatusCode, body)
+	}
+	resp, _ = sendAPI(t, ts.Client(), "GET", ts.URL+"/", "", nil)
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' "+is.url+";") {
+		t.Fatalf("the console page's policy: %q", csp)
 	}
 	for _, door := range []string{"/mcp", "/v1/threads"} {
 		resp, _ := sendAPI(t, ts.Client(), "GET", ts.URL+door, "", nil)

@@ -349,10 +349,36 @@ func (s *Server) routes() {
 	}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("GET /readyz", s.ready)
-	// The console: a client of /v1 like any other, its key in each request's header.
-	ui := console.Handler()
+	// The console: a client of /v1 like any other, its key or token in each request's header.
+	var uiOpts console.Options
+	if cfg.Auth != nil && cfg.Auth.Tokens != nil {
+		tokens := cfg.Auth.Tokens
+		uiOpts.ConnectOrigins = func(r *http.Request) []string { return tokens.ConsoleOrigins(r.Context()) }
+	}
+	s.mux.HandleFunc("GET /console/signin.json", s.consoleSignIn)
+	ui := console.HandlerWith(uiOpts)
 	s.mux.Handle("GET /{$}", ui)
 	s.mux.Handle("GET /console/", ui)
+}
+
+// consoleSignIn tells the console how people may sign in: with the identity provider (its
+// client, scopes and endpoints) when the server has one for the console, and always with an
+// API key. Public: it holds nothing a browser could not read from the provider itself.
+func (s *Server) consoleSignIn(w http.ResponseWriter, r *http.Request) {
+	out := map[string]any{"api_key": true}
+	if a := s.cfg.Auth; a != nil && a.Tokens != nil {
+		sso, err := a.Tokens.ConsoleSignIn(r.Context())
+		if err != nil {
+			s.logger.Warn("console sign-in with the identity provider is unavailable", "err", err)
+			out["provider_error"] = "the identity provider could not be reached; sign in with an API key, or try again shortly"
+		} else if sso != nil {
+			out["provider"] = sso
+		}
+	}
+	console.Secure(w)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // runsOn says whether the API runs agents: the platform's background runs are started.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -18,13 +17,15 @@ import (
 
 // oidcFlags are quiver serve's flags for access tokens of an OpenID Connect issuer.
 type oidcFlags struct {
-	issuer, audience, rules string
+	issuer, audience, rules, consoleClient string
 }
 
 func addOIDCFlags(fs *flag.FlagSet) *oidcFlags {
 	f := &oidcFlags{}
 	fs.StringVar(&f.issuer, "oidc-issuer", "", "also accept access tokens (JWTs) of this OpenID Connect issuer on every door, beside API keys; needs --oidc-rules")
-	fs.StringVar(&f.audience, "oidc-audience", "", "what a token's aud must hold: the audience the provider issues tokens for (default: the server's resource identifier, --public-url followed by /mcp)")
+	fs.StringVar(&f.audience, "oidc-audience", "", "what a token's aud must hold one of, comma-separated: the audiences the provider issues tokens for (default: the server's resource identifier, --public-url followed by /mcp)")
+	fs.StringVar(&f.consoleClient, "oidc-console-client-id", "", "let people sign in to the console with the provider: a public client registered there "+
+		"(authorization code with PKCE, no secret) whose redirect URI is the console's address, --public-url followed by /")
 	fs.StringVar(&f.rules, "oidc-rules", "", "a YAML file of the rules that turn a token's claims into a workspace and a role (see README, Sign-in with an identity provider)")
 	return f
 }
@@ -38,8 +39,8 @@ type rulesFile struct {
 // checked against the workspaces of db.
 func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL string, insecure bool) (*server.TokenAuth, error) {
 	switch {
-	case f.issuer == "" && (f.rules != "" || f.audience != ""):
-		return nil, usagef("--oidc-rules and --oidc-audience need --oidc-issuer")
+	case f.issuer == "" && (f.rules != "" || f.audience != "" || f.consoleClient != ""):
+		return nil, usagef("--oidc-rules, --oidc-audience and --oidc-console-client-id need --oidc-issuer")
 	case f.issuer == "":
 		return nil, nil
 	case insecure:
@@ -58,7 +59,15 @@ func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL s
 		return nil, usagef("--oidc-rules %s: %v (want rules: a list of {claim, value, workspace, role})", f.rules, err)
 	}
 	resource := strings.TrimSuffix(publicURL, "/") + "/mcp"
-	ta := &server.TokenAuth{Issuer: f.issuer, Audience: cmp.Or(f.audience, resource), Resource: resource, Rules: rf.Rules, Users: db}
+	audiences := []string{resource}
+	if f.audience != "" {
+		audiences = strings.Split(f.audience, ",")
+		for i := range audiences {
+			audiences[i] = strings.TrimSpace(audiences[i])
+		}
+	}
+	ta := &server.TokenAuth{Issuer: f.issuer, Audiences: audiences, Resource: resource, Rules: rf.Rules, Users: db,
+		ConsoleClientID: f.consoleClient}
 	if err := ta.Check(); err != nil {
 		return nil, usagef("%v", err)
 	}

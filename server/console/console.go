@@ -3,9 +3,9 @@
 //
 // It is a client of the /v1 API and nothing else: every read and change goes through the same
 // authentication, workspace checks and dispatcher as any other client's, with the API key the
-// person signs in with, kept in the browser tab's session storage and sent in the
-// Authorization header (never a cookie, so no request can be forged from another site, and
-// never in a URL).
+// person signs in with, or the access token of their sign-in with the identity provider
+// (sso.js), kept in the browser tab's session storage and sent in the Authorization header
+// (never a cookie, so no request can be forged from another site, and never in a URL).
 //
 // Why plain JavaScript modules, embedded: the console must work with `go run ./cmd/quiver
 // serve` and nothing else, so nothing is built at install or run time; the browser loads the
@@ -19,6 +19,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 //go:embed assets
@@ -29,8 +30,18 @@ var assets embed.FS
 const Policy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; " +
 	"font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+// Options change what the console's page may do.
+type Options struct {
+	// ConnectOrigins, when set, returns origins (scheme://host[:port]) the page may fetch
+	// from besides its own: the identity provider's token endpoint, for signing in with it.
+	ConnectOrigins func(*http.Request) []string
+}
+
 // Handler serves the console: its page at / and its files under /console/.
-func Handler() http.Handler {
+func Handler() http.Handler { return HandlerWith(Options{}) }
+
+// HandlerWith is Handler with options.
+func HandlerWith(o Options) http.Handler {
 	files, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is part of the binary
@@ -43,6 +54,11 @@ func Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		Secure(w)
+		if o.ConnectOrigins != nil {
+			if extra := o.ConnectOrigins(r); len(extra) > 0 {
+				w.Header().Set("Content-Security-Policy", strings.Replace(Policy, "connect-src 'self'", "connect-src 'self' "+strings.Join(extra, " "), 1))
+			}
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Write(page)

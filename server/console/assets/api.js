@@ -1,5 +1,6 @@
-// The /v1 API, as the console calls it: the API key lives in this tab's session storage
-// (gone when the tab closes or on sign-out) and travels in the Authorization header.
+// The /v1 API, as the console calls it: the API key, or the access token of a sign-in with the
+// identity provider (sso.js), lives in this tab's session storage (gone when the tab closes or
+// on sign-out) and travels in the Authorization header.
 
 const KEY = "quiver.key";
 

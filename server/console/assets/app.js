@@ -4,6 +4,7 @@
 
 import { api, session, ApiError } from "./api.js";
 import { h, clear } from "./dom.js";
+import * as sso from "./sso.js";
 
 const routes = [
   [/^#\/threads\/([^/]+)$/, () => import("./pages/thread.js")],
@@ -17,6 +18,7 @@ const routes = [
 
 const ranks = { viewer: 1, member: 2, admin: 3 };
 let me = null; // GET /v1/session, once signed in
+let signin = { api_key: true }; // GET /console/signin.json: how people may sign in
 let leave = null; // what the current page runs when the route changes (closes its streams)
 
 const main = document.getElementById("main");
@@ -36,7 +38,7 @@ function ctx() {
 // showError puts an error at the top of the page, as text.
 export function showError(err) {
   const box = h("div", { class: "error", role: "alert" }, err instanceof ApiError && err.status === 401
-    ? "The key was refused: sign in again."
+    ? "You were signed out (the key or the sign-in was refused, or it expired): sign in again."
     : String(err?.message || err));
   main.prepend(box);
   if (err instanceof ApiError && err.status === 401) signOut();
@@ -50,7 +52,7 @@ async function route() {
       me = await api("GET", "/session");
     } catch (e) {
       session.signOut();
-      return signInPage(e instanceof ApiError && e.status === 401 ? "That key was refused." : String(e.message || e));
+      return signInPage(e instanceof ApiError && e.status === 401 ? `That key or sign-in was refused (${e.message}).` : String(e.message || e));
     }
     showSession();
   }
@@ -89,18 +91,32 @@ function signInPage(message) {
   document.getElementById("who").textContent = "";
   clear(main);
   const input = h("input", { type: "password", id: "key", name: "key", autocomplete: "off", placeholder: "qvk_…", required: true });
+  const provider = signin.provider;
+  const withProvider = provider ? h("section", { class: "signin-provider" },
+    h("button", { type: "button", id: "signin-provider", onclick: async (e) => {
+      e.target.disabled = true;
+      try {
+        await sso.begin(provider);
+      } catch (err) {
+        e.target.disabled = false;
+        signInPage(String(err.message || err));
+      }
+    } }, `Sign in with ${new URL(provider.issuer).host}`),
+    h("p", {}, "Your organisation's sign-in: you come back here signed in, with what your groups allow.")) : null;
   const form = h("form", { class: "signin", onsubmit: (e) => {
     e.preventDefault();
     session.signIn(input.value.trim());
     route();
   } },
     h("h1", {}, "Sign in"),
-    h("p", {}, "Paste an API key of your workspace (quiver keys create makes one). It is kept in this tab only, until you sign out or close it."),
+    withProvider,
+    signin.provider_error ? h("p", { class: "error", role: "alert" }, signin.provider_error) : null,
+    h("p", {}, (provider ? "Or paste" : "Paste") + " an API key of your workspace (quiver keys create makes one). It is kept in this tab only, until you sign out or close it."),
     h("label", { for: "key" }, "API key"), input,
     h("button", { type: "submit" }, "Sign in"),
     message ? h("p", { class: "error", role: "alert" }, message) : null);
   main.append(form);
-  input.focus();
+  if (!provider) input.focus();
 }
 
 function signOut() {
@@ -110,6 +126,26 @@ function signOut() {
   signInPage();
 }
 
+// start learns how people may sign in, finishes a sign-in the identity provider sent this
+// page back from, then shows the page the address names.
+async function start() {
+  try {
+    const resp = await fetch("/console/signin.json", { headers: { Accept: "application/json" } });
+    if (resp.ok) signin = await resp.json();
+  } catch { /* keys only */ }
+  try {
+    const token = await sso.finish(signin.provider);
+    if (token) {
+      session.signIn(token);
+      me = null;
+    }
+  } catch (e) {
+    session.signOut();
+    return signInPage(String(e.message || e));
+  }
+  route();
+}
+
 document.getElementById("signout").addEventListener("click", signOut);
 window.addEventListener("hashchange", route);
-route();
+start();

@@ -1,0 +1,80 @@
+// Signing in with the organisation's identity provider: the authorization code flow with PKCE,
+// run by this page as a public client (no secret). The provider sends the person back to the
+// console's address with a code, which the page exchanges for an access token at the
+// provider's token endpoint; the token is then kept and sent as a key is (api.js: this tab's
+// session storage, the Authorization header), never in a cookie or a URL. The code is taken
+// off the address at once.
+
+const FLOW = "quiver.signin"; // the state and verifier of a sign-in under way in this tab
+
+function b64url(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function random(n) {
+  return b64url(crypto.getRandomValues(new Uint8Array(n)));
+}
+
+// redirectURI is where the provider sends the person back: the console's own address.
+function redirectURI() {
+  return location.origin + "/";
+}
+
+// begin sends the person to the provider to sign in. provider is /console/signin.json's.
+export async function begin(provider) {
+  const verifier = random(32);
+  const state = random(16);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+  sessionStorage.setItem(FLOW, JSON.stringify({ state, verifier, hash: location.hash }));
+  const u = new URL(provider.authorization_endpoint);
+  u.searchParams.set("response_type", "code");
+  u.searchParams.set("client_id", provider.client_id);
+  u.searchParams.set("redirect_uri", redirectURI());
+  u.searchParams.set("scope", provider.scopes.join(" "));
+  u.searchParams.set("state", state);
+  u.searchParams.set("code_challenge", b64url(new Uint8Array(digest)));
+  u.searchParams.set("code_challenge_method", "S256");
+  if (provider.resource) u.searchParams.set("resource", provider.resource);
+  location.assign(u.toString());
+}
+
+// finish completes a sign-in the provider sent this page back from, and returns the access
+// token; null when the page was not opened by the provider. It throws, saying why, when the
+// provider refused or the answer is not one this tab asked for.
+export async function finish(provider) {
+  const q = new URLSearchParams(location.search);
+  if (!q.has("code") && !q.has("error")) return null;
+  const flow = JSON.parse(sessionStorage.getItem(FLOW) || "null");
+  sessionStorage.removeItem(FLOW);
+  history.replaceState(null, "", "/" + (flow?.hash || ""));
+  if (q.has("error")) {
+    throw new Error(`The identity provider did not sign you in: ${q.get("error_description") || q.get("error")}.`);
+  }
+  if (!flow || q.get("state") !== flow.state) {
+    throw new Error("The identity provider answered a sign-in this tab did not start: sign in again.");
+  }
+  if (!provider) throw new Error("This server no longer offers signing in with an identity provider.");
+  let resp;
+  try {
+    resp = await fetch(provider.token_endpoint, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Accept: "application/json" },
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        code: q.get("code"),
+        redirect_uri: redirectURI(),
+        client_id: provider.client_id,
+        code_verifier: flow.verifier,
+      }),
+    });
+  } catch (e) {
+    throw new Error(`The identity provider's token endpoint could not be reached: ${e.message || e}.`);
+  }
+  const data = await resp.json().catch(() => ({}));
+  if (!resp.ok || !data.access_token) {
+    throw new Error(`The identity provider gave no token: ${data.error_description || data.error || "HTTP " + resp.status}.`);
+  }
+  return data.access_token;
+}
