@@ -37,12 +37,28 @@ const ConfigFileName = "quiver.yaml"
 //	        redirect_url: https://quiver.example.com/oauth/callback     # default: this server's
 //	        scopes: [read, write]     # default: what the server asks for
 //
+//	oidc:                           # access tokens of an identity provider (quiver serve's
+//	  issuer: https://id.example.com/ # --oidc-* flags, which take precedence)
+//	  audiences: [https://quiver.example.com/mcp]
+//	  console_client_id: quiver-console
+//	  rules:
+//	    - {claim: groups, value: engineering, workspace: wsp_..., role: member}
+//
 // ${VAR} in env, header and oauth values is replaced by the environment variable VAR, so
 // secrets need not be written in the file.
 type File struct {
 	MCP struct {
 		Servers []RemoteConfig `yaml:"servers" json:"servers"`
 	} `yaml:"mcp" json:"mcp"`
+	OIDC *OIDCConfig `yaml:"oidc,omitempty" json:"oidc,omitempty"`
+}
+
+// OIDCConfig is the oidc block: what [TokenAuth] takes, as quiver serve's --oidc-* flags give it.
+type OIDCConfig struct {
+	Issuer          string      `yaml:"issuer"`
+	Audiences       []string    `yaml:"audiences,omitempty"`
+	ConsoleClientID string      `yaml:"console_client_id,omitempty"`
+	Rules           []ClaimRule `yaml:"rules"`
 }
 
 // RemoteConfig is one remote MCP server in the configuration file.

@@ -30,10 +30,10 @@ const WorkspaceHeader = "Quiver-Workspace"
 // it. Rules are evaluated on every request: a person removed from the group loses the access
 // when the token that said so expires.
 type ClaimRule struct {
-	Claim     string        `json:"claim"`
-	Value     string        `json:"value"`
-	Workspace string        `json:"workspace"`
-	Role      store.KeyRole `json:"role"`
+	Claim     string        `json:"claim" yaml:"claim"`
+	Value     string        `json:"value" yaml:"value"`
+	Workspace string        `json:"workspace" yaml:"workspace"`
+	Role      store.KeyRole `json:"role" yaml:"role"`
 }
 
 // Check reports a rule that names no claim, value or workspace, or an unknown role.

@@ -313,7 +313,11 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = r.maxSessions, r.maxPerClient, r.idleTimeout
 	cfg.DrainDelay = r.drainDelay
 	cfg.MaxSessionsPerWorkspace = r.maxPerWorkspace
-	tokens, err := r.oidc.tokenAuth(ctx, db, cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), r.insecure)
+	file, err := loadConfig(*f.config) // read again for its oidc block; serverConfig took its remotes
+	if err != nil {
+		return exitError, err
+	}
+	tokens, err := r.oidc.tokenAuth(ctx, db, cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), r.insecure, file)
 	if err != nil {
 		return exitUsage, err
 	}

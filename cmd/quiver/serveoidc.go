@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -35,47 +36,60 @@ type rulesFile struct {
 	Rules []server.ClaimRule `yaml:"rules"`
 }
 
-// tokenAuth returns the access-token check the flags ask for (nil for none), its rules read and
-// checked against the workspaces of db.
-func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL string, insecure bool) (*server.TokenAuth, error) {
+// tokenAuth returns the access-token check the flags and the configuration file's oidc block
+// ask for (nil for none; a flag wins over the file), its rules checked against the workspaces
+// of db.
+func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL string, insecure bool, file *server.File) (*server.TokenAuth, error) {
+	var fromFile server.OIDCConfig
+	if file != nil && file.OIDC != nil {
+		fromFile = *file.OIDC
+	}
+	issuer := cmp.Or(f.issuer, fromFile.Issuer)
 	switch {
-	case f.issuer == "" && (f.rules != "" || f.audience != "" || f.consoleClient != ""):
+	case issuer == "" && (f.rules != "" || f.audience != "" || f.consoleClient != ""):
 		return nil, usagef("--oidc-rules, --oidc-audience and --oidc-console-client-id need --oidc-issuer")
-	case f.issuer == "":
+	case issuer == "":
 		return nil, nil
 	case insecure:
-		return nil, usagef("--oidc-issuer checks tokens, --insecure-local checks nothing: give one of them")
-	case f.rules == "":
-		return nil, usagef("--oidc-issuer needs --oidc-rules FILE: without rules no token grants any workspace")
+		return nil, usagef("--oidc-issuer (or the configuration's oidc block) checks tokens, --insecure-local checks nothing: give one of them")
+	case f.rules == "" && len(fromFile.Rules) == 0:
+		return nil, usagef("--oidc-issuer needs --oidc-rules FILE (or rules in the configuration's oidc block): without rules no token grants any workspace")
 	}
-	data, err := os.ReadFile(f.rules)
-	if err != nil {
-		return nil, usagef("--oidc-rules: %v", err)
-	}
-	var rf rulesFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&rf); err != nil {
-		return nil, usagef("--oidc-rules %s: %v (want rules: a list of {claim, value, workspace, role})", f.rules, err)
+	rules, where := fromFile.Rules, "the configuration's oidc block"
+	if f.rules != "" {
+		data, err := os.ReadFile(f.rules)
+		if err != nil {
+			return nil, usagef("--oidc-rules: %v", err)
+		}
+		var rf rulesFile
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&rf); err != nil {
+			return nil, usagef("--oidc-rules %s: %v (want rules: a list of {claim, value, workspace, role})", f.rules, err)
+		}
+		rules, where = rf.Rules, "--oidc-rules "+f.rules
 	}
 	resource := strings.TrimSuffix(publicURL, "/") + "/mcp"
-	audiences := []string{resource}
+	audiences := fromFile.Audiences
 	if f.audience != "" {
 		audiences = strings.Split(f.audience, ",")
 		for i := range audiences {
 			audiences[i] = strings.TrimSpace(audiences[i])
 		}
 	}
-	ta := &server.TokenAuth{Issuer: f.issuer, Audiences: audiences, Resource: resource, Rules: rf.Rules, Users: db,
-		ConsoleClientID: f.consoleClient}
+	if len(audiences) == 0 {
+		audiences = []string{resource}
+	}
+	ta := &server.TokenAuth{Issuer: issuer, Audiences: audiences, Resource: resource, Rules: rules, Users: db,
+		ConsoleClientID: cmp.Or(f.consoleClient, fromFile.ConsoleClientID)}
 	if err := ta.Check(); err != nil {
 		return nil, usagef("%v", err)
 	}
-	for i, r := range rf.Rules {
+	for i, r := range rules {
 		if _, err := db.Workspace(ctx, r.Workspace); errors.Is(err, store.ErrNotFound) {
-			return nil, usagef("--oidc-rules %s: rule %d names workspace %q, which this database does not have", f.rules, i+1, r.Workspace)
+			return nil, usagef("%s: rule %d names workspace %q, which this database does not have", where, i+1, r.Workspace)
 		} else if err != nil {
-			return nil, fmt.Errorf("--oidc-rules: %w", err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	return ta, nil

@@ -20,6 +20,9 @@ func TestServeOIDCFlagsRefused(t *testing.T) {
 	unknown := write("unknown.yaml", "rules:\n  - {claim: groups, value: eng, workspace: wsp_nowhere, role: member}\n")
 	badRole := write("badrole.yaml", "rules:\n  - {claim: groups, value: eng, workspace: wsp_x, role: owner}\n")
 	badField := write("badfield.yaml", "rules:\n  - {claim: groups, value: eng, workspace: wsp_x, role: member, grant: all}\n")
+	fileRules := write("quiver.yaml", "oidc:\n  issuer: https://id.example.com/\n  console_client_id: quiver-console\n"+
+		"  rules:\n    - {claim: groups, value: eng, workspace: wsp_from_file, role: viewer}\n")
+	fileNoRules := write("norules.yaml", "oidc:\n  issuer: https://id.example.com/\n")
 	db := filepath.Join(dir, "q.db")
 	tests := []struct {
 		name  string
@@ -34,6 +37,10 @@ func TestServeOIDCFlagsRefused(t *testing.T) {
 		{"an unknown role", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", badRole}, `role "owner"`},
 		{"an unknown field", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", badField}, "grant"},
 		{"a missing file", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", filepath.Join(dir, "none.yaml")}, "no such file"},
+		{"the configuration's oidc block is read", []string{"--config", fileRules}, `the configuration's oidc block: rule 1 names workspace "wsp_from_file"`},
+		{"a flag wins over the block", []string{"--config", fileRules, "--oidc-rules", unknown}, `names workspace "wsp_nowhere"`},
+		{"a block without rules", []string{"--config", fileNoRules}, "needs --oidc-rules FILE (or rules in the configuration's oidc block)"},
+		{"a block with --insecure-local", []string{"--config", fileRules, "--insecure-local"}, "give one of them"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
