@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -84,14 +85,20 @@ type TokenAuth struct {
 	keys     *issuerKeys
 	verifier *oidc.IDTokenVerifier
 
-	mu    sync.Mutex
-	known map[string]bool // user ids stored already
+	mu      sync.Mutex
+	known   map[string]bool   // user ids stored already
+	members map[string]string // the memberships last written for each user (membersKey)
 }
 
-// TokenUsers is what TokenAuth needs of the store to keep the users tokens name.
+// TokenUsers is what TokenAuth needs of the store to keep the users tokens name, and their
+// memberships of the workspaces the rules name.
 type TokenUsers interface {
 	User(ctx context.Context, id string) (*store.User, error)
 	CreateUser(ctx context.Context, u *store.User) error
+	Member(ctx context.Context, workspaceID, userID string) (*store.Membership, error)
+	AddMember(ctx context.Context, m *store.Membership) error
+	SetMemberRole(ctx context.Context, workspaceID, userID string, role store.MemberRole) error
+	RemoveMember(ctx context.Context, workspaceID, userID string) error
 }
 
 // Check reports a configuration that cannot work.
@@ -180,13 +187,16 @@ func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (
 		return Principal{}, fmt.Errorf("%w: the access token names no subject (sub)", ErrUnauthorized)
 	}
 	grants := t.grants(all)
-	ws, role, err := pickWorkspace(grants, workspace)
-	if err != nil {
-		return Principal{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
-	}
 	userID, err := t.user(ctx, idt.Subject, std)
 	if err != nil {
 		return Principal{}, err
+	}
+	if err := t.syncMembers(ctx, userID, grants); err != nil {
+		return Principal{}, err
+	}
+	ws, role, err := pickWorkspace(grants, workspace)
+	if err != nil {
+		return Principal{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
 	}
 	return Principal{WorkspaceID: ws, UserID: userID, Role: role, Issuer: t.Issuer, Subject: idt.Subject}, nil
 }
@@ -326,6 +336,67 @@ func (t *TokenAuth) user(ctx context.Context, subject string, c tokenClaims) (st
 	t.known[id] = true
 	t.mu.Unlock()
 	return id, nil
+}
+
+// syncMembers makes the user's memberships of the workspaces the rules name what the token
+// grants: what the store checks of a member (that whoever creates a tool is one) holds for a
+// person who signs in with the provider, and their API keys, which follow their membership,
+// end with it. An admin or member grant is that role; a viewer's or none is no membership.
+// Written when the grants change, not on every request.
+func (t *TokenAuth) syncMembers(ctx context.Context, userID string, grants map[string]store.KeyRole) error {
+	want := map[string]store.MemberRole{}
+	for _, r := range t.Rules {
+		want[r.Workspace] = ""
+	}
+	for ws, role := range grants {
+		switch role {
+		case store.KeyRoleAdmin:
+			want[ws] = store.MemberRoleAdmin
+		case store.KeyRoleMember:
+			want[ws] = store.MemberRoleMember
+		}
+	}
+	wsIDs := slices.Sorted(maps.Keys(want))
+	var key strings.Builder
+	for _, ws := range wsIDs {
+		key.WriteString(ws + "=" + string(want[ws]) + ";")
+	}
+	t.mu.Lock()
+	done := t.members[userID] == key.String()
+	t.mu.Unlock()
+	if done {
+		return nil
+	}
+	for _, ws := range wsIDs {
+		role := want[ws]
+		m, err := t.Users.Member(ctx, ws, userID)
+		switch {
+		case errors.Is(err, store.ErrNotFound) && role == "":
+			continue
+		case errors.Is(err, store.ErrNotFound):
+			err = t.Users.AddMember(ctx, &store.Membership{WorkspaceID: ws, UserID: userID, Role: role})
+			if errors.Is(err, store.ErrConflict) {
+				err = nil // another request or node added it first
+			}
+		case err != nil:
+		case role == "":
+			err = t.Users.RemoveMember(ctx, ws, userID)
+		case m.Role != role:
+			err = t.Users.SetMemberRole(ctx, ws, userID, role)
+		}
+		// ErrNotFound: a workspace since deleted; ErrInvalid: the last admin, whom the store
+		// keeps (the token's access follows the rules all the same).
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInvalid) {
+			return fmt.Errorf("keeping the membership of workspace %s of the access token's user: %w", ws, err)
+		}
+	}
+	t.mu.Lock()
+	if t.members == nil || len(t.members) >= authCacheMax {
+		t.members = map[string]string{}
+	}
+	t.members[userID] = key.String()
+	t.mu.Unlock()
+	return nil
 }
 
 func firstNonEmpty(s ...string) string {

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -351,6 +352,24 @@ func TestTokensOnTheDoors(t *testing.T) {
 	if resp.StatusCode != 200 || json.Unmarshal(body, &session) != nil || session.WorkspaceID != a.ID || session.Role != "member" || !strings.HasPrefix(session.UserID, "usr_") {
 		t.Fatalf("session with a token: %d %s", resp.StatusCode, body)
 	}
+	// A member by token creates what a member's key may, recorded as the token's user.
+	resp, body = sendAPI(t, ts.Client(), "POST", ts.URL+"/v1/tools", token, map[string]any{"name": "ask_client", "target": "client", "description": "Asks the client.",
+		"input_schema": map[string]any{"type": "object"}})
+	if resp.StatusCode != 201 || !strings.Contains(string(body), `"created_by":"`+session.UserID+`"`) {
+		t.Fatalf("creating a tool with a member's token: %d %s", resp.StatusCode, body)
+	}
+	if m, err := st.Member(ctx, a.ID, session.UserID); err != nil || m.Role != store.MemberRoleMember {
+		t.Fatalf("the token's user's membership: %+v %v", m, err)
+	}
+	// The provider no longer says eng: the token is refused, and the membership is gone with
+	// the grant, so no key made for the person outlives it.
+	if resp, _ := sendAPI(t, ts.Client(), "GET", ts.URL+"/v1/session", is.token(t, is.claims(time.Now(), "sales")), nil); resp.StatusCode != 401 {
+		t.Fatalf("a token without the group: %d", resp.StatusCode)
+	}
+	if _, err := st.Member(ctx, a.ID, session.UserID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the membership after the group was taken away: %v", err)
+	}
+	token = is.token(t, is.claims(time.Now(), "eng"))
 	if resp, body := sendAPI(t, ts.Client(), "GET", ts.URL+"/v1/threads/"+theirs.ID, token, nil); resp.StatusCode != 404 {
 		t.Fatalf("another workspace's thread with a token: %d %s", resp.StatusCode, body)
 	}
