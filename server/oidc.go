@@ -85,9 +85,10 @@ type TokenAuth struct {
 	keys     *issuerKeys
 	verifier *oidc.IDTokenVerifier
 
-	mu      sync.Mutex
-	known   map[string]bool   // user ids stored already
-	members map[string]string // the memberships last written for each user (membersKey)
+	mu       sync.Mutex
+	known    map[string]bool   // user ids stored already
+	members  map[string]string // the memberships last written for each user
+	verified map[[sha256.Size]byte]*verifiedToken
 }
 
 // TokenUsers is what TokenAuth needs of the store to keep the users tokens name, and their
@@ -164,50 +165,94 @@ type tokenClaims struct {
 // ErrUnauthorized that says what is wrong with it (never the token).
 func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (Principal, error) {
 	t.init()
+	// A token's check is kept for a second (never past its expiry), as a key's is: its
+	// signature costs a thousand times a key's cached check.
+	h := sha256.Sum256([]byte(token))
+	now := t.now()
+	t.mu.Lock()
+	v := t.verified[h]
+	t.mu.Unlock()
+	if v == nil || !now.Before(v.until) || now.Before(v.at) {
+		v = t.verify(ctx, token, now)
+		if v.err != nil && !errors.Is(v.err, ErrUnauthorized) {
+			return Principal{}, v.err // the store failed: not the token's fault, and not kept
+		}
+		t.mu.Lock()
+		if t.verified == nil || len(t.verified) >= authCacheMax {
+			t.verified = map[[sha256.Size]byte]*verifiedToken{}
+		}
+		t.verified[h] = v
+		t.mu.Unlock()
+	}
+	if v.err != nil {
+		return Principal{}, v.err
+	}
+	ws, role, err := pickWorkspace(v.grants, workspace)
+	if err != nil {
+		return Principal{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
+	}
+	return Principal{WorkspaceID: ws, UserID: v.userID, Role: role, Issuer: t.Issuer, Subject: v.subject}, nil
+}
+
+// verifiedToken is the outcome of a token's check: who it is and what it grants, or why it
+// was refused; kept from at until until.
+type verifiedToken struct {
+	userID, subject string
+	grants          map[string]store.KeyRole
+	err             error
+	at, until       time.Time
+}
+
+// verify checks a token and turns its claims into a user and grants (see Authenticate).
+func (t *TokenAuth) verify(ctx context.Context, token string, now time.Time) *verifiedToken {
+	v := &verifiedToken{at: now, until: now.Add(authCacheTTL)}
+	refuse := func(format string, args ...any) *verifiedToken {
+		v.err = fmt.Errorf("%w: "+format, append([]any{ErrUnauthorized}, args...)...)
+		return v
+	}
 	idt, err := t.verifier.Verify(ctx, token)
 	if err != nil {
-		return Principal{}, fmt.Errorf("%w: the access token was refused: %s", ErrUnauthorized, strings.TrimPrefix(err.Error(), "oidc: "))
+		return refuse("the access token was refused: %s", strings.TrimPrefix(err.Error(), "oidc: "))
 	}
 	var std tokenClaims
 	var all map[string]any
 	if err := idt.Claims(&std); err != nil {
-		return Principal{}, fmt.Errorf("%w: the access token's claims: %v", ErrUnauthorized, err)
+		return refuse("the access token's claims: %v", err)
 	}
 	if err := idt.Claims(&all); err != nil {
-		return Principal{}, fmt.Errorf("%w: the access token's claims: %v", ErrUnauthorized, err)
+		return refuse("the access token's claims: %v", err)
 	}
 	if !slices.ContainsFunc(idt.Audience, func(a string) bool { return slices.Contains(t.Audiences, a) }) {
-		return Principal{}, fmt.Errorf("%w: the access token is for another audience (%s), not this server's", ErrUnauthorized,
-			strings.Join(idt.Audience, ", "))
+		return refuse("the access token is for another audience (%s), not this server's", strings.Join(idt.Audience, ", "))
 	}
-	if err := t.checkTimes(std); err != nil {
-		return Principal{}, fmt.Errorf("%w: the access token %v", ErrUnauthorized, err)
+	exp, err := t.checkTimes(std, now)
+	if err != nil {
+		return refuse("the access token %v", err)
 	}
 	if idt.Subject == "" {
-		return Principal{}, fmt.Errorf("%w: the access token names no subject (sub)", ErrUnauthorized)
+		return refuse("the access token names no subject (sub)")
 	}
-	grants := t.grants(all)
-	userID, err := t.user(ctx, idt.Subject, std)
-	if err != nil {
-		return Principal{}, err
+	if exp.Before(v.until) {
+		v.until = exp
 	}
-	if err := t.syncMembers(ctx, userID, grants); err != nil {
-		return Principal{}, err
+	v.subject, v.grants = idt.Subject, t.grants(all)
+	if v.userID, err = t.user(ctx, idt.Subject, std); err != nil {
+		v.err = err
+		return v
 	}
-	ws, role, err := pickWorkspace(grants, workspace)
-	if err != nil {
-		return Principal{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
+	if err := t.syncMembers(ctx, v.userID, v.grants); err != nil {
+		v.err = err
 	}
-	return Principal{WorkspaceID: ws, UserID: userID, Role: role, Issuer: t.Issuer, Subject: idt.Subject}, nil
+	return v
 }
 
-// checkTimes checks exp (required), nbf and iat against the clock, with the skew.
-func (t *TokenAuth) checkTimes(c tokenClaims) error {
+// checkTimes checks exp (required), nbf and iat against now, with the skew, and returns when
+// the token stops being accepted.
+func (t *TokenAuth) checkTimes(c tokenClaims, now time.Time) (time.Time, error) {
 	skew := t.ClockSkew
 	if skew == 0 {
 		skew = DefaultClockSkew
 	}
-	now := t.now()
 	at := func(n *json.Number) (time.Time, error) {
 		f, err := n.Float64()
 		if err != nil {
@@ -216,14 +261,14 @@ func (t *TokenAuth) checkTimes(c tokenClaims) error {
 		return time.Unix(int64(f), 0), nil
 	}
 	if c.Expiry == nil {
-		return errors.New("has no expiry (exp)")
+		return time.Time{}, errors.New("has no expiry (exp)")
 	}
 	exp, err := at(c.Expiry)
 	if err != nil {
-		return errors.New("has an expiry (exp) that is not a number")
+		return time.Time{}, errors.New("has an expiry (exp) that is not a number")
 	}
 	if !now.Before(exp.Add(skew)) {
-		return fmt.Errorf("expired at %s", exp.UTC().Format(time.RFC3339))
+		return time.Time{}, fmt.Errorf("expired at %s", exp.UTC().Format(time.RFC3339))
 	}
 	for _, claim := range []struct {
 		name string
@@ -234,13 +279,13 @@ func (t *TokenAuth) checkTimes(c tokenClaims) error {
 		}
 		when, err := at(claim.n)
 		if err != nil {
-			return fmt.Errorf("has a %s time that is not a number", claim.name)
+			return time.Time{}, fmt.Errorf("has a %s time that is not a number", claim.name)
 		}
 		if when.After(now.Add(skew)) {
-			return fmt.Errorf("is %s %s, in the future", claim.name, when.UTC().Format(time.RFC3339))
+			return time.Time{}, fmt.Errorf("is %s %s, in the future", claim.name, when.UTC().Format(time.RFC3339))
 		}
 	}
-	return nil
+	return exp.Add(skew), nil
 }
 
 // grants returns the role each workspace's rules give the claims: the highest of them.

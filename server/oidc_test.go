@@ -40,7 +40,7 @@ type tokenIssuer struct {
 	keyFetchs atomic.Int32
 }
 
-func newTokenIssuer(t *testing.T) *tokenIssuer {
+func newTokenIssuer(t testing.TB) *tokenIssuer {
 	t.Helper()
 	is := &tokenIssuer{}
 	is.rotate(t)
@@ -73,7 +73,7 @@ func newTokenIssuer(t *testing.T) *tokenIssuer {
 }
 
 // rotate replaces the issuer's key by a new one with a new key id.
-func (is *tokenIssuer) rotate(t *testing.T) {
+func (is *tokenIssuer) rotate(t testing.TB) {
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func (is *tokenIssuer) rotate(t *testing.T) {
 }
 
 // sign returns claims signed with key (the issuer's when nil) under kid.
-func sign(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) string {
+func sign(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) string {
 	t.Helper()
 	opts := (&jose.SignerOptions{}).WithType("JWT")
 	if kid != "" {
@@ -106,7 +106,7 @@ func sign(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, claims
 	return out
 }
 
-func (is *tokenIssuer) token(t *testing.T, claims map[string]any) string {
+func (is *tokenIssuer) token(t testing.TB, claims map[string]any) string {
 	is.mu.Lock()
 	key, kid := is.key, is.kid
 	is.mu.Unlock()
@@ -378,5 +378,66 @@ func TestTokensOnTheDoors(t *testing.T) {
 	req.Header.Set(server.WorkspaceHeader, b.ID)
 	if resp, err := ts.Client().Do(req); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("naming a workspace the token does not grant: %v %v", resp.StatusCode, err)
+	}
+}
+
+// TestTokenCheckKeptNoLongerThanItsExpiry: a token's check is kept for a second, but a token
+// that expires sooner is refused from its expiry on.
+func TestTokenCheckKeptNoLongerThanItsExpiry(t *testing.T) {
+	is := newTokenIssuer(t)
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	var mu sync.Mutex
+	second := time.Now().Truncate(time.Second)
+	now := second.Add(200 * time.Millisecond)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	auth := &server.Authenticator{Keys: st, Tokens: newTokenAuth(is, st, clock)}
+	c := is.claims(now, "eng")
+	c["exp"] = second.Add(-server.DefaultClockSkew + time.Second).Unix() // accepted for 800 ms more
+	token := is.token(t, c)
+	if status, says, _ := tokenRequest(t, auth, token, ""); status != 200 {
+		t.Fatalf("within its skew: %d %s", status, says)
+	}
+	mu.Lock()
+	now = now.Add(900 * time.Millisecond) // within the second its check is kept
+	mu.Unlock()
+	if status, says, _ := tokenRequest(t, auth, token, ""); status != 401 || !strings.Contains(says, "expired") {
+		t.Fatalf("past its expiry, within the second its check is kept: %d %s", status, says)
+	}
+}
+
+// BenchmarkAuthenticateToken is the cost of a request's access-token check: "checked" when the
+// token is checked (its signature, claims and rules; the clock moves two seconds a request, past
+// the second a check is kept), "kept" when its check of the last second is used. Beside
+// BenchmarkAuthenticate, an API key's check from its cache.
+func BenchmarkAuthenticateToken(b *testing.B) {
+	is := newTokenIssuer(b)
+	st := memstore.New()
+	defer st.Close()
+	start := time.Now()
+	c := is.claims(start, "eng")
+	c["exp"] = start.Add(365 * 24 * time.Hour).Unix()
+	header := "Bearer " + is.token(b, c)
+	for _, moving := range []bool{true, false} {
+		name := "kept"
+		if moving {
+			name = "checked"
+		}
+		b.Run(name, func(b *testing.B) {
+			var calls atomic.Int64
+			clock := func() time.Time {
+				if !moving {
+					return start
+				}
+				return start.Add(time.Duration(calls.Add(1)) * 2 * time.Second)
+			}
+			auth := &server.Authenticator{Keys: st, Tokens: newTokenAuth(is, st, clock)}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := auth.Authenticate(context.Background(), header); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
