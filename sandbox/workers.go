@@ -216,7 +216,14 @@ func (w *Workers) execute(h *Handle, c *config) {
 			case ev.Log != nil:
 				h.addLog(c, *ev.Log)
 			case ev.Result != nil:
-				h.finish(ev.Result)
+				if ev.Result.Status != StatusSuccess && h.hostCut.Load() && h.terminated() != "" {
+					// A host function the termination ended answered the worker before the
+					// termination reached it, and the code failed on that answer: the run was
+					// terminated, as a run in this process says (see Handle.execute).
+					h.finish(h.abandonedResult())
+				} else {
+					h.finish(ev.Result)
+				}
 			case ev.Stopped:
 				h.finish(&Result{Status: StatusError, ErrorName: "InternalError",
 					ErrorMessage: "the sandbox's worker process stopped without a result", Duration: time.Since(h.start)})
