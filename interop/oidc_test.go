@@ -273,8 +273,12 @@ func TestOIDCEndToEnd(t *testing.T) {
 	// The provider no longer puts the person in the group: a new sign-in gets a token the
 	// server refuses.
 	idp.setGroups(oidcUser)
-	if _, err := tryMCPSignIn(ctx, t, base+"/mcp", redirect); err == nil || !strings.Contains(err.Error(), "401") && !client.IsOAuthAuthorizationRequiredError(err) {
-		t.Fatalf("a token without the group: %v, want refused", err)
+	refused, err := tryMCPSignIn(ctx, t, base+"/mcp", redirect)
+	if err == nil || refused == "" {
+		t.Fatalf("a token without the group: %v, want a token the server refuses", err)
+	}
+	if status := getJSON(t, base+"/v1/session", refused, nil); status != 403 {
+		t.Fatalf("a token without the group on the API: %d, want 403", status)
 	}
 	idp.setGroups(oidcUser, "eng")
 
@@ -283,8 +287,8 @@ func TestOIDCEndToEnd(t *testing.T) {
 	stop()
 	writeRules("eng-leads")
 	base, _, stop = quiverServe(t, dataDir, false, oidcFlags...)
-	if status := getJSON(t, base+"/v1/session", token, nil); status != 401 {
-		t.Fatalf("a token replayed after its group's rule was removed: %d, want 401", status)
+	if status := getJSON(t, base+"/v1/session", token, nil); status != 403 {
+		t.Fatalf("a token replayed after its group's rule was removed: %d, want 403", status)
 	}
 	stop()
 }
@@ -336,8 +340,12 @@ func tryMCPSignIn(ctx context.Context, t *testing.T, endpoint, redirect string) 
 	if err := h.ProcessAuthorizationResponse(ctx, code, gotState, verifier); err != nil {
 		return "", fmt.Errorf("exchanging the code: %w", err)
 	}
+	tok, err := tokens.GetToken(ctx)
+	if err != nil {
+		return "", err
+	}
 	if _, err := c.Initialize(ctx, init); err != nil {
-		return "", fmt.Errorf("initialize with the token: %w", err)
+		return tok.AccessToken, fmt.Errorf("initialize with the token: %w", err)
 	}
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
@@ -351,10 +359,6 @@ func tryMCPSignIn(ctx context.Context, t *testing.T, endpoint, redirect string) 
 	res, err := c.CallTool(ctx, req)
 	if err != nil || res.IsError {
 		return "", fmt.Errorf("tools/call get_current_time: %v %+v", err, res)
-	}
-	tok, err := tokens.GetToken(ctx)
-	if err != nil {
-		return "", err
 	}
 	return tok.AccessToken, nil
 }

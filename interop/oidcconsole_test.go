@@ -120,6 +120,13 @@ func TestConsoleSignsInWithTheProvider(t *testing.T) {
 	if status := getJSON(t, consoleURL+"v1/session", stored, nil); status != 200 {
 		t.Errorf("the console's token on the API: %d", status)
 	}
+	// A link that carries a provider's answer this tab never asked for neither signs the person
+	// out nor puts its words on the page.
+	do("opening a forged callback", chromedp.Navigate(consoleURL+"?error=access_denied&error_description=Your+account+is+locked"),
+		chromedp.WaitVisible("#signout"))
+	if text := eval(`document.body.innerText + location.search`); strings.Contains(text, "locked") {
+		t.Fatalf("a forged callback's words reached the page: %q", text)
+	}
 	do("signing out", chromedp.Click("#signout"), chromedp.WaitVisible("#signin-provider"))
 	if forgotten := eval(`String(sessionStorage.getItem("quiver.key") === null)`); forgotten != "true" {
 		t.Fatal("signing out left the token in the tab's session storage")

@@ -143,7 +143,7 @@ func (a *Authenticator) authenticate(ctx context.Context, authorization, workspa
 	}
 	p, err := a.key(ctx, secret)
 	if err == nil && workspace != "" && workspace != p.WorkspaceID {
-		return Principal{}, fmt.Errorf("%w: API key %s belongs to another workspace than %q, which the %s header names", ErrUnauthorized, p.KeyID, workspace, WorkspaceHeader)
+		return Principal{}, fmt.Errorf("%w: API key %s belongs to another workspace than %q, which the %s header names", ErrForbidden, p.KeyID, workspace, WorkspaceHeader)
 	}
 	return p, err
 }
@@ -217,6 +217,16 @@ func (a *Authenticator) Require(role store.KeyRole, next http.Handler) http.Hand
 		case errors.Is(err, ErrUnauthorized):
 			w.Header().Set("WWW-Authenticate", a.challenge(r))
 			writeProblem(w, http.StatusUnauthorized, "unauthorized", err.Error())
+			return
+		case errors.Is(err, ErrForbidden):
+			if a.Tokens != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="quiver", error="insufficient_scope", resource_metadata="`+a.Tokens.MetadataURL()+`"`)
+			}
+			writeProblem(w, http.StatusForbidden, "forbidden", err.Error())
+			return
+		case errors.Is(err, errKeysUnavailable):
+			writeProblem(w, http.StatusServiceUnavailable, "identity_provider_unavailable",
+				"the server could not read the identity provider's keys to check the token; try again shortly")
 			return
 		case err != nil:
 			writeProblem(w, http.StatusServiceUnavailable, "store_unavailable", "the server could not check the API key or token; try again shortly")

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/singleflight"
 )
 
 // tokenAlgorithms are the signatures an access token may carry: asymmetric ones only, so that
@@ -33,23 +37,29 @@ const (
 	maxDocumentBytes = 1 << 20
 )
 
+// errKeysUnavailable is a token that could not be checked because the provider's discovery
+// document or keys could not be read: not the token's fault (503, not 401).
+var errKeysUnavailable = errors.New("the identity provider's keys could not be read")
+
 // issuerKeys verifies the signatures of an issuer's tokens with the keys its discovery document
 // names (jwks_uri), fetched when first needed and again when they are old or a token names a
 // key id they lack (a rotation). It implements go-oidc's KeySet: go-oidc's own RemoteKeySet
 // fetches the keys again for every token whose key id it does not know, with no bound, which
-// lets anyone make the server hammer the provider with made-up key ids.
+// lets anyone make the server hammer the provider with made-up key ids. Fetches happen outside
+// its lock, one at a time: checks go on with the keys at hand meanwhile.
 type issuerKeys struct {
 	issuer string
 	client *http.Client
 	now    func() time.Time
+	group  singleflight.Group
 
 	mu      sync.Mutex
 	jwksURI string
 	ends    providerEndpoints // from the discovery document
-	keys    jose.JSONWebKeySet
-	fetched time.Time // zero: never
-	lastErr error     // of the last fetch, reported while keysMinRefetch has not passed
-	// discoveryTried is when endpoints last read the discovery document.
+	keys    []jose.JSONWebKey
+	tried   time.Time // of the last fetch of the keys; zero: never
+	lastErr error     // of that fetch
+	// discoveryTried is when the discovery document was last read for endpoints.
 	discoveryTried time.Time
 }
 
@@ -79,39 +89,91 @@ func (k *issuerKeys) VerifySignature(ctx context.Context, raw string) ([]byte, e
 }
 
 // keysFor returns the keys that may have signed a token naming kid (every signing key for
-// none), fetching the set again when it is old, or lacks kid and was not fetched just now.
+// none), fetching the set again when it is old, or lacks kid and was not fetched just now. An
+// error wrapping errKeysUnavailable says the provider could not be read.
 func (k *issuerKeys) keysFor(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	now := k.now()
-	age := now.Sub(k.fetched)
+	age := now.Sub(k.tried)
 	match := k.match(kid)
-	if k.fetched.IsZero() || age >= keysMaxAge || (len(match) == 0 && age >= keysMinRefetch) {
-		if err := k.fetch(ctx); err != nil {
-			k.lastErr = err
-			k.fetched = now // a provider that fails is asked again after keysMinRefetch
-			if len(k.keys.Keys) == 0 {
-				return nil, err
-			}
-		} else {
-			k.lastErr = nil
-			k.fetched = now
-		}
+	stale := k.tried.IsZero() || age >= keysMaxAge || (len(match) == 0 && age >= keysMinRefetch)
+	k.mu.Unlock()
+	if stale {
+		// One fetch at a time, whoever asks: the others wait for it rather than fetch too.
+		_, _, _ = k.group.Do("keys", func() (any, error) { return nil, k.refresh(ctx) })
+		k.mu.Lock()
 		match = k.match(kid)
+		k.mu.Unlock()
 	}
-	if len(match) == 0 {
-		if k.lastErr != nil {
-			return nil, k.lastErr
+	if len(match) > 0 {
+		return match, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.lastErr != nil {
+		return nil, fmt.Errorf("%w: %v", errKeysUnavailable, k.lastErr)
+	}
+	return nil, fmt.Errorf("the issuer has no key %q", kid)
+}
+
+// refresh fetches the key set (and the discovery document, the first time) and keeps it; on
+// failure it keeps the keys it had.
+func (k *issuerKeys) refresh(ctx context.Context) error {
+	k.mu.Lock()
+	k.tried = k.now() // a provider that fails is asked again after keysMinRefetch
+	uri := k.jwksURI
+	k.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var err error
+	if uri == "" {
+		if uri, err = k.discover(ctx); err != nil {
+			k.keep(nil, err)
+			return err
 		}
-		return nil, fmt.Errorf("the issuer has no key %q", kid)
 	}
-	return match, nil
+	keys, err := k.fetchKeys(ctx, uri)
+	k.keep(keys, err)
+	return err
+}
+
+// keep records a fetch's outcome: its keys, or its error beside the keys already held.
+func (k *issuerKeys) keep(keys []jose.JSONWebKey, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.lastErr = err
+	if err == nil {
+		k.keys = keys
+	}
+}
+
+// fetchKeys reads the key set at uri. A key this server cannot use (an encryption key, a curve
+// go-jose lacks) is skipped, as RFC 7517 section 5 asks, instead of failing the whole set.
+func (k *issuerKeys) fetchKeys(ctx context.Context, uri string) ([]jose.JSONWebKey, error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := k.getJSON(ctx, uri, &set); err != nil {
+		return nil, fmt.Errorf("the issuer's keys: %w", err)
+	}
+	var keys []jose.JSONWebKey
+	for _, raw := range set.Keys {
+		var key jose.JSONWebKey
+		if err := key.UnmarshalJSON(raw); err != nil || !key.Valid() || !key.IsPublic() {
+			continue
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("the issuer's key set at %s has no public key this server can use", uri)
+	}
+	return keys, nil
 }
 
 // match returns the signing keys of the set that kid names (all of them for an empty kid).
 func (k *issuerKeys) match(kid string) []jose.JSONWebKey {
 	var out []jose.JSONWebKey
-	for _, key := range k.keys.Keys {
+	for _, key := range k.keys {
 		if key.Use != "" && key.Use != "sig" {
 			continue
 		}
@@ -132,57 +194,59 @@ type providerEndpoints struct {
 // read yet (and not tried in the last keysMinRefetch).
 func (k *issuerKeys) endpoints(ctx context.Context) (providerEndpoints, error) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.jwksURI == "" {
-		if now := k.now(); k.discoveryTried.IsZero() || now.Sub(k.discoveryTried) >= keysMinRefetch {
-			k.discoveryTried = now
-			if err := k.discover(ctx); err != nil {
-				return providerEndpoints{}, err
-			}
-		} else {
-			return providerEndpoints{}, fmt.Errorf("the discovery document of %s could not be read a moment ago", k.issuer)
-		}
+	known, ends := k.jwksURI != "", k.ends
+	now := k.now()
+	try := !known && (k.discoveryTried.IsZero() || now.Sub(k.discoveryTried) >= keysMinRefetch)
+	if try {
+		k.discoveryTried = now
 	}
+	k.mu.Unlock()
+	switch {
+	case known:
+		return ends, nil
+	case !try:
+		return providerEndpoints{}, fmt.Errorf("the discovery document of %s could not be read a moment ago", k.issuer)
+	}
+	_, err, _ := k.group.Do("discovery", func() (any, error) {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, err := k.discover(dctx)
+		return nil, err
+	})
+	if err != nil {
+		return providerEndpoints{}, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	return k.ends, nil
 }
 
-// discover reads the discovery document, with k.mu held.
-func (k *issuerKeys) discover(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
+// discover reads the discovery document and keeps its endpoints, checked: the issuer its
+// own, every endpoint https (http only on loopback). It returns the key set's URI.
+func (k *issuerKeys) discover(ctx context.Context) (string, error) {
 	var doc struct {
 		Issuer  string `json:"issuer"`
 		JWKSURI string `json:"jwks_uri"`
 		providerEndpoints
 	}
 	if err := k.getJSON(ctx, strings.TrimSuffix(k.issuer, "/")+"/.well-known/openid-configuration", &doc); err != nil {
-		return fmt.Errorf("the issuer's discovery document: %w", err)
+		return "", fmt.Errorf("the issuer's discovery document: %w", err)
 	}
 	if doc.Issuer != k.issuer {
-		return fmt.Errorf("the discovery document of %s names the issuer %q", k.issuer, doc.Issuer)
+		return "", fmt.Errorf("the discovery document of %s names the issuer %q", k.issuer, doc.Issuer)
 	}
-	if doc.JWKSURI == "" {
-		return fmt.Errorf("the discovery document of %s names no jwks_uri", k.issuer)
-	}
-	k.jwksURI, k.ends = doc.JWKSURI, doc.providerEndpoints
-	return nil
-}
-
-// fetch reads the discovery document (once) and the key set, with k.mu held.
-func (k *issuerKeys) fetch(ctx context.Context) error {
-	if k.jwksURI == "" {
-		if err := k.discover(ctx); err != nil {
-			return err
+	for name, u := range map[string]string{"jwks_uri": doc.JWKSURI, "authorization_endpoint": doc.Authorization, "token_endpoint": doc.Token} {
+		if u == "" && name != "jwks_uri" {
+			continue // a provider for tokens only: the console cannot sign in with it
+		}
+		if origin(u) == "" {
+			return "", fmt.Errorf("the discovery document of %s names %s %q, not an https URL (http only on loopback)", k.issuer, name, u)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	var set jose.JSONWebKeySet
-	if err := k.getJSON(ctx, k.jwksURI, &set); err != nil {
-		return fmt.Errorf("the issuer's keys: %w", err)
-	}
-	k.keys = set
-	return nil
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.jwksURI, k.ends = doc.JWKSURI, doc.providerEndpoints
+	return doc.JWKSURI, nil
 }
 
 func (k *issuerKeys) getJSON(ctx context.Context, url string, v any) error {
@@ -207,4 +271,31 @@ func (k *issuerKeys) getJSON(ctx context.Context, url string, v any) error {
 		return fmt.Errorf("GET %s: over %d bytes", url, maxDocumentBytes)
 	}
 	return json.Unmarshal(body, v)
+}
+
+// hostName is a DNS name: letters, digits, hyphens and dots.
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
+
+// origin is the scheme://host[:port] of an https URL (or an http one on loopback), "" for
+// anything else: what a Content-Security-Policy may name, and what the provider's endpoints
+// must be, without letting a document widen the policy (a wildcard, a quote, a space) or send
+// tokens in the clear.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil || u.Opaque != "" {
+		return ""
+	}
+	host, port := u.Hostname(), u.Port()
+	ip := net.ParseIP(host)
+	switch {
+	case host == "" || (ip == nil && !hostName.MatchString(host)):
+		return ""
+	case port != "" && !regexp.MustCompile(`^[0-9]{1,5}$`).MatchString(port):
+		return ""
+	case u.Scheme == "https":
+	case u.Scheme == "http" && (host == "localhost" || ip != nil && ip.IsLoopback()):
+	default:
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

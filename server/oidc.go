@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/quiverhq/quiver/internal/ids"
 	"github.com/quiverhq/quiver/store"
@@ -22,6 +23,15 @@ import (
 
 // DefaultClockSkew is how far a token's exp, nbf and iat may be off the server's clock.
 const DefaultClockSkew = 30 * time.Second
+
+// maxTokenBytes bounds the access tokens read: a token is hashed and parsed before it is
+// known to be good, and real ones are a few kilobytes.
+const maxTokenBytes = 16 << 10
+
+// ErrForbidden is a request whose key or token is good but does not reach what it asks for:
+// a workspace its token does not grant, or not the one its key belongs to (403, where
+// ErrUnauthorized is 401 and sends the client to sign in again).
+var ErrForbidden = errors.New("forbidden")
 
 // WorkspaceHeader names the workspace a request acts in when its token grants several.
 const WorkspaceHeader = "Quiver-Workspace"
@@ -86,8 +96,8 @@ type TokenAuth struct {
 	verifier *oidc.IDTokenVerifier
 
 	mu       sync.Mutex
-	known    map[string]bool   // user ids stored already
-	members  map[string]string // the memberships last written for each user
+	known    map[string]bool          // user ids stored already
+	members  map[string]membersSynced // the memberships last written for each user
 	verified map[[sha256.Size]byte]*verifiedToken
 }
 
@@ -114,6 +124,11 @@ func (t *TokenAuth) Check() error {
 		return errors.New("oidc: no rules: without one, no token grants any workspace")
 	case t.Users == nil:
 		return errors.New("oidc: TokenAuth.Users is not set")
+	case t.ClockSkew < 0:
+		return fmt.Errorf("oidc: a negative clock skew (%s)", t.ClockSkew)
+	}
+	if r, err := url.Parse(t.resource()); err != nil || (r.Scheme != "https" && r.Scheme != "http") || r.Host == "" {
+		return fmt.Errorf("oidc: the resource identifier %q is not an http or https URL: give the server's public URL followed by /mcp", t.resource())
 	}
 	for i, r := range t.Rules {
 		if err := r.Check(); err != nil {
@@ -136,7 +151,12 @@ func (t *TokenAuth) init() {
 	t.once.Do(func() {
 		client := t.Client
 		if client == nil {
-			client = &http.Client{Timeout: 10 * time.Second}
+			client = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+				if len(via) >= 5 || origin(req.URL.String()) == "" {
+					return fmt.Errorf("the identity provider redirected to %s: only https (http on loopback), at most 5 times", req.URL.Redacted())
+				}
+				return nil
+			}}
 		}
 		t.keys = &issuerKeys{issuer: t.Issuer, client: client, now: t.now}
 		algs := make([]string, len(tokenAlgorithms))
@@ -165,6 +185,9 @@ type tokenClaims struct {
 // ErrUnauthorized that says what is wrong with it (never the token).
 func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (Principal, error) {
 	t.init()
+	if len(token) > maxTokenBytes {
+		return Principal{}, fmt.Errorf("%w: the access token is %d bytes, over the %d this server reads", ErrUnauthorized, len(token), maxTokenBytes)
+	}
 	// A token's check is kept for a second (never past its expiry), as a key's is: its
 	// signature costs a thousand times a key's cached check.
 	h := sha256.Sum256([]byte(token))
@@ -189,7 +212,7 @@ func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (
 	}
 	ws, role, err := pickWorkspace(v.grants, workspace)
 	if err != nil {
-		return Principal{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
+		return Principal{}, fmt.Errorf("%w: %v", ErrForbidden, err)
 	}
 	return Principal{WorkspaceID: ws, UserID: v.userID, Role: role, Issuer: t.Issuer, Subject: v.subject}, nil
 }
@@ -210,6 +233,14 @@ func (t *TokenAuth) verify(ctx context.Context, token string, now time.Time) *ve
 		v.err = fmt.Errorf("%w: "+format, append([]any{ErrUnauthorized}, args...)...)
 		return v
 	}
+	// The keys first: a provider that cannot be read makes the check fail for want of them,
+	// which go-oidc would report as a bad signature, and the client would sign in again.
+	if jws, err := jose.ParseSignedCompact(token, tokenAlgorithms); err == nil && len(jws.Signatures) == 1 {
+		if _, err := t.keys.keysFor(ctx, jws.Signatures[0].Header.KeyID); errors.Is(err, errKeysUnavailable) {
+			v.err = err
+			return v
+		}
+	}
 	idt, err := t.verifier.Verify(ctx, token)
 	if err != nil {
 		return refuse("the access token was refused: %s", strings.TrimPrefix(err.Error(), "oidc: "))
@@ -221,6 +252,14 @@ func (t *TokenAuth) verify(ctx context.Context, token string, now time.Time) *ve
 	}
 	if err := idt.Claims(&all); err != nil {
 		return refuse("the access token's claims: %v", err)
+	}
+	// An ID token says who signed in to a client; it is not for calling this server (RFC 9068
+	// access tokens carry neither claim, an ID token often both).
+	if _, nonce := all["nonce"]; nonce {
+		return refuse("the token is an ID token (it has a nonce), not an access token")
+	}
+	if _, atHash := all["at_hash"]; atHash {
+		return refuse("the token is an ID token (it has an at_hash), not an access token")
 	}
 	if !slices.ContainsFunc(idt.Audience, func(a string) bool { return slices.Contains(t.Audiences, a) }) {
 		return refuse("the access token is for another audience (%s), not this server's", strings.Join(idt.Audience, ", "))
@@ -302,25 +341,34 @@ func (t *TokenAuth) grants(claims map[string]any) map[string]store.KeyRole {
 	return out
 }
 
-// claimHolds says whether the claim at path (dotted) is value, or an array holding it.
+// claimHolds says whether the claim named path holds value: the claim of that exact name (URL
+// names hold dots), else the one a dotted path reaches ("realm_access.roles"); it holds value
+// when it is value, an array holding it, an object with it as a key (roles keyed by name), or,
+// for scope and scp, a space-separated list holding it.
 func claimHolds(claims map[string]any, path, value string) bool {
-	var v any = claims
-	for part := range strings.SplitSeq(path, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return false
+	v, ok := claims[path]
+	if !ok {
+		var cur any = claims
+		for part := range strings.SplitSeq(path, ".") {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return false
+			}
+			cur = m[part]
 		}
-		v = m[part]
+		v = cur
 	}
 	switch v := v.(type) {
 	case string:
+		if path == "scope" || path == "scp" {
+			return slices.Contains(strings.Fields(v), value)
+		}
 		return v == value
 	case []any:
-		for _, e := range v {
-			if s, ok := e.(string); ok && s == value {
-				return true
-			}
-		}
+		return slices.Contains(v, any(value))
+	case map[string]any:
+		_, ok := v[value]
+		return ok
 	}
 	return false
 }
@@ -383,16 +431,15 @@ func (t *TokenAuth) user(ctx context.Context, subject string, c tokenClaims) (st
 	return id, nil
 }
 
-// syncMembers makes the user's memberships of the workspaces the rules name what the token
-// grants: what the store checks of a member (that whoever creates a tool is one) holds for a
-// person who signs in with the provider, and their API keys, which follow their membership,
-// end with it. An admin or member grant is that role; a viewer's or none is no membership.
-// Written when the grants change, not on every request.
+// syncMembers makes the user a member of the workspaces the token grants as admin or member,
+// at least in that role: what the store checks of a member (that whoever creates a tool is
+// one) then holds for a person who signs in with the provider. It only adds and raises: a
+// person may hold tokens that say different things at once (the console's without the groups
+// claim, an MCP client's with it), and lowering on each would flap; what a token may do
+// follows its own claims anyway. An admin lowers or removes a membership. Written when the
+// grants change or a minute has passed, not on every request.
 func (t *TokenAuth) syncMembers(ctx context.Context, userID string, grants map[string]store.KeyRole) error {
 	want := map[string]store.MemberRole{}
-	for _, r := range t.Rules {
-		want[r.Workspace] = ""
-	}
 	for ws, role := range grants {
 		switch role {
 		case store.KeyRoleAdmin:
@@ -406,42 +453,48 @@ func (t *TokenAuth) syncMembers(ctx context.Context, userID string, grants map[s
 	for _, ws := range wsIDs {
 		key.WriteString(ws + "=" + string(want[ws]) + ";")
 	}
+	now := t.now()
 	t.mu.Lock()
-	done := t.members[userID] == key.String()
+	last, seen := t.members[userID]
 	t.mu.Unlock()
-	if done {
+	if seen && last.key == key.String() && now.Sub(last.at) < membersTTL && !now.Before(last.at) {
 		return nil
 	}
 	for _, ws := range wsIDs {
 		role := want[ws]
 		m, err := t.Users.Member(ctx, ws, userID)
 		switch {
-		case errors.Is(err, store.ErrNotFound) && role == "":
-			continue
 		case errors.Is(err, store.ErrNotFound):
 			err = t.Users.AddMember(ctx, &store.Membership{WorkspaceID: ws, UserID: userID, Role: role})
 			if errors.Is(err, store.ErrConflict) {
 				err = nil // another request or node added it first
 			}
 		case err != nil:
-		case role == "":
-			err = t.Users.RemoveMember(ctx, ws, userID)
-		case m.Role != role:
+		case role == store.MemberRoleAdmin && m.Role != store.MemberRoleAdmin:
 			err = t.Users.SetMemberRole(ctx, ws, userID, role)
 		}
-		// ErrNotFound: a workspace since deleted; ErrInvalid: the last admin, whom the store
-		// keeps (the token's access follows the rules all the same).
-		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInvalid) {
+		// ErrNotFound: a workspace since deleted.
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("keeping the membership of workspace %s of the access token's user: %w", ws, err)
 		}
 	}
 	t.mu.Lock()
 	if t.members == nil || len(t.members) >= authCacheMax {
-		t.members = map[string]string{}
+		t.members = map[string]membersSynced{}
 	}
-	t.members[userID] = key.String()
+	t.members[userID] = membersSynced{key: key.String(), at: now}
 	t.mu.Unlock()
 	return nil
+}
+
+// membersTTL is how long a user's memberships, once written, are taken to be still so: an
+// admin's change, on this node or another, is made good again within it.
+const membersTTL = time.Minute
+
+// membersSynced is what syncMembers last wrote for a user, and when.
+type membersSynced struct {
+	key string
+	at  time.Time
 }
 
 func firstNonEmpty(s ...string) string {
@@ -457,8 +510,8 @@ func firstNonEmpty(s ...string) string {
 // is served (RFC 9728 section 3.1: the well-known path, then the identifier's own path).
 func MetadataPath(audience string) string {
 	path := "/.well-known/oauth-protected-resource"
-	if u, err := url.Parse(audience); err == nil {
-		path += strings.TrimSuffix(u.Path, "/")
+	if u, err := url.Parse(audience); err == nil && strings.Trim(u.Path, "/") != "" {
+		path += "/" + strings.Trim(u.Path, "/")
 	}
 	return path
 }
@@ -521,16 +574,6 @@ func (t *TokenAuth) ConsoleOrigins(ctx context.Context) []string {
 		return []string{o}
 	}
 	return nil
-}
-
-// origin is the scheme://host[:port] of an http or https URL, "" for anything else: what a
-// Content-Security-Policy may name without letting a document rewrite the policy.
-func origin(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsAny(u.Host, " ;,'\"\\") {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
 }
 
 // ResourceMetadata is this server's OAuth protected resource metadata (RFC 9728): where

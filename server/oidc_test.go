@@ -11,7 +11,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,6 +37,11 @@ type tokenIssuer struct {
 	key       *rsa.PrivateKey
 	kid       string
 	keyFetchs atomic.Int32
+	// failKeys makes the key set answer 500; oddKey adds a key this server cannot use;
+	// tokenEndpoint, when set, is the discovery document's token_endpoint.
+	failKeys      atomic.Bool
+	oddKey        atomic.Bool
+	tokenEndpoint atomic.Pointer[string]
 }
 
 func newTokenIssuer(t testing.TB) *tokenIssuer {
@@ -52,14 +56,27 @@ func newTokenIssuer(t testing.TB) *tokenIssuer {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/.well-known/openid-configuration":
+			tokenEndpoint := is.url + "/token"
+			if p := is.tokenEndpoint.Load(); p != nil {
+				tokenEndpoint = *p
+			}
 			json.NewEncoder(w).Encode(map[string]any{"issuer": is.url, "jwks_uri": is.url + "/keys",
-				"authorization_endpoint": is.url + "/authorize", "token_endpoint": is.url + "/token"})
+				"authorization_endpoint": is.url + "/authorize", "token_endpoint": tokenEndpoint})
 		case "/keys":
 			is.keyFetchs.Add(1)
+			if is.failKeys.Load() {
+				http.Error(w, "down", http.StatusInternalServerError)
+				return
+			}
 			is.mu.Lock()
-			set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &is.key.PublicKey, KeyID: is.kid, Algorithm: "RS256", Use: "sig"}}}
+			good, _ := json.Marshal(jose.JSONWebKey{Key: &is.key.PublicKey, KeyID: is.kid, Algorithm: "RS256", Use: "sig"})
 			is.mu.Unlock()
-			json.NewEncoder(w).Encode(set)
+			keys := []json.RawMessage{good}
+			if is.oddKey.Load() { // an encryption key on a curve go-jose does not read
+				keys = append([]json.RawMessage{json.RawMessage(`{"kty":"EC","crv":"secp256k1","use":"enc","kid":"odd",` +
+					`"x":"0zsmtDu5FiHC2gAG6XE_XmoI4ZpM33SjJ9zVmnZb_7Q","y":"mwz-Rkx0H4wMWPxZ8zsfOv0Hd0ZmLk9fP-XBQfJ8URs"}`)}, keys...)
+			}
+			json.NewEncoder(w).Encode(map[string]any{"keys": keys})
 		default:
 			http.NotFound(w, r)
 		}
@@ -127,6 +144,8 @@ func newTokenAuth(is *tokenIssuer, users server.TokenUsers, now func() time.Time
 		{Claim: "groups", Value: "eng-leads", Workspace: "wsp_a", Role: store.KeyRoleAdmin},
 		{Claim: "groups", Value: "auditors", Workspace: "wsp_b", Role: store.KeyRoleViewer},
 		{Claim: "org.team", Value: "platform", Workspace: "wsp_c", Role: store.KeyRoleMember},
+		{Claim: "https://acme.test/teams", Value: "platform", Workspace: "wsp_c", Role: store.KeyRoleMember},
+		{Claim: "scope", Value: "quiver.admin", Workspace: "wsp_d", Role: store.KeyRoleAdmin},
 	}}
 }
 
@@ -174,9 +193,16 @@ func TestAccessTokens(t *testing.T) {
 		{"a claim that is a string", is.token(t, with(func(c map[string]any) { c["groups"] = "auditors" })), "", 200, "wsp_b viewer"},
 		{"within the clock skew after exp", is.token(t, with(func(c map[string]any) { c["exp"] = now.Add(-10 * time.Second).Unix() })), "", 200, "wsp_a member"},
 		{"two workspaces, one named", is.token(t, is.claims(now, "eng", "auditors")), "wsp_b", 200, "wsp_b viewer"},
-		{"two workspaces, none named", is.token(t, is.claims(now, "eng", "auditors")), "", 401, "name one with the Quiver-Workspace header"},
-		{"a workspace the token does not grant", is.token(t, is.claims(now, "eng")), "wsp_b", 401, `no access to workspace "wsp_b"`},
-		{"no rule matches", is.token(t, is.claims(now, "sales")), "", 401, "match no rule"},
+		{"two workspaces, none named", is.token(t, is.claims(now, "eng", "auditors")), "", 403, "name one with the Quiver-Workspace header"},
+		{"a workspace the token does not grant", is.token(t, is.claims(now, "eng")), "wsp_b", 403, `no access to workspace "wsp_b"`},
+		{"no rule matches", is.token(t, is.claims(now, "sales")), "", 403, "match no rule"},
+		{"an ID token (nonce)", is.token(t, with(func(c map[string]any) { c["nonce"] = "n" })), "", 401, "ID token"},
+		{"an ID token (at_hash)", is.token(t, with(func(c map[string]any) { c["at_hash"] = "h" })), "", 401, "ID token"},
+		{"a claim named with dots", is.token(t, with(func(c map[string]any) { c["groups"] = nil; c["https://acme.test/teams"] = []any{"platform"} })), "", 200, "wsp_c member"},
+		{"roles as an object's keys", is.token(t, with(func(c map[string]any) { c["groups"] = map[string]any{"auditors": map[string]any{"id": 1}} })), "", 200, "wsp_b viewer"},
+		{"a scope among several", is.token(t, with(func(c map[string]any) { c["groups"] = nil; c["scope"] = "openid quiver.admin profile" })), "", 200, "wsp_d admin"},
+		{"a scope that only starts like one", is.token(t, with(func(c map[string]any) { c["groups"] = nil; c["scope"] = "openid quiver.admins" })), "", 403, "match no rule"},
+		{"a token over 16 KB", is.token(t, with(func(c map[string]any) { c["pad"] = strings.Repeat("x", 17<<10) })), "", 401, "over the 16384"},
 		{"wrong signature", sign(t, jose.RS256, other, is.kid, is.claims(now, "eng")), "", 401, "does not match the issuer's key"},
 		{"alg none", none(is.claims(now, "eng")), "", 401, `unexpected signature algorithm "none"`},
 		{"algorithm switch to HS256 with the public key", hs256(is.claims(now, "eng")), "", 401, `unexpected signature algorithm "HS256"`},
@@ -198,8 +224,9 @@ func TestAccessTokens(t *testing.T) {
 			if status != tt.status || !strings.Contains(says, tt.says) {
 				t.Fatalf("%d %q, want %d saying %q", status, says, tt.status, tt.says)
 			}
-			if status == 401 && !strings.Contains(header, `resource_metadata="https://quiver.test/.well-known/oauth-protected-resource/mcp"`) ||
-				status == 401 && !strings.Contains(header, `error="invalid_token"`) {
+			wantError := map[int]string{401: `error="invalid_token"`, 403: `error="insufficient_scope"`}[status]
+			if status != 200 && (!strings.Contains(header, `resource_metadata="https://quiver.test/.well-known/oauth-protected-resource/mcp"`) ||
+				!strings.Contains(header, wantError)) {
 				t.Fatalf("WWW-Authenticate: %q", header)
 			}
 		})
@@ -361,13 +388,14 @@ func TestTokensOnTheDoors(t *testing.T) {
 	if m, err := st.Member(ctx, a.ID, session.UserID); err != nil || m.Role != store.MemberRoleMember {
 		t.Fatalf("the token's user's membership: %+v %v", m, err)
 	}
-	// The provider no longer says eng: the token is refused, and the membership is gone with
-	// the grant, so no key made for the person outlives it.
-	if resp, _ := sendAPI(t, ts.Client(), "GET", ts.URL+"/v1/session", is.token(t, is.claims(time.Now(), "sales")), nil); resp.StatusCode != 401 {
+	// The provider no longer says eng: the token is refused (403: it is a good token that
+	// grants nothing here). The membership stays for an admin to end: a person may hold other
+	// tokens that still say eng.
+	if resp, _ := sendAPI(t, ts.Client(), "GET", ts.URL+"/v1/session", is.token(t, is.claims(time.Now(), "sales")), nil); resp.StatusCode != 403 {
 		t.Fatalf("a token without the group: %d", resp.StatusCode)
 	}
-	if _, err := st.Member(ctx, a.ID, session.UserID); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("the membership after the group was taken away: %v", err)
+	if m, err := st.Member(ctx, a.ID, session.UserID); err != nil || m.Role != store.MemberRoleMember {
+		t.Fatalf("the membership after a token without the group: %+v %v", m, err)
 	}
 	token = is.token(t, is.claims(time.Now(), "eng"))
 	if resp, body := sendAPI(t, ts.Client(), "GET", ts.URL+"/v1/threads/"+theirs.ID, token, nil); resp.StatusCode != 404 {
@@ -376,7 +404,7 @@ func TestTokensOnTheDoors(t *testing.T) {
 	req, _ := http.NewRequest("GET", ts.URL+"/v1/threads", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set(server.WorkspaceHeader, b.ID)
-	if resp, err := ts.Client().Do(req); err != nil || resp.StatusCode != 401 {
+	if resp, err := ts.Client().Do(req); err != nil || resp.StatusCode != 403 {
 		t.Fatalf("naming a workspace the token does not grant: %v %v", resp.StatusCode, err)
 	}
 }
@@ -403,6 +431,55 @@ func TestTokenCheckKeptNoLongerThanItsExpiry(t *testing.T) {
 	mu.Unlock()
 	if status, says, _ := tokenRequest(t, auth, token, ""); status != 401 || !strings.Contains(says, "expired") {
 		t.Fatalf("past its expiry, within the second its check is kept: %d %s", status, says)
+	}
+}
+
+// TestIssuerTrouble: a provider whose keys cannot be read makes a token's check answer 503
+// (the client keeps its token), not 401, and is asked again once it is back; a key set holding
+// a key this server cannot use still serves the others; a discovery document naming a token
+// endpoint that is not a plain https origin is refused, and the console's page gets no wider
+// policy from it.
+func TestIssuerTrouble(t *testing.T) {
+	is := newTokenIssuer(t)
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	auth := &server.Authenticator{Keys: st, Tokens: newTokenAuth(is, st, clock)}
+	token := is.token(t, is.claims(now, "eng"))
+	h := auth.Require(store.KeyRoleViewer, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	status := func() (int, string) {
+		req := httptest.NewRequest("GET", "/v1/anything", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	is.failKeys.Store(true)
+	if code, body := status(); code != 503 || !strings.Contains(body, "identity_provider_unavailable") {
+		t.Fatalf("keys that cannot be read: %d %s, want 503", code, body)
+	}
+	is.failKeys.Store(false)
+	is.oddKey.Store(true)
+	mu.Lock()
+	now = now.Add(time.Minute) // past the interval between fetches
+	mu.Unlock()
+	if code, body := status(); code != 200 {
+		t.Fatalf("the provider back, its key set holding a key this server cannot use: %d %s", code, body)
+	}
+
+	for _, bad := range []string{"https://*/token", "http://id.example.com/token", `https://id.example.com'; script-src *`, "https://user@id.example.com/t"} {
+		is2 := newTokenIssuer(t)
+		is2.tokenEndpoint.Store(&bad)
+		ta := newTokenAuth(is2, st, nil)
+		ta.ConsoleClientID = "quiver-console"
+		if _, err := ta.ConsoleSignIn(context.Background()); err == nil || !strings.Contains(err.Error(), "not an https URL") {
+			t.Errorf("token_endpoint %q: %v, want refused", bad, err)
+		}
+		if o := ta.ConsoleOrigins(context.Background()); len(o) != 0 {
+			t.Errorf("token_endpoint %q widened the console's policy with %q", bad, o)
+		}
 	}
 }
 

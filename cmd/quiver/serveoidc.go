@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 
@@ -68,6 +70,9 @@ func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL s
 			return nil, usagef("--oidc-rules %s: %v (want rules: a list of {claim, value, workspace, role})", f.rules, err)
 		}
 		rules, where = rf.Rules, "--oidc-rules "+f.rules
+	}
+	if u, err := url.Parse(publicURL); err != nil || u.Hostname() == "" || net.ParseIP(u.Hostname()) != nil && net.ParseIP(u.Hostname()).IsUnspecified() {
+		return nil, usagef("--oidc-issuer needs --public-url (or $%s): tokens are issued for the server's address as clients reach it, which %q is not", publicURLEnv, publicURL)
 	}
 	resource := strings.TrimSuffix(publicURL, "/") + "/mcp"
 	audiences := fromFile.Audiences

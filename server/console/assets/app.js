@@ -140,7 +140,6 @@ async function start() {
       me = null;
     }
   } catch (e) {
-    session.signOut();
     return signInPage(String(e.message || e));
   }
   route();

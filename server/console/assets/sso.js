@@ -46,14 +46,15 @@ export async function begin(provider) {
 export async function finish(provider) {
   const q = new URLSearchParams(location.search);
   if (!q.has("code") && !q.has("error")) return null;
-  const flow = JSON.parse(sessionStorage.getItem(FLOW) || "null");
+  let flow = null;
+  try { flow = JSON.parse(sessionStorage.getItem(FLOW) || "null"); } catch { /* none */ }
+  history.replaceState(null, "", "/" + (flow?.hash || location.hash || ""));
+  // Only the answer to this tab's own sign-in counts: a link that carries a code or an error
+  // (to sign someone out, or to show them words of its choosing) is ignored.
+  if (!flow || q.get("state") !== flow.state) return null;
   sessionStorage.removeItem(FLOW);
-  history.replaceState(null, "", "/" + (flow?.hash || ""));
   if (q.has("error")) {
     throw new Error(`The identity provider did not sign you in: ${q.get("error_description") || q.get("error")}.`);
-  }
-  if (!flow || q.get("state") !== flow.state) {
-    throw new Error("The identity provider answered a sign-in this tab did not start: sign in again.");
   }
   if (!provider) throw new Error("This server no longer offers signing in with an identity provider.");
   let resp;
