@@ -53,7 +53,7 @@ var areas = []area{
 		"^(TestUntrustedToolOutput|TestUntrustedToolOutputOnTheWire|TestUntrustedWrapping|TestDelegateKeepsUntrustedToolOutput)$"},
 	{"API keys: authentication, roles, revocation", "./server", "^(TestAPIKeysAuthenticate|TestAPIKeysChangesTakeEffect)$"},
 	{"access tokens of an identity provider: signatures, algorithms, issuer, audience, times, key ids, rules, workspaces", "./server",
-		"^(TestAccessTokens|TestIssuerKeysRotate|TestTokensOnTheDoors|TestTokenCheckKeptNoLongerThanItsExpiry)$"},
+		"^(TestAccessTokens|TestIssuerKeysRotate|TestTokensOnTheDoors|TestTokenCheckKeptNoLongerThanItsExpiry|TestIssuerTrouble)$"},
 	{"quiver serve's identity-provider flags", "./cmd/quiver", "^TestServeOIDCFlagsRefused$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
 		"^(TestEntityAPI.*|TestThreadAPI.*|TestWorkspacesAreServedTheirOwnTools|TestWorkspaceToolsFollowTheStore|TestProblemsNameTheField|TestIsolation.*|TestAPIStatefulCalls|TestBodiesWithAmbiguousKeysAreRefused|TestEventStreamsAreCapped.*)$"},
