@@ -96,8 +96,30 @@ type Authenticator struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]*checked
+	cache recentChecks[*checked]
+}
+
+// recentChecks keeps the outcomes of recent checks (of keys, of tokens) by the SHA-256 of what
+// was checked; the caller says how long one holds. Past authCacheMax outcomes it starts again,
+// so that a client sending random keys or tokens cannot grow it. Safe for concurrent use.
+type recentChecks[V any] struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]V
+}
+
+func (c *recentChecks[V]) get(h [sha256.Size]byte) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[h]
+}
+
+func (c *recentChecks[V]) put(h [sha256.Size]byte, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= authCacheMax {
+		c.m = map[[sha256.Size]byte]V{}
+	}
+	c.m[h] = v
 }
 
 // checked is the outcome of a key's last check.
@@ -153,20 +175,13 @@ func (a *Authenticator) key(ctx context.Context, secret string) (Principal, erro
 	var h [sha256.Size]byte
 	copy(h[:], HashAPIKey(secret))
 	now := a.now()
-	a.mu.Lock()
-	c := a.cache[h]
-	a.mu.Unlock()
+	c := a.cache.get(h)
 	if c == nil || now.Sub(c.at) >= authCacheTTL || now.Before(c.at) {
 		c = a.check(ctx, h[:], now, c)
 		if c.err != nil && !errors.Is(c.err, ErrUnauthorized) {
 			return Principal{}, c.err // the store failed: not the key's fault, and not kept
 		}
-		a.mu.Lock()
-		if a.cache == nil || len(a.cache) >= authCacheMax {
-			a.cache = map[[sha256.Size]byte]*checked{}
-		}
-		a.cache[h] = c
-		a.mu.Unlock()
+		a.cache.put(h, c)
 	}
 	return c.p, c.err
 }

@@ -98,7 +98,7 @@ type TokenAuth struct {
 	mu       sync.Mutex
 	known    map[string]bool          // user ids stored already
 	members  map[string]membersSynced // the memberships last written for each user
-	verified map[[sha256.Size]byte]*verifiedToken
+	verified recentChecks[*verifiedToken]
 }
 
 // TokenUsers is what TokenAuth needs of the store to keep the users tokens name, and their
@@ -192,20 +192,13 @@ func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (
 	// signature costs a thousand times a key's cached check.
 	h := sha256.Sum256([]byte(token))
 	now := t.now()
-	t.mu.Lock()
-	v := t.verified[h]
-	t.mu.Unlock()
+	v := t.verified.get(h)
 	if v == nil || !now.Before(v.until) || now.Before(v.at) {
 		v = t.verify(ctx, token, now)
 		if v.err != nil && !errors.Is(v.err, ErrUnauthorized) {
 			return Principal{}, v.err // the store failed: not the token's fault, and not kept
 		}
-		t.mu.Lock()
-		if t.verified == nil || len(t.verified) >= authCacheMax {
-			t.verified = map[[sha256.Size]byte]*verifiedToken{}
-		}
-		t.verified[h] = v
-		t.mu.Unlock()
+		t.verified.put(h, v)
 	}
 	if v.err != nil {
 		return Principal{}, v.err

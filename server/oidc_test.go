@@ -275,17 +275,25 @@ func tokenRequest(t *testing.T, auth *server.Authenticator, token, workspace str
 	return rec.Code, p.Detail, rec.Header().Get("WWW-Authenticate")
 }
 
+// clockedTokenAuth is an Authenticator taking tokens of is (newTokenAuth's rules) on a store
+// of its own, with a clock the test moves by calling the returned function.
+func clockedTokenAuth(t *testing.T, is *tokenIssuer) (auth *server.Authenticator, st *memstore.Store, clock func() time.Time, advance func(time.Duration)) {
+	t.Helper()
+	st = memstore.New()
+	t.Cleanup(func() { st.Close() })
+	var mu sync.Mutex
+	now := time.Now()
+	clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance = func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	return &server.Authenticator{Keys: st, Tokens: newTokenAuth(is, st, clock)}, st, clock, advance
+}
+
 // TestIssuerKeysRotate: a token signed with a key the issuer rotated to is accepted without a
 // restart, and tokens naming made-up key ids make the server fetch the key set at most once
 // per interval.
 func TestIssuerKeysRotate(t *testing.T) {
 	is := newTokenIssuer(t)
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	auth := &server.Authenticator{Keys: st, Tokens: newTokenAuth(is, st, clock)}
+	auth, _, clock, advance := clockedTokenAuth(t, is)
 	if status, says, _ := tokenRequest(t, auth, is.token(t, is.claims(clock(), "eng")), ""); status != 200 {
 		t.Fatal(says)
 	}
@@ -301,9 +309,7 @@ func TestIssuerKeysRotate(t *testing.T) {
 		t.Fatalf("50 tokens with made-up key ids fetched the keys %d times, want at most 1", n)
 	}
 	is.rotate(t)
-	mu.Lock()
-	now = now.Add(time.Minute) // past the interval between fetches
-	mu.Unlock()
+	advance(time.Minute) // past the interval between fetches
 	if status, says, _ := tokenRequest(t, auth, is.token(t, is.claims(clock(), "eng")), ""); status != 200 {
 		t.Fatalf("a token signed with the rotated key: %d %s", status, says)
 	}
@@ -441,13 +447,8 @@ func TestTokenCheckKeptNoLongerThanItsExpiry(t *testing.T) {
 // policy from it.
 func TestIssuerTrouble(t *testing.T) {
 	is := newTokenIssuer(t)
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	auth := &server.Authenticator{Keys: st, Tokens: newTokenAuth(is, st, clock)}
-	token := is.token(t, is.claims(now, "eng"))
+	auth, st, clock, advance := clockedTokenAuth(t, is)
+	token := is.token(t, is.claims(clock(), "eng"))
 	h := auth.Require(store.KeyRoleViewer, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	status := func() (int, string) {
 		req := httptest.NewRequest("GET", "/v1/anything", nil)
@@ -462,9 +463,7 @@ func TestIssuerTrouble(t *testing.T) {
 	}
 	is.failKeys.Store(false)
 	is.oddKey.Store(true)
-	mu.Lock()
-	now = now.Add(time.Minute) // past the interval between fetches
-	mu.Unlock()
+	advance(time.Minute) // past the interval between fetches
 	if code, body := status(); code != 200 {
 		t.Fatalf("the provider back, its key set holding a key this server cannot use: %d %s", code, body)
 	}
