@@ -59,7 +59,8 @@ func TestConsoleSignsInWithTheProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiverServe(t, dataDir, false, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--public-url", strings.TrimSuffix(consoleURL, "/"),
-		"--oidc-issuer", issuer, "--oidc-audience", "quiver-console", "--oidc-rules", rules, "--oidc-console-client-id", "quiver-console")
+		"--oidc-issuer", issuer, "--oidc-audience", "quiver-console", "--oidc-rules", rules, "--oidc-console-client-id", "quiver-console",
+		"--oidc-console-param", "prompt=login")
 
 	limited, cancelLimit := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelLimit()

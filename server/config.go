@@ -41,6 +41,8 @@ const ConfigFileName = "quiver.yaml"
 //	  issuer: https://id.example.com/ # --oidc-* flags, which take precedence)
 //	  audiences: [https://quiver.example.com/mcp]
 //	  console_client_id: quiver-console
+//	  console_scopes: [openid, profile, email]   # the default
+//	  console_params: {audience: https://quiver.example.com/mcp}  # resource: "" leaves it out
 //	  rules:
 //	    - {claim: groups, value: engineering, workspace: wsp_..., role: member}
 //
@@ -55,10 +57,12 @@ type File struct {
 
 // OIDCConfig is the oidc block: what [TokenAuth] takes, as quiver serve's --oidc-* flags give it.
 type OIDCConfig struct {
-	Issuer          string      `yaml:"issuer"`
-	Audiences       []string    `yaml:"audiences,omitempty"`
-	ConsoleClientID string      `yaml:"console_client_id,omitempty"`
-	Rules           []ClaimRule `yaml:"rules"`
+	Issuer          string            `yaml:"issuer"`
+	Audiences       []string          `yaml:"audiences,omitempty"`
+	ConsoleClientID string            `yaml:"console_client_id,omitempty"`
+	ConsoleScopes   []string          `yaml:"console_scopes,omitempty"`
+	ConsoleParams   map[string]string `yaml:"console_params,omitempty"`
+	Rules           []ClaimRule       `yaml:"rules"`
 }
 
 // RemoteConfig is one remote MCP server in the configuration file.

@@ -86,6 +86,11 @@ type TokenAuth struct {
 	ConsoleClientID string
 	// ConsoleScopes are the scopes the console asks for; nil means openid, profile, email.
 	ConsoleScopes []string
+	// ConsoleParams are more parameters of the console's authorization request, for what a
+	// provider asks beyond the standard ones (Auth0's audience). The console asks for a token
+	// for this server's resource identifier (RFC 8707's resource parameter); a "resource" of ""
+	// here leaves that parameter out, for a provider that refuses it (Entra ID).
+	ConsoleParams map[string]string
 	// Client fetches the issuer's documents; nil uses a client of its own.
 	Client *http.Client
 	// Now is the clock; nil means time.Now.
@@ -126,6 +131,15 @@ func (t *TokenAuth) Check() error {
 		return errors.New("oidc: TokenAuth.Users is not set")
 	case t.ClockSkew < 0:
 		return fmt.Errorf("oidc: a negative clock skew (%s)", t.ClockSkew)
+	}
+	for k := range t.ConsoleParams {
+		switch k {
+		case "response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method":
+			return fmt.Errorf("oidc: the console's authorization parameter %q is the sign-in's own: give scopes as scopes", k)
+		}
+		if k == "" || strings.ContainsAny(k, "&=# ") {
+			return fmt.Errorf("oidc: %q is not a parameter name", k)
+		}
 	}
 	if r, err := url.Parse(t.resource()); err != nil || (r.Scheme != "https" && r.Scheme != "http") || r.Host == "" {
 		return fmt.Errorf("oidc: the resource identifier %q is not an http or https URL: give the server's public URL followed by /mcp", t.resource())
@@ -548,7 +562,15 @@ func (t *TokenAuth) ConsoleSignIn(ctx context.Context) (map[string]any, error) {
 	if scopes == nil {
 		scopes = []string{"openid", "profile", "email"}
 	}
-	return map[string]any{"issuer": t.Issuer, "client_id": t.ConsoleClientID, "scopes": scopes, "resource": t.resource(),
+	params := map[string]string{"resource": t.resource()}
+	for k, v := range t.ConsoleParams {
+		if v == "" {
+			delete(params, k)
+		} else {
+			params[k] = v
+		}
+	}
+	return map[string]any{"issuer": t.Issuer, "client_id": t.ConsoleClientID, "scopes": scopes, "params": params,
 		"authorization_endpoint": ends.Authorization, "token_endpoint": ends.Token}, nil
 }
 

@@ -482,6 +482,32 @@ func TestIssuerTrouble(t *testing.T) {
 	}
 }
 
+// TestConsoleSignInParams: the console asks for a token for the server's resource unless told
+// not to, with the parameters a provider needs beside; the sign-in's own cannot be replaced.
+func TestConsoleSignInParams(t *testing.T) {
+	is := newTokenIssuer(t)
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	ta := newTokenAuth(is, st, nil)
+	ta.ConsoleClientID = "quiver-console"
+	got, err := ta.ConsoleSignIn(context.Background())
+	if err != nil || got["params"].(map[string]string)["resource"] != tokenAudience {
+		t.Fatalf("by default: %v %v, want the resource parameter", got, err)
+	}
+	ta.ConsoleParams = map[string]string{"resource": "", "audience": "https://api.example.com"}
+	got, err = ta.ConsoleSignIn(context.Background())
+	params := got["params"].(map[string]string)
+	if _, has := params["resource"]; err != nil || has || params["audience"] != "https://api.example.com" {
+		t.Fatalf("resource left out, audience added: %v %v", params, err)
+	}
+	for _, own := range []string{"state", "redirect_uri", "code_challenge", "scope"} {
+		ta.ConsoleParams = map[string]string{own: "x"}
+		if err := ta.Check(); err == nil || !strings.Contains(err.Error(), "the sign-in's own") {
+			t.Errorf("a console parameter %q: %v, want refused", own, err)
+		}
+	}
+}
+
 // BenchmarkAuthenticateToken is the cost of a request's access-token check: "checked" when the
 // token is checked (its signature, claims and rules; the clock moves two seconds a request, past
 // the second a check is kept), "kept" when its check of the last second is used. Beside

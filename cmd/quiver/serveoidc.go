@@ -20,7 +20,8 @@ import (
 
 // oidcFlags are quiver serve's flags for access tokens of an OpenID Connect issuer.
 type oidcFlags struct {
-	issuer, audience, rules, consoleClient string
+	issuer, audience, rules, consoleClient, consoleScopes string
+	consoleParams                                         []string
 }
 
 func addOIDCFlags(fs *flag.FlagSet) *oidcFlags {
@@ -29,6 +30,15 @@ func addOIDCFlags(fs *flag.FlagSet) *oidcFlags {
 	fs.StringVar(&f.audience, "oidc-audience", "", "what a token's aud must hold one of, comma-separated: the audiences the provider issues tokens for (default: the server's resource identifier, --public-url followed by /mcp)")
 	fs.StringVar(&f.consoleClient, "oidc-console-client-id", "", "let people sign in to the console with the provider: a public client registered there "+
 		"(authorization code with PKCE, no secret) whose redirect URI is the console's address, --public-url followed by /")
+	fs.StringVar(&f.consoleScopes, "oidc-console-scopes", "", "the scopes the console asks for, space-separated (default: openid profile email)")
+	fs.Func("oidc-console-param", "NAME=VALUE: one more parameter of the console's authorization request (audience=... for Auth0); "+
+		"resource= leaves out the resource parameter the console sends by default (Entra ID refuses it); repeatable", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("%q is not NAME=VALUE", v)
+		}
+		f.consoleParams = append(f.consoleParams, v)
+		return nil
+	})
 	fs.StringVar(&f.rules, "oidc-rules", "", "a YAML file of the rules that turn a token's claims into a workspace and a role (see README, Sign-in with an identity provider)")
 	return f
 }
@@ -48,8 +58,8 @@ func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL s
 	}
 	issuer := cmp.Or(f.issuer, fromFile.Issuer)
 	switch {
-	case issuer == "" && (f.rules != "" || f.audience != "" || f.consoleClient != ""):
-		return nil, usagef("--oidc-rules, --oidc-audience and --oidc-console-client-id need --oidc-issuer")
+	case issuer == "" && (f.rules != "" || f.audience != "" || f.consoleClient != "" || f.consoleScopes != "" || len(f.consoleParams) > 0):
+		return nil, usagef("--oidc-rules, --oidc-audience and --oidc-console-* need --oidc-issuer")
 	case issuer == "":
 		return nil, nil
 	case insecure:
@@ -86,7 +96,17 @@ func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL s
 		audiences = []string{resource}
 	}
 	ta := &server.TokenAuth{Issuer: issuer, Audiences: audiences, Resource: resource, Rules: rules, Users: db,
-		ConsoleClientID: cmp.Or(f.consoleClient, fromFile.ConsoleClientID)}
+		ConsoleClientID: cmp.Or(f.consoleClient, fromFile.ConsoleClientID), ConsoleScopes: fromFile.ConsoleScopes, ConsoleParams: fromFile.ConsoleParams}
+	if f.consoleScopes != "" {
+		ta.ConsoleScopes = strings.Fields(f.consoleScopes)
+	}
+	if len(f.consoleParams) > 0 {
+		ta.ConsoleParams = map[string]string{}
+		for _, p := range f.consoleParams {
+			name, value, _ := strings.Cut(p, "=")
+			ta.ConsoleParams[strings.TrimSpace(name)] = value
+		}
+	}
 	if err := ta.Check(); err != nil {
 		return nil, usagef("%v", err)
 	}

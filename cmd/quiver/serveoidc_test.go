@@ -41,6 +41,8 @@ func TestServeOIDCFlagsRefused(t *testing.T) {
 		{"a flag wins over the block", []string{"--config", fileRules, "--oidc-rules", unknown}, `names workspace "wsp_nowhere"`},
 		{"a block without rules", []string{"--config", fileNoRules}, "needs --oidc-rules FILE (or rules in the configuration's oidc block)"},
 		{"a block with --insecure-local", []string{"--config", fileRules, "--insecure-local"}, "give one of them"},
+		{"a console parameter without a value sign", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", unknown, "--oidc-console-param", "audience"}, "is not NAME=VALUE"},
+		{"a console parameter of the sign-in's own", []string{"--oidc-issuer", "https://id.example.com", "--oidc-rules", unknown, "--oidc-console-param", "state=x"}, "the sign-in's own"},
 		{"all interfaces without a public URL", []string{"--addr", "0.0.0.0:0", "--oidc-issuer", "https://id.example.com", "--oidc-rules", unknown}, "needs --public-url"},
 	}
 	for _, tt := range tests {

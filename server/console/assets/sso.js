@@ -36,7 +36,7 @@ export async function begin(provider) {
   u.searchParams.set("state", state);
   u.searchParams.set("code_challenge", b64url(new Uint8Array(digest)));
   u.searchParams.set("code_challenge_method", "S256");
-  if (provider.resource) u.searchParams.set("resource", provider.resource);
+  for (const [name, value] of Object.entries(provider.params || {})) u.searchParams.set(name, value);
   location.assign(u.toString());
 }
 
