@@ -89,3 +89,32 @@ func ExampleNew() {
 	// error result: true
 	// recorded results: 2
 }
+
+// A server that also takes the access tokens of an OpenID Connect provider: members of the
+// provider's "engineering" group act as members of one workspace, beside the server's API
+// keys. The provider is read when the first token arrives; until then nothing is fetched.
+func ExampleTokenAuth() {
+	dir, err := os.MkdirTemp("", "quiver-token-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(filepath.Join(dir, "quiver.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	tokens := &server.TokenAuth{
+		Issuer:    "https://id.example.com/",
+		Audiences: []string{"https://quiver.example.com/mcp"},
+		Rules:     []server.ClaimRule{{Claim: "groups", Value: "engineering", Workspace: "wsp_engineering", Role: "member"}},
+		Users:     st,
+	}
+	if err := tokens.Check(); err != nil {
+		log.Fatal(err)
+	}
+	auth := &server.Authenticator{Keys: st, Tokens: tokens}
+	_ = auth // server.Config{Auth: auth, ...}
+	fmt.Println(tokens.MetadataURL())
+	// Output: https://quiver.example.com/.well-known/oauth-protected-resource/mcp
+}
