@@ -1,0 +1,381 @@
+package openapi
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/quiverhq/quiver"
+)
+
+// caller sends one operation's requests.
+type caller struct {
+	source, method, path string
+	servers              []*url.URL
+	client               *http.Client
+	params               []param
+	body                 *body
+	auth                 [][]credential
+	maxBytes             int64
+}
+
+// errorExcerpt is how much of an error answer's body a failed call's message quotes.
+const errorExcerpt = 2048
+
+// call is the tool's function: the validated arguments become a request, and its answer the
+// result (an error result for any status but 2xx).
+func (c *caller) call(ctx context.Context, args json.RawMessage) (any, error) {
+	var in map[string]json.RawMessage
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, quiver.Fail(quiver.CodeInvalidArguments, "the arguments are not a JSON object: %v", err)
+		}
+	}
+	req, err := c.request(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, c.sendError(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reading the answer: %v", c.method, c.path, withoutURL(err))
+	}
+	if int64(len(data)) > c.maxBytes {
+		return nil, fmt.Errorf("%s %s: the answer is larger than %d bytes, the limit of the source %s", c.method, c.path, c.maxBytes, c.source)
+	}
+	status := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		excerpt := strings.ToValidUTF8(string(data[:min(len(data), errorExcerpt)]), "?")
+		if excerpt != "" {
+			excerpt = ": " + excerpt
+		}
+		return nil, fmt.Errorf("%s %s: the service answered %s%s", c.method, c.path, status, excerpt)
+	}
+	return answer(status, resp.Header.Get("Content-Type"), data), nil
+}
+
+// answer is a success answer as a result: JSON as a structured value, text as text, and
+// anything else described (its bytes are no use to a model).
+func answer(status, contentType string, data []byte) any {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return status
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case (isJSON(mt) || mt == "") && json.Valid(data):
+		return json.RawMessage(data)
+	case (strings.HasPrefix(mt, "text/") || mt == "" || strings.HasSuffix(mt, "+xml") || mt == "application/xml") && utf8.Valid(data):
+		return string(data)
+	}
+	return fmt.Sprintf("%s: %d bytes of %s", status, len(data), cmp.Or(mt, "unknown type"))
+}
+
+// request builds the HTTP request of a call.
+func (c *caller) request(ctx context.Context, in map[string]json.RawMessage) (*http.Request, error) {
+	base := c.servers[0]
+	path := c.path
+	query := url.Values{}
+	header := http.Header{}
+	var cookies []string
+	for _, p := range c.params {
+		raw, ok := in[p.arg]
+		if !ok {
+			continue
+		}
+		v, err := decode(raw)
+		if err != nil {
+			return nil, quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", p.arg, err)
+		}
+		switch p.in {
+		case "path":
+			s, err := pathValue(p, v, raw)
+			if err != nil {
+				return nil, quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", p.arg, err)
+			}
+			path = strings.ReplaceAll(path, "{"+p.name+"}", s)
+		case "query":
+			queryValue(query, p, v, raw)
+		case "header":
+			header.Set(p.name, simple(v, p.explode, p.content, raw))
+		case "cookie":
+			cookies = append(cookies, p.name+"="+url.QueryEscape(simple(v, false, p.content, raw)))
+		}
+	}
+	if strings.ContainsAny(path, "{}") {
+		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the path %s still has a parameter no argument gave", path)
+	}
+	u, err := url.Parse(base.String() + path)
+	if err != nil || u.Host != base.Host || u.Scheme != base.Scheme || !strings.HasPrefix(u.EscapedPath(), base.EscapedPath()) {
+		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the path arguments do not make a path of %s", base.Redacted())
+	}
+	var payload io.Reader
+	if c.body != nil {
+		if raw, ok := in[c.body.arg]; ok {
+			b, err := encodeBody(c.body.contentType, raw)
+			if err != nil {
+				return nil, quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", c.body.arg, err)
+			}
+			payload = bytes.NewReader(b)
+			header.Set("Content-Type", c.body.contentType)
+		}
+	}
+	if err := c.authorize(ctx, query, header, &cookies); err != nil {
+		return nil, err
+	}
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, c.method, u.String(), payload)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %v", c.method, c.path, withoutURL(err))
+	}
+	req.Header = header
+	req.Header.Set("Accept", "application/json, */*;q=0.5")
+	req.Header.Set("User-Agent", "quiver-openapi")
+	if len(cookies) > 0 {
+		req.Header.Set("Cookie", strings.Join(cookies, "; "))
+	}
+	return req, nil
+}
+
+// authorize adds the credentials of the first security alternative whose variables are all
+// set; none needed when an alternative is empty or the operation has no requirement.
+func (c *caller) authorize(ctx context.Context, query url.Values, header http.Header, cookies *[]string) error {
+	if len(c.auth) == 0 {
+		return nil
+	}
+	var missing []string
+	for _, alt := range c.auth {
+		values := make([]string, len(alt))
+		ok := true
+		for i, cr := range alt {
+			v, set := quiver.Var(ctx, cr.variable)
+			if !set || v == "" {
+				ok = false
+				if !slices.Contains(missing, cr.variable) {
+					missing = append(missing, cr.variable)
+				}
+				continue
+			}
+			values[i] = v
+		}
+		if !ok {
+			continue
+		}
+		for i, cr := range alt {
+			send(cr.scheme.Type, cr.scheme.Scheme, cr.scheme.In, cr.scheme.Name, values[i], query, header, cookies)
+		}
+		return nil
+	}
+	return quiver.Fail(quiver.CodeMissingVariable, "%s %s needs credentials: set the secret variable %s", c.method, c.path,
+		strings.Join(missing, " or "))
+}
+
+// send puts one credential where its scheme says.
+func send(typ, scheme, in, name, value string, query url.Values, header http.Header, cookies *[]string) {
+	switch {
+	case typ == "http" && strings.EqualFold(scheme, "basic"):
+		header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(value)))
+	case typ == "apiKey" && in == "header":
+		header.Set(name, value)
+	case typ == "apiKey" && in == "query":
+		query.Set(name, value)
+	case typ == "apiKey" && in == "cookie":
+		*cookies = append(*cookies, name+"="+url.QueryEscape(value))
+	default: // bearer, oauth2, openIdConnect
+		header.Set("Authorization", "Bearer "+value)
+	}
+}
+
+// sendError explains a request that got no answer, without its URL: the query may hold an API
+// key.
+func (c *caller) sendError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s %s: %w", c.method, c.path, withoutURL(err))
+	}
+	return fmt.Errorf("%s %s: %v", c.method, c.path, withoutURL(err))
+}
+
+// withoutURL is err without the *url.Error wrapping that names the request's URL.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// decode reads an argument's JSON value, keeping numbers as written.
+func decode(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// scalar is a primitive value as text.
+func scalar(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// simple is the simple style (RFC 6570 {var} and {var*}): an array's items and an object's
+// keys and values joined by commas (key=value with explode). A parameter described by content
+// is its JSON text.
+func simple(v any, explode, content bool, raw json.RawMessage) string {
+	if content {
+		return string(raw)
+	}
+	switch x := v.(type) {
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = scalar(e)
+		}
+		return strings.Join(parts, ",")
+	case map[string]any:
+		var parts []string
+		for _, k := range sortedKeys(x) {
+			if explode {
+				parts = append(parts, k+"="+scalar(x[k]))
+			} else {
+				parts = append(parts, k, scalar(x[k]))
+			}
+		}
+		return strings.Join(parts, ",")
+	}
+	return scalar(v)
+}
+
+// pathValue is a path parameter's text, escaped so that it stays one part of the path.
+func pathValue(p param, v any, raw json.RawMessage) (string, error) {
+	s := simple(v, p.explode, p.content, raw)
+	if s == "" || s == "." || s == ".." {
+		return "", fmt.Errorf("%q cannot be a part of a path", s)
+	}
+	escaped := url.PathEscape(s)
+	switch p.style {
+	case "label":
+		return "." + escaped, nil
+	case "matrix":
+		return ";" + url.PathEscape(p.name) + "=" + escaped, nil
+	}
+	return escaped, nil
+}
+
+// queryValue adds a query parameter in its style: form (exploded: a pair per item or key),
+// spaceDelimited, pipeDelimited or deepObject.
+func queryValue(q url.Values, p param, v any, raw json.RawMessage) {
+	if p.content {
+		q.Add(p.name, string(raw))
+		return
+	}
+	switch x := v.(type) {
+	case []any:
+		sep := map[string]string{"spaceDelimited": " ", "pipeDelimited": "|"}[p.style]
+		if p.explode && sep == "" {
+			for _, e := range x {
+				q.Add(p.name, scalar(e))
+			}
+			return
+		}
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = scalar(e)
+		}
+		q.Add(p.name, strings.Join(parts, cmp.Or(sep, ",")))
+	case map[string]any:
+		switch {
+		case p.style == "deepObject":
+			for _, k := range sortedKeys(x) {
+				q.Add(p.name+"["+k+"]", scalar(x[k]))
+			}
+		case p.explode:
+			for _, k := range sortedKeys(x) {
+				q.Add(k, scalar(x[k]))
+			}
+		default:
+			q.Add(p.name, simple(x, false, false, nil))
+		}
+	default:
+		q.Add(p.name, scalar(v))
+	}
+}
+
+// encodeBody is a request body in its media type.
+func encodeBody(contentType string, raw json.RawMessage) ([]byte, error) {
+	if isJSON(contentType) {
+		return raw, nil
+	}
+	v, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("a form body is an object")
+	}
+	form := url.Values{}
+	for _, k := range sortedKeys(obj) {
+		switch x := obj[k].(type) {
+		case []any:
+			for _, e := range x {
+				form.Add(k, scalar(e))
+			}
+		default:
+			form.Add(k, scalar(x))
+		}
+	}
+	return []byte(form.Encode()), nil
+}
+
+// newClient is the HTTP client of a source's tools: its timeout, and redirects followed only
+// to the source's servers, never from https to http, at most MaxRedirects.
+func newClient(src Source, servers []*url.URL) *http.Client {
+	maxRedirects := cmp.Or(src.MaxRedirects, DefaultMaxRedirects)
+	return &http.Client{
+		Transport: src.Transport,
+		Timeout:   cmp.Or(src.Timeout, DefaultTimeout),
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if maxRedirects < 0 || len(via) > maxRedirects {
+				return fmt.Errorf("more than %d redirects", max(maxRedirects, 0))
+			}
+			if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+				return errors.New("redirected from https to http: refused")
+			}
+			if !slices.ContainsFunc(servers, func(s *url.URL) bool { return s.Scheme == req.URL.Scheme && s.Host == req.URL.Host }) {
+				return fmt.Errorf("redirected to %s, which is not a server of the source: refused", req.URL.Redacted())
+			}
+			return nil
+		},
+	}
+}

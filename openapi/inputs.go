@@ -1,0 +1,343 @@
+package openapi
+
+import (
+	"fmt"
+	"mime"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
+)
+
+// param is one parameter of an operation, as a tool's argument.
+type param struct {
+	arg     string // the argument's name in the tool's input
+	name    string // the parameter's name in the request
+	in      string // path, query, header or cookie
+	style   string
+	explode bool
+	content bool // described by content (JSON) rather than a schema: sent as JSON text
+}
+
+// body is an operation's request body, as a tool's argument.
+type body struct {
+	arg         string
+	contentType string // a JSON media type, or application/x-www-form-urlencoded
+}
+
+// inputs is what a tool takes and how each part is sent.
+type inputs struct {
+	schema *schema.Schema
+	params []param
+	body   *body
+}
+
+// reservedHeaders are headers a parameter may not set: the specification ignores the first
+// three as parameters, and the others are the transport's or the credentials'.
+var reservedHeaders = []string{"Accept", "Content-Type", "Authorization", "Host", "Content-Length", "Transfer-Encoding",
+	"Connection", "Cookie", "Proxy-Authorization", "Te", "Trailer", "Upgrade"}
+
+var unsafeArg = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// inputs assembles an operation's argument schema from its parameters (the path item's, which
+// the operation's own override) and its request body.
+// A parameter that would carry a credential (reserved) is not offered.
+func (b *builder) inputs(item *openapi3.PathItem, op *openapi3.Operation, reserved map[string]bool) (*inputs, string, error) {
+	var all []*openapi3.Parameter
+	seen := map[string]int{}
+	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+		for _, pr := range list {
+			p := pr.Value
+			if p == nil {
+				continue
+			}
+			key := p.In + "\x00" + p.Name
+			if i, ok := seen[key]; ok {
+				all[i] = p
+				continue
+			}
+			seen[key] = len(all)
+			all = append(all, p)
+		}
+	}
+	conv := newConverter(b.doc, request)
+	props := map[string]any{}
+	var required []any
+	in := &inputs{}
+	names := map[string]int{}
+	for _, p := range all {
+		names[p.Name]++
+	}
+	used := map[string]bool{}
+	for _, p := range all {
+		if p.In == openapi3.ParameterInHeader && slices.ContainsFunc(reservedHeaders, func(h string) bool { return strings.EqualFold(h, p.Name) }) ||
+			reserved[p.In+"\x00"+strings.ToLower(p.Name)] {
+			continue
+		}
+		arg := p.Name
+		if names[p.Name] > 1 {
+			arg = p.In + "_" + p.Name
+		}
+		arg = argName(arg, used)
+		s, isContent, err := paramSchema(conv, p)
+		if err != nil {
+			return nil, "", fmt.Errorf("parameter %s (in %s): %w", p.Name, p.In, err)
+		}
+		if p.Description != "" && s["description"] == nil {
+			s["description"] = p.Description
+		}
+		props[arg] = s
+		if p.Required || p.In == openapi3.ParameterInPath {
+			required = append(required, arg)
+		}
+		sm, err := p.SerializationMethod()
+		if err != nil {
+			return nil, "", fmt.Errorf("parameter %s: %w", p.Name, err)
+		}
+		in.params = append(in.params, param{arg: arg, name: p.Name, in: p.In, style: sm.Style, explode: sm.Explode, content: isContent})
+	}
+	if rb := op.RequestBody; rb != nil && rb.Value != nil {
+		mt, media := bodyMedia(rb.Value.Content)
+		if media == nil {
+			if rb.Value.Required {
+				return nil, fmt.Sprintf("its request body is %s; only JSON and form bodies are sent", mediaTypes(rb.Value.Content)), nil
+			}
+		} else {
+			s, err := conv.convert(media.Schema)
+			if err != nil {
+				return nil, "", fmt.Errorf("request body: %w", err)
+			}
+			if d := rb.Value.Description; d != "" && s["description"] == nil {
+				s["description"] = d
+			}
+			arg := "body"
+			if used[arg] {
+				arg = argName("request_body", used)
+			}
+			used[arg] = true
+			props[arg] = s
+			if rb.Value.Required {
+				required = append(required, arg)
+			}
+			in.body = &body{arg: arg, contentType: mt}
+		}
+	}
+	root := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		root["required"] = required
+	}
+	conv.defsInto(root)
+	s, err := toSchema(root)
+	if err != nil {
+		return nil, "", fmt.Errorf("input schema: %w", err)
+	}
+	in.schema = s
+	return in, "", nil
+}
+
+// argName makes a parameter's name a valid, unused argument name: what providers refuse in a
+// property name becomes _, and a leading _ (which marks Quiver's meta-fields) gets a p before it.
+func argName(name string, used map[string]bool) string {
+	a := unsafeArg.ReplaceAllString(name, "_")
+	if a == "" || strings.HasPrefix(a, "_") {
+		a = "p" + a
+	}
+	if len(a) > 60 {
+		a = a[:60]
+	}
+	base := a
+	for n := 2; used[a]; n++ {
+		a = base + "_" + strconv.Itoa(n)
+	}
+	used[a] = true
+	return a
+}
+
+// paramSchema is a parameter's schema: its own, or that of its JSON content.
+func paramSchema(conv *converter, p *openapi3.Parameter) (map[string]any, bool, error) {
+	if p.Schema != nil {
+		s, err := conv.convert(p.Schema)
+		return s, false, err
+	}
+	if _, media := bodyMedia(p.Content); media != nil {
+		s, err := conv.convert(media.Schema)
+		return s, true, err
+	}
+	return map[string]any{"type": "string"}, false, nil
+}
+
+// bodyMedia picks the media type a request is sent as: JSON first, then a form.
+func bodyMedia(content openapi3.Content) (string, *openapi3.MediaType) {
+	var form *openapi3.MediaType
+	for _, mt := range sortedKeys(content) {
+		base, _, err := mime.ParseMediaType(mt)
+		if err != nil {
+			continue
+		}
+		switch {
+		case isJSON(base):
+			return base, content[mt]
+		case base == "application/x-www-form-urlencoded":
+			form = content[mt]
+		}
+	}
+	if form != nil {
+		return "application/x-www-form-urlencoded", form
+	}
+	return "", nil
+}
+
+func isJSON(mediaType string) bool {
+	return mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")
+}
+
+func mediaTypes(content openapi3.Content) string {
+	keys := sortedKeys(content)
+	if len(keys) == 0 {
+		return "without a media type"
+	}
+	return strings.Join(keys, " or ")
+}
+
+// outputSchema is the schema of the operation's success answer when the operation has one
+// success answer (one 2xx status, or 2XX) and it is JSON: with several, or one without
+// content, an answer that is right by the document could fail the check.
+func (b *builder) outputSchema(op *openapi3.Operation) (*schema.Schema, error) {
+	if op.Responses == nil {
+		return nil, nil
+	}
+	var success []*openapi3.ResponseRef
+	for code, rr := range op.Responses.Map() {
+		if strings.HasPrefix(code, "2") && rr != nil && rr.Value != nil {
+			success = append(success, rr)
+		}
+	}
+	if len(success) != 1 {
+		return nil, nil
+	}
+	mt, found := bodyMedia(success[0].Value.Content)
+	if found == nil || !isJSON(mt) || found.Schema == nil {
+		return nil, nil
+	}
+	conv := newConverter(b.doc, response)
+	s, err := conv.convert(found.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("success answer: %w", err)
+	}
+	if len(s) == 0 {
+		return nil, nil
+	}
+	conv.defsInto(s)
+	return toSchema(s)
+}
+
+// credential is one security scheme of a requirement, with the variable holding its secret.
+type credential struct {
+	scheme   *openapi3.SecurityScheme
+	variable string
+}
+
+// security is the operation's security requirements as alternatives of credentials (an empty
+// alternative: none needed), and the variables they read. A requirement naming a scheme
+// Quiver cannot send is left out of the alternatives.
+func (b *builder) security(op *openapi3.Operation) ([][]credential, []quiver.Variable, error) {
+	reqs := b.doc.Security
+	if op.Security != nil {
+		reqs = *op.Security
+	}
+	var alts [][]credential
+	var vars []quiver.Variable
+	declared := map[string]bool{}
+	for _, req := range reqs {
+		var alt []credential
+		usable := true
+		for _, name := range sortedKeys(req) {
+			ref := b.doc.Components.SecuritySchemes[name]
+			if ref == nil || ref.Value == nil {
+				return nil, nil, fmt.Errorf("security scheme %q is not in the document's components", name)
+			}
+			if !sendable(ref.Value) {
+				usable = false
+				break
+			}
+			v := b.variableFor(name)
+			alt = append(alt, credential{scheme: ref.Value, variable: v})
+		}
+		if !usable {
+			continue
+		}
+		alts = append(alts, alt)
+		for _, c := range alt {
+			if !declared[c.variable] {
+				declared[c.variable] = true
+				vars = append(vars, quiver.Variable{Name: c.variable, Type: quiver.VarSecret,
+					Description: fmt.Sprintf("The credential of %s's security scheme %s.", b.src.Name, schemeText(c.scheme))})
+			}
+		}
+	}
+	if len(reqs) > 0 && len(alts) == 0 {
+		return nil, nil, fmt.Errorf("no security requirement of the operation can be met: Quiver sends bearer, basic and API key credentials")
+	}
+	if len(alts) == 1 {
+		for i := range vars {
+			vars[i].Required = true
+		}
+	}
+	return alts, vars, nil
+}
+
+// sendable reports whether Quiver can send a scheme's credential: HTTP bearer and basic, an
+// API key in a header, the query or a cookie, and the access token of OAuth 2 or OpenID
+// Connect as a bearer token.
+func sendable(s *openapi3.SecurityScheme) bool {
+	switch s.Type {
+	case "http":
+		return strings.EqualFold(s.Scheme, "bearer") || strings.EqualFold(s.Scheme, "basic")
+	case "apiKey":
+		return s.Name != "" && (s.In == "header" || s.In == "query" || s.In == "cookie")
+	case "oauth2", "openIdConnect":
+		return true
+	}
+	return false
+}
+
+func schemeText(s *openapi3.SecurityScheme) string {
+	switch s.Type {
+	case "http":
+		if strings.EqualFold(s.Scheme, "basic") {
+			return "(HTTP basic: user:password)"
+		}
+		return "(a bearer token)"
+	case "apiKey":
+		return fmt.Sprintf("(an API key, sent in the %s %s)", s.In, s.Name)
+	}
+	return "(an access token, sent as a bearer token)"
+}
+
+// variableFor is the variable holding a scheme's secret: the source's mapping, else the
+// source's and the scheme's names in capitals.
+func (b *builder) variableFor(scheme string) string {
+	if v := b.src.Credentials[scheme]; v != "" {
+		return v
+	}
+	return strings.ToUpper(unsafeName.ReplaceAllString(b.src.Name+"_"+scheme, "_"))
+}
+
+// reservedForCredentials are the header and query names the credentials of alts use: a
+// parameter of the same name is not offered to the model, so that it cannot replace them.
+func reservedForCredentials(alts [][]credential) map[string]bool {
+	out := map[string]bool{}
+	for _, alt := range alts {
+		for _, c := range alt {
+			if c.scheme.Type == "apiKey" {
+				out[c.scheme.In+"\x00"+strings.ToLower(c.scheme.Name)] = true
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,371 @@
+// Package openapi turns the operations of an OpenAPI document (3.0 or 3.1, JSON or YAML) into
+// Quiver tools: one tool per operation, whose arguments are the operation's parameters and
+// request body and whose call is an HTTP request to the service. The tools go through the
+// dispatcher like any other, so every call is validated, governed, confirmed where configured
+// and recorded.
+//
+// What a call may reach is bounded: only the document's servers (or the ones the source
+// names) are called, and a redirect is followed only to one of them; a call has a timeout, and
+// an answer larger than the cap is refused. Credentials come from variables, one per security
+// scheme, never from the model: they are secret variables, so the dispatcher masks them in
+// everything a call returns.
+//
+// Documents are read with github.com/getkin/kin-openapi, which reads both versions of the
+// format, resolves $refs inside the document and checks the document against the
+// specification; the project already uses it to check its own API's document.
+package openapi
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/quiverhq/quiver"
+)
+
+// Defaults of a Source's bounds.
+const (
+	DefaultTimeout          = 30 * time.Second
+	DefaultMaxResponseBytes = 1 << 20
+	DefaultMaxRedirects     = 3
+	// MaxDocumentBytes is the largest document Load reads.
+	MaxDocumentBytes = 16 << 20
+)
+
+// Source is an OpenAPI document and how its operations become tools.
+type Source struct {
+	// Name prefixes the tools: the operation listPets of the source "petstore" is the tool
+	// petstore.listPets. Letters, digits, _ and -, at most 32 characters.
+	Name string
+	// Document is the OpenAPI document, JSON or YAML (see Load). It must be self-contained: a
+	// $ref to another file or URL is refused, so that reading it reaches nothing else.
+	Document []byte
+	// Location is where Document was read from (a file or a URL), named in errors; a server
+	// URL in the document that is relative is resolved against it when it is a URL.
+	Location string
+	// Servers are the base URLs the tools call, the first of them unless an operation names
+	// one of its own among them; a redirect is followed only to one of them. Empty: the
+	// document's servers (their variables at their defaults).
+	Servers []string
+	// Operations selects the operations that become tools: an operationId, "tag:NAME" or
+	// "METHOD /path" (as written in the document) each. Empty: all of them.
+	Operations []string
+	// Credentials maps the name of a security scheme of the document to the variable that holds
+	// its secret: a bearer token, an API key, or "user:password" for basic. A scheme left out
+	// reads the variable named after the source and the scheme in capitals
+	// (petstore and api_key: PETSTORE_API_KEY).
+	Credentials map[string]string
+	// Timeout bounds a call (DefaultTimeout when zero).
+	Timeout time.Duration
+	// MaxResponseBytes caps the body of an answer (DefaultMaxResponseBytes when zero).
+	MaxResponseBytes int64
+	// MaxRedirects is how many redirects a call follows (DefaultMaxRedirects when zero;
+	// negative: none).
+	MaxRedirects int
+	// Transport sends the requests (http.DefaultTransport when nil); tests and proxies set it.
+	Transport http.RoundTripper
+}
+
+// Skipped is an operation of the document that did not become a tool, and why.
+type Skipped struct {
+	Operation string // "METHOD /path"
+	Reason    string
+}
+
+// Import is what Tools made of a source.
+type Import struct {
+	Tools   []*quiver.Tool
+	Skipped []Skipped
+}
+
+var sourceName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// Tools reads the source's document and makes a tool of each operation it selects. An
+// operation that cannot be called as a tool (a request body that is neither JSON nor a form,
+// a cookie parameter) is listed in Skipped with the reason; a selector of Operations that
+// matches no operation is an error, as is a document that is not valid OpenAPI.
+func Tools(ctx context.Context, src Source) (*Import, error) {
+	if !sourceName.MatchString(src.Name) {
+		return nil, fmt.Errorf("openapi: source name %q: use 1 to 32 letters, digits, _ and -", src.Name)
+	}
+	where := cmp.Or(src.Location, src.Name)
+	doc, err := parse(ctx, src.Document)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %s: %w", where, err)
+	}
+	servers, err := serverURLs(src, doc)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %s: %w", where, err)
+	}
+	b := &builder{src: src, doc: doc, servers: servers, names: map[string]int{}}
+	b.client = newClient(src, servers)
+	sel := newSelector(src.Operations)
+	im := &Import{}
+	for _, path := range doc.Paths.InMatchingOrder() {
+		item := doc.Paths.Value(path)
+		for _, method := range methods {
+			op := item.GetOperation(method)
+			if op == nil || !sel.selects(method, path, op) {
+				continue
+			}
+			t, reason, err := b.tool(method, path, item, op)
+			if err != nil {
+				return nil, fmt.Errorf("openapi: %s: %s %s: %w", where, method, path, err)
+			}
+			if reason != "" {
+				im.Skipped = append(im.Skipped, Skipped{Operation: method + " " + path, Reason: reason})
+				continue
+			}
+			im.Tools = append(im.Tools, t)
+		}
+	}
+	if missing := sel.unmatched(); len(missing) > 0 {
+		return nil, fmt.Errorf("openapi: %s: no operation matches %s; name an operationId, tag:NAME or METHOD /path of the document",
+			where, strings.Join(missing, ", "))
+	}
+	return im, nil
+}
+
+// methods are the HTTP methods an operation may have, in the order tools are made.
+var methods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodOptions,
+	http.MethodHead, http.MethodPatch, http.MethodTrace}
+
+// parse reads and checks a document. References to other documents are refused: the loader
+// would otherwise read files or fetch URLs a document names.
+func parse(ctx context.Context, data []byte) (*openapi3.T, error) {
+	if len(data) == 0 {
+		return nil, errors.New("the document is empty")
+	}
+	if len(data) > MaxDocumentBytes {
+		return nil, fmt.Errorf("the document is larger than %d bytes", MaxDocumentBytes)
+	}
+	loader := openapi3.NewLoader()
+	loader.Context = ctx
+	loader.IsExternalRefsAllowed = false
+	doc, err := loader.LoadFromData(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a readable OpenAPI document: %w", err)
+	}
+	if doc.OpenAPI == "" || !strings.HasPrefix(doc.OpenAPI, "3.") {
+		return nil, fmt.Errorf("openapi version %q: only OpenAPI 3.0 and 3.1 documents are read (convert a Swagger 2.0 document first)", doc.OpenAPI)
+	}
+	if err := doc.Validate(ctx, openapi3.DisableExamplesValidation(), openapi3.DisableSchemaDefaultsValidation()); err != nil {
+		return nil, fmt.Errorf("not a valid OpenAPI document: %w", err)
+	}
+	if doc.Paths == nil || doc.Paths.Len() == 0 {
+		return nil, errors.New("the document has no paths")
+	}
+	return doc, nil
+}
+
+// serverURLs are the base URLs a source's tools may call: its own, else the document's.
+func serverURLs(src Source, doc *openapi3.T) ([]*url.URL, error) {
+	raw := src.Servers
+	if len(raw) == 0 {
+		for _, s := range doc.Servers {
+			raw = append(raw, expandServer(s))
+		}
+	}
+	if len(raw) == 0 {
+		return nil, errors.New("the document names no server; give the base URL of the service (servers)")
+	}
+	var base *url.URL
+	if u, err := url.Parse(src.Location); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		base = u
+	}
+	var out []*url.URL
+	for _, s := range raw {
+		u, err := url.Parse(s)
+		if err == nil && !u.IsAbs() && base != nil {
+			u = base.ResolveReference(u)
+		}
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("server %q is not a URL: %v", s, err)
+		case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+			return nil, fmt.Errorf("server %q: give an absolute http or https URL", s)
+		case u.User != nil:
+			return nil, fmt.Errorf("server %q: credentials in the URL are refused; use the source's credentials", s)
+		case u.RawQuery != "" || u.Fragment != "":
+			return nil, fmt.Errorf("server %q: a base URL has no query or fragment", s)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		u.RawPath = ""
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// expandServer is a server's URL with its variables at their defaults.
+func expandServer(s *openapi3.Server) string {
+	u := s.URL
+	for name, v := range s.Variables {
+		if v != nil {
+			u = strings.ReplaceAll(u, "{"+name+"}", v.Default)
+		}
+	}
+	return u
+}
+
+// selector picks operations by the Source's Operations, and remembers which selectors matched.
+type selector struct {
+	all     bool
+	matched map[string]bool
+	order   []string
+}
+
+func newSelector(ops []string) *selector {
+	s := &selector{all: len(ops) == 0, matched: map[string]bool{}}
+	for _, o := range ops {
+		o = strings.TrimSpace(o)
+		if _, dup := s.matched[o]; !dup && o != "" {
+			s.matched[o] = false
+			s.order = append(s.order, o)
+		}
+	}
+	return s
+}
+
+func (s *selector) selects(method, path string, op *openapi3.Operation) bool {
+	if s.all {
+		return true
+	}
+	keys := []string{method + " " + path, strings.ToLower(method) + " " + path}
+	if op.OperationID != "" {
+		keys = append(keys, op.OperationID)
+	}
+	for _, t := range op.Tags {
+		keys = append(keys, "tag:"+t)
+	}
+	hit := false
+	for _, k := range keys {
+		if _, ok := s.matched[k]; ok {
+			s.matched[k] = true
+			hit = true
+		}
+	}
+	return hit
+}
+
+func (s *selector) unmatched() []string {
+	var out []string
+	for _, o := range s.order {
+		if !s.matched[o] {
+			out = append(out, fmt.Sprintf("%q", o))
+		}
+	}
+	return out
+}
+
+// builder makes the tools of one source.
+type builder struct {
+	src     Source
+	doc     *openapi3.T
+	servers []*url.URL
+	client  *http.Client
+	names   map[string]int // tool names given so far, for uniqueness
+}
+
+// tool makes the tool of one operation, or says why it cannot be one.
+func (b *builder) tool(method, path string, item *openapi3.PathItem, op *openapi3.Operation) (*quiver.Tool, string, error) {
+	auth, vars, err := b.security(op)
+	if err != nil {
+		return nil, err.Error(), nil
+	}
+	in, reason, err := b.inputs(item, op, reservedForCredentials(auth))
+	if err != nil || reason != "" {
+		return nil, reason, err
+	}
+	output, err := b.outputSchema(op)
+	if err != nil {
+		return nil, "", err
+	}
+	name := b.toolName(method, path, op)
+	c := &caller{source: b.src.Name, method: method, path: path, servers: b.servers, client: b.client,
+		params: in.params, body: in.body, auth: auth, maxBytes: cmp.Or(b.src.MaxResponseBytes, DefaultMaxResponseBytes)}
+	spec := quiver.Spec{
+		Name:         name,
+		Description:  description(b.src.Name, method, path, op),
+		InputSchema:  in.schema,
+		OutputSchema: output,
+		Variables:    vars,
+		Timeout:      cmp.Or(b.src.Timeout, DefaultTimeout),
+		Imported:     true,
+		Annotations:  annotations(method, op),
+	}
+	t, err := quiver.NewTool(spec, c.call)
+	if err != nil {
+		return nil, "", err
+	}
+	return t, "", nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// toolName is the source's name, a dot and the operation's id (or its method and path),
+// with what providers refuse replaced by _, unique in the source.
+func (b *builder) toolName(method, path string, op *openapi3.Operation) string {
+	base := op.OperationID
+	if base == "" {
+		base = strings.ToLower(method) + "_" + path
+	}
+	base = strings.Trim(unsafeName.ReplaceAllString(base, "_"), "_")
+	if base == "" {
+		base = strings.ToLower(method)
+	}
+	// 64 characters in all where possible (OpenAI's and Anthropic's limit, which the
+	// providers' mapping would otherwise cut and hash).
+	if max := 64 - len(b.src.Name) - 1; len(base) > max && max >= 16 {
+		base = base[:max]
+	}
+	name := b.src.Name + "." + base
+	b.names[name]++
+	if n := b.names[name]; n > 1 {
+		name = fmt.Sprintf("%s_%d", name, n)
+		b.names[name]++
+	}
+	return name
+}
+
+// description is the operation's summary and description, else what it is.
+func description(source, method, path string, op *openapi3.Operation) string {
+	var parts []string
+	for _, p := range []string{op.Summary, op.Description} {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fmt.Sprintf("Calls %s %s of %s.", method, path, source))
+	}
+	if op.Deprecated {
+		parts = append(parts, "Deprecated by the service.")
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// annotations are what an operation's method says about it: GET, HEAD and OPTIONS read;
+// PUT and DELETE are idempotent, DELETE destructive. Every call reaches another system.
+func annotations(method string, op *openapi3.Operation) quiver.Annotations {
+	a := quiver.Annotations{Title: strings.TrimSpace(op.Summary), OpenWorldHint: quiver.Hint(true)}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		a.ReadOnlyHint, a.IdempotentHint = quiver.Hint(true), quiver.Hint(true)
+	case http.MethodPut:
+		a.ReadOnlyHint, a.IdempotentHint = quiver.Hint(false), quiver.Hint(true)
+	case http.MethodDelete:
+		a.ReadOnlyHint, a.IdempotentHint, a.DestructiveHint = quiver.Hint(false), quiver.Hint(true), quiver.Hint(true)
+	default:
+		a.ReadOnlyHint = quiver.Hint(false)
+	}
+	return a
+}

@@ -1,0 +1,258 @@
+package openapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/quiverhq/quiver/schema"
+)
+
+// The conversion of an OpenAPI schema to the JSON Schema (draft 2020-12) a tool declares is
+// written here because kin-openapi describes schemas as OpenAPI has them: 3.0's nullable,
+// boolean exclusiveMinimum and example, and references into components. Nothing else
+// translates them, and the rules are few:
+//
+//   - a reference to #/components/schemas/NAME becomes #/$defs/NAME, with NAME's schema (and
+//     what it refers to) in the tool's $defs, so that recursive schemas stay finite;
+//   - nullable: true adds "null" to the type (and to an enum);
+//   - 3.0's exclusiveMinimum: true with minimum m becomes exclusiveMinimum: m (the same for the
+//     maximum);
+//   - what JSON Schema does not have (example, discriminator, xml, externalDocs, x-...) is left
+//     out;
+//   - properties marked readOnly are left out of what a tool takes, and writeOnly ones out of
+//     what it returns, as the specification says a client does.
+
+// direction is whether a schema describes what is sent (a request) or received.
+type direction int
+
+const (
+	request direction = iota
+	response
+)
+
+// converter converts the schemas of one tool, collecting the components they refer to.
+type converter struct {
+	doc  *openapi3.T
+	dir  direction
+	defs map[string]any // $defs key to converted schema (nil while being converted)
+}
+
+func newConverter(doc *openapi3.T, dir direction) *converter {
+	return &converter{doc: doc, dir: dir, defs: map[string]any{}}
+}
+
+// convert turns sr into a JSON Schema value (a map, or true for an empty schema).
+func (c *converter) convert(sr *openapi3.SchemaRef) (map[string]any, error) {
+	if sr == nil {
+		return map[string]any{}, nil
+	}
+	raw, err := json.Marshal(sr)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	out, err := c.walk(v)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := out.(map[string]any)
+	if !ok {
+		return map[string]any{}, nil
+	}
+	return m, nil
+}
+
+// defsInto adds the collected $defs to root.
+func (c *converter) defsInto(root map[string]any) {
+	if len(c.defs) > 0 {
+		root["$defs"] = c.defs
+	}
+}
+
+// dropped are the OpenAPI keywords that JSON Schema does not have.
+var dropped = map[string]bool{"example": true, "discriminator": true, "xml": true, "externalDocs": true, "nullable": true}
+
+// walk converts a decoded schema (or a part of one: a map, a list of schemas, a value).
+func (c *converter) walk(v any) (any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v, nil
+	}
+	if ref, ok := m["$ref"].(string); ok {
+		name, err := c.component(ref)
+		if err != nil {
+			return nil, err
+		}
+		m["$ref"] = "#/$defs/" + name
+	}
+	out := make(map[string]any, len(m))
+	for k, val := range m {
+		if dropped[k] || strings.HasPrefix(k, "x-") {
+			continue
+		}
+		switch k {
+		case "properties", "patternProperties", "$defs", "dependentSchemas":
+			props, _ := val.(map[string]any)
+			conv := make(map[string]any, len(props))
+			for name, p := range props {
+				if k == "properties" && c.hidden(p) {
+					continue
+				}
+				w, err := c.walk(p)
+				if err != nil {
+					return nil, err
+				}
+				conv[name] = w
+			}
+			out[k] = conv
+		case "allOf", "anyOf", "oneOf", "prefixItems":
+			list, _ := val.([]any)
+			conv := make([]any, len(list))
+			for i, p := range list {
+				w, err := c.walk(p)
+				if err != nil {
+					return nil, err
+				}
+				conv[i] = w
+			}
+			out[k] = conv
+		case "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems":
+			w, err := c.walk(val)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = w
+		default:
+			out[k] = val
+		}
+	}
+	if m["nullable"] == true {
+		nullable(out)
+	}
+	for _, bound := range []string{"Minimum", "Maximum"} {
+		ex, limit := "exclusive"+bound, strings.ToLower(bound[:1])+bound[1:]
+		switch out[ex] {
+		case true:
+			if n, ok := out[limit]; ok {
+				out[ex] = n
+				delete(out, limit)
+			} else {
+				delete(out, ex)
+			}
+		case false:
+			delete(out, ex)
+		}
+	}
+	if props, ok := out["properties"].(map[string]any); ok {
+		if req, ok := out["required"].([]any); ok {
+			kept := req[:0:0]
+			for _, r := range req {
+				if name, _ := r.(string); props[name] != nil {
+					kept = append(kept, r)
+				}
+			}
+			out["required"] = kept
+			if len(kept) == 0 {
+				delete(out, "required")
+			}
+		}
+	}
+	return out, nil
+}
+
+// hidden reports whether a property is not part of this direction's message: readOnly in a
+// request, writeOnly in a response.
+func (c *converter) hidden(p any) bool {
+	m, _ := p.(map[string]any)
+	if c.dir == request {
+		return m["readOnly"] == true
+	}
+	return m["writeOnly"] == true
+}
+
+// nullable adds null to a schema's type and enum.
+func nullable(s map[string]any) {
+	switch t := s["type"].(type) {
+	case string:
+		s["type"] = []any{t, "null"}
+	case []any:
+		if !containsAny(t, "null") {
+			s["type"] = append(t, "null")
+		}
+	}
+	if e, ok := s["enum"].([]any); ok && !containsAny(e, nil) {
+		s["enum"] = append(e, nil)
+	}
+}
+
+func containsAny(list []any, v any) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+var defName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// component converts the component a reference names into the tool's $defs (once) and
+// returns its key there.
+func (c *converter) component(ref string) (string, error) {
+	raw, ok := strings.CutPrefix(ref, "#/components/schemas/")
+	if !ok || strings.Contains(raw, "/") {
+		return "", fmt.Errorf("$ref %q: only references to #/components/schemas/NAME are followed", ref)
+	}
+	name, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", fmt.Errorf("$ref %q: %v", ref, err)
+	}
+	name = strings.NewReplacer("~1", "/", "~0", "~").Replace(name)
+	key := defName.ReplaceAllString(name, "_")
+	if _, done := c.defs[key]; done {
+		return key, nil
+	}
+	sr := c.doc.Components.Schemas[name]
+	if sr == nil {
+		return "", fmt.Errorf("$ref %q: the document has no such schema", ref)
+	}
+	c.defs[key] = nil // being converted: a reference back to it is a recursion, not a new def
+	conv, err := c.convert(&openapi3.SchemaRef{Value: sr.Value})
+	if err != nil {
+		return "", fmt.Errorf("schema %s: %w", name, err)
+	}
+	c.defs[key] = conv
+	return key, nil
+}
+
+// toSchema turns a converted schema into the schema type tools declare.
+func toSchema(m map[string]any) (*schema.Schema, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var s schema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
