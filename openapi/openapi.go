@@ -90,9 +90,10 @@ type Import struct {
 var sourceName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // Tools reads the source's document and makes a tool of each operation it selects. An
-// operation that cannot be called as a tool (a request body that is neither JSON nor a form,
-// a cookie parameter) is listed in Skipped with the reason; a selector of Operations that
-// matches no operation is an error, as is a document that is not valid OpenAPI.
+// operation that cannot be a tool (a request body that is neither JSON nor a form, a schema
+// that does not compile, a security scheme Quiver cannot send) is listed in Skipped with the
+// reason; a selector of Operations that matches no operation is an error, as is a document
+// that cannot be read as OpenAPI 3.
 func Tools(ctx context.Context, src Source) (*Import, error) {
 	if !sourceName.MatchString(src.Name) {
 		return nil, fmt.Errorf("openapi: source name %q: use 1 to 32 letters, digits, _ and -", src.Name)
@@ -119,7 +120,7 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 			}
 			t, reason, err := b.tool(method, path, item, op)
 			if err != nil {
-				return nil, fmt.Errorf("openapi: %s: %s %s: %w", where, method, path, err)
+				reason = "the document describes it in a way Quiver cannot use: " + err.Error()
 			}
 			if reason != "" {
 				im.Skipped = append(im.Skipped, Skipped{Operation: method + " " + path, Reason: reason})
@@ -139,8 +140,11 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 var methods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodOptions,
 	http.MethodHead, http.MethodPatch, http.MethodTrace}
 
-// parse reads and checks a document. References to other documents are refused: the loader
-// would otherwise read files or fetch URLs a document names.
+// parse reads a document. References to other documents are refused: the loader would
+// otherwise read files or fetch URLs a document names. The document is not validated as a
+// whole: real documents often break a rule of the specification somewhere (a keyword their
+// generator adds, an example that does not match), and one operation's flaw should not cost
+// the others. Each operation is checked as its tool is made instead (see Tools).
 func parse(ctx context.Context, data []byte) (*openapi3.T, error) {
 	if len(data) == 0 {
 		return nil, errors.New("the document is empty")
@@ -158,11 +162,11 @@ func parse(ctx context.Context, data []byte) (*openapi3.T, error) {
 	if doc.OpenAPI == "" || !strings.HasPrefix(doc.OpenAPI, "3.") {
 		return nil, fmt.Errorf("openapi version %q: only OpenAPI 3.0 and 3.1 documents are read (convert a Swagger 2.0 document first)", doc.OpenAPI)
 	}
-	if err := doc.Validate(ctx, openapi3.DisableExamplesValidation(), openapi3.DisableSchemaDefaultsValidation()); err != nil {
-		return nil, fmt.Errorf("not a valid OpenAPI document: %w", err)
-	}
 	if doc.Paths == nil || doc.Paths.Len() == 0 {
 		return nil, errors.New("the document has no paths")
+	}
+	if doc.Components == nil {
+		doc.Components = &openapi3.Components{}
 	}
 	return doc, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -37,6 +38,15 @@ const ConfigFileName = "quiver.yaml"
 //	        redirect_url: https://quiver.example.com/oauth/callback     # default: this server's
 //	        scopes: [read, write]     # default: what the server asks for
 //
+//	openapi:                        # each operation of an OpenAPI document becomes a tool
+//	  - name: petstore              # tools are petstore.<operationId>
+//	    document: petstore.yaml     # a file (relative to this one) or an http(s) URL
+//	    servers: [https://petstore.example.com/api] # default: the document's
+//	    operations: [findPets, "tag:pets", "DELETE /pets/{id}"] # default: all
+//	    credentials: {api_key: PETSTORE_KEY} # scheme: secret variable (default PETSTORE_API_KEY)
+//	    timeout: 30s                # per call; default 30s
+//	    max_response_bytes: 1048576 # default 1 MiB
+//
 //	oidc:                           # access tokens of an identity provider (quiver serve's
 //	  issuer: https://id.example.com/ # --oidc-* flags, which take precedence)
 //	  audiences: [https://quiver.example.com/mcp]
@@ -52,7 +62,22 @@ type File struct {
 	MCP struct {
 		Servers []RemoteConfig `yaml:"servers" json:"servers"`
 	} `yaml:"mcp" json:"mcp"`
-	OIDC *OIDCConfig `yaml:"oidc,omitempty" json:"oidc,omitempty"`
+	OpenAPI []OpenAPIConfig `yaml:"openapi,omitempty" json:"openapi,omitempty"`
+	OIDC    *OIDCConfig     `yaml:"oidc,omitempty" json:"oidc,omitempty"`
+
+	// dir is the directory of the file, which relative document paths are read from.
+	dir string
+}
+
+// OpenAPIConfig is one OpenAPI document in the configuration file (see [openapi.Source]).
+type OpenAPIConfig struct {
+	Name             string            `yaml:"name"`
+	Document         string            `yaml:"document"`
+	Servers          []string          `yaml:"servers,omitempty"`
+	Operations       []string          `yaml:"operations,omitempty"`
+	Credentials      map[string]string `yaml:"credentials,omitempty"`
+	Timeout          string            `yaml:"timeout,omitempty"`
+	MaxResponseBytes int64             `yaml:"max_response_bytes,omitempty"`
 }
 
 // OIDCConfig is the oidc block: what [TokenAuth] takes, as quiver serve's --oidc-* flags give it.
@@ -103,6 +128,9 @@ func ParseConfig(r io.Reader, where string) (*File, error) {
 	if _, err := f.Remotes(); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	if err := f.checkOpenAPI(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
 	return &f, nil
 }
 
@@ -117,7 +145,12 @@ func LoadConfig(path string, optional bool) (*File, error) {
 		return nil, fmt.Errorf("opening the configuration: %w", err)
 	}
 	defer fh.Close()
-	return ParseConfig(fh, path)
+	f, err := ParseConfig(fh, path)
+	if err != nil {
+		return nil, err
+	}
+	f.dir = filepath.Dir(path)
+	return f, nil
 }
 
 // Remotes returns the configured MCP servers, checked, with ${VAR} expanded in env, header

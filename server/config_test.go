@@ -84,6 +84,18 @@ mcp:
 		{"oauth secret without id", "mcp:\n  servers:\n    - {name: a, url: 'http://x', oauth: {client_secret: s}}\n", "no client_id", nil},
 		{"oauth metadata URL not https", "mcp:\n  servers:\n    - {name: a, url: 'http://x', oauth: {client_metadata_url: 'http://q/c.json'}}\n", "must be an https URL", nil},
 		{"oauth misspelt key", "mcp:\n  servers:\n    - {name: a, url: 'http://x', oauth: {clientid: q}}\n", "field clientid not found", nil},
+		{"openapi documents", "openapi:\n  - {name: pets, document: pets.yaml, servers: ['http://127.0.0.1:1/api'], operations: [findPets], credentials: {api_key: K}, timeout: 5s, max_response_bytes: 100}\n",
+			"", func(t *testing.T, f *server.File) {
+				if len(f.OpenAPI) != 1 || f.OpenAPI[0].Credentials["api_key"] != "K" || f.OpenAPI[0].MaxResponseBytes != 100 {
+					t.Errorf("openapi = %+v", f.OpenAPI)
+				}
+			}},
+		{"openapi name twice", "openapi:\n  - {name: a, document: x.yaml}\n  - {name: a, document: y.yaml}\n", `the name "a" is already another OpenAPI document's`, nil},
+		{"openapi name of a remote", "mcp:\n  servers:\n    - {name: a, url: 'http://x'}\nopenapi:\n  - {name: a, document: x.yaml}\n", `already a remote MCP server's`, nil},
+		{"openapi name with a dot", "openapi:\n  - {name: a.b, document: x.yaml}\n", "use 1 to 32 letters", nil},
+		{"openapi without a document", "openapi:\n  - {name: a}\n", "document is missing", nil},
+		{"openapi bad timeout", "openapi:\n  - {name: a, document: x.yaml, timeout: soon}\n", `timeout "soon"`, nil},
+		{"openapi misspelt key", "openapi:\n  - {name: a, document: x.yaml, server: [x]}\n", "field server not found", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

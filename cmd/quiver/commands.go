@@ -46,6 +46,8 @@ call (with SQLite through a journal beside the database;
 			about: "print a tool as a provider sees it\nD: openai (default), openai-strict, anthropic, gemini, mcp", run: (*app).toolsSchema, store: true},
 		{name: "tools add", synopsis: "--js FILE --schema FILE [--name N] [--description D] [--requires-confirmation] | DEFINITION.yaml",
 			about: "store a JavaScript tool in the database (a new version\nif it exists); tools list, schema and call load them", run: (*app).toolsAdd, store: true},
+		{name: "tools import-openapi", synopsis: "FILE|URL --name N [--server URL]... [--operations LIST] [--credential SCHEME=VARIABLE]... [--dry-run]",
+			about: "make a tool of each operation of an OpenAPI document\n(NAME.operationId) and add it to the configuration file;\ncredentials come from secret variables", run: (*app).toolsImportOpenAPI},
 		{name: "call", synopsis: "NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID] [--no-record]",
 			about: "call a tool and print the result as JSON; its variables\nresolve on the thread, agent or user given, then the instance;\nrecorded on --thread or a new thread tagged cli (--no-record: not)", run: (*app).call, store: true},
 		{name: "vars set", synopsis: "NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]",

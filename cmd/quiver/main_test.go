@@ -66,7 +66,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{name: "version", args: []string{"version"}, code: exitOK, stdoutHas: "quiver (devel) (commit not recorded: go run and -buildvcs=false leave it out"},
 		{name: "--version", args: []string{"--version"}, code: exitOK, stdoutHas: runtime.GOOS + "/" + runtime.GOARCH + ")"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderrHas: []string{`unknown command "frobnicate"`, "Usage:"}},
-		{name: "tools without subcommand", args: []string{"tools"}, code: exitUsage, stderrHas: []string{"list, schema or add"}},
+		{name: "tools without subcommand", args: []string{"tools"}, code: exitUsage, stderrHas: []string{"list, schema, add or import-openapi"}},
 		{name: "unknown tools subcommand", args: []string{"tools", "delete"}, code: exitUsage, stderrHas: []string{`"delete"`}},
 		{name: "tools list with argument", args: []string{"tools", "list", "extra"}, code: exitUsage, stderrHas: []string{`"extra"`}},
 		{name: "tools list bad flag", args: []string{"tools", "list", "--xml"}, code: exitUsage, stderrHas: []string{"xml"}},

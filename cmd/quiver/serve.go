@@ -116,18 +116,24 @@ func addConfigFlag(fs *flag.FlagSet) *string {
 // loadConfig reads the configuration file the flags (or the environment) name; the default
 // file in the data directory is optional.
 func loadConfig(flagValue string) (*server.File, error) {
-	path := flagValue
-	if path == "" {
-		path = os.Getenv(configEnv)
-	}
-	if path != "" {
-		return server.LoadConfig(path, false)
-	}
-	dir, err := dataDir()
+	path, named, err := configPath(flagValue)
 	if err != nil {
 		return &server.File{}, nil // no data directory: no default configuration either
 	}
-	return server.LoadConfig(filepath.Join(dir, server.ConfigFileName), true)
+	return server.LoadConfig(path, !named)
+}
+
+// configPath is where the configuration file is: --config, else $QUIVER_CONFIG (named), else
+// quiver.yaml in the data directory.
+func configPath(flagValue string) (path string, named bool, _ error) {
+	if path = cmp.Or(flagValue, os.Getenv(configEnv)); path != "" {
+		return path, true, nil
+	}
+	dir, err := dataDir()
+	if err != nil {
+		return "", false, err
+	}
+	return filepath.Join(dir, server.ConfigFileName), false, nil
 }
 
 // serverConfig prepares what quiver serve and quiver mcp stdio serve: the platform (see
@@ -145,6 +151,9 @@ func (a *app) serverConfig(ctx context.Context, inv *invocation, f serveFlags, a
 	}
 	reg := &quiver.Registry{Logger: a.registry.Logger}
 	if err := reg.Register(a.registry.Tools()...); err != nil {
+		return server.Config{}, nil, err
+	}
+	if err := registerOpenAPI(ctx, file, reg, a.stderr); err != nil {
 		return server.Config{}, nil, err
 	}
 	level, err := logLevel()
@@ -424,12 +433,16 @@ func (a *app) mcpConformanceClient(ctx context.Context, inv *invocation) (int, e
 	return exitOK, nil
 }
 
-// importConfigured imports the tools of the remote MCP servers in the configuration file (config,
+// importConfigured adds the tools of the OpenAPI documents and imports those of the remote MCP
+// servers in the configuration file (config,
 // else $QUIVER_CONFIG, else the data directory's), when there is one, into the app's registry,
 // for quiver call and quiver tools. The returned function disconnects.
 func (a *app) importConfigured(ctx context.Context, sf storeFlags, config string) (func(), error) {
 	file, err := loadConfig(config)
 	if err != nil {
+		return nil, err
+	}
+	if err := registerOpenAPI(ctx, file, a.registry, a.stderr); err != nil {
 		return nil, err
 	}
 	remotes, err := file.Remotes()
