@@ -64,6 +64,9 @@ var readmeExamples = map[string]readmeExample{
 			"◂ writer finished", "Title: Hand in Hand."}},
 	"mkdir -p agents && cd agents": {
 		want: []string{"[side_a]", "[side_b]", "Go: fast.", "Too thin: say why it matters.", "APPROVED", "Go: simple, fast, yours."}},
+	"cat > weather.yaml <<'YAML'": {
+		exit: exitError, want: []string{"1 tool:", "weather.getForecast", "WEATHER_KEY", "added to", `"name": "weather_getForecast"`,
+			`"code": "invalid_arguments"`, "days"}, unwanted: []string{"wk-0123456789"}},
 	"cat > weather.js <<'JS'": {
 		want: []string{`"city": "Oslo"`, `"temp": 21`, `"region": "eu"`}},
 	"quiver vars set REGION eu-west                       # the instance": {

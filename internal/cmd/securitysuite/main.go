@@ -55,6 +55,8 @@ var areas = []area{
 	{"access tokens of an identity provider: signatures, algorithms, issuer, audience, times, key ids, rules, workspaces", "./server",
 		"^(TestAccessTokens|TestIssuerKeysRotate|TestTokensOnTheDoors|TestTokenCheckKeptNoLongerThanItsExpiry|TestIssuerTrouble)$"},
 	{"quiver serve's identity-provider flags", "./cmd/quiver", "^TestServeOIDCFlagsRefused$"},
+	{"OpenAPI tools: only the source's servers (redirects too), path, query and header injection, credentials never arguments and masked in answers, bounds, documents that reach elsewhere", "./openapi",
+		"^(TestAttacks|TestAttacksOnTheDocument|TestBounds|TestRefused|TestCredentialsFromVariables|TestCredentialsReachTheService)$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
 		"^(TestEntityAPI.*|TestThreadAPI.*|TestWorkspacesAreServedTheirOwnTools|TestWorkspaceToolsFollowTheStore|TestProblemsNameTheField|TestIsolation.*|TestAPIStatefulCalls|TestBodiesWithAmbiguousKeysAreRefused|TestEventStreamsAreCapped.*)$"},
 }

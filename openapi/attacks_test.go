@@ -1,0 +1,164 @@
+package openapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/openapi"
+)
+
+// TestAttacks: what a model (or a hostile service) may try through an imported tool. Each
+// case calls a tool with arguments a model could send, against services on loopback, and
+// checks both the result and what reached the services.
+func TestAttacks(t *testing.T) {
+	var elsewhere atomic.Int32
+	// Another https host (httptest's TLS servers share a certificate the client trusts), so
+	// that only the host check stands in the way.
+	other := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		echo(w, r)
+	}))
+	defer other.Close()
+	plain := httptest.NewServer(http.HandlerFunc(echo))
+	defer plain.Close()
+	var last atomic.Pointer[http.Request]
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		last.Store(r.Clone(context.Background()))
+		switch r.URL.Path {
+		case "/v1/echo/bearer":
+			http.Redirect(w, r, other.URL+"/stolen", http.StatusTemporaryRedirect)
+		case "/v1/echo/basic":
+			http.Redirect(w, r, plain.URL+"/v1/echo/basic", http.StatusFound) // https to http
+		case "/v1/echo/cookie":
+			http.Redirect(w, r, "/v1/echo/cookie", http.StatusFound) // forever
+		case "/v1/echo/header":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":"bad key ` + r.Header.Get("X-API-Key") + `"}`))
+		default:
+			echo(w, r)
+		}
+	}))
+	defer tlsSrv.Close()
+	reg, _ := securedTools(t, openapi.Source{Servers: []string{tlsSrv.URL + "/v1"}, Transport: tlsSrv.Client().Transport})
+	query, _ := reg.Lookup("secured.echoQuery")
+	vars := quiver.Vars{"SECURED_BEARER": bearerToken, "SECURED_BASIC": basicPair, "SECURED_HEADER_KEY": headerKey,
+		"SECURED_QUERY_KEY": queryKey, "SECURED_COOKIE_KEY": cookieKey}
+	d := &quiver.Dispatcher{Registry: reg, Resolver: vars}
+	tests := []struct {
+		name, tool, args string
+		ok               bool
+		want             string                       // in the result's error or value
+		sent             func(r *http.Request) string // "" when what reached the service is right
+	}{
+		{"a redirect to a host that is not the source's", "secured.echoBearer", `{}`, false, "not a server of the source: refused", nil},
+		{"a redirect from https to http", "secured.echoBasic", `{}`, false, "redirected from https to http: refused", nil},
+		{"redirects without end", "secured.echoCookie", `{}`, false, "more than 3 redirects", nil},
+		{"a path argument of ..", "secured.echoOpen", `{"path_item":".."}`, false, `".." cannot be a part of a path`, nil},
+		{"a path argument climbing out", "secured.echoOpen", `{"path_item":"../../admin"}`, true, "", func(r *http.Request) string {
+			if r.URL.EscapedPath() != "/v1/echo/open/..%2F..%2Fadmin" {
+				return r.URL.EscapedPath()
+			}
+			return ""
+		}},
+		{"a path argument with a query and a fragment", "secured.echoOpen", `{"path_item":"x?admin=1#y"}`, true, "", func(r *http.Request) string {
+			if r.URL.EscapedPath() != "/v1/echo/open/x%3Fadmin=1%23y" || r.URL.Query().Has("admin") {
+				return r.URL.String()
+			}
+			return ""
+		}},
+		{"a path argument naming another host", "secured.echoOpen", `{"path_item":"http://127.0.0.1:1/x"}`, true, "", func(r *http.Request) string {
+			if !strings.HasPrefix(r.URL.EscapedPath(), "/v1/echo/open/http:%2F%2F127.0.0.1:1%2Fx") {
+				return r.URL.EscapedPath()
+			}
+			return ""
+		}},
+		{"a query argument carrying another parameter", "secured.echoQuery", `{"q":"x&api_key=mine"}`, true, "", func(r *http.Request) string {
+			if r.URL.Query().Get("q") != "x&api_key=mine" || r.URL.Query().Get("api_key") != queryKey {
+				return r.URL.RawQuery
+			}
+			return ""
+		}},
+		{"the API key's query parameter as an argument", "secured.echoQuery", `{"api_key":"mine"}`, false, `unknown property "api_key"`, nil},
+		{"the Host header as an argument", "secured.echoQuery", `{"Host":"evil.example"}`, false, `unknown property "Host"`, nil},
+		{"the Authorization header as an argument", "secured.echoQuery", `{"Authorization":"Bearer mine"}`, false, `unknown property "Authorization"`, nil},
+		{"the key's header as an argument", "secured.echoHeader", `{"X-API-Key":"mine"}`, false, `unknown property "X-API-Key"`, nil},
+		{"a header argument splitting the request", "secured.echoHeader", `{"X-Trace":"a\r\nX-Admin: 1"}`, false, "invalid header", nil},
+		{"an error answer echoing the key", "secured.echoHeader", `{}`, false, "401 Unauthorized", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			last.Store(nil)
+			res, err := d.Dispatch(context.Background(), quiver.Call{ID: "c", Name: tc.tool, Args: json.RawMessage(tc.args)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := res.Error + string(res.Value)
+			if res.IsError() == tc.ok || !strings.Contains(got, tc.want) {
+				t.Fatalf("result %+v, want ok=%v and %q", res, tc.ok, tc.want)
+			}
+			for _, secret := range []string{bearerToken, headerKey, queryKey, cookieKey, basicPair} {
+				if strings.Contains(got, secret) {
+					t.Errorf("the secret %s is in the result: %s", secret, got)
+				}
+			}
+			if tc.sent != nil {
+				r := last.Load()
+				if r == nil {
+					t.Fatal("nothing reached the service")
+				}
+				if msg := tc.sent(r); msg != "" {
+					t.Errorf("the service received %s", msg)
+				}
+			}
+		})
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("a host that is not the source's received %d requests", n)
+	}
+	if props := query.Spec().InputSchema.Properties; len(props) != 1 || props["q"] == nil {
+		t.Errorf("echoQuery offers %v; only q is the model's", mustJSON(query.Spec().InputSchema))
+	}
+}
+
+// TestAttacksOnTheDocument: a document cannot make Quiver read other files or URLs, and a
+// request that fails says so without the URL, whose query may hold a key.
+func TestAttacksOnTheDocument(t *testing.T) {
+	var fetched atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		w.Write([]byte(`{"type":"string"}`))
+	}))
+	defer srv.Close()
+	doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"http://h"}],"paths":{"/a":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"` + srv.URL + `/s.json"}}}}}}}}}`
+	if _, err := openapi.Tools(context.Background(), openapi.Source{Name: "x", Document: []byte(doc)}); err == nil {
+		t.Error("a document referring to a URL was read")
+	}
+	file := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"http://h"}],"paths":{"/a":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"/etc/passwd"}}}}}}}}}`
+	if _, err := openapi.Tools(context.Background(), openapi.Source{Name: "x", Document: []byte(file)}); err == nil {
+		t.Error("a document referring to a file was read")
+	}
+	if n := fetched.Load(); n != 0 {
+		t.Errorf("reading the document fetched %d URLs", n)
+	}
+	if _, err := openapi.Tools(context.Background(), openapi.Source{Name: "x", Document: make([]byte, openapi.MaxDocumentBytes+1)}); err == nil ||
+		!strings.Contains(err.Error(), "larger than") {
+		t.Errorf("an oversized document: %v", err)
+	}
+	// A service that is down: the error names the operation, not the URL with the key.
+	down := httptest.NewServer(http.NotFoundHandler())
+	url := down.URL
+	down.Close()
+	reg, _ := securedTools(t, openapi.Source{Servers: []string{url + "/v1"}})
+	d := &quiver.Dispatcher{Registry: reg, Resolver: quiver.Vars{"SECURED_QUERY_KEY": queryKey}}
+	res, err := d.Dispatch(context.Background(), quiver.Call{ID: "c", Name: "secured.echoQuery", Args: json.RawMessage(`{}`)})
+	if err != nil || !res.IsError() || !strings.Contains(res.Error, "GET /echo/query") || strings.Contains(res.Error, "api_key") {
+		t.Errorf("down service: %+v %v", res, err)
+	}
+}
