@@ -162,3 +162,38 @@ func TestAttacksOnTheDocument(t *testing.T) {
 		t.Errorf("down service: %+v %v", res, err)
 	}
 }
+
+// TestPublicOnly: a source a workspace imports reaches no internal address, whether named by
+// address or by a name that resolves to one, unless the operator allows the host.
+func TestPublicOnly(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(echo))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	_, port, _ := strings.Cut(host, ":")
+	tests := []struct {
+		name     string
+		server   string
+		internal []string
+		want     string // "" for a call that goes through
+	}{
+		{"loopback by address", srv.URL, nil, "is not a public address: refused"},
+		{"loopback by name", "http://localhost:" + port, nil, "is not a public address: refused"},
+		{"an unspecified address", "http://0.0.0.0:" + port, nil, "is not a public address: refused"},
+		{"allowed by host and port", srv.URL, []string{host}, ""},
+		{"allowed by host", srv.URL, []string{"127.0.0.1"}, ""},
+		{"another port of an allowed host", srv.URL, []string{"127.0.0.1:1"}, "is not a public address: refused"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg, _ := securedTools(t, openapi.Source{Servers: []string{tc.server + "/v1"}, PublicOnly: true, Internal: tc.internal})
+			d := &quiver.Dispatcher{Registry: reg}
+			res, err := d.Dispatch(context.Background(), quiver.Call{ID: "c", Name: "secured.echoOpen", Args: json.RawMessage(`{"path_item":"x"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && res.IsError() || tc.want != "" && !strings.Contains(res.Error, tc.want) {
+				t.Fatalf("result %+v, want %q", res, tc.want)
+			}
+		})
+	}
+}

@@ -363,7 +363,7 @@ func encodeBody(contentType string, raw json.RawMessage) ([]byte, error) {
 func newClient(src Source, servers []*url.URL) *http.Client {
 	maxRedirects := cmp.Or(src.MaxRedirects, DefaultMaxRedirects)
 	return &http.Client{
-		Transport: src.Transport,
+		Transport: transport(src),
 		Timeout:   cmp.Or(src.Timeout, DefaultTimeout),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if maxRedirects < 0 || len(via) > maxRedirects {

@@ -73,6 +73,13 @@ type Source struct {
 	MaxRedirects int
 	// Transport sends the requests (http.DefaultTransport when nil); tests and proxies set it.
 	Transport http.RoundTripper
+	// PublicOnly refuses connections to addresses that are not public (loopback, private,
+	// link-local, shared, multicast, unspecified), checked on the address dialled, so that a
+	// public name resolving to an internal address is refused too; except the hosts listed in
+	// Internal ("host" or "host:port"). For documents a workspace imports, whose servers its
+	// members choose. It applies when Transport is nil.
+	PublicOnly bool
+	Internal   []string
 }
 
 // Skipped is an operation of the document that did not become a tool, and why.

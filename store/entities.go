@@ -562,6 +562,7 @@ type Entities interface {
 	Directory
 	FunctionStore
 	ToolStore
+	OpenAPISources
 }
 
 // Directory stores workspaces, users and who is a member of which workspace with what role.

@@ -24,7 +24,8 @@ type entityData struct {
 	tools      map[string]*store.Tool
 	scopes     map[string]*scope // workspace id ("" for the system records) to what it owns
 	keys       map[string]*store.APIKey
-	keyHashes  map[string]string // string(hash) to key id
+	keyHashes  map[string]string                          // string(hash) to key id
+	sources    map[string]map[string]*store.OpenAPISource // workspace id to name to source
 }
 
 // scope is what one workspace, or the system (""), owns in listing order, with the counter its

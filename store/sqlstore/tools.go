@@ -421,21 +421,23 @@ func (e *Entities) PurgeExpired(ctx context.Context, now time.Time) ([]*store.To
 	return gone, nil
 }
 
-// ToolsStamp identifies the state of a workspace's tools and functions, and of who they run
-// as: it changes when one is added, changed, deleted or purged, when the default runtime user
-// changes and when a member is added or removed (the count, or the newest membership, moves).
+// ToolsStamp identifies the state of a workspace's tools, functions and OpenAPI sources, and of
+// who they run as: it changes when one is added, changed, deleted or purged, when the default
+// runtime user changes and when a member is added or removed (the count, or the newest
+// membership, moves).
 func (e *Entities) ToolsStamp(ctx context.Context, workspaceID string) (string, error) {
-	var nt, nf, nm int64
-	var mt, mf, mm any
+	var nt, nf, nm, no int64
+	var mt, mf, mm, mo any
 	var runtime sql.NullString
 	err := e.read.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM tools WHERE workspace_id = $1), (SELECT max(updated_at) FROM tools WHERE workspace_id = $1),
 		(SELECT count(*) FROM functions WHERE workspace_id = $1), (SELECT max(updated_at) FROM functions WHERE workspace_id = $1),
 		(SELECT default_runtime_user_id FROM workspaces WHERE id = $1),
-		(SELECT count(*) FROM memberships WHERE workspace_id = $1), (SELECT max(created_at) FROM memberships WHERE workspace_id = $1)`,
-		workspaceID).Scan(&nt, &mt, &nf, &mf, &runtime, &nm, &mm)
+		(SELECT count(*) FROM memberships WHERE workspace_id = $1), (SELECT max(created_at) FROM memberships WHERE workspace_id = $1),
+		(SELECT count(*) FROM openapi_sources WHERE workspace_id = $1), (SELECT max(updated_at) FROM openapi_sources WHERE workspace_id = $1)`,
+		workspaceID).Scan(&nt, &mt, &nf, &mf, &runtime, &nm, &mm, &no, &mo)
 	if err != nil {
 		return "", e.d.Err("read the stamp of the tools", err)
 	}
-	return fmt.Sprintf("%d/%v/%d/%v/%s/%d/%v", nt, mt, nf, mf, runtime.String, nm, mm), nil
+	return fmt.Sprintf("%d/%v/%d/%v/%s/%d/%v/%d/%v", nt, mt, nf, mf, runtime.String, nm, mm, no, mo), nil
 }

@@ -44,6 +44,7 @@ func RunEntities(t *testing.T, open OpenEntities) {
 		{"ConcurrentSameName", testConcurrentSameName},
 		{"ConcurrentVersions", testConcurrentVersions},
 		{"ConcurrentMembership", testConcurrentMembership},
+		{"OpenAPISources", testOpenAPISources},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
