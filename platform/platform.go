@@ -51,6 +51,10 @@ type Config struct {
 	// FunctionLimits bound each call of a workspace's stored JavaScript tools;
 	// jsfunc.DefaultLimits when zero.
 	FunctionLimits jsfunc.Limits
+	// OpenAPIInternal are the hosts ("host" or "host:port") the tools of a workspace's OpenAPI
+	// documents may reach though they are not public addresses; all others that are not are
+	// refused (see openapi.Source.PublicOnly).
+	OpenAPIInternal []string
 	// Logger receives what goes wrong in the background; nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -59,7 +59,8 @@ type builtTool struct {
 	// record's updated_at alone would not: two changes may share a timestamp.)
 	record    []byte
 	versionID string
-	tool      *quiver.Tool // as built, before the runtime user is applied
+	tool      *quiver.Tool   // as built, before the runtime user is applied
+	tools     []*quiver.Tool // an OpenAPI source's (versionID: the source's UpdatedAt)
 }
 
 // ID is the workspace's id.
@@ -152,6 +153,16 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 	if err == nil && (stamp != w.stamp || wasStale) {
 		var built map[string]builtTool
 		tools, built, broken, err = loadStoredTools(ctx, ent, w.id, p.cfg.FunctionLimits, w.built)
+		if err == nil {
+			taken := make(map[string]bool, len(tools))
+			for _, t := range tools {
+				taken[t.Name()] = true
+			}
+			var imported []*quiver.Tool
+			var unusable error
+			imported, unusable, err = p.loadOpenAPITools(ctx, w.id, taken, w.built, built)
+			tools, broken = append(tools, imported...), errors.Join(broken, unusable)
+		}
 		if err == nil {
 			w.built = built
 		}

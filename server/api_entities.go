@@ -28,6 +28,7 @@ func (s *Server) registerEntities(api huma.API) {
 	s.registerKeys(api)
 	s.registerTools(api)
 	s.registerFunctions(api)
+	s.registerOpenAPISources(api)
 }
 
 // ---- shared pieces

@@ -112,8 +112,10 @@ func newEntWorld(t *testing.T, st *schemaCounter) *entWorld {
 	auth := &server.Authenticator{Keys: st, Now: func() time.Time { return time.Now().Add(time.Duration(w.offset.Load())) }}
 	// An agent whose tools are a glob of the stored ones, less one it denies.
 	picker := &agent.Agent{Name: "picker", Prompt: &agent.Prompt{Name: "picker", Tools: []string{"pick_*"}, Deny: []string{"pick_b"}}}
+	// The services OpenAPI sources call in these tests listen on 127.0.0.1, which the
+	// operator allows; any other internal address (localhost by name included) is refused.
 	p, err := platform.New(platform.Config{Store: st, Registry: reg, Logger: slog.New(slog.DiscardHandler),
-		Catalog: &agent.Catalog{Agents: map[string]*agent.Agent{"picker": picker}}})
+		Catalog: &agent.Catalog{Agents: map[string]*agent.Agent{"picker": picker}}, OpenAPIInternal: []string{"127.0.0.1"}})
 	must(err)
 	// A is the server's own workspace: its admins are the operator's, who make workspaces.
 	srv, err := server.New(ctx, server.Config{Platform: p, Auth: auth, WorkspaceID: w.a.ID, Logger: slog.New(slog.DiscardHandler)})

@@ -184,7 +184,7 @@ func isoTable() map[string][]isoCase {
 		// Tools the workspace is served, and calls.
 		"GET /v1/tools/served": {{want: isoListed}},
 		"POST /v1/tools/{name}/call": cat(
-			each("name", []string{"tool_name", "client_tool_name", "confirm_tool_name", "deleted_tool_name"}, "", `{"args":{"x":1}}`, isoUnknownTool),
+			each("name", []string{"tool_name", "client_tool_name", "confirm_tool_name", "deleted_tool_name", "openapi_tool_name"}, "", `{"args":{"x":1}}`, isoUnknownTool),
 			[]isoCase{
 				{params: p("name", "a_echo"), body: `{"args":{"text":"from A"},"thread_id":"{thread}"}`, want: isoNotFound},
 				{params: p("name", "a_echo"), body: `{"args":{"text":"from A"},"thread_id":"{run_thread}"}`, want: isoNotFound},
@@ -350,11 +350,17 @@ func isoTable() map[string][]isoCase {
 		"DELETE /v1/tools/{id}": cat(
 			each("id", tools, "", "", isoNotFound),
 			each("id", tools, "retention_tier=none", "", isoNotFound)),
-		"GET /v1/functions":                {{want: isoListed}},
-		"POST /v1/functions":               {{body: `{"name":"{function_name}"}`, want: isoCreated}},
-		"GET /v1/functions/{id}":           each("id", []string{"function"}, "", "", isoNotFound),
-		"POST /v1/functions/{id}/versions": each("id", []string{"function"}, "", `{"code":"export default function () { return 1 }"}`, isoNotFound),
-		"GET /v1/functions/{id}/versions":  each("id", []string{"function"}, "", "", isoNotFound),
+		// OpenAPI documents: B's is not A's to read or delete; A imports one of its own under
+		// the same name (names are per workspace).
+		"GET /v1/openapi-sources":           {{want: isoListed}},
+		"GET /v1/openapi-sources/{name}":    each("name", []string{"openapi_source"}, "", "", isoNotFound),
+		"DELETE /v1/openapi-sources/{name}": each("name", []string{"openapi_source"}, "", "", isoNotFound),
+		"POST /v1/openapi-sources":          {{body: `{"name":"{openapi_source}","document":"` + isoAcmeDoc + `"}`, want: isoCreated}},
+		"GET /v1/functions":                 {{want: isoListed}},
+		"POST /v1/functions":                {{body: `{"name":"{function_name}"}`, want: isoCreated}},
+		"GET /v1/functions/{id}":            each("id", []string{"function"}, "", "", isoNotFound),
+		"POST /v1/functions/{id}/versions":  each("id", []string{"function"}, "", `{"code":"export default function () { return 1 }"}`, isoNotFound),
+		"GET /v1/functions/{id}/versions":   each("id", []string{"function"}, "", "", isoNotFound),
 		"PUT /v1/functions/{id}/default-version": {
 			{params: p("id", "function"), body: `{"version_id":"{version}"}`, want: isoNotFound},
 			{params: p("id", "function"), body: `{"version_id":"{version2}"}`, want: isoNotFound},
@@ -402,6 +408,12 @@ const (
 	isoV1Code   = "export default function (args) { return {zulu: 'zulu_code_v1', x: args.x} }"
 	isoV2Code   = "export default function (args) { return {zulu: 'zulu_code_v2', x: args.x} }"
 	isoAcmeCode = "export default function (args) { return {acme: 1} }"
+	// isoZuluDoc is B's OpenAPI document; isoAcmeDoc A's, imported under B's source's name.
+	isoZuluDoc = `{"openapi":"3.0.3","info":{"title":"Zulu pets","version":"1"},"servers":[{"url":"https://zulu.example.com/api"}],` +
+		`"components":{"securitySchemes":{"key":{"type":"apiKey","in":"header","name":"X-Zulu-Key"}}},"security":[{"key":[]}],` +
+		`"paths":{"/pets":{"get":{"operationId":"zuluFind","summary":"Zulu: finds pets.","responses":{"200":{"description":"ok"}}}}}}`
+	isoAcmeDoc = `{\"openapi\":\"3.0.3\",\"info\":{\"title\":\"Acme\",\"version\":\"1\"},\"servers\":[{\"url\":\"https://acme.example.com\"}],` +
+		`\"paths\":{\"/x\":{\"get\":{\"operationId\":\"acmeX\",\"responses\":{\"200\":{\"description\":\"ok\"}}}}}}`
 )
 
 func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
@@ -534,6 +546,10 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 		"input_schema": json.RawMessage(isoPathIn)})
 	B("DELETE", "/v1/tools/"+deletedTool+"?retention_tier=none", "", 200, nil)
 
+	// An OpenAPI document of B's, whose operation is B's tool zulu_pets.zuluFind.
+	B("POST", "/v1/openapi-sources", isoJSON(map[string]any{"name": "zulu_pets", "document": isoZuluDoc,
+		"credentials": map[string]string{"key": "ZULU_PETS_KEY"}}), 201, nil)
+
 	// A thread of B's with calls (one attaches a file), a file of its own, and variables: a
 	// text and a secret on the thread, a secret of Sam's (a user of both workspaces), an
 	// instance value and an agent's.
@@ -630,6 +646,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 		"threads_cursor": threadsCursor, "tag_cursor": tagCursor, "tools_cursor": toolsCursor,
 		"a_workspace": a.ID, "a_function": acmeFn.ID, "a_tool": acmeTool.ID, "a_echo": "iso_echo", "a_thread": acmeCall.ThreadID,
 		"agent_var": "ZULU_AGENT", "user_var": "ZULU_SAM_TOKEN", "a_agent": "iso_client", "a_sam": sam.ID, "a_var": "ACME_CONSOLE",
+		"openapi_source": "zulu_pets", "openapi_tool_name": "zulu_pets.zuluFind",
 	}
 	w.secrets = []string{w.keyB, melKey.Secret, samKey.Secret, bAdminKey.Prefix, melKey.Key.Prefix, samKey.Key.Prefix,
 		threadSecret, samSecret, w.bSession.ID()}
@@ -1516,6 +1533,7 @@ type isoSnap struct {
 	Versions  map[string][]*store.FunctionVersion `json:"versions"`
 	Variables map[string][]*store.Variable        `json:"variables"`
 	Threads   []*isoSnapThread                    `json:"threads"`
+	OpenAPI   []*store.OpenAPISource              `json:"openapi_sources"`
 }
 
 type isoSnapMember struct {
@@ -1610,6 +1628,8 @@ func (w *isoWorld) snapshot(t *testing.T) []byte {
 			schema(v.OutputSchemaID)
 		}
 	}
+	s.OpenAPI, err = st.OpenAPISources(ctx, ws)
+	must(err)
 	for _, o := range owners {
 		layer, owner, _ := strings.Cut(o, ":")
 		vs, err := st.Variables(ctx, ws, store.VariableLayer(layer), owner)

@@ -26,14 +26,16 @@ type agents struct {
 
 // assemble builds the platform every command that runs tools or agents works on, the same
 // way for all of them: db's store and variables (sealed with its key file), reg's tools under
-// each workspace's stored ones, and ag's agents.
-func assemble(db *opened, reg *quiver.Registry, ag agents, logger *slog.Logger) (*platform.Platform, error) {
+// each workspace's stored ones, and ag's agents. openAPIInternal are the internal hosts the
+// tools of the workspaces' OpenAPI documents may reach (platform.Config.OpenAPIInternal).
+func assemble(db *opened, reg *quiver.Registry, ag agents, logger *slog.Logger, openAPIInternal []string) (*platform.Platform, error) {
 	keys, err := vars.LoadKeyring(db.KeyPath)
 	if err != nil {
 		return nil, err
 	}
 	return platform.New(platform.Config{Store: db, Registry: reg, Resolver: vars.New(db, keys),
-		Catalog: ag.catalog, CatalogDir: ag.where, Model: ag.model, VariablesRequestURL: ag.variablesAt, Logger: logger})
+		Catalog: ag.catalog, CatalogDir: ag.where, Model: ag.model, VariablesRequestURL: ag.variablesAt, Logger: logger,
+		OpenAPIInternal: openAPIInternal})
 }
 
 // loadAgents loads the agents quiver serve runs: those of dir, else of $QUIVER_AGENTS, else of

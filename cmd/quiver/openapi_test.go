@@ -194,3 +194,49 @@ func TestServeOffersOpenAPITools(t *testing.T) {
 		t.Fatalf("call answered %s", text)
 	}
 }
+
+// TestServeImportsOpenAPIThroughTheAPI: a document imported over /v1 is the workspace's at
+// once; its tools reach the internal hosts --openapi-internal-hosts names, and no other.
+func TestServeImportsOpenAPIThroughTheAPI(t *testing.T) {
+	pets := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":3,"name":"Tom"}`))
+	}))
+	defer pets.Close()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "openapi", "testdata", "petstore-expanded.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, _, stderr := startServeWith(t, "--openapi-internal-hosts", "127.0.0.1")
+	key := firstKeyRE.FindString(stderr.String())
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	post := func(path string, body any) (int, string) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out bytes.Buffer
+		out.ReadFrom(res.Body)
+		return res.StatusCode, out.String()
+	}
+	port := strings.TrimPrefix(pets.URL, "http://127.0.0.1")
+	for name, server := range map[string]string{"pets": pets.URL, "local": "http://localhost" + port} {
+		if code, out := post("/v1/openapi-sources", map[string]any{"name": name, "document": string(doc), "servers": []string{server + "/api"},
+			"operations": []string{"find pet by id"}}); code != http.StatusCreated || !strings.Contains(out, name+".find_pet_by_id") {
+			t.Fatalf("import %s: %d %s", name, code, out)
+		}
+	}
+	if code, out := post("/v1/tools/pets.find_pet_by_id/call", map[string]any{"args": map[string]any{"id": 3}}); code != 200 || !strings.Contains(out, `"name":"Tom"`) {
+		t.Fatalf("a call to the allowed host: %d %s", code, out)
+	}
+	if code, out := post("/v1/tools/local.find_pet_by_id/call", map[string]any{"args": map[string]any{"id": 3}}); code != 200 ||
+		!strings.Contains(out, "is not a public address: refused") {
+		t.Fatalf("a call to an internal host not allowed: %d %s", code, out)
+	}
+}

@@ -96,7 +96,7 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 	}
 	// The catalog's prompts and agents are what the agent may call as tools; its non-blocking
 	// sub-agents run on goroutines of this process, which the run waits for.
-	p, err := assemble(db, a.registry, agents{catalog: catalog, model: m}, nil)
+	p, err := assemble(db, a.registry, agents{catalog: catalog, model: m}, nil, nil)
 	if err != nil {
 		return exitError, err
 	}

@@ -49,6 +49,8 @@ type serveFlags struct {
 	// allowedHosts and allowedOrigins are the names and browser origins the server's doors
 	// answer to besides local ones (DNS rebinding protection).
 	allowedHosts, allowedOrigins *string
+	// openAPIInternal are the internal hosts the workspaces' OpenAPI tools may reach.
+	openAPIInternal *string
 }
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
@@ -66,6 +68,9 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 			"with 403 on every door but /healthz (DNS rebinding protection) (default: $"+allowedHostsEnv+")"),
 		allowedOrigins: fs.String("allowed-origins", "", "comma-separated browser origins (https://console.example.com) that may drive the server "+
 			"besides local ones and its own; any other Origin is refused with 403 (default: $"+allowedOriginsEnv+")"),
+		openAPIInternal: fs.String("openapi-internal-hosts", "", "comma-separated hosts (HOST or HOST:PORT) that the tools of OpenAPI documents a workspace "+
+			"imports through /v1 may reach although their addresses are internal (loopback, private, link-local); every other internal address is refused. "+
+			"The configuration's openapi block is the operator's and reaches any address"),
 	}
 }
 
@@ -178,7 +183,7 @@ func (a *app) serverConfig(ctx context.Context, inv *invocation, f serveFlags, a
 	// Calls over MCP resolve variables as every other door does: on the session's thread, then
 	// its agent, user and the instance (quiver vars set).
 	ag.variablesAt = server.VariablesRequestPath
-	if cfg.Platform, err = assemble(st, reg, ag, cfg.Logger); err != nil {
+	if cfg.Platform, err = assemble(st, reg, ag, cfg.Logger, splitList(*f.openAPIInternal)); err != nil {
 		return server.Config{}, nil, err
 	}
 	if *f.journal && st.SQLitePath != "" {
