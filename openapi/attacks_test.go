@@ -3,6 +3,7 @@ package openapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -57,13 +58,23 @@ func TestAttacks(t *testing.T) {
 		want             string                       // in the result's error or value
 		sent             func(r *http.Request) string // "" when what reached the service is right
 	}{
-		{"a redirect to a host that is not the source's", "secured.echoBearer", `{}`, false, "not a server of the source: refused", nil},
+		{"a redirect to a host that is not the source's", "secured.echoBearer", `{}`, false, "redirected to another host", nil},
 		{"a redirect from https to http", "secured.echoBasic", `{}`, false, "redirected from https to http: refused", nil},
 		{"redirects without end", "secured.echoCookie", `{}`, false, "more than 3 redirects", nil},
 		{"a path argument of ..", "secured.echoOpen", `{"path_item":".."}`, false, `".." cannot be a part of a path`, nil},
-		{"a path argument climbing out", "secured.echoOpen", `{"path_item":"../../admin"}`, true, "", func(r *http.Request) string {
-			if r.URL.EscapedPath() != "/v1/echo/open/..%2F..%2Fadmin" {
+		{"a path argument climbing out", "secured.echoOpen", `{"path_item":"../../admin"}`, false, `holds the dot segment ".."`, nil},
+		{"a path argument climbing out with backslashes", "secured.echoOpen", `{"path_item":"x\\..\\admin"}`, false, `holds the dot segment ".."`, nil},
+		{"a path argument with a slash stays one segment", "secured.echoOpen", `{"path_item":"a/b"}`, true, "", func(r *http.Request) string {
+			if r.URL.EscapedPath() != "/v1/echo/open/a%2Fb" {
 				return r.URL.EscapedPath()
+			}
+			return ""
+		}},
+		{"an exploded object naming the key's query parameter", "secured.echoQuery", `{"opts":{"api_key":"mine"}}`, false, `the key "api_key" is another query parameter's or a credential's`, nil},
+		{"an exploded object naming another parameter", "secured.echoQuery", `{"opts":{"Q":"x"}}`, false, `the key "Q" is another query parameter's`, nil},
+		{"an exploded object of its own keys", "secured.echoQuery", `{"opts":{"color":"red"}}`, true, "", func(r *http.Request) string {
+			if r.URL.Query().Get("color") != "red" || r.URL.Query().Get("api_key") != queryKey {
+				return r.URL.RawQuery
 			}
 			return ""
 		}},
@@ -122,8 +133,8 @@ func TestAttacks(t *testing.T) {
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("a host that is not the source's received %d requests", n)
 	}
-	if props := query.Spec().InputSchema.Properties; len(props) != 1 || props["q"] == nil {
-		t.Errorf("echoQuery offers %v; only q is the model's", mustJSON(query.Spec().InputSchema))
+	if props := query.Spec().InputSchema.Properties; len(props) != 2 || props["q"] == nil || props["opts"] == nil {
+		t.Errorf("echoQuery offers %v; only q and opts are the model's", mustJSON(query.Spec().InputSchema))
 	}
 }
 
@@ -193,6 +204,62 @@ func TestPublicOnly(t *testing.T) {
 			}
 			if tc.want == "" && res.IsError() || tc.want != "" && !strings.Contains(res.Error, tc.want) {
 				t.Fatalf("result %+v, want %q", res, tc.want)
+			}
+		})
+	}
+}
+
+// TestLargeDocuments: a document whose large component many operations refer to costs its
+// conversion once, and the tools' schemas in all are capped: what would take gigabytes is
+// refused (or left out) with the reason.
+func TestLargeDocuments(t *testing.T) {
+	doc := func(props, ops int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"openapi":"3.0.3","info":{"title":"big","version":"1"},"servers":[{"url":"https://big.example"}],"paths":{`)
+		for i := range ops {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"/op%d":{"post":{"operationId":"op%d","requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Big"}}}},"responses":{"200":{"description":"ok"}}}}`, i, i)
+		}
+		b.WriteString(`},"components":{"schemas":{"Big":{"type":"object","properties":{`)
+		for i := range props {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"p%d":{"type":"string","description":"property number %d"}`, i, i)
+		}
+		b.WriteString(`}}}}}`)
+		return []byte(b.String())
+	}
+	tests := []struct {
+		name       string
+		props, ops int
+		err        string // "" when the import succeeds
+		skipped    int
+	}{
+		{"many operations over a large component", 1000, 400, "larger than 4194304 bytes in all", 0},
+		{"a component over a tool's cap", 12000, 10, "", 10},
+		{"more operations than a source may have", 1, 1001, "more than 1000 operations selected", 0},
+		{"a large component, a few operations", 1000, 5, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			im, err := openapi.Tools(context.Background(), openapi.Source{Name: "big", Document: doc(tc.props, tc.ops)})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(im.Skipped) != tc.skipped || len(im.Tools) != tc.ops-tc.skipped {
+				t.Fatalf("%d tools, %d skipped: %v", len(im.Tools), len(im.Skipped), im.Skipped[:min(1, len(im.Skipped))])
+			}
+			if tc.skipped > 0 && !strings.Contains(im.Skipped[0].Reason, "over the 524288 a tool may have") {
+				t.Errorf("reason: %s", im.Skipped[0].Reason)
 			}
 		})
 	}

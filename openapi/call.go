@@ -28,6 +28,9 @@ type caller struct {
 	body                 *body
 	auth                 [][]credential
 	maxBytes             int64
+	// reservedQuery are the query names (lower case) an exploded object's keys may not take:
+	// the operation's query parameters and the credentials'.
+	reservedQuery map[string]bool
 }
 
 // errorExcerpt is how much of an error answer's body a failed call's message quotes.
@@ -109,6 +112,14 @@ func (c *caller) request(ctx context.Context, in map[string]json.RawMessage) (*h
 			}
 			path = strings.ReplaceAll(path, "{"+p.name+"}", s)
 		case "query":
+			if obj, ok := v.(map[string]any); ok && p.explode && p.style != "deepObject" && !p.content {
+				for k := range obj {
+					if c.reservedQuery[strings.ToLower(k)] {
+						return nil, quiver.Fail(quiver.CodeInvalidArguments,
+							"argument %s: the key %q is another query parameter's or a credential's; it cannot be sent as one of %s's", p.arg, k, p.arg)
+					}
+				}
+			}
 			queryValue(query, p, v, raw)
 		case "header":
 			header.Set(p.name, simple(v, p.explode, p.content, raw))
@@ -158,7 +169,12 @@ func (c *caller) authorize(ctx context.Context, query url.Values, header http.He
 		return nil
 	}
 	var missing []string
+	anonymous := false
 	for _, alt := range c.auth {
+		if len(alt) == 0 {
+			anonymous = true // {}: none needed, if no alternative with credentials is met
+			continue
+		}
 		values := make([]string, len(alt))
 		ok := true
 		for i, cr := range alt {
@@ -178,6 +194,9 @@ func (c *caller) authorize(ctx context.Context, query url.Values, header http.He
 		for i, cr := range alt {
 			send(cr.scheme.Type, cr.scheme.Scheme, cr.scheme.In, cr.scheme.Name, values[i], query, header, cookies)
 		}
+		return nil
+	}
+	if anonymous {
 		return nil
 	}
 	return quiver.Fail(quiver.CodeMissingVariable, "%s %s needs credentials: set the secret variable %s", c.method, c.path,
@@ -276,21 +295,80 @@ func simple(v any, explode, content bool, raw json.RawMessage) string {
 	return scalar(v)
 }
 
-// pathValue is a path parameter's text, escaped so that it stays one part of the path.
+// pathValue is a path parameter's text in its style (simple, label or matrix; RFC 6570's
+// {x}, {.x} and {;x}, exploded or not), each value escaped so that it stays within its part
+// of the path and only the style's separators are the path's. A value that is a dot segment,
+// or holds one between slashes, is refused: a service (or a proxy before it) that decodes
+// %2F before routing would otherwise see a path that climbs out of the operation's.
 func pathValue(p param, v any, raw json.RawMessage) (string, error) {
-	s := simple(v, p.explode, p.content, raw)
-	if s == "" || s == "." || s == ".." {
-		return "", fmt.Errorf("%q cannot be a part of a path", s)
+	var items []string // the values in order; an object's as key, value, key, value...
+	pairs := false
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			items = append(items, scalar(e))
+		}
+	case map[string]any:
+		pairs = true
+		for _, k := range sortedKeys(x) {
+			items = append(items, k, scalar(x[k]))
+		}
+	default:
+		if p.content {
+			items = []string{string(raw)}
+		} else {
+			items = []string{scalar(v)}
+		}
 	}
-	escaped := url.PathEscape(s)
+	if len(items) == 0 || len(items) == 1 && items[0] == "" {
+		return "", errors.New("an empty value cannot be a part of a path")
+	}
+	for _, it := range items {
+		for _, seg := range strings.FieldsFunc(it, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if seg == "." || seg == ".." {
+				return "", fmt.Errorf("%q cannot be a part of a path: it holds the dot segment %q", it, seg)
+			}
+		}
+		if it == "." || it == ".." {
+			return "", fmt.Errorf("%q cannot be a part of a path", it)
+		}
+	}
+	esc := make([]string, len(items))
+	for i, it := range items {
+		esc[i] = url.PathEscape(it)
+	}
+	name := url.PathEscape(p.name)
+	// joined is the values with sep between them; exploded pairs are key=value.
+	joined := func(sep string) string {
+		if !pairs || !p.explode {
+			return strings.Join(esc, map[bool]string{true: sep, false: ","}[p.explode])
+		}
+		kv := make([]string, 0, len(esc)/2)
+		for i := 0; i+1 < len(esc); i += 2 {
+			kv = append(kv, esc[i]+"="+esc[i+1])
+		}
+		return strings.Join(kv, sep)
+	}
 	switch p.style {
 	case "label":
-		return "." + escaped, nil
+		return "." + joined("."), nil
 	case "matrix":
-		return ";" + url.PathEscape(p.name) + "=" + escaped, nil
+		switch {
+		case p.explode && pairs:
+			return ";" + joined(";"), nil
+		case p.explode && len(items) > 1 || p.explode && isList(v):
+			parts := make([]string, len(esc))
+			for i, e := range esc {
+				parts[i] = name + "=" + e
+			}
+			return ";" + strings.Join(parts, ";"), nil
+		}
+		return ";" + name + "=" + strings.Join(esc, ","), nil
 	}
-	return escaped, nil
+	return joined(","), nil
 }
+
+func isList(v any) bool { _, ok := v.([]any); return ok }
 
 // queryValue adds a query parameter in its style: form (exploded: a pair per item or key),
 // spaceDelimited, pipeDelimited or deepObject.
@@ -323,6 +401,8 @@ func queryValue(q url.Values, p param, v any, raw json.RawMessage) {
 			for _, k := range sortedKeys(x) {
 				q.Add(k, scalar(x[k]))
 			}
+			// The keys were checked against the operation's other query parameters and the
+			// credentials' (see caller.request).
 		default:
 			q.Add(p.name, simple(x, false, false, nil))
 		}
@@ -372,8 +452,10 @@ func newClient(src Source, servers []*url.URL) *http.Client {
 			if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
 				return errors.New("redirected from https to http: refused")
 			}
-			if !slices.ContainsFunc(servers, func(s *url.URL) bool { return s.Scheme == req.URL.Scheme && s.Host == req.URL.Host }) {
-				return fmt.Errorf("redirected to %s, which is not a server of the source: refused", req.URL.Redacted())
+			// Only within the origin: an API key in a header of its own (X-API-Key) would go
+			// along to another host, which Go strips only for Authorization and Cookie.
+			if req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {
+				return fmt.Errorf("redirected to another host (%s): refused, a source's calls stay with the server they were sent to", req.URL.Host)
 			}
 			return nil
 		},

@@ -33,6 +33,7 @@ type body struct {
 // inputs is what a tool takes and how each part is sent.
 type inputs struct {
 	schema *schema.Schema
+	size   int // the schema's, as JSON
 	params []param
 	body   *body
 }
@@ -65,7 +66,7 @@ func (b *builder) inputs(item *openapi3.PathItem, op *openapi3.Operation, reserv
 			all = append(all, p)
 		}
 	}
-	conv := newConverter(b.doc, request)
+	conv := newConverter(b.doc, request, b.cache(request))
 	props := map[string]any{}
 	var required []any
 	in := &inputs{}
@@ -127,16 +128,19 @@ func (b *builder) inputs(item *openapi3.PathItem, op *openapi3.Operation, reserv
 			in.body = &body{arg: arg, contentType: mt}
 		}
 	}
+	if n := conv.defsSize(); n > MaxSchemaBytes {
+		return nil, fmt.Sprintf("the schemas it refers to are %d bytes as JSON, over the %d a tool may have", n, MaxSchemaBytes), nil
+	}
 	root := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
 		root["required"] = required
 	}
 	conv.defsInto(root)
-	s, err := toSchema(root)
+	s, n, err := toSchema(root)
 	if err != nil {
 		return nil, "", fmt.Errorf("input schema: %w", err)
 	}
-	in.schema = s
+	in.schema, in.size = s, n
 	return in, "", nil
 }
 
@@ -207,9 +211,9 @@ func mediaTypes(content openapi3.Content) string {
 // outputSchema is the schema of the operation's success answer when the operation has one
 // success answer (one 2xx status, or 2XX) and it is JSON: with several, or one without
 // content, an answer that is right by the document could fail the check.
-func (b *builder) outputSchema(op *openapi3.Operation) (*schema.Schema, error) {
+func (b *builder) outputSchema(op *openapi3.Operation) (*schema.Schema, int, error) {
 	if op.Responses == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
 	var success []*openapi3.ResponseRef
 	for code, rr := range op.Responses.Map() {
@@ -218,22 +222,30 @@ func (b *builder) outputSchema(op *openapi3.Operation) (*schema.Schema, error) {
 		}
 	}
 	if len(success) != 1 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	mt, found := bodyMedia(success[0].Value.Content)
 	if found == nil || !isJSON(mt) || found.Schema == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
-	conv := newConverter(b.doc, response)
+	conv := newConverter(b.doc, response, b.cache(response))
 	s, err := conv.convert(found.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("success answer: %w", err)
+		return nil, 0, fmt.Errorf("success answer: %w", err)
 	}
-	if len(s) == 0 {
-		return nil, nil
+	if len(s) == 0 || conv.defsSize() > MaxSchemaBytes {
+		return nil, 0, nil // too large to check answers against: none declared
 	}
 	conv.defsInto(s)
 	return toSchema(s)
+}
+
+// cache is the source's components converted in one direction.
+func (b *builder) cache(dir direction) *components {
+	if b.components[dir] == nil {
+		b.components[dir] = &components{schemas: map[string]any{}, deps: map[string][]string{}, sizes: map[string]int{}}
+	}
+	return b.components[dir]
 }
 
 // credential is one security scheme of a requirement, with the variable holding its secret.

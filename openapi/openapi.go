@@ -30,6 +30,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/schema"
 )
 
 // Defaults of a Source's bounds.
@@ -39,6 +40,14 @@ const (
 	DefaultMaxRedirects     = 3
 	// MaxDocumentBytes is the largest document Load reads.
 	MaxDocumentBytes = 16 << 20
+	// MaxOperations is the most tools one source makes: select some with Operations.
+	MaxOperations = 1000
+	// MaxSchemaBytes caps one tool's schemas (input and output, their $defs included, as
+	// JSON): an operation over it is left out. MaxSourceSchemaBytes caps a source's in all.
+	// Each tool's schemas are compiled on their own, so a document whose components are
+	// referred to by many operations would otherwise cost their size times the operations.
+	MaxSchemaBytes       = 512 << 10
+	MaxSourceSchemaBytes = 4 << 20
 )
 
 // Source is an OpenAPI document and how its operations become tools.
@@ -52,9 +61,10 @@ type Source struct {
 	// Location is where Document was read from (a file or a URL), named in errors; a server
 	// URL in the document that is relative is resolved against it when it is a URL.
 	Location string
-	// Servers are the base URLs the tools call, the first of them unless an operation names
-	// one of its own among them; a redirect is followed only to one of them. Empty: the
-	// document's servers (their variables at their defaults).
+	// Servers are the base URLs the tools may call: the first is called (an operation's own
+	// servers are not used), and a redirect is followed only within the origin (scheme, host
+	// and port) of the request it answers, so that no credential travels to another host.
+	// Empty: the document's servers (their variables at their defaults).
 	Servers []string
 	// Operations selects the operations that become tools: an operationId, "tag:NAME" or
 	// "METHOD /path" (as written in the document) each. Empty: all of them.
@@ -125,9 +135,15 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 			if op == nil || !sel.selects(method, path, op) {
 				continue
 			}
+			if len(im.Tools) == MaxOperations {
+				return nil, fmt.Errorf("openapi: %s: more than %d operations selected; select some with operations", where, MaxOperations)
+			}
 			t, reason, err := b.tool(method, path, item, op)
 			if err != nil {
 				reason = "the document describes it in a way Quiver cannot use: " + err.Error()
+			}
+			if b.schemaBytes > MaxSourceSchemaBytes {
+				return nil, fmt.Errorf("openapi: %s: the tools' schemas are larger than %d bytes in all; select fewer operations", where, MaxSourceSchemaBytes)
 			}
 			if reason != "" {
 				im.Skipped = append(im.Skipped, Skipped{Operation: method + " " + path, Reason: reason})
@@ -183,7 +199,9 @@ func serverURLs(src Source, doc *openapi3.T) ([]*url.URL, error) {
 	raw := src.Servers
 	if len(raw) == 0 {
 		for _, s := range doc.Servers {
-			raw = append(raw, expandServer(s))
+			if s != nil {
+				raw = append(raw, expandServer(s))
+			}
 		}
 	}
 	if len(raw) == 0 {
@@ -284,6 +302,10 @@ type builder struct {
 	servers []*url.URL
 	client  *http.Client
 	names   map[string]int // tool names given so far, for uniqueness
+	// components are the components converted so far, per direction: each once per source.
+	components [2]*components
+	// schemaBytes counts the tools' schemas so far (see MaxSourceSchemaBytes).
+	schemaBytes int
 }
 
 // tool makes the tool of one operation, or says why it cannot be one.
@@ -296,13 +318,36 @@ func (b *builder) tool(method, path string, item *openapi3.PathItem, op *openapi
 	if err != nil || reason != "" {
 		return nil, reason, err
 	}
-	output, err := b.outputSchema(op)
-	if err != nil {
-		return nil, "", err
+	// Only an operation that changes nothing declares what it answers: the dispatcher checks
+	// a result against its output schema, and a service whose answer strays from its document
+	// after a POST took effect must not make the call look failed (and be made again).
+	var output *schema.Schema
+	size := in.size
+	if method == http.MethodGet || method == http.MethodHead {
+		var n int
+		if output, n, err = b.outputSchema(op); err != nil {
+			return nil, "", err
+		}
+		size += n
 	}
+	if size > MaxSchemaBytes {
+		return nil, fmt.Sprintf("its schemas are %d bytes as JSON, over the %d a tool may have", size, MaxSchemaBytes), nil
+	}
+	b.schemaBytes += size
 	name := b.toolName(method, path, op)
 	c := &caller{source: b.src.Name, method: method, path: path, servers: b.servers, client: b.client,
-		params: in.params, body: in.body, auth: auth, maxBytes: cmp.Or(b.src.MaxResponseBytes, DefaultMaxResponseBytes)}
+		params: in.params, body: in.body, auth: auth, maxBytes: cmp.Or(b.src.MaxResponseBytes, DefaultMaxResponseBytes),
+		reservedQuery: map[string]bool{}}
+	for _, p := range in.params {
+		if p.in == "query" {
+			c.reservedQuery[strings.ToLower(p.name)] = true
+		}
+	}
+	for key := range reservedForCredentials(auth) {
+		if in, name, _ := strings.Cut(key, "\x00"); in == "query" {
+			c.reservedQuery[name] = true
+		}
+	}
 	spec := quiver.Spec{
 		Name:         name,
 		Description:  description(b.src.Name, method, path, op),
@@ -339,11 +384,10 @@ func (b *builder) toolName(method, path string, op *openapi3.Operation) string {
 		base = base[:max]
 	}
 	name := b.src.Name + "." + base
-	b.names[name]++
-	if n := b.names[name]; n > 1 {
-		name = fmt.Sprintf("%s_%d", name, n)
-		b.names[name]++
+	for n := 2; b.names[name] > 0; n++ {
+		name = fmt.Sprintf("%s.%s_%d", b.src.Name, base, n)
 	}
+	b.names[name]++
 	return name
 }
 

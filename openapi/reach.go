@@ -45,9 +45,33 @@ func refuseInternal(_, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// shared is 100.64.0.0/10, carrier-grade NAT's range, internal like the private ones.
-var shared = netip.MustParsePrefix("100.64.0.0/10")
+// notPublic are the ranges of addresses that are global unicast by the Go standard library's
+// reckoning but not public: IPv4's shared (carrier-grade NAT), IETF protocol, benchmarking,
+// documentation and reserved ranges; and IPv6 forms that carry an IPv4 address a gateway
+// reaches (NAT64, 6to4, Teredo) or were never public (site-local, documentation).
+var notPublic = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001::/32", "2001:db8::/32", "fec0::/10"} {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}()
+
+// globalIPv6 is where public IPv6 unicast addresses are allocated.
+var globalIPv6 = netip.MustParsePrefix("2000::/3")
 
 func public(ip netip.Addr) bool {
-	return ip.IsGlobalUnicast() && !ip.IsPrivate() && !shared.Contains(ip) && !ip.IsLoopback() && !ip.IsLinkLocalUnicast()
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+		return false
+	}
+	if ip.Is6() && !globalIPv6.Contains(ip) {
+		return false // ::a.b.c.d, fc00::/7 and the rest outside 2000::/3
+	}
+	for _, p := range notPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
 }

@@ -36,15 +36,36 @@ const (
 	response
 )
 
-// converter converts the schemas of one tool, collecting the components they refer to.
-type converter struct {
-	doc  *openapi3.T
-	dir  direction
-	defs map[string]any // $defs key to converted schema (nil while being converted)
+// components are the components of a source converted so far in one direction, each once:
+// the tools that refer to one share its conversion.
+type components struct {
+	schemas map[string]any      // $defs key to converted schema (nil while being converted)
+	deps    map[string][]string // the keys each one refers to
+	sizes   map[string]int      // each one's size as JSON
 }
 
-func newConverter(doc *openapi3.T, dir direction) *converter {
-	return &converter{doc: doc, dir: dir, defs: map[string]any{}}
+// converter converts the schemas of one tool, noting the components they use.
+type converter struct {
+	doc   *openapi3.T
+	dir   direction
+	cache *components
+	used  map[string]bool
+	stack []string // the components being converted, innermost last
+}
+
+func newConverter(doc *openapi3.T, dir direction, cache *components) *converter {
+	return &converter{doc: doc, dir: dir, cache: cache, used: map[string]bool{}}
+}
+
+// use marks a component and what it refers to as this tool's.
+func (c *converter) use(key string) {
+	if c.used[key] {
+		return
+	}
+	c.used[key] = true
+	for _, d := range c.cache.deps[key] {
+		c.use(d)
+	}
 }
 
 // convert turns sr into a JSON Schema value (a map, or true for an empty schema).
@@ -71,11 +92,16 @@ func (c *converter) convert(sr *openapi3.SchemaRef) (map[string]any, error) {
 	return m, nil
 }
 
-// defsInto adds the collected $defs to root.
+// defsInto adds the components the tool uses to root's $defs.
 func (c *converter) defsInto(root map[string]any) {
-	if len(c.defs) > 0 {
-		root["$defs"] = c.defs
+	if len(c.used) == 0 {
+		return
 	}
+	defs := make(map[string]any, len(c.used))
+	for key := range c.used {
+		defs[key] = c.cache.schemas[key]
+	}
+	root["$defs"] = defs
 }
 
 // dropped are the OpenAPI keywords that JSON Schema does not have.
@@ -136,6 +162,10 @@ func (c *converter) walk(v any) (any, error) {
 		}
 	}
 	if m["nullable"] == true {
+		if _, typed := out["type"]; !typed {
+			// nullable beside allOf, a $ref...: null or the schema.
+			return map[string]any{"anyOf": []any{out, map[string]any{"type": "null"}}}, nil
+		}
 		nullable(out)
 	}
 	for _, bound := range []string{"Minimum", "Maximum"} {
@@ -218,33 +248,57 @@ func (c *converter) component(ref string) (string, error) {
 	}
 	name = strings.NewReplacer("~1", "/", "~0", "~").Replace(name)
 	key := defName.ReplaceAllString(name, "_")
-	if _, done := c.defs[key]; done {
+	if n := len(c.stack); n > 0 {
+		c.cache.deps[c.stack[n-1]] = append(c.cache.deps[c.stack[n-1]], key)
+	}
+	if _, done := c.cache.schemas[key]; done {
+		c.use(key)
 		return key, nil
 	}
 	sr := c.doc.Components.Schemas[name]
 	if sr == nil {
 		return "", fmt.Errorf("$ref %q: the document has no such schema", ref)
 	}
-	c.defs[key] = nil // being converted: a reference back to it is a recursion, not a new def
+	c.cache.schemas[key] = nil // being converted: a reference back to it is a recursion, not a new def
+	c.stack = append(c.stack, key)
 	conv, err := c.convert(&openapi3.SchemaRef{Value: sr.Value})
+	c.stack = c.stack[:len(c.stack)-1]
+	if err != nil {
+		delete(c.cache.schemas, key)
+		return "", fmt.Errorf("schema %s: %w", name, err)
+	}
+	c.cache.schemas[key] = conv
+	encoded, err := json.Marshal(conv)
 	if err != nil {
 		return "", fmt.Errorf("schema %s: %w", name, err)
 	}
-	c.defs[key] = conv
+	c.cache.sizes[key] = len(encoded)
+	c.use(key)
 	return key, nil
 }
 
-// toSchema turns a converted schema into the schema type tools declare.
-func toSchema(m map[string]any) (*schema.Schema, error) {
+// defsSize is the size of the components the tool uses, as JSON: what its schemas will be at
+// least, known before they are marshalled.
+func (c *converter) defsSize() int {
+	n := 0
+	for key := range c.used {
+		n += c.cache.sizes[key]
+	}
+	return n
+}
+
+// toSchema turns a converted schema into the schema type tools declare, and says its size as
+// JSON.
+func toSchema(m map[string]any) (*schema.Schema, int, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var s schema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return &s, nil
+	return &s, len(raw), nil
 }
 
 // sortedKeys returns m's keys in order.

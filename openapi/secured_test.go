@@ -142,6 +142,9 @@ func TestCredentialsReachTheService(t *testing.T) {
 		{"secured.echoBasic", `{}`, func(r *http.Request) bool { u, p, ok := r.BasicAuth(); return ok && u+":"+p == basicPair }},
 		{"secured.echoHeader", `{}`, func(r *http.Request) bool { return r.Header.Get("X-API-Key") == headerKey }},
 		{"secured.echoQuery", `{}`, func(r *http.Request) bool { return r.URL.Query().Get("api_key") == queryKey }},
+		{"secured.styles", `{"s":[3,4,5],"l":[3,4,5],"m":{"role":"admin","firstName":"Alex"}}`, func(r *http.Request) bool {
+			return r.URL.EscapedPath() == "/v1/styles/3,4,5/.3.4.5/;firstName=Alex;role=admin"
+		}},
 		{"secured.echoOpen", `{"path_item":"a/b c","query_item":"q","filter":{"k":"v"},"ids":[1,2],"body":{"note":"hi","count":2}}`,
 			func(r *http.Request) bool {
 				return r.URL.EscapedPath() == "/v1/echo/open/a%2Fb%20c" && r.URL.Query().Get("item") == "q" &&
@@ -175,8 +178,8 @@ func TestSchemasConverted(t *testing.T) {
 	if got := mustJSON(spec.InputSchema); !strings.Contains(got, `"items":{"$ref":"#/$defs/Node"}`) {
 		t.Errorf("putTree input (recursive): %s", got)
 	}
-	if got := mustJSON(spec.OutputSchema); got != `{"type":["string","null"]}` {
-		t.Errorf("putTree output: %s", got)
+	if spec.OutputSchema != nil {
+		t.Errorf("putTree (a PUT) declares an output schema: %s", mustJSON(spec.OutputSchema))
 	}
 	bearer, _ := reg.Lookup("secured.echoBearer")
 	if got := mustJSON(bearer.Spec().OutputSchema); strings.Contains(got, "secret") {
@@ -214,7 +217,7 @@ func TestBounds(t *testing.T) {
 		tool, args, want string
 		ok               bool
 	}{
-		{"secured.echoBearer", `{}`, "not a server of the source: refused", false},
+		{"secured.echoBearer", `{}`, "redirected to another host", false},
 		{"secured.echoBasic", `{}`, `"path":"/v1/echo/cookie"`, true},
 		{"secured.echoHeader", `{}`, "larger than 200 bytes", false},
 		{"secured.echoQuery", `{}`, "timed out after 200ms", false},

@@ -2,6 +2,9 @@ package platform
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,11 +43,13 @@ type OpenAPIImport struct {
 const maxOpenAPITimeout = 5 * time.Minute
 
 // ImportOpenAPI reads an OpenAPI document and stores it as a source of the actor's workspace
-// (a member's or admin's), replacing the source of the same name; the workspace serves its
-// tools from the next call on. A document that cannot be read, a selector that matches
-// nothing, or a tool name the workspace already has is refused and nothing is stored.
+// (an admin's: a source names the servers its tools send the workspace's credentials to),
+// replacing the source of the same name; the workspace serves its tools from the next call
+// on. A document that cannot be read, a selector that matches nothing, or a tool name the
+// workspace already has (a shared tool's, a stored tool's, another source's) is refused and
+// nothing is stored.
 func (p *Platform) ImportOpenAPI(ctx context.Context, a Actor, in NewOpenAPISource) (*OpenAPIImport, error) {
-	if err := a.mayChange("read tools but not import them"); err != nil {
+	if err := a.mayAdminister("import OpenAPI documents: an admin does, since a document names the servers its tools send credentials to"); err != nil {
 		return nil, err
 	}
 	switch {
@@ -73,21 +78,24 @@ func (p *Platform) ImportOpenAPI(ctx context.Context, a Actor, in NewOpenAPISour
 	if err != nil {
 		return nil, storeError(err, "OpenAPI source "+in.Name, "")
 	}
+	// The reload that follows takes the tools made here rather than making them again.
+	p.Workspace(ctx, a.WorkspaceID).offer(in.Name, builtTool{versionID: sourceVersion(src), tools: im.Tools, skipped: im.Skipped})
 	p.ToolsChanged(ctx, a.WorkspaceID)
 	return &OpenAPIImport{Source: src, Created: created, Tools: im.Tools, Skipped: im.Skipped}, nil
 }
 
-// checkOpenAPINames refuses tools whose names the workspace serves already, other than those
-// of the source being replaced.
+// checkOpenAPINames refuses tools whose names the workspace serves already: a shared tool's
+// (whose place an imported tool would take in the workspace), a stored tool's or another
+// source's. The names of the source being replaced are its own.
 func (p *Platform) checkOpenAPINames(ctx context.Context, workspaceID, source string, tools []*quiver.Tool) error {
-	reg := p.Workspace(ctx, workspaceID).Registry()
+	w := p.Workspace(ctx, workspaceID)
+	own := w.sourceTools(source)
+	reg := w.Registry()
 	for _, t := range tools {
-		if strings.HasPrefix(t.Name(), source+".") {
-			if existing, ok := reg.Lookup(t.Name()); ok && existing.Spec().Imported {
-				continue // the source's own tool, about to be replaced
-			}
+		if _, shared := reg.Base.Lookup(t.Name()); shared {
+			return fail(Conflict, "name", fmt.Sprintf("the server has a tool named %s: choose another name for the source", t.Name()))
 		}
-		if _, taken := reg.Lookup(t.Name()); taken {
+		if _, taken := reg.Lookup(t.Name()); taken && !own[t.Name()] {
 			return fail(Conflict, "name", fmt.Sprintf("the workspace already has a tool named %s: choose another name for the source", t.Name()))
 		}
 	}
@@ -109,16 +117,19 @@ func (p *Platform) OpenAPISource(ctx context.Context, a Actor, name string) (*Op
 	if err != nil {
 		return nil, storeError(err, "OpenAPI source "+name, "name")
 	}
+	// The tools as the workspace serves them, not built again: a document's conversion is
+	// the import's cost, not every reader's.
 	out := &OpenAPIImport{Source: src}
-	if im, err := openapi.Tools(ctx, p.openAPISource(src)); err == nil {
-		out.Tools, out.Skipped = im.Tools, im.Skipped
+	b, _ := p.Workspace(ctx, a.WorkspaceID).source(name)
+	if b.versionID == sourceVersion(src) {
+		out.Tools, out.Skipped = b.tools, b.skipped
 	}
 	return out, nil
 }
 
 // DeleteOpenAPISource removes a source of the actor's workspace, and its tools with it.
 func (p *Platform) DeleteOpenAPISource(ctx context.Context, a Actor, name string) error {
-	if err := a.mayChange("read tools but not delete them"); err != nil {
+	if err := a.mayAdminister("delete OpenAPI documents: an admin does"); err != nil {
 		return err
 	}
 	if err := p.cfg.Store.DeleteOpenAPISource(ctx, a.WorkspaceID, name); err != nil {
@@ -148,10 +159,10 @@ func (p *Platform) loadOpenAPITools(ctx context.Context, workspaceID string, tak
 	var tools []*quiver.Tool
 	var errs []error
 	for _, s := range sources {
-		key := "openapi:" + s.Name
-		stampText := s.UpdatedAt.UTC().Format(time.RFC3339Nano)
+		key := sourceKey(s.Name)
+		version := sourceVersion(s)
 		var made []*quiver.Tool
-		if b, ok := prev[key]; ok && b.versionID == stampText {
+		if b, ok := prev[key]; ok && b.versionID == version {
 			built[key] = b
 			made = b.tools
 		} else {
@@ -161,7 +172,7 @@ func (p *Platform) loadOpenAPITools(ctx context.Context, workspaceID string, tak
 				continue
 			}
 			made = im.Tools
-			built[key] = builtTool{versionID: stampText, tools: made}
+			built[key] = builtTool{versionID: version, tools: made, skipped: im.Skipped}
 		}
 		for _, t := range made {
 			if taken[t.Name()] {
@@ -173,4 +184,48 @@ func (p *Platform) loadOpenAPITools(ctx context.Context, workspaceID string, tak
 		}
 	}
 	return tools, errors.Join(errs...), nil
+}
+
+// sourceKey is where a source's tools are kept among a workspace's built tools (whose other
+// keys are tool ids).
+func sourceKey(name string) string { return "openapi:" + name }
+
+// sourceVersion identifies what a source's tools are built from: its document and options,
+// hashed (its UpdatedAt alone would not do: two imports may share a timestamp).
+func sourceVersion(s *store.OpenAPISource) string {
+	h := sha256.New()
+	opts, _ := json.Marshal([]any{s.Servers, s.Operations, s.Credentials, s.Timeout, s.MaxResponseBytes})
+	h.Write(opts)
+	h.Write([]byte{0})
+	h.Write(s.Document)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sourceTools are the names of the tools a source of the workspace made at its last load.
+func (w *Workspace) sourceTools(name string) map[string]bool {
+	b, _ := w.source(name)
+	out := make(map[string]bool, len(b.tools))
+	for _, t := range b.tools {
+		out[t.Name()] = true
+	}
+	return out
+}
+
+// source returns what the last load (or an import since) built of a source.
+func (w *Workspace) source(name string) (builtTool, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, ok := w.built[sourceKey(name)]
+	return b, ok
+}
+
+// offer keeps what an import built of a source, for the next load to take when the stored
+// source is the same.
+func (w *Workspace) offer(name string, b builtTool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.built == nil {
+		w.built = map[string]builtTool{}
+	}
+	w.built[sourceKey(name)] = b
 }

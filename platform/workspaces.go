@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/openapi"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
@@ -60,7 +61,8 @@ type builtTool struct {
 	record    []byte
 	versionID string
 	tool      *quiver.Tool   // as built, before the runtime user is applied
-	tools     []*quiver.Tool // an OpenAPI source's (versionID: the source's UpdatedAt)
+	tools     []*quiver.Tool    // an OpenAPI source's (versionID: sourceVersion)
+	skipped   []openapi.Skipped // its operations left out
 }
 
 // ID is the workspace's id.
@@ -154,8 +156,12 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 		var built map[string]builtTool
 		tools, built, broken, err = loadStoredTools(ctx, ent, w.id, p.cfg.FunctionLimits, w.built)
 		if err == nil {
+			// An imported tool never takes a shared tool's place, nor a stored one's.
 			taken := make(map[string]bool, len(tools))
 			for _, t := range tools {
+				taken[t.Name()] = true
+			}
+			for _, t := range w.registry.Base.Tools() {
 				taken[t.Name()] = true
 			}
 			var imported []*quiver.Tool

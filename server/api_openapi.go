@@ -100,7 +100,7 @@ type listOpenAPISourcesOutput struct {
 
 func (s *Server) registerOpenAPISources(api huma.API) {
 	register(api, huma.Operation{OperationID: "import-openapi", Method: http.MethodPost, Path: "/v1/openapi-sources",
-		Summary: "Import an OpenAPI document: each operation becomes a tool of the workspace", DefaultStatus: http.StatusCreated,
+		Summary: "Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace", DefaultStatus: http.StatusCreated,
 		MaxBodyBytes: 2*store.MaxOpenAPIDocumentBytes + 64<<10},
 		func(ctx context.Context, in *importOpenAPIInput) (*openAPIImportOutput, error) {
 			b := &in.Body
@@ -137,7 +137,7 @@ func (s *Server) registerOpenAPISources(api huma.API) {
 			return &openAPIImportOutput{Body: openAPIImportBodyOf(im, true)}, nil
 		})
 	register(api, huma.Operation{OperationID: "delete-openapi-source", Method: http.MethodDelete, Path: "/v1/openapi-sources/{name}",
-		Summary: "Remove an OpenAPI document and its tools", DefaultStatus: http.StatusNoContent},
+		Summary: "Remove an OpenAPI document and its tools (an admin's)", DefaultStatus: http.StatusNoContent},
 		func(ctx context.Context, in *openAPISourceInput) (*struct{}, error) {
 			a := s.actor(ctx)
 			if err := s.p.DeleteOpenAPISource(ctx, a, in.Name); err != nil {

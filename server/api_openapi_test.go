@@ -10,10 +10,11 @@ import (
 	"testing"
 )
 
-// TestOpenAPISourcesAPI: a member imports a document nobody here wrote into the workspace; its
-// operations are the workspace's tools at once, called through the dispatcher; a re-import
-// replaces them, a deletion removes them; viewers read, another workspace sees nothing, and
-// the tools reach no internal address the operator did not allow.
+// TestOpenAPISourcesAPI: an admin imports a document nobody here wrote into the workspace; its
+// operations are the workspace's tools at once, called through the dispatcher by members; a
+// re-import replaces them, a deletion removes them; members and viewers read but do not
+// import, another workspace sees nothing, and the tools reach no internal address the
+// operator did not allow.
 func TestOpenAPISourcesAPI(t *testing.T) {
 	pets := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -39,10 +40,10 @@ func TestOpenAPISourcesAPI(t *testing.T) {
 			Tools   []string `json:"tools"`
 		}
 		var im importBody
-		w.ok(t, "member", "POST", "/v1/openapi-sources", map[string]any{"name": "pets", "document": string(doc),
+		w.ok(t, "admin", "POST", "/v1/openapi-sources", map[string]any{"name": "pets", "document": string(doc),
 			"servers": []string{pets.URL + "/api"}, "operations": []string{"findPets", "addPet"}}, 201, &im)
 		if !im.Created || !slices.Equal(im.Tools, []string{"pets.findPets", "pets.addPet"}) || im.Source.Document != nil ||
-			im.Source.CreatedBy == nil || *im.Source.CreatedBy != w.member.ID {
+			im.Source.CreatedBy == nil || *im.Source.CreatedBy != w.admin.ID {
 			t.Fatalf("import: %+v", im)
 		}
 		var call struct {
@@ -69,6 +70,8 @@ func TestOpenAPISourcesAPI(t *testing.T) {
 			t.Errorf("list: %+v", list)
 		}
 		wantProblem(t, "a viewer imports", w.do(t, "viewer", "POST", "/v1/openapi-sources", map[string]any{"name": "v", "document": string(doc)}), 403, "forbidden", "")
+		wantProblem(t, "a member imports", w.do(t, "member", "POST", "/v1/openapi-sources", map[string]any{"name": "v", "document": string(doc)}), 403, "forbidden", "")
+		wantProblem(t, "a member deletes", w.do(t, "member", "DELETE", "/v1/openapi-sources/pets", nil), 403, "forbidden", "")
 		// Another workspace sees none of it.
 		w.ok(t, "b", "GET", "/v1/openapi-sources", nil, 200, &list)
 		if len(list.Sources) != 0 {
@@ -81,7 +84,7 @@ func TestOpenAPISourcesAPI(t *testing.T) {
 		}
 		// Imported again with fewer operations: replaced.
 		im = importBody{}
-		w.ok(t, "member", "POST", "/v1/openapi-sources", map[string]any{"name": "pets", "document": string(doc),
+		w.ok(t, "admin", "POST", "/v1/openapi-sources", map[string]any{"name": "pets", "document": string(doc),
 			"servers": []string{pets.URL + "/api"}, "operations": []string{"findPets"}}, 201, &im)
 		if im.Created || !slices.Equal(im.Tools, []string{"pets.findPets"}) {
 			t.Fatalf("re-import: %+v", im)
@@ -91,7 +94,7 @@ func TestOpenAPISourcesAPI(t *testing.T) {
 		}
 		// An internal address the operator did not allow: imported, but its calls are refused.
 		host := strings.TrimPrefix(pets.URL, "http://127.0.0.1")
-		w.ok(t, "member", "POST", "/v1/openapi-sources", map[string]any{"name": "local", "document": string(doc),
+		w.ok(t, "admin", "POST", "/v1/openapi-sources", map[string]any{"name": "local", "document": string(doc),
 			"servers": []string{"http://localhost" + host + "/api"}, "operations": []string{"addPet"}}, 201, &im)
 		w.ok(t, "member", "POST", "/v1/tools/local.addPet/call", map[string]any{"args": map[string]any{"body": map[string]any{"name": "x"}}}, 200, &call)
 		if call.Result.Status != "error" || !strings.Contains(call.Result.Error, "is not a public address: refused") {
@@ -109,9 +112,9 @@ func TestOpenAPISourcesAPI(t *testing.T) {
 			{"a timeout over the cap", map[string]any{"name": "x", "document": string(doc), "timeout_ms": 3600000}, 400, "body.timeout_ms"},
 			{"a file server", map[string]any{"name": "x", "document": string(doc), "servers": []string{"file:///etc"}}, 400, "body.document"},
 		} {
-			wantProblem(t, tc.name, w.do(t, "member", "POST", "/v1/openapi-sources", tc.body), tc.status, "invalid_request", tc.loc)
+			wantProblem(t, tc.name, w.do(t, "admin", "POST", "/v1/openapi-sources", tc.body), tc.status, "invalid_request", tc.loc)
 		}
-		if r := w.do(t, "member", "DELETE", "/v1/openapi-sources/pets", nil); r.status != 204 {
+		if r := w.do(t, "admin", "DELETE", "/v1/openapi-sources/pets", nil); r.status != 204 {
 			t.Fatalf("delete: %d %s", r.status, r.body)
 		}
 		if r := w.do(t, "member", "POST", "/v1/tools/pets.findPets/call", map[string]any{"args": map[string]any{}}); !strings.Contains(string(r.body), `"code":"unknown_tool"`) {

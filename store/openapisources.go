@@ -36,7 +36,8 @@ const MaxOpenAPIDocumentBytes = 4 << 20
 // workspace's ToolsStamp, since they are tools.
 type OpenAPISources interface {
 	// PutOpenAPISource stores s in its workspace, replacing the source of the same name (whose
-	// CreatedAt and CreatedBy it keeps); created says whether it was new. It sets the times.
+	// CreatedAt and CreatedBy it keeps, and whose UpdatedAt it moves forward, by a microsecond
+	// when the clock has not); created says whether it was new. It sets the times.
 	// A workspace that does not exist is ErrNotFound.
 	PutOpenAPISource(ctx context.Context, s *OpenAPISource) (created bool, err error)
 	// OpenAPISource returns a source of the workspace, or ErrNotFound.

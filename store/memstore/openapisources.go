@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
@@ -35,7 +36,9 @@ func (s *Store) PutOpenAPISource(ctx context.Context, src *store.OpenAPISource) 
 	old := byName[ns.Name]
 	if old != nil {
 		ns.CreatedBy, ns.CreatedAt = old.CreatedBy, old.CreatedAt
-		at = notEarlier(at, old.UpdatedAt)
+		if !at.After(old.UpdatedAt) {
+			at = old.UpdatedAt.Add(time.Microsecond) // a replacement moves UpdatedAt forward, as on the SQL backends
+		}
 	} else {
 		ns.CreatedAt = at
 	}

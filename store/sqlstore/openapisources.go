@@ -64,8 +64,9 @@ func (e *Entities) PutOpenAPISource(ctx context.Context, s *store.OpenAPISource)
 			return err
 		}
 		var by string
-		err = tx.QueryRowContext(ctx, `SELECT created_by, created_at FROM openapi_sources WHERE workspace_id = $1 AND name = $2`,
-			s.WorkspaceID, s.Name).Scan(&by, scanTime{&createdAt})
+		var updatedAt time.Time
+		err = tx.QueryRowContext(ctx, `SELECT created_by, created_at, updated_at FROM openapi_sources WHERE workspace_id = $1 AND name = $2`,
+			s.WorkspaceID, s.Name).Scan(&by, scanTime{&createdAt}, scanTime{&updatedAt})
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			created, createdAt = true, at
@@ -76,8 +77,10 @@ func (e *Entities) PutOpenAPISource(ctx context.Context, s *store.OpenAPISource)
 			return err
 		}
 		createdBy = by
-		if at.Before(createdAt) {
-			at = createdAt
+		// A replacement moves UpdatedAt forward, if only by a microsecond (PostgreSQL's
+		// resolution): ToolsStamp, read by every node, must change.
+		if !at.After(updatedAt) {
+			at = updatedAt.Add(time.Microsecond)
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE openapi_sources SET document = $3, options = $4, updated_at = $5 WHERE workspace_id = $1 AND name = $2`,
 			s.WorkspaceID, s.Name, s.Document, string(options), e.d.Time(at))

@@ -56,7 +56,7 @@ var areas = []area{
 		"^(TestAccessTokens|TestIssuerKeysRotate|TestTokensOnTheDoors|TestTokenCheckKeptNoLongerThanItsExpiry|TestIssuerTrouble)$"},
 	{"quiver serve's identity-provider flags", "./cmd/quiver", "^TestServeOIDCFlagsRefused$"},
 	{"OpenAPI tools: only the source's servers (redirects too), path, query and header injection, credentials never arguments and masked in answers, bounds, documents that reach elsewhere", "./openapi",
-		"^(TestAttacks|TestAttacksOnTheDocument|TestPublicOnly|TestBounds|TestRefused|TestCredentialsFromVariables|TestCredentialsReachTheService)$"},
+		"^(TestAttacks|TestAttacksOnTheDocument|TestPublicOnly|TestPublicAddresses|TestLargeDocuments|TestBounds|TestRefused|TestCredentialsFromVariables|TestCredentialsReachTheService)$"},
 	{"MCP resources and prompts: another workspace's thread files, traversal, keys", "./server",
 		"^(TestMCPThreadFileResourcesRefused|TestMCPPromptsNeedKey)$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
