@@ -60,7 +60,7 @@ type builtTool struct {
 	// record's updated_at alone would not: two changes may share a timestamp.)
 	record    []byte
 	versionID string
-	tool      *quiver.Tool   // as built, before the runtime user is applied
+	tool      *quiver.Tool      // as built, before the runtime user is applied
 	tools     []*quiver.Tool    // an OpenAPI source's (versionID: sourceVersion)
 	skipped   []openapi.Skipped // its operations left out
 }
