@@ -170,7 +170,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func (a *app) toolsList(ctx context.Context, inv *invocation) (int, error) {
-	asJSON := inv.fs.Bool("json", false, "print name, description, input_schema and output_schema as JSON")
+	asJSON := inv.fs.Bool("json", false, "print name, description, input_schema, output_schema and annotations as JSON")
 	config := addConfigFlag(inv.fs)
 	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
@@ -184,15 +184,19 @@ func (a *app) toolsList(ctx context.Context, inv *invocation) (int, error) {
 	tools := a.registry.Tools()
 	if *asJSON {
 		type entry struct {
-			Name         string         `json:"name"`
-			Description  string         `json:"description"`
-			InputSchema  *schema.Schema `json:"input_schema"`
-			OutputSchema *schema.Schema `json:"output_schema,omitempty"`
+			Name         string              `json:"name"`
+			Description  string              `json:"description"`
+			InputSchema  *schema.Schema      `json:"input_schema"`
+			OutputSchema *schema.Schema      `json:"output_schema,omitempty"`
+			Annotations  *quiver.Annotations `json:"annotations,omitempty"`
 		}
 		list := make([]entry, len(tools))
 		for i, t := range tools {
 			s := t.Spec()
-			list[i] = entry{s.Name, s.Description, s.InputSchema, s.OutputSchema}
+			list[i] = entry{s.Name, s.Description, s.InputSchema, s.OutputSchema, nil}
+			if !s.Annotations.IsZero() {
+				list[i].Annotations = &s.Annotations
+			}
 		}
 		a.warnNotConnected()
 		return exitOK, writeJSON(a.stdout, list)
@@ -201,9 +205,32 @@ func (a *app) toolsList(ctx context.Context, inv *invocation) (int, error) {
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	for _, t := range tools {
 		desc, _, _ := strings.Cut(t.Description(), "\n")
-		fmt.Fprintf(w, "%s\t%s\n", t.Name(), desc)
+		fmt.Fprintf(w, "%s\t%s%s\n", t.Name(), desc, hintsText(t.Spec().Annotations))
 	}
 	return exitOK, w.Flush()
+}
+
+// hintsText is a tool's annotations for the listing, after its description: the hints it
+// declares true, and "not read-only" where it says so ("" for none). A hint left out says
+// nothing, so it is not shown as false.
+func hintsText(a quiver.Annotations) string {
+	var hints []string
+	for _, h := range []struct {
+		v    *bool
+		name string
+	}{{a.ReadOnlyHint, "read-only"}, {a.DestructiveHint, "destructive"}, {a.IdempotentHint, "idempotent"}, {a.OpenWorldHint, "open world"}} {
+		switch {
+		case h.v == nil:
+		case *h.v:
+			hints = append(hints, h.name)
+		case h.name == "read-only":
+			hints = append(hints, "not read-only")
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return "  [" + strings.Join(hints, ", ") + "]"
 }
 
 // warnNotConnected says on standard error which remote MCP servers of the configuration are

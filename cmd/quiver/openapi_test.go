@@ -110,8 +110,17 @@ func TestImportOpenAPIFile(t *testing.T) {
 		t.Fatalf("configuration after two imports:\n%s\n%s", b, out)
 	}
 	code, out, errOut = runOwn(t, "", "tools", "list")
-	if code != exitOK || !strings.Contains(out, "pets.find_pet_by_id") || !strings.Contains(out, "pets.addPet") {
+	if code != exitOK || !strings.Contains(out, "pets.addPet") || !strings.Contains(out, "[not read-only, open world]") {
 		t.Fatalf("tools list: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "pets.deletePet ") && !strings.HasSuffix(l, "[not read-only, destructive, idempotent, open world]") {
+			t.Errorf("deletePet's hints: %s", l)
+		}
+	}
+	code, out, errOut = runOwn(t, "", "tools", "list", "--json")
+	if code != exitOK || !strings.Contains(out, `"readOnlyHint": true`) || !strings.Contains(out, `"destructiveHint": true`) {
+		t.Fatalf("tools list --json: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, errOut = runOwn(t, "", "call", "pets.addPet", "--args", `{"body":{"name":"Rex"}}`)
 	if code != exitOK || !strings.Contains(out, `"id": 7`) {

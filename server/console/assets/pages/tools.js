@@ -89,6 +89,13 @@ export function flagsOf(t) {
   if (t.latent) out.push(h("span", { class: "flag", title: "no code runs it: the model writes its result" }, "latent"));
   if (t.system) out.push(h("span", { class: "flag" }, "system"));
   if (t.deleted_at) out.push(h("span", { class: "flag off" }, "deleted"));
+  // The MCP hints the tool declares true (a hint left out says nothing, and is not shown).
+  const hints = t.annotations || {};
+  for (const [key, label] of [["readOnlyHint", "read-only"], ["destructiveHint", "destructive"], ["idempotentHint", "idempotent"], ["openWorldHint", "open world"]]) {
+    if (hints[key] === true) {
+      out.push(h("span", { class: "flag hint", "data-test": "flag-hint", title: "declared by the tool: a hint for clients, never a rule Quiver enforces" }, label));
+    }
+  }
   if (out.length === 0) out.push(h("span", { class: "muted" }, "…"));
   return out;
 }
