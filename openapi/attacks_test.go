@@ -61,7 +61,14 @@ func TestAttacks(t *testing.T) {
 		{"a redirect to a host that is not the source's", "secured.echoBearer", `{}`, false, "redirected to another host", nil},
 		{"a redirect from https to http", "secured.echoBasic", `{}`, false, "redirected from https to http: refused", nil},
 		{"redirects without end", "secured.echoCookie", `{}`, false, "more than 3 redirects", nil},
-		{"a path argument of ..", "secured.echoOpen", `{"path_item":".."}`, false, `".." cannot be a part of a path`, nil},
+		{"a path argument of ..", "secured.echoOpen", `{"path_item":".."}`, false, `holds the dot segment ".."`, nil},
+		{"label items making ..", "secured.labels", `{"ids":["",""]}`, false, `holds the dot segment ".."`, nil},
+		{"a path argument of reserved characters", "secured.echoOpen", `{"path_item":"a=b&c;d,e"}`, true, "", func(r *http.Request) string {
+			if r.URL.EscapedPath() != "/v1/echo/open/a%3Db%26c%3Bd%2Ce" {
+				return r.URL.EscapedPath()
+			}
+			return ""
+		}},
 		{"a path argument climbing out", "secured.echoOpen", `{"path_item":"../../admin"}`, false, `holds the dot segment ".."`, nil},
 		{"a path argument climbing out with backslashes", "secured.echoOpen", `{"path_item":"x\\..\\admin"}`, false, `holds the dot segment ".."`, nil},
 		{"a path argument with a slash stays one segment", "secured.echoOpen", `{"path_item":"a/b"}`, true, "", func(r *http.Request) string {
@@ -79,13 +86,13 @@ func TestAttacks(t *testing.T) {
 			return ""
 		}},
 		{"a path argument with a query and a fragment", "secured.echoOpen", `{"path_item":"x?admin=1#y"}`, true, "", func(r *http.Request) string {
-			if r.URL.EscapedPath() != "/v1/echo/open/x%3Fadmin=1%23y" || r.URL.Query().Has("admin") {
+			if r.URL.EscapedPath() != "/v1/echo/open/x%3Fadmin%3D1%23y" || r.URL.Query().Has("admin") {
 				return r.URL.String()
 			}
 			return ""
 		}},
 		{"a path argument naming another host", "secured.echoOpen", `{"path_item":"http://127.0.0.1:1/x"}`, true, "", func(r *http.Request) string {
-			if !strings.HasPrefix(r.URL.EscapedPath(), "/v1/echo/open/http:%2F%2F127.0.0.1:1%2Fx") {
+			if r.URL.EscapedPath() != "/v1/echo/open/http%3A%2F%2F127.0.0.1%3A1%2Fx" {
 				return r.URL.EscapedPath()
 			}
 			return ""
@@ -262,5 +269,65 @@ func TestLargeDocuments(t *testing.T) {
 				t.Errorf("reason: %s", im.Skipped[0].Reason)
 			}
 		})
+	}
+}
+
+// TestComponentEdges: a component that fails takes down, with its reason, the tools of every
+// component converted inside it; two names that make the same $defs key stay apart; tools
+// refused for their size still count towards the source's cap.
+func TestComponentEdges(t *testing.T) {
+	ctx := context.Background()
+	doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"https://e.example"}],"paths":{
+		"/one":{"get":{"operationId":"one","responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/A"}}}}}}},
+		"/two":{"get":{"operationId":"two","responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/C"}}}}}}},
+		"/x":{"get":{"operationId":"x","parameters":[{"name":"a","in":"query","schema":{"$ref":"#/components/schemas/Foo Bar"}},
+			{"name":"b","in":"query","schema":{"$ref":"#/components/schemas/Foo_Bar"}}],"responses":{"204":{"description":"ok"}}}}},
+		"components":{"schemas":{
+		"A":{"allOf":[{"$ref":"#/components/schemas/C"},{"$ref":"#/components/schemas/B/properties/y"}]},
+		"B":{"type":"object","properties":{"y":{"type":"string"}}},
+		"C":{"type":"object","properties":{"a":{"$ref":"#/components/schemas/A"}}},
+		"Foo Bar":{"type":"string"},"Foo_Bar":{"type":"integer"}}}}`
+	im, err := openapi.Tools(ctx, openapi.Source{Name: "e", Document: []byte(doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Skipped) != 2 {
+		t.Fatalf("skipped %v", im.Skipped)
+	}
+	for _, s := range im.Skipped {
+		if !strings.Contains(s.Reason, "only references to #/components/schemas/NAME are followed") {
+			t.Errorf("%s: %s", s.Operation, s.Reason)
+		}
+	}
+	if len(im.Tools) != 1 {
+		t.Fatalf("tools %d", len(im.Tools))
+	}
+	in := mustJSON(im.Tools[0].Spec().InputSchema)
+	if !strings.Contains(in, `"Foo_Bar":{"type":"string"}`) || !strings.Contains(in, `"Foo_Bar_2":{"type":"integer"}`) {
+		t.Errorf("two names of one key: %s", in)
+	}
+
+	// Operations each over a tool's cap only together (input and output), refused one by one
+	// but counted: the source stops at its cap rather than encoding all of them.
+	var b strings.Builder
+	b.WriteString(`{"openapi":"3.0.3","info":{"title":"big","version":"1"},"servers":[{"url":"https://big.example"}],"paths":{`)
+	for i := range 300 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"/op%d":{"get":{"operationId":"op%d","parameters":[{"name":"q","in":"query","schema":{"$ref":"#/components/schemas/Big"}}],`+
+			`"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Big"}}}}}}}`, i, i)
+	}
+	b.WriteString(`},"components":{"schemas":{"Big":{"type":"object","properties":{`)
+	for i := range 6000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"p%d":{"type":"string","description":"property %d"}`, i, i)
+	}
+	b.WriteString(`}}}}}`)
+	if _, err := openapi.Tools(ctx, openapi.Source{Name: "big", Document: []byte(b.String())}); err == nil ||
+		!strings.Contains(err.Error(), "bytes in all") {
+		t.Fatalf("operations over the cap together: %v", err)
 	}
 }

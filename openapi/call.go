@@ -130,6 +130,9 @@ func (c *caller) request(ctx context.Context, in map[string]json.RawMessage) (*h
 	if strings.ContainsAny(path, "{}") {
 		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the path %s still has a parameter no argument gave", path)
 	}
+	if seg := dotSegment(path); seg != "" {
+		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the path arguments make %s, which holds the dot segment %q: refused, it would climb out of %s", path, seg, c.path)
+	}
 	u, err := url.Parse(base.String() + path)
 	if err != nil || u.Host != base.Host || u.Scheme != base.Scheme || !strings.HasPrefix(u.EscapedPath(), base.EscapedPath()) {
 		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the path arguments do not make a path of %s", base.Redacted())
@@ -297,9 +300,8 @@ func simple(v any, explode, content bool, raw json.RawMessage) string {
 
 // pathValue is a path parameter's text in its style (simple, label or matrix; RFC 6570's
 // {x}, {.x} and {;x}, exploded or not), each value escaped so that it stays within its part
-// of the path and only the style's separators are the path's. A value that is a dot segment,
-// or holds one between slashes, is refused: a service (or a proxy before it) that decodes
-// %2F before routing would otherwise see a path that climbs out of the operation's.
+// of the path and only the style's separators are the path's. (The path they make is checked
+// for dot segments once every parameter is in it: see dotSegment.)
 func pathValue(p param, v any, raw json.RawMessage) (string, error) {
 	var items []string // the values in order; an object's as key, value, key, value...
 	pairs := false
@@ -323,21 +325,11 @@ func pathValue(p param, v any, raw json.RawMessage) (string, error) {
 	if len(items) == 0 || len(items) == 1 && items[0] == "" {
 		return "", errors.New("an empty value cannot be a part of a path")
 	}
-	for _, it := range items {
-		for _, seg := range strings.FieldsFunc(it, func(r rune) bool { return r == '/' || r == '\\' }) {
-			if seg == "." || seg == ".." {
-				return "", fmt.Errorf("%q cannot be a part of a path: it holds the dot segment %q", it, seg)
-			}
-		}
-		if it == "." || it == ".." {
-			return "", fmt.Errorf("%q cannot be a part of a path", it)
-		}
-	}
 	esc := make([]string, len(items))
 	for i, it := range items {
-		esc[i] = url.PathEscape(it)
+		esc[i] = escapeValue(it)
 	}
-	name := url.PathEscape(p.name)
+	name := escapeValue(p.name)
 	// joined is the values with sep between them; exploded pairs are key=value.
 	joined := func(sep string) string {
 		if !pairs || !p.explode {
@@ -369,6 +361,39 @@ func pathValue(p param, v any, raw json.RawMessage) (string, error) {
 }
 
 func isList(v any) bool { _, ok := v.([]any); return ok }
+
+// escapeValue percent-encodes all but RFC 3986's unreserved characters, as RFC 6570 expands
+// {x}, {.x} and {;x}: "=", "&", ",", ";" and "/" in a value are then never the path's own.
+func escapeValue(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// dotSegment returns the first segment of path that is "." or "..", as sent or once a
+// service (or a proxy before it) decodes %2F and %5C before routing, "" when none: such a
+// path climbs out of the operation's.
+func dotSegment(path string) string {
+	for _, seg := range strings.Split(path, "/") {
+		decoded, err := url.PathUnescape(seg)
+		if err != nil {
+			decoded = seg
+		}
+		for _, part := range append([]string{seg}, strings.FieldsFunc(decoded, func(r rune) bool { return r == '/' || r == '\\' })...) {
+			if part == "." || part == ".." {
+				return part
+			}
+		}
+	}
+	return ""
+}
 
 // queryValue adds a query parameter in its style: form (exploded: a pair per item or key),
 // spaceDelimited, pipeDelimited or deepObject.
@@ -404,7 +429,12 @@ func queryValue(q url.Values, p param, v any, raw json.RawMessage) {
 			// The keys were checked against the operation's other query parameters and the
 			// credentials' (see caller.request).
 		default:
-			q.Add(p.name, simple(x, false, false, nil))
+			parts := make([]string, 0, 2*len(x))
+			for _, k := range sortedKeys(x) {
+				parts = append(parts, k, scalar(x[k]))
+			}
+			sep := map[string]string{"spaceDelimited": " ", "pipeDelimited": "|"}[p.style]
+			q.Add(p.name, strings.Join(parts, cmp.Or(sep, ",")))
 		}
 	default:
 		q.Add(p.name, scalar(v))

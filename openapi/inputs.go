@@ -11,7 +11,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/schema"
 )
 
 // param is one parameter of an operation, as a tool's argument.
@@ -32,8 +31,7 @@ type body struct {
 
 // inputs is what a tool takes and how each part is sent.
 type inputs struct {
-	schema *schema.Schema
-	size   int // the schema's, as JSON
+	schema []byte // JSON, decoded once the tool's size is known to be within the cap
 	params []param
 	body   *body
 }
@@ -136,11 +134,11 @@ func (b *builder) inputs(item *openapi3.PathItem, op *openapi3.Operation, reserv
 		root["required"] = required
 	}
 	conv.defsInto(root)
-	s, n, err := toSchema(root)
+	raw, err := encodeSchema(root)
 	if err != nil {
 		return nil, "", fmt.Errorf("input schema: %w", err)
 	}
-	in.schema, in.size = s, n
+	in.schema = raw
 	return in, "", nil
 }
 
@@ -211,9 +209,9 @@ func mediaTypes(content openapi3.Content) string {
 // outputSchema is the schema of the operation's success answer when the operation has one
 // success answer (one 2xx status, or 2XX) and it is JSON: with several, or one without
 // content, an answer that is right by the document could fail the check.
-func (b *builder) outputSchema(op *openapi3.Operation) (*schema.Schema, int, error) {
+func (b *builder) outputSchema(op *openapi3.Operation) ([]byte, error) {
 	if op.Responses == nil {
-		return nil, 0, nil
+		return nil, nil
 	}
 	var success []*openapi3.ResponseRef
 	for code, rr := range op.Responses.Map() {
@@ -222,28 +220,29 @@ func (b *builder) outputSchema(op *openapi3.Operation) (*schema.Schema, int, err
 		}
 	}
 	if len(success) != 1 {
-		return nil, 0, nil
+		return nil, nil
 	}
 	mt, found := bodyMedia(success[0].Value.Content)
 	if found == nil || !isJSON(mt) || found.Schema == nil {
-		return nil, 0, nil
+		return nil, nil
 	}
 	conv := newConverter(b.doc, response, b.cache(response))
 	s, err := conv.convert(found.Schema)
 	if err != nil {
-		return nil, 0, fmt.Errorf("success answer: %w", err)
+		return nil, fmt.Errorf("success answer: %w", err)
 	}
 	if len(s) == 0 || conv.defsSize() > MaxSchemaBytes {
-		return nil, 0, nil // too large to check answers against: none declared
+		return nil, nil // too large to check answers against: none declared
 	}
 	conv.defsInto(s)
-	return toSchema(s)
+	return encodeSchema(s)
 }
 
 // cache is the source's components converted in one direction.
 func (b *builder) cache(dir direction) *components {
 	if b.components[dir] == nil {
-		b.components[dir] = &components{schemas: map[string]any{}, deps: map[string][]string{}, sizes: map[string]int{}}
+		b.components[dir] = &components{schemas: map[string]any{}, deps: map[string][]string{}, sizes: map[string]int{},
+			keys: map[string]string{}, names: map[string]string{}, failed: map[string]error{}}
 	}
 	return b.components[dir]
 }

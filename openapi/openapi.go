@@ -30,7 +30,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/schema"
 )
 
 // Defaults of a Source's bounds.
@@ -128,6 +127,7 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 	b.client = newClient(src, servers)
 	sel := newSelector(src.Operations)
 	im := &Import{}
+	selected := 0
 	for _, path := range doc.Paths.InMatchingOrder() {
 		item := doc.Paths.Value(path)
 		for _, method := range methods {
@@ -135,7 +135,7 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 			if op == nil || !sel.selects(method, path, op) {
 				continue
 			}
-			if len(im.Tools) == MaxOperations {
+			if selected++; selected > MaxOperations {
 				return nil, fmt.Errorf("openapi: %s: more than %d operations selected; select some with operations", where, MaxOperations)
 			}
 			t, reason, err := b.tool(method, path, item, op)
@@ -321,19 +321,27 @@ func (b *builder) tool(method, path string, item *openapi3.PathItem, op *openapi
 	// Only an operation that changes nothing declares what it answers: the dispatcher checks
 	// a result against its output schema, and a service whose answer strays from its document
 	// after a POST took effect must not make the call look failed (and be made again).
-	var output *schema.Schema
-	size := in.size
+	var outRaw []byte
 	if method == http.MethodGet || method == http.MethodHead {
-		var n int
-		if output, n, err = b.outputSchema(op); err != nil {
+		if outRaw, err = b.outputSchema(op); err != nil {
 			return nil, "", err
 		}
-		size += n
 	}
+	// Counted whether the tool is made or not: a document of many operations over the cap
+	// costs their encoding, which the source's cap bounds too.
+	size := len(in.schema) + len(outRaw)
+	b.schemaBytes += size
 	if size > MaxSchemaBytes {
 		return nil, fmt.Sprintf("its schemas are %d bytes as JSON, over the %d a tool may have", size, MaxSchemaBytes), nil
 	}
-	b.schemaBytes += size
+	input, err := decodeSchema(in.schema)
+	if err != nil {
+		return nil, "", fmt.Errorf("input schema: %w", err)
+	}
+	output, err := decodeSchema(outRaw)
+	if err != nil {
+		return nil, "", fmt.Errorf("output schema: %w", err)
+	}
 	name := b.toolName(method, path, op)
 	c := &caller{source: b.src.Name, method: method, path: path, servers: b.servers, client: b.client,
 		params: in.params, body: in.body, auth: auth, maxBytes: cmp.Or(b.src.MaxResponseBytes, DefaultMaxResponseBytes),
@@ -351,7 +359,7 @@ func (b *builder) tool(method, path string, item *openapi3.PathItem, op *openapi
 	spec := quiver.Spec{
 		Name:         name,
 		Description:  description(b.src.Name, method, path, op),
-		InputSchema:  in.schema,
+		InputSchema:  input,
 		OutputSchema: output,
 		Variables:    vars,
 		Timeout:      cmp.Or(b.src.Timeout, DefaultTimeout),

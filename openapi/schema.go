@@ -42,6 +42,9 @@ type components struct {
 	schemas map[string]any      // $defs key to converted schema (nil while being converted)
 	deps    map[string][]string // the keys each one refers to
 	sizes   map[string]int      // each one's size as JSON
+	keys    map[string]string   // component name to its $defs key
+	names   map[string]string   // $defs key to the component it was given to
+	failed  map[string]error    // keys whose conversion failed, and why
 }
 
 // converter converts the schemas of one tool, noting the components they use.
@@ -247,9 +250,12 @@ func (c *converter) component(ref string) (string, error) {
 		return "", fmt.Errorf("$ref %q: %v", ref, err)
 	}
 	name = strings.NewReplacer("~1", "/", "~0", "~").Replace(name)
-	key := defName.ReplaceAllString(name, "_")
+	key := c.cache.keyOf(name)
 	if n := len(c.stack); n > 0 {
 		c.cache.deps[c.stack[n-1]] = append(c.cache.deps[c.stack[n-1]], key)
+	}
+	if err := c.cache.broken(key, map[string]bool{}); err != nil {
+		return "", err
 	}
 	if _, done := c.cache.schemas[key]; done {
 		c.use(key)
@@ -264,8 +270,12 @@ func (c *converter) component(ref string) (string, error) {
 	conv, err := c.convert(&openapi3.SchemaRef{Value: sr.Value})
 	c.stack = c.stack[:len(c.stack)-1]
 	if err != nil {
+		// Kept as failed: a component converted inside it may refer back to it, and a later
+		// tool using that one must fail the same way rather than miss it from its $defs.
 		delete(c.cache.schemas, key)
-		return "", fmt.Errorf("schema %s: %w", name, err)
+		err = fmt.Errorf("schema %s: %w", name, err)
+		c.cache.failed[key] = err
+		return "", err
 	}
 	c.cache.schemas[key] = conv
 	encoded, err := json.Marshal(conv)
@@ -275,6 +285,38 @@ func (c *converter) component(ref string) (string, error) {
 	c.cache.sizes[key] = len(encoded)
 	c.use(key)
 	return key, nil
+}
+
+// keyOf is a component's $defs key: its name with what a JSON pointer would need escaped
+// replaced by _, made unique when two names would share it.
+func (cs *components) keyOf(name string) string {
+	if key, ok := cs.keys[name]; ok {
+		return key
+	}
+	base := defName.ReplaceAllString(name, "_")
+	key := base
+	for n := 2; cs.names[key] != ""; n++ {
+		key = fmt.Sprintf("%s_%d", base, n)
+	}
+	cs.keys[name], cs.names[key] = key, name
+	return key
+}
+
+// broken is the error of a component, or of one it refers to, whose conversion failed.
+func (cs *components) broken(key string, seen map[string]bool) error {
+	if seen[key] {
+		return nil
+	}
+	seen[key] = true
+	if err := cs.failed[key]; err != nil {
+		return err
+	}
+	for _, d := range cs.deps[key] {
+		if err := cs.broken(d, seen); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // defsSize is the size of the components the tool uses, as JSON: what its schemas will be at
@@ -287,18 +329,20 @@ func (c *converter) defsSize() int {
 	return n
 }
 
-// toSchema turns a converted schema into the schema type tools declare, and says its size as
-// JSON.
-func toSchema(m map[string]any) (*schema.Schema, int, error) {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, 0, err
+// encodeSchema is a converted schema as JSON: its size is what the caps count, known before
+// the (costlier) decoding into the schema type tools declare.
+func encodeSchema(m map[string]any) ([]byte, error) { return json.Marshal(m) }
+
+// decodeSchema turns an encoded schema into the schema type tools declare; nil stays nil.
+func decodeSchema(raw []byte) (*schema.Schema, error) {
+	if raw == nil {
+		return nil, nil
 	}
 	var s schema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return &s, len(raw), nil
+	return &s, nil
 }
 
 // sortedKeys returns m's keys in order.

@@ -95,7 +95,8 @@ func (p *Platform) checkOpenAPINames(ctx context.Context, workspaceID, source st
 		if _, shared := reg.Base.Lookup(t.Name()); shared {
 			return fail(Conflict, "name", fmt.Sprintf("the server has a tool named %s: choose another name for the source", t.Name()))
 		}
-		if _, taken := reg.Lookup(t.Name()); taken && !own[t.Name()] {
+		// Served under that name by the source itself, not by a stored tool that took it.
+		if existing, taken := reg.Lookup(t.Name()); taken && existing != own[t.Name()] {
 			return fail(Conflict, "name", fmt.Sprintf("the workspace already has a tool named %s: choose another name for the source", t.Name()))
 		}
 	}
@@ -194,19 +195,31 @@ func sourceKey(name string) string { return "openapi:" + name }
 // hashed (its UpdatedAt alone would not do: two imports may share a timestamp).
 func sourceVersion(s *store.OpenAPISource) string {
 	h := sha256.New()
-	opts, _ := json.Marshal([]any{s.Servers, s.Operations, s.Credentials, s.Timeout, s.MaxResponseBytes})
+	// Empty and absent are the same options (an API client's [] and the store's nothing).
+	var servers, operations []string
+	var credentials map[string]string
+	if len(s.Servers) > 0 {
+		servers = s.Servers
+	}
+	if len(s.Operations) > 0 {
+		operations = s.Operations
+	}
+	if len(s.Credentials) > 0 {
+		credentials = s.Credentials
+	}
+	opts, _ := json.Marshal([]any{servers, operations, credentials, s.Timeout, s.MaxResponseBytes})
 	h.Write(opts)
 	h.Write([]byte{0})
 	h.Write(s.Document)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// sourceTools are the names of the tools a source of the workspace made at its last load.
-func (w *Workspace) sourceTools(name string) map[string]bool {
+// sourceTools are the tools a source of the workspace made at its last load, by name.
+func (w *Workspace) sourceTools(name string) map[string]*quiver.Tool {
 	b, _ := w.source(name)
-	out := make(map[string]bool, len(b.tools))
+	out := make(map[string]*quiver.Tool, len(b.tools))
 	for _, t := range b.tools {
-		out[t.Name()] = true
+		out[t.Name()] = t
 	}
 	return out
 }

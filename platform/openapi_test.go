@@ -52,6 +52,10 @@ func TestOpenAPISourceRules(t *testing.T) {
 	if got := served(); !slices.Contains(got, "svc.first") {
 		t.Fatalf("after the import: %v", got)
 	}
+	// A member's stored tool cannot take an imported tool's name.
+	_, err = w.p.CreateTool(ctx, w.member, platform.NewTool{Name: "svc.first", Description: "Mine.", Target: "client",
+		InputSchema: json.RawMessage(`{"type":"object"}`)})
+	refusal(t, "a stored tool taking an imported tool's name", err, platform.Conflict, "name")
 	im, err := w.p.ImportOpenAPI(fixed, w.admin, platform.NewOpenAPISource{Name: "svc", Document: openAPIDoc("second")})
 	if err != nil || im.Created {
 		t.Fatalf("the replacement: %+v %v", im, err)

@@ -387,6 +387,10 @@ func (p *Platform) checkToolName(ctx context.Context, ent store.Entities, t *sto
 	if len(page.Tools) > 0 && page.Tools[0].ID != t.ID {
 		return fail(Conflict, "name", "tool "+page.Tools[0].ID+" of the workspace is named "+quoteShort(t.Name)+" already")
 	}
+	// An OpenAPI document's tool (an admin's import) is not a member's to take the place of.
+	if existing, ok := p.Workspace(ctx, t.WorkspaceID).Registry().Lookup(t.Name); ok && existing.Spec().Imported {
+		return fail(Conflict, "name", "an OpenAPI document of the workspace serves a tool named "+quoteShort(t.Name)+" already: choose another name")
+	}
 	return nil
 }
 
