@@ -886,10 +886,39 @@ type FunctionsOutputBody struct {
 	Functions *[]Function `json:"functions"`
 }
 
+// ImportOpenAPIInputBody defines model for ImportOpenAPIInputBody.
+type ImportOpenAPIInputBody struct {
+	// Credentials Security scheme to the secret variable holding its credential (default: NAME_SCHEME in capitals).
+	Credentials *map[string]string `json:"credentials,omitempty"`
+
+	// Document The OpenAPI document (3.0 or 3.1), JSON or YAML, as text; at most 4 MiB. It must be self-contained: a $ref to another file or URL is refused.
+	Document string `json:"document"`
+
+	// MaxResponseBytes The cap of an answer's body (default 1 MiB; at most 4 MiB).
+	MaxResponseBytes *int64 `json:"max_response_bytes,omitempty"`
+
+	// Name The tools' prefix: an operation findPets becomes NAME.findPets. An import of a name the workspace has replaces it.
+	Name string `json:"name"`
+
+	// Operations The operations to import: operationId, tag:NAME or METHOD /path each (default: all).
+	Operations *[]string `json:"operations,omitempty"`
+
+	// Servers The base URLs the tools call (default: the document's servers); only these are reached, and only at public addresses unless the operator allows the host.
+	Servers *[]string `json:"servers,omitempty"`
+
+	// TimeoutMs A call's timeout in milliseconds (default 30,000; at most 300,000).
+	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+}
+
 // KeysOutputBody defines model for KeysOutputBody.
 type KeysOutputBody struct {
 	// Keys Newest first; never the keys themselves.
 	Keys *[]APIKey `json:"keys"`
+}
+
+// ListOpenAPISourcesOutputBody defines model for ListOpenAPISourcesOutputBody.
+type ListOpenAPISourcesOutputBody struct {
+	Sources *[]OpenAPISourceRecord `json:"sources"`
 }
 
 // ListToolsOutputBody defines model for ListToolsOutputBody.
@@ -941,6 +970,54 @@ type MessageSide string
 // MessagesOutputBody defines model for MessagesOutputBody.
 type MessagesOutputBody struct {
 	Messages *[]Message `json:"messages"`
+}
+
+// OpenAPIImportBody defines model for OpenAPIImportBody.
+type OpenAPIImportBody struct {
+	// Created Whether the import made a new source (false: it replaced the one of the same name).
+	Created bool `json:"created"`
+
+	// Skipped The operations left out, and why.
+	Skipped *[]OpenAPISkipped   `json:"skipped"`
+	Source  OpenAPISourceRecord `json:"source"`
+
+	// Tools The names of the tools the document makes.
+	Tools *[]string `json:"tools"`
+}
+
+// OpenAPISkipped defines model for OpenAPISkipped.
+type OpenAPISkipped struct {
+	// Operation METHOD /path
+	Operation string `json:"operation"`
+	Reason    string `json:"reason"`
+}
+
+// OpenAPISourceRecord defines model for OpenAPISourceRecord.
+type OpenAPISourceRecord struct {
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy *string   `json:"created_by"`
+
+	// Credentials Security scheme to the secret variable holding its credential; a scheme left out reads NAME_SCHEME in capitals.
+	Credentials map[string]string `json:"credentials"`
+
+	// Document The document as imported (get-openapi-source only).
+	Document *string `json:"document,omitempty"`
+
+	// MaxResponseBytes The cap of an answer's body; 0: the default (1 MiB).
+	MaxResponseBytes int64 `json:"max_response_bytes"`
+
+	// Name The tools' prefix: an operation findPets is the tool NAME.findPets.
+	Name string `json:"name"`
+
+	// Operations The operations imported (operationId, tag:NAME or METHOD /path); empty: all.
+	Operations *[]string `json:"operations"`
+
+	// Servers The base URLs the tools call; empty: the document's.
+	Servers *[]string `json:"servers"`
+
+	// TimeoutMs A call's timeout; 0: the default (30 s).
+	TimeoutMs int64     `json:"timeout_ms"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Outcome defines model for Outcome.
@@ -1660,6 +1737,9 @@ type AddMemberJSONRequestBody = AddMemberInputBody
 // SetMemberRoleJSONRequestBody defines body for SetMemberRole for application/json ContentType.
 type SetMemberRoleJSONRequestBody = SetRoleInputBody
 
+// ImportOpenapiJSONRequestBody defines body for ImportOpenapi for application/json ContentType.
+type ImportOpenapiJSONRequestBody = ImportOpenAPIInputBody
+
 // CreateThreadJSONRequestBody defines body for CreateThread for application/json ContentType.
 type CreateThreadJSONRequestBody = CreateThreadInputBody
 
@@ -2163,6 +2243,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /v1/members/{user_id} (the `SetMemberRole` operationId).
 	SetMemberRole(ctx context.Context, userId string, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOpenapiSources The workspace's OpenAPI documents, by name
+	//
+	// Corresponds with GET /v1/openapi-sources (the `ListOpenapiSources` operationId).
+	ListOpenapiSources(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportOpenapiWithBody Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/openapi-sources (the `ImportOpenapi` operationId).
+	ImportOpenapiWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportOpenapi Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/openapi-sources (the `ImportOpenapi` operationId).
+	ImportOpenapi(ctx context.Context, body ImportOpenapiJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteOpenapiSource Remove an OpenAPI document and its tools (an admin's)
+	//
+	// Corresponds with DELETE /v1/openapi-sources/{name} (the `DeleteOpenapiSource` operationId).
+	DeleteOpenapiSource(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOpenapiSource An OpenAPI document of the workspace, with the tools it makes
+	//
+	// Corresponds with GET /v1/openapi-sources/{name} (the `GetOpenapiSource` operationId).
+	GetOpenapiSource(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWaitingCalls Every call in the workspace that waits for a person's decision or a client's result, newest thread first
 	//
@@ -2817,6 +2926,85 @@ func (c *Client) SetMemberRoleWithBody(ctx context.Context, userId string, conte
 // Corresponds with PATCH /v1/members/{user_id} (the `SetMemberRole` operationId).
 func (c *Client) SetMemberRole(ctx context.Context, userId string, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetMemberRoleRequest(c.Server, userId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListOpenapiSources The workspace's OpenAPI documents, by name
+//
+// Corresponds with GET /v1/openapi-sources (the `ListOpenapiSources` operationId).
+func (c *Client) ListOpenapiSources(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOpenapiSourcesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportOpenapiWithBody Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/openapi-sources (the `ImportOpenapi` operationId).
+func (c *Client) ImportOpenapiWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportOpenapiRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportOpenapi Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/openapi-sources (the `ImportOpenapi` operationId).
+func (c *Client) ImportOpenapi(ctx context.Context, body ImportOpenapiJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportOpenapiRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteOpenapiSource Remove an OpenAPI document and its tools (an admin's)
+//
+// Corresponds with DELETE /v1/openapi-sources/{name} (the `DeleteOpenapiSource` operationId).
+func (c *Client) DeleteOpenapiSource(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteOpenapiSourceRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOpenapiSource An OpenAPI document of the workspace, with the tools it makes
+//
+// Corresponds with GET /v1/openapi-sources/{name} (the `GetOpenapiSource` operationId).
+func (c *Client) GetOpenapiSource(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenapiSourceRequest(c.Server, name)
 	if err != nil {
 		return nil, err
 	}
@@ -4189,6 +4377,141 @@ func NewSetMemberRoleRequestWithBody(server string, userId string, contentType s
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListOpenapiSourcesRequest constructs an http.Request for the ListOpenapiSources method
+func NewListOpenapiSourcesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/openapi-sources")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewImportOpenapiRequest calls the generic ImportOpenapi builder with application/json body
+func NewImportOpenapiRequest(server string, body ImportOpenapiJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewImportOpenapiRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewImportOpenapiRequestWithBody constructs an http.Request for the ImportOpenapi method, with any body, and a specified content type
+func NewImportOpenapiRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/openapi-sources")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteOpenapiSourceRequest constructs an http.Request for the DeleteOpenapiSource method
+func NewDeleteOpenapiSourceRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/openapi-sources/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOpenapiSourceRequest constructs an http.Request for the GetOpenapiSource method
+func NewGetOpenapiSourceRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/openapi-sources/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -6097,6 +6420,41 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/members/{user_id} (the `SetMemberRole` operationId).
 	SetMemberRoleWithResponse(ctx context.Context, userId string, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemberRoleResponse, error)
 
+	// ListOpenapiSourcesWithResponse The workspace's OpenAPI documents, by name
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/openapi-sources (the `ListOpenapiSources` operationId).
+	ListOpenapiSourcesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOpenapiSourcesResponse, error)
+
+	// ImportOpenapiWithBodyWithResponse Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/openapi-sources (the `ImportOpenapi` operationId).
+	ImportOpenapiWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportOpenapiResponse, error)
+
+	// ImportOpenapiWithResponse Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/openapi-sources (the `ImportOpenapi` operationId).
+	ImportOpenapiWithResponse(ctx context.Context, body ImportOpenapiJSONRequestBody, reqEditors ...RequestEditorFn) (*ImportOpenapiResponse, error)
+
+	// DeleteOpenapiSourceWithResponse Remove an OpenAPI document and its tools (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/openapi-sources/{name} (the `DeleteOpenapiSource` operationId).
+	DeleteOpenapiSourceWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteOpenapiSourceResponse, error)
+
+	// GetOpenapiSourceWithResponse An OpenAPI document of the workspace, with the tools it makes
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/openapi-sources/{name} (the `GetOpenapiSource` operationId).
+	GetOpenapiSourceWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetOpenapiSourceResponse, error)
+
 	// ListWaitingCallsWithResponse Every call in the workspace that waits for a person's decision or a client's result, newest thread first
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7177,6 +7535,191 @@ func (r SetMemberRoleResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetMemberRoleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListOpenapiSourcesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ListOpenAPISourcesOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOpenapiSourcesResponse) GetJSON200() *ListOpenAPISourcesOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListOpenapiSourcesResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOpenapiSourcesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOpenapiSourcesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOpenapiSourcesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOpenapiSourcesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ImportOpenapiResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *OpenAPIImportBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ImportOpenapiResponse) GetJSON201() *OpenAPIImportBody {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ImportOpenapiResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportOpenapiResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportOpenapiResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportOpenapiResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportOpenapiResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteOpenapiSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteOpenapiSourceResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteOpenapiSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteOpenapiSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteOpenapiSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteOpenapiSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetOpenapiSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpenAPIImportBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOpenapiSourceResponse) GetJSON200() *OpenAPIImportBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetOpenapiSourceResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOpenapiSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOpenapiSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOpenapiSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOpenapiSourceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9097,6 +9640,71 @@ func (c *ClientWithResponses) SetMemberRoleWithResponse(ctx context.Context, use
 	return ParseSetMemberRoleResponse(rsp)
 }
 
+// ListOpenapiSourcesWithResponse The workspace's OpenAPI documents, by name
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/openapi-sources (the `ListOpenapiSources` operationId).
+func (c *ClientWithResponses) ListOpenapiSourcesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOpenapiSourcesResponse, error) {
+	rsp, err := c.ListOpenapiSources(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOpenapiSourcesResponse(rsp)
+}
+
+// ImportOpenapiWithBodyWithResponse Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/openapi-sources (the `ImportOpenapi` operationId).
+func (c *ClientWithResponses) ImportOpenapiWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportOpenapiResponse, error) {
+	rsp, err := c.ImportOpenapiWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportOpenapiResponse(rsp)
+}
+
+// ImportOpenapiWithResponse Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/openapi-sources (the `ImportOpenapi` operationId).
+func (c *ClientWithResponses) ImportOpenapiWithResponse(ctx context.Context, body ImportOpenapiJSONRequestBody, reqEditors ...RequestEditorFn) (*ImportOpenapiResponse, error) {
+	rsp, err := c.ImportOpenapi(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportOpenapiResponse(rsp)
+}
+
+// DeleteOpenapiSourceWithResponse Remove an OpenAPI document and its tools (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/openapi-sources/{name} (the `DeleteOpenapiSource` operationId).
+func (c *ClientWithResponses) DeleteOpenapiSourceWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteOpenapiSourceResponse, error) {
+	rsp, err := c.DeleteOpenapiSource(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteOpenapiSourceResponse(rsp)
+}
+
+// GetOpenapiSourceWithResponse An OpenAPI document of the workspace, with the tools it makes
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/openapi-sources/{name} (the `GetOpenapiSource` operationId).
+func (c *ClientWithResponses) GetOpenapiSourceWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetOpenapiSourceResponse, error) {
+	rsp, err := c.GetOpenapiSource(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOpenapiSourceResponse(rsp)
+}
+
 // ListWaitingCallsWithResponse Every call in the workspace that waits for a person's decision or a client's result, newest thread first
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10213,6 +10821,134 @@ func ParseSetMemberRoleResponse(rsp *http.Response) (*SetMemberRoleResponse, err
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest MemberRecord
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListOpenapiSourcesResponse parses an HTTP response from a ListOpenapiSourcesWithResponse call
+func ParseListOpenapiSourcesResponse(rsp *http.Response) (*ListOpenapiSourcesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOpenapiSourcesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ListOpenAPISourcesOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseImportOpenapiResponse parses an HTTP response from a ImportOpenapiWithResponse call
+func ParseImportOpenapiResponse(rsp *http.Response) (*ImportOpenapiResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportOpenapiResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest OpenAPIImportBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteOpenapiSourceResponse parses an HTTP response from a DeleteOpenapiSourceWithResponse call
+func ParseDeleteOpenapiSourceResponse(rsp *http.Response) (*DeleteOpenapiSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteOpenapiSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetOpenapiSourceResponse parses an HTTP response from a GetOpenapiSourceWithResponse call
+func ParseGetOpenapiSourceResponse(rsp *http.Response) (*GetOpenapiSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOpenapiSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpenAPIImportBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
