@@ -47,6 +47,14 @@ const ConfigFileName = "quiver.yaml"
 //	    timeout: 30s                # per call; default 30s
 //	    max_response_bytes: 1048576 # default 1 MiB
 //
+//	a2a:                            # agents of other platforms, over A2A, as tools
+//	  agents:
+//	    - name: weather             # the tool's name
+//	      url: https://agents.example.com/weather   # the agent (its card under it) or its card
+//	      headers: {X-API-Key: "${WEATHER_AGENT_KEY}"}
+//	      timeout: 5m               # per call; default 5m
+//	      requires_confirmation: true
+//
 //	oidc:                           # access tokens of an identity provider (quiver serve's
 //	  issuer: https://id.example.com/ # --oidc-* flags, which take precedence)
 //	  audiences: [https://quiver.example.com/mcp]
@@ -56,17 +64,29 @@ const ConfigFileName = "quiver.yaml"
 //	  rules:
 //	    - {claim: groups, value: engineering, workspace: wsp_..., role: member}
 //
-// ${VAR} in env, header and oauth values is replaced by the environment variable VAR, so
+// ${VAR} in env, header and oauth values (and an A2A agent's headers) is replaced by the environment variable VAR, so
 // secrets need not be written in the file.
 type File struct {
 	MCP struct {
 		Servers []RemoteConfig `yaml:"servers" json:"servers"`
 	} `yaml:"mcp" json:"mcp"`
 	OpenAPI []OpenAPIConfig `yaml:"openapi,omitempty" json:"openapi,omitempty"`
-	OIDC    *OIDCConfig     `yaml:"oidc,omitempty" json:"oidc,omitempty"`
+	A2A     struct {
+		Agents []A2AConfig `yaml:"agents" json:"agents"`
+	} `yaml:"a2a" json:"a2a"`
+	OIDC *OIDCConfig `yaml:"oidc,omitempty" json:"oidc,omitempty"`
 
 	// dir is the directory of the file, which relative document paths are read from.
 	dir string
+}
+
+// A2AConfig is one agent of another platform in the configuration file (see [a2a.Remote]).
+type A2AConfig struct {
+	Name                 string            `yaml:"name"`
+	URL                  string            `yaml:"url"`
+	Headers              map[string]string `yaml:"headers,omitempty"`
+	Timeout              string            `yaml:"timeout,omitempty"`
+	RequiresConfirmation bool              `yaml:"requires_confirmation,omitempty"`
 }
 
 // OpenAPIConfig is one OpenAPI document in the configuration file (see [openapi.Source]).
@@ -129,6 +149,9 @@ func ParseConfig(r io.Reader, where string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := f.checkOpenAPI(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if _, err := f.A2ARemotes(); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &f, nil

@@ -95,6 +95,16 @@ mcp:
 		{"openapi name with a dot", "openapi:\n  - {name: a.b, document: x.yaml}\n", "use 1 to 32 letters", nil},
 		{"openapi without a document", "openapi:\n  - {name: a}\n", "document is missing", nil},
 		{"openapi bad timeout", "openapi:\n  - {name: a, document: x.yaml, timeout: soon}\n", `timeout "soon"`, nil},
+		{"a2a agents", "a2a:\n  agents:\n    - {name: weather, url: 'http://127.0.0.1:1', headers: {X-Key: '${QUIVER_TEST_TOKEN}'}, timeout: 2m, requires_confirmation: true}\n",
+			"", func(t *testing.T, f *server.File) {
+				rs, err := f.A2ARemotes()
+				if err != nil || len(rs) != 1 || rs[0].Headers["X-Key"] != "tok-9" || rs[0].Timeout != 2*time.Minute || !rs[0].RequiresConfirmation {
+					t.Errorf("a2a = %+v, %v", rs, err)
+				}
+			}},
+		{"a2a name twice", "a2a:\n  agents:\n    - {name: w, url: 'http://x'}\n    - {name: w, url: 'http://y'}\n", `the name "w" is used twice`, nil},
+		{"a2a without a url", "a2a:\n  agents:\n    - {name: w}\n", "url is missing", nil},
+		{"a2a bad timeout", "a2a:\n  agents:\n    - {name: w, url: 'http://x', timeout: never}\n", `timeout "never"`, nil},
 		{"openapi misspelt key", "openapi:\n  - {name: a, document: x.yaml, server: [x]}\n", "field server not found", nil},
 	}
 	for _, c := range cases {

@@ -14,9 +14,29 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/a2a"
 	"github.com/quiverhq/quiver/openapi"
 	"github.com/quiverhq/quiver/server"
 )
+
+// registerA2A adds a tool for each of the configuration's A2A agents to reg. An agent whose
+// card cannot be read stops the command, naming it: its tool is configured to be there.
+func registerA2A(ctx context.Context, file *server.File, reg *quiver.Registry) error {
+	remotes, err := file.A2ARemotes()
+	if err != nil {
+		return err
+	}
+	for _, r := range remotes {
+		t, err := a2a.Tool(ctx, r)
+		if err != nil {
+			return err
+		}
+		if err := reg.Register(t); err != nil {
+			return fmt.Errorf("a2a %s: %w", r.Name, err)
+		}
+	}
+	return nil
+}
 
 // registerOpenAPI adds the tools of the configuration's OpenAPI documents to reg. A document
 // that cannot be read or is not valid stops the command, naming the document: its tools are

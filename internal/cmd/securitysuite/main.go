@@ -57,6 +57,8 @@ var areas = []area{
 	{"quiver serve's identity-provider flags", "./cmd/quiver", "^TestServeOIDCFlagsRefused$"},
 	{"OpenAPI tools: only the source's servers (redirects too), path, query and header injection, credentials never arguments and masked in answers, bounds, documents that reach elsewhere", "./openapi",
 		"^(TestAttacks|TestAttacksOnTheDocument|TestPublicOnly|TestPublicAddresses|TestLargeDocuments|TestBounds|TestRefused|TestCredentialsFromVariables|TestCredentialsReachTheService)$"},
+	{"A2A agents imported as tools: their cards and calls only with their keys, non-http URLs and bad names refused", "./a2a",
+		"^(TestRemoteAgentRefused)$"},
 	{"MCP resources and prompts: another workspace's thread files, traversal, keys", "./server",
 		"^(TestMCPThreadFileResourcesRefused|TestMCPPromptsNeedKey)$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
