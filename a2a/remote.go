@@ -55,7 +55,7 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 // be an http or https URL; the agent's other transports are not used.
 func Tool(ctx context.Context, r Remote) (*quiver.Tool, error) {
 	if !toolName.MatchString(r.Name) {
-		return nil, fmt.Errorf("a2a: name %q: use 1 to 64 letters, digits, _, - and .", r.Name)
+		return nil, fmt.Errorf("a2a: name %q: use 1 to 64 letters, digits, dots, _ and -", r.Name)
 	}
 	u, err := url.Parse(r.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -248,12 +248,4 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return next.RoundTrip(req)
-}
-
-func cmpOr[T comparable](v, fallback T) T {
-	var zero T
-	if v == zero {
-		return fallback
-	}
-	return v
 }
