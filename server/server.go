@@ -319,6 +319,8 @@ func (s *Server) routes() {
 		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, mcpHandler)
 	}
 	s.mux.Handle("/mcp", mcpHandler)
+	// The catalog's agents exposed as tools, over A2A (cards public, calls behind the keys).
+	s.mux.Handle(a2aPrefix, s.a2aHandler())
 	api, _ := s.apiHandler()
 	doc := api
 	if cfg.Auth != nil {

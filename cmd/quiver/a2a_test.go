@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,5 +74,192 @@ func TestA2AAgentsFromTheConfiguration(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "greeter", Arguments: map[string]any{"message": "hi"}})
 	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "Greetings from the other platform.") {
 		t.Fatalf("over MCP: %+v %v", res, err)
+	}
+}
+
+// TestServeAgentsOverA2A: quiver serve serves its exposed agents as A2A agents: the card at
+// the well-known path, message/send (blocking) a run whose answer is the task's, tasks/get the
+// thread read again, streaming, a key required, another workspace's or an unknown task not
+// found; and Quiver's own a2a block imports the served agent as a tool of another command.
+func TestServeAgentsOverA2A(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "turns.yaml")
+	agents := filepath.Join(dir, "agents")
+	for name, text := range map[string]string{
+		script: "turns:\n  - text: It is sunny in Oslo.\n",
+		filepath.Join(agents, "forecaster.yaml"): "name: forecaster\ndescription: Tells the weather.\nmodel: scripted:" + script +
+			"\nexpose_as_tool: true\n",
+		filepath.Join(agents, "private.yaml"): "name: private\nmodel: scripted:" + script + "\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endpoint, _, stderr := startServeWith(t, "--db", filepath.Join(dir, "q.db"), "--agents", agents)
+	key := firstKeyRE.FindString(stderr.String())
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	ctx := context.Background()
+
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, base+"/a2a/forecaster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.Name != "forecaster" || card.Description != "Tells the weather." || card.URL != base+"/a2a/forecaster" || len(card.SecuritySchemes) != 1 {
+		t.Fatalf("card: %+v", card)
+	}
+	if _, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, base+"/a2a/private"); err == nil {
+		t.Error("an agent not exposed as a tool has a card")
+	}
+	client := func(key string) *a2aclient.Client {
+		c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(&http.Client{Transport: bearer{key: key, next: http.DefaultTransport}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := client(key)
+	res, err := c.SendMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "Weather?"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, ok := res.(*a2asdk.Task)
+	if !ok || task.Status.State != a2asdk.TaskStateCompleted || !strings.HasPrefix(string(task.ID), "thr_") ||
+		len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].(a2asdk.TextPart).Text != "It is sunny in Oslo." {
+		t.Fatalf("message/send: %#v", res)
+	}
+	got, err := c.GetTask(ctx, &a2asdk.TaskQueryParams{ID: task.ID})
+	if err != nil || got.Status.State != a2asdk.TaskStateCompleted {
+		t.Fatalf("tasks/get: %+v %v", got, err)
+	}
+	// The task is the thread: the API shows the run's messages on it.
+	status, _, msgs := apiDo(t, "GET", base+"/v1/threads/"+string(task.ID)+"/messages", key, "")
+	if b, _ := json.Marshal(msgs); status != 200 || !strings.Contains(string(b), "Weather?") || !strings.Contains(string(b), "It is sunny in Oslo.") {
+		t.Errorf("the thread of the task: %d %s", status, b)
+	}
+	var final a2asdk.TaskState
+	for ev, err := range c.SendStreamingMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "Again?"})}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up, ok := ev.(*a2asdk.TaskStatusUpdateEvent); ok && up.Final {
+			final = up.Status.State
+		}
+	}
+	if final != a2asdk.TaskStateCompleted {
+		t.Errorf("the stream ended in %q", final)
+	}
+	if _, err := c.GetTask(ctx, &a2asdk.TaskQueryParams{ID: "thr_nope"}); err == nil {
+		t.Error("an unknown task was found")
+	}
+	if _, err := client("").SendMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "hi"})}); err == nil ||
+		!strings.Contains(err.Error(), "401") {
+		t.Errorf("without a key: %v", err)
+	}
+
+	// Quiver against itself: the served agent imported by the a2a block, called by quiver call.
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	t.Setenv("FORECASTER_KEY", key)
+	cfg := filepath.Join(t.TempDir(), "quiver.yaml")
+	if err := os.WriteFile(cfg, []byte("a2a:\n  agents:\n    - {name: remote_forecaster, url: '"+base+"/a2a/forecaster', headers: {Authorization: 'Bearer ${FORECASTER_KEY}'}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(configEnv, cfg)
+	code, out, errOut := runOwn(t, "", "call", "remote_forecaster", "--args", `{"message":"And tomorrow?"}`)
+	if code != exitOK || !strings.Contains(out, "It is sunny in Oslo.") || !strings.Contains(out, `"state": "completed"`) {
+		t.Fatalf("quiver calling its own agent over A2A: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestSDKExampleClientAgainstServe: the SDK's own example client (examples/helloworld/client,
+// which sends no key) talks to an agent of quiver serve --insecure-local.
+func TestSDKExampleClientAgainstServe(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "turns.yaml")
+	agents := filepath.Join(dir, "agents")
+	if err := os.MkdirAll(agents, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("turns:\n  - text: Hello back from Quiver.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(agents, "greeter.yaml"), []byte("name: greeter\ndescription: Greets.\nmodel: scripted:"+script+"\nexpose_as_tool: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "client")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/a2aproject/a2a-go/examples/helloworld/client").CombinedOutput(); err != nil {
+		t.Fatalf("building the SDK's example client: %v\n%s", err, out)
+	}
+	endpoint, _, _ := startServe(t, "--db", filepath.Join(dir, "q.db"), "--agents", agents)
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	out, err := exec.Command(bin, "-card-url", base+"/a2a/greeter").CombinedOutput()
+	task := regexp.MustCompile(`Server responded with: &\{ID:(thr_[a-z0-9]+) .*State:completed`).FindSubmatch(out)
+	if err != nil || task == nil {
+		t.Fatalf("the example client: %v\n%s", err, out)
+	}
+	// It prints the task's parts as pointers: the thread says what the agent answered.
+	status, _, msgs := apiDo(t, "GET", base+"/v1/threads/"+string(task[1])+"/messages", "", "")
+	if b, _ := json.Marshal(msgs); status != 200 || !strings.Contains(string(b), "Hello, world") || !strings.Contains(string(b), "Hello back from Quiver.") {
+		t.Errorf("the task's thread: %d %s", status, b)
+	}
+}
+
+// TestA2ATaskOutlivesTheServer: a task sent without waiting is a run queued in the database;
+// a new server on the same database answers tasks/get for it, completed.
+func TestA2ATaskOutlivesTheServer(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "turns.yaml")
+	agents := filepath.Join(dir, "agents")
+	if err := os.MkdirAll(agents, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("turns:\n  - text: Still here.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(agents, "keeper.yaml"), []byte("name: keeper\nmodel: scripted:"+script+"\nexpose_as_tool: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "q.db")
+	ctx := context.Background()
+	connect := func(endpoint string) *a2aclient.Client {
+		card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, strings.TrimSuffix(endpoint, "/mcp")+"/a2a/keeper")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(http.DefaultClient))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	endpoint, stop, _ := startServe(t, "--db", db, "--agents", agents)
+	blocking := false
+	res, err := connect(endpoint).SendMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "Are you there?"}),
+		Config: &a2asdk.MessageSendConfig{Blocking: &blocking}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2asdk.Task).ID
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exited with %d", code)
+	}
+	endpoint, _, _ = startServe(t, "--db", db, "--agents", agents)
+	c := connect(endpoint)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		task, err := c.GetTask(ctx, &a2asdk.TaskQueryParams{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Status.State == a2asdk.TaskStateCompleted {
+			if text := task.Status.Message.Parts[0].(a2asdk.TextPart).Text; text != "Still here." {
+				t.Fatalf("the answer: %q", text)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task stayed %s", task.Status.State)
+		}
 	}
 }

@@ -59,6 +59,8 @@ var areas = []area{
 		"^(TestAttacks|TestAttacksOnTheDocument|TestPublicOnly|TestPublicAddresses|TestLargeDocuments|TestBounds|TestRefused|TestCredentialsFromVariables|TestCredentialsReachTheService)$"},
 	{"A2A agents imported as tools: their cards and calls only with their keys, non-http URLs and bad names refused", "./a2a",
 		"^(TestRemoteAgentRefused)$"},
+	{"Quiver's agents over A2A: no call without a key, unknown tasks not found, agents not exposed have no card", "./cmd/quiver",
+		"^(TestServeAgentsOverA2A)$"},
 	{"MCP resources and prompts: another workspace's thread files, traversal, keys", "./server",
 		"^(TestMCPThreadFileResourcesRefused|TestMCPPromptsNeedKey)$"},
 	{"the /v1 API: workspaces apart, roles, bad input, secrets never shown", "./server",
