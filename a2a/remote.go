@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
@@ -52,19 +54,81 @@ type Remote struct {
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // Tool reads the remote agent's card and makes its tool. The card's JSON-RPC endpoint must
-// be an http or https URL; the agent's other transports are not used.
+// be on the origin (scheme, host and port) of r.URL: r.Headers (a key) are sent there and
+// nowhere else. The agent's other transports are not used.
 func Tool(ctx context.Context, r Remote) (*quiver.Tool, error) {
+	c, card, err := connect(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return quiver.NewTool(spec(r, describe(card), card.Name), c.call)
+}
+
+// Lazy is the tool of an agent whose card could not be read (cause): each call reads it
+// again and, once it can, calls the agent; until then a call fails saying why. A server
+// whose partner is down at its start serves the rest, and the partner once it is back.
+func Lazy(r Remote, cause error) (*quiver.Tool, error) {
 	if !toolName.MatchString(r.Name) {
 		return nil, fmt.Errorf("a2a: name %q: use 1 to 64 letters, digits, dots, _ and -", r.Name)
 	}
+	l := &lazy{r: r}
+	desc := fmt.Sprintf("The agent at %s, reached over A2A (its card could not be read when this server started: %v). "+
+		"Send it a message; to continue a conversation, give the context_id (and task_id) of its last answer.", r.URL, withoutURL(cause))
+	return quiver.NewTool(spec(r, desc, ""), l.call)
+}
+
+type lazy struct {
+	r  Remote
+	mu sync.Mutex
+	c  *caller
+}
+
+func (l *lazy) call(ctx context.Context, args json.RawMessage) (any, error) {
+	l.mu.Lock()
+	c := l.c
+	if c == nil {
+		var err error
+		if c, _, err = connect(ctx, l.r); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		l.c = c
+	}
+	l.mu.Unlock()
+	return c.call(ctx, args)
+}
+
+func spec(r Remote, description, title string) quiver.Spec {
+	return quiver.Spec{
+		Name:                 r.Name,
+		Description:          description,
+		InputSchema:          inputSchema(),
+		Timeout:              cmp.Or(r.Timeout, DefaultTimeout),
+		RequiresConfirmation: r.RequiresConfirmation,
+		Imported:             true,
+		Annotations:          quiver.Annotations{Title: title, OpenWorldHint: quiver.Hint(true)},
+	}
+}
+
+// maxBody caps what the agent answers, its card included: the SDK reads a body whole.
+const maxBody = 8 << 20
+
+// connect reads the agent's card and makes the SDK's client of its JSON-RPC endpoint.
+func connect(ctx context.Context, r Remote) (*caller, *a2asdk.AgentCard, error) {
+	if !toolName.MatchString(r.Name) {
+		return nil, nil, fmt.Errorf("a2a: name %q: use 1 to 64 letters, digits, dots, _ and -", r.Name)
+	}
 	u, err := url.Parse(r.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("a2a: %s: the URL %q is not an http or https URL of the agent or its card", r.Name, r.URL)
+		return nil, nil, fmt.Errorf("a2a: %s: the URL %q is not an http or https URL of the agent or its card", r.Name, r.URL)
 	}
-	client := &http.Client{Transport: headers{r.Headers, r.Transport}, Timeout: 30 * time.Second,
+	client := &http.Client{Transport: headers{set: r.Headers, next: r.Transport, origin: u}, Timeout: 30 * time.Second,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > 3 || req.URL.Host != via[0].URL.Host {
-				return errors.New("a redirect to another host, or more than 3: refused")
+			switch {
+			case len(via) > 3:
+				return errors.New("more than 3 redirects")
+			case req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme:
+				return errors.New("a redirect to another origin: refused")
 			}
 			return nil
 		}}
@@ -77,38 +141,33 @@ func Tool(ctx context.Context, r Remote) (*quiver.Tool, error) {
 	defer cancel()
 	card, err := agentcard.NewResolver(client).Resolve(cctx, base, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("a2a: %s: reading the agent card at %s: %w", r.Name, u.Redacted(), err)
+		return nil, nil, fmt.Errorf("a2a: %s: reading the agent card at %s: %w", r.Name, u.Redacted(), withoutURL(err))
 	}
-	if err := checkCard(card); err != nil {
-		return nil, fmt.Errorf("a2a: %s: the agent card at %s: %w", r.Name, u.Redacted(), err)
+	if err := checkCard(card, u); err != nil {
+		return nil, nil, fmt.Errorf("a2a: %s: the agent card at %s: %w", r.Name, u.Redacted(), err)
 	}
 	callClient := &http.Client{Transport: client.Transport, CheckRedirect: client.CheckRedirect}
 	sdk, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(callClient))
 	if err != nil {
-		return nil, fmt.Errorf("a2a: %s: %w", r.Name, err)
+		return nil, nil, fmt.Errorf("a2a: %s: %w", r.Name, err)
 	}
-	spec := quiver.Spec{
-		Name:                 r.Name,
-		Description:          describe(card),
-		InputSchema:          inputSchema(),
-		Timeout:              cmp.Or(r.Timeout, DefaultTimeout),
-		RequiresConfirmation: r.RequiresConfirmation,
-		Imported:             true,
-		Annotations:          quiver.Annotations{Title: card.Name, OpenWorldHint: quiver.Hint(true)},
-	}
-	c := &caller{name: r.Name, client: sdk}
-	return quiver.NewTool(spec, c.call)
+	return &caller{name: r.Name, client: sdk}, card, nil
 }
 
-// checkCard refuses a card whose JSON-RPC endpoint Quiver cannot call.
-func checkCard(card *a2asdk.AgentCard) error {
+// checkCard refuses a card whose JSON-RPC endpoint Quiver cannot call, or that is on another
+// origin than the card's configured URL (where the configured headers go, and nowhere else).
+func checkCard(card *a2asdk.AgentCard, configured *url.URL) error {
 	for _, iface := range append([]a2asdk.AgentInterface{{Transport: card.PreferredTransport, URL: card.URL}}, card.AdditionalInterfaces...) {
 		if iface.Transport != a2asdk.TransportProtocolJSONRPC && iface.Transport != "" {
 			continue
 		}
 		u, err := url.Parse(iface.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			return fmt.Errorf("its JSON-RPC URL %q is not an http or https URL", iface.URL)
+		case u.Scheme != configured.Scheme || u.Host != configured.Host:
+			return fmt.Errorf("its JSON-RPC endpoint %s is on another origin than %s://%s, where Quiver sends the agent's headers: "+
+				"configure the endpoint's own origin as the url", u.Redacted(), configured.Scheme, configured.Host)
 		}
 		return nil
 	}
@@ -176,13 +235,15 @@ func (c *caller) call(ctx context.Context, args json.RawMessage) (any, error) {
 		out = answer{Answer: text(r.Parts), State: "completed", ContextID: r.ContextID, TaskID: string(r.TaskID)}
 	case *a2asdk.Task:
 		out = answer{State: string(r.Status.State), ContextID: r.ContextID, TaskID: string(r.ID)}
+		// The artifacts are the task's result; the status message says why it waits or
+		// failed, and is the answer when there are none (an agent may put it in both).
 		var parts []string
 		for _, a := range r.Artifacts {
 			if a != nil {
 				parts = append(parts, text(a.Parts))
 			}
 		}
-		if r.Status.Message != nil {
+		if len(parts) == 0 && r.Status.Message != nil {
 			parts = append(parts, text(r.Status.Message.Parts))
 		}
 		out.Answer = strings.TrimSpace(strings.Join(parts, "\n"))
@@ -230,10 +291,12 @@ func withoutURL(err error) error {
 	return err
 }
 
-// headers adds a Remote's headers to every request.
+// headers adds a Remote's headers to the requests to its origin (only), and caps the bodies
+// of the answers.
 type headers struct {
-	set  map[string]string
-	next http.RoundTripper
+	set    map[string]string
+	next   http.RoundTripper
+	origin *url.URL
 }
 
 func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -241,11 +304,36 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	if len(h.set) > 0 {
+	if len(h.set) > 0 && req.URL.Scheme == h.origin.Scheme && req.URL.Host == h.origin.Host {
 		req = req.Clone(req.Context())
 		for k, v := range h.set {
 			req.Header.Set(k, v)
 		}
 	}
-	return next.RoundTrip(req)
+	resp, err := next.RoundTrip(req)
+	if err == nil {
+		resp.Body = &capped{r: resp.Body, left: maxBody}
+	}
+	return resp, err
 }
+
+// capped fails a body read past its cap, rather than cutting it (a cut JSON answer would
+// mislead).
+type capped struct {
+	r    io.ReadCloser
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("the agent's answer is larger than %d bytes", maxBody)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+func (c *capped) Close() error { return c.r.Close() }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,3 +202,56 @@ func TestSDKExampleServer(t *testing.T) {
 		t.Fatalf("%+v %+v", a, res)
 	}
 }
+
+// TestRemoteAgentOrigins: a card whose endpoint is on another origin is refused (the headers
+// go to the configured origin only); an agent down at first is a tool that reads its card
+// again at each call, and works once the agent is up.
+func TestRemoteAgentOrigins(t *testing.T) {
+	ctx := context.Background()
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the other origin was called, with X-Key %q", r.Header.Get("X-Key"))
+	}))
+	defer elsewhere.Close()
+	cards := httptest.NewServer(a2asrv.NewStaticAgentCardHandler(&a2asdk.AgentCard{Name: "Moved", URL: elsewhere.URL + "/invoke", Version: "1",
+		PreferredTransport: a2asdk.TransportProtocolJSONRPC, DefaultInputModes: []string{"text"}, DefaultOutputModes: []string{"text"}}))
+	defer cards.Close()
+	if _, err := a2a.Tool(ctx, a2a.Remote{Name: "moved", URL: cards.URL + a2asrv.WellKnownAgentCardPath, Headers: map[string]string{"X-Key": "secret-1"}}); err == nil ||
+		!strings.Contains(err.Error(), "on another origin") {
+		t.Fatalf("a card pointing elsewhere: %v", err)
+	}
+
+	// Down at first: the network refuses, until the agent is up.
+	base := serveWeather(t)
+	var up atomic.Bool
+	r := a2a.Remote{Name: "later", URL: base, Headers: map[string]string{"X-Key": "k-0123456789"},
+		Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if !up.Load() {
+				return nil, errors.New("connection refused")
+			}
+			return http.DefaultTransport.RoundTrip(req)
+		})}
+	_, cause := a2a.Tool(ctx, r)
+	if cause == nil {
+		t.Fatal("an agent that is down answered")
+	}
+	tool, err := a2a.Lazy(r, cause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &quiver.Registry{}
+	if err := reg.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	d := &quiver.Dispatcher{Registry: reg}
+	if _, res := call(t, d, "later", map[string]any{"message": "hello"}); !res.IsError() || !strings.Contains(res.Error, "connection refused") {
+		t.Fatalf("while down: %+v", res)
+	}
+	up.Store(true)
+	if a, res := call(t, d, "later", map[string]any{"message": "hello"}); res.IsError() || a.Answer != "Hello to you." {
+		t.Fatalf("once up: %+v %+v", a, res)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

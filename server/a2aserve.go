@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/platform"
@@ -21,8 +24,9 @@ import (
 // Quiver's agents over A2A: each agent of the catalog that is exposed as a tool is an A2A
 // agent at /a2a/NAME, its card at /a2a/NAME/.well-known/agent-card.json. The protocol is the
 // official SDK's (its JSON-RPC handler); what answers is an adapter of a2asrv.RequestHandler
-// over the platform, so that a task is a thread and each message a run of the agent on it,
-// queued, recorded and resumed after a crash like any run: tasks/get reads the thread.
+// over the platform: a context is a thread, and a task one run of the agent on it (its id
+// THREAD:JOB), queued, recorded and resumed after a crash like any run: tasks/get reads the
+// run's job and the thread.
 
 // a2aPrefix is where the A2A agents are served.
 const a2aPrefix = "/a2a/"
@@ -31,8 +35,11 @@ const a2aPrefix = "/a2a/"
 // is answered as working, for tasks/get to follow.
 const a2aWait = 2 * time.Minute
 
-// a2aPoll is how often a waiting request reads the thread: a run may go on on another node.
-const a2aPoll = 50 * time.Millisecond
+// a2aPoll is how often a waiting request reads the run: it may go on on another node.
+const a2aPoll = 100 * time.Millisecond
+
+// a2aMaxMessage is the longest message text, as /v1's runs take.
+const a2aMaxMessage = 1_000_000
 
 // exposedAgents are the catalog's agents exposed as tools, by name.
 func exposedAgents(c *agent.Catalog) map[string]*agent.Agent {
@@ -54,7 +61,9 @@ func (s *Server) a2aHandler() http.Handler {
 	agents := exposedAgents(s.p.Runner().Catalog)
 	rpc := map[string]http.Handler{}
 	for name, a := range agents {
-		var h http.Handler = a2asrv.NewJSONRPCHandler(&a2aRequests{s: s, name: name, agent: a})
+		// The SDK's handler reads a body whole: capped as /mcp's requests are.
+		var h http.Handler = http.MaxBytesHandler(a2asrv.NewJSONRPCHandler(&a2aRequests{s: s, name: name, agent: a}),
+			cmp.Or(s.cfg.MaxRequestBytes, 4<<20))
 		if s.cfg.Auth != nil {
 			h = s.cfg.Auth.Require(store.KeyRoleMember, h)
 		}
@@ -113,95 +122,118 @@ type a2aRequests struct {
 var _ a2asrv.RequestHandler = (*a2aRequests)(nil)
 
 // OnSendMessage starts a run of the agent with the message: on a new thread, or on the
-// thread the message's task (or context) names. A blocking request waits for the run to end
-// or pause.
+// thread the message's task or context names. A blocking request waits for the run to end or
+// pause, a bounded time.
 func (h *a2aRequests) OnSendMessage(ctx context.Context, params *a2asdk.MessageSendParams) (a2asdk.SendMessageResult, error) {
-	th, before, err := h.start(ctx, params)
+	id, err := h.start(ctx, params)
 	if err != nil {
 		return nil, err
 	}
 	if params.Config != nil && params.Config.Blocking != nil && !*params.Config.Blocking {
-		return h.task(ctx, th.ID)
+		return h.task(ctx, id)
 	}
-	wctx, cancel := context.WithTimeout(ctx, a2aWait)
-	defer cancel()
-	for {
-		t, done, err := h.settled(ctx, th.ID, before)
-		if err != nil || done {
-			return t, err
-		}
-		select {
-		case <-wctx.Done():
-			return h.task(ctx, th.ID)
-		case <-time.After(a2aPoll):
-		}
+	var last *a2asdk.Task
+	err = h.watch(ctx, id, func(t *a2asdk.Task, done bool) bool {
+		last = t
+		return !done
+	})
+	if last == nil {
+		return nil, err
 	}
+	return last, nil
 }
 
 // OnSendMessageStream starts the run as OnSendMessage does, and streams the task's states
 // until the run ends or pauses.
 func (h *a2aRequests) OnSendMessageStream(ctx context.Context, params *a2asdk.MessageSendParams) iter.Seq2[a2asdk.Event, error] {
 	return func(yield func(a2asdk.Event, error) bool) {
-		th, before, err := h.start(ctx, params)
+		id, err := h.start(ctx, params)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		h.follow(ctx, th.ID, before, yield)
+		h.stream(ctx, id, yield)
 	}
 }
 
 // OnResubscribeToTask streams a task's states from now until its run ends or pauses.
 func (h *a2aRequests) OnResubscribeToTask(ctx context.Context, params *a2asdk.TaskIDParams) iter.Seq2[a2asdk.Event, error] {
 	return func(yield func(a2asdk.Event, error) bool) {
-		th, err := h.thread(ctx, string(params.ID))
+		id, err := parseTaskID(string(params.ID))
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		h.follow(ctx, th.ID, nil, yield)
+		h.stream(ctx, id, yield)
 	}
 }
 
-// follow yields the task, then each change of its state, the last one final.
-func (h *a2aRequests) follow(ctx context.Context, threadID string, before []byte, yield func(a2asdk.Event, error) bool) {
-	t, err := h.task(ctx, threadID)
-	if err != nil || !yield(t, nil) {
-		if err != nil {
-			yield(nil, err)
+// stream yields the task, then each change of its state, the last one final.
+func (h *a2aRequests) stream(ctx context.Context, id taskID, yield func(a2asdk.Event, error) bool) {
+	first := true
+	var last a2asdk.TaskState
+	err := h.watch(ctx, id, func(t *a2asdk.Task, done bool) bool {
+		if first {
+			first, last = false, t.Status.State
+			if !yield(t, nil) {
+				return false
+			}
+			if !done {
+				return true
+			}
 		}
-		return
+		if t.Status.State == last && !done {
+			return true
+		}
+		last = t.Status.State
+		ev := a2asdk.NewStatusUpdateEvent(t, t.Status.State, t.Status.Message)
+		ev.Final = done
+		return yield(ev, nil) && !done
+	})
+	if err != nil {
+		yield(nil, err)
 	}
-	last := t.Status.State
+}
+
+// watch reads the task every a2aPoll and hands it to fn with whether its run has ended or
+// paused, until fn says stop, the run settles, a2aWait passes, the request ends or the server
+// shuts down. A stream holds one of the server's stream places while it watches.
+func (h *a2aRequests) watch(ctx context.Context, id taskID, fn func(t *a2asdk.Task, done bool) bool) error {
+	a := h.s.actor(ctx)
+	release, err := h.s.streams.take(ctx, a.WorkspaceID, a.KeyID)
+	if err != nil {
+		return errors.Join(a2asdk.ErrServerError, err)
+	}
+	defer release()
+	deadline := time.NewTimer(a2aWait)
+	defer deadline.Stop()
 	for {
+		t, done, err := h.state(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !fn(t, done) || done {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
+		case <-h.s.closing:
+			return nil
+		case <-deadline.C:
+			return nil
 		case <-time.After(a2aPoll):
-		}
-		t, done, err := h.settled(ctx, threadID, before)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		if t.Status.State != last || done {
-			ev := a2asdk.NewStatusUpdateEvent(t, t.Status.State, t.Status.Message)
-			ev.Final = done
-			if !yield(ev, nil) || done {
-				return
-			}
-			last = t.Status.State
 		}
 	}
 }
 
-// OnGetTask returns a task: a thread of the key's workspace that the agent runs.
+// OnGetTask returns a task: a run of the agent on a thread of the key's workspace.
 func (h *a2aRequests) OnGetTask(ctx context.Context, query *a2asdk.TaskQueryParams) (*a2asdk.Task, error) {
-	th, err := h.thread(ctx, string(query.ID))
+	id, err := parseTaskID(string(query.ID))
 	if err != nil {
 		return nil, err
 	}
-	return h.task(ctx, th.ID)
+	return h.task(ctx, id)
 }
 
 // OnCancelTask is refused: a run is not stopped from outside (its calls are exactly-once).
@@ -229,11 +261,30 @@ func (h *a2aRequests) OnGetExtendedAgentCard(context.Context) (*a2asdk.AgentCard
 	return nil, a2asdk.ErrAuthenticatedExtendedCardNotConfigured
 }
 
-// start queues the run a message asks for and returns its thread and the thread's outcome
-// before it (what "the run ended" is told from).
-func (h *a2aRequests) start(ctx context.Context, params *a2asdk.MessageSendParams) (*store.Thread, []byte, error) {
+// taskID names a task: a run's job on a thread.
+type taskID struct {
+	thread string
+	job    int64
+}
+
+func (id taskID) String() string { return id.thread + ":" + strconv.FormatInt(id.job, 10) }
+
+// parseTaskID reads THREAD:JOB; anything else is a task not found.
+func parseTaskID(s string) (taskID, error) {
+	thread, job, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseInt(job, 10, 64)
+	if !ok || err != nil || thread == "" || n <= 0 {
+		return taskID{}, a2asdk.ErrTaskNotFound
+	}
+	return taskID{thread, n}, nil
+}
+
+// start queues the run a message asks for: on the thread of its task or context, else a new
+// one. A thread waiting on a call is refused: its run goes on once the call is decided or
+// answered (through Quiver's API), not with a message.
+func (h *a2aRequests) start(ctx context.Context, params *a2asdk.MessageSendParams) (taskID, error) {
 	if params == nil || params.Message == nil {
-		return nil, nil, a2asdk.ErrInvalidParams
+		return taskID{}, a2asdk.ErrInvalidParams
 	}
 	var text []string
 	for _, p := range params.Message.Parts {
@@ -245,26 +296,39 @@ func (h *a2aRequests) start(ctx context.Context, params *a2asdk.MessageSendParam
 		}
 	}
 	message := strings.TrimSpace(strings.Join(text, "\n"))
-	if message == "" {
-		return nil, nil, errors.Join(a2asdk.ErrInvalidParams, errors.New("the message has no text: this agent reads text"))
+	switch {
+	case message == "":
+		return taskID{}, errors.Join(a2asdk.ErrInvalidParams, errors.New("the message has no text: this agent reads text"))
+	case len(message) > a2aMaxMessage:
+		return taskID{}, errors.Join(a2asdk.ErrInvalidParams, fmt.Errorf("the message is longer than %d bytes", a2aMaxMessage))
 	}
 	a := h.s.actor(ctx)
 	var th *store.Thread
 	var err error
-	if id := cmp.Or(string(params.Message.TaskID), params.Message.ContextID); id != "" {
-		th, err = h.thread(ctx, id)
-	} else {
+	switch {
+	case params.Message.TaskID != "":
+		var id taskID
+		if id, err = parseTaskID(string(params.Message.TaskID)); err == nil {
+			th, err = h.thread(ctx, id.thread)
+		}
+	case params.Message.ContextID != "":
+		th, err = h.thread(ctx, params.Message.ContextID)
+	default:
 		th, err = h.s.p.OpenThread(ctx, a, platform.NewThread{Agent: h.name, Tags: []string{"a2a"}})
 		err = a2aError(err)
 	}
 	if err != nil {
-		return nil, nil, err
+		return taskID{}, err
 	}
-	before := outcomeOf(th)
-	if _, err := h.s.p.StartRun(ctx, a, th.ID, h.name, message); err != nil {
-		return nil, nil, a2aError(err)
+	if st := h.s.threadState(ctx, th.WorkspaceID, th, 0); st.Pending != nil {
+		return taskID{}, errors.Join(a2asdk.ErrInvalidParams, fmt.Errorf("the thread's run waits on the call %s (%s): decide or answer it "+
+			"through Quiver's API (POST /v1/threads/%s/decisions or /results); the run goes on from there", st.Pending.Call.Name, st.Pending.Reason, th.ID))
 	}
-	return th, before, nil
+	run, err := h.s.p.StartRun(ctx, a, th.ID, h.name, message)
+	if err != nil {
+		return taskID{}, a2aError(err)
+	}
+	return taskID{th.ID, run.JobID}, nil
 }
 
 // thread is a thread of the key's workspace that this agent has, else task not found.
@@ -276,67 +340,66 @@ func (h *a2aRequests) thread(ctx context.Context, id string) (*store.Thread, err
 	return th, nil
 }
 
-// settled reads the task and says whether the run started after before ended or paused.
-func (h *a2aRequests) settled(ctx context.Context, threadID string, before []byte) (*a2asdk.Task, bool, error) {
-	th, err := h.s.p.Thread(ctx, h.s.actor(ctx), threadID)
-	if err != nil {
-		return nil, false, a2aError(err)
-	}
-	t := h.taskOf(ctx, th)
-	done := th.Status != store.StatusRunning && t.Status.State != a2asdk.TaskStateSubmitted &&
-		(before == nil || string(outcomeOf(th)) != string(before))
-	return t, done, nil
+func (h *a2aRequests) task(ctx context.Context, id taskID) (*a2asdk.Task, error) {
+	t, _, err := h.state(ctx, id)
+	return t, err
 }
 
-func (h *a2aRequests) task(ctx context.Context, threadID string) (*a2asdk.Task, error) {
-	th, err := h.s.p.Thread(ctx, h.s.actor(ctx), threadID)
+// state is a task as its run's job and its thread say, and whether the run has settled
+// (ended, paused, or been given up).
+func (h *a2aRequests) state(ctx context.Context, id taskID) (*a2asdk.Task, bool, error) {
+	th, err := h.thread(ctx, id.thread)
 	if err != nil {
-		return nil, a2aError(err)
+		return nil, false, err
 	}
-	return h.taskOf(ctx, th), nil
-}
-
-// taskOf is a thread as an A2A task: its id is the thread's (the context's too), its state
-// the run's, its answer the agent's last text, as a status message and an artifact.
-func (h *a2aRequests) taskOf(ctx context.Context, th *store.Thread) *a2asdk.Task {
-	t := &a2asdk.Task{ID: a2asdk.TaskID(th.ID), ContextID: th.ID}
-	st := h.s.threadState(ctx, th.WorkspaceID, th, 0)
+	j := h.s.p.Jobs()
+	if j == nil {
+		return nil, false, errors.Join(a2asdk.ErrServerError, errors.New("this server runs no agents"))
+	}
+	job, err := j.State(ctx, id.job)
+	if err != nil {
+		return nil, false, a2asdk.ErrTaskNotFound
+	}
+	t := &a2asdk.Task{ID: a2asdk.TaskID(id.String()), ContextID: th.ID}
 	agentText := func(s string) *a2asdk.Message {
 		m := a2asdk.NewMessage(a2asdk.MessageRoleAgent, a2asdk.TextPart{Text: s})
 		m.TaskID, m.ContextID = t.ID, t.ContextID
 		return m
 	}
-	switch {
-	case th.Status == store.StatusRunning:
+	switch job {
+	case rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStatePending:
+		t.Status.State = a2asdk.TaskStateSubmitted
+		return t, false, nil
+	case rivertype.JobStateRunning, rivertype.JobStateRetryable:
 		t.Status.State = a2asdk.TaskStateWorking
+		return t, false, nil
+	case rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
+		t.Status.State = a2asdk.TaskStateFailed
+		t.Status.Message = agentText("The run failed, and was given up after its retries.")
+		return t, true, nil
+	}
+	// Completed: the thread says how the run ended. A later run on the thread would have
+	// changed it, so a task's answer is read while it is the thread's last run.
+	st := h.s.threadState(ctx, th.WorkspaceID, th, 0)
+	switch {
 	case th.Status == store.StatusTerminated:
 		t.Status.State = a2asdk.TaskStateCanceled
 	case st.Pending != nil:
 		t.Status.State = a2asdk.TaskStateInputRequired
 		t.Status.Message = agentText("The run waits on the call " + st.Pending.Call.Name + " (" + string(st.Pending.Reason) +
-			"): decide or answer it through Quiver's API, then send a message to go on.")
-	case st.Run == nil:
-		t.Status.State = a2asdk.TaskStateSubmitted
-	default:
+			"): decide or answer it through Quiver's API, and the run goes on.")
+	case st.Run != nil:
 		t.Status.State = a2asdk.TaskStateCompleted
 		text := st.Run.Text
 		if text == "" && len(st.Run.Output) > 0 {
 			text = string(st.Run.Output)
 		}
 		t.Status.Message = agentText(text)
-		t.Artifacts = []*a2asdk.Artifact{{ID: a2asdk.ArtifactID("answer-" + th.ID), Name: "answer", Parts: a2asdk.ContentParts{a2asdk.TextPart{Text: text}}}}
+		t.Artifacts = []*a2asdk.Artifact{{ID: a2asdk.ArtifactID("answer-" + id.String()), Name: "answer", Parts: a2asdk.ContentParts{a2asdk.TextPart{Text: text}}}}
+	default:
+		t.Status.State = a2asdk.TaskStateCompleted
 	}
-	return t
-}
-
-// outcomeOf is the thread's last run outcome, as JSON (nil for none).
-func outcomeOf(th *store.Thread) []byte {
-	o := agent.ReadState(th).Outcome
-	if o == nil {
-		return nil
-	}
-	b, _ := json.Marshal(o)
-	return b
+	return t, true, nil
 }
 
 // a2aError is a platform refusal as the protocol's error: not found is task not found, an

@@ -86,7 +86,7 @@ func TestServeAgentsOverA2A(t *testing.T) {
 	script := filepath.Join(dir, "turns.yaml")
 	agents := filepath.Join(dir, "agents")
 	for name, text := range map[string]string{
-		script: "turns:\n  - text: It is sunny in Oslo.\n",
+		script: "turns:\n  - text: It is sunny in Oslo.\n  - text: Still sunny.\n  - text: Sunny again.\n  - text: Sunny as ever.\n",
 		filepath.Join(agents, "forecaster.yaml"): "name: forecaster\ndescription: Tells the weather.\nmodel: scripted:" + script +
 			"\nexpose_as_tool: true\n",
 		filepath.Join(agents, "private.yaml"): "name: private\nmodel: scripted:" + script + "\n",
@@ -134,10 +134,39 @@ func TestServeAgentsOverA2A(t *testing.T) {
 	if err != nil || got.Status.State != a2asdk.TaskStateCompleted {
 		t.Fatalf("tasks/get: %+v %v", got, err)
 	}
-	// The task is the thread: the API shows the run's messages on it.
-	status, _, msgs := apiDo(t, "GET", base+"/v1/threads/"+string(task.ID)+"/messages", key, "")
+	// The task's context is the thread: the API shows the run's messages on it.
+	status, _, msgs := apiDo(t, "GET", base+"/v1/threads/"+task.ContextID+"/messages", key, "")
 	if b, _ := json.Marshal(msgs); status != 200 || !strings.Contains(string(b), "Weather?") || !strings.Contains(string(b), "It is sunny in Oslo.") {
 		t.Errorf("the thread of the task: %d %s", status, b)
+	}
+	// A message in the same context is a new task, a run on the same thread: its answer is
+	// its own, and the first task still reads as it ended.
+	next := a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "And now?"})
+	next.ContextID = task.ContextID
+	res, err = c.SendMessage(ctx, &a2asdk.MessageSendParams{Message: next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if follow := res.(*a2asdk.Task); follow.ID == task.ID || follow.ContextID != task.ContextID || follow.Status.State != a2asdk.TaskStateCompleted ||
+		follow.Status.Message.Parts[0].(a2asdk.TextPart).Text != "Still sunny." {
+		t.Errorf("the follow-up: %+v", follow)
+	}
+	// A message too large for the door is refused before any run.
+	big := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"` +
+		strings.Repeat("x", 5<<20) + `"}]}}}`
+	req, _ := http.NewRequest(http.MethodPost, base+"/a2a/forecaster", strings.NewReader(big))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		var body struct {
+			Error  any `json:"error"`
+			Result any `json:"result"`
+		}
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if body.Error == nil || body.Result != nil {
+			t.Errorf("a 5 MB message: %d %+v", resp.StatusCode, body)
+		}
 	}
 	var final a2asdk.TaskState
 	for ev, err := range c.SendStreamingMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "Again?"})}) {
@@ -168,7 +197,7 @@ func TestServeAgentsOverA2A(t *testing.T) {
 	}
 	t.Setenv(configEnv, cfg)
 	code, out, errOut := runOwn(t, "", "call", "remote_forecaster", "--args", `{"message":"And tomorrow?"}`)
-	if code != exitOK || !strings.Contains(out, "It is sunny in Oslo.") || !strings.Contains(out, `"state": "completed"`) {
+	if code != exitOK || !strings.Contains(out, `"answer": "It is sunny in Oslo."`) || !strings.Contains(out, `"state": "completed"`) {
 		t.Fatalf("quiver calling its own agent over A2A: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
@@ -194,8 +223,10 @@ func TestSDKExampleClientAgainstServe(t *testing.T) {
 	}
 	endpoint, _, _ := startServe(t, "--db", filepath.Join(dir, "q.db"), "--agents", agents)
 	base := strings.TrimSuffix(endpoint, "/mcp")
-	out, err := exec.Command(bin, "-card-url", base+"/a2a/greeter").CombinedOutput()
-	task := regexp.MustCompile(`Server responded with: &\{ID:(thr_[a-z0-9]+) .*State:completed`).FindSubmatch(out)
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, bin, "-card-url", base+"/a2a/greeter").CombinedOutput()
+	task := regexp.MustCompile(`Server responded with: &\{ID:(thr_[a-z0-9]+):[0-9]+ .*State:completed`).FindSubmatch(out)
 	if err != nil || task == nil {
 		t.Fatalf("the example client: %v\n%s", err, out)
 	}

@@ -20,8 +20,9 @@ import (
 )
 
 // registerA2A adds a tool for each of the configuration's A2A agents to reg. An agent whose
-// card cannot be read stops the command, naming it: its tool is configured to be there.
-func registerA2A(ctx context.Context, file *server.File, reg *quiver.Registry) error {
+// card cannot be read is said on stderr and still gets its tool, which reads the card again
+// at each call until it can (a partner that is down does not keep the rest from serving).
+func registerA2A(ctx context.Context, file *server.File, reg *quiver.Registry, stderr io.Writer) error {
 	remotes, err := file.A2ARemotes()
 	if err != nil {
 		return err
@@ -29,7 +30,10 @@ func registerA2A(ctx context.Context, file *server.File, reg *quiver.Registry) e
 	for _, r := range remotes {
 		t, err := a2a.Tool(ctx, r)
 		if err != nil {
-			return err
+			fmt.Fprintf(stderr, "quiver: warning: %v; its tool tries again at each call\n", err)
+			if t, err = a2a.Lazy(r, err); err != nil {
+				return err
+			}
 		}
 		if err := reg.Register(t); err != nil {
 			return fmt.Errorf("a2a %s: %w", r.Name, err)

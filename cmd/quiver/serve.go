@@ -161,7 +161,7 @@ func (a *app) serverConfig(ctx context.Context, inv *invocation, f serveFlags, a
 	if err := registerOpenAPI(ctx, file, reg, a.stderr); err != nil {
 		return server.Config{}, nil, err
 	}
-	if err := registerA2A(ctx, file, reg); err != nil {
+	if err := registerA2A(ctx, file, reg, a.stderr); err != nil {
 		return server.Config{}, nil, err
 	}
 	level, err := logLevel()
@@ -453,7 +453,7 @@ func (a *app) importConfigured(ctx context.Context, sf storeFlags, config string
 	if err := registerOpenAPI(ctx, file, a.registry, a.stderr); err != nil {
 		return nil, err
 	}
-	if err := registerA2A(ctx, file, a.registry); err != nil {
+	if err := registerA2A(ctx, file, a.registry, a.stderr); err != nil {
 		return nil, err
 	}
 	remotes, err := file.Remotes()
