@@ -294,3 +294,73 @@ func TestA2ATaskOutlivesTheServer(t *testing.T) {
 		}
 	}
 }
+
+// TestA2ATaskWaitingOnAConfirmation: a run that pauses on a call needing confirmation is an
+// input-required task naming the call; a message to it is refused (the call is decided
+// through the API); once approved, the next run on the thread completes.
+func TestA2ATaskWaitingOnAConfirmation(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "turns.yaml")
+	agents := filepath.Join(dir, "agents")
+	def := filepath.Join(dir, "charge.yaml")
+	db := filepath.Join(dir, "q.db")
+	for name, text := range map[string]string{
+		script:                              "turns:\n  - calls: [{name: charge, args: {amount: 5}}]\n  - text: Charged.\n",
+		filepath.Join(agents, "payer.yaml"): "name: payer\nmodel: scripted:" + script + "\ntools: [charge]\nexpose_as_tool: true\n",
+		def: "name: charge\ndescription: Charges an amount.\nrequires_confirmation: true\ncode: |\n  export default ({ amount }) => \"charged \" + amount\n" +
+			"input_schema: {type: object, properties: {amount: {type: integer}}, required: [amount]}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errOut := runCLI(t, "", "tools", "add", def, "--db", db); code != exitOK {
+		t.Fatalf("tools add: %d %s", code, errOut)
+	}
+	endpoint, _, _ := startServe(t, "--db", db, "--agents", agents)
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	ctx := context.Background()
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, base+"/a2a/payer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(http.DefaultClient))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.SendMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "pay"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2asdk.Task)
+	if task.Status.State != a2asdk.TaskStateInputRequired || !strings.Contains(task.Status.Message.Parts[0].(a2asdk.TextPart).Text, "charge") {
+		t.Fatalf("the paused run's task: %+v", task)
+	}
+	more := a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "go on"})
+	more.TaskID = task.ID
+	if _, err := c.SendMessage(ctx, &a2asdk.MessageSendParams{Message: more}); err == nil || !strings.Contains(err.Error(), "waits on the call charge") {
+		t.Fatalf("a message to a waiting task: %v", err)
+	}
+	// Approved through the API, the run goes on, and the thread's next run completes.
+	status, _, th := apiDo(t, "GET", base+"/v1/threads/"+task.ContextID, "", "")
+	pending, _ := th["pending"].(map[string]any)
+	call, _ := pending["call"].(map[string]any)
+	if status != 200 || call["id"] == nil {
+		t.Fatalf("the thread: %d %v", status, th)
+	}
+	if status, _, out := apiDo(t, "POST", base+"/v1/threads/"+task.ContextID+"/decisions", "", `{"call_id":"`+call["id"].(string)+`","action":"approve"}`); status != 202 {
+		t.Fatalf("approving: %d %v", status, out)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, _, msgs := apiDo(t, "GET", base+"/v1/threads/"+task.ContextID+"/messages", "", "")
+		if b, _ := json.Marshal(msgs); strings.Contains(string(b), "Charged.") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the approved run did not answer")
+		}
+	}
+}
