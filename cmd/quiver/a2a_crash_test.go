@@ -4,10 +4,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,20 +28,7 @@ func TestServeCrashDuringA2ATasks(t *testing.T) {
 
 func testServeCrashDuringA2ATasks(t *testing.T, db string, kills int) {
 	const tasks = 8
-	dir := t.TempDir()
-	agents := filepath.Join(dir, "agents")
-	script := filepath.Join(dir, "turns.yaml")
-	var turns strings.Builder
-	turns.WriteString("turns:\n")
-	for i := range crashTurns {
-		fmt.Fprintf(&turns, "  - calls: [{name: tally, args: {n: %d}}, {name: tally, args: {n: %d}}]\n", 2*i, 2*i+1)
-	}
-	turns.WriteString("  - text: Done.\n")
-	writeTestFiles(t, map[string]string{
-		script: turns.String(),
-		filepath.Join(agents, "counter.yaml"): "name: counter\nmodel: scripted:" + script +
-			"\ntools: [tally]\nstop: {max_steps: 20}\nexpose_as_tool: true\n",
-	})
+	agents := counterAgent(t, "expose_as_tool: true\n")
 	ctx := context.Background()
 	h := newCrashHarness(t, apiCrashServer, db, agents)
 	client := func(base string) *a2aclient.Client {

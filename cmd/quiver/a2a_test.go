@@ -85,19 +85,12 @@ func TestServeAgentsOverA2A(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "turns.yaml")
 	agents := filepath.Join(dir, "agents")
-	for name, text := range map[string]string{
+	writeTestFiles(t, map[string]string{
 		script: "turns:\n  - text: It is sunny in Oslo.\n  - text: Still sunny.\n  - text: Sunny again.\n  - text: Sunny as ever.\n",
 		filepath.Join(agents, "forecaster.yaml"): "name: forecaster\ndescription: Tells the weather.\nmodel: scripted:" + script +
 			"\nexpose_as_tool: true\n",
 		filepath.Join(agents, "private.yaml"): "name: private\nmodel: scripted:" + script + "\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	endpoint, _, stderr := startServeWith(t, "--db", filepath.Join(dir, "q.db"), "--agents", agents)
 	key := firstKeyRE.FindString(stderr.String())
 	base := strings.TrimSuffix(endpoint, "/mcp")
@@ -208,15 +201,10 @@ func TestSDKExampleClientAgainstServe(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "turns.yaml")
 	agents := filepath.Join(dir, "agents")
-	if err := os.MkdirAll(agents, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(script, []byte("turns:\n  - text: Hello back from Quiver.\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(agents, "greeter.yaml"), []byte("name: greeter\ndescription: Greets.\nmodel: scripted:"+script+"\nexpose_as_tool: true\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFiles(t, map[string]string{
+		script:                                "turns:\n  - text: Hello back from Quiver.\n",
+		filepath.Join(agents, "greeter.yaml"): "name: greeter\ndescription: Greets.\nmodel: scripted:" + script + "\nexpose_as_tool: true\n",
+	})
 	bin := filepath.Join(dir, "client")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/a2aproject/a2a-go/examples/helloworld/client").CombinedOutput(); err != nil {
 		t.Fatalf("building the SDK's example client: %v\n%s", err, out)
@@ -243,15 +231,10 @@ func TestA2ATaskOutlivesTheServer(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "turns.yaml")
 	agents := filepath.Join(dir, "agents")
-	if err := os.MkdirAll(agents, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(script, []byte("turns:\n  - text: Still here.\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(agents, "keeper.yaml"), []byte("name: keeper\nmodel: scripted:"+script+"\nexpose_as_tool: true\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFiles(t, map[string]string{
+		script:                               "turns:\n  - text: Still here.\n",
+		filepath.Join(agents, "keeper.yaml"): "name: keeper\nmodel: scripted:" + script + "\nexpose_as_tool: true\n",
+	})
 	db := filepath.Join(dir, "q.db")
 	ctx := context.Background()
 	connect := func(endpoint string) *a2aclient.Client {
@@ -304,19 +287,12 @@ func TestA2ATaskWaitingOnAConfirmation(t *testing.T) {
 	agents := filepath.Join(dir, "agents")
 	def := filepath.Join(dir, "charge.yaml")
 	db := filepath.Join(dir, "q.db")
-	for name, text := range map[string]string{
+	writeTestFiles(t, map[string]string{
 		script:                              "turns:\n  - calls: [{name: charge, args: {amount: 5}}]\n  - text: Charged.\n",
 		filepath.Join(agents, "payer.yaml"): "name: payer\nmodel: scripted:" + script + "\ntools: [charge]\nexpose_as_tool: true\n",
 		def: "name: charge\ndescription: Charges an amount.\nrequires_confirmation: true\ncode: |\n  export default ({ amount }) => \"charged \" + amount\n" +
 			"input_schema: {type: object, properties: {amount: {type: integer}}, required: [amount]}\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	if code, _, errOut := runCLI(t, "", "tools", "add", def, "--db", db); code != exitOK {
 		t.Fatalf("tools add: %d %s", code, errOut)
 	}

@@ -59,9 +59,12 @@ func TestServeCrashDuringRuns(t *testing.T) {
 	forEachCrashBackend(t, testServeCrashDuringRuns)
 }
 
-func testServeCrashDuringRuns(t *testing.T, db string, kills int) {
+// counterAgent writes the agents folder of the crash tests: the agent counter, whose script
+// makes crashTurns turns of two tally calls each and answers Done.; extra is added to its
+// definition.
+func counterAgent(t *testing.T, extra string) (agents string) {
 	dir := t.TempDir()
-	agents := filepath.Join(dir, "agents")
+	agents = filepath.Join(dir, "agents")
 	script := filepath.Join(dir, "turns.yaml")
 	var turns strings.Builder
 	turns.WriteString("turns:\n")
@@ -71,8 +74,13 @@ func testServeCrashDuringRuns(t *testing.T, db string, kills int) {
 	turns.WriteString("  - text: Done.\n")
 	writeTestFiles(t, map[string]string{
 		script:                                turns.String(),
-		filepath.Join(agents, "counter.yaml"): "name: counter\nmodel: scripted:" + script + "\ntools: [tally]\nstop: {max_steps: 20}\n",
+		filepath.Join(agents, "counter.yaml"): "name: counter\nmodel: scripted:" + script + "\ntools: [tally]\nstop: {max_steps: 20}\n" + extra,
 	})
+	return agents
+}
+
+func testServeCrashDuringRuns(t *testing.T, db string, kills int) {
+	agents := counterAgent(t, "")
 
 	h := newCrashHarness(t, apiCrashServer, db, agents)
 	var threads []string
