@@ -5,14 +5,12 @@ package main
 import (
 	"context"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
-	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 )
 
 // SIGKILL the server at random moments while tasks sent over A2A run, restart it, and check
@@ -32,16 +30,7 @@ func testServeCrashDuringA2ATasks(t *testing.T, db string, kills int) {
 	ctx := context.Background()
 	h := newCrashHarness(t, apiCrashServer, db, agents)
 	client := func(base string) *a2aclient.Client {
-		card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, strings.TrimSuffix(base, "/v1")+"/a2a/counter")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(),
-			a2aclient.WithJSONRPCTransport(&http.Client{Transport: bearer{key: h.admin, next: http.DefaultTransport}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return a2aClient(t, strings.TrimSuffix(base, "/v1")+"/a2a/counter", h.admin)
 	}
 	var ids []a2asdk.TaskID
 	child, base, _ := h.killLives(kills,

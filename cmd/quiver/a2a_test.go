@@ -106,13 +106,7 @@ func TestServeAgentsOverA2A(t *testing.T) {
 	if _, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, base+"/a2a/private"); err == nil {
 		t.Error("an agent not exposed as a tool has a card")
 	}
-	client := func(key string) *a2aclient.Client {
-		c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(&http.Client{Transport: bearer{key: key, next: http.DefaultTransport}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	client := func(key string) *a2aclient.Client { return a2aClient(t, base+"/a2a/forecaster", key) }
 	c := client(key)
 	res, err := c.SendMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "Weather?"})})
 	if err != nil {
@@ -238,15 +232,7 @@ func TestA2ATaskOutlivesTheServer(t *testing.T) {
 	db := filepath.Join(dir, "q.db")
 	ctx := context.Background()
 	connect := func(endpoint string) *a2aclient.Client {
-		card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, strings.TrimSuffix(endpoint, "/mcp")+"/a2a/keeper")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(http.DefaultClient))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return a2aClient(t, strings.TrimSuffix(endpoint, "/mcp")+"/a2a/keeper", "")
 	}
 	endpoint, stop, _ := startServe(t, "--db", db, "--agents", agents)
 	blocking := false
@@ -299,14 +285,7 @@ func TestA2ATaskWaitingOnAConfirmation(t *testing.T) {
 	endpoint, _, _ := startServe(t, "--db", db, "--agents", agents)
 	base := strings.TrimSuffix(endpoint, "/mcp")
 	ctx := context.Background()
-	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, base+"/a2a/payer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(http.DefaultClient))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := a2aClient(t, base+"/a2a/payer", "")
 	res, err := c.SendMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "pay"})})
 	if err != nil {
 		t.Fatal(err)
@@ -339,4 +318,21 @@ func TestA2ATaskWaitingOnAConfirmation(t *testing.T) {
 			t.Fatal("the approved run did not answer")
 		}
 	}
+}
+
+// a2aClient is the SDK's client of the A2A agent at url (its card under it), sending key
+// ("" for none).
+func a2aClient(t *testing.T, url, key string) *a2aclient.Client {
+	t.Helper()
+	ctx := context.Background()
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(),
+		a2aclient.WithJSONRPCTransport(&http.Client{Transport: bearer{key: key, next: http.DefaultTransport}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
