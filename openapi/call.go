@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -286,7 +287,7 @@ func simple(v any, explode, content bool, raw json.RawMessage) string {
 		return strings.Join(parts, ",")
 	case map[string]any:
 		var parts []string
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if explode {
 				parts = append(parts, k+"="+scalar(x[k]))
 			} else {
@@ -312,7 +313,7 @@ func pathValue(p param, v any, raw json.RawMessage) (string, error) {
 		}
 	case map[string]any:
 		pairs = true
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			items = append(items, k, scalar(x[k]))
 		}
 	default:
@@ -419,18 +420,18 @@ func queryValue(q url.Values, p param, v any, raw json.RawMessage) {
 	case map[string]any:
 		switch {
 		case p.style == "deepObject":
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				q.Add(p.name+"["+k+"]", scalar(x[k]))
 			}
 		case p.explode:
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				q.Add(k, scalar(x[k]))
 			}
 			// The keys were checked against the operation's other query parameters and the
 			// credentials' (see caller.request).
 		default:
 			parts := make([]string, 0, 2*len(x))
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				parts = append(parts, k, scalar(x[k]))
 			}
 			sep := map[string]string{"spaceDelimited": " ", "pipeDelimited": "|"}[p.style]
@@ -455,7 +456,7 @@ func encodeBody(contentType string, raw json.RawMessage) ([]byte, error) {
 		return nil, errors.New("a form body is an object")
 	}
 	form := url.Values{}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch x := obj[k].(type) {
 		case []any:
 			for _, e := range x {

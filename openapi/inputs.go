@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"fmt"
+	"maps"
 	"mime"
 	"regexp"
 	"slices"
@@ -176,7 +177,7 @@ func paramSchema(conv *converter, p *openapi3.Parameter) (map[string]any, bool, 
 // bodyMedia picks the media type a request is sent as: JSON first, then a form.
 func bodyMedia(content openapi3.Content) (string, *openapi3.MediaType) {
 	var form *openapi3.MediaType
-	for _, mt := range sortedKeys(content) {
+	for _, mt := range slices.Sorted(maps.Keys(content)) {
 		base, _, err := mime.ParseMediaType(mt)
 		if err != nil {
 			continue
@@ -199,7 +200,7 @@ func isJSON(mediaType string) bool {
 }
 
 func mediaTypes(content openapi3.Content) string {
-	keys := sortedKeys(content)
+	keys := slices.Sorted(maps.Keys(content))
 	if len(keys) == 0 {
 		return "without a media type"
 	}
@@ -267,7 +268,7 @@ func (b *builder) security(op *openapi3.Operation) ([][]credential, []quiver.Var
 	for _, req := range reqs {
 		var alt []credential
 		usable := true
-		for _, name := range sortedKeys(req) {
+		for _, name := range slices.Sorted(maps.Keys(req)) {
 			ref := b.doc.Components.SecuritySchemes[name]
 			if ref == nil || ref.Value == nil {
 				return nil, nil, fmt.Errorf("security scheme %q is not in the document's components", name)
