@@ -52,7 +52,7 @@ func ExampleStartSQLite() {
 		fmt.Println(err)
 		return
 	}
-	for state, _ := j.State(context.Background(), id); state != "completed"; state, _ = j.State(context.Background(), id) {
+	for status, _ := j.RunStatus(context.Background(), "wsp_demo", th.ID(), id); status != jobs.RunDone; status, _ = j.RunStatus(context.Background(), "wsp_demo", th.ID(), id) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	hist, _ := th.History(context.Background())

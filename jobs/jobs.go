@@ -20,6 +20,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +86,8 @@ const (
 var (
 	// ErrRunQueued: the thread already has a run queued or running.
 	ErrRunQueued = errors.New("jobs: the thread already has a run queued or running")
+	// ErrRunNotFound: RunStatus's answer for a job that is not a run of the thread named.
+	ErrRunNotFound = errors.New("jobs: no such run on this thread")
 )
 
 // Config is what the runs need.
@@ -297,11 +300,11 @@ func (j *Jobs) Continue(ctx context.Context, args RunArgs) (int64, error) {
 		if !errors.Is(err, ErrRunQueued) {
 			return id, err
 		}
-		state, serr := j.State(ctx, id)
+		row, serr := j.client.JobGet(ctx, id)
 		if serr != nil {
 			return 0, serr
 		}
-		switch state {
+		switch row.State {
 		case rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateScheduled, rivertype.JobStateRetryable:
 			return id, nil // queued, not started: it will see the change
 		case rivertype.JobStateRunning:
@@ -336,14 +339,51 @@ func (j *Jobs) Watch(ctx context.Context, args RunArgs, delay time.Duration) (in
 	return res.Job.ID, nil
 }
 
-// State returns the state of a run's job: available, running, completed, retryable,
-// cancelled, discarded...
-func (j *Jobs) State(ctx context.Context, id int64) (rivertype.JobState, error) {
+// RunStatus is how a run's job stands, in Quiver's words: a door reads these, never River's
+// job states.
+type RunStatus string
+
+// The statuses of a run's job.
+const (
+	// RunWaiting: queued, not taken by any process yet.
+	RunWaiting RunStatus = "waiting"
+	// RunGoing: a process runs it, or it failed and is to be tried again.
+	RunGoing RunStatus = "going"
+	// RunDone: it ran to its end; the thread says how (answered, paused, terminated).
+	RunDone RunStatus = "done"
+	// RunGivenUp: it failed for good after its retries, or was cancelled.
+	RunGivenUp RunStatus = "given up"
+)
+
+// RunStatus returns the status of job id, which must be a run of thread threadID of workspace
+// ws: a job of another kind, thread or workspace is ErrRunNotFound, as one that does not exist
+// is, so that a caller cannot learn of another tenant's jobs by their numbers.
+func (j *Jobs) RunStatus(ctx context.Context, ws, threadID string, id int64) (RunStatus, error) {
 	row, err := j.client.JobGet(ctx, id)
-	if err != nil {
-		return "", err
+	if errors.Is(err, river.ErrNotFound) {
+		return "", ErrRunNotFound
 	}
-	return row.State, nil
+	if err != nil {
+		return "", fmt.Errorf("jobs: reading run %d: %w", id, err)
+	}
+	var args RunArgs
+	if row.Kind != args.Kind() || json.Unmarshal(row.EncodedArgs, &args) != nil || args.WorkspaceID != ws || args.ThreadID != threadID {
+		return "", ErrRunNotFound
+	}
+	return runStatus(row.State), nil
+}
+
+func runStatus(s rivertype.JobState) RunStatus {
+	switch s {
+	case rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStatePending:
+		return RunWaiting
+	case rivertype.JobStateCompleted:
+		return RunDone
+	case rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
+		return RunGivenUp
+	default: // running, retryable
+		return RunGoing
+	}
 }
 
 // Stop stops taking jobs and waits for the runs in progress to end until ctx ends; runs still

@@ -170,15 +170,15 @@ func waitState(t *testing.T, j *Jobs, id int64, state rivertype.JobState) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got, err := j.State(context.Background(), id)
+		row, err := j.client.JobGet(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got == state {
+		if got := row.State; got == state {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %d is %s after 30s, want %s", id, got, state)
+			t.Fatalf("job %d is %s after 30s, want %s", id, row.State, state)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -441,5 +441,44 @@ func TestFailedRunsAreTriedAgainSoon(t *testing.T) {
 		if got > c.want || got < c.want-time.Second {
 			t.Errorf("attempt %d: tried again in %v, want %v", c.attempt, got, c.want)
 		}
+	}
+}
+
+// A run's status is read within its thread and workspace: the job number of another thread's
+// run, another workspace's, a job of another kind or none at all is the same "not found", so
+// that a caller learns nothing of jobs it does not own.
+func TestRunStatusWithinItsThread(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			_, reg := newTools(t)
+			j := b.start(t, config(b.st, reg, &stepModel{turns: []string{"work"}}))
+			mine, theirs := newThread(t, b.st), newThread(t, b.st)
+			id, err := j.Start(context.Background(), RunArgs{WorkspaceID: ws, ThreadID: mine.ID(), Agent: "helper", Message: "do the work"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, j, id, rivertype.JobStateCompleted)
+			watch, err := j.Watch(context.Background(), RunArgs{WorkspaceID: ws, ThreadID: mine.ID(), Agent: "helper"}, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := j.RunStatus(context.Background(), ws, mine.ID(), id); err != nil || got != RunDone {
+				t.Errorf("own run: %q, %v; want %q", got, err, RunDone)
+			}
+			for _, c := range []struct {
+				name   string
+				ws, th string
+				job    int64
+			}{
+				{"another thread's run", ws, theirs.ID(), id},
+				{"another workspace's run", "wsp_other", mine.ID(), id},
+				{"a job of another kind", ws, mine.ID(), watch},
+				{"no such job", ws, mine.ID(), id + 1000},
+			} {
+				if got, err := j.RunStatus(context.Background(), c.ws, c.th, c.job); !errors.Is(err, ErrRunNotFound) {
+					t.Errorf("%s: %q, %v; want ErrRunNotFound", c.name, got, err)
+				}
+			}
+		})
 	}
 }

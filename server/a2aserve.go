@@ -14,9 +14,9 @@ import (
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 )
@@ -356,9 +356,12 @@ func (h *a2aRequests) state(ctx context.Context, id taskID) (*a2asdk.Task, bool,
 	if j == nil {
 		return nil, false, errors.Join(a2asdk.ErrServerError, errors.New("this server runs no agents"))
 	}
-	job, err := j.State(ctx, id.job)
-	if err != nil {
+	run, err := j.RunStatus(ctx, th.WorkspaceID, th.ID, id.job)
+	if errors.Is(err, jobs.ErrRunNotFound) {
 		return nil, false, a2asdk.ErrTaskNotFound
+	}
+	if err != nil {
+		return nil, false, errors.Join(a2asdk.ErrServerError, errors.New("the task's run could not be read"))
 	}
 	t := &a2asdk.Task{ID: a2asdk.TaskID(id.String()), ContextID: th.ID}
 	agentText := func(s string) *a2asdk.Message {
@@ -366,14 +369,14 @@ func (h *a2aRequests) state(ctx context.Context, id taskID) (*a2asdk.Task, bool,
 		m.TaskID, m.ContextID = t.ID, t.ContextID
 		return m
 	}
-	switch job {
-	case rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStatePending:
+	switch run {
+	case jobs.RunWaiting:
 		t.Status.State = a2asdk.TaskStateSubmitted
 		return t, false, nil
-	case rivertype.JobStateRunning, rivertype.JobStateRetryable:
+	case jobs.RunGoing:
 		t.Status.State = a2asdk.TaskStateWorking
 		return t, false, nil
-	case rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
+	case jobs.RunGivenUp:
 		t.Status.State = a2asdk.TaskStateFailed
 		t.Status.Message = agentText("The run failed, and was given up after its retries.")
 		return t, true, nil

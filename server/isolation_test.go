@@ -24,7 +24,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
@@ -674,11 +673,11 @@ func (w *isoWorld) pausedRun(t *testing.T, agentName string, reason agent.Reason
 		if err != nil {
 			t.Fatal(err)
 		}
-		state, err := w.runs.State(context.Background(), run.JobID)
+		state, err := w.runs.RunStatus(context.Background(), w.b, th.ID, run.JobID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(out.Pending) == 1 && stored.Status == store.StatusIdle && state == rivertype.JobStateCompleted {
+		if len(out.Pending) == 1 && stored.Status == store.StatusIdle && state == jobs.RunDone {
 			if out.Pending[0].Reason != reason {
 				t.Fatalf("the run of %s waits on %+v, want a call waiting for %s", agentName, out.Pending[0], reason)
 			}

@@ -336,3 +336,67 @@ func a2aClient(t *testing.T, url, key string) *a2aclient.Client {
 	}
 	return c
 }
+
+// TestA2ATasksStayInTheirWorkspace: a task is read within its thread and its workspace.
+// Another workspace naming its own thread with A's job number (THREAD:JOB) finds no task, by
+// tasks/get and tasks/resubscribe alike, and the answer is the one a job number that does not
+// exist gets: nothing tells B which jobs exist or how A's runs stand.
+func TestA2ATasksStayInTheirWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "turns.yaml")
+	agents := filepath.Join(dir, "agents")
+	writeTestFiles(t, map[string]string{
+		script:                                   "turns:\n  - text: One.\n  - text: Two.\n  - text: Three.\n",
+		filepath.Join(agents, "forecaster.yaml"): "name: forecaster\nmodel: scripted:" + script + "\nexpose_as_tool: true\n",
+	})
+	endpoint, _, stderr := startServeWith(t, "--db", filepath.Join(dir, "q.db"), "--agents", agents)
+	admin := firstKeyRE.FindString(stderr.String())
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	ctx := context.Background()
+	status, _, body := apiDo(t, "POST", base+"/v1/workspaces", admin, `{"name":"other"}`)
+	other, _ := body["secret"].(string)
+	if status != http.StatusCreated || other == "" {
+		t.Fatalf("creating another workspace: %d %v", status, body)
+	}
+	send := func(c *a2aclient.Client) *a2asdk.Task {
+		t.Helper()
+		res, err := c.SendMessage(ctx, &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "Weather?"})})
+		task, ok := res.(*a2asdk.Task)
+		if err != nil || !ok {
+			t.Fatalf("message/send: %v %v", res, err)
+		}
+		return task
+	}
+	a, b := a2aClient(t, base+"/a2a/forecaster", admin), a2aClient(t, base+"/a2a/forecaster", other)
+	theirs, mine := send(a), send(b)
+	job := func(id a2asdk.TaskID) string { return string(id)[strings.LastIndex(string(id), ":")+1:] }
+	for _, c := range []struct {
+		name string
+		id   a2asdk.TaskID
+		held bool // whether b may read it
+	}{
+		{"B's own task", mine.ID, true},
+		{"A's job on B's thread", a2asdk.TaskID(mine.ContextID + ":" + job(theirs.ID)), false},
+		{"A's task as A names it", theirs.ID, false},
+		{"a job that does not exist on B's thread", a2asdk.TaskID(mine.ContextID + ":987654"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := b.GetTask(ctx, &a2asdk.TaskQueryParams{ID: c.id})
+			if c.held {
+				if err != nil || got.Status.State != a2asdk.TaskStateCompleted {
+					t.Fatalf("tasks/get: %+v %v", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "task not found") {
+				t.Errorf("tasks/get: %+v, %v; want task not found", got, err)
+			}
+			for ev, err := range b.ResubscribeToTask(ctx, &a2asdk.TaskIDParams{ID: c.id}) {
+				if err == nil || !strings.Contains(err.Error(), "task not found") {
+					t.Errorf("tasks/resubscribe: %+v, %v; want task not found", ev, err)
+				}
+				break
+			}
+		})
+	}
+}
