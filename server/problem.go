@@ -70,7 +70,7 @@ func problemf(status int, code, detail string, fields ...*ProblemField) *Problem
 // validate, a body over the cap) or of one of the huma.ErrorNNN helpers.
 func codeOf(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType:
 		return CodeInvalidRequest
 	case http.StatusUnauthorized:
 		return CodeUnauthorized

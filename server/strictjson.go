@@ -46,8 +46,17 @@ func strictBodies(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		t, ok := bodyTypes.Load(ctx.Operation().OperationID)
 		r, _ := humago.Unwrap(ctx)
-		if !ok || r == nil || r.Body == nil || r.Body == http.NoBody || !isJSON(r.Header.Get("Content-Type")) {
+		if !ok || r == nil || r.Body == nil || r.Body == http.NoBody {
 			next(ctx)
+			return
+		}
+		// huma picks the body's format from a loose reading of the Content-Type (the part
+		// after a "+" up to a ";", parameters unchecked), so "application/json; x" is read as
+		// JSON: a body of any type but a well-formed JSON one is refused here, never read
+		// unchecked.
+		if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+			_ = huma.WriteErr(api, ctx, http.StatusUnsupportedMediaType, fmt.Sprintf(
+				"the Content-Type %q is not one the API reads: send application/json (a charset parameter may follow) or a +json type", truncate(ct, 100)))
 			return
 		}
 		limit := ctx.Operation().MaxBodyBytes

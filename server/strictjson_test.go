@@ -2,7 +2,11 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -60,4 +64,102 @@ func TestBodiesWithAmbiguousKeysAreRefused(t *testing.T) {
 		}
 		w.ok(t, "member", "POST", "/v1/tools/echo/call", `{"args":{"text":"a","Text":"b"}}`, 200, &out)
 	})
+}
+
+// Every JSON body of /v1 is checked for ambiguous keys whatever its Content-Type says: huma
+// reads "application/json; x" as JSON, which once skipped the check and made an admin key of
+// {"role":"viewer","Role":"admin"}. A body of a JSON media type is checked (a 400 naming the
+// key); one of any other type is refused before it is read (415). Each operation of the API's
+// document that takes a body is tried with each type.
+func TestEveryJSONBodyIsCheckedWhateverItsMediaType(t *testing.T) {
+	entEach(t, func(t *testing.T, w *entWorld) {
+		r := w.do(t, "admin", "GET", "/v1/openapi.json", nil)
+		var doc struct {
+			Paths map[string]map[string]struct {
+				RequestBody *struct {
+					Content map[string]any `json:"content"`
+				} `json:"requestBody"`
+			} `json:"paths"`
+		}
+		if err := json.Unmarshal(r.body, &doc); err != nil || len(doc.Paths) == 0 {
+			t.Fatalf("the API's document: %v %.200s", err, r.body)
+		}
+		mediaTypes := []struct {
+			contentType string
+			want        int
+		}{
+			{"", 400},
+			{"application/json", 400},
+			{"application/*+json", 400},
+			{"application/json; charset=utf-8", 400},
+			{"application/json; x", 415},
+			{"application/json;charset=", 415},
+			{"text/plain", 415},
+		}
+		operations := 0
+		for path, methods := range doc.Paths {
+			for method, op := range methods {
+				if op.RequestBody == nil || op.RequestBody.Content["application/json"] == nil {
+					continue
+				}
+				operations++
+				url := w.url + pathParams.ReplaceAllString(path, "x")
+				for _, mt := range mediaTypes {
+					got := sendWithType(t, strings.ToUpper(method), url, w.key["admin"], mt.contentType, `{"a":1,"a":2}`)
+					// An operation that reads its body itself (a variable's value) checks its
+					// keys whatever the type: a 400 is as good as a 415 there.
+					if got.status != mt.want && !(mt.want == 415 && got.status == 400) {
+						t.Errorf("%s %s with %q: %d %.300s, want %d", method, path, mt.contentType, got.status, got.body, mt.want)
+						continue
+					}
+					if got.status == 400 && !strings.Contains(string(got.body), `"body.a"`) {
+						t.Errorf("%s %s with %q: %.300s names no key body.a", method, path, mt.contentType, got.body)
+					}
+				}
+			}
+		}
+		if operations < 10 {
+			t.Fatalf("only %d operations take a JSON body", operations)
+		}
+		// The attack itself: a viewer's key asked for, an admin's in another case.
+		got := sendWithType(t, "POST", w.url+"/v1/keys", w.key["admin"], "application/json; x", `{"name":"x","role":"viewer","Role":"admin"}`)
+		if got.status != 415 {
+			t.Errorf("the case-folded role with application/json; x: %d %.300s, want 415", got.status, got.body)
+		}
+		keys, err := w.st.APIKeys(context.Background(), w.a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if k.Name == "x" {
+				t.Errorf("a refused body made key %s with role %s", k.ID, k.Role)
+			}
+		}
+	})
+}
+
+// pathParams are the parameters of a path of the API's document.
+var pathParams = regexp.MustCompile(`\{[^}]+\}`)
+
+// sendWithType sends body with the Content-Type given (none when empty).
+func sendWithType(t *testing.T, method, url, key, contentType, body string) entResp {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entResp{status: res.StatusCode, ctype: res.Header.Get("Content-Type"), body: data}
 }
