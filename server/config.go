@@ -58,6 +58,7 @@ const ConfigFileName = "quiver.yaml"
 //	oidc:                           # access tokens of an identity provider (quiver serve's
 //	  issuer: https://id.example.com/ # --oidc-* flags, which take precedence)
 //	  audiences: [https://quiver.example.com/mcp]
+//	  require_at_jwt: true          # the provider types its access tokens at+jwt (RFC 9068)
 //	  console_client_id: quiver-console
 //	  console_scopes: [openid, profile, email]   # the default
 //	  console_params: {audience: https://quiver.example.com/mcp}  # resource: "" leaves it out
@@ -104,6 +105,7 @@ type OpenAPIConfig struct {
 type OIDCConfig struct {
 	Issuer          string            `yaml:"issuer"`
 	Audiences       []string          `yaml:"audiences,omitempty"`
+	RequireATJWT    bool              `yaml:"require_at_jwt,omitempty"`
 	ConsoleClientID string            `yaml:"console_client_id,omitempty"`
 	ConsoleScopes   []string          `yaml:"console_scopes,omitempty"`
 	ConsoleParams   map[string]string `yaml:"console_params,omitempty"`

@@ -45,23 +45,36 @@ var errKeysUnavailable = errors.New("the identity provider's keys could not be r
 // names (jwks_uri), fetched when first needed and again when they are old or a token names a
 // key id they lack (a rotation). It implements go-oidc's KeySet: go-oidc's own RemoteKeySet
 // fetches the keys again for every token whose key id it does not know, with no bound, which
-// lets anyone make the server hammer the provider with made-up key ids. Fetches happen outside
-// its lock, one at a time: checks go on with the keys at hand meanwhile.
+// lets anyone make the server hammer the provider with made-up key ids. One fetch at a time,
+// outside its lock: a token whose key the set lacks waits for the fetch under way, and checks
+// of tokens whose key it holds go on meanwhile.
 type issuerKeys struct {
 	issuer string
 	client *http.Client
 	now    func() time.Time
-	group  singleflight.Group
+	group  singleflight.Group // the discovery document read for the console's endpoints
 
 	mu      sync.Mutex
 	jwksURI string
 	ends    providerEndpoints // from the discovery document
 	keys    []jose.JSONWebKey
-	tried   time.Time // of the last fetch of the keys; zero: never
-	lastErr error     // of that fetch
+	tried   time.Time // when the last fetch of the keys began; zero: never
+	lastErr error     // of the last fetch that ended
+	// fetching is the fetch of the keys under way, nil when none is.
+	fetching *keyFetch
 	// discoveryTried is when the discovery document was last read for endpoints.
 	discoveryTried time.Time
 }
+
+// keyFetch is one fetch of the key set: done is closed when it ends, err set before.
+type keyFetch struct {
+	done chan struct{}
+	err  error
+}
+
+// keyFetchTimeout bounds a fetch of the discovery document and the key set, and so how long a
+// token waits for one.
+const keyFetchTimeout = 10 * time.Second
 
 // VerifySignature returns the payload of a compact JWS signed by one of the issuer's keys.
 func (k *issuerKeys) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
@@ -89,62 +102,82 @@ func (k *issuerKeys) VerifySignature(ctx context.Context, raw string) ([]byte, e
 }
 
 // keysFor returns the keys that may have signed a token naming kid (every signing key for
-// none), fetching the set again when it is old, or lacks kid and was not fetched just now. An
-// error wrapping errKeysUnavailable says the provider could not be read.
+// none). An old set is fetched again, the keys it has serving meanwhile. When the set lacks
+// kid, the token waits for a fetch: the one under way, or one it starts unless the last began
+// under keysMinRefetch ago. Only a fetch that ended well says a key id is unknown; one that
+// failed, or a request that ended while it waited, gives an error wrapping errKeysUnavailable
+// (503: the client keeps its token).
 func (k *issuerKeys) keysFor(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
-	now := k.now()
-	age := now.Sub(k.tried)
 	match := k.match(kid)
-	stale := k.tried.IsZero() || age >= keysMaxAge || (len(match) == 0 && age >= keysMinRefetch)
-	k.mu.Unlock()
-	if stale {
-		// One fetch at a time, whoever asks: the others wait for it rather than fetch too.
-		_, _, _ = k.group.Do("keys", func() (any, error) { return nil, k.refresh(ctx) })
-		k.mu.Lock()
-		match = k.match(kid)
-		k.mu.Unlock()
+	age := k.now().Sub(k.tried)
+	fetch := k.fetching
+	if fetch == nil && (k.tried.IsZero() || age >= keysMaxAge || (len(match) == 0 && age >= keysMinRefetch)) {
+		fetch = k.startFetch(ctx)
 	}
+	lastErr := k.lastErr
+	k.mu.Unlock()
 	if len(match) > 0 {
-		return match, nil
+		return match, nil // an old set's fetch goes on beside: its keys serve until it ends
+	}
+	if fetch == nil { // the last fetch began just now: its outcome stands
+		if lastErr != nil {
+			return nil, fmt.Errorf("%w: %v", errKeysUnavailable, lastErr)
+		}
+		return nil, fmt.Errorf("the issuer has no key %q", kid)
+	}
+	select {
+	case <-fetch.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: the request ended while they were fetched (%v)", errKeysUnavailable, ctx.Err())
+	}
+	if fetch.err != nil {
+		return nil, fmt.Errorf("%w: %v", errKeysUnavailable, fetch.err)
 	}
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.lastErr != nil {
-		return nil, fmt.Errorf("%w: %v", errKeysUnavailable, k.lastErr)
+	match = k.match(kid)
+	k.mu.Unlock()
+	if len(match) == 0 {
+		return nil, fmt.Errorf("the issuer has no key %q", kid)
 	}
-	return nil, fmt.Errorf("the issuer has no key %q", kid)
+	return match, nil
 }
 
-// refresh fetches the key set (and the discovery document, the first time) and keeps it; on
-// failure it keeps the keys it had.
-func (k *issuerKeys) refresh(ctx context.Context) error {
+// startFetch begins a fetch of the key set, on its own deadline (keyFetchTimeout) rather than
+// the request's: the tokens that wait for it need it whether or not the first one is still
+// there. k.mu is held.
+func (k *issuerKeys) startFetch(ctx context.Context) *keyFetch {
+	fetch := &keyFetch{done: make(chan struct{})}
+	k.fetching, k.tried = fetch, k.now() // a provider that fails is asked again after keysMinRefetch
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		fctx, cancel := context.WithTimeout(ctx, keyFetchTimeout)
+		defer cancel()
+		keys, err := k.fetchSet(fctx)
+		k.mu.Lock()
+		k.lastErr, k.fetching = err, nil
+		if err == nil {
+			k.keys = keys
+		}
+		k.mu.Unlock()
+		fetch.err = err
+		close(fetch.done)
+	}()
+	return fetch
+}
+
+// fetchSet reads the key set, and the discovery document first when it was not read yet.
+func (k *issuerKeys) fetchSet(ctx context.Context) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
-	k.tried = k.now() // a provider that fails is asked again after keysMinRefetch
 	uri := k.jwksURI
 	k.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	var err error
 	if uri == "" {
+		var err error
 		if uri, err = k.discover(ctx); err != nil {
-			k.keep(nil, err)
-			return err
+			return nil, err
 		}
 	}
-	keys, err := k.fetchKeys(ctx, uri)
-	k.keep(keys, err)
-	return err
-}
-
-// keep records a fetch's outcome: its keys, or its error beside the keys already held.
-func (k *issuerKeys) keep(keys []jose.JSONWebKey, err error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.lastErr = err
-	if err == nil {
-		k.keys = keys
-	}
+	return k.fetchKeys(ctx, uri)
 }
 
 // fetchKeys reads the key set at uri. A key this server cannot use (an encryption key, a curve
@@ -208,7 +241,7 @@ func (k *issuerKeys) endpoints(ctx context.Context) (providerEndpoints, error) {
 		return providerEndpoints{}, fmt.Errorf("the discovery document of %s could not be read a moment ago", k.issuer)
 	}
 	_, err, _ := k.group.Do("discovery", func() (any, error) {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keyFetchTimeout)
 		defer cancel()
 		_, err := k.discover(dctx)
 		return nil, err

@@ -78,11 +78,18 @@ type TokenAuth struct {
 	// Users keeps the people tokens name: each (issuer, subject) is one Quiver user,
 	// created the first time it is seen. Required.
 	Users TokenUsers
+	// RequireATJWT refuses every token whose header does not type it at+jwt: for a provider
+	// that types its access tokens so (RFC 9068), whose other tokens are then refused by their
+	// type alone. Left unset, tokens typed JWT, or not typed, are accepted too, and told from
+	// ID tokens by their claims.
+	RequireATJWT bool
 	// ClockSkew is how far exp, nbf and iat may be off; zero means DefaultClockSkew.
 	ClockSkew time.Duration
 	// ConsoleClientID, when set, lets people sign in to the console with the provider: the id
 	// of a public client registered there (authorization code with PKCE, no secret), whose
-	// redirect URI is the console's address (the server's public URL followed by /).
+	// redirect URI is the console's address (the server's public URL followed by /). A token
+	// whose only audience here it is, and which carries no scope, scp or client_id, is taken
+	// for the console's ID token and refused.
 	ConsoleClientID string
 	// ConsoleScopes are the scopes the console asks for; nil means openid, profile, email.
 	ConsoleScopes []string
@@ -134,7 +141,7 @@ func (t *TokenAuth) Check() error {
 	}
 	for k := range t.ConsoleParams {
 		switch k {
-		case "response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method":
+		case "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge", "code_challenge_method":
 			return fmt.Errorf("oidc: the console's authorization parameter %q is the sign-in's own: give scopes as scopes", k)
 		}
 		if k == "" || strings.ContainsAny(k, "&=# ") {
@@ -241,9 +248,13 @@ func (t *TokenAuth) verify(ctx context.Context, token string, now time.Time) *ve
 		return v
 	}
 	// The keys first: a provider that cannot be read makes the check fail for want of them,
-	// which go-oidc would report as a bad signature, and the client would sign in again.
+	// which go-oidc would report as a bad signature, and the client would sign in again. The
+	// header's type is read here too, and believed once the signature (which covers it) is.
+	var typ any
 	if jws, err := jose.ParseSignedCompact(token, tokenAlgorithms); err == nil && len(jws.Signatures) == 1 {
-		if _, err := t.keys.keysFor(ctx, jws.Signatures[0].Header.KeyID); errors.Is(err, errKeysUnavailable) {
+		header := jws.Signatures[0].Header
+		typ = header.ExtraHeaders[jose.HeaderType]
+		if _, err := t.keys.keysFor(ctx, header.KeyID); errors.Is(err, errKeysUnavailable) {
 			v.err = err
 			return v
 		}
@@ -260,16 +271,12 @@ func (t *TokenAuth) verify(ctx context.Context, token string, now time.Time) *ve
 	if err := idt.Claims(&all); err != nil {
 		return refuse("the access token's claims: %v", err)
 	}
-	// An ID token says who signed in to a client; it is not for calling this server (RFC 9068
-	// access tokens carry neither claim, an ID token often both).
-	if _, nonce := all["nonce"]; nonce {
-		return refuse("the token is an ID token (it has a nonce), not an access token")
-	}
-	if _, atHash := all["at_hash"]; atHash {
-		return refuse("the token is an ID token (it has an at_hash), not an access token")
-	}
-	if !slices.ContainsFunc(idt.Audience, func(a string) bool { return slices.Contains(t.Audiences, a) }) {
+	ours := slices.DeleteFunc(slices.Clone(idt.Audience), func(a string) bool { return !slices.Contains(t.Audiences, a) })
+	if len(ours) == 0 {
 		return refuse("the access token is for another audience (%s), not this server's", strings.Join(idt.Audience, ", "))
+	}
+	if why := t.notAccessToken(typ, ours, all); why != "" {
+		return refuse("the token is not an access token: %s", why)
 	}
 	exp, err := t.checkTimes(std, now)
 	if err != nil {
@@ -290,6 +297,79 @@ func (t *TokenAuth) verify(ctx context.Context, token string, now time.Time) *ve
 		v.err = err
 	}
 	return v
+}
+
+// notAccessToken says why a token the provider signed for one of this server's audiences is
+// another of its tokens, not an access token ("" when nothing says so). An ID token says who
+// signed in to a client, for that client; one that reached this server (a client that sent
+// it on, or named in --oidc-audience) must not act as the person. The marks, in order:
+//   - the header's type (typ) is other than at+jwt (RFC 9068), JWT or none; with RequireATJWT,
+//     other than at+jwt;
+//   - a claim only ID tokens carry: nonce, at_hash, c_hash; a logout or security event
+//     token's events; Keycloak's typ claim saying ID, Refresh, Offline or Logout;
+//   - unless the token is typed at+jwt or carries a scope or scp claim (the scopes granted,
+//     which access tokens carry and ID tokens do not): an azp or auth_time claim; or, without
+//     a client_id claim either, no audience of this server but the console's client id, which
+//     is the audience of the console's ID tokens.
+func (t *TokenAuth) notAccessToken(typ any, ours []string, claims map[string]any) string {
+	typed, why := t.headerType(typ)
+	if why != "" {
+		return why
+	}
+	for _, c := range []string{"nonce", "at_hash", "c_hash"} {
+		if _, has := claims[c]; has {
+			return fmt.Sprintf("it is an ID token (it has %s)", c)
+		}
+	}
+	if _, has := claims["events"]; has {
+		return "it is a logout or security event token (it has events)"
+	}
+	if kind, _ := claims["typ"].(string); slices.Contains([]string{"id", "refresh", "offline", "logout"}, strings.ToLower(kind)) {
+		return fmt.Sprintf("its typ claim says %q, not Bearer", kind)
+	}
+	if typed == "at+jwt" || hasValue(claims["scope"]) || hasValue(claims["scp"]) {
+		return ""
+	}
+	for _, c := range []string{"azp", "auth_time"} {
+		if _, has := claims[c]; has {
+			return fmt.Sprintf("it is an ID token (it has %s, and no scope or scp)", c)
+		}
+	}
+	// client_id counts here only: ZITADEL puts it in its ID tokens too, beside azp.
+	if t.ConsoleClientID != "" && !hasValue(claims["client_id"]) && !slices.ContainsFunc(ours, func(a string) bool { return a != t.ConsoleClientID }) {
+		return "it is an ID token (its only audience here is the console's client id, and it has no scope, scp or client_id)"
+	}
+	return ""
+}
+
+// headerType returns the token's header type (typ) lowercased, without RFC 7515's optional
+// "application/", or why it is no access token's.
+func (t *TokenAuth) headerType(typ any) (string, string) {
+	s, ok := typ.(string)
+	if typ != nil && !ok {
+		return "", "its type (typ) is not a string"
+	}
+	typed := strings.TrimPrefix(strings.ToLower(s), "application/")
+	switch {
+	case typed != "" && typed != "jwt" && typed != "at+jwt":
+		return "", fmt.Sprintf("its type (typ) is %q, where an access token's is at+jwt or JWT", s)
+	case t.RequireATJWT && typed != "at+jwt":
+		return "", fmt.Sprintf("its type (typ) is %q, and this provider's access tokens are typed at+jwt", s)
+	}
+	return typed, ""
+}
+
+// hasValue says whether a claim's value holds something: not absent, null, "" or [].
+func hasValue(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case string:
+		return strings.TrimSpace(v) != ""
+	case []any:
+		return len(v) > 0
+	}
+	return true
 }
 
 // checkTimes checks exp (required), nbf and iat against now, with the skew, and returns when

@@ -42,6 +42,8 @@ type tokenIssuer struct {
 	failKeys      atomic.Bool
 	oddKey        atomic.Bool
 	tokenEndpoint atomic.Pointer[string]
+	// holdKeys, when set, makes the key set answer only once the channel is closed.
+	holdKeys atomic.Pointer[chan struct{}]
 }
 
 func newTokenIssuer(t testing.TB) *tokenIssuer {
@@ -52,7 +54,18 @@ func newTokenIssuer(t testing.TB) *tokenIssuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(is.handler())
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	is.url = srv.URL
+	return is
+}
+
+// handler serves the discovery document and the key set.
+func (is *tokenIssuer) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/.well-known/openid-configuration":
@@ -64,6 +77,13 @@ func newTokenIssuer(t testing.TB) *tokenIssuer {
 				"authorization_endpoint": is.url + "/authorize", "token_endpoint": tokenEndpoint})
 		case "/keys":
 			is.keyFetchs.Add(1)
+			if hold := is.holdKeys.Load(); hold != nil {
+				select {
+				case <-*hold:
+				case <-r.Context().Done():
+					return
+				}
+			}
 			if is.failKeys.Load() {
 				http.Error(w, "down", http.StatusInternalServerError)
 				return
@@ -80,13 +100,22 @@ func newTokenIssuer(t testing.TB) *tokenIssuer {
 		default:
 			http.NotFound(w, r)
 		}
-	}))
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	is.url = srv.URL
-	return is
+	})
+}
+
+// inProcessClient is an HTTP client that reaches the issuer without a network: for tests in a
+// synctest bubble, where a goroutine waiting on a socket is not durably blocked.
+func (is *tokenIssuer) inProcessClient() *http.Client {
+	return &http.Client{Transport: handlerTransport{is.handler()}}
+}
+
+// handlerTransport answers every request with its handler, in the calling goroutine.
+type handlerTransport struct{ h http.Handler }
+
+func (tr handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	tr.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
 }
 
 // rotate replaces the issuer's key by a new one with a new key id.
@@ -100,10 +129,19 @@ func (is *tokenIssuer) rotate(t testing.TB) {
 	is.key, is.kid = k, "k"+time.Now().Format("150405.000000000")
 }
 
-// sign returns claims signed with key (the issuer's when nil) under kid.
+// sign returns claims signed with key under kid, typed JWT.
 func sign(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) string {
 	t.Helper()
-	opts := (&jose.SignerOptions{}).WithType("JWT")
+	return signTyped(t, alg, key, kid, "JWT", claims)
+}
+
+// signTyped is sign with the header's type (typ) typ, none when nil.
+func signTyped(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, typ any, claims map[string]any) string {
+	t.Helper()
+	opts := &jose.SignerOptions{}
+	if typ != nil {
+		opts = opts.WithHeader(jose.HeaderType, typ)
+	}
 	if kid != "" {
 		opts = opts.WithHeader(jose.HeaderKey("kid"), kid)
 	}
@@ -124,10 +162,15 @@ func sign(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, claims
 }
 
 func (is *tokenIssuer) token(t testing.TB, claims map[string]any) string {
+	return is.typedToken(t, "JWT", claims)
+}
+
+// typedToken is a token of the issuer's whose header's type (typ) is typ, none when nil.
+func (is *tokenIssuer) typedToken(t testing.TB, typ any, claims map[string]any) string {
 	is.mu.Lock()
 	key, kid := is.key, is.kid
 	is.mu.Unlock()
-	return sign(t, jose.RS256, key, kid, claims)
+	return signTyped(t, jose.RS256, key, kid, typ, claims)
 }
 
 const tokenAudience = "https://quiver.test/mcp"

@@ -22,6 +22,7 @@ import (
 type oidcFlags struct {
 	issuer, audience, rules, consoleClient, consoleScopes string
 	consoleParams                                         []string
+	requireATJWT                                          bool
 }
 
 func addOIDCFlags(fs *flag.FlagSet) *oidcFlags {
@@ -39,6 +40,8 @@ func addOIDCFlags(fs *flag.FlagSet) *oidcFlags {
 		f.consoleParams = append(f.consoleParams, v)
 		return nil
 	})
+	fs.BoolVar(&f.requireATJWT, "oidc-require-at-jwt", false, "the provider types its access tokens at+jwt (RFC 9068): refuse every token not so typed, "+
+		"so that none of its other tokens (an ID token) is taken for one")
 	fs.StringVar(&f.rules, "oidc-rules", "", "a YAML file of the rules that turn a token's claims into a workspace and a role (see README, Sign-in with an identity provider)")
 	return f
 }
@@ -57,56 +60,20 @@ func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL s
 		fromFile = *file.OIDC
 	}
 	issuer := cmp.Or(f.issuer, fromFile.Issuer)
-	switch {
-	case issuer == "" && (f.rules != "" || f.audience != "" || f.consoleClient != "" || f.consoleScopes != "" || len(f.consoleParams) > 0):
-		return nil, usagef("--oidc-rules, --oidc-audience and --oidc-console-* need --oidc-issuer")
-	case issuer == "":
-		return nil, nil
-	case insecure:
-		return nil, usagef("--oidc-issuer (or the configuration's oidc block) checks tokens, --insecure-local checks nothing: give one of them")
-	case f.rules == "" && len(fromFile.Rules) == 0:
-		return nil, usagef("--oidc-issuer needs --oidc-rules FILE (or rules in the configuration's oidc block): without rules no token grants any workspace")
+	if err := f.checkIssuer(issuer, insecure, fromFile); err != nil || issuer == "" {
+		return nil, err
 	}
-	rules, where := fromFile.Rules, "the configuration's oidc block"
-	if f.rules != "" {
-		data, err := os.ReadFile(f.rules)
-		if err != nil {
-			return nil, usagef("--oidc-rules: %v", err)
-		}
-		var rf rulesFile
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&rf); err != nil {
-			return nil, usagef("--oidc-rules %s: %v (want rules: a list of {claim, value, workspace, role})", f.rules, err)
-		}
-		rules, where = rf.Rules, "--oidc-rules "+f.rules
+	rules, where, err := f.readRules(fromFile)
+	if err != nil {
+		return nil, err
 	}
 	if u, err := url.Parse(publicURL); err != nil || u.Hostname() == "" || net.ParseIP(u.Hostname()) != nil && net.ParseIP(u.Hostname()).IsUnspecified() {
 		return nil, usagef("--oidc-issuer needs --public-url (or $%s): tokens are issued for the server's address as clients reach it, which %q is not", publicURLEnv, publicURL)
 	}
 	resource := strings.TrimSuffix(publicURL, "/") + "/mcp"
-	audiences := fromFile.Audiences
-	if f.audience != "" {
-		audiences = strings.Split(f.audience, ",")
-		for i := range audiences {
-			audiences[i] = strings.TrimSpace(audiences[i])
-		}
-	}
-	if len(audiences) == 0 {
-		audiences = []string{resource}
-	}
-	ta := &server.TokenAuth{Issuer: issuer, Audiences: audiences, Resource: resource, Rules: rules, Users: db,
-		ConsoleClientID: cmp.Or(f.consoleClient, fromFile.ConsoleClientID), ConsoleScopes: fromFile.ConsoleScopes, ConsoleParams: fromFile.ConsoleParams}
-	if f.consoleScopes != "" {
-		ta.ConsoleScopes = strings.Fields(f.consoleScopes)
-	}
-	if len(f.consoleParams) > 0 {
-		ta.ConsoleParams = map[string]string{}
-		for _, p := range f.consoleParams {
-			name, value, _ := strings.Cut(p, "=")
-			ta.ConsoleParams[strings.TrimSpace(name)] = value
-		}
-	}
+	ta := &server.TokenAuth{Issuer: issuer, Audiences: f.audiences(fromFile, resource), Resource: resource, Rules: rules, Users: db,
+		RequireATJWT: f.requireATJWT || fromFile.RequireATJWT}
+	f.setConsole(ta, fromFile)
 	if err := ta.Check(); err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -118,4 +85,70 @@ func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL s
 		}
 	}
 	return ta, nil
+}
+
+// checkIssuer refuses --oidc-* flags without an issuer, an issuer beside --insecure-local, and
+// one without rules. No issuer at all is no error: tokens are not taken.
+func (f *oidcFlags) checkIssuer(issuer string, insecure bool, fromFile server.OIDCConfig) error {
+	others := f.rules != "" || f.audience != "" || f.consoleClient != "" || f.consoleScopes != "" || len(f.consoleParams) > 0 || f.requireATJWT
+	switch {
+	case issuer == "" && others:
+		return usagef("--oidc-rules, --oidc-audience, --oidc-require-at-jwt and --oidc-console-* need --oidc-issuer")
+	case issuer == "":
+		return nil
+	case insecure:
+		return usagef("--oidc-issuer (or the configuration's oidc block) checks tokens, --insecure-local checks nothing: give one of them")
+	case f.rules == "" && len(fromFile.Rules) == 0:
+		return usagef("--oidc-issuer needs --oidc-rules FILE (or rules in the configuration's oidc block): without rules no token grants any workspace")
+	}
+	return nil
+}
+
+// readRules returns the rules of --oidc-rules, else of the configuration's oidc block, and
+// where they were read, for the errors that name them.
+func (f *oidcFlags) readRules(fromFile server.OIDCConfig) ([]server.ClaimRule, string, error) {
+	if f.rules == "" {
+		return fromFile.Rules, "the configuration's oidc block", nil
+	}
+	data, err := os.ReadFile(f.rules)
+	if err != nil {
+		return nil, "", usagef("--oidc-rules: %v", err)
+	}
+	var rf rulesFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rf); err != nil {
+		return nil, "", usagef("--oidc-rules %s: %v (want rules: a list of {claim, value, workspace, role})", f.rules, err)
+	}
+	return rf.Rules, "--oidc-rules " + f.rules, nil
+}
+
+// audiences are --oidc-audience's, else the block's, else the server's resource identifier.
+func (f *oidcFlags) audiences(fromFile server.OIDCConfig, resource string) []string {
+	audiences := fromFile.Audiences
+	if f.audience != "" {
+		audiences = strings.Split(f.audience, ",")
+		for i := range audiences {
+			audiences[i] = strings.TrimSpace(audiences[i])
+		}
+	}
+	if len(audiences) == 0 {
+		audiences = []string{resource}
+	}
+	return audiences
+}
+
+// setConsole sets the console's sign-in: the flags', else the block's.
+func (f *oidcFlags) setConsole(ta *server.TokenAuth, fromFile server.OIDCConfig) {
+	ta.ConsoleClientID, ta.ConsoleScopes, ta.ConsoleParams = cmp.Or(f.consoleClient, fromFile.ConsoleClientID), fromFile.ConsoleScopes, fromFile.ConsoleParams
+	if f.consoleScopes != "" {
+		ta.ConsoleScopes = strings.Fields(f.consoleScopes)
+	}
+	if len(f.consoleParams) > 0 {
+		ta.ConsoleParams = map[string]string{}
+		for _, p := range f.consoleParams {
+			name, value, _ := strings.Cut(p, "=")
+			ta.ConsoleParams[strings.TrimSpace(name)] = value
+		}
+	}
 }

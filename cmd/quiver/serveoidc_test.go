@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/memstore"
 )
 
 // quiver serve's --oidc flags refuse what cannot work, with exit 2 and the reason.
@@ -30,6 +37,7 @@ func TestServeOIDCFlagsRefused(t *testing.T) {
 		says  string
 	}{
 		{"rules without an issuer", []string{"--oidc-rules", unknown}, "need --oidc-issuer"},
+		{"at+jwt required without an issuer", []string{"--oidc-require-at-jwt"}, "need --oidc-issuer"},
 		{"an issuer without rules", []string{"--oidc-issuer", "https://id.example.com"}, "needs --oidc-rules"},
 		{"with --insecure-local", []string{"--insecure-local", "--oidc-issuer", "https://id.example.com", "--oidc-rules", unknown}, "give one of them"},
 		{"an http issuer off loopback", []string{"--oidc-issuer", "http://id.example.com", "--oidc-rules", unknown}, "not an https URL"},
@@ -51,6 +59,49 @@ func TestServeOIDCFlagsRefused(t *testing.T) {
 			code, _, stderr := runCLI(t, "", args...)
 			if code != exitUsage || !strings.Contains(stderr, tt.says) {
 				t.Fatalf("exit %d, want %d saying %q:\n%s", code, exitUsage, tt.says, stderr)
+			}
+		})
+	}
+}
+
+// --oidc-require-at-jwt, or require_at_jwt in the configuration's oidc block, makes the check
+// refuse tokens not typed at+jwt; neither leaves it off.
+func TestServeOIDCRequireATJWT(t *testing.T) {
+	ctx := context.Background()
+	db := memstore.New()
+	t.Cleanup(func() { db.Close() })
+	ws := &store.Workspace{Name: "a"}
+	if err := db.CreateWorkspace(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	block := func(require bool) *server.File {
+		f, err := server.ParseConfig(strings.NewReader(fmt.Sprintf("oidc:\n  issuer: https://id.example.com/\n  require_at_jwt: %v\n"+
+			"  rules:\n    - {claim: groups, value: eng, workspace: %s, role: member}\n", require, ws.ID)), "quiver.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	tests := []struct {
+		name    string
+		flags   []string
+		file    *server.File
+		require bool
+	}{
+		{"neither", nil, block(false), false},
+		{"the flag", []string{"--oidc-require-at-jwt"}, block(false), true},
+		{"the block", nil, block(true), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			f := addOIDCFlags(fs)
+			if err := fs.Parse(tt.flags); err != nil {
+				t.Fatal(err)
+			}
+			ta, err := f.tokenAuth(ctx, db, "https://quiver.example.com", false, tt.file)
+			if err != nil || ta == nil || ta.RequireATJWT != tt.require {
+				t.Fatalf("%+v %v, want RequireATJWT %v", ta, err, tt.require)
 			}
 		})
 	}

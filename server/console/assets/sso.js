@@ -5,7 +5,7 @@
 // session storage, the Authorization header), never in a cookie or a URL. The code is taken
 // off the address at once.
 
-const FLOW = "quiver.signin"; // the state and verifier of a sign-in under way in this tab
+const FLOW = "quiver.signin"; // the state, verifier and nonce of a sign-in under way in this tab
 
 function b64url(bytes) {
   let s = "";
@@ -26,14 +26,18 @@ function redirectURI() {
 export async function begin(provider) {
   const verifier = random(32);
   const state = random(16);
+  // The nonce goes into the ID token the provider issues beside the access token: what marks
+  // that token as an ID token to the server, which refuses it as an access token.
+  const nonce = random(16);
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
-  sessionStorage.setItem(FLOW, JSON.stringify({ state, verifier, hash: location.hash }));
+  sessionStorage.setItem(FLOW, JSON.stringify({ state, verifier, nonce, hash: location.hash }));
   const u = new URL(provider.authorization_endpoint);
   u.searchParams.set("response_type", "code");
   u.searchParams.set("client_id", provider.client_id);
   u.searchParams.set("redirect_uri", redirectURI());
   u.searchParams.set("scope", provider.scopes.join(" "));
   u.searchParams.set("state", state);
+  u.searchParams.set("nonce", nonce);
   u.searchParams.set("code_challenge", b64url(new Uint8Array(digest)));
   u.searchParams.set("code_challenge_method", "S256");
   for (const [name, value] of Object.entries(provider.params || {})) u.searchParams.set(name, value);
@@ -77,5 +81,23 @@ export async function finish(provider) {
   if (!resp.ok || !data.access_token) {
     throw new Error(`The identity provider gave no token: ${data.error_description || data.error || "HTTP " + resp.status}.`);
   }
+  // The page uses only the access token, but an ID token that comes with it must answer this
+  // sign-in: one with another nonce was issued for another (a code slipped in), so its access
+  // token is not taken either. Its signature is the provider's TLS answer's (OpenID Connect
+  // Core 3.1.3.7): it came straight from the token endpoint.
+  if (data.id_token && idTokenNonce(data.id_token) !== flow.nonce) {
+    throw new Error("The identity provider's answer is not for this sign-in (its ID token's nonce differs): sign in again.");
+  }
   return data.access_token;
+}
+
+// idTokenNonce is the nonce claim of an ID token (a JWT), null when it has none or is no JWT.
+function idTokenNonce(idToken) {
+  try {
+    const payload = idToken.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    const claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(payload), (c) => c.charCodeAt(0))));
+    return typeof claims.nonce === "string" ? claims.nonce : null;
+  } catch {
+    return null;
+  }
 }
