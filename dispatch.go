@@ -163,6 +163,10 @@ type Dispatcher struct {
 	Delegator Delegator
 	// Timeout bounds a tool that sets no timeout of its own; zero means no bound.
 	Timeout time.Duration
+	// ToolWait bounds how long a call waits for its tool while the tool's source connects
+	// (see [ToolPending]): a remote MCP server reconnecting after a restart, say. Zero means
+	// DefaultToolWait; negative, no wait.
+	ToolWait time.Duration
 	// Grace is how long a cancelled or timed-out handler gets to return before it is abandoned
 	// and its result recorded as cancelled; zero means 2 seconds.
 	Grace time.Duration
@@ -200,6 +204,10 @@ type Dispatcher struct {
 	handler   Handler
 	policyErr error // a malformed policy refuses every call rather than guess
 }
+
+// DefaultToolWait is how long a call waits for a tool whose source is connecting: the time a
+// remote MCP server gets to connect at start-up (mcp.ImportOptions.ConnectTimeout's default).
+const DefaultToolWait = 30 * time.Second
 
 const (
 	defaultGrace         = 2 * time.Second

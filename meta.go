@@ -383,7 +383,7 @@ func (d *Dispatcher) Check(ctx context.Context, call Call) *Result {
 	}
 	c := &call
 	c.reset()
-	if r := d.lookup(c); r != nil {
+	if r := d.lookup(ctx, c); r != nil {
 		return r
 	}
 	if r := d.prepareArgs(c); r != nil {

@@ -232,6 +232,22 @@ func (r *Registry) Explain(why func(name string) error) (remove func()) {
 	}
 }
 
+// ToolPending is what an Explain function returns for a tool that is missing while its source
+// connects (a remote MCP server starting or reconnecting): its tools are registered once it
+// has. A [Dispatcher] waits for Ready to close, at most its ToolWait and within the call's
+// deadline, and looks the tool up again, so that a call made while the source reconnects
+// (a run resumed as the server restarts, say) runs once it is there rather than failing; a
+// call still without its tool after the wait gets Err.
+type ToolPending struct {
+	// Err is why the tool cannot be called now, as for any other explanation.
+	Err error
+	// Ready closes when the source's connection attempt ends, connected or not.
+	Ready <-chan struct{}
+}
+
+func (e *ToolPending) Error() string { return e.Err.Error() }
+func (e *ToolPending) Unwrap() error { return e.Err }
+
 // Missing says why the named tool, which the registry does not hold, cannot be called: the
 // first reason an Explain function gives, this registry's before Base's; nil when none knows
 // the name.

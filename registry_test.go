@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/tools/clock"
@@ -381,5 +382,64 @@ func TestRegistryExplainsMissingTools(t *testing.T) {
 		if r.Code != tt.code || !strings.Contains(r.ModelText(), tt.has) {
 			t.Errorf("%s (policy %+v, removed %v): %s %q, want code %q and %q", tt.name, tt.policy, tt.removed, r.Code, r.ModelText(), tt.code, tt.has)
 		}
+	}
+}
+
+// A call to a tool whose source says it is connecting (a ToolPending) waits for the source and
+// runs once the tool is there; past ToolWait, or when the call ends first, it gets the
+// source's reason; a name the policy refuses is unknown at once, as any tool out of reach.
+func TestCallWaitsForAToolWhoseSourceConnects(t *testing.T) {
+	tests := []struct {
+		name      string
+		arrives   bool // the source connects and registers the tool
+		wait      time.Duration
+		cancelled bool
+		policy    quiver.Policy
+		want      string // the result's text, or a part of its error
+		code      quiver.Code
+	}{
+		{name: "the source connects", arrives: true, want: "up"},
+		{name: "the source stays away past the wait", wait: 20 * time.Millisecond, want: "the call waited 20ms for it", code: quiver.CodeToolError},
+		{name: "the call ends while it waits", cancelled: true, want: "the call ended while it waited", code: quiver.CodeToolError},
+		{name: "the policy refuses the name", policy: quiver.Policy{Deny: []string{"src.*"}}, want: "unknown tool", code: quiver.CodeUnknownTool},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := &quiver.Registry{Logger: slog.New(slog.DiscardHandler)}
+			ready := make(chan struct{})
+			reg.Explain(func(name string) error {
+				if name != "src.ping" {
+					return nil
+				}
+				return &quiver.ToolPending{Err: quiver.Fail(quiver.CodeToolError, "src is connecting"), Ready: ready}
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			switch {
+			case tt.arrives:
+				go func() {
+					if err := reg.Register(textTool("src.ping", "up")); err != nil {
+						panic(err)
+					}
+					close(ready)
+				}()
+			case tt.cancelled:
+				time.AfterFunc(10*time.Millisecond, cancel)
+			}
+			d := &quiver.Dispatcher{Registry: reg, ToolWait: tt.wait, Policy: tt.policy}
+			r, err := d.Dispatch(ctx, quiver.Call{Name: "src.ping"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.code == "" {
+				if r.IsError() || r.Text != tt.want {
+					t.Fatalf("got %+v, want the text %q", r, tt.want)
+				}
+				return
+			}
+			if r.Code != tt.code || !strings.Contains(r.Error, tt.want) {
+				t.Fatalf("got %s %q, want %s saying %q", r.Code, r.Error, tt.code, tt.want)
+			}
+		})
 	}
 }

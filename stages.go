@@ -1,11 +1,13 @@
 package quiver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/quiverhq/quiver/schema"
 )
@@ -25,7 +27,7 @@ func (d *Dispatcher) mask(next Handler) Handler {
 
 func (d *Dispatcher) lookupAndPolicy(next Handler) Handler {
 	return func(ctx context.Context, c *Call) *Result {
-		if r := d.lookup(c); r != nil {
+		if r := d.lookup(ctx, c); r != nil {
 			return r
 		}
 		return next(ctx, c)
@@ -34,23 +36,57 @@ func (d *Dispatcher) lookupAndPolicy(next Handler) Handler {
 
 // lookup sets the call's tool, or returns the error result of a tool that is unknown or that
 // the policy does not permit.
-func (d *Dispatcher) lookup(c *Call) *Result {
+func (d *Dispatcher) lookup(ctx context.Context, c *Call) *Result {
 	t, ok := d.registry().Lookup(c.Name)
 	if !ok {
 		// A tool that is missing for a reason (its remote server is down) says so, unless the
 		// policy would refuse it anyway: then it is unknown, as any tool out of reach.
-		if permitted, _ := d.Policy.permits(c.Name); permitted {
-			if err := d.registry().Missing(c.Name); err != nil {
-				return errorResult(err)
-			}
+		if permitted, _ := d.Policy.permits(c.Name); !permitted {
+			return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
 		}
-		return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
+		var err error
+		if t, err = d.awaitTool(ctx, c.Name); err != nil {
+			return errorResult(err)
+		}
+		if t == nil {
+			return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
+		}
 	}
 	if ok, why := d.Policy.Permits(t); !ok {
 		return Errorf(CodePolicyDenied, "tool %s is not available: %s. %s", quoteName(c.Name), why, d.available())
 	}
 	c.tool = t
 	return nil
+}
+
+// awaitTool is a tool the registry does not hold, once it is there: while its source says it
+// is connecting (a ToolPending), the call waits for it, at most ToolWait and within ctx. It
+// returns the reason the tool cannot be called when it stays missing, and neither tool nor
+// reason for a name no source knows.
+func (d *Dispatcher) awaitTool(ctx context.Context, name string) (*Tool, error) {
+	wait := cmp.Or(d.ToolWait, DefaultToolWait)
+	if wait < 0 {
+		wait = 0
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		err := d.registry().Missing(name)
+		var pending *ToolPending
+		if !errors.As(err, &pending) {
+			return nil, err
+		}
+		select {
+		case <-pending.Ready:
+		case <-deadline.C:
+			return nil, fmt.Errorf("%w (the call waited %s for it)", pending.Err, wait)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (the call ended while it waited: %w)", pending.Err, context.Cause(ctx))
+		}
+		if t, ok := d.registry().Lookup(name); ok {
+			return t, nil
+		}
+	}
 }
 
 // available lists the tools the model may call, for error results that must say what exists.

@@ -177,7 +177,7 @@ func Import(ctx context.Context, reg *quiver.Registry, remotes []Remote, opts *I
 		if r.Timeout == 0 {
 			r.Timeout = 60 * time.Second
 		}
-		rm := &remote{im: im, cfg: r, tools: map[string]*importedTool{}, logger: im.logger.With("mcp_server", r.Name)}
+		rm := &remote{im: im, cfg: r, tools: map[string]*importedTool{}, attempt: make(chan struct{}), logger: im.logger.With("mcp_server", r.Name)}
 		if r.OAuth != nil {
 			h, err := rm.newOAuthHandler(ctx)
 			if err != nil {

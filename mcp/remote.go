@@ -37,6 +37,10 @@ type remote struct {
 	lastTry  time.Time                // when the last connection attempt failed or the connection was lost
 	authURL  string                   // a user must open it to authorize Quiver
 	ready    func()                   // ends the first connection attempt's wait in Import
+	// attempt is open while a connection attempt is under way, or due at once (the first,
+	// and one after a lost connection); nil while the remote is connected or waits out a
+	// backoff after a failure. A call that finds no connection waits on it (see awaitSession).
+	attempt chan struct{}
 	tools    map[string]*importedTool // by Quiver name
 	progress sync.Map                 // progress token -> context of the call it belongs to
 	syncMu   sync.Mutex               // one tool list synchronisation at a time
@@ -54,8 +58,11 @@ func (r *remote) loop(ctx context.Context, first chan struct{}) {
 	r.mu.Lock()
 	r.ready = signal
 	r.mu.Unlock()
+	defer r.endAttempt()
 	for ctx.Err() == nil {
+		r.beginAttempt()
 		cs, err := r.connect(ctx)
+		r.endAttempt()
 		if err != nil {
 			r.mu.Lock()
 			r.lastErr, r.lastTry = err.Error(), time.Now()
@@ -78,6 +85,9 @@ func (r *remote) loop(ctx context.Context, first chan struct{}) {
 		if r.session == cs {
 			r.session = nil
 		}
+		if r.attempt == nil {
+			r.attempt = make(chan struct{}) // reconnecting at once: calls wait for it
+		}
 		if ctx.Err() == nil {
 			r.lastErr, r.lastTry = "the connection closed", time.Now()
 			if waitErr != nil {
@@ -87,6 +97,59 @@ func (r *remote) loop(ctx context.Context, first chan struct{}) {
 		r.mu.Unlock()
 		if ctx.Err() == nil {
 			r.logger.Warn("mcp: the MCP server disconnected; reconnecting", "err", waitErr)
+		}
+	}
+}
+
+// beginAttempt marks a connection attempt under way, so that calls wait for its end.
+func (r *remote) beginAttempt() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.attempt == nil {
+		r.attempt = make(chan struct{})
+	}
+}
+
+// endAttempt wakes the calls waiting for the attempt: connected (the session and the tools
+// are in place by then) or not (lastErr says why, once the caller has set it).
+func (r *remote) endAttempt() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.attempt != nil {
+		close(r.attempt)
+		r.attempt = nil
+	}
+}
+
+// connecting is the end of the connection attempt under way, or nil when none is.
+func (r *remote) connecting() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.attempt == nil {
+		return nil
+	}
+	return r.attempt
+}
+
+// awaitSession is the remote's connection, waiting for it while an attempt to connect is
+// under way, at most quiver.DefaultToolWait and within ctx (as a call made at start-up waits
+// in Import): nil when the remote stays unconnected.
+func (r *remote) awaitSession(ctx context.Context) *sdk.ClientSession {
+	deadline := time.NewTimer(quiver.DefaultToolWait)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		cs, attempt := r.session, r.attempt
+		r.mu.Unlock()
+		if cs != nil || attempt == nil {
+			return cs
+		}
+		select {
+		case <-attempt:
+		case <-deadline.C:
+			return nil
+		case <-ctx.Done():
+			return nil
 		}
 	}
 }
@@ -176,7 +239,7 @@ func (r *remote) notConnected(name string) error {
 	case why == "" && authURL != "":
 		why = "it waits for a user to authorize Quiver at " + authURL
 	case why == "":
-		why = "not connected yet"
+		why = "it is connecting"
 	}
 	if !lastTry.IsZero() {
 		why += " (last tried " + lastTry.UTC().Format(time.RFC3339) + ")"
@@ -198,6 +261,9 @@ func (im *Importer) explain(name string) error {
 		r.mu.Unlock()
 		if connected {
 			return nil
+		}
+		if attempt := r.connecting(); attempt != nil {
+			return &quiver.ToolPending{Err: r.notConnected(name), Ready: attempt}
 		}
 		return r.notConnected(name)
 	}

@@ -22,10 +22,11 @@ const progressLinger = 2 * time.Second
 
 // call runs one call of a remote tool.
 func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	r.mu.Lock()
-	cs := r.session
-	r.mu.Unlock()
+	cs := r.awaitSession(ctx)
 	if cs == nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the dispatcher reports the timeout or cancellation
+		}
 		return nil, r.notConnected(r.quiverName(name))
 	}
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
@@ -51,6 +52,9 @@ func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (a
 		if r.session == cs {
 			r.session = nil
 			r.lastErr, r.lastTry = err.Error(), time.Now()
+			if r.attempt == nil {
+				r.attempt = make(chan struct{}) // the loop reconnects at once: calls wait for it
+			}
 		}
 		r.mu.Unlock()
 		go cs.Close()

@@ -83,6 +83,11 @@ type Config struct {
 	Resolver *vars.Resolver
 	// Remotes are MCP servers whose tools are imported (see mcp.Import).
 	Remotes []mcp.Remote
+	// StartRuns, when set, starts the platform's background runs (Platform.StartJobs) once
+	// the remotes have had their first connection attempt and before the doors are built: a
+	// run that a restart resumes finds the remotes' tools there, as a call made at start-up
+	// does, rather than calling them while they connect.
+	StartRuns func(context.Context) error
 	// PublicURL is the server's base URL as browsers reach it; the OAuth redirect URL of
 	// remotes that give none is PublicURL + "/oauth/callback". "http://" + Addr when empty.
 	// Its host is accepted in the Host header of requests to /mcp besides local ones (DNS
@@ -269,6 +274,14 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	callbacks := &mcp.Callbacks{Logger: s.logger}
 	if err := s.importRemotes(ctx, callbacks); err != nil {
 		return nil, err
+	}
+	if cfg.StartRuns != nil {
+		if err := cfg.StartRuns(ctx); err != nil {
+			if s.importer != nil {
+				s.importer.Close()
+			}
+			return nil, err
+		}
 	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)

@@ -28,6 +28,9 @@ import (
 type crashServer struct {
 	test                      string
 	envDB, envAgents, envLife string
+	// envConfig, when set, names the variable by which the parent gives the configuration
+	// file (TestMain clears QUIVER_CONFIG in every test process).
+	envConfig string
 }
 
 // life returns the life this process serves as, and false when it is no crash test's child (a
@@ -46,6 +49,9 @@ func (s crashServer) serve() {
 	args := []string{"serve", "--agents", os.Getenv(s.envAgents), "--addr", "127.0.0.1:0", "--db", db}
 	if strings.HasPrefix(db, "postgres://") {
 		args[len(args)-2] = "--postgres"
+	}
+	if config := os.Getenv(s.envConfig); s.envConfig != "" && config != "" {
+		args = append(args, "--config", config)
 	}
 	code := run(context.Background(), args, strings.NewReader(""), os.Stdout, os.Stderr)
 	crashtest.Fail("quiver serve exited with %d", code)
@@ -79,6 +85,8 @@ type crashHarness struct {
 	t          testing.TB
 	server     crashServer
 	db, agents string
+	env        []string            // more of the lives' environment ("NAME=value")
+	count      func() int          // the tally executions so far, when not reported by the lives
 	admin      string              // the admin key the first life printed
 	ran        map[string][]string // ran["thread/call"] lists the lives that executed the call, in order
 	stderrs    []string            // the standard error of every life that ended
@@ -93,7 +101,8 @@ func (h *crashHarness) start(life int) (*crashtest.Child, string) {
 	t := h.t
 	t.Helper()
 	s := h.server
-	child := crashtest.Start(t, s.test, s.envDB+"="+h.db, s.envAgents+"="+h.agents, fmt.Sprintf("%s=%d", s.envLife, life))
+	env := append([]string{s.envDB + "=" + h.db, s.envAgents + "=" + h.agents, fmt.Sprintf("%s=%d", s.envLife, life)}, h.env...)
+	child := crashtest.Start(t, s.test, env...)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if m := servingRE.FindStringSubmatch(child.Stderr()); m != nil {
 			if h.admin == "" {
@@ -118,6 +127,7 @@ func (h *crashHarness) killLives(kills int, pause func() time.Duration, begin fu
 	t := h.t
 	t.Helper()
 	for life := 0; ; life++ {
+		before := h.executions()
 		child, base := h.start(life)
 		if life == 0 {
 			begin(base)
@@ -131,7 +141,6 @@ func (h *crashHarness) killLives(kills int, pause func() time.Duration, begin fu
 		if !killed {
 			t.Fatalf("life %d was not killed:\n%s", life, child.Stderr())
 		}
-		before := h.executions()
 		h.collect(child, rest)
 		lastKilled = h.executions() - before
 		t.Logf("life %d: killed after %d tally executions", life, lastKilled)
@@ -175,8 +184,12 @@ func (h *crashHarness) startRuns(base, agent, message string, n int) []string {
 	return threads
 }
 
-// executions counts the tally executions reported so far.
+// executions counts the tally executions reported so far (counted by h.count when the tool
+// runs outside the server).
 func (h *crashHarness) executions() int {
+	if h.count != nil {
+		return h.count()
+	}
 	n := 0
 	for _, lives := range h.ran {
 		n += len(lives)

@@ -347,12 +347,17 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	if !r.insecure {
 		cfg.Auth = &server.Authenticator{Keys: db, Tokens: tokens}
 	}
-	stopRuns, err := startRuns(ctx, cfg.Platform, db)
-	if err != nil {
-		ln.Close()
-		return exitError, err
+	stopRuns := func() {}
+	defer func() { stopRuns() }()
+	// The runs start once the remote MCP servers had their first connection attempt: a run a
+	// restart resumes finds their tools as a call made at start-up does.
+	cfg.StartRuns = func(ctx context.Context) error {
+		stop, err := startRuns(ctx, cfg.Platform, db)
+		if err == nil {
+			stopRuns = stop
+		}
+		return err
 	}
-	defer stopRuns()
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		ln.Close()
