@@ -31,16 +31,16 @@ type remote struct {
 
 	oauth *auth.AuthorizationCodeHandler // nil without OAuth
 
-	mu       sync.Mutex
-	session  *sdk.ClientSession
-	lastErr  string
-	lastTry  time.Time                // when the last connection attempt failed or the connection was lost
-	authURL  string                   // a user must open it to authorize Quiver
-	ready    func()                   // ends the first connection attempt's wait in Import
+	mu      sync.Mutex
+	session *sdk.ClientSession
+	lastErr string
+	lastTry time.Time // when the last connection attempt failed or the connection was lost
+	authURL string    // a user must open it to authorize Quiver
+	ready   func()    // ends the first connection attempt's wait in Import
 	// attempt is open while a connection attempt is under way, or due at once (the first,
 	// and one after a lost connection); nil while the remote is connected or waits out a
 	// backoff after a failure. A call that finds no connection waits on it (see awaitSession).
-	attempt chan struct{}
+	attempt  chan struct{}
 	tools    map[string]*importedTool // by Quiver name
 	progress sync.Map                 // progress token -> context of the call it belongs to
 	syncMu   sync.Mutex               // one tool list synchronisation at a time
