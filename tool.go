@@ -108,15 +108,23 @@ type Tool struct {
 
 // NewTool checks spec, compiles its schemas and returns the tool. fn may be nil for a
 // schema-only tool, executed by an activity or latently (see [Registry.RegisterActivity]).
+// Schemas over the bounds of package schema (schema.MaxSchemaNodes, ...) are refused.
 func NewTool(spec Spec, fn ToolFunc) (*Tool, error) {
+	return NewToolContext(context.Background(), spec, fn)
+}
+
+// NewToolContext is NewTool for a tool made on behalf of a request (a tool a member stores, an
+// OpenAPI document or a remote's tools imported): compiling its schemas stops, with ctx's
+// error, when ctx ends.
+func NewToolContext(ctx context.Context, spec Spec, fn ToolFunc) (*Tool, error) {
 	t := &Tool{spec: spec, fn: fn}
-	if err := t.init(); err != nil {
+	if err := t.init(ctx); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *Tool) init() error {
+func (t *Tool) init(ctx context.Context) error {
 	s := &t.spec
 	// The tool owns its spec: later changes to the caller's schemas or slices must not make
 	// what is rendered differ from what is validated.
@@ -158,14 +166,14 @@ func (t *Tool) init() error {
 				return fmt.Errorf("quiver: tool %q: argument %q starts with an underscore, which marks a call's meta-fields (_reasoningForCall, _output, ...); rename it", s.Name, name)
 			}
 		}
-		c, err := schema.Compile(s.InputSchema)
+		c, err := schema.CompileContext(ctx, s.InputSchema)
 		if err != nil {
 			return fmt.Errorf("quiver: tool %q: input schema: %w", s.Name, err)
 		}
 		t.input = c
 	}
 	if s.OutputSchema != nil {
-		c, err := schema.Compile(s.OutputSchema)
+		c, err := schema.CompileContext(ctx, s.OutputSchema)
 		if err != nil {
 			return fmt.Errorf("quiver: tool %q: output schema: %w", s.Name, err)
 		}
@@ -376,7 +384,7 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 		}
 		return out, nil
 	}
-	if err := t.init(); err != nil {
+	if err := t.init(context.Background()); err != nil {
 		return nil, err
 	}
 	t.outputTrusted = guaranteed

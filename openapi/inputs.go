@@ -242,8 +242,7 @@ func (b *builder) outputSchema(op *openapi3.Operation) ([]byte, error) {
 // cache is the source's components converted in one direction.
 func (b *builder) cache(dir direction) *components {
 	if b.components[dir] == nil {
-		b.components[dir] = &components{schemas: map[string]any{}, deps: map[string][]string{}, sizes: map[string]int{},
-			keys: map[string]string{}, names: map[string]string{}, failed: map[string]error{}}
+		b.components[dir] = newComponents()
 	}
 	return b.components[dir]
 }

@@ -123,7 +123,7 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", where, err)
 	}
-	b := &builder{src: src, doc: doc, servers: servers, names: map[string]int{}}
+	b := &builder{ctx: ctx, src: src, doc: doc, servers: servers, names: map[string]int{}}
 	b.client = newClient(src, servers)
 	sel := newSelector(src.Operations)
 	im := &Import{}
@@ -134,6 +134,9 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 			op := item.GetOperation(method)
 			if op == nil || !sel.selects(method, path, op) {
 				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err // the request it is read for ended
 			}
 			if selected++; selected > MaxOperations {
 				return nil, fmt.Errorf("openapi: %s: more than %d operations selected; select some with operations", where, MaxOperations)
@@ -297,6 +300,7 @@ func (s *selector) unmatched() []string {
 
 // builder makes the tools of one source.
 type builder struct {
+	ctx     context.Context // the request the source is read for: compiling stops when it ends
 	src     Source
 	doc     *openapi3.T
 	servers []*url.URL
@@ -366,7 +370,7 @@ func (b *builder) tool(method, path string, item *openapi3.PathItem, op *openapi
 		Imported:     true,
 		Annotations:  annotations(method, op),
 	}
-	t, err := quiver.NewTool(spec, c.call)
+	t, err := quiver.NewToolContext(b.ctx, spec, c.call)
 	if err != nil {
 		return nil, "", err
 	}

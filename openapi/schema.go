@@ -39,11 +39,56 @@ const (
 // the tools that refer to one share its conversion.
 type components struct {
 	schemas map[string]any      // $defs key to converted schema (nil while being converted)
-	deps    map[string][]string // the keys each one refers to
+	deps    map[string][]string // the keys each one refers to, each once
+	users   map[string][]string // the keys that refer to each one
+	edges   map[[2]string]bool  // the references noted in deps and users
 	sizes   map[string]int      // each one's size as JSON
 	keys    map[string]string   // component name to its $defs key
 	names   map[string]string   // $defs key to the component it was given to
 	failed  map[string]error    // keys whose conversion failed, and why
+	// broken are the keys whose conversion failed or that refer, through others, to one that
+	// did, with the failure: kept as references are noted, so that looking one up costs
+	// nothing however many references a document has.
+	broken map[string]error
+}
+
+func newComponents() *components {
+	return &components{schemas: map[string]any{}, deps: map[string][]string{}, users: map[string][]string{},
+		edges: map[[2]string]bool{}, sizes: map[string]int{}, keys: map[string]string{}, names: map[string]string{},
+		failed: map[string]error{}, broken: map[string]error{}}
+}
+
+// refer notes that the component from refers to the component to; from is broken if to is.
+func (cs *components) refer(from, to string) {
+	if cs.edges[[2]string{from, to}] {
+		return
+	}
+	cs.edges[[2]string{from, to}] = true
+	cs.deps[from] = append(cs.deps[from], to)
+	cs.users[to] = append(cs.users[to], from)
+	if err := cs.broken[to]; err != nil {
+		cs.breaks(from, err)
+	}
+}
+
+// fail records that a component's conversion failed.
+func (cs *components) fail(key string, err error) {
+	cs.failed[key] = err
+	cs.breaks(key, err)
+}
+
+// breaks marks key, and every component that refers to it through others, broken by err.
+func (cs *components) breaks(key string, err error) {
+	stack := []string{key}
+	for len(stack) > 0 {
+		k := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if cs.broken[k] != nil {
+			continue
+		}
+		cs.broken[k] = err
+		stack = append(stack, cs.users[k]...)
+	}
 }
 
 // converter converts the schemas of one tool, noting the components they use.
@@ -251,9 +296,9 @@ func (c *converter) component(ref string) (string, error) {
 	name = strings.NewReplacer("~1", "/", "~0", "~").Replace(name)
 	key := c.cache.keyOf(name)
 	if n := len(c.stack); n > 0 {
-		c.cache.deps[c.stack[n-1]] = append(c.cache.deps[c.stack[n-1]], key)
+		c.cache.refer(c.stack[n-1], key)
 	}
-	if err := c.cache.broken(key, map[string]bool{}); err != nil {
+	if err := c.cache.broken[key]; err != nil {
 		return "", err
 	}
 	if _, done := c.cache.schemas[key]; done {
@@ -273,7 +318,7 @@ func (c *converter) component(ref string) (string, error) {
 		// tool using that one must fail the same way rather than miss it from its $defs.
 		delete(c.cache.schemas, key)
 		err = fmt.Errorf("schema %s: %w", name, err)
-		c.cache.failed[key] = err
+		c.cache.fail(key, err)
 		return "", err
 	}
 	c.cache.schemas[key] = conv
@@ -299,23 +344,6 @@ func (cs *components) keyOf(name string) string {
 	}
 	cs.keys[name], cs.names[key] = key, name
 	return key
-}
-
-// broken is the error of a component, or of one it refers to, whose conversion failed.
-func (cs *components) broken(key string, seen map[string]bool) error {
-	if seen[key] {
-		return nil
-	}
-	seen[key] = true
-	if err := cs.failed[key]; err != nil {
-		return err
-	}
-	for _, d := range cs.deps[key] {
-		if err := cs.broken(d, seen); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // defsSize is the size of the components the tool uses, as JSON: what its schemas will be at

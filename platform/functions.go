@@ -78,7 +78,7 @@ func (p *Platform) CreateFunctionVersion(ctx context.Context, a Actor, id string
 	if err != nil {
 		return nil, err
 	}
-	if err := checkVersion(f.Name, in); err != nil {
+	if err := checkVersion(ctx, f.Name, in); err != nil {
 		return nil, err
 	}
 	ws := a.WorkspaceID
@@ -138,8 +138,9 @@ func (p *Platform) ownFunction(ctx context.Context, a Actor, id string) (store.E
 }
 
 // checkVersion checks a version before it is stored: the code must parse (the interpreter's
-// message names the place), and the schemas be ones a tool can have.
-func checkVersion(name string, in NewVersion) error {
+// message names the place), and the schemas be ones a tool can have, compiled on behalf of the
+// request (they stop when it ends).
+func checkVersion(ctx context.Context, name string, in NewVersion) error {
 	// The description is the tool's business; a function's check only needs one to pass.
 	if _, err := jsfunc.New(jsfunc.Definition{Name: name, Description: "function " + name, Code: in.Code}); err != nil {
 		return invalid("code", strings.TrimPrefix(err.Error(), "jsfunc: "))
@@ -151,8 +152,8 @@ func checkVersion(name string, in NewVersion) error {
 			return err
 		}
 		spec.InputSchema, spec.Variables = doc.Input, doc.Variables
-		if _, err := quiver.NewTool(spec, nil); err != nil {
-			return invalid("input_schema", err.Error())
+		if _, err := quiver.NewToolContext(ctx, spec, nil); err != nil {
+			return schemaRefusal(ctx, "input_schema", err)
 		}
 	}
 	if in.OutputSchema != nil {
@@ -161,9 +162,18 @@ func checkVersion(name string, in NewVersion) error {
 			return err
 		}
 		spec.OutputSchema = out
-		if _, err := quiver.NewTool(spec, nil); err != nil {
-			return invalid("output_schema", err.Error())
+		if _, err := quiver.NewToolContext(ctx, spec, nil); err != nil {
+			return schemaRefusal(ctx, "output_schema", err)
 		}
 	}
 	return nil
+}
+
+// schemaRefusal is the refusal of a field whose schema did not compile, or the request's own
+// end when that is what stopped the compilation.
+func schemaRefusal(ctx context.Context, field string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return invalid(field, err.Error())
 }

@@ -353,7 +353,7 @@ func (p *Platform) checkTool(ctx context.Context, ent store.Entities, a Actor, t
 			return err
 		}
 	}
-	if err := checkContract(t, inDoc, outDoc); err != nil {
+	if err := checkContract(ctx, t, inDoc, outDoc); err != nil {
 		return err
 	}
 	// The store's own rules, on the tool as it will be stored (its schemas are written after
@@ -454,8 +454,9 @@ func checkRuntimeUser(ctx context.Context, ent store.Entities, a Actor, t *store
 
 // checkContract builds the tool the way a workspace will serve it (loadStoredTools): its
 // schema documents, description and examples must make a tool, or it would be stored and
-// never served. Each refusal names its field.
-func checkContract(t *store.Tool, inDoc, outDoc []byte) error {
+// never served. Each refusal names its field. The schemas are compiled on behalf of the
+// request: when it ends, so does their compilation.
+func checkContract(ctx context.Context, t *store.Tool, inDoc, outDoc []byte) error {
 	doc, err := inputDoc("input_schema", inDoc)
 	if err != nil {
 		return err
@@ -471,23 +472,36 @@ func checkContract(t *store.Tool, inDoc, outDoc []byte) error {
 	// The description is checked last: a placeholder lets the schemas be checked first.
 	desc := cmp.Or(t.Description, doc.Description)
 	spec := quiver.Spec{Name: t.Name, Description: cmp.Or(desc, "-"), Target: target, InputSchema: doc.Input, Variables: doc.Variables}
-	if _, err := quiver.NewTool(spec, nil); err != nil {
-		return invalid("input_schema", err.Error())
-	}
-	spec.OutputSchema = out
-	if _, err := quiver.NewTool(spec, nil); err != nil {
-		return invalid("output_schema", err.Error())
-	}
+	full := spec
+	full.OutputSchema = out
 	for _, e := range t.Examples {
-		spec.Examples = append(spec.Examples, quiver.Example{Args: e.Args, Result: e.Result})
+		full.Examples = append(full.Examples, quiver.Example{Args: e.Args, Result: e.Result})
 	}
-	if _, err := quiver.NewTool(spec, nil); err != nil {
-		return invalid("examples", err.Error())
+	// The whole tool first, so that a good one (the usual case) compiles its schemas once;
+	// only a refusal is narrowed down to its field.
+	if _, err := quiver.NewToolContext(ctx, full, nil); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		return contractField(ctx, spec, full, err)
 	}
 	if desc == "" {
 		return invalid("description", "a tool needs a description (or its input schema one): it tells the model when to use the tool")
 	}
 	return nil
+}
+
+// contractField is the refusal of a tool that NewTool refused, naming the field at fault: the
+// input schema on its own, then with the output schema, else the examples.
+func contractField(ctx context.Context, spec, full quiver.Spec, err error) error {
+	if _, inErr := quiver.NewToolContext(ctx, spec, nil); inErr != nil {
+		return invalid("input_schema", inErr.Error())
+	}
+	spec.OutputSchema = full.OutputSchema
+	if _, outErr := quiver.NewToolContext(ctx, spec, nil); outErr != nil {
+		return invalid("output_schema", outErr.Error())
+	}
+	return invalid("examples", err.Error())
 }
 
 // inputDoc reads an input schema document: a JSON Schema object, with the tool's variables

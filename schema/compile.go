@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,12 +22,23 @@ type Compiled struct {
 	compiled *validator.Schema
 	defaults *defaultsNode // nil when the schema declares no default anywhere
 	quick    *quick        // nil when the fast path does not cover the schema
+	// costly is the schema's graph when one value could cost the validator more than the
+	// schema has nodes (a definition named from several places, or a recursion): each value is
+	// then counted before it is checked (see MaxValidationSteps). nil otherwise.
+	costly *graph
 }
 
 // Compile checks s, compiles it for validation, and checks every default it declares against
 // the schema of the value it defaults. Formats (date-time, email, uuid, ...) are asserted, not
-// merely annotated, so that a model gets told when a date is not a date.
+// merely annotated, so that a model gets told when a date is not a date. A schema over the
+// bounds MaxSchemaNodes and MaxSchemaVisits is refused with an error that names the bound.
 func Compile(s *Schema) (*Compiled, error) {
+	return CompileContext(context.Background(), s)
+}
+
+// CompileContext is Compile for a schema compiled on behalf of a request: it stops with the
+// context's error when ctx ends. The bounds are the same.
+func CompileContext(ctx context.Context, s *Schema) (*Compiled, error) {
 	if s == nil {
 		return nil, errors.New("schema: compile: nil schema")
 	}
@@ -34,49 +46,106 @@ func Compile(s *Schema) (*Compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema: compile: %w", err)
 	}
-	compiled, err := compileJSON(raw)
-	if err != nil {
-		return nil, err
-	}
-	c := &Compiled{source: s, json: raw, compiled: compiled}
-	c.defaults, err = buildDefaults(s, s, 0)
-	if err != nil {
-		return nil, err
-	}
-	c.quick = buildQuick(s)
-	return c, nil
+	return compile(ctx, s, raw)
 }
 
 // CompileJSON parses a JSON Schema document and compiles it.
 func CompileJSON(doc []byte) (*Compiled, error) {
+	return CompileJSONContext(context.Background(), doc)
+}
+
+// CompileJSONContext is CompileJSON for a document compiled on behalf of a request (see
+// CompileContext).
+func CompileJSONContext(ctx context.Context, doc []byte) (*Compiled, error) {
 	var s Schema
 	if err := json.Unmarshal(doc, &s); err != nil {
 		return nil, fmt.Errorf("schema: parse: %w", err)
 	}
-	return Compile(&s)
+	return CompileContext(ctx, &s)
 }
 
 const resourceURL = "quiver:///schema.json"
 
+// compile checks the document's graph against the bounds before the validator compiles it
+// (the validator's own work grows with the square of the nodes, and it cannot be stopped),
+// then builds the defaults, each schema once.
+func compile(ctx context.Context, s *Schema, raw []byte) (*Compiled, error) {
+	schemastat.Compilations.Add(1)
+	doc, err := validator.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schema: compile: %w", err)
+	}
+	g, err := newGraph(ctx, doc)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := g.compileGroups(&builder{ctx: ctx, g: g})
+	if err != nil {
+		return nil, err
+	}
+	vc, compiled, err := compileWrapped(ctx, g, groups, g.wrap(doc))
+	if err != nil {
+		return nil, err
+	}
+	c := &Compiled{source: s, json: raw, compiled: compiled}
+	if g.recursive || g.visits > g.reachable {
+		c.costly = g
+	}
+	check := func(at *node, name string, value any) error {
+		return checkDefault(vc, g, at, name, value)
+	}
+	if c.defaults, err = buildDefaults(ctx, g, check); err != nil {
+		return nil, err
+	}
+	g.dropDocument()
+	c.quick = buildQuick(s)
+	return c, nil
+}
+
+// newCompiler is the validator's compiler as every schema is compiled.
+func newCompiler() *validator.Compiler {
+	c := validator.NewCompiler()
+	c.DefaultDraft(validator.Draft2020)
+	c.AssertFormat()
+	// No loader: a schema may only refer to itself, never to a file or URL.
+	c.UseLoader(noLoader{})
+	return c
+}
+
+// compileJSON compiles a small document of the package's own (a format for the fast path).
 func compileJSON(raw []byte) (*validator.Schema, error) {
 	schemastat.Compilations.Add(1)
 	doc, err := validator.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("schema: compile: %w", err)
 	}
-	c := validator.NewCompiler()
-	c.DefaultDraft(validator.Draft2020)
-	c.AssertFormat()
-	// No loader: a schema may only refer to itself, never to a file or URL.
-	c.UseLoader(noLoader{})
+	c := newCompiler()
 	if err := c.AddResource(resourceURL, doc); err != nil {
 		return nil, fmt.Errorf("schema: compile: %w", err)
 	}
 	compiled, err := c.Compile(resourceURL)
 	if err != nil {
-		return nil, fmt.Errorf("schema: compile: %s", strings.ReplaceAll(err.Error(), resourceURL, "schema"))
+		return nil, fmt.Errorf("schema: compile: %s", cleanError(err))
 	}
 	return compiled, nil
+}
+
+// checkDefault validates a property's default against the property's schema, compiled at its
+// place in the document (so that its $refs resolve as everywhere else): a default that would
+// fail validation is a bug in the tool definition, found at definition time rather than on
+// the first call.
+func checkDefault(vc *validator.Compiler, g *graph, at *node, name string, value any) error {
+	sub, err := vc.Compile(fragmentURL(at.loc))
+	if err != nil {
+		return fmt.Errorf("schema: default of %q: %s", name, cleanError(err))
+	}
+	if err := g.validationCost(at, value, MaxValidationSteps); err != nil {
+		return fmt.Errorf("schema: default of %q: %w", name, err)
+	}
+	if err := (&Compiled{compiled: sub}).Validate(value); err != nil {
+		return fmt.Errorf("schema: default of %q does not satisfy its own schema: %w", name, err)
+	}
+	return nil
 }
 
 type noLoader struct{}
@@ -97,6 +166,11 @@ func (c *Compiled) HasDefaults() bool { return c.defaults != nil }
 // Validate checks a decoded JSON value (as returned by [Decode]) against the schema. The error,
 // if any, is a *ValidationError listing every problem with its JSON pointer.
 func (c *Compiled) Validate(v any) error {
+	if c.costly != nil {
+		if err := c.costly.validationCost(c.costly.root, v, MaxValidationSteps); err != nil {
+			return &ValidationError{Problems: []Problem{{Pointer: "", Message: err.Error()}}}
+		}
+	}
 	err := c.compiled.Validate(v)
 	if err == nil {
 		return nil

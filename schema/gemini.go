@@ -11,6 +11,17 @@ import (
 // this depth a recursive value travels as JSON text.
 const geminiMaxRefDepth = 6
 
+// geminiMaxNodes bounds how many schema nodes a tool's rendering inlines: definitions that
+// each name the next several times would otherwise render as their product (four names a
+// level, six levels: 4,096 copies). Past it, a referenced value travels as JSON text too.
+const geminiMaxNodes = 10_000
+
+// geminiDoc is the schema being rendered, and how many more nodes its $refs may inline.
+type geminiDoc struct {
+	root *Schema
+	left int
+}
+
 // geminiFormats are the formats Gemini's schema accepts, by type.
 var geminiFormats = map[string][]string{
 	"string":  {"enum", "date-time"},
@@ -20,9 +31,10 @@ var geminiFormats = map[string][]string{
 
 // gemini renders s in Gemini's OpenAPI-subset schema. refDepth counts the $refs followed to
 // get here, so recursive schemas terminate.
-func gemini(root, s *Schema, refDepth int) (map[string]any, error) {
+func gemini(d *geminiDoc, s *Schema, refDepth int) (map[string]any, error) {
+	d.left--
 	if s.Ref != "" {
-		return geminiRef(root, s, refDepth)
+		return geminiRef(d, s, refDepth)
 	}
 	var notes []string
 	out := map[string]any{}
@@ -34,9 +46,9 @@ func gemini(root, s *Schema, refDepth int) (map[string]any, error) {
 	var err error
 	switch {
 	case len(nonNull) == 1 && len(ts) == 0:
-		out, err = gemini(root, nonNull[0], refDepth)
+		out, err = gemini(d, nonNull[0], refDepth)
 	case len(nonNull) > 1:
-		out, err = geminiAnyOf(root, nonNull, refDepth)
+		out, err = geminiAnyOf(d, nonNull, refDepth)
 	case s.Const != nil:
 		notes = geminiConst(*s.Const, out)
 	case s.Enum != nil:
@@ -47,16 +59,16 @@ func gemini(root, s *Schema, refDepth int) (map[string]any, error) {
 		for i, t := range ts {
 			branches[i] = &Schema{Type: t, Items: s.Items, Properties: s.Properties, Required: s.Required, AdditionalProperties: s.AdditionalProperties}
 		}
-		out, err = geminiAnyOf(root, branches, refDepth)
+		out, err = geminiAnyOf(d, branches, refDepth)
 	case isFreeForm(s), len(ts) == 1 && ts[0] == "object" && len(s.Properties) == 0 && !isRecord(s):
 		// Gemini rejects an OBJECT without properties: such a value travels as JSON text.
 		return geminiJSONText(s.Description, nullOK), nil
 	case isRecord(s):
 		c := s.CloneSchemas()
 		toEntries(c)
-		return gemini(root, c, refDepth)
+		return gemini(d, c, refDepth)
 	default:
-		err = geminiTyped(root, s, ts, out, &notes, refDepth)
+		err = geminiTyped(d, s, ts, out, &notes, refDepth)
 	}
 	if err != nil {
 		return nil, err
@@ -66,16 +78,17 @@ func gemini(root, s *Schema, refDepth int) (map[string]any, error) {
 }
 
 // geminiRef renders a reference: its target's rendering, with the reference's description;
-// past geminiMaxRefDepth (a recursive schema), a value that travels as JSON text.
-func geminiRef(root, s *Schema, refDepth int) (map[string]any, error) {
-	if refDepth >= geminiMaxRefDepth {
+// past geminiMaxRefDepth (a recursive schema) or geminiMaxNodes, a value that travels as JSON
+// text.
+func geminiRef(d *geminiDoc, s *Schema, refDepth int) (map[string]any, error) {
+	if refDepth >= geminiMaxRefDepth || d.left <= 0 {
 		return geminiJSONText(s.Description, false), nil
 	}
-	target, err := resolveLocalRef(root, s.Ref)
+	target, err := resolveLocalRef(d.root, s.Ref)
 	if err != nil {
 		return nil, err
 	}
-	g, err := gemini(root, target, refDepth+1)
+	g, err := gemini(d, target, refDepth+1)
 	if err != nil {
 		return nil, err
 	}
@@ -86,10 +99,10 @@ func geminiRef(root, s *Schema, refDepth int) (map[string]any, error) {
 }
 
 // geminiAnyOf renders branches as Gemini's anyOf.
-func geminiAnyOf(root *Schema, branches []*Schema, refDepth int) (map[string]any, error) {
+func geminiAnyOf(d *geminiDoc, branches []*Schema, refDepth int) (map[string]any, error) {
 	var anyOf []any
 	for _, b := range branches {
-		g, err := gemini(root, b, refDepth)
+		g, err := gemini(d, b, refDepth)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +176,7 @@ func geminiAnnotate(s *Schema, out map[string]any, notes []string, nullOK bool) 
 }
 
 // geminiTyped renders a schema of a single JSON type.
-func geminiTyped(root, s *Schema, ts []string, out map[string]any, notes *[]string, refDepth int) error {
+func geminiTyped(d *geminiDoc, s *Schema, ts []string, out map[string]any, notes *[]string, refDepth int) error {
 	t := ""
 	if len(ts) == 1 {
 		t = ts[0]
@@ -183,7 +196,7 @@ func geminiTyped(root, s *Schema, ts []string, out map[string]any, notes *[]stri
 	case "object":
 		props := map[string]any{}
 		for _, name := range propertyOrder(s) {
-			g, err := gemini(root, s.Properties[name], refDepth)
+			g, err := gemini(d, s.Properties[name], refDepth)
 			if err != nil {
 				return fmt.Errorf("property %q: %w", name, err)
 			}
@@ -198,7 +211,7 @@ func geminiTyped(root, s *Schema, ts []string, out map[string]any, notes *[]stri
 		setInt(out, "maxProperties", s.MaxProperties)
 	case "array":
 		if s.Items != nil {
-			g, err := gemini(root, s.Items, refDepth)
+			g, err := gemini(d, s.Items, refDepth)
 			if err != nil {
 				return err
 			}

@@ -4,9 +4,21 @@ import (
 	"slices"
 )
 
+// inboundDoc is the canonical schema a value is rewritten into, and what is known of its
+// subschemas: whether each admits a string, found once per call however many values ask.
+type inboundDoc struct {
+	root   *Schema
+	admits map[*Schema]bool
+}
+
+func newInboundDoc(root *Schema) *inboundDoc {
+	return &inboundDoc{root: root, admits: map[*Schema]bool{}}
+}
+
 // inbound rewrites a value a model produced against a rendered (strict or Gemini) schema back
 // into the shape of the canonical schema orig: it undoes exactly what strict() and gemini() do.
-func inbound(root, orig *Schema, v any, depth int) any {
+func inbound(d *inboundDoc, orig *Schema, v any, depth int) any {
+	root := d.root
 	if orig == nil || depth > 64 {
 		return v
 	}
@@ -15,10 +27,10 @@ func inbound(root, orig *Schema, v any, depth int) any {
 		if err != nil {
 			return v
 		}
-		return inbound(root, target, v, depth+1)
+		return inbound(d, target, v, depth+1)
 	}
 	// Free-form values and maps may arrive as JSON text.
-	if str, ok := v.(string); ok && (isEmpty(orig) || !admitsString(root, orig, 0)) {
+	if str, ok := v.(string); ok && (isEmpty(orig) || !d.admitsString(orig)) {
 		if decoded, err := Decode([]byte(str)); err == nil {
 			v = decoded
 		}
@@ -27,7 +39,7 @@ func inbound(root, orig *Schema, v any, depth int) any {
 	case []any:
 		if isRecord(orig) {
 			if m, ok := fromEntries(x); ok {
-				return inbound(root, orig, m, depth+1)
+				return inbound(d, orig, m, depth+1)
 			}
 			return v
 		}
@@ -37,7 +49,7 @@ func inbound(root, orig *Schema, v any, depth int) any {
 		}
 		if items != nil {
 			for i := range x {
-				x[i] = inbound(root, items, x[i], depth+1)
+				x[i] = inbound(d, items, x[i], depth+1)
 			}
 		}
 	case map[string]any:
@@ -45,7 +57,7 @@ func inbound(root, orig *Schema, v any, depth int) any {
 			ps, declared := orig.Properties[k]
 			if !declared {
 				if isRecord(orig) {
-					x[k] = inbound(root, orig.AdditionalProperties, val, depth+1)
+					x[k] = inbound(d, orig.AdditionalProperties, val, depth+1)
 				}
 				continue
 			}
@@ -53,7 +65,7 @@ func inbound(root, orig *Schema, v any, depth int) any {
 				delete(x, k) // a null the dialect added for an optional property
 				continue
 			}
-			x[k] = inbound(root, ps, val, depth+1)
+			x[k] = inbound(d, ps, val, depth+1)
 		}
 	}
 	return v
@@ -70,12 +82,22 @@ func resolved(root, s *Schema) *Schema {
 	return s
 }
 
-// admitsString reports whether s could accept some string.
-func admitsString(root, s *Schema, depth int) bool {
-	s = resolved(root, s)
-	if s == nil || isEmpty(s) || depth > 16 {
+// admitsString reports whether s could accept some string. Each subschema is looked at once
+// per call: branches that name the same definitions would otherwise be walked once per path.
+func (d *inboundDoc) admitsString(s *Schema) bool {
+	s = resolved(d.root, s)
+	if s == nil || isEmpty(s) {
 		return true
 	}
+	if known, ok := d.admits[s]; ok {
+		return known
+	}
+	d.admits[s] = true // while deciding: a branch that comes back here may be a string
+	d.admits[s] = d.decideString(s)
+	return d.admits[s]
+}
+
+func (d *inboundDoc) decideString(s *Schema) bool {
 	if containsString(types(s), "string") {
 		return true
 	}
@@ -89,7 +111,7 @@ func admitsString(root, s *Schema, depth int) bool {
 		}
 	}
 	for _, b := range append(append([]*Schema{}, s.AnyOf...), s.OneOf...) {
-		if admitsString(root, b, depth+1) {
+		if d.admitsString(b) {
 			return true
 		}
 	}

@@ -81,7 +81,9 @@ func alternatives(e *validator.ValidationError) string {
 		}
 		allType = false
 		for _, p := range problems(c) {
-			reasons = append(reasons, p.String())
+			// Alternatives nest: without a cap, a schema whose anyOf branches name further
+			// anyOfs words its error in a length that grows with the product of their branches.
+			reasons = append(reasons, truncate(p.String(), maxReasonText))
 		}
 	}
 	if allType && len(types) > 0 {
@@ -89,6 +91,9 @@ func alternatives(e *validator.ValidationError) string {
 	}
 	return "matches none of the allowed alternatives: " + strings.Join(reasons, " | ")
 }
+
+// maxReasonText is the longest a failed alternative's reason is worded.
+const maxReasonText = 300
 
 func describe(k validator.ErrorKind) string {
 	switch k := k.(type) {

@@ -170,7 +170,7 @@ func renderTool(d Dialect, t ToolSchema) (RenderedTool, error) {
 			break // Gemini rejects an object schema without properties: omit parameters.
 		}
 		var g map[string]any
-		g, err = gemini(t.Input, t.Input, 0)
+		g, err = gemini(&geminiDoc{root: t.Input, left: geminiMaxNodes}, t.Input, 0)
 		if err == nil {
 			rt.rewrote = true
 			rt.Parameters, err = json.Marshal(g)
@@ -254,7 +254,7 @@ func (ts *ToolSet) Inbound(name string, args []byte) (canonical string, out []by
 	if _, isObject := v.(map[string]any); !isObject {
 		return rt.Canonical, args, true
 	}
-	v = inbound(rt.input, rt.input, v, 0)
+	v = inbound(newInboundDoc(rt.input), rt.input, v, 0)
 	b, err := json.Marshal(v)
 	if err != nil {
 		return rt.Canonical, args, true
