@@ -55,7 +55,7 @@ func TestCompileRefLattice(t *testing.T) {
 				switch {
 				case depth >= 10 && (err == nil || !strings.Contains(err.Error(), visits)):
 					t.Errorf("%s (%d bytes): error %v, want it to say %q", name, len(doc), err, visits)
-				case depth < 9 && err != nil:
+				case depth < 9 && !withDefaults && err != nil, depth < 8 && err != nil:
 					t.Errorf("%s: %v", name, err)
 				}
 			}
@@ -91,7 +91,7 @@ func TestCompileBounds(t *testing.T) {
 			fmt.Sprintf("schema: more than %d schema nodes to visit from #/$defs/d", MaxSchemaVisits)},
 		{"default that adds itself", `{"type":"object","$defs":{"n":{"type":"object","properties":{"child":{"$ref":"#/$defs/n","default":{}}}}},
 			"properties":{"root":{"$ref":"#/$defs/n"}}}`, `schema: the default of "child" never ends`},
-		{"defaults that fill in too much", lattice(9, 4, "properties", true), "come to more than 1048576 bytes"},
+		{"defaults that fill in too much", lattice(8, 4, "properties", true), fmt.Sprintf("come to more than %d bytes", maxDefaultBytes)},
 		{"pointer to no subschema", `{"type":"object","properties":{"a":{"$ref":"#/properties"}}}`,
 			`schema: compile: $ref "#/properties" at #/properties/a: no subschema there`},
 		{"$id below the root", `{"type":"object","properties":{"a":{"$id":"https://example.com/a.json","type":"string"}}}`,
@@ -279,7 +279,8 @@ func BenchmarkCompileWorstCase(b *testing.B) {
 	}{
 		{"lattice accepted (4x9)", lattice(9, 4, "anyOf", false), false},
 		{"lattice refused (4x16)", lattice(16, 4, "anyOf", false), true},
-		{"lattice with defaults accepted (4x8)", lattice(8, 4, "properties", true), false},
+		{"lattice with defaults accepted (4x7)", lattice(7, 4, "properties", true), false},
+		{"lattice with defaults refused (4x8)", lattice(8, 4, "properties", true), true},
 		{"flat accepted (MaxSchemaNodes)", `{"type":"object","properties":{` + props(MaxSchemaNodes-1, `{"type":"string"}`) + `}}`, false},
 		{"flat refused (MaxSchemaNodes+1)", `{"type":"object","properties":{` + props(MaxSchemaNodes, `{"type":"string"}`) + `}}`, true},
 		{"recursion accepted (MaxRecursiveNodes)", recursion(MaxRecursiveNodes - 1), false},
@@ -296,8 +297,8 @@ func BenchmarkCompileWorstCase(b *testing.B) {
 			}
 		})
 	}
-	b.Run("validate at MaxValidationSteps", func(b *testing.B) {
-		c, err := CompileJSON([]byte(lattice(8, 4, "allOf", false)))
+	b.Run("validate 7x6 (about 137,000 steps)", func(b *testing.B) {
+		c, err := CompileJSON([]byte(lattice(6, 7, "allOf", false)))
 		if err != nil {
 			b.Fatal(err)
 		}

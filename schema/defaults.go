@@ -275,10 +275,10 @@ func propNames(props map[string]*propDefaults) []string {
 	return names
 }
 
-// maxDefaultBytes bounds the defaults a schema's defaults come to once filled in, in all: a
-// few kilobytes of defaults that each fill in four others would otherwise take the server's
-// memory.
-const maxDefaultBytes = 1 << 20
+// maxDefaultBytes bounds what the defaults inserted into defaults come to, in all, when they
+// are filled in at compile time: a few kilobytes of defaults that each fill in four others
+// would otherwise take the server's memory and time. A tool's defaults take a few hundred bytes.
+const maxDefaultBytes = 256 << 10
 
 // resolveLocalRef resolves a $ref that is a JSON pointer into root: #, #/$defs/NAME,
 // #/definitions/NAME, or any other path such as #/properties/a (which zod-to-json-schema writes
