@@ -19,7 +19,13 @@ const (
 	EventToolResult  EventType = "tool_result"  // its result is persisted
 	EventPaused      EventType = "paused"       // waiting for a decision or a client result
 	EventFinished    EventType = "finished"     // a stop rule holds
-	EventFailed      EventType = "failed"       // the runtime failed (storage, model); resumable
+	// EventFailed: the run stopped on an error. With Outcome it failed for good (its thread
+	// records that outcome, status failed); without, it stopped resumably and may be tried
+	// again. Text says why, safe to show (see FailureText).
+	EventFailed EventType = "failed"
+	// EventRetrying: a background run's try failed and it is to be tried again (Text says
+	// why): what jobs announces (Announce), as no run emits it.
+	EventRetrying EventType = "retrying"
 	// Events of the thread tree, on the parent's thread (Child says which child).
 	EventChildStarted  EventType = "child_started"  // a child thread was spawned
 	EventChildFinished EventType = "child_finished" // a child's run ended and its result was returned or queued
@@ -46,16 +52,16 @@ type Event struct {
 	ThreadID string
 	// Step is the model turn the event belongs to (1 for the first of the thread).
 	Step int
-	Text string // text_delta, model_turn
+	Text string // text_delta, model_turn; failed and retrying: why, safe to show
 	// Side is the acting side of a two-sided dual-AI agent (step_started, text_delta,
 	// model_turn, tool_call, tool_result; finished and paused: the answer's side).
 	Side   string
 	Calls  []quiver.Call // model_turn
 	Call   *quiver.Call  // tool_call, tool_result
 	Result *quiver.Result
-	// Outcome is set on paused and finished.
+	// Outcome is set on paused and finished, and on failed when the run failed for good.
 	Outcome *Outcome
-	Err     error       // failed
+	Err     error       // failed: the cause, for this process's subscribers (never relayed)
 	Child   *ChildEvent // child_started, child_finished
 }
 

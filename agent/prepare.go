@@ -103,20 +103,13 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 // prepares the same run again for the agent taking over.
 func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel bool) error {
 	th := rs.th
-	reg, err := r.registryFor(ctx, th.WorkspaceID())
-	if err != nil {
-		return err
-	}
 	p := a.promptFor(rs.side)
 	rs.agent, rs.agentName, rs.prompt = a, a.Name, p
 	rs.tools, rs.composed, rs.model = nil, nil, nil
 	// The prompt's variables (an optional sub-agent's flag) resolve on its own layer.
 	ctx = quiver.WithPrompt(ctx, p.Name)
-	reg, runtime, err := rs.withNested(ctx, reg)
+	reg, runtime, err := rs.promptTools(ctx)
 	if err != nil {
-		return err
-	}
-	if err := p.CheckTools(reg); err != nil {
 		return err
 	}
 	if len(p.Instances) > 0 && withModel {
@@ -142,6 +135,41 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	}
 	rs.model = m
 	return rs.renderTools(reg)
+}
+
+// promptTools are the tools the run's prompt may call: the workspace's and the nested ones its
+// definition names (runtime lists those), each tool it names there. A tool missing from
+// Registries' answer is looked for once more in the workspace's tools as stored now
+// (FreshRegistry): a cache of them (the platform's) may not have seen a tool another node made
+// a moment ago, and a prompt naming an unknown tool fails for good.
+func (rs *run) promptTools(ctx context.Context) (reg *quiver.Registry, runtime []string, err error) {
+	r := rs.r
+	for fresh := false; ; fresh = true {
+		look := ctx
+		if fresh {
+			look = context.WithValue(ctx, freshKey{}, true)
+		}
+		if reg, err = r.registryFor(look, rs.th.WorkspaceID()); err != nil {
+			return nil, nil, err
+		}
+		if reg, runtime, err = rs.withNested(ctx, reg); err != nil {
+			return nil, nil, err
+		}
+		err = rs.prompt.CheckTools(reg)
+		if err == nil || fresh || r.Registries == nil || !errors.Is(err, ErrDefinition) {
+			return reg, runtime, err
+		}
+	}
+}
+
+type freshKey struct{}
+
+// FreshRegistry reports whether a call of Runner.Registries asks for the workspace's tools as
+// stored now rather than as cached: a run asks so once before it fails for a tool its prompt
+// names that the first answer did not have.
+func FreshRegistry(ctx context.Context) bool {
+	fresh, _ := ctx.Value(freshKey{}).(bool)
+	return fresh
 }
 
 // registryFor returns the tools of the workspace: Registries' when set, else Registry, else
@@ -256,7 +284,7 @@ func (r *Runner) openModel(p *Prompt) (model.Model, error) {
 	}
 	m, err := open(p.Model)
 	if err != nil {
-		return nil, fmt.Errorf("agent: prompt %s: model %s: %w", p.Name, p.Model, err)
+		return nil, &modelSetupError{fmt.Errorf("agent: prompt %s: model %s: %w", p.Name, p.Model, err)}
 	}
 	return m, nil
 }

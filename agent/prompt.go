@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -195,17 +196,26 @@ func (p *Prompt) policy() quiver.Policy {
 	return quiver.Policy{Bound: bound, Allow: p.Allow, Deny: p.Deny}
 }
 
-// CheckTools reports tools the prompt names that reg does not have. Glob patterns are not
-// checked: they may match nothing.
+// CheckTools reports tools the prompt names that reg does not have: an ErrDefinition, or, when
+// every one missing is known to a source that is not connected yet (a remote MCP server
+// connecting: see quiver.Registry.Explain), an ErrToolsUnavailable, which time may fix. Glob
+// patterns are not checked: they may match nothing.
 func (p *Prompt) CheckTools(reg *quiver.Registry) error {
-	var missing []string
+	var missing, notYet []string
+	var why error
 	for _, name := range p.Tools {
 		if isGlob(name) {
 			continue
 		}
-		if _, ok := reg.Lookup(name); !ok {
-			missing = append(missing, name)
+		if _, ok := reg.Lookup(name); ok {
+			continue
 		}
+		if err := reg.Missing(name); err != nil {
+			notYet = append(notYet, name)
+			why = cmp.Or(why, err)
+			continue
+		}
+		missing = append(missing, name)
 	}
 	if len(missing) > 0 {
 		var names []string
@@ -213,6 +223,9 @@ func (p *Prompt) CheckTools(reg *quiver.Registry) error {
 			names = append(names, t.Name())
 		}
 		return fmt.Errorf("%w: prompt %s names unknown tools %v; registered: %v", ErrDefinition, p.Name, missing, names)
+	}
+	if len(notYet) > 0 {
+		return fmt.Errorf("%w: prompt %s names tools %v, which are not there yet: %w", ErrToolsUnavailable, p.Name, notYet, why)
 	}
 	return nil
 }

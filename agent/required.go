@@ -544,9 +544,11 @@ func (r *Runner) checkThread(ctx context.Context, th *thread.Thread, info *store
 }
 
 // hasRun reports whether a run of the thread has taken a step or ended: its first run's check
-// is behind it.
+// is behind it. A run that failed before its first step did not get past it: the next one
+// checks again (its variables may be what it failed on).
 func hasRun(info *store.Thread) bool {
-	return info.StepCount > 0 || ReadState(info).Outcome != nil
+	out := ReadState(info).Outcome
+	return info.StepCount > 0 || (out != nil && out.Status != RunFailed)
 }
 
 // FirstRun reports whether the next run of the thread is its first run as a root thread, the

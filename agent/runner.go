@@ -29,7 +29,8 @@ type Runner struct {
 	Registry *quiver.Registry
 	// Registries, when set, returns the tools of a thread's workspace, in place of Registry:
 	// a server serving many workspaces gives each run its own workspace's tools (see
-	// platform.Platform.Workspace).
+	// platform.Platform.Workspace). A cache of them answers FreshRegistry(ctx) with the tools
+	// as stored now: a run asks so before it fails for a tool its prompt names.
 	Registries func(ctx context.Context, workspaceID string) (*quiver.Registry, error)
 	// Model is used for prompts that name no model.
 	Model model.Model
@@ -104,9 +105,14 @@ type RunStatus string
 const (
 	RunFinished RunStatus = "finished" // a stop rule holds
 	RunPaused   RunStatus = "paused"   // a call waits for a decision or a client's result
+	// RunFailed: the run could not start or go on, for good (see failure.go); Reason says
+	// what kind of failure, Error what went wrong. A later run replaces it, as any run's
+	// outcome is replaced.
+	RunFailed RunStatus = "failed"
 )
 
-// Reason is why a run stopped or paused (Outcome.Reason), or why a call waits (Pending.Reason).
+// Reason is why a run stopped, paused or failed (Outcome.Reason), or why a call waits
+// (Pending.Reason).
 type Reason string
 
 // Stop and pause reasons.
@@ -122,8 +128,11 @@ const (
 // Outcome is where a run stopped.
 type Outcome struct {
 	ThreadID string    `json:"thread_id"`
-	Status   RunStatus `json:"status"`
-	Reason   Reason    `json:"reason"`
+	Status   RunStatus `json:"status" enum:"finished,paused,failed" doc:"finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending); failed: the run could not start or go on (reason, error)."`
+	Reason   Reason    `json:"reason" doc:"Why it stopped (no_calls, output, stop_tool, max_steps, max_turns, until), paused (confirmation, client_tool) or failed: unknown_agent, bad_definition, missing_variables, secret_unreadable, model_not_configured, model_refused, empty_thread (for good at once), tools_unavailable, model_unavailable, timeout, internal (once its retries were spent)."`
+	// Error says why a failed run failed, in words safe to show: no secret value, no
+	// internal detail (the server's log has those).
+	Error string `json:"error,omitempty" doc:"Why the run failed (status failed), safe to show: the server's log has the details."`
 	// Text is the model's last text.
 	Text string `json:"text,omitempty"`
 	// Output is the structured output, when the prompt asks for one and the model gave it.

@@ -36,25 +36,38 @@ func (r *Runner) runThread(ctx context.Context, th *thread.Thread, a *Agent, mes
 		return nil, nil, err
 	}
 	defer release()
+	out, rs, begun, err := r.runAcquired(ctx, th, a, message, deliver)
+	if err != nil && !begun {
+		// A run that could not begin (its agent, its variables, its model...) did not reach
+		// settle: it ends failed here when it is for good (failure.go).
+		return nil, nil, r.endFailed(ctx, th, a.Name, err, false)
+	}
+	return out, rs, err
+}
+
+// runAcquired is runThread once the thread is the run's; begun says whether the run began
+// (and settle ended it).
+func (r *Runner) runAcquired(ctx context.Context, th *thread.Thread, a *Agent, message string, deliver bool) (*Outcome, *run, bool, error) {
 	info, err := th.Refresh(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if info.Status == store.StatusTerminated {
-		return r.redeliver(ctx, th, &info, message, deliver)
+		out, rs, err := r.redeliver(ctx, th, &info, message, deliver)
+		return out, rs, true, err // its outcome stands, failure or not
 	}
 	a = r.agentFor(info, a)
 	if FirstRun(&info) {
 		// Whatever created the thread (CreateThread, which checked, or thread.Create, which
 		// cannot), its first run starts only once every variable it requires resolves
-		// (required.go), and writes nothing before.
+		// (required.go), and writes nothing before but its failure.
 		if err := r.checkThread(ctx, th, &info, a); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
 	rs, err := r.prepare(ctx, th, a, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	ctx = quiver.WithPrompt(quiver.WithDoor(ctx, quiver.DoorAgent), a.Prompt.Name)
 	begun := false
@@ -71,9 +84,9 @@ func (r *Runner) runThread(ctx context.Context, th *thread.Thread, a *Agent, mes
 		return rs.loop(ctx)
 	})
 	if !begun {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return out, rs, err
+	return out, rs, true, err
 }
 
 // acquire makes the thread this Runner's and, with a Lease, this process's, until release;
@@ -193,9 +206,16 @@ func (rs *run) settle(ctx context.Context, info *store.Thread, deliver bool, out
 		// again then.
 		terminate, err = rs.noLiveChildren(idle)
 	}
+	var failure *Outcome // the outcome of a run that failed for good (failure.go)
+	if forGood(ctx, rs.th.ID(), err) {
+		failure = failedOutcome(rs.th.ID(), rs.steps, err)
+	}
 	_, serr := rs.th.Update(idle, func(t *store.Thread) error {
 		t.Status = store.StatusIdle
 		t.StepCount = rs.steps
+		if failure != nil {
+			return writeFailure(t, failure)
+		}
 		if out == nil {
 			return nil
 		}
@@ -215,13 +235,20 @@ func (rs *run) settle(ctx context.Context, info *store.Thread, deliver bool, out
 		out, err = nil, serr
 	}
 	r := rs.r
-	if err != nil {
-		r.events.emit(Event{Type: EventFailed, ThreadID: rs.th.ID(), Step: rs.steps, Err: err})
+	switch {
+	case err != nil && failure != nil && serr == nil:
+		err = r.failed(rs.th.ID(), rs.agentName, failure, err)
+	case err != nil:
+		r.events.emit(Event{Type: EventFailed, ThreadID: rs.th.ID(), Step: rs.steps, Text: FailureText(err), Err: err})
 	}
-	if deliver && err == nil {
+	var failed *FailedError
+	switch {
+	case !deliver:
+	case err == nil:
 		r.deliver(idle, rs, out, nil)
-	} else if deliver && r.Background == nil && !errors.Is(err, context.Canceled) {
-		r.deliver(idle, rs, nil, err) // no one tries again in this process: report the failure now
+	case errors.As(err, &failed), r.Background == nil && !errors.Is(err, context.Canceled):
+		// Failed for good, or no one tries again in this process: the parent hears of it now.
+		r.deliver(idle, rs, nil, err)
 	}
 	return out, err
 }
@@ -238,20 +265,6 @@ func (rs *run) noLiveChildren(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// ReportFailure queues to a child's parent that the child's run failed for good, as a child's
-// end always reaches its parent unasked: what jobs does when River gives up on a child's run.
-func (r *Runner) ReportFailure(ctx context.Context, th *thread.Thread, a *Agent, runErr error) {
-	info, err := th.Refresh(ctx)
-	if err != nil {
-		return
-	}
-	rs := &run{r: r, th: th, spawn: ReadState(&info).Spawn, agentName: a.Name}
-	if rs.hist, err = th.History(ctx); err != nil {
-		return
-	}
-	r.deliver(ctx, rs, nil, runErr)
 }
 
 // busySet tracks the threads with a run going on in this runner.

@@ -48,7 +48,7 @@ func (rs *run) step(ctx context.Context) error {
 		rs.meters.chat(ctx, rs.model.Name(), time.Since(start), resp, err)
 	}
 	if err != nil {
-		return fmt.Errorf("agent: model %s: %w", rs.model.Name(), err)
+		return &modelCallError{model: rs.model.Name(), err: err}
 	}
 	text, calls, retry := rs.interpret(ctx, resp, rs.hist, stepNo)
 	am := &store.Message{Role: store.RoleAssistant, Content: text, Side: rs.side}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/openapi"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/schema"
@@ -109,6 +110,12 @@ func (p *Platform) Workspace(ctx context.Context, workspaceID string) *Workspace
 // prompt's tools unknown, which would fail it for good.
 func (p *Platform) registry(ctx context.Context, workspaceID string) (*quiver.Registry, error) {
 	w := p.Workspace(ctx, workspaceID)
+	if agent.FreshRegistry(ctx) {
+		// A run is about to fail for a tool its prompt names: another node may have made it
+		// within the last recheck. Ask the store now, waiting for a refresh under way.
+		w.checked.Store(0)
+		p.refresh(ctx, w, true)
+	}
 	if !w.loaded.Load() {
 		cause := errors.New("not read yet")
 		if err := w.failed.Load(); err != nil {

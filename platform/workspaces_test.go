@@ -3,15 +3,18 @@ package platform_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/thread"
 )
 
 // A workspace whose stored tools cannot be read (its store failing, as on a node started while
@@ -136,5 +139,35 @@ func TestReloadBuildsOnlyChangedTools(t *testing.T) {
 	must(t, err)
 	if got := call(); got != "2" {
 		t.Errorf("answer after its function's new default version: %s, want 2", got)
+	}
+}
+
+// A tool another node made a moment ago is one a run's prompt may name: a node's copy of a
+// workspace's tools follows the store within a second, so before a run fails for good on a
+// tool its prompt names that the copy lacks, the store is asked again. Node B read the
+// workspace's tools, node A then makes one, and B's run of a prompt naming it finds it.
+func TestPromptFindsAToolAnotherNodeJustMade(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLiteMember(t)
+	a, err := platform.New(platform.Config{Store: st, Registry: &quiver.Registry{}, Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	b, err := platform.New(platform.Config{Store: st, Registry: &quiver.Registry{}, Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	if _, err := b.Runner().Registries(ctx, "wsp_a"); err != nil {
+		t.Fatal(err)
+	}
+	member := platform.Actor{WorkspaceID: "wsp_a", UserID: "usr_m", KeyID: "key_m", Role: store.KeyRoleMember}
+	_, err = a.CreateTool(ctx, member, platform.NewTool{Name: "pick_color", Description: "Asks the user for a color.",
+		Target: store.TargetClient, InputSchema: []byte(`{"type":"object"}`)})
+	must(t, err)
+	th, err := thread.Create(ctx, st, thread.Options{WorkspaceID: "wsp_a", UserID: "usr_m"})
+	must(t, err)
+	picker := &agent.Agent{Name: "picker", Prompt: &agent.Prompt{Name: "picker", Tools: []string{"pick_color"}}}
+	if _, err := b.Runner().Waiting(ctx, th, picker); err != nil {
+		t.Fatalf("node B, on a prompt naming the tool node A just made: %v", err)
+	}
+	unknown := &agent.Agent{Name: "lost", Prompt: &agent.Prompt{Name: "lost", Tools: []string{"no_such_tool"}}}
+	if _, err := b.Runner().Waiting(ctx, th, unknown); !errors.Is(err, agent.ErrDefinition) {
+		t.Errorf("a prompt naming a tool no node made: %v, want agent.ErrDefinition", err)
 	}
 }
