@@ -16,6 +16,14 @@
 // one is queued or running (Start returns ErrRunQueued), and a run holds its thread's lease
 // while it works (an advisory lock on PostgreSQL, across nodes; within the process on SQLite,
 // whose database one process serves), so that a rescued job cannot overlap the one it rescued.
+//
+// No run ends silently: a run that cannot start or go on ends with its thread's outcome
+// failed, saying why (see runWorker.work). What trying again cannot fix (an agent this node
+// does not have, a bad definition, missing variables, a secret the keys cannot open, a model
+// not configured or refusing the request) fails at once and its job is cancelled; anything
+// else (a provider's outage, a timeout, a remote MCP server still connecting, the store) is
+// tried again by River, each try's failure on the thread's streams as retrying, until River's
+// last try, whose failure is recorded the same way.
 package jobs
 
 import (
@@ -94,14 +102,16 @@ var (
 type Config struct {
 	// Runner runs the agents; its Store is where the threads are. Required.
 	Runner *agent.Runner
-	// Agents returns the agent a job names. Required. An error fails the run for good (the
-	// job is cancelled): the name does not become valid by trying again.
+	// Agents returns the agent a job names. Required. An error fails the run for good: the
+	// thread records a failed outcome (reason unknown_agent) and the job is cancelled, since
+	// the name does not become valid by trying again.
 	Agents func(ctx context.Context, name string) (*agent.Agent, error)
 	// Workers is how many runs execute at once in this process; 0 means DefaultWorkers.
 	Workers int
 	// RunTimeout bounds one run; 0 means DefaultRunTimeout.
 	RunTimeout time.Duration
-	// Logger gets River's logs and the runs' failures; nil means slog.Default.
+	// Logger gets River's logs and the runs' failures (the Runner's too, when it has none);
+	// nil means slog.Default.
 	Logger *slog.Logger
 	// Entities, when set, is purged of the deleted tools whose retention has passed, at start
 	// and every PurgeEvery (0 means DefaultPurgeEvery); each tool removed is logged.
@@ -114,6 +124,9 @@ type Config struct {
 	// fetchPoll, when set, is River's fetch poll alone (a test lengthens it, to show that
 	// runs start because they are queued).
 	fetchPoll time.Duration
+	// maxAttempts, when set, is how often River tries a job before it gives up (River's
+	// default: 25); tests lower it.
+	maxAttempts int
 	// orphanGrace and orphanCheck: see orphaned (tests shorten them).
 	orphanGrace, orphanCheck time.Duration
 }
@@ -178,6 +191,9 @@ func (c *Config) riverConfig(workers *river.Workers) *river.Config {
 	}
 	if c.fetchPoll > 0 {
 		rc.FetchPollInterval = c.fetchPoll
+	}
+	if c.maxAttempts > 0 {
+		rc.MaxAttempts = c.maxAttempts
 	}
 	if pj := c.purgeJob(); pj != nil {
 		rc.PeriodicJobs = []*river.PeriodicJob{pj}
@@ -351,7 +367,8 @@ const (
 	RunGoing RunStatus = "going"
 	// RunDone: it ran to its end; the thread says how (answered, paused, terminated).
 	RunDone RunStatus = "done"
-	// RunGivenUp: it failed for good after its retries, or was cancelled.
+	// RunGivenUp: it failed for good, at once or after its retries (the thread's outcome,
+	// status failed, says why), or was cancelled.
 	RunGivenUp RunStatus = "given up"
 )
 
@@ -474,10 +491,19 @@ func withTrace(ctx context.Context, tc map[string]string) context.Context {
 
 // work runs a thread: a run (RunArgs) or, with wake, a run only if the thread has queued
 // messages or a run a crash cut short (WakeArgs).
+//
+// A run that cannot start or go on ends failed on its thread (agent's failure.go): for good at
+// once when trying again cannot help (the runner records it, or Fail for an agent this node
+// does not have), and its job is cancelled; otherwise River tries it again, each failed try
+// announced to the thread's streams (agent.EventRetrying) and logged, and the last try's
+// failure is recorded as the others are.
 func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, wake bool) error {
 	// The job's context ends when this node stops or loses the lease: the run is handed to
 	// another node, which runs again the calls cut short here.
 	ctx = quiver.WithHandBack(ctx)
+	if job.Attempt >= job.MaxAttempts {
+		ctx = agent.WithFinalTry(ctx, a.ThreadID)
+	}
 	release, ok, err := w.lease.acquire(ctx, a.ThreadID)
 	if err != nil {
 		return fmt.Errorf("jobs: taking the lease of thread %s: %w", a.ThreadID, err)
@@ -502,40 +528,50 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 	}
 	ag, err := w.cfg.Agents(ctx, a.Agent)
 	if err != nil {
-		err = fmt.Errorf("jobs: agent %q: %w", a.Agent, err)
-		// Trying again does not make the name valid: a child's parent hears of it at once.
-		w.cfg.Runner.ReportFailure(context.WithoutCancel(ctx), th, &agent.Agent{Name: a.Agent}, err)
-		return river.JobCancel(err)
+		// Trying again does not make the name valid: on a fleet, every node takes runs, so a
+		// node without the agent fails it, saying so, rather than leaving it to luck.
+		err = fmt.Errorf("%w %q on the node that took the run (%w); every node on the database takes runs, so each needs the same agents",
+			agent.ErrUnknownAgent, a.Agent, err)
+		return w.failed(ctx, th, a, job, w.cfg.Runner.Fail(ctx, th, a.Agent, err))
 	}
 	if a.MessageID != "" {
 		if err := w.appendMessage(ctx, th, a); err != nil {
-			return err
+			return w.failed(ctx, th, a, job, err)
 		}
 	}
 	// Variables resolve on the agent's prompt layer too, as for a run in the foreground.
 	out, err := w.cfg.Runner.Resume(vars.WithPrompt(ctx, ag.Prompt.Name), th, ag)
-	if errors.Is(err, agent.ErrBusy) {
-		return river.JobSnooze(busyRetry)
-	}
-	if errors.Is(err, agent.ErrEmptyThread) {
-		return river.JobCancel(fmt.Errorf("jobs: thread %s: %w", a.ThreadID, err))
-	}
-	if missing := (*quiver.MissingVariablesError)(nil); errors.As(err, &missing) {
-		// A thread's first run refused for its variables (SPEC V3): trying again does not set
-		// them. Starting a run (platform.StartRun) checks them first, so this is rare.
-		w.cfg.Logger.Warn("jobs: the run cannot start", "thread", a.ThreadID, "agent", a.Agent, "err", err)
-		return river.JobCancel(fmt.Errorf("jobs: thread %s: %w", a.ThreadID, err))
-	}
 	if err != nil {
-		if job.Attempt >= job.MaxAttempts {
-			// River gives up on the run: a child's parent hears of it (implicit communication).
-			w.cfg.Runner.ReportFailure(context.WithoutCancel(ctx), th, ag, err)
-		}
-		w.cfg.Logger.Warn("jobs: the run failed; River will try again", "thread", a.ThreadID, "agent", a.Agent, "attempt", job.Attempt, "err", err)
-		return err
+		return w.failed(ctx, th, a, job, err)
 	}
 	w.cfg.Logger.Debug("jobs: run ended", "thread", a.ThreadID, "status", out.Status, "reason", out.Reason)
 	return nil
+}
+
+// failed is the job's end after the run failed with err: cancelled once the failure is
+// recorded for good on the thread (the runner logged it); on the last try, recorded so; else
+// tried again by River, the try's failure announced and logged. A busy thread snoozes the job.
+func (w *runWorker) failed(ctx context.Context, th *thread.Thread, a RunArgs, job *rivertype.JobRow, err error) error {
+	var snooze *river.JobSnoozeError
+	if errors.Is(err, agent.ErrBusy) || errors.As(err, &snooze) {
+		return river.JobSnooze(busyRetry)
+	}
+	var failed *agent.FailedError
+	if errors.As(err, &failed) {
+		return river.JobCancel(err)
+	}
+	if job.Attempt >= job.MaxAttempts {
+		// Failed before the runner could record it (the message's append, say): River gives up.
+		if ferr := w.cfg.Runner.Fail(context.WithoutCancel(ctx), th, a.Agent, err); errors.As(ferr, &failed) {
+			return river.JobCancel(ferr)
+		}
+		return err
+	}
+	reason, _ := agent.Classify(err)
+	w.cfg.Runner.Announce(agent.Event{Type: agent.EventRetrying, ThreadID: a.ThreadID, Text: agent.FailureText(err)})
+	w.cfg.Logger.Warn("jobs: the run failed; River will try again", "thread", a.ThreadID, "agent", a.Agent, "reason", reason,
+		"attempt", job.Attempt, "of", job.MaxAttempts, "err", err)
+	return err
 }
 
 // nothingToWake says whether a wake finds nothing to do: no queued messages (a run since the

@@ -109,7 +109,8 @@ const listenWait = 5 * time.Second
 // enqueue hands a local event to the publisher without waiting: the runner calls it inline.
 func (rl *relay) enqueue(e agent.Event) {
 	m := relayed{Node: rl.node, Thread: e.ThreadID, Type: e.Type, Step: e.Step, Outcome: e.Outcome}
-	if e.Type == agent.EventTextDelta {
+	switch e.Type {
+	case agent.EventTextDelta, agent.EventFailed, agent.EventRetrying: // a failure's text is short (agent.FailureText)
 		m.Text = e.Text
 	}
 	select {

@@ -266,6 +266,9 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 		// Before the first job is taken: a run may start a non-blocking child at once.
 		cfg.Runner.Background = background{c}
 	}
+	if cfg.Runner.Logger == nil {
+		cfg.Runner.Logger = cfg.Logger // the runs' failures, which the runner records and logs
+	}
 	if err := c.Start(ctx); err != nil {
 		return nil, nil, fmt.Errorf("jobs: starting River: %w", err)
 	}
