@@ -376,15 +376,19 @@ func (h *a2aRequests) state(ctx context.Context, id taskID) (*a2asdk.Task, bool,
 	case jobs.RunGoing:
 		t.Status.State = a2asdk.TaskStateWorking
 		return t, false, nil
-	case jobs.RunGivenUp:
-		t.Status.State = a2asdk.TaskStateFailed
-		t.Status.Message = agentText("The run failed, and was given up after its retries.")
-		return t, true, nil
 	}
-	// Completed: the thread says how the run ended. A later run on the thread would have
-	// changed it, so a task's answer is read while it is the thread's last run.
+	// Ended: the thread says how. A later run on the thread would have changed it, so a
+	// task's answer is read while it is the thread's last run.
 	st := h.s.threadState(ctx, th.WorkspaceID, th, 0)
+	failed := st.Run != nil && st.Run.Status == agent.RunFailed
 	switch {
+	case failed:
+		// The failure's words are the thread's, safe to show (agent.FailureText).
+		t.Status.State = a2asdk.TaskStateFailed
+		t.Status.Message = agentText("The run failed (" + string(st.Run.Reason) + "): " + st.Run.Error)
+	case run == jobs.RunGivenUp:
+		t.Status.State = a2asdk.TaskStateFailed
+		t.Status.Message = agentText("The run failed, and was given up.")
 	case th.Status == store.StatusTerminated:
 		t.Status.State = a2asdk.TaskStateCanceled
 	case st.Pending != nil:

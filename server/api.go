@@ -89,12 +89,15 @@ type threadOutput struct {
 	Body *threadView
 }
 
-// threadView is a thread with its state: what calls wrote with _outputPath, and what it waits on.
+// threadView is a thread with its state: what calls wrote with _outputPath, how its last run
+// ended, and what it waits on.
 type threadView struct {
 	store.Thread
 	// Status stands in for the stored one, which says only whether a run is going on: a
-	// thread whose run paused on a call reads "waiting", not "idle".
-	Status    string                     `json:"status" enum:"idle,running,terminated,waiting" doc:"idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names."`
+	// thread whose run paused on a call reads "waiting", one whose last run failed "failed",
+	// not "idle".
+	Status    string                     `json:"status" enum:"idle,running,terminated,waiting,failed" doc:"idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names; failed when its last run could not start or go on, which run says (reason, error) until a run succeeds it."`
+	Run       *agent.Outcome             `json:"run,omitempty" doc:"How the thread's last run ended: finished, paused, or failed (reason and error say why)."`
 	Pending   *agent.Pending             `json:"pending,omitempty" doc:"The call the thread waits on, when its status is waiting: the call, and why it waits."`
 	Data      json.RawMessage            `json:"data" doc:"The thread's state object: what calls wrote into it with _outputPath (the runtime's own record of the run is state)."`
 	Instances map[string]json.RawMessage `json:"instances,omitempty" doc:"The state object of each of the thread's instances (calls naming _instance read and write it), by name."`
@@ -214,8 +217,13 @@ func (s *Server) registerThreadReads(api huma.API) {
 		}
 		out := &threadView{Thread: *v.Thread, Status: string(cmp.Or(v.Thread.Status, store.StatusIdle)), Data: v.Data, Instances: v.Instances}
 		// What the event stream's state says, so that a client that polls learns it too.
-		if st := s.threadState(ctx, v.Thread.WorkspaceID, v.Thread, 0); st.Pending != nil {
+		st := s.threadState(ctx, v.Thread.WorkspaceID, v.Thread, 0)
+		out.Run = st.Run
+		switch {
+		case st.Pending != nil:
 			out.Status, out.Pending = "waiting", st.Pending
+		case out.Status == string(store.StatusIdle) && st.Run != nil && st.Run.Status == agent.RunFailed:
+			out.Status = "failed"
 		}
 		return &threadOutput{Body: out}, nil
 	})

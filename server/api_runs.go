@@ -43,20 +43,22 @@ const (
 // EventState is the thread's state: sent first on every stream, and again when it changes.
 type EventState struct {
 	Status store.ThreadStatus `json:"status" doc:"idle, running or terminated."`
-	// Run is how the thread's last run ended (paused, finished), whichever process ran it.
-	Run *agent.Outcome `json:"run,omitempty"`
+	// Run is how the thread's last run ended (paused, finished, failed), whichever process ran
+	// it.
+	Run *agent.Outcome `json:"run,omitempty" doc:"How the thread's last run ended: finished, paused, or failed (reason and error say why)."`
 	// Pending is the call the thread waits on, when it waits (paused for a person or a client).
 	Pending *agent.Pending `json:"pending,omitempty"`
 	// LastSeq is the sequence number of the thread's last message when the state was read.
 	LastSeq int64 `json:"last_seq"`
 }
 
-// EventRun says how a run of this process ended: paused (waiting on Outcome.Pending),
-// finished, or failed (resumable).
+// EventRun says how a run ended, whichever node ran it: paused (waiting on Outcome.Pending),
+// finished, or failed for good (Outcome's reason and error say why: the thread records it);
+// or that a try of it failed and it is tried again (retrying, Error says why).
 type EventRun struct {
-	Type    string         `json:"type" enum:"paused,finished,failed"`
-	Outcome *agent.Outcome `json:"outcome,omitempty"`
-	Error   string         `json:"error,omitempty"`
+	Type    string         `json:"type" enum:"paused,finished,failed,retrying" doc:"paused, finished or failed: how the run ended (failed: for good, as the thread records it); retrying: a try failed and the run is tried again."`
+	Outcome *agent.Outcome `json:"outcome,omitempty" doc:"The run's outcome (paused, finished, failed)."`
+	Error   string         `json:"error,omitempty" doc:"Why the run failed (failed) or its try did (retrying), safe to show."`
 }
 
 // EventDelta is a piece of model text as it streams; the whole text comes in the model's
@@ -171,7 +173,7 @@ var streamEvents = []struct {
 	{"state", "The thread's state: first on every stream, and again when it changes.", reflect.TypeFor[EventState]()},
 	{"message", "A message of the thread, in order; the event's id is its seq (send it back as Last-Event-ID to resume).", reflect.TypeFor[store.Message]()},
 	{"delta", "A piece of model text as it streams; the whole text comes in the model's message.", reflect.TypeFor[EventDelta]()},
-	{"run", "How a run of this process ended: paused, finished or failed.", reflect.TypeFor[EventRun]()},
+	{"run", "How a run ended, whichever node ran it: paused, finished or failed (for good, with the reason); retrying when a try failed and the run is tried again.", reflect.TypeFor[EventRun]()},
 }
 
 // eventStreamSchema describes the stream as the sequence of its events, one schema per event
@@ -312,6 +314,10 @@ type eventStream struct {
 	flusher  http.Flusher
 	last     *EventState
 	lastRead int64 // the seq the state was last read at
+	// lastUpdated is the thread's update time when its state was last read: a run that
+	// failed before it began changes the thread's outcome but neither its status nor its
+	// messages.
+	lastUpdated time.Time
 }
 
 // send writes an event; false when the client is gone.
@@ -358,7 +364,7 @@ func (s *Server) subscribeRuns(threadID string) (live chan agent.Event, wake cha
 			return
 		}
 		switch e.Type {
-		case agent.EventTextDelta, agent.EventPaused, agent.EventFinished, agent.EventFailed:
+		case agent.EventTextDelta, agent.EventPaused, agent.EventFinished, agent.EventFailed, agent.EventRetrying:
 			select {
 			case live <- e:
 			default: // a slow client loses deltas, never messages: those are read from the store
@@ -385,11 +391,11 @@ func (s *Server) catchUp(ctx context.Context, es *eventStream, ws, threadID stri
 	if !ok {
 		return after, false
 	}
-	// What the thread waits on changes only with its messages or status: read the status each
-	// time, the rest only then.
-	if err == nil && (es.last == nil || th.Status != es.last.Status || after != es.lastRead) {
+	// What the thread waits on changes only with its messages or status, and how its last run
+	// ended only with an update of the thread: read the thread each time, the rest only then.
+	if err == nil && (es.last == nil || th.Status != es.last.Status || after != es.lastRead || !th.UpdatedAt.Equal(es.lastUpdated)) {
 		st := s.threadState(ctx, ws, th, after)
-		es.lastRead = after
+		es.lastRead, es.lastUpdated = after, th.UpdatedAt
 		if es.last == nil || !sameState(st, es.last) {
 			if !es.send("state", "", st) {
 				return after, false
@@ -486,8 +492,12 @@ func (s *Server) sendLive(e agent.Event, send func(string, string, any) bool) bo
 	case agent.EventTextDelta:
 		return send("delta", "", EventDelta{Step: e.Step, Text: e.Text})
 	case agent.EventFailed:
-		// The cause may hold what the client must not see (a store's address): say what happened.
-		return send("run", "", EventRun{Type: "failed", Error: "the run failed; it resumes when retried (the server's log says why)"})
+		if e.Outcome == nil {
+			return true // stopped resumably: its job's retrying event says so, or its caller hears it
+		}
+		return send("run", "", EventRun{Type: "failed", Outcome: e.Outcome, Error: e.Outcome.Error})
+	case agent.EventRetrying:
+		return send("run", "", EventRun{Type: "retrying", Error: "retrying: " + e.Text})
 	default:
 		return send("run", "", EventRun{Type: string(e.Type), Outcome: e.Outcome})
 	}

@@ -221,6 +221,9 @@ func (a *app) runToTheEnd(ctx context.Context, r *agent.Runner, th *thread.Threa
 			return out, nil
 		}
 		out = st.Outcome // a later run of the agent, which may wait for an answer in turn
+		if out.Status == agent.RunFailed {
+			return nil, fmt.Errorf("the run that took the sub-agents' results failed (%s): %s", out.Reason, out.Error)
+		}
 	}
 }
 

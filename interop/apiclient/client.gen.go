@@ -121,19 +121,22 @@ func (e DecisionInputBodyAction) Valid() bool {
 
 // Defines values for EventRunType.
 const (
-	Failed   EventRunType = "failed"
-	Finished EventRunType = "finished"
-	Paused   EventRunType = "paused"
+	EventRunTypeFailed   EventRunType = "failed"
+	EventRunTypeFinished EventRunType = "finished"
+	EventRunTypePaused   EventRunType = "paused"
+	EventRunTypeRetrying EventRunType = "retrying"
 )
 
 // Valid indicates whether the value is a known member of the EventRunType enum.
 func (e EventRunType) Valid() bool {
 	switch e {
-	case Failed:
+	case EventRunTypeFailed:
 		return true
-	case Finished:
+	case EventRunTypeFinished:
 		return true
-	case Paused:
+	case EventRunTypePaused:
+		return true
+	case EventRunTypeRetrying:
 		return true
 	default:
 		return false
@@ -188,6 +191,27 @@ func (e OutcomeSide) Valid() bool {
 	case OutcomeSideSideA:
 		return true
 	case OutcomeSideSideB:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OutcomeStatus.
+const (
+	OutcomeStatusFailed   OutcomeStatus = "failed"
+	OutcomeStatusFinished OutcomeStatus = "finished"
+	OutcomeStatusPaused   OutcomeStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the OutcomeStatus enum.
+func (e OutcomeStatus) Valid() bool {
+	switch e {
+	case OutcomeStatusFailed:
+		return true
+	case OutcomeStatusFinished:
+		return true
+	case OutcomeStatusPaused:
 		return true
 	default:
 		return false
@@ -298,6 +322,7 @@ func (e SetRoleInputBodyRole) Valid() bool {
 
 // Defines values for ThreadViewStatus.
 const (
+	ThreadViewStatusFailed     ThreadViewStatus = "failed"
 	ThreadViewStatusIdle       ThreadViewStatus = "idle"
 	ThreadViewStatusRunning    ThreadViewStatus = "running"
 	ThreadViewStatusTerminated ThreadViewStatus = "terminated"
@@ -307,6 +332,8 @@ const (
 // Valid indicates whether the value is a known member of the ThreadViewStatus enum.
 func (e ThreadViewStatus) Valid() bool {
 	switch e {
+	case ThreadViewStatusFailed:
+		return true
 	case ThreadViewStatusIdle:
 		return true
 	case ThreadViewStatusRunning:
@@ -820,19 +847,26 @@ type EventDelta struct {
 
 // EventRun defines model for EventRun.
 type EventRun struct {
-	Error   *string      `json:"error,omitempty"`
-	Outcome *Outcome     `json:"outcome,omitempty"`
-	Type    EventRunType `json:"type"`
+	// Error Why the run failed (failed) or its try did (retrying), safe to show.
+	Error *string `json:"error,omitempty"`
+
+	// Outcome The run's outcome (paused, finished, failed).
+	Outcome *Outcome `json:"outcome,omitempty"`
+
+	// Type paused, finished or failed: how the run ended (failed: for good, as the thread records it); retrying: a try failed and the run is tried again.
+	Type EventRunType `json:"type"`
 }
 
-// EventRunType defines model for EventRun.Type.
+// EventRunType paused, finished or failed: how the run ended (failed: for good, as the thread records it); retrying: a try failed and the run is tried again.
 type EventRunType string
 
 // EventState defines model for EventState.
 type EventState struct {
 	LastSeq int64    `json:"last_seq"`
 	Pending *Pending `json:"pending,omitempty"`
-	Run     *Outcome `json:"run,omitempty"`
+
+	// Run How the thread's last run ended: finished, paused, or failed (reason and error say why).
+	Run *Outcome `json:"run,omitempty"`
 
 	// Status idle, running or terminated.
 	Status string `json:"status"`
@@ -1022,18 +1056,27 @@ type OpenAPISourceRecord struct {
 
 // Outcome defines model for Outcome.
 type Outcome struct {
-	Output   interface{}  `json:"output,omitempty"`
-	Pending  *Pending     `json:"pending,omitempty"`
-	Reason   string       `json:"reason"`
-	Side     *OutcomeSide `json:"side,omitempty"`
-	Status   string       `json:"status"`
-	Steps    int64        `json:"steps"`
-	Text     *string      `json:"text,omitempty"`
-	ThreadId string       `json:"thread_id"`
+	// Error Why the run failed (status failed), safe to show: the server's log has the details.
+	Error   *string     `json:"error,omitempty"`
+	Output  interface{} `json:"output,omitempty"`
+	Pending *Pending    `json:"pending,omitempty"`
+
+	// Reason Why it stopped (no_calls, output, stop_tool, max_steps, max_turns, until), paused (confirmation, client_tool) or failed: unknown_agent, bad_definition, missing_variables, secret_unreadable, model_not_configured, model_refused, empty_thread (for good at once), tools_unavailable, model_unavailable, timeout, internal (once its retries were spent).
+	Reason string       `json:"reason"`
+	Side   *OutcomeSide `json:"side,omitempty"`
+
+	// Status finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending); failed: the run could not start or go on (reason, error).
+	Status   OutcomeStatus `json:"status"`
+	Steps    int64         `json:"steps"`
+	Text     *string       `json:"text,omitempty"`
+	ThreadId string        `json:"thread_id"`
 }
 
 // OutcomeSide defines model for Outcome.Side.
 type OutcomeSide string
+
+// OutcomeStatus finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending); failed: the run could not start or go on (reason, error).
+type OutcomeStatus string
 
 // Pending defines model for Pending.
 type Pending struct {
@@ -1335,11 +1378,14 @@ type ThreadView struct {
 	ParentId  *string                 `json:"parent_id,omitempty"`
 
 	// Pending The call the thread waits on, when its status is waiting: the call, and why it waits.
-	Pending   *Pending    `json:"pending,omitempty"`
-	Resumable bool        `json:"resumable"`
-	State     interface{} `json:"state,omitempty"`
+	Pending   *Pending `json:"pending,omitempty"`
+	Resumable bool     `json:"resumable"`
 
-	// Status idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names.
+	// Run How the thread's last run ended: finished, paused, or failed (reason and error say why).
+	Run   *Outcome    `json:"run,omitempty"`
+	State interface{} `json:"state,omitempty"`
+
+	// Status idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names; failed when its last run could not start or go on, which run says (reason, error) until a run succeeds it.
 	Status      ThreadViewStatus `json:"status"`
 	StepCount   int64            `json:"step_count"`
 	Stopped     bool             `json:"stopped"`
@@ -1349,7 +1395,7 @@ type ThreadView struct {
 	WorkspaceId string           `json:"workspace_id"`
 }
 
-// ThreadViewStatus idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names.
+// ThreadViewStatus idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names; failed when its last run could not start or go on, which run says (reason, error) until a run succeeds it.
 type ThreadViewStatus string
 
 // ThreadsOutputBody defines model for ThreadsOutputBody.

@@ -32,6 +32,12 @@ function currentAgent(t) {
 
 const threadHref = (id) => "#/threads/" + encodeURIComponent(id);
 
+// statusOf is the thread's status as the page shows it: "failed" for an idle thread whose
+// last run failed (the API's thread reads so; the stream's state says idle with the run).
+function statusOf(status, run) {
+  return status === "idle" && run?.status === "failed" ? "failed" : status;
+}
+
 // filePath is the API path of a file of the thread: /threads/ID/files/a/b.png.
 function filePath(threadID, path) {
   return `/threads/${encodeURIComponent(threadID)}/files/` +
@@ -214,15 +220,26 @@ export async function render(main, ctx, id) {
   const outcomeBox = h("div", { class: "outcome", "data-test": "run-outcome", hidden: true });
   let waitingMark = null; // the mark on the call the thread waits on
 
-  const showOutcome = (o, error) => {
+  // showOutcome shows how the last run ended; a failed one says why (its reason and the
+  // server's words for it), as does a try that failed and is tried again (retrying: its text).
+  const showOutcome = (o, retrying) => {
     outcomeBox.hidden = false;
-    outcomeBox.className = "outcome" + (error ? " error" : "");
+    const failed = o?.status === "failed";
+    outcomeBox.className = "outcome" + (failed || retrying ? " error" : "");
     clear(outcomeBox);
-    if (error) { outcomeBox.append("The last run failed: ", error); return; }
+    if (retrying) { outcomeBox.append(h("span", { "data-test": "run-retrying" }, retrying)); return; }
     if (!o) return;
-    outcomeBox.append("Last run: ", h("strong", {}, o.status || "?"),
-      o.reason ? ` (${o.reason})` : "", typeof o.steps === "number" ? `, ${plural(o.steps, "step")} in all` : "");
+    const steps = typeof o.steps === "number" ? `, ${plural(o.steps, "step")} in all` : "";
+    if (failed) {
+      outcomeBox.append(h("strong", {}, "The last run failed"), " (", h("code", { "data-test": "run-failure-reason" }, o.reason || "?"), ")",
+        o.error ? ": " : "", o.error ? h("span", { "data-test": "run-failure" }, o.error) : "",
+        h("p", { class: "muted small" }, "A new run on the thread replaces this outcome."));
+      return;
+    }
+    outcomeBox.append("Last run: ", h("strong", {}, o.status || "?"), o.reason ? ` (${o.reason})` : "", steps);
   };
+
+  if (thread.run) showOutcome(thread.run); // the stream's first state says it again
 
   const showPending = (p) => {
     waitingMark?.remove();
@@ -262,17 +279,19 @@ export async function render(main, ctx, id) {
         }
         break;
       case "state":
-        setStatus(data.status, !!data.pending);
+        setStatus(statusOf(data.status, data.run), !!data.pending);
         showPending(data.pending);
         if (data.run) showOutcome(data.run);
         if (data.status !== "running") stopTyping();
-        if (data.status !== shownStatus) { shownStatus = data.status; refreshChildren(); }
+        if (statusOf(data.status, data.run) !== shownStatus) { shownStatus = statusOf(data.status, data.run); refreshChildren(); }
         updateRunButton(data);
         break;
       case "run":
         stopTyping();
-        if (data.type === "failed") showOutcome(null, data.error || "see the server's log");
+        if (data.type === "retrying") showOutcome(null, data.error || "retrying");
         else if (data.outcome) showOutcome(data.outcome);
+        else if (data.type === "failed") showOutcome({ status: "failed", reason: "", error: data.error || "see the server's log" });
+        if (data.outcome?.status === "failed") setStatus("failed", false);
         refreshChildren();
         break;
     }
