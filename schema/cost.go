@@ -31,7 +31,7 @@ type coster struct {
 // validationCost reports whether validating v against the schema at entry takes at most limit
 // checks; if not, the error says so.
 func (g *graph) validationCost(entry *node, v any, limit int) error {
-	c := &coster{limit: limit, pos: map[*node]int{}, count: map[*node]int{}, seen: map[*node]bool{}}
+	c := &coster{limit: limit}
 	if c.value(v, []weighted{{entry, 1}}) {
 		return nil
 	}
@@ -114,11 +114,14 @@ func appendAll(out []weighted, nodes []*node, paths int) []weighted {
 // anyOf, ...), with the number of paths reaching each. The validator stops a path that comes
 // back to a node it is checking the same value against, so such an edge is not counted.
 func (c *coster) closure(entries []weighted) []weighted {
-	if len(entries) == 1 && len(entries[0].n.inPlace) == 0 {
-		return entries // the common case: a plain schema
+	if chain := c.chain(entries); chain != nil {
+		return chain
 	}
 	// Order the nodes reached so that each comes after every node with an edge to it (edges
 	// back to a node on the path left out), then push the path counts along the edges.
+	if c.pos == nil {
+		c.pos, c.count, c.seen = map[*node]int{}, map[*node]int{}, map[*node]bool{}
+	}
 	clear(c.pos)
 	clear(c.count)
 	clear(c.seen)
@@ -143,6 +146,26 @@ func (c *coster) closure(entries []weighted) []weighted {
 	}
 	return out
 }
+
+// chain is the closure of a single entry whose nodes each apply at most one other in place
+// (a plain schema, or a $ref to a definition): one path to each. It returns nil otherwise.
+func (c *coster) chain(entries []weighted) []weighted {
+	if len(entries) != 1 {
+		return nil
+	}
+	out := entries[:1:1]
+	for n := entries[0].n; len(n.inPlace) > 0; n = n.inPlace[0] {
+		if len(n.inPlace) > 1 || len(out) > maxChain {
+			return nil
+		}
+		out = append(out, weighted{n.inPlace[0], entries[0].paths})
+	}
+	return out
+}
+
+// maxChain is the longest chain of $refs chain follows; a longer one (or one that comes back
+// on itself) takes the general way.
+const maxChain = 16
 
 // postOrder appends to c.order every node n reaches in place, each after those it reaches.
 func (c *coster) postOrder(n *node) {
