@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -429,8 +430,9 @@ func (n *node) edge(i int) *node {
 	return nil
 }
 
-// where names a location in an error: #/$defs/a, or # for the root.
-func where(loc string) string { return "#" + loc }
+// where names a location in an error, quoted and cut short: "#/$defs/a", or "#" for the root.
+// Its names come from whoever wrote the schema, so they are escaped.
+func where(loc string) string { return strconv.Quote(truncate("#"+loc, 200)) }
 
 // escapeToken escapes a JSON pointer token (RFC 6901) the way the validator does.
 func escapeToken(tok string) string {

@@ -79,25 +79,25 @@ func TestCompileBounds(t *testing.T) {
 	}{
 		{"largest flat schema", `{"type":"object","properties":{` + props(MaxSchemaNodes-1, `{"type":"string"}`) + `}}`, ""},
 		{"one subschema too many", `{"type":"object","properties":{` + props(MaxSchemaNodes, `{"type":"string"}`) + `}}`,
-			fmt.Sprintf("schema: more than %d subschemas (at #/properties/", MaxSchemaNodes)},
+			fmt.Sprintf("schema: more than %d subschemas (at \"#/properties/", MaxSchemaNodes)},
 		{"unreferenced definitions count", `{"type":"object","$defs":{` + props(MaxSchemaNodes, `true`) + `}}`,
 			fmt.Sprintf("a schema may have at most %d", MaxSchemaNodes)},
 		{"recursion of the largest size", `{"type":"object","$defs":{"n":{"type":"object","properties":{` +
 			props(MaxRecursiveNodes-1, `{"$ref":"#/$defs/n"}`) + `}}},"properties":{"root":{"$ref":"#/$defs/n"}}}`, ""},
 		{"recursion too large", `{"type":"object","$defs":{"n":{"type":"object","properties":{` +
 			props(MaxRecursiveNodes, `{"$ref":"#/$defs/n"}`) + `}}},"properties":{"root":{"$ref":"#/$defs/n"}}}`,
-			fmt.Sprintf("schema: the $refs at #/$defs/n tie %d subschemas together in a recursion; at most %d may be", MaxRecursiveNodes+1, MaxRecursiveNodes)},
+			fmt.Sprintf("schema: the $refs at \"#/$defs/n\" tie %d subschemas together in a recursion; at most %d may be", MaxRecursiveNodes+1, MaxRecursiveNodes)},
 		{"lattice", lattice(12, 4, "anyOf", false),
-			fmt.Sprintf("schema: more than %d schema nodes to visit from #/$defs/d", MaxSchemaVisits)},
+			fmt.Sprintf("schema: more than %d schema nodes to visit from \"#/$defs/d", MaxSchemaVisits)},
 		{"default that adds itself", `{"type":"object","$defs":{"n":{"type":"object","properties":{"child":{"$ref":"#/$defs/n","default":{}}}}},
 			"properties":{"root":{"$ref":"#/$defs/n"}}}`, `schema: the default of "child" never ends`},
 		{"defaults that fill in too much", lattice(8, 4, "properties", true), fmt.Sprintf("come to more than %d bytes", maxDefaultBytes)},
 		{"pointer to no subschema", `{"type":"object","properties":{"a":{"$ref":"#/properties"}}}`,
-			`schema: compile: $ref "#/properties" at #/properties/a: no subschema there`},
+			`schema: compile: $ref "#/properties" at "#/properties/a": no subschema there`},
 		{"$id below the root", `{"type":"object","properties":{"a":{"$id":"https://example.com/a.json","type":"string"}}}`,
-			"schema: $id at #/properties/a: only the root may have an $id"},
+			`schema: $id at "#/properties/a": only the root may have an $id`},
 		{"dynamic reference", `{"type":"object","properties":{"a":{"$dynamicRef":"#meta"}}}`,
-			"schema: compile: $dynamicRef at #/properties/a: dynamic references are not supported"},
+			`schema: compile: $dynamicRef at "#/properties/a": dynamic references are not supported`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
