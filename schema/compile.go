@@ -31,7 +31,8 @@ type Compiled struct {
 // Compile checks s, compiles it for validation, and checks every default it declares against
 // the schema of the value it defaults. Formats (date-time, email, uuid, ...) are asserted, not
 // merely annotated, so that a model gets told when a date is not a date. A schema over the
-// bounds MaxSchemaNodes and MaxSchemaVisits is refused with an error that names the bound.
+// bounds MaxSchemaNodes, MaxSchemaVisits or MaxRecursiveNodes is refused with an error that
+// names the bound and the place.
 func Compile(s *Schema) (*Compiled, error) {
 	return CompileContext(context.Background(), s)
 }
@@ -67,8 +68,8 @@ func CompileJSONContext(ctx context.Context, doc []byte) (*Compiled, error) {
 const resourceURL = "quiver:///schema.json"
 
 // compile checks the document's graph against the bounds before the validator compiles it
-// (the validator's own work grows with the square of the nodes, and it cannot be stopped),
-// then builds the defaults, each schema once.
+// (the validator cannot be stopped midway, and its work on a recursion grows with the square of
+// the recursion's nodes), then builds the defaults, each schema once.
 func compile(ctx context.Context, s *Schema, raw []byte) (*Compiled, error) {
 	schemastat.Compilations.Add(1)
 	doc, err := validator.UnmarshalJSON(bytes.NewReader(raw))
