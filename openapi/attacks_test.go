@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,35 +183,48 @@ func TestAttacksOnTheDocument(t *testing.T) {
 }
 
 // TestPublicOnly: a source a workspace imports reaches no internal address, whether named by
-// address or by a name that resolves to one, unless the operator allows the host.
+// address or by a name that resolves to one, unless the operator allows the host; a refusal
+// names the host as written and never what the server's resolver made of it (the addresses a
+// name resolved to, the resolver asked), and a name that resolves to an internal address reads
+// as one that does not resolve.
 func TestPublicOnly(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(echo))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	_, port, _ := strings.Cut(host, ":")
+	refused := func(hostport string) string {
+		return "the server " + hostport + " is not allowed: it is not a public address, or its name does not resolve " +
+			"(an operator may allow the host with quiver serve --openapi-internal-hosts)"
+	}
 	tests := []struct {
 		name     string
-		server   string
+		server   string // host:port
 		internal []string
 		want     string // "" for a call that goes through
 	}{
-		{"loopback by address", srv.URL, nil, "is not a public address: refused"},
-		{"loopback by name", "http://localhost:" + port, nil, "is not a public address: refused"},
-		{"an unspecified address", "http://0.0.0.0:" + port, nil, "is not a public address: refused"},
-		{"allowed by host and port", srv.URL, []string{host}, ""},
-		{"allowed by host", srv.URL, []string{"127.0.0.1"}, ""},
-		{"another port of an allowed host", srv.URL, []string{"127.0.0.1:1"}, "is not a public address: refused"},
+		{"loopback by address", host, nil, refused(host)},
+		{"loopback by name", "localhost:" + port, nil, refused("localhost:" + port)},
+		{"an unspecified address", "0.0.0.0:" + port, nil, refused("0.0.0.0:" + port)},
+		{"a name that does not resolve", "nonexistent.invalid:" + port, nil, refused("nonexistent.invalid:" + port)},
+		{"allowed by host and port", host, []string{host}, ""},
+		{"allowed by host", host, []string{"127.0.0.1"}, ""},
+		{"another port of an allowed host", host, []string{"127.0.0.1:1"}, refused(host)},
+		{"an allowed host with nothing listening", "localhost:1", []string{"localhost"}, "connecting to the server localhost:1: connect: connection refused"},
 	}
+	address := regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|::1|\[|lookup| on `)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			reg, _ := securedTools(t, openapi.Source{Servers: []string{tc.server + "/v1"}, PublicOnly: true, Internal: tc.internal})
+			reg, _ := securedTools(t, openapi.Source{Servers: []string{"http://" + tc.server + "/v1"}, PublicOnly: true, Internal: tc.internal})
 			d := &quiver.Dispatcher{Registry: reg}
 			res, err := d.Dispatch(context.Background(), quiver.Call{ID: "c", Name: "secured.echoOpen", Args: json.RawMessage(`{"path_item":"x"}`)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.want == "" && res.IsError() || tc.want != "" && !strings.Contains(res.Error, tc.want) {
+			if tc.want == "" && res.IsError() || tc.want != "" && res.Error != "POST /echo/open/{item}: "+tc.want {
 				t.Fatalf("result %+v, want %q", res, tc.want)
+			}
+			if leak := address.FindString(strings.ReplaceAll(res.Error, tc.server, "")); leak != "" {
+				t.Errorf("the error says %q, which the document did not: %s", leak, res.Error)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ package openapi
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -41,6 +42,23 @@ const (
 	MaxDocumentBytes = 16 << 20
 	// MaxOperations is the most tools one source makes: select some with Operations.
 	MaxOperations = 1000
+	// MaxDocumentOperations is the most operations a document may have, selected or not:
+	// selecting happens on the loaded document, whose loading is the cost. Ten times
+	// MaxOperations leaves room to select a part of a large API's document (the largest
+	// public ones have a little over a thousand).
+	MaxDocumentOperations = 10 * MaxOperations
+	// MaxDocumentValues is the most values (objects, arrays, strings, numbers, booleans and
+	// nulls; a YAML alias counting as what it repeats) a document may hold unless the Source
+	// says fewer (MaxValues): the loader builds up to a kilobyte and a half for each. A
+	// document of MaxDocumentBytes written as real ones are holds fewer than half as many.
+	MaxDocumentValues = 1 << 20
+	// MaxMappingMembers is the most members one mapping of a YAML document may have: YAML's
+	// decoder compares each key of a mapping with every other (JSON's keeps them in a map).
+	MaxMappingMembers = 10_000
+	// MaxFlowValues is the most values one flow collection ({...} or [...]) of a YAML document
+	// may hold, what it holds included: the YAML parser holds a flow collection's tokens until
+	// it ends, at several hundred bytes each. (A JSON document is read by JSON's decoder.)
+	MaxFlowValues = 10_000
 	// MaxSchemaBytes caps one tool's schemas (input and output, their $defs included, as
 	// JSON): an operation over it is left out. MaxSourceSchemaBytes caps a source's in all.
 	// Each tool's schemas are compiled on their own, so a document whose components are
@@ -89,6 +107,19 @@ type Source struct {
 	// members choose. It applies when Transport is nil.
 	PublicOnly bool
 	Internal   []string
+	// MaxValues is the most values the document may hold: MaxDocumentValues when zero, and
+	// never more. A server reading documents that others write sets fewer, to bound what one
+	// import costs it (see MaxDocumentValues).
+	MaxValues int
+}
+
+// limits are what the source's document may hold.
+func (src Source) limits() limits {
+	values := MaxDocumentValues
+	if src.MaxValues > 0 {
+		values = min(src.MaxValues, MaxDocumentValues)
+	}
+	return limits{values: values, members: MaxMappingMembers, flow: MaxFlowValues, operations: MaxDocumentOperations}
 }
 
 // Skipped is an operation of the document that did not become a tool, and why.
@@ -115,7 +146,7 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 		return nil, fmt.Errorf("openapi: source name %q: use 1 to 32 letters, digits, _ and -", src.Name)
 	}
 	where := cmp.Or(src.Location, src.Name)
-	doc, err := parse(ctx, src.Document)
+	doc, err := parse(ctx, src.Document, src.limits())
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", where, err)
 	}
@@ -123,11 +154,14 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", where, err)
 	}
+	// Counted, and the selection checked, before any tool is made.
+	if err := checkSelection(doc, src.Operations); err != nil {
+		return nil, fmt.Errorf("openapi: %s: %w", where, err)
+	}
 	b := &builder{ctx: ctx, src: src, doc: doc, servers: servers, names: map[string]int{}}
 	b.client = newClient(src, servers)
 	sel := newSelector(src.Operations)
 	im := &Import{}
-	selected := 0
 	for _, path := range doc.Paths.InMatchingOrder() {
 		item := doc.Paths.Value(path)
 		for _, method := range methods {
@@ -137,9 +171,6 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, err // the request it is read for ended
-			}
-			if selected++; selected > MaxOperations {
-				return nil, fmt.Errorf("openapi: %s: more than %d operations selected; select some with operations", where, MaxOperations)
 			}
 			t, reason, err := b.tool(method, path, item, op)
 			if err != nil {
@@ -166,22 +197,32 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 var methods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodOptions,
 	http.MethodHead, http.MethodPatch, http.MethodTrace}
 
-// parse reads a document. References to other documents are refused: the loader would
-// otherwise read files or fetch URLs a document names. The document is not validated as a
-// whole: real documents often break a rule of the specification somewhere (a keyword their
-// generator adds, an example that does not match), and one operation's flaw should not cost
-// the others. Each operation is checked as its tool is made instead (see Tools).
-func parse(ctx context.Context, data []byte) (*openapi3.T, error) {
+// parse reads a document, once counted within lim (see scanDocument). References to other
+// documents are refused: the loader would otherwise read files or fetch URLs a document
+// names. The document is not validated as a whole: real documents often break a rule of the
+// specification somewhere (a keyword their generator adds, an example that does not match),
+// and one operation's flaw should not cost the others. Each operation is checked as its tool
+// is made instead (see Tools).
+func parse(ctx context.Context, data []byte, lim limits) (*openapi3.T, error) {
 	if len(data) == 0 {
 		return nil, errors.New("the document is empty")
 	}
 	if len(data) > MaxDocumentBytes {
 		return nil, fmt.Errorf("the document is larger than %d bytes", MaxDocumentBytes)
 	}
+	isJSON, err := scanDocument(data, lim)
+	if err != nil {
+		return nil, err
+	}
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
 	loader.IsExternalRefsAllowed = false
-	doc, err := loader.LoadFromData(data)
+	var doc *openapi3.T
+	if isJSON {
+		doc, err = loadJSON(loader, data)
+	} else {
+		doc, err = loader.LoadFromData(data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("not a readable OpenAPI document: %w", err)
 	}
@@ -193,6 +234,20 @@ func parse(ctx context.Context, data []byte) (*openapi3.T, error) {
 	}
 	if doc.Components == nil {
 		doc.Components = &openapi3.Components{}
+	}
+	return doc, nil
+}
+
+// loadJSON reads a JSON document as JSON. The loader's LoadFromData parses every document as
+// YAML first, and YAML's parser holds a JSON document's one long flow of tokens at several
+// times the memory (five times the peak heap, measured on a 2.6 MB document).
+func loadJSON(loader *openapi3.Loader, data []byte) (*openapi3.T, error) {
+	doc := &openapi3.T{}
+	if err := json.Unmarshal(data, doc); err != nil {
+		return nil, err
+	}
+	if err := loader.ResolveRefsIn(doc, nil); err != nil {
+		return nil, err
 	}
 	return doc, nil
 }

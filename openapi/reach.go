@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,25 +25,54 @@ func transport(src Source) http.RoundTripper {
 	guarded := &net.Dialer{Timeout: 10 * time.Second, Control: refuseInternal}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, _ := net.SplitHostPort(addr)
-		if slices.Contains(src.Internal, addr) || slices.Contains(src.Internal, host) {
-			return plain.DialContext(ctx, network, addr)
+		allowed := slices.Contains(src.Internal, addr) || slices.Contains(src.Internal, host)
+		dialer := guarded
+		if allowed {
+			dialer = plain
 		}
-		return guarded.DialContext(ctx, network, addr)
+		conn, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, dialError(addr, err, allowed)
+		}
+		return conn, nil
 	}
 	return t
 }
 
+// errNotPublic is refuseInternal's refusal.
+var errNotPublic = errors.New("not a public address")
+
 // refuseInternal is a dialer's Control: it sees the address about to be connected to, after
 // the name was resolved.
 func refuseInternal(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("address %s: %v", address, err)
-	}
-	if ip := ap.Addr().Unmap(); !public(ip) {
-		return fmt.Errorf("%s is not a public address: refused (an operator may allow the host)", ip)
+	if ap, err := netip.ParseAddrPort(address); err != nil || !public(ap.Addr().Unmap()) {
+		return errNotPublic
 	}
 	return nil
+}
+
+// dialError is why a PublicOnly source's connection to addr (the host and port as the
+// document or the source gives them) failed, without what the server's resolver made of the
+// name: a net.OpError names the address dialled, a net.DNSError the resolver asked. Past the
+// hosts the operator allows, a name that resolves to an internal address and a name that does
+// not resolve are the same refusal, so that a document cannot tell which names the server's
+// network has.
+func dialError(addr string, err error, allowed bool) error {
+	var dnsErr *net.DNSError
+	switch {
+	case !allowed && (errors.Is(err, errNotPublic) || errors.As(err, &dnsErr)):
+		return fmt.Errorf("the server %s is not allowed: it is not a public address, or its name does not resolve "+
+			"(an operator may allow the host with quiver serve --openapi-internal-hosts)", addr)
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("connecting to the server %s: its name does not resolve (%s)", addr, dnsErr.Err)
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		// What failed past the address (connection refused, a timeout), which names none;
+		// wrapped, so that a timeout stays one.
+		return fmt.Errorf("connecting to the server %s: %w", addr, opErr.Err)
+	}
+	return fmt.Errorf("connecting to the server %s: %w", addr, err)
 }
 
 // notPublic are the ranges of addresses that are global unicast by the Go standard library's

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quiverhq/quiver"
@@ -42,6 +43,46 @@ type OpenAPIImport struct {
 // server for that long.
 const maxOpenAPITimeout = 5 * time.Minute
 
+// maxOpenAPIValues bounds the values of a workspace's document (see openapi.MaxDocumentValues):
+// what reading one costs grows with them, up to about 1.6 kB each (310 MB at the heap's peak
+// for 200,000 empty schemas, docs/PERFORMANCE.md). 200,000 admits the documents of real APIs
+// that fit in store.MaxOpenAPIDocumentBytes: a real document holds about 140,000 values in
+// 2.6 MB of compact JSON, 5.4 MB of indented JSON or 4.8 MB of YAML.
+const maxOpenAPIValues = 200_000
+
+// maxImportsAtOnce is how many OpenAPI documents the process reads at once, one a workspace:
+// an import holds the memory of its document (up to 370 MB at the heap's peak for the worst a
+// workspace may import, docs/PERFORMANCE.md) until it ends. Another is refused at once rather
+// than queued: a request waiting for its turn would hold its body, megabytes, all the while.
+const maxImportsAtOnce = 2
+
+// importSlots are the imports under way in the process, by workspace.
+type importSlots struct {
+	mu      sync.Mutex
+	running map[string]bool
+}
+
+// take holds a slot for an import into the workspace until release, or refuses it.
+func (s *importSlots) take(workspaceID string) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.running[workspaceID]:
+		return nil, &Error{Kind: Unavailable, Message: "the workspace is importing another OpenAPI document: try again when it is done"}
+	case len(s.running) >= maxImportsAtOnce:
+		return nil, &Error{Kind: Unavailable, Message: fmt.Sprintf("the server is reading %d OpenAPI documents, the most it reads at once: try again shortly", maxImportsAtOnce)}
+	}
+	if s.running == nil {
+		s.running = map[string]bool{}
+	}
+	s.running[workspaceID] = true
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.running, workspaceID)
+	}, nil
+}
+
 // ImportOpenAPI reads an OpenAPI document and stores it as a source of the actor's workspace
 // (an admin's: a source names the servers its tools send the workspace's credentials to),
 // replacing the source of the same name; the workspace serves its tools from the next call
@@ -67,6 +108,12 @@ func (p *Platform) ImportOpenAPI(ctx context.Context, a Actor, in NewOpenAPISour
 	if err := store.CheckOpenAPISource(src); err != nil {
 		return nil, invalid("name", strings.TrimSuffix(err.Error(), ": "+store.ErrInvalid.Error()))
 	}
+	// Held until the import ends: the tools it makes are held until then too.
+	release, err := p.imports.take(a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	im, err := openapi.Tools(ctx, p.openAPISource(src))
 	if err != nil {
 		return nil, &Error{Kind: Invalid, Field: "document", Message: strings.TrimPrefix(err.Error(), "openapi: "), Cause: err}
@@ -145,7 +192,7 @@ func (p *Platform) DeleteOpenAPISource(ctx context.Context, a Actor, name string
 func (p *Platform) openAPISource(s *store.OpenAPISource) openapi.Source {
 	return openapi.Source{Name: s.Name, Document: s.Document, Location: "OpenAPI source " + s.Name, Servers: s.Servers,
 		Operations: s.Operations, Credentials: s.Credentials, Timeout: s.Timeout, MaxResponseBytes: s.MaxResponseBytes,
-		PublicOnly: true, Internal: p.cfg.OpenAPIInternal}
+		PublicOnly: true, Internal: p.cfg.OpenAPIInternal, MaxValues: maxOpenAPIValues}
 }
 
 // loadOpenAPITools builds the tools of the workspace's sources, reusing those prev holds for a

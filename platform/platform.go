@@ -65,6 +65,7 @@ type Platform struct {
 	logger     *slog.Logger
 	runner     *agent.Runner
 	workspaces workspaces
+	imports    importSlots // the OpenAPI documents being imported
 
 	jobsMu sync.Mutex
 	jobs   *jobs.Jobs

@@ -1,13 +1,22 @@
 package server_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/quiverhq/quiver/internal/backendtest"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
 )
 
 // TestOpenAPISourcesAPI: an admin imports a document nobody here wrote into the workspace; its
@@ -97,7 +106,7 @@ func TestOpenAPISourcesAPI(t *testing.T) {
 		w.ok(t, "admin", "POST", "/v1/openapi-sources", map[string]any{"name": "local", "document": string(doc),
 			"servers": []string{"http://localhost" + host + "/api"}, "operations": []string{"addPet"}}, 201, &im)
 		w.ok(t, "member", "POST", "/v1/tools/local.addPet/call", map[string]any{"args": map[string]any{"body": map[string]any{"name": "x"}}}, 200, &call)
-		if call.Result.Status != "error" || !strings.Contains(call.Result.Error, "is not a public address: refused") {
+		if call.Result.Status != "error" || !strings.Contains(call.Result.Error, "the server localhost"+host+" is not allowed") {
 			t.Errorf("a call to localhost: %+v", call.Result)
 		}
 		for _, tc := range []struct {
@@ -121,5 +130,120 @@ func TestOpenAPISourcesAPI(t *testing.T) {
 			t.Errorf("a deleted source's tool is still called: %d %s", r.status, r.body)
 		}
 		wantProblem(t, "a deleted source", w.do(t, "viewer", "GET", "/v1/openapi-sources/pets", nil), 404, "not_found", "")
+	})
+}
+
+// TestOpenAPIRefusalsNameNoAddress: a call over the API of an imported tool whose server is
+// internal, by name, by address or by a name that does not resolve, is refused naming the host
+// as the document wrote it and nothing the server's resolver made of it (the address a name
+// resolved to, the resolver it asked), the same way for each: an admin cannot tell which
+// names the server's network has.
+func TestOpenAPIRefusalsNameNoAddress(t *testing.T) {
+	pets := httptest.NewServer(http.NotFoundHandler())
+	defer pets.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(pets.URL, "http://"), ":")
+	doc, err := os.ReadFile("../openapi/testdata/petstore-expanded.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	address := regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|::1|lookup| on `)
+	entEach(t, func(t *testing.T, w *entWorld) {
+		// The world allows 127.0.0.1 (where pets listens), and no other internal host.
+		for i, host := range []string{"localhost:" + port, "127.0.0.2:" + port, "[::1]:" + port, "nonexistent.invalid:" + port} {
+			name := fmt.Sprintf("internal%d", i)
+			w.ok(t, "admin", "POST", "/v1/openapi-sources", map[string]any{"name": name, "document": string(doc),
+				"servers": []string{"http://" + host + "/api"}, "operations": []string{"addPet"}}, 201, nil)
+			r := w.do(t, "member", "POST", "/v1/tools/"+name+".addPet/call", map[string]any{"args": map[string]any{"body": map[string]any{"name": "x"}}})
+			var call struct {
+				Result struct{ Status, Error string } `json:"result"`
+			}
+			if err := json.Unmarshal(r.body, &call); err != nil || r.status != 200 {
+				t.Fatalf("%s: %d %s", host, r.status, r.body)
+			}
+			want := "the server " + host + " is not allowed: it is not a public address, or its name does not resolve"
+			if call.Result.Status != "error" || !strings.Contains(call.Result.Error, want) {
+				t.Errorf("%s: %+v, want %q", host, call.Result, want)
+			}
+			if leak := address.FindString(strings.ReplaceAll(string(r.body), host, "")); leak != "" {
+				t.Errorf("%s: the answer says %q, which the document did not: %s", host, leak, r.body)
+			}
+		}
+	})
+}
+
+// heldStore holds the write of each OpenAPI source whose name starts with "held" until release
+// is closed, saying its name on held first: an import holds its place while it is held.
+type heldStore struct {
+	store.Backend
+	held    chan string
+	release chan struct{}
+}
+
+func (s *heldStore) PutOpenAPISource(ctx context.Context, src *store.OpenAPISource) (bool, error) {
+	if strings.HasPrefix(src.Name, "held") {
+		s.held <- src.Name
+		<-s.release
+	}
+	return s.Backend.PutOpenAPISource(ctx, src)
+}
+
+// TestOpenAPIImportsAtOnce: the server reads two OpenAPI documents at once and one a workspace
+// (reading one holds its memory until the import ends); another import is refused at once,
+// 503, rather than queued with its body, and goes through once one ends.
+func TestOpenAPIImportsAtOnce(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		ctx := context.Background()
+		held := &heldStore{Backend: st.(entStore), held: make(chan string), release: make(chan struct{})}
+		var once sync.Once
+		release := func() { once.Do(func() { close(held.release) }) }
+		t.Cleanup(release)
+		w := newEntWorld(t, &schemaCounter{entStore: held})
+		// A third workspace, C, with an admin key of its own.
+		c, admin := &store.Workspace{Name: "initech"}, &store.User{Email: "pat@initech.test", Name: "Pat"}
+		if err := held.CreateWorkspace(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := held.CreateUser(ctx, admin); err != nil {
+			t.Fatal(err)
+		}
+		if err := held.AddMember(ctx, &store.Membership{WorkspaceID: c.ID, UserID: admin.ID, Role: store.MemberRoleAdmin}); err != nil {
+			t.Fatal(err)
+		}
+		secret, err := server.IssueAPIKey(ctx, held, &store.APIKey{WorkspaceID: c.ID, UserID: admin.ID, Name: "c", Role: store.KeyRoleAdmin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.key["c"] = secret
+		doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"https://svc.example"}],` +
+			`"paths":{"/a":{"get":{"operationId":"a","responses":{"200":{"description":"ok"}}}}}}`
+		body := func(name string) map[string]any { return map[string]any{"name": name, "document": doc} }
+		// Sent from other goroutines, which may not end the test: the status, or 0.
+		send := func(who, name string) int {
+			b, _ := json.Marshal(body(name))
+			req, _ := http.NewRequest(http.MethodPost, w.url+"/v1/openapi-sources", bytes.NewReader(b))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+w.key[who])
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return 0
+			}
+			res.Body.Close()
+			return res.StatusCode
+		}
+		done := make(chan int, 2)
+		go func() { done <- send("admin", "heldA") }()
+		<-held.held // A's import holds a place
+		wantProblem(t, "a second import into A", w.do(t, "admin", "POST", "/v1/openapi-sources", body("second")), 503, "unavailable", "")
+		go func() { done <- send("b", "heldB") }()
+		<-held.held // B's holds the other
+		wantProblem(t, "an import into C", w.do(t, "c", "POST", "/v1/openapi-sources", body("third")), 503, "unavailable", "")
+		release()
+		for range 2 {
+			if status := <-done; status != http.StatusCreated {
+				t.Errorf("a held import answered %d", status)
+			}
+		}
+		w.ok(t, "c", "POST", "/v1/openapi-sources", body("third"), 201, nil)
+		w.ok(t, "admin", "POST", "/v1/openapi-sources", body("second"), 201, nil)
 	})
 }
