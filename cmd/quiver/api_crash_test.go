@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -89,30 +88,7 @@ func testServeCrashDuringRuns(t *testing.T, db string, kills int) {
 		func(base string) { threads = h.startRuns(base, "counter", "count", crashRuns) })
 
 	// The last life runs every run to its end.
-	finished := func() int {
-		n := 0
-		for _, id := range threads {
-			_, _, th := apiDo(t, "GET", base+"/threads/"+id, h.admin, "")
-			b, _ := json.Marshal(th["state"])
-			if th["status"] == "idle" && strings.Contains(string(b), `"status":"finished"`) {
-				n++
-			}
-		}
-		return n
-	}
-	deadline := time.Now().Add(90 * time.Second)
-	for finished() < crashRuns {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs finished after %d kills\n%s", finished(), crashRuns, kills, child.Stderr())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	histories := map[string][]any{}
-	for _, id := range threads {
-		_, _, page := apiDo(t, "GET", base+"/threads/"+id+"/messages?limit=1000", h.admin, "")
-		histories[id], _ = page["messages"].([]any)
-	}
-	h.stop(child)
+	histories := h.finishRuns(child, base, threads, kills)
 	verifyCrashRuns(t, histories, h.ran)
 }
 

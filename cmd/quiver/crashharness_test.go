@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -222,4 +223,34 @@ func checkExecutions(t testing.TB, id, call, content string, lives []string) int
 		return 1
 	}
 	return 0
+}
+
+// finishRuns waits until the last life (child, its API at base) has run every thread's run to
+// its end, reads the threads' histories, and stops the life.
+func (h *crashHarness) finishRuns(child *crashtest.Child, base string, threads []string, kills int) map[string][]any {
+	t := h.t
+	t.Helper()
+	finished := func() int {
+		n := 0
+		for _, id := range threads {
+			_, _, th := apiDo(t, "GET", base+"/threads/"+id, h.admin, "")
+			b, _ := json.Marshal(th["state"])
+			if th["status"] == "idle" && strings.Contains(string(b), `"status":"finished"`) {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(90 * time.Second); finished() < len(threads); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs finished after %d kills\n%s", finished(), len(threads), kills, child.Stderr())
+		}
+	}
+	histories := map[string][]any{}
+	for _, id := range threads {
+		_, _, page := apiDo(t, "GET", base+"/threads/"+id+"/messages?limit=1000", h.admin, "")
+		histories[id], _ = page["messages"].([]any)
+	}
+	h.stop(child)
+	return histories
 }

@@ -4,12 +4,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -132,28 +130,7 @@ func testServeCrashDuringRemoteCalls(t *testing.T, db string, kills int) {
 				startAPIRun(t, base, h.admin, threads[run], agent, "count")
 			}
 		})
-	finished := func() int {
-		n := 0
-		for _, id := range threads {
-			_, _, th := apiDo(t, "GET", base+"/threads/"+id, h.admin, "")
-			b, _ := json.Marshal(th["state"])
-			if th["status"] == "idle" && strings.Contains(string(b), `"status":"finished"`) {
-				n++
-			}
-		}
-		return n
-	}
-	for deadline := time.Now().Add(90 * time.Second); finished() < crashRuns; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs finished after %d kills\n%s", finished(), crashRuns, kills, child.Stderr())
-		}
-	}
-	histories := map[string][]any{}
-	for _, id := range threads {
-		_, _, page := apiDo(t, "GET", base+"/threads/"+id+"/messages?limit=1000", h.admin, "")
-		histories[id], _ = page["messages"].([]any)
-	}
-	h.stop(child)
+	histories := h.finishRuns(child, base, threads, kills)
 	// The remote's executions, by thread and call as verifyCrashRuns reads them.
 	ran := map[string][]string{}
 	rt.mu.Lock()
@@ -167,6 +144,6 @@ func testServeCrashDuringRemoteCalls(t *testing.T, db string, kills int) {
 	rt.mu.Unlock()
 	verifyCrashRuns(t, histories, ran)
 	if t.Failed() {
-		os.Stderr.WriteString(strings.Join(h.stderrs, "\n---\n"))
+		t.Log("the lives' logs:\n" + strings.Join(h.stderrs, "\n---\n"))
 	}
 }
