@@ -3,6 +3,7 @@ package jsfunc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -103,64 +104,73 @@ func attachments(raw json.RawMessage) ([]quiver.Attachment, error) {
 	}
 	out := make([]quiver.Attachment, len(items))
 	for i, item := range items {
-		var fields map[string]json.RawMessage
-		if item[0] != '{' || json.Unmarshal(item, &fields) != nil {
-			return nil, fmt.Errorf("attachments[%d] must be an object, got %s", i, kind(item))
-		}
-		allowed, what := attachmentRef, "a reference to a file of the thread (no data) has "
-		if d, ok := fields["data"]; ok && string(d) != "null" {
-			allowed, what = newAttachment, "a new attachment (with data) has "
-		}
-		keys := make([]string, 0, len(fields))
-		for k := range fields {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		a := &out[i]
-		for _, k := range keys {
-			v := fields[k]
-			if !slices.Contains(allowed, k) {
-				return nil, fmt.Errorf("attachments[%d] has an unknown key %q: %s%s", i, k, what, strings.Join(allowed, ", "))
-			}
-			if string(v) == "null" {
-				continue
-			}
-			var err error
-			switch k {
-			case "name":
-				err = str(v, &a.Name)
-			case "mimeType":
-				err = str(v, &a.MimeType)
-			case "data":
-				err = str(v, &a.Data)
-			case "description":
-				err = str(v, &a.Description)
-			case "id":
-				err = str(v, &a.ID)
-			case "type":
-				err = str(v, &a.Type)
-			case "path":
-				err = str(v, &a.Path)
-			case "size":
-				err = whole(v, &a.Size)
-			case "width", "height":
-				var n int64
-				if err = whole(v, &n); err == nil {
-					if n > 1<<31-1 {
-						err = fmt.Errorf("must be at most %d, got %d", 1<<31-1, n)
-					} else if k == "width" {
-						a.Width = int(n)
-					} else {
-						a.Height = int(n)
-					}
-				}
-			}
-			if err != nil {
-				return nil, fmt.Errorf("attachments[%d].%s %v", i, k, err)
-			}
+		if err := readAttachment(item, &out[i]); err != nil {
+			return nil, fmt.Errorf("attachments[%d]%w", i, err)
 		}
 	}
 	return out, nil
+}
+
+// readAttachment reads one item of a ToolResult's attachments into a; its errors begin where
+// the item's index ends (" must be...", ".name must be...").
+func readAttachment(item json.RawMessage, a *quiver.Attachment) error {
+	var fields map[string]json.RawMessage
+	if item[0] != '{' || json.Unmarshal(item, &fields) != nil {
+		return fmt.Errorf(" must be an object, got %s", kind(item))
+	}
+	allowed, what := attachmentRef, "a reference to a file of the thread (no data) has "
+	if d, ok := fields["data"]; ok && string(d) != "null" {
+		allowed, what = newAttachment, "a new attachment (with data) has "
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[k]
+		if !slices.Contains(allowed, k) {
+			return fmt.Errorf(" has an unknown key %q: %s%s", k, what, strings.Join(allowed, ", "))
+		}
+		if string(v) == "null" {
+			continue
+		}
+		if err := attachmentField(a, k, v); err != nil {
+			return fmt.Errorf(".%s %v", k, err)
+		}
+	}
+	return nil
+}
+
+// attachmentField sets the field k of a, one of the keys an attachment may have, from v.
+func attachmentField(a *quiver.Attachment, k string, v json.RawMessage) error {
+	switch k {
+	case "name":
+		return str(v, &a.Name)
+	case "mimeType":
+		return str(v, &a.MimeType)
+	case "data":
+		return str(v, &a.Data)
+	case "description":
+		return str(v, &a.Description)
+	case "id":
+		return str(v, &a.ID)
+	case "type":
+		return str(v, &a.Type)
+	case "path":
+		return str(v, &a.Path)
+	case "size":
+		return whole(v, &a.Size)
+	case "width", "height":
+		var n int64
+		if err := whole(v, &n); err != nil {
+			return err
+		}
+		if n > 1<<31-1 {
+			return fmt.Errorf("must be at most %d, got %d", 1<<31-1, n)
+		}
+		if k == "width" {
+			a.Width = int(n)
+		} else {
+			a.Height = int(n)
+		}
+	}
+	return nil
 }
 
 func str(raw json.RawMessage, dst *string) error {
