@@ -91,43 +91,83 @@ func answer(status, contentType string, data []byte) any {
 
 // request builds the HTTP request of a call.
 func (c *caller) request(ctx context.Context, in map[string]json.RawMessage) (*http.Request, error) {
-	base := c.servers[0]
-	path := c.path
-	query := url.Values{}
-	header := http.Header{}
-	var cookies []string
+	parts := requestParts{path: c.path, query: url.Values{}, header: http.Header{}}
 	for _, p := range c.params {
-		raw, ok := in[p.arg]
-		if !ok {
-			continue
-		}
-		v, err := decode(raw)
-		if err != nil {
-			return nil, quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", p.arg, err)
-		}
-		switch p.in {
-		case "path":
-			s, err := pathValue(p, v, raw)
-			if err != nil {
-				return nil, quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", p.arg, err)
+		if raw, ok := in[p.arg]; ok {
+			if err := c.addParam(&parts, p, raw); err != nil {
+				return nil, err
 			}
-			path = strings.ReplaceAll(path, "{"+p.name+"}", s)
-		case "query":
-			if obj, ok := v.(map[string]any); ok && p.explode && p.style != "deepObject" && !p.content {
-				for k := range obj {
-					if c.reservedQuery[strings.ToLower(k)] {
-						return nil, quiver.Fail(quiver.CodeInvalidArguments,
-							"argument %s: the key %q is another query parameter's or a credential's; it cannot be sent as one of %s's", p.arg, k, p.arg)
-					}
-				}
-			}
-			queryValue(query, p, v, raw)
-		case "header":
-			header.Set(p.name, simple(v, p.explode, p.content, raw))
-		case "cookie":
-			cookies = append(cookies, p.name+"="+url.QueryEscape(simple(v, false, p.content, raw)))
 		}
 	}
+	u, err := c.target(parts.path)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := c.payload(in, parts.header)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.authorize(ctx, parts.query, parts.header, &parts.cookies); err != nil {
+		return nil, err
+	}
+	u.RawQuery = parts.query.Encode()
+	req, err := http.NewRequestWithContext(ctx, c.method, u.String(), payload)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %v", c.method, c.path, withoutURL(err))
+	}
+	req.Header = parts.header
+	req.Header.Set("Accept", "application/json, */*;q=0.5")
+	req.Header.Set("User-Agent", "quiver-openapi")
+	if len(parts.cookies) > 0 {
+		req.Header.Set("Cookie", strings.Join(parts.cookies, "; "))
+	}
+	return req, nil
+}
+
+// requestParts are what a call's parameters make of its request.
+type requestParts struct {
+	path    string
+	query   url.Values
+	header  http.Header
+	cookies []string
+}
+
+// addParam puts the argument raw of parameter p where the parameter goes.
+func (c *caller) addParam(parts *requestParts, p param, raw json.RawMessage) error {
+	v, err := decode(raw)
+	if err != nil {
+		return quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", p.arg, err)
+	}
+	switch p.in {
+	case "path":
+		s, err := pathValue(p, v, raw)
+		if err != nil {
+			return quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", p.arg, err)
+		}
+		parts.path = strings.ReplaceAll(parts.path, "{"+p.name+"}", s)
+	case "query":
+		if obj, ok := v.(map[string]any); ok && p.explode && p.style != "deepObject" && !p.content {
+			for k := range obj {
+				if c.reservedQuery[strings.ToLower(k)] {
+					return quiver.Fail(quiver.CodeInvalidArguments,
+						"argument %s: the key %q is another query parameter's or a credential's; it cannot be sent as one of %s's", p.arg, k, p.arg)
+				}
+			}
+		}
+		queryValue(parts.query, p, v, raw)
+	case "header":
+		parts.header.Set(p.name, simple(v, p.explode, p.content, raw))
+	case "cookie":
+		parts.cookies = append(parts.cookies, p.name+"="+url.QueryEscape(simple(v, false, p.content, raw)))
+	}
+	return nil
+}
+
+// target is the URL of the call's path, with its arguments in, on the first server: refused
+// when an argument left a parameter unfilled or would take the request out of the server's
+// path.
+func (c *caller) target(path string) (*url.URL, error) {
+	base := c.servers[0]
 	if strings.ContainsAny(path, "{}") {
 		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the path %s still has a parameter no argument gave", path)
 	}
@@ -138,32 +178,25 @@ func (c *caller) request(ctx context.Context, in map[string]json.RawMessage) (*h
 	if err != nil || u.Host != base.Host || u.Scheme != base.Scheme || !strings.HasPrefix(u.EscapedPath(), base.EscapedPath()) {
 		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the path arguments do not make a path of %s", base.Redacted())
 	}
-	var payload io.Reader
-	if c.body != nil {
-		if raw, ok := in[c.body.arg]; ok {
-			b, err := encodeBody(c.body.contentType, raw)
-			if err != nil {
-				return nil, quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", c.body.arg, err)
-			}
-			payload = bytes.NewReader(b)
-			header.Set("Content-Type", c.body.contentType)
-		}
+	return u, nil
+}
+
+// payload is the call's body, encoded as the operation takes it (nil without one), with its
+// Content-Type set in header.
+func (c *caller) payload(in map[string]json.RawMessage, header http.Header) (io.Reader, error) {
+	if c.body == nil {
+		return nil, nil
 	}
-	if err := c.authorize(ctx, query, header, &cookies); err != nil {
-		return nil, err
+	raw, ok := in[c.body.arg]
+	if !ok {
+		return nil, nil
 	}
-	u.RawQuery = query.Encode()
-	req, err := http.NewRequestWithContext(ctx, c.method, u.String(), payload)
+	b, err := encodeBody(c.body.contentType, raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %v", c.method, c.path, withoutURL(err))
+		return nil, quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", c.body.arg, err)
 	}
-	req.Header = header
-	req.Header.Set("Accept", "application/json, */*;q=0.5")
-	req.Header.Set("User-Agent", "quiver-openapi")
-	if len(cookies) > 0 {
-		req.Header.Set("Cookie", strings.Join(cookies, "; "))
-	}
-	return req, nil
+	header.Set("Content-Type", c.body.contentType)
+	return bytes.NewReader(b), nil
 }
 
 // authorize adds the credentials of the first security alternative whose variables are all
