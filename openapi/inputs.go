@@ -48,6 +48,37 @@ var unsafeArg = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // the operation's own override) and its request body.
 // A parameter that would carry a credential (reserved) is not offered.
 func (b *builder) inputs(item *openapi3.PathItem, op *openapi3.Operation, reserved map[string]bool) (*inputs, string, error) {
+	conv := newConverter(b.doc, request, b.cache(request))
+	a := &argsSchema{props: map[string]any{}, used: map[string]bool{}}
+	in := &inputs{}
+	if err := a.addParams(conv, in, operationParams(item, op), reserved); err != nil {
+		return nil, "", err
+	}
+	if rb := op.RequestBody; rb != nil && rb.Value != nil {
+		skip, err := a.addBody(conv, in, rb.Value)
+		if skip != "" || err != nil {
+			return nil, skip, err
+		}
+	}
+	if n := conv.defsSize(); n > MaxSchemaBytes {
+		return nil, fmt.Sprintf("the schemas it refers to are %d bytes as JSON, over the %d a tool may have", n, MaxSchemaBytes), nil
+	}
+	root := map[string]any{"type": "object", "properties": a.props, "additionalProperties": false}
+	if len(a.required) > 0 {
+		root["required"] = a.required
+	}
+	conv.defsInto(root)
+	raw, err := encodeSchema(root)
+	if err != nil {
+		return nil, "", fmt.Errorf("input schema: %w", err)
+	}
+	in.schema = raw
+	return in, "", nil
+}
+
+// operationParams are the parameters of an operation: its path item's, overridden by its own
+// of the same place and name.
+func operationParams(item *openapi3.PathItem, op *openapi3.Operation) []*openapi3.Parameter {
 	var all []*openapi3.Parameter
 	seen := map[string]int{}
 	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
@@ -65,15 +96,23 @@ func (b *builder) inputs(item *openapi3.PathItem, op *openapi3.Operation, reserv
 			all = append(all, p)
 		}
 	}
-	conv := newConverter(b.doc, request, b.cache(request))
-	props := map[string]any{}
-	var required []any
-	in := &inputs{}
+	return all
+}
+
+// argsSchema is the argument schema of an operation as it is assembled.
+type argsSchema struct {
+	props    map[string]any
+	required []any
+	used     map[string]bool // argument names taken
+}
+
+// addParams offers each parameter but those that would carry a credential as an argument
+// (named after the parameter, with its place before it when two places share the name).
+func (a *argsSchema) addParams(conv *converter, in *inputs, all []*openapi3.Parameter, reserved map[string]bool) error {
 	names := map[string]int{}
 	for _, p := range all {
 		names[p.Name]++
 	}
-	used := map[string]bool{}
 	for _, p := range all {
 		if p.In == openapi3.ParameterInHeader && slices.ContainsFunc(reservedHeaders, func(h string) bool { return strings.EqualFold(h, p.Name) }) ||
 			reserved[p.In+"\x00"+strings.ToLower(p.Name)] {
@@ -83,64 +122,55 @@ func (b *builder) inputs(item *openapi3.PathItem, op *openapi3.Operation, reserv
 		if names[p.Name] > 1 {
 			arg = p.In + "_" + p.Name
 		}
-		arg = argName(arg, used)
+		arg = argName(arg, a.used)
 		s, isContent, err := paramSchema(conv, p)
 		if err != nil {
-			return nil, "", fmt.Errorf("parameter %s (in %s): %w", p.Name, p.In, err)
+			return fmt.Errorf("parameter %s (in %s): %w", p.Name, p.In, err)
 		}
 		if p.Description != "" && s["description"] == nil {
 			s["description"] = p.Description
 		}
-		props[arg] = s
+		a.props[arg] = s
 		if p.Required || p.In == openapi3.ParameterInPath {
-			required = append(required, arg)
+			a.required = append(a.required, arg)
 		}
 		sm, err := p.SerializationMethod()
 		if err != nil {
-			return nil, "", fmt.Errorf("parameter %s: %w", p.Name, err)
+			return fmt.Errorf("parameter %s: %w", p.Name, err)
 		}
 		in.params = append(in.params, param{arg: arg, name: p.Name, in: p.In, style: sm.Style, explode: sm.Explode, content: isContent})
 	}
-	if rb := op.RequestBody; rb != nil && rb.Value != nil {
-		mt, media := bodyMedia(rb.Value.Content)
-		if media == nil {
-			if rb.Value.Required {
-				return nil, fmt.Sprintf("its request body is %s; only JSON and form bodies are sent", mediaTypes(rb.Value.Content)), nil
-			}
-		} else {
-			s, err := conv.convert(media.Schema)
-			if err != nil {
-				return nil, "", fmt.Errorf("request body: %w", err)
-			}
-			if d := rb.Value.Description; d != "" && s["description"] == nil {
-				s["description"] = d
-			}
-			arg := "body"
-			if used[arg] {
-				arg = argName("request_body", used)
-			}
-			used[arg] = true
-			props[arg] = s
-			if rb.Value.Required {
-				required = append(required, arg)
-			}
-			in.body = &body{arg: arg, contentType: mt}
+	return nil
+}
+
+// addBody offers the request body as the argument body (request_body when a parameter took
+// that name); skip says why the operation cannot be a tool (a required body Quiver cannot send).
+func (a *argsSchema) addBody(conv *converter, in *inputs, rb *openapi3.RequestBody) (skip string, _ error) {
+	mt, media := bodyMedia(rb.Content)
+	if media == nil {
+		if rb.Required {
+			return fmt.Sprintf("its request body is %s; only JSON and form bodies are sent", mediaTypes(rb.Content)), nil
 		}
+		return "", nil
 	}
-	if n := conv.defsSize(); n > MaxSchemaBytes {
-		return nil, fmt.Sprintf("the schemas it refers to are %d bytes as JSON, over the %d a tool may have", n, MaxSchemaBytes), nil
-	}
-	root := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
-		root["required"] = required
-	}
-	conv.defsInto(root)
-	raw, err := encodeSchema(root)
+	s, err := conv.convert(media.Schema)
 	if err != nil {
-		return nil, "", fmt.Errorf("input schema: %w", err)
+		return "", fmt.Errorf("request body: %w", err)
 	}
-	in.schema = raw
-	return in, "", nil
+	if d := rb.Description; d != "" && s["description"] == nil {
+		s["description"] = d
+	}
+	arg := "body"
+	if a.used[arg] {
+		arg = argName("request_body", a.used)
+	}
+	a.used[arg] = true
+	a.props[arg] = s
+	if rb.Required {
+		a.required = append(a.required, arg)
+	}
+	in.body = &body{arg: arg, contentType: mt}
+	return "", nil
 }
 
 // argName makes a parameter's name a valid, unused argument name: what providers refuse in a
