@@ -172,41 +172,11 @@ func (c *converter) walk(v any) (any, error) {
 		if dropped[k] || strings.HasPrefix(k, "x-") {
 			continue
 		}
-		switch k {
-		case "properties", "patternProperties", "$defs", "dependentSchemas":
-			props, _ := val.(map[string]any)
-			conv := make(map[string]any, len(props))
-			for name, p := range props {
-				if k == "properties" && c.hidden(p) {
-					continue
-				}
-				w, err := c.walk(p)
-				if err != nil {
-					return nil, err
-				}
-				conv[name] = w
-			}
-			out[k] = conv
-		case "allOf", "anyOf", "oneOf", "prefixItems":
-			list, _ := val.([]any)
-			conv := make([]any, len(list))
-			for i, p := range list {
-				w, err := c.walk(p)
-				if err != nil {
-					return nil, err
-				}
-				conv[i] = w
-			}
-			out[k] = conv
-		case "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems":
-			w, err := c.walk(val)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = w
-		default:
-			out[k] = val
+		w, err := c.keyword(k, val)
+		if err != nil {
+			return nil, err
 		}
+		out[k] = w
 	}
 	if m["nullable"] == true {
 		if _, typed := out["type"]; !typed {
@@ -215,6 +185,48 @@ func (c *converter) walk(v any) (any, error) {
 		}
 		nullable(out)
 	}
+	exclusiveBounds(out)
+	requiredKept(out)
+	return out, nil
+}
+
+// keyword converts the value of a schema's keyword k: the schemas it holds are walked.
+func (c *converter) keyword(k string, val any) (any, error) {
+	switch k {
+	case "properties", "patternProperties", "$defs", "dependentSchemas":
+		props, _ := val.(map[string]any)
+		conv := make(map[string]any, len(props))
+		for name, p := range props {
+			if k == "properties" && c.hidden(p) {
+				continue
+			}
+			w, err := c.walk(p)
+			if err != nil {
+				return nil, err
+			}
+			conv[name] = w
+		}
+		return conv, nil
+	case "allOf", "anyOf", "oneOf", "prefixItems":
+		list, _ := val.([]any)
+		conv := make([]any, len(list))
+		for i, p := range list {
+			w, err := c.walk(p)
+			if err != nil {
+				return nil, err
+			}
+			conv[i] = w
+		}
+		return conv, nil
+	case "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems":
+		return c.walk(val)
+	}
+	return val, nil
+}
+
+// exclusiveBounds turns OpenAPI 3.0's boolean exclusiveMinimum and exclusiveMaximum into JSON
+// Schema's numbers.
+func exclusiveBounds(out map[string]any) {
 	for _, bound := range []string{"Minimum", "Maximum"} {
 		ex, limit := "exclusive"+bound, strings.ToLower(bound[:1])+bound[1:]
 		switch out[ex] {
@@ -229,21 +241,29 @@ func (c *converter) walk(v any) (any, error) {
 			delete(out, ex)
 		}
 	}
-	if props, ok := out["properties"].(map[string]any); ok {
-		if req, ok := out["required"].([]any); ok {
-			kept := req[:0:0]
-			for _, r := range req {
-				if name, _ := r.(string); props[name] != nil {
-					kept = append(kept, r)
-				}
-			}
-			out["required"] = kept
-			if len(kept) == 0 {
-				delete(out, "required")
-			}
+}
+
+// requiredKept keeps of a schema's required properties those it still has (one hidden in this
+// direction is no longer required).
+func requiredKept(out map[string]any) {
+	props, ok := out["properties"].(map[string]any)
+	if !ok {
+		return
+	}
+	req, ok := out["required"].([]any)
+	if !ok {
+		return
+	}
+	kept := req[:0:0]
+	for _, r := range req {
+		if name, _ := r.(string); props[name] != nil {
+			kept = append(kept, r)
 		}
 	}
-	return out, nil
+	out["required"] = kept
+	if len(kept) == 0 {
+		delete(out, "required")
+	}
 }
 
 // hidden reports whether a property is not part of this direction's message: readOnly in a
