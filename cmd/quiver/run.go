@@ -39,6 +39,7 @@ func defaultAgent() *agent.Agent {
 type runRequest struct {
 	agentName, agentsDir, modelSpec, threadID, message string
 	values                                             []vars.Value
+	config                                             *string // --config
 }
 
 // parseRun reads quiver run's flags and message.
@@ -49,6 +50,7 @@ func parseRun(inv *invocation) (runRequest, error) {
 	fs.StringVar(&r.agentsDir, "agents", "", "the directory of agent and prompt definitions (default: $QUIVER_AGENTS or ./"+defaultAgentsDir+")")
 	fs.StringVar(&r.modelSpec, "model", "", "the model, provider:model (default: the agent's, or $QUIVER_MODEL)")
 	fs.StringVar(&r.threadID, "thread", "", "continue this thread (default: a new one)")
+	r.config = addConfigFlag(fs)
 	fs.Func("var", "NAME=VALUE: a text variable set on the run's thread (repeatable; secrets: quiver vars set --secret)", func(s string) error {
 		v, err := splitVar(s)
 		if err == nil {
@@ -94,6 +96,13 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
+	// The configuration's tools (OpenAPI documents, A2A agents, remote MCP servers), read as
+	// quiver serve reads them: an agent given one of them finds it.
+	disconnect, err := a.importConfigured(ctx, inv.store, *req.config)
+	if err != nil {
+		return exitError, err
+	}
+	defer disconnect()
 	// The catalog's prompts and agents are what the agent may call as tools; its non-blocking
 	// sub-agents run on goroutines of this process, which the run waits for.
 	p, err := assemble(db, a.registry, agents{catalog: catalog, model: m}, nil, nil)
