@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 )
@@ -103,7 +104,18 @@ func (a *app) keysCreate(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	secret, k, err := createKey(ctx, st, strings.TrimSpace(*name), r, until)
+	u, err := localAdmin(ctx, st)
+	if err != nil {
+		return exitError, err
+	}
+	// Through the platform, as POST /v1/keys: its rules (the cap of working keys a workspace
+	// may have, the roles a member's keys may take) hold at this door too.
+	p, err := assemble(st, a.registry, agents{}, nil, nil)
+	if err != nil {
+		return exitError, err
+	}
+	k, secret, err := p.CreateKey(ctx, platform.Operator(localWorkspaceID, u.ID),
+		platform.NewKey{Role: r, Name: strings.TrimSpace(*name), ExpiresAt: until})
 	if err != nil {
 		return exitError, err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/platform"
 )
 
 // connectWithKey opens an MCP session that sends key on every request.
@@ -117,5 +121,33 @@ func TestServeAPIKeys(t *testing.T) {
 	_, _, again := startServeWith(t, "--db", db)
 	if firstKeyRE.MatchString(again.String()) {
 		t.Errorf("the second start printed a key:\n%s", again.String())
+	}
+}
+
+// quiver keys create makes keys through the platform, as POST /v1/keys does: past the cap of
+// working keys a workspace may have, it is refused with the same words, and revoking one
+// makes room.
+func TestKeysCreateHoldsTheCap(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	db := filepath.Join(t.TempDir(), "q.db")
+	for i := range platform.MaxKeysPerWorkspace {
+		if code, _, stderr := runCLI(t, "", "keys", "create", "--name", fmt.Sprintf("k%d", i), "--db", db); code != exitOK {
+			t.Fatalf("key %d: exit %d: %s", i, code, stderr)
+		}
+	}
+	code, stdout, stderr := runCLI(t, "", "keys", "create", "--name", "one too many", "--db", db)
+	if code != exitError || stdout != "" || !strings.Contains(stderr, "the workspace has 100 working API keys, the most it may: revoke one first") {
+		t.Fatalf("a key past the cap: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	_, list, _ := runCLI(t, "", "keys", "list", "--json", "--db", db)
+	var keys []struct{ ID string }
+	if err := json.Unmarshal([]byte(list), &keys); err != nil || len(keys) != platform.MaxKeysPerWorkspace {
+		t.Fatalf("keys list: %v, %d keys", err, len(keys))
+	}
+	if code, _, stderr := runCLI(t, "", "keys", "revoke", keys[0].ID, "--db", db); code != exitOK {
+		t.Fatalf("revoke: %s", stderr)
+	}
+	if code, _, stderr := runCLI(t, "", "keys", "create", "--name", "in its place", "--db", db); code != exitOK {
+		t.Fatalf("a key after one was revoked: exit %d: %s", code, stderr)
 	}
 }
