@@ -44,7 +44,6 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -539,8 +538,7 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 			return w.failed(ctx, th, a, job, err)
 		}
 	}
-	// Variables resolve on the agent's prompt layer too, as for a run in the foreground.
-	out, err := w.cfg.Runner.Resume(vars.WithPrompt(ctx, ag.Prompt.Name), th, ag)
+	out, err := w.cfg.Runner.Resume(ctx, th, ag)
 	if err != nil {
 		return w.failed(ctx, th, a, job, err)
 	}

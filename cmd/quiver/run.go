@@ -122,7 +122,6 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 	if err := refuseSecretVars(req.values, all); err != nil {
 		return exitUsage, err
 	}
-	ctx = vars.WithPrompt(ctx, ag.Prompt.Name)
 	th, err := a.runThread(ctx, p, db, ag, req)
 	if err != nil {
 		return exitError, err

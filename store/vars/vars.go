@@ -130,15 +130,6 @@ type Entry struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// WithPrompt returns a context naming the prompt whose values form the prompt layer (see
-// quiver.WithPrompt).
-func WithPrompt(ctx context.Context, prompt string) context.Context {
-	return quiver.WithPrompt(ctx, prompt)
-}
-
-// PromptFrom returns the prompt named by WithPrompt, or "".
-func PromptFrom(ctx context.Context) string { return quiver.PromptFrom(ctx) }
-
 // Where returns the place a secret value is bound to, the additional data it is sealed with:
 // "variable:<workspace>:<layer>:<owner>:<name>". A ':' or '%' inside a part is written %3A or
 // %25, so that two places never share a binding.
@@ -288,7 +279,7 @@ func (r *Resolver) CreateThread(ctx context.Context, th *store.Thread, decls []q
 	if err != nil {
 		return err
 	}
-	q := store.VariableQuery{ThreadID: th.ParentID, AgentID: th.AgentID, PromptName: PromptFrom(ctx), UserID: th.UserID}
+	q := store.VariableQuery{ThreadID: th.ParentID, AgentID: th.AgentID, PromptName: quiver.PromptFrom(ctx), UserID: th.UserID}
 	if _, err := r.resolve(ctx, th.WorkspaceID, q, decls, pending{id: th.ID, values: sealed}); err != nil {
 		return err
 	}
@@ -339,13 +330,13 @@ func (r *Resolver) ResolvePlanned(ctx context.Context, scope quiver.Scope, plan 
 	if len(decls) == 0 {
 		return map[string]string{}, nil
 	}
-	q := store.VariableQuery{ThreadID: scope.ThreadID, AgentID: plan[0].AgentID, PromptName: PromptFrom(ctx), UserID: scope.UserID}
+	q := store.VariableQuery{ThreadID: scope.ThreadID, AgentID: plan[0].AgentID, PromptName: quiver.PromptFrom(ctx), UserID: scope.UserID}
 	return r.resolve(ctx, scope.WorkspaceID, q, decls, chain...)
 }
 
 // query says whose values resolving for scope reads.
 func (r *Resolver) query(ctx context.Context, scope quiver.Scope) (store.VariableQuery, error) {
-	q := store.VariableQuery{ThreadID: scope.ThreadID, AgentID: scope.AgentID, PromptName: PromptFrom(ctx), UserID: scope.UserID}
+	q := store.VariableQuery{ThreadID: scope.ThreadID, AgentID: scope.AgentID, PromptName: quiver.PromptFrom(ctx), UserID: scope.UserID}
 	if scope.WorkspaceID == "" {
 		return q, errors.New("vars: the scope names no workspace, where variables live")
 	}

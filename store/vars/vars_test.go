@@ -150,7 +150,7 @@ func TestResolutionOrder(t *testing.T) {
 	each(t, func(t *testing.T, s fullStore) {
 		r := vars.New(s, newKeyring(t))
 		tr := newTree(t, s)
-		c := vars.WithPrompt(ctx, "triage")
+		c := quiver.WithPrompt(ctx, "triage")
 		scope := scopeOf(tr.child)
 		layers := []struct {
 			layer quiver.Layer
