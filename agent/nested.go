@@ -365,3 +365,116 @@ func (c *Catalog) checkPromptNested(p *Prompt) error {
 	}
 	return nil
 }
+
+func (r *Runner) buildNested(p *Prompt) (*nestedSet, error) {
+	if r.Catalog == nil {
+		if len(p.Subprompts) > 0 || len(p.Subagents) > 0 {
+			return nil, fmt.Errorf("%w: prompt %s names subprompts or subagents, but the runner has no Catalog to find them in", ErrDefinition, p.Name)
+		}
+		return &nestedSet{}, nil
+	}
+	b := &nestedBuilder{r: r, p: p, ns: &nestedSet{}, seen: map[string]bool{}}
+	for _, step := range []func() error{b.subprompts, b.subagents, b.exposed} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	ns := b.ns
+	if len(ns.resumable) > 0 {
+		var err error
+		if ns.create, ns.message, ns.terminate, err = r.lifecycleTools(ns.resumable); err != nil {
+			return nil, fmt.Errorf("%w: prompt %s: %v", ErrDefinition, p.Name, err)
+		}
+	}
+	return ns, nil
+}
+
+// nestedBuilder gathers the nested tools of prompt p, once for each name.
+type nestedBuilder struct {
+	r    *Runner
+	p    *Prompt
+	ns   *nestedSet
+	seen map[string]bool
+}
+
+func (b *nestedBuilder) add(t *quiver.Tool, optional string) {
+	b.ns.direct = append(b.ns.direct, nestedTool{tool: t, optional: optional})
+	b.seen[t.Name()] = true
+}
+
+// definitionError is err, about making one of the prompt's nested tools, as a bad definition.
+func (b *nestedBuilder) definitionError(err error) error {
+	return fmt.Errorf("%w: prompt %s: %v", ErrDefinition, b.p.Name, err)
+}
+
+// subprompts adds a tool for each of the prompt's subprompts.
+func (b *nestedBuilder) subprompts() error {
+	for _, sp := range b.p.Subprompts {
+		if q, ok := b.r.Catalog.Prompts[sp.Name]; ok {
+			if err := sp.checkInit(b.p.Name, q); err != nil {
+				return err // a catalog built in Go, not read by LoadDir, meets the check here
+			}
+		}
+		t, err := b.r.promptTool(sp)
+		if err != nil {
+			return b.definitionError(err)
+		}
+		b.add(t, "")
+	}
+	return nil
+}
+
+// subagents adds a tool for each of the prompt's sub-agents that a model calls; resumable ones
+// are gathered for their lifecycle tools, immediate ones started by the runtime.
+func (b *nestedBuilder) subagents() error {
+	for _, sa := range b.p.Subagents {
+		if err := sa.check(b.p.Name); err != nil {
+			return err
+		}
+		a, ok := b.r.Catalog.Lookup(sa.Name)
+		if !ok || b.r.Catalog.Agents[sa.Name] == nil {
+			return fmt.Errorf("%w: prompt %s: subagent %s is not an agent of the catalog (agents: %v)", ErrDefinition, b.p.Name, sa.Name, b.r.Catalog.agentNames())
+		}
+		if err := sa.checkInit(b.p.Name, a); err != nil {
+			return err
+		}
+		if sa.Resumable != nil {
+			b.ns.resumable = append(b.ns.resumable, sa)
+			continue
+		}
+		if sa.Immediate != nil && sa.Immediate.Enabled {
+			continue // started by the runtime, not called
+		}
+		t, err := b.r.agentTool(a, sa)
+		if err != nil {
+			return b.definitionError(err)
+		}
+		b.add(t, sa.Optional)
+	}
+	return nil
+}
+
+// exposed adds the prompts and agents exposed as tools that the prompt names among its tools.
+// Built once per prompt whatever registry a run has (each workspace has its own): a run
+// leaves out the nested tools whose name its registry has (see withNested).
+func (b *nestedBuilder) exposed() error {
+	for _, name := range b.p.Tools {
+		if isGlob(name) || b.seen[name] {
+			continue
+		}
+		var t *quiver.Tool
+		var err error
+		if sp, ok := b.r.Catalog.Prompts[name]; ok && sp.ExposeAsTool {
+			t, err = b.r.promptTool(Subprompt{Name: name})
+		} else if a, ok := b.r.Catalog.Agents[name]; ok && a.ExposeAsTool {
+			t, err = b.r.agentTool(a, Subagent{Name: name})
+		} else {
+			continue
+		}
+		if err != nil {
+			return b.definitionError(err)
+		}
+		b.add(t, "")
+	}
+	return nil
+}
