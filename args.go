@@ -48,11 +48,11 @@ func (d *Dispatcher) prepareArgs(c *Call) *Result {
 	}
 	if !utf8.Valid(args) {
 		return Errorf(CodeInvalidJSON, "arguments for %s are not valid UTF-8 (first bad byte at offset %d); send a JSON object with %s. %s",
-			t.Name(), invalidUTF8Offset(args), t.params, d.available())
+			t.Name(), invalidUTF8Offset(args), t.params, d.available(c.entitled))
 	}
 	v, err := schema.Decode(args)
 	if err != nil {
-		return Errorf(CodeInvalidJSON, "arguments for %s are not valid JSON (%v); send a JSON object with %s. %s", t.Name(), err, t.params, d.available())
+		return Errorf(CodeInvalidJSON, "arguments for %s are not valid JSON (%v); send a JSON object with %s. %s", t.Name(), err, t.params, d.available(c.entitled))
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -125,7 +125,7 @@ func extractMeta(c *Call, obj map[string]any) bool {
 
 // refuseActivity answers a call that names _activity with an error result saying what is
 // wrong, where, and what a call may carry instead. The code behind a tool is the definition's
-// to bind (M1: its _activity, else the activity under its name); a call that could choose it
+// to bind (its _activity, else the activity under its name); a call that could choose it
 // would let a model run any registered activity under the name and policy of a tool it may
 // call. Dropping the key silently would leave the model believing it had chosen.
 func (d *Dispatcher) refuseActivity(c *Call) *Result {

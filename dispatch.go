@@ -40,6 +40,7 @@ type Call struct {
 	NoRecord bool `json:"-"`
 
 	tool          *Tool
+	entitled      func(*Tool) bool // what the caller may call; nil: nothing restricts them
 	vars          map[string]string
 	secrets       []*masker
 	outputChecked bool // a latent tool's _output was already checked against the output schema
@@ -122,6 +123,15 @@ type Decision struct {
 	Action  DecisionAction  `json:"action"`
 	Args    json.RawMessage `json:"args,omitempty"`    // Edit only
 	Message string          `json:"message,omitempty"` // Deny: told to the model
+	// Who decided and when: the call's result keeps them (see DecisionRecord), so that a
+	// thread's readers learn who let a call run, or refused it. A Confirmer that knows no one
+	// leaves them empty.
+	UserID string `json:"user_id,omitempty"`
+	// KeyID is the API key the person decided with; AccessToken says they decided with an
+	// access token of UserID's instead. Neither: a door that authenticates no one.
+	KeyID       string    `json:"key_id,omitempty"`
+	AccessToken bool      `json:"access_token,omitempty"`
+	DecidedAt   time.Time `json:"decided_at,omitzero"`
 }
 
 // Confirmer asks for a decision on a call to a tool that requires confirmation.
@@ -159,6 +169,13 @@ type Dispatcher struct {
 	// DelegateField) every tool accepts here, besides those a tool's Spec.MetaFields enables:
 	// how an agent enables them for all its tools.
 	MetaFields []string
+	// Entitled, when set, is asked at each call for what its caller is entitled to (a
+	// platform's rules of who may see and call which tool): the function it returns says
+	// whether the caller may call a tool; nil when nothing restricts the caller. A tool it
+	// refuses is answered with CodeNotEntitled before anything else of the call is looked at,
+	// and so is a name no tool has, in the same words; the tools an error lists are those it
+	// allows, and ToolsFor lists those alone.
+	Entitled func(ctx context.Context) func(*Tool) bool
 	// Delegator runs calls that name _delegate; nil refuses them before they run.
 	Delegator Delegator
 	// Timeout bounds a tool that sets no timeout of its own; zero means no bound.
@@ -407,3 +424,31 @@ func (d *Dispatcher) Call(ctx context.Context, name string, args any) (*Result, 
 
 // Tools returns the tools the dispatcher's policy permits, sorted by name.
 func (d *Dispatcher) Tools() []*Tool { return d.Policy.Effective(d.registry()) }
+
+// ToolsFor returns the tools the dispatcher's policy permits and ctx's caller is entitled to
+// (see Entitled), sorted by name: what a door offers that caller.
+func (d *Dispatcher) ToolsFor(ctx context.Context) []*Tool {
+	return Entitled(d.Tools(), d.entitledFor(ctx))
+}
+
+// entitledFor is what ctx's caller is entitled to; nil when nothing restricts them.
+func (d *Dispatcher) entitledFor(ctx context.Context) func(*Tool) bool {
+	if d.Entitled == nil {
+		return nil
+	}
+	return d.Entitled(ctx)
+}
+
+// Entitled returns the tools allowed allows, in a new slice; tools itself when allowed is nil.
+func Entitled(tools []*Tool, allowed func(*Tool) bool) []*Tool {
+	if allowed == nil {
+		return tools
+	}
+	out := make([]*Tool, 0, len(tools))
+	for _, t := range tools {
+		if allowed(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}

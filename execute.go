@@ -45,8 +45,12 @@ func latentResult(c *Call) *Result {
 	if len(c.Output) == 0 || string(c.Output) == "null" {
 		return Errorf(CodeInvalidArguments, "tool %s has no code: you execute it yourself by putting its result in %s", c.Name, schema.OutputField)
 	}
-	if out := c.tool.output; out != nil {
-		v, err := schema.Decode(c.Output)
+	if c.tool.declaresOutput() {
+		out, err := c.tool.outputSchema()
+		var v any
+		if err == nil {
+			v, err = schema.Decode(c.Output)
+		}
 		if err == nil {
 			err = out.Validate(v)
 		}

@@ -46,7 +46,7 @@ func (d *Dispatcher) limitResult(next Handler) Handler {
 		if size <= limit {
 			return r
 		}
-		declared := c.tool != nil && c.tool.output != nil
+		declared := c.tool != nil && c.tool.declaresOutput()
 		c.resultCut = true
 		return capResult(r, size, limit, c.Name, declared)
 	}

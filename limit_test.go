@@ -17,8 +17,8 @@ import (
 	"github.com/quiverhq/quiver/internal/backendtest"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
-	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
@@ -123,7 +123,7 @@ var limitCases = []limitCase{
 }
 
 // TestResultLimit reproduces issue 11: results of every shape, megabytes each, through a
-// Dispatcher recording into a thread (the agent loop's recorder) and into a server.Recorder
+// Dispatcher recording into a thread (the agent loop's recorder) and into a platform.Recorder
 // (MCP's), on SQLite and PostgreSQL. What the caller gets and what is stored stay within the
 // limit (plus markers and notes), every marker says how much it cut, and the stored message
 // holds the model's text once.
@@ -191,7 +191,7 @@ func TestResultLimitBoundsDatabaseGrowth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &quiver.Dispatcher{Registry: limitTools(t), Recorder: &server.Recorder{Store: st}}
+	d := &quiver.Dispatcher{Registry: limitTools(t), Recorder: &platform.Recorder{Store: st}}
 	ctx := quiver.WithScope(context.Background(), quiver.Scope{WorkspaceID: limitWS, ThreadID: th.ID()})
 	const calls = 3
 	for i := range calls {
@@ -238,7 +238,7 @@ func dispatchRecorded(t *testing.T, st thread.Store, reg *quiver.Registry, recor
 		}
 		d.Recorder = th
 	} else {
-		d.Recorder = &server.Recorder{Store: st}
+		d.Recorder = &platform.Recorder{Store: st}
 		ctx = quiver.WithScope(ctx, quiver.Scope{WorkspaceID: limitWS, ThreadID: th.ID()})
 	}
 	r, err := d.Dispatch(ctx, call)

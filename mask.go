@@ -67,7 +67,7 @@ func secretReplacer(ms []*masker) *masker {
 
 // secretForms lists the forms of s that masking catches: s itself and the encodings a careless
 // tool produces. A tool that wants to leak a secret can always transform it some other way;
-// the README says what is and is not promised.
+// docs/guides/go-library.md (Secret masking) says what is and is not promised.
 //
 // They are computed on every call that resolves a secret, so they are written into one buffer
 // and sliced out of one string: a few allocations rather than one or two per form.

@@ -36,6 +36,9 @@ func (p *Policy) Permits(t *Tool) (bool, string) {
 	if t.spec.Disabled {
 		return false, "it is disabled"
 	}
+	if t.denied != "" {
+		return false, t.denied
+	}
 	return p.permits(t.spec.Name)
 }
 

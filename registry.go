@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -24,6 +25,8 @@ type Registry struct {
 	// registry's own, which win on a clash of names; activities fall back to Base's too.
 	// Register checks names against this registry's own tools only.
 	Base *Registry
+
+	governance atomic.Pointer[Governance]
 
 	mu         sync.RWMutex
 	tools      map[string]*Tool
@@ -61,8 +64,8 @@ var (
 const MaxNameBytes = 512
 
 // NameRule is the rule every tool name follows; [CheckName] and [Registry.Register] refuse a
-// name that does not. It only keeps out hostile input: seed 003 §8.3 asks implementations to
-// warn about names that do not follow the convention, not to reject them. So a name with
+// name that does not. It only keeps out hostile input: a name that does not follow the
+// convention is warned about, not rejected, since its owner may not choose it. So a name with
 // spaces, punctuation, slashes or letters of any script is accepted with a warning, and a
 // provider that would reject it (OpenAI, Anthropic and Gemini take 1 to 64 characters of
 // [a-zA-Z0-9_-] and a few more, MCP 1 to 128) is offered a mapped name that its calls map
@@ -175,7 +178,7 @@ func (r *Registry) add(tools []*Tool) error {
 	return nil
 }
 
-// NameWarning says how a tool name departs from the naming convention (seed 003 §8: snake_case
+// NameWarning says how a tool name departs from the naming convention (snake_case
 // of 1 to 64 characters of [a-zA-Z0-9_-]), or "" if it follows it. Such a name is valid (see
 // [NameRule]); [Registry.Register] logs this warning, and `quiver tools add` prints it.
 func NameWarning(name string) string {
@@ -204,16 +207,28 @@ func (r *Registry) Unregister(name string) bool {
 	return ok
 }
 
-// Lookup returns the named tool: this registry's own, else Base's.
+// Lookup returns the named tool: this registry's own, else Base's, as its governance makes
+// it.
 func (r *Registry) Lookup(name string) (*Tool, bool) {
 	r.mu.RLock()
 	t, ok := r.tools[name]
 	r.mu.RUnlock()
 	if !ok && r.Base != nil {
-		return r.Base.Lookup(name)
+		t, ok = r.Base.Lookup(name)
+	}
+	if ok {
+		t = r.governance.Load().Govern(t)
 	}
 	return t, ok
 }
+
+// SetGovernance makes g (nil: none) govern every tool the registry offers, its own and
+// Base's alike, from the next Lookup or Tools on: a change of rules takes effect without
+// building the tools again. Base's own governance, if any, applies first.
+func (r *Registry) SetGovernance(g *Governance) { r.governance.Store(g) }
+
+// Governance returns the registry's governance, nil when it has none.
+func (r *Registry) Governance() *Governance { return r.governance.Load() }
 
 // Explain registers why tools the registry does not hold may be missing for now, for error
 // results that must say more than "unknown tool": why(name) returns nil for a name it knows
@@ -283,6 +298,11 @@ func (r *Registry) Tools() []*Tool {
 		}
 	}
 	r.mu.RUnlock()
+	if g := r.governance.Load(); g != nil {
+		for i, t := range out {
+			out[i] = g.Govern(t)
+		}
+	}
 	slices.SortFunc(out, func(a, b *Tool) int {
 		switch {
 		case a.Name() < b.Name():

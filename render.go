@@ -12,12 +12,14 @@ import (
 )
 
 // ToolSchemas describes tools for rendering: latent tools (no code, no activity in r) are
-// marked so that their callers are asked for _output.
+// marked so that their callers are asked for _output, and a tool governance gives a provider
+// name carries it (schema.Render offers it to model providers under it).
 func ToolSchemas(r *Registry, tools []*Tool) []schema.ToolSchema {
 	out := make([]schema.ToolSchema, len(tools))
 	for i, t := range tools {
 		out[i] = schema.ToolSchema{Name: t.Name(), Description: t.Description(),
-			Input: t.spec.InputSchema, Output: t.spec.OutputSchema, Latent: r.Latent(t), MetaFields: slices.Clone(t.spec.MetaFields)}
+			Input: t.spec.InputSchema, Output: t.spec.OutputSchema, Latent: r.Latent(t), MetaFields: slices.Clone(t.spec.MetaFields),
+			ProviderName: t.providerName}
 	}
 	return out
 }

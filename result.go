@@ -54,6 +54,10 @@ const (
 	// (a path already written, one through a value that is not an object, a state grown too
 	// large); nothing was written.
 	CodeStateConflict Code = "state_conflict"
+	// CodeNotEntitled: the caller may not call the tool (Dispatcher.Entitled), or no tool of
+	// that name is there for them: the two are answered alike, so that a caller cannot learn
+	// of a tool hidden from it.
+	CodeNotEntitled Code = "not_entitled"
 )
 
 // Result is what every call yields: a status, text for the model, an optional structured

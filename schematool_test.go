@@ -3,6 +3,7 @@ package quiver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -274,4 +275,57 @@ func TestSchemaToolVariablesReachActivity(t *testing.T) {
 	}
 	d = &quiver.Dispatcher{Registry: reg}
 	wantError(t, dispatch(t, d, "lookup", `{"q":"x"}`), quiver.CodeMissingVariable, "storeId", "apiKey")
+}
+
+// ParseSchemaSpec is the reader stored tools use: the same document as a registry file's, with
+// or without a name. (The doors that read it are held to one outcome by
+// cmd/quiver's TestSchemaToolDocumentEveryDoor.)
+func TestParseSchemaSpec(t *testing.T) {
+	spec, err := quiver.ParseSchemaSpec([]byte(`{"type":"object","description":"Looks up weather",
+		"properties":{"_tool":{"const":"weather"},"city":{"type":"string"},"_output":{"type":"object","properties":{"t":{"type":"number"}}},
+		"_delegate":{"type":"object"},"_outputPath":{"type":"string"}},
+		"required":["city","_tool"],
+		"variables":[{"name":"API_KEY","type":"secret","required":true}],
+		"annotations":{"openWorldHint":true,"title":"T"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := json.Marshal(spec.InputSchema)
+	if spec.Name != "weather" || spec.Description != "Looks up weather" || spec.OutputSchema == nil ||
+		len(spec.Variables) != 1 || spec.Variables[0].Type != quiver.VarSecret ||
+		string(in) != `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}` {
+		t.Errorf("parsed %+v, input %s", spec, in)
+	}
+	if fmt.Sprint(spec.MetaFields) != "[_outputPath _delegate]" {
+		t.Errorf("meta-fields %v", spec.MetaFields)
+	}
+	if a := spec.Annotations; a.Title != "T" || a.OpenWorldHint == nil || !*a.OpenWorldHint || a.ReadOnlyHint != nil {
+		t.Errorf("annotations = %+v", a)
+	}
+	tenvs, err := quiver.ParseSchemaSpec([]byte(`{"type":"object","tenvs":{"type":"object","properties":{"TOKEN":{"type":"string","format":"password"}}}}`))
+	if err != nil || len(tenvs.Variables) != 1 || tenvs.Variables[0].Type != quiver.VarSecret || tenvs.InputSchema != nil || tenvs.Name != "" {
+		t.Errorf("tenvs: %+v, %v", tenvs, err)
+	}
+}
+
+// Each refusal of ParseSchemaSpec says what is wrong, where, and what is allowed, in the
+// author's terms.
+func TestParseSchemaSpecRefusals(t *testing.T) {
+	for doc, want := range map[string]string{
+		`[1]`: `the schema is not a JSON Schema object: got an array; want an object like {"type": "object", "properties": {...}}`,
+		`{`:   `the schema is not a JSON Schema object: not valid JSON: unexpected end of JSON input`,
+		`{"properties":{"a":5}}`: `the schema is not a JSON Schema object: "properties" (or a schema inside it) holds a JSON number ` +
+			`where a schema (an object, or true or false) belongs`,
+		`{"variables":"x"}`: `variables: want a list of declarations like [{"name": "API_KEY", "type": "secret"}], ` +
+			`or a tenvs object schema like {"type": "object", "properties": {"API_KEY": {"type": "string"}}}; got a string ("x")`,
+		`{"variables":[{"name":"A","type":"magic"}]}`: `variables: variable "A": type "magic" is neither text nor secret`,
+		`{"variables":[{"type":"text"}]}`:             `variables: variable 0 has no name`,
+		`{"tenvs":[{"name":"A"},{"name":"A"}]}`:       `tenvs: variable "A" is declared twice`,
+		`{"tenvs":{"type":"string"}}`:                 `tenvs: must be an object schema with properties`,
+		`{"annotations":{"readOnlyHint":"true"}}`:     `annotations: readOnlyHint must be true or false`,
+	} {
+		if _, err := quiver.ParseSchemaSpec([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseSchemaSpec(%s) = %v, want an error with %q", doc, err, want)
+		}
+	}
 }

@@ -3,7 +3,6 @@ package quiver
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,26 +36,39 @@ func (d *Dispatcher) lookupAndPolicy(next Handler) Handler {
 // lookup sets the call's tool, or returns the error result of a tool that is unknown or that
 // the policy does not permit.
 func (d *Dispatcher) lookup(ctx context.Context, c *Call) *Result {
+	allowed := d.entitledFor(ctx)
 	t, ok := d.registry().Lookup(c.Name)
 	if !ok {
 		// A tool that is missing for a reason (its remote server is down) says so, unless the
 		// policy would refuse it anyway: then it is unknown, as any tool out of reach.
 		if permitted, _ := d.Policy.permits(c.Name); !permitted {
-			return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
+			return d.unknown(c.Name, allowed)
 		}
 		var err error
-		if t, err = d.awaitTool(ctx, c.Name); err != nil {
+		if t, err = d.awaitTool(ctx, c.Name); err != nil && allowed == nil {
 			return errorResult(err)
 		}
 		if t == nil {
-			return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(c.Name), d.available())
+			return d.unknown(c.Name, allowed)
 		}
 	}
-	if ok, why := d.Policy.Permits(t); !ok {
-		return Errorf(CodePolicyDenied, "tool %s is not available: %s. %s", quoteName(c.Name), why, d.available())
+	if allowed != nil && !allowed(t) {
+		return d.unknown(c.Name, allowed)
 	}
-	c.tool = t
+	if ok, why := d.Policy.Permits(t); !ok {
+		return Errorf(CodePolicyDenied, "tool %s is not available: %s. %s", quoteName(c.Name), why, d.available(allowed))
+	}
+	c.tool, c.entitled = t, allowed
 	return nil
+}
+
+// unknown is the answer to a call of a tool that is not there, or, for a caller whose
+// entitlements restrict them (allowed set), not there for them: the same words either way.
+func (d *Dispatcher) unknown(name string, allowed func(*Tool) bool) *Result {
+	if allowed != nil {
+		return Errorf(CodeNotEntitled, "no tool %s is available to this caller. %s", quoteName(name), d.available(allowed))
+	}
+	return Errorf(CodeUnknownTool, "unknown tool %s. %s", quoteName(name), d.available(nil))
 }
 
 // awaitTool is a tool the registry does not hold, once it is there: while its source says it
@@ -90,8 +102,8 @@ func (d *Dispatcher) awaitTool(ctx context.Context, name string) (*Tool, error) 
 }
 
 // available lists the tools the model may call, for error results that must say what exists.
-func (d *Dispatcher) available() string {
-	tools := d.Tools()
+func (d *Dispatcher) available(allowed func(*Tool) bool) string {
+	tools := Entitled(d.Tools(), allowed)
 	if len(tools) == 0 {
 		return "No tools are available."
 	}
@@ -140,36 +152,20 @@ func (d *Dispatcher) confirm(next Handler) Handler {
 		if err != nil {
 			return Errorf(CodeConfirmationRequired, "tool %s requires confirmation, which could not be obtained: %v", c.Name, err)
 		}
-		switch dec.Action {
-		case Approve:
-		case Edit:
-			c.Args = dec.Args
-			// Meta-fields the edit names replace the call's (null drops one); those it
-			// leaves out are kept, so a form that shows only the arguments keeps them.
-			r := d.prepareArgs(c)
-			if r == nil {
-				r = d.parseMeta(c)
-			}
-			if r == nil {
-				r = d.checkDoor(ctx, c)
-			}
-			if r != nil {
-				r.Error = "the edited arguments are invalid: " + r.Error
-				return r
-			}
-		case Deny:
-			msg := fmt.Sprintf("the user denied the call to %s", c.Name)
-			if dec.Message != "" {
-				msg += ": " + dec.Message
-			}
-			return Errorf(CodeDenied, "%s", msg)
-		case Pause:
-			return Errorf(CodeConfirmationRequired, "tool %s requires a person's confirmation before it runs; the call is waiting for a decision", c.Name)
-		default:
-			return Errorf(CodeConfirmationRequired, "tool %s: unknown confirmation decision %q", c.Name, dec.Action)
+		asked := c.Args
+		r := d.applyDecision(ctx, c, dec)
+		// Taken here, before hooks and middleware see the call: the record says what the
+		// person approved, not what code made of it afterwards.
+		rec := decisionRecord(dec, asked, c.Args)
+		if r == nil {
+			c.Approved = true
+			r = next(ctx, c)
 		}
-		c.Approved = true
-		return next(ctx, c)
+		if rec == nil {
+			return r
+		}
+		// The mask stage, outside this one, masks the record's secrets with the result's.
+		return withMeta(r, map[string]any{MetaDecision: rec})
 	}
 }
 
@@ -222,21 +218,11 @@ func (d *Dispatcher) withVariables(ctx context.Context, c *Call, scope Scope, ne
 // withRunAsMeta returns r with its Meta naming the caller (when known) and the user the tool
 // ran as (caller_user_id, runtime_user_id), beside what the tool put there.
 func withRunAsMeta(r *Result, caller, runAs string) *Result {
-	meta := map[string]json.RawMessage{}
-	if len(r.Meta) > 0 && json.Unmarshal(r.Meta, &meta) != nil {
-		meta = map[string]json.RawMessage{} // not reached: execution lets only an object through
-	}
+	set := map[string]any{"runtime_user_id": runAs}
 	if caller != "" {
-		meta["caller_user_id"], _ = json.Marshal(caller)
+		set["caller_user_id"] = caller
 	}
-	meta["runtime_user_id"], _ = json.Marshal(runAs)
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return r
-	}
-	out := *r // the tool's own result may be shared
-	out.Meta = b
-	return &out
+	return withMeta(r, set)
 }
 
 func (d *Dispatcher) checkOutput(next Handler) Handler {
@@ -245,15 +231,27 @@ func (d *Dispatcher) checkOutput(next Handler) Handler {
 		t := c.tool
 		// A delegated call's output comes from a model, not from the Go type the schema was
 		// inferred from: it is checked even when the tool's own results need not be.
-		if r.IsError() || t.output == nil || (t.outputTrusted && c.delegation == nil) || c.outputChecked {
+		if r.IsError() || !t.declaresOutput() || (t.outputTrusted && c.delegation == nil) || c.outputChecked {
 			return r
+		}
+		if r.Value == nil && t.spec.OutputAdvisory {
+			return withMeta(r, map[string]any{OutputWarningMeta: fmt.Sprintf("%s is described by an output schema but returned no structured value", c.Name)})
 		}
 		if r.Value == nil {
 			return Errorf(CodeInvalidOutput, "tool %s declares an output schema but returned no structured value", c.Name)
 		}
+		out, err := t.outputSchema()
+		if err != nil {
+			// Only an advisory schema is compiled late: one that cannot be is the document's
+			// fault, like an answer that does not match it.
+			return withMeta(r, map[string]any{OutputWarningMeta: fmt.Sprintf("%s is described by an output schema that cannot be used: %v", c.Name, err)})
+		}
 		v, err := schema.Decode(r.Value)
 		if err == nil {
-			err = t.output.Validate(v)
+			err = out.Validate(v)
+		}
+		if err != nil && t.spec.OutputAdvisory {
+			return withMeta(r, map[string]any{OutputWarningMeta: fmt.Sprintf("the output of %s does not match the output schema it is described by: %v", c.Name, err)})
 		}
 		if err != nil {
 			return Errorf(CodeInvalidOutput, "the output of %s does not match its output schema: %v", c.Name, err)
@@ -261,3 +259,7 @@ func (d *Dispatcher) checkOutput(next Handler) Handler {
 		return r
 	}
 }
+
+// OutputWarningMeta is the key of a result's Meta that says how a result of a tool whose
+// output schema is advisory (Spec.OutputAdvisory) departs from it.
+const OutputWarningMeta = "output_warning"

@@ -84,6 +84,19 @@ type Spec struct {
 	// confirmation, the scope the handler reads and the record stay the caller's), and its
 	// results' Meta name both, as caller_user_id and runtime_user_id. Empty: the caller.
 	RunAs string
+	// Source says where the tool came from, for governance rules that select by it: one of
+	// the Source kinds, with the set's name for those that come in sets ("openapi:payments",
+	// "mcp:github"). Empty means a Go function (SourceGo). The code that makes tools from a
+	// source sets it; nothing else branches on it.
+	Source string
+	// OutputAdvisory makes OutputSchema another party's description of what the tool returns
+	// (an OpenAPI document's of a service's answer) rather than a contract: a structured result
+	// that does not match it is passed through, with what differs in the result's Meta under
+	// "output_warning", where it would otherwise be an error. The service answered; the
+	// description is at fault. Such a schema (without Examples to check) is compiled at the
+	// first result it checks rather than by NewTool, and one that cannot be compiled is said
+	// in the same warning.
+	OutputAdvisory bool
 }
 
 // ToolFunc is the code behind a tool: it receives the validated arguments (with defaults
@@ -97,6 +110,9 @@ type Tool struct {
 	spec   Spec
 	input  *schema.Compiled
 	output *schema.Compiled
+	// lazy is an advisory output schema left to compile at its first use (see lazyOutput); nil
+	// when output is compiled, or when there is none.
+	lazy *lazyOutput
 	// outputTrusted means the output schema was inferred from a Go type and constrains nothing
 	// the type does not already guarantee, so checking each result would only cost time.
 	outputTrusted bool
@@ -104,6 +120,15 @@ type Tool struct {
 	// params summarises the arguments for error messages: "city (string, required), days".
 	params string
 	ready  bool // built by init: a zero Tool cannot be registered
+	// denied is why a Governance refuses the tool ("" when none does): every Policy
+	// refuses it with this reason.
+	denied string
+	// made is the tool as its source made it, for a governed tool (nil otherwise): rules
+	// apply to it, so that governing a governed tool again changes nothing.
+	made *Tool
+	// providerName is the name a Governance gives the tool for model providers ("" when
+	// none does): see Rule.ProviderName.
+	providerName string
 }
 
 // NewTool checks spec, compiles its schemas and returns the tool. fn may be nil for a
@@ -172,7 +197,9 @@ func (t *Tool) init(ctx context.Context) error {
 		}
 		t.input = c
 	}
-	if s.OutputSchema != nil {
+	if s.OutputSchema != nil && s.OutputAdvisory && len(s.Examples) == 0 {
+		t.lazy = &lazyOutput{s: s.OutputSchema}
+	} else if s.OutputSchema != nil {
 		c, err := schema.CompileContext(ctx, s.OutputSchema)
 		if err != nil {
 			return fmt.Errorf("quiver: tool %q: output schema: %w", s.Name, err)
@@ -237,11 +264,16 @@ func (t *Tool) Spec() Spec {
 // CompiledInput returns the input schema as compiled when the tool was made, nil for a tool
 // that takes no arguments: checks of arguments outside the dispatcher (a person editing a
 // call, a console trying a tool) use it rather than compiling the schema on every request
-// (SPEC S5). It is shared and safe for concurrent use.
+// (a schema compiled per call would cost every call). It is shared and safe for concurrent use.
 func (t *Tool) CompiledInput() *schema.Compiled { return t.input }
 
 // Name returns the tool's name.
 func (t *Tool) Name() string { return t.spec.Name }
+
+// ProviderName returns the name model providers are offered the tool under, as governance
+// rules give it (see Rule.ProviderName); "" when none does: they are offered its name, mapped
+// where a provider rejects it.
+func (t *Tool) ProviderName() string { return t.providerName }
 
 // Description returns the tool's description.
 func (t *Tool) Description() string { return t.spec.Description }
@@ -254,6 +286,7 @@ func (t *Tool) SchemaOnly() bool { return t.fn == nil }
 // are shared, only what the model sees changes.
 func (t *Tool) As(name, description string) (*Tool, error) {
 	c := *t
+	c.made, c.denied, c.providerName = nil, "", "" // a new tool: rules govern it by its new name
 	if c.fn == nil && c.spec.Activity == "" {
 		// A schema-only tool bound to the activity registered under its name keeps that binding.
 		c.spec.Activity = t.spec.Name
@@ -272,6 +305,7 @@ func (t *Tool) As(name, description string) (*Tool, error) {
 // Schemas and code are shared.
 func (t *Tool) RunningAs(userID string) *Tool {
 	c := *t
+	c.made, c.denied, c.providerName = nil, "", ""
 	c.spec.RunAs = userID
 	return &c
 }

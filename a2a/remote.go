@@ -1,13 +1,15 @@
 // Package a2a imports agents of other platforms, reached over the Agent2Agent protocol (A2A),
 // as Quiver tools: a call of the tool sends its message to the remote agent and answers with
 // what the agent said, so that the dispatcher governs, confirms where configured and records
-// it like any other call. It is built on the official Go SDK (github.com/a2aproject/a2a-go),
-// its agent card resolver and its JSON-RPC client.
+// it like any other call. An agent of A2A 0.3 is called with the official Go SDK's JSON-RPC
+// client (github.com/a2aproject/a2a-go), one of A2A 1.0 with Quiver's binding (package
+// a2av1) until that SDK has a 1.0 release.
 package a2a
 
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,9 +23,9 @@ import (
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
-	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/a2a/a2av1"
 	"github.com/quiverhq/quiver/schema"
 )
 
@@ -53,15 +55,16 @@ type Remote struct {
 
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
-// Tool reads the remote agent's card and makes its tool. The card's JSON-RPC endpoint must
-// be on the origin (scheme, host and port) of r.URL: r.Headers (a key) are sent there and
-// nowhere else. The agent's other transports are not used.
+// Tool reads the remote agent's card and makes its tool. The card may be of A2A 1.0 or 0.3
+// (or both); the agent is called over JSON-RPC in the newest version both sides speak. The
+// JSON-RPC endpoint must be on the origin (scheme, host and port) of r.URL: r.Headers (a key)
+// are sent there and nowhere else. The agent's other transports are not used.
 func Tool(ctx context.Context, r Remote) (*quiver.Tool, error) {
 	c, card, err := connect(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return quiver.NewTool(spec(r, describe(card), card.Name), c.call)
+	return quiver.NewTool(spec(r, card.describe(), card.Name), c.call)
 }
 
 // Lazy is the tool of an agent whose card could not be read (cause): each call reads it
@@ -107,14 +110,19 @@ func spec(r Remote, description, title string) quiver.Spec {
 		RequiresConfirmation: r.RequiresConfirmation,
 		Imported:             true,
 		Annotations:          quiver.Annotations{Title: title, OpenWorldHint: quiver.Hint(true)},
+		Source:               quiver.SourceA2A + ":" + r.Name,
 	}
 }
 
 // maxBody caps what the agent answers, its card included: the SDK reads a body whole.
 const maxBody = 8 << 20
 
-// connect reads the agent's card and makes the SDK's client of its JSON-RPC endpoint.
-func connect(ctx context.Context, r Remote) (*caller, *a2asdk.AgentCard, error) {
+// cardTimeout bounds reading the card.
+const cardTimeout = 30 * time.Second
+
+// connect reads the agent's card and makes the client of its JSON-RPC interface, in the
+// newest version both sides speak: 1.0 with Quiver's binding (a2av1), else 0.3 with the SDK's.
+func connect(ctx context.Context, r Remote) (*caller, *card, error) {
 	if !toolName.MatchString(r.Name) {
 		return nil, nil, fmt.Errorf("a2a: name %q: use 1 to 64 letters, digits, dots, _ and -", r.Name)
 	}
@@ -122,7 +130,7 @@ func connect(ctx context.Context, r Remote) (*caller, *a2asdk.AgentCard, error) 
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, fmt.Errorf("a2a: %s: the URL %q is not an http or https URL of the agent or its card", r.Name, r.URL)
 	}
-	client := &http.Client{Transport: headers{set: r.Headers, next: r.Transport, origin: u}, Timeout: 30 * time.Second,
+	client := &http.Client{Transport: headers{set: r.Headers, next: r.Transport, origin: u}, Timeout: cardTimeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			switch {
 			case len(via) > 3:
@@ -132,63 +140,24 @@ func connect(ctx context.Context, r Remote) (*caller, *a2asdk.AgentCard, error) 
 			}
 			return nil
 		}}
-	base, opts := r.URL, []agentcard.ResolveOption(nil)
-	if strings.HasSuffix(u.Path, ".json") {
-		base = (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
-		opts = append(opts, agentcard.WithPath(u.Path))
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	card, err := agentcard.NewResolver(client).Resolve(cctx, base, opts...)
+	c, err := readCard(ctx, client, u)
 	if err != nil {
-		return nil, nil, fmt.Errorf("a2a: %s: reading the agent card at %s: %w", r.Name, u.Redacted(), withoutURL(err))
+		return nil, nil, fmt.Errorf("a2a: %s: reading the agent card at %s: %w", r.Name, u.Redacted(), err)
 	}
-	if err := checkCard(card, u); err != nil {
+	at, err := c.choose(u)
+	if err != nil {
 		return nil, nil, fmt.Errorf("a2a: %s: the agent card at %s: %w", r.Name, u.Redacted(), err)
 	}
 	callClient := &http.Client{Transport: client.Transport, CheckRedirect: client.CheckRedirect}
-	sdk, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(callClient))
+	if at.version == "1" {
+		return &caller{name: r.Name, version: a2av1.Version, agent: &v1Agent{c: &a2av1.Client{Endpoint: at.url, HTTP: callClient}}}, c, nil
+	}
+	sdk, err := a2aclient.NewFromEndpoints(ctx, []a2asdk.AgentInterface{{Transport: a2asdk.TransportProtocolJSONRPC, URL: at.url}},
+		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(callClient))
 	if err != nil {
 		return nil, nil, fmt.Errorf("a2a: %s: %w", r.Name, err)
 	}
-	return &caller{name: r.Name, client: sdk}, card, nil
-}
-
-// checkCard refuses a card whose JSON-RPC endpoint Quiver cannot call, or that is on another
-// origin than the card's configured URL (where the configured headers go, and nowhere else).
-func checkCard(card *a2asdk.AgentCard, configured *url.URL) error {
-	for _, iface := range append([]a2asdk.AgentInterface{{Transport: card.PreferredTransport, URL: card.URL}}, card.AdditionalInterfaces...) {
-		if iface.Transport != a2asdk.TransportProtocolJSONRPC && iface.Transport != "" {
-			continue
-		}
-		u, err := url.Parse(iface.URL)
-		switch {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			return fmt.Errorf("its JSON-RPC URL %q is not an http or https URL", iface.URL)
-		case u.Scheme != configured.Scheme || u.Host != configured.Host:
-			return fmt.Errorf("its JSON-RPC endpoint %s is on another origin than %s://%s, where Quiver sends the agent's headers: "+
-				"configure the endpoint's own origin as the url", u.Redacted(), configured.Scheme, configured.Host)
-		}
-		return nil
-	}
-	return errors.New("it offers no JSON-RPC interface, the one transport Quiver speaks")
-}
-
-// describe is the tool's description: the card's, and its skills.
-func describe(card *a2asdk.AgentCard) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimSpace(card.Description))
-	if b.Len() == 0 {
-		fmt.Fprintf(&b, "The agent %s, reached over A2A.", card.Name)
-	}
-	if len(card.Skills) > 0 {
-		b.WriteString("\n\nIts skills:")
-		for _, s := range card.Skills {
-			fmt.Fprintf(&b, "\n- %s: %s", s.Name, strings.TrimSpace(s.Description))
-		}
-	}
-	b.WriteString("\n\nSend it a message; to continue a conversation, give the context_id (and task_id) of its last answer.")
-	return b.String()
+	return &caller{name: r.Name, version: a2av1.LegacyVersion, agent: &legacyAgent{c: sdk}}, c, nil
 }
 
 func inputSchema() *schema.Schema {
@@ -201,17 +170,35 @@ func inputSchema() *schema.Schema {
 
 // caller sends one tool's calls.
 type caller struct {
-	name   string
-	client *a2aclient.Client
+	name    string
+	version string
+	agent   remoteAgent
 }
 
-// answer is what a call returns: the agent's text and where the conversation stands.
+// remoteAgent is the agent in the version it is spoken to.
+type remoteAgent interface {
+	// send sends a message and waits (the agent bounds how long) for its task to settle.
+	send(ctx context.Context, message, contextID, taskID string) (*answer, error)
+	// get reads a task.
+	get(ctx context.Context, taskID string) (*answer, error)
+}
+
+// answer is what a call returns: the agent's text and where the conversation stands. The
+// state is named as 0.3 names it (completed, input-required...), whichever version was spoken.
 type answer struct {
 	Answer    string `json:"answer"`
 	State     string `json:"state"`
 	ContextID string `json:"context_id,omitempty"`
 	TaskID    string `json:"task_id,omitempty"`
 }
+
+// settled reports whether the task has ended or waits on its client.
+func (a *answer) settled() bool {
+	return a.State != string(a2asdk.TaskStateSubmitted) && a.State != string(a2asdk.TaskStateWorking)
+}
+
+// pollEvery is how often a call reads a task the agent answered before it settled.
+var pollEvery = 500 * time.Millisecond
 
 func (c *caller) call(ctx context.Context, args json.RawMessage) (any, error) {
 	var in struct {
@@ -222,42 +209,107 @@ func (c *caller) call(ctx context.Context, args json.RawMessage) (any, error) {
 	if err := json.Unmarshal(args, &in); err != nil {
 		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the arguments are not an object: %v", err)
 	}
-	msg := a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: in.Message})
-	msg.ContextID, msg.TaskID = in.ContextID, a2asdk.TaskID(in.TaskID)
-	blocking := true
-	res, err := c.client.SendMessage(ctx, &a2asdk.MessageSendParams{Message: msg, Config: &a2asdk.MessageSendConfig{Blocking: &blocking}})
-	if err != nil {
-		return nil, fmt.Errorf("the agent %s: %w", c.name, withoutURL(err))
+	out, err := c.agent.send(ctx, in.Message, in.ContextID, in.TaskID)
+	// A task answered before it settled is read until it does, within the call's time.
+	for err == nil && !out.settled() && out.TaskID != "" {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the agent %s: task %s still %s when the call's time ran out", c.name, out.TaskID, out.State)
+		case <-time.After(pollEvery):
+		}
+		out, err = c.agent.get(ctx, out.TaskID)
 	}
-	var out answer
-	switch r := res.(type) {
-	case *a2asdk.Message:
-		out = answer{Answer: text(r.Parts), State: "completed", ContextID: r.ContextID, TaskID: string(r.TaskID)}
-	case *a2asdk.Task:
-		out = answer{State: string(r.Status.State), ContextID: r.ContextID, TaskID: string(r.ID)}
-		// The artifacts are the task's result; the status message says why it waits or
-		// failed, and is the answer when there are none (an agent may put it in both).
-		var parts []string
-		for _, a := range r.Artifacts {
-			if a != nil {
-				parts = append(parts, text(a.Parts))
-			}
-		}
-		if len(parts) == 0 && r.Status.Message != nil {
-			parts = append(parts, text(r.Status.Message.Parts))
-		}
-		out.Answer = strings.TrimSpace(strings.Join(parts, "\n"))
-		switch r.Status.State {
-		case a2asdk.TaskStateFailed, a2asdk.TaskStateRejected, a2asdk.TaskStateCanceled:
-			return nil, fmt.Errorf("the agent %s: task %s %s: %s", c.name, r.ID, r.Status.State, cmp.Or(out.Answer, "no reason given"))
-		}
-	default:
-		return nil, fmt.Errorf("the agent %s answered %T, neither a message nor a task", c.name, res)
+	if err != nil {
+		return nil, fmt.Errorf("the agent %s (A2A %s): %w", c.name, c.version, withoutURL(err))
+	}
+	switch a2asdk.TaskState(out.State) {
+	case a2asdk.TaskStateFailed, a2asdk.TaskStateRejected, a2asdk.TaskStateCanceled:
+		return nil, fmt.Errorf("the agent %s: task %s %s: %s", c.name, out.TaskID, out.State, cmp.Or(out.Answer, "no reason given"))
 	}
 	if len(out.Answer) > maxAnswerBytes {
 		out.Answer = out.Answer[:maxAnswerBytes]
 	}
-	return out, nil
+	return *out, nil
+}
+
+// legacyAgent speaks A2A 0.3 through the SDK.
+type legacyAgent struct{ c *a2aclient.Client }
+
+func (l *legacyAgent) send(ctx context.Context, message, contextID, taskID string) (*answer, error) {
+	msg := a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: message})
+	msg.ContextID, msg.TaskID = contextID, a2asdk.TaskID(taskID)
+	blocking := true
+	res, err := l.c.SendMessage(ctx, &a2asdk.MessageSendParams{Message: msg, Config: &a2asdk.MessageSendConfig{Blocking: &blocking}})
+	if err != nil {
+		return nil, err
+	}
+	switch r := res.(type) {
+	case *a2asdk.Message:
+		return &answer{Answer: text(r.Parts), State: string(a2asdk.TaskStateCompleted), ContextID: r.ContextID, TaskID: string(r.TaskID)}, nil
+	case *a2asdk.Task:
+		return legacyAnswer(r), nil
+	}
+	return nil, fmt.Errorf("it answered %T, neither a message nor a task", res)
+}
+
+func (l *legacyAgent) get(ctx context.Context, taskID string) (*answer, error) {
+	t, err := l.c.GetTask(ctx, &a2asdk.TaskQueryParams{ID: a2asdk.TaskID(taskID)})
+	if err != nil {
+		return nil, err
+	}
+	return legacyAnswer(t), nil
+}
+
+// legacyAnswer is a 0.3 task's answer. The artifacts are the task's result; the status message
+// says why it waits or failed, and is the answer when there are none (an agent may put it in
+// both).
+func legacyAnswer(t *a2asdk.Task) *answer {
+	var parts []string
+	for _, a := range t.Artifacts {
+		if a != nil {
+			parts = append(parts, text(a.Parts))
+		}
+	}
+	if len(parts) == 0 && t.Status.Message != nil {
+		parts = append(parts, text(t.Status.Message.Parts))
+	}
+	return &answer{Answer: strings.TrimSpace(strings.Join(parts, "\n")), State: string(t.Status.State), ContextID: t.ContextID, TaskID: string(t.ID)}
+}
+
+// v1Agent speaks A2A 1.0 through Quiver's binding.
+type v1Agent struct{ c *a2av1.Client }
+
+func (v *v1Agent) send(ctx context.Context, message, contextID, taskID string) (*answer, error) {
+	msg := &a2av1.Message{MessageID: rand.Text(), ContextID: contextID, TaskID: taskID, Role: a2av1.RoleUser,
+		Parts: []a2av1.Part{a2av1.TextPart(message)}}
+	res, err := v.c.SendMessage(ctx, &a2av1.SendMessageRequest{Message: msg})
+	if err != nil {
+		return nil, err
+	}
+	if res.Message != nil {
+		return &answer{Answer: res.Message.Text(), State: string(a2asdk.TaskStateCompleted), ContextID: res.Message.ContextID, TaskID: res.Message.TaskID}, nil
+	}
+	return v1Answer(res.Task), nil
+}
+
+func (v *v1Agent) get(ctx context.Context, taskID string) (*answer, error) {
+	t, err := v.c.GetTask(ctx, &a2av1.GetTaskRequest{ID: taskID})
+	if err != nil {
+		return nil, err
+	}
+	return v1Answer(t), nil
+}
+
+// v1Answer is a 1.0 task's answer, read as legacyAnswer reads 0.3's.
+func v1Answer(t *a2av1.Task) *answer {
+	var parts []string
+	for _, a := range t.Artifacts {
+		parts = append(parts, a2av1.JoinParts(a.Parts))
+	}
+	if len(parts) == 0 && t.Status.Message != nil {
+		parts = append(parts, t.Status.Message.Text())
+	}
+	return &answer{Answer: strings.TrimSpace(strings.Join(parts, "\n")), State: t.Status.State.Legacy(), ContextID: t.ContextID, TaskID: t.ID}
 }
 
 // text joins the text parts of a message or artifact; other parts are named.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/quiverhq/quiver/store"
@@ -37,13 +38,16 @@ func (rs *run) attempt(callID string) int { return rs.resumed[callID] + 1 }
 // markRunning marks the thread running as the run begins and, when the run resumes pending
 // calls, counts their attempts in the same write (see above).
 func (rs *run) markRunning(ctx context.Context) error {
-	if len(rs.pending) == 0 {
+	newCaller := !bytes.Equal(rs.caller, rs.savedCaller)
+	if len(rs.pending) == 0 && !newCaller {
 		_, err := rs.th.SetStatus(ctx, store.StatusRunning)
 		return err
 	}
 	_, err := rs.th.Update(ctx, func(t *store.Thread) error {
 		t.Status = store.StatusRunning
 		st := ReadState(t)
+		// Kept in the same write: a run resumed later is entitled as this one.
+		st.Caller = rs.caller
 		resumed := make(map[string]int, len(rs.pending))
 		counts := make(map[string]int, len(rs.pending))
 		for _, c := range rs.pending {

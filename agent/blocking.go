@@ -109,18 +109,7 @@ func shapeResult(t target, out *Outcome, hist []*store.Message, after int64) *qu
 		}
 		return res
 	}
-	var summary, failures []string
-	for _, m := range hist {
-		if m.Seq <= after || m.Role != store.RoleTool || m.Result == nil {
-			continue
-		}
-		line := fmt.Sprintf("- %s: %s", m.ToolName, oneLine(m.Content, 200))
-		if quiver.Status(m.Result.Status) == quiver.StatusError {
-			failures = append(failures, fmt.Sprintf("- %s failed: %s", m.ToolName, oneLine(m.Result.Error, 300)))
-			line = fmt.Sprintf("- %s (error): %s", m.ToolName, oneLine(m.Result.Error, 200))
-		}
-		summary = append(summary, line)
-	}
+	summary, failures := summarizeCalls(hist, after)
 	var parts []string
 	if on(t.shaping.IncludeTextResponse) && answer != "" {
 		parts = append(parts, answer)
@@ -136,6 +125,23 @@ func shapeResult(t target, out *Outcome, hist []*store.Message, after int64) *qu
 	return &quiver.Result{Status: quiver.StatusSuccess, Text: text}
 }
 
+// summarizeCalls is a line for each result in hist after seq, and a line for each of them that
+// failed.
+func summarizeCalls(hist []*store.Message, after int64) (summary, failures []string) {
+	for _, m := range hist {
+		if m.Seq <= after || m.Role != store.RoleTool || m.Result == nil {
+			continue
+		}
+		if quiver.Status(m.Result.Status) == quiver.StatusError {
+			failures = append(failures, fmt.Sprintf("- %s failed: %s", m.ToolName, oneLine(m.Result.Error, 300)))
+			summary = append(summary, fmt.Sprintf("- %s (error): %s", m.ToolName, oneLine(m.Result.Error, 200)))
+			continue
+		}
+		summary = append(summary, fmt.Sprintf("- %s: %s", m.ToolName, oneLine(m.Content, 200)))
+	}
+	return summary, failures
+}
+
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
@@ -149,21 +155,27 @@ func oneLine(s string, n int) string {
 func (rs *run) attachmentsAfter(ctx context.Context, dst *thread.Thread, after int64) ([]quiver.Attachment, error) {
 	var refs []quiver.Attachment
 	for _, m := range rs.hist {
-		if m.Seq <= after || m.Role != store.RoleTool || m.Result == nil || len(m.Result.Attachments) == 0 {
-			continue
-		}
-		var atts []quiver.Attachment
-		if json.Unmarshal(m.Result.Attachments, &atts) != nil {
-			continue
-		}
-		for _, a := range atts {
-			if a.IsRef() && a.Path != "" {
-				refs = append(refs, quiver.Attachment{Path: a.Path, Description: a.Description})
-			}
+		if m.Seq > after && m.Role == store.RoleTool && m.Result != nil {
+			refs = append(refs, attachedRefs(m.Result.Attachments)...)
 		}
 	}
 	if len(refs) == 0 {
 		return nil, nil
 	}
 	return dst.Files().CopyAttachments(ctx, rs.th, refs)
+}
+
+// attachedRefs are the references among a result's attachments (raw, as stored).
+func attachedRefs(raw json.RawMessage) []quiver.Attachment {
+	var atts []quiver.Attachment
+	if len(raw) == 0 || json.Unmarshal(raw, &atts) != nil {
+		return nil
+	}
+	var refs []quiver.Attachment
+	for _, a := range atts {
+		if a.IsRef() && a.Path != "" {
+			refs = append(refs, quiver.Attachment{Path: a.Path, Description: a.Description})
+		}
+	}
+	return refs
 }

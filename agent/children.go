@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func (r *Runner) agentFor(info store.Thread, a *Agent) *Agent {
 	if name == "" || (a != nil && name == a.Name) {
 		return a
 	}
-	if found, ok := r.Catalog.Lookup(name); ok {
+	if found, ok := r.catalog().Lookup(name); ok {
 		return found
 	}
 	return a
@@ -125,35 +126,45 @@ func readArgs(args json.RawMessage, msgProp, attProp, nameProp string, hasArgs b
 		return childCall{}, err
 	}
 	var cc childCall
-	if attProp != "" {
-		if raw, ok := obj[attProp]; ok {
-			if err := json.Unmarshal(raw, &cc.attachments); err != nil {
-				return cc, fmt.Errorf("%s: want a list of paths under /attachments/", attProp)
-			}
-			delete(obj, attProp)
-		}
+	if err := takeAttachments(obj, attProp, &cc.attachments); err != nil {
+		return cc, err
 	}
-	if nameProp != "" {
-		if raw, ok := obj[nameProp]; ok {
-			_ = json.Unmarshal(raw, &cc.name)
-		}
+	if raw, ok := obj[nameProp]; ok && nameProp != "" {
+		_ = json.Unmarshal(raw, &cc.name)
 	}
+	cc.message = messageArg(obj, msgProp, hasArgs)
+	return cc, nil
+}
+
+// takeAttachments reads the attachments property attProp, when there is one, and takes it
+// out of obj.
+func takeAttachments(obj map[string]json.RawMessage, attProp string, paths *[]string) error {
+	raw, ok := obj[attProp]
+	if attProp == "" || !ok {
+		return nil
+	}
+	if err := json.Unmarshal(raw, paths); err != nil {
+		return fmt.Errorf("%s: want a list of paths under /attachments/", attProp)
+	}
+	delete(obj, attProp)
+	return nil
+}
+
+// messageArg is a child's first message: the message property (a string, else its JSON), or
+// the arguments left, as JSON. Without arguments of its own, the property is "message".
+func messageArg(obj map[string]json.RawMessage, msgProp string, hasArgs bool) string {
 	if msgProp == "" && !hasArgs {
 		msgProp = "message"
 	}
-	if msgProp != "" {
-		raw, ok := obj[msgProp]
-		if ok && json.Unmarshal(raw, &cc.message) == nil {
-			return cc, nil
+	if raw, ok := obj[msgProp]; ok && msgProp != "" {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
 		}
-		if ok {
-			cc.message = string(raw)
-			return cc, nil
-		}
+		return string(raw)
 	}
 	b, _ := json.Marshal(obj)
-	cc.message = string(b)
-	return cc, nil
+	return string(b)
 }
 
 // checkAttachmentPaths refuses paths a model may not hand over: only files under
@@ -163,17 +174,22 @@ func checkAttachmentPaths(paths []string) error {
 		return fmt.Errorf("%d attachments: at most %d in one call", len(paths), maxAttachmentsPerCall)
 	}
 	for _, p := range paths {
-		if !strings.HasPrefix(p, "/attachments/") || len(p) == len("/attachments/") {
-			return fmt.Errorf("attachment %q: only paths under /attachments/ of this thread can be handed over", p)
+		if err := checkAttachmentPath(p); err != nil {
+			return err
 		}
-		if err := quiver.CheckPath(p); err != nil {
-			return fmt.Errorf("attachment %q: %v", p, err)
-		}
-		for _, seg := range strings.Split(p, "/") {
-			if seg == ".." || seg == "." {
-				return fmt.Errorf("attachment %q: a path may not contain . or .. segments", p)
-			}
-		}
+	}
+	return nil
+}
+
+func checkAttachmentPath(p string) error {
+	if !strings.HasPrefix(p, "/attachments/") || len(p) == len("/attachments/") {
+		return fmt.Errorf("attachment %q: only paths under /attachments/ of this thread can be handed over", p)
+	}
+	if err := quiver.CheckPath(p); err != nil {
+		return fmt.Errorf("attachment %q: %v", p, err)
+	}
+	if slices.ContainsFunc(strings.Split(p, "/"), func(seg string) bool { return seg == ".." || seg == "." }) {
+		return fmt.Errorf("attachment %q: a path may not contain . or .. segments", p)
 	}
 	return nil
 }
@@ -204,42 +220,16 @@ func (r *Runner) runNested(ctx context.Context, t target, args json.RawMessage) 
 	if rs == nil || parent == nil {
 		return nil, quiver.Fail(quiver.CodeRejected, "%s runs only inside an agent run on a thread", t.agent.Name)
 	}
-	call := quiver.CallFrom(ctx)
-	var cc childCall
-	var err error
-	if t.prompt {
-		cc, err = readArgs(args, t.shaping.InitUserMessageProperty, t.shaping.InitAttachmentsProperty, "", t.agent.Prompt.Args != nil)
-	} else {
-		cc, err = readArgs(args, t.sub.InitUserMessageProperty, t.sub.InitAttachmentsProperty, t.sub.InitAgentNameProperty, t.agent.Prompt.Args != nil)
+	cc, res := t.readCall(ctx, parent, args)
+	if res != nil {
+		return res, nil
 	}
-	if err != nil {
-		return quiver.Errorf(quiver.CodeInvalidArguments, "%v", err), nil
-	}
-	if err := checkAttachments(ctx, parent, cc.attachments); err != nil {
-		return quiver.Errorf(quiver.CodeInvalidArguments, "%v", err), nil
-	}
-	if cc.name != "" && (strings.TrimSpace(cc.name) != cc.name || len(cc.name) > store.MaxNameLen) {
-		return quiver.Errorf(quiver.CodeInvalidArguments, "%s %q: a name has no surrounding spaces and at most %d bytes",
-			t.sub.InitAgentNameProperty, cc.name, store.MaxNameLen), nil
-	}
-	child, err := childFor(ctx, parent, call.ID)
+	child, res, err := rs.startNested(ctx, parent, t, quiver.CallFrom(ctx).ID, cc)
 	if err != nil {
 		return nil, err
 	}
-	fresh := child == nil
-	if fresh {
-		if res := rs.checkSpawn(t.agent.Name); res != nil {
-			return res, nil
-		}
-		if child, _, err = rs.spawnChild(ctx, parent, t, call.ID, cc.name); err != nil {
-			return nil, err
-		}
-	}
-	if err := startChild(ctx, parent, child, cc.message, cc.attachments, fresh); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return quiver.Errorf(quiver.CodeInvalidArguments, "attachments: %v", err), nil
-		}
-		return nil, err
+	if res != nil {
+		return res, nil
 	}
 	if !t.prompt && !t.sub.blocking() {
 		if err := r.runInBackground(ctx, child, t.agent); err != nil {
@@ -248,6 +238,56 @@ func (r *Runner) runNested(ctx context.Context, t target, args json.RawMessage) 
 		return reference(child, t.agent.Name, cc.name, "running"), nil
 	}
 	return r.runBlocking(ctx, parent, child, t)
+}
+
+// readCall reads a nested call's arguments as the target's configuration says, and checks
+// them; a result refuses them.
+func (t target) readCall(ctx context.Context, parent *thread.Thread, args json.RawMessage) (childCall, *quiver.Result) {
+	hasArgs := t.agent.Prompt.Args != nil
+	var cc childCall
+	var err error
+	if t.prompt {
+		cc, err = readArgs(args, t.shaping.InitUserMessageProperty, t.shaping.InitAttachmentsProperty, "", hasArgs)
+	} else {
+		cc, err = readArgs(args, t.sub.InitUserMessageProperty, t.sub.InitAttachmentsProperty, t.sub.InitAgentNameProperty, hasArgs)
+	}
+	if err == nil {
+		err = checkAttachments(ctx, parent, cc.attachments)
+	}
+	if err != nil {
+		return cc, quiver.Errorf(quiver.CodeInvalidArguments, "%v", err)
+	}
+	if cc.name != "" && (strings.TrimSpace(cc.name) != cc.name || len(cc.name) > store.MaxNameLen) {
+		return cc, quiver.Errorf(quiver.CodeInvalidArguments, "%s %q: a name has no surrounding spaces and at most %d bytes",
+			t.sub.InitAgentNameProperty, cc.name, store.MaxNameLen)
+	}
+	return cc, nil
+}
+
+// startNested gives the call's child its first message and attachments: the child a run
+// before this one spawned for the call (it was resumed), or a new one. A result refuses the
+// call.
+func (rs *run) startNested(ctx context.Context, parent *thread.Thread, t target, callID string, cc childCall) (*thread.Thread, *quiver.Result, error) {
+	child, err := childFor(ctx, parent, callID)
+	if err != nil {
+		return nil, nil, err
+	}
+	fresh := child == nil
+	if fresh {
+		if res := rs.checkSpawn(t.agent.Name); res != nil {
+			return nil, res, nil
+		}
+		if child, _, err = rs.spawnChild(ctx, parent, t, callID, cc.name); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := startChild(ctx, parent, child, cc.message, cc.attachments, fresh); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, quiver.Errorf(quiver.CodeInvalidArguments, "attachments: %v", err), nil
+		}
+		return nil, nil, err
+	}
+	return child, nil, nil
 }
 
 // reference is a non-blocking call's result: where the child's result will come from.

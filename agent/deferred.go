@@ -124,7 +124,7 @@ func (r *Runner) StartDeferred(ctx context.Context, parent *thread.Thread, reque
 	if err != nil {
 		return nil, err
 	}
-	a, ok := r.Catalog.Lookup(d.Agent)
+	a, ok := r.catalog().Lookup(d.Agent)
 	if !ok {
 		return nil, fmt.Errorf("agent: deferred child %s runs agent %q, which the catalog does not have", requestID, d.Agent)
 	}
@@ -152,20 +152,23 @@ func (r *Runner) StartDeferred(ctx context.Context, parent *thread.Thread, reque
 	if err := appendFirst(ctx, child, st.Spawn.Message); err != nil {
 		return nil, err
 	}
-	if _, err := child.Update(ctx, func(t *store.Thread) error {
-		st := ReadState(t)
-		if st.Spawn == nil || len(st.Spawn.Deferred) == 0 {
-			return nil // started meanwhile
-		}
-		st.Spawn.Deferred, st.Spawn.Message = nil, ""
-		if !slices.Contains(t.Tags, deferredTag) {
-			t.Tags = append(t.Tags, deferredTag)
-		}
-		return writeState(t, st)
-	}); err != nil {
+	if _, err := child.Update(ctx, markStarted); err != nil {
 		return nil, err
 	}
 	return nil, r.runInBackground(ctx, child, a)
+}
+
+// markStarted marks a deferred child's request started, unless it was meanwhile.
+func markStarted(t *store.Thread) error {
+	st := ReadState(t)
+	if st.Spawn == nil || len(st.Spawn.Deferred) == 0 {
+		return nil // started meanwhile
+	}
+	st.Spawn.Deferred, st.Spawn.Message = nil, ""
+	if !slices.Contains(t.Tags, deferredTag) {
+		t.Tags = append(t.Tags, deferredTag)
+	}
+	return writeState(t, st)
 }
 
 // appendFirst gives a child its first message unless it has one.
@@ -197,41 +200,58 @@ func (rs *run) startImmediate(ctx context.Context) error {
 		return err
 	}
 	for _, cfg := range cfgs {
-		a, ok := rs.r.Catalog.Agents[cfg.Name]
-		if !ok {
-			return fmt.Errorf("%w: immediate subagent %s is not an agent of the catalog", ErrDefinition, cfg.Name)
-		}
-		groups, err := rs.groups(ctx, cfg.Immediate, a)
-		if err != nil {
+		if err := rs.startImmediateOf(ctx, cfg, kids); err != nil {
 			return err
-		}
-		for i, g := range groups {
-			tag := fmt.Sprintf("immediate:%s:%d", cfg.Name, i)
-			var child *thread.Thread
-			if k := slices.IndexFunc(kids, func(k *store.Thread) bool { return slices.Contains(k.Tags, tag) }); k >= 0 {
-				if ReadState(kids[k]).Outcome != nil {
-					continue // it has run (or waits for a person): started once and for all
-				}
-				// Spawned, but a process died or a run failed before its run ended: set it
-				// up again (each step is idempotent) and start it.
-				if child, err = thread.Open(ctx, rs.th.Store(), rs.th.WorkspaceID(), kids[k].ID); err != nil {
-					return err
-				}
-			} else {
-				if res := rs.checkSpawn(cfg.Name); res != nil {
-					rs.r.logger().Warn("agent: an immediate sub-agent was not started", "thread", rs.th.ID(), "agent", cfg.Name, "why", res.Error)
-					continue
-				}
-				if child, _, err = rs.spawnChild(ctx, rs.th, target{agent: a, sub: cfg}, "", g.name, tag); err != nil {
-					return err
-				}
-			}
-			if err := rs.startInstance(ctx, child, a, cfg, g); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
+}
+
+// startImmediateOf starts the instances of one immediate sub-agent the thread's children kids
+// do not hold yet.
+func (rs *run) startImmediateOf(ctx context.Context, cfg Subagent, kids []*store.Thread) error {
+	a, ok := rs.r.catalog().Agents[cfg.Name]
+	if !ok {
+		return fmt.Errorf("%w: immediate subagent %s is not an agent of the catalog", ErrDefinition, cfg.Name)
+	}
+	groups, err := rs.groups(ctx, cfg.Immediate, a)
+	if err != nil {
+		return err
+	}
+	for i, g := range groups {
+		child, start, err := rs.immediateChild(ctx, cfg, a, g, fmt.Sprintf("immediate:%s:%d", cfg.Name, i), kids)
+		if err != nil {
+			return err
+		}
+		if !start {
+			continue
+		}
+		if err := rs.startInstance(ctx, child, a, cfg, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// immediateChild is the thread of the immediate instance tagged tag, and whether to start it:
+// the child spawned before, unless it has run (or waits for a person), or a new one when it
+// may be spawned.
+func (rs *run) immediateChild(ctx context.Context, cfg Subagent, a *Agent, g group, tag string, kids []*store.Thread) (*thread.Thread, bool, error) {
+	if k := slices.IndexFunc(kids, func(k *store.Thread) bool { return slices.Contains(k.Tags, tag) }); k >= 0 {
+		if ReadState(kids[k]).Outcome != nil {
+			return nil, false, nil // it has run (or waits for a person): started once and for all
+		}
+		// Spawned, but a process died or a run failed before its run ended: set it up again
+		// (each step is idempotent) and start it.
+		child, err := thread.Open(ctx, rs.th.Store(), rs.th.WorkspaceID(), kids[k].ID)
+		return child, err == nil, err
+	}
+	if res := rs.checkSpawn(cfg.Name); res != nil {
+		rs.r.logger().Warn("agent: an immediate sub-agent was not started", "thread", rs.th.ID(), "agent", cfg.Name, "why", res.Error)
+		return nil, false, nil
+	}
+	child, _, err := rs.spawnChild(ctx, rs.th, target{agent: a, sub: cfg}, "", g.name, tag)
+	return child, err == nil, err
 }
 
 // group is one immediate instance's values: its name and description (which the model may
@@ -251,21 +271,7 @@ func (rs *run) groups(ctx context.Context, im *Immediate, child *Agent) ([]group
 	if rs.r.Resolver == nil {
 		return nil, fmt.Errorf("agent: immediate sub-agents with environment groups need the runner's Resolver")
 	}
-	resolve := func(name string) ([]string, bool, error) {
-		if name == "" {
-			return nil, false, nil
-		}
-		v, ok, err := rs.r.Resolver.ResolveVariable(ctx, rs.th.Scope(), declaration(child, name))
-		if err != nil || !ok {
-			return nil, ok, err
-		}
-		var list []string
-		if json.Unmarshal([]byte(v), &list) == nil {
-			return list, true, nil
-		}
-		return []string{v}, false, nil
-	}
-	names, _, err := resolve(im.NameEnv)
+	names, err := rs.envList(ctx, child, im.NameEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -275,58 +281,95 @@ func (rs *run) groups(ctx context.Context, im *Immediate, child *Agent) ([]group
 	if len(names) > maxImmediateInstances {
 		return nil, fmt.Errorf("agent: %s (nameEnv of an immediate sub-agent) names %d instances, over the limit of %d", im.NameEnv, len(names), maxImmediateInstances)
 	}
-	pick := func(vals []string, i int) string {
-		switch {
-		case len(vals) == 0:
-			return ""
-		case len(vals) == 1:
-			return vals[0]
-		case i < len(vals):
-			return vals[i]
-		}
-		return ""
-	}
-	descs, _, err := resolve(im.DescriptionEnv)
+	descs, err := rs.envList(ctx, child, im.DescriptionEnv)
 	if err != nil {
 		return nil, err
 	}
 	scoped := make(map[string][]string, len(im.ScopedEnv))
 	for _, n := range im.ScopedEnv {
-		if scoped[n], _, err = resolve(n); err != nil {
+		if scoped[n], err = rs.envList(ctx, child, n); err != nil {
 			return nil, err
 		}
 	}
 	out := make([]group, len(names))
 	for i, n := range names {
-		out[i] = group{name: n, description: pick(descs, i)}
-		for _, sn := range im.ScopedEnv {
-			if v := pick(scoped[sn], i); v != "" {
-				secret := declaration(child, sn).Type == quiver.VarSecret
-				out[i].scoped = append(out[i].scoped, quiver.VariableValue{Name: sn, Value: v, Scoped: true, Secret: secret})
-			}
-		}
+		out[i] = group{name: n, description: instanceValue(descs, i), scoped: scopedValues(child, i, im.ScopedEnv, scoped)}
 	}
 	return out, nil
+}
+
+// envList is the value on the thread of child's variable name as a list (see asList); none
+// without a name or a value.
+func (rs *run) envList(ctx context.Context, child *Agent, name string) ([]string, error) {
+	if name == "" {
+		return nil, nil
+	}
+	v, ok, err := rs.r.Resolver.ResolveVariable(ctx, rs.th.Scope(), declaration(child, name))
+	if err != nil || !ok {
+		return nil, err
+	}
+	return asList(v), nil
+}
+
+// asList reads an immediate configuration's value: a JSON array of strings gives its
+// elements, any other value is one.
+func asList(v string) []string {
+	var list []string
+	if json.Unmarshal([]byte(v), &list) == nil {
+		return list
+	}
+	return []string{v}
+}
+
+// scopedValues are the scoped values the i-th instance of sub gets, of the scopedEnv variables
+// whose values (as lists) are scoped.
+func scopedValues(sub *Agent, i int, scopedEnv []string, scoped map[string][]string) []quiver.VariableValue {
+	var out []quiver.VariableValue
+	for _, n := range scopedEnv {
+		if v := instanceValue(scoped[n], i); v != "" {
+			secret := declaration(sub, n).Type == quiver.VarSecret
+			out = append(out, quiver.VariableValue{Name: n, Value: v, Scoped: true, Secret: secret})
+		}
+	}
+	return out
 }
 
 // startInstance spawns one immediate child: its scoped values are stored on it before it runs,
 // and its first message is built from its name and description only.
 func (rs *run) startInstance(ctx context.Context, child *thread.Thread, a *Agent, cfg Subagent, g group) error {
 	if len(g.scoped) > 0 {
-		// As Runner.Variables documents: nil means the Resolver when it can store values (a
-		// *vars.Resolver can). Without this fallback a runner given only a *vars.Resolver
-		// failed every run of a prompt with an immediate scopedEnv sub-agent.
-		w := rs.r.Variables
-		if w == nil {
-			w, _ = rs.r.Resolver.(VariableWriter)
-		}
-		if w == nil {
-			return fmt.Errorf("agent: immediate sub-agent %s has scopedEnv values but the runner has no Variables to store them", cfg.Name)
-		}
-		if err := w.Set(ctx, child.WorkspaceID(), quiver.LayerThread, child.ID(), g.scoped...); err != nil {
+		if err := rs.storeScoped(ctx, child, cfg, g.scoped); err != nil {
 			return err
 		}
 	}
+	if err := appendFirst(ctx, child, rs.instanceMessage(g)); err != nil {
+		return err
+	}
+	if !cfg.blocking() {
+		return rs.r.runInBackground(ctx, child, a)
+	}
+	_, _, err := rs.r.runThread(ctx, child, a, "", true)
+	return err
+}
+
+// storeScoped stores an immediate child's scoped values on it. As Runner.Variables documents:
+// nil means the Resolver when it can store values (a *vars.Resolver can). Without this
+// fallback a runner given only a *vars.Resolver failed every run of a prompt with an
+// immediate scopedEnv sub-agent.
+func (rs *run) storeScoped(ctx context.Context, child *thread.Thread, cfg Subagent, scoped []quiver.VariableValue) error {
+	w := rs.r.Variables
+	if w == nil {
+		w, _ = rs.r.Resolver.(VariableWriter)
+	}
+	if w == nil {
+		return fmt.Errorf("agent: immediate sub-agent %s has scopedEnv values but the runner has no Variables to store them", cfg.Name)
+	}
+	return w.Set(ctx, child.WorkspaceID(), quiver.LayerThread, child.ID(), scoped...)
+}
+
+// instanceMessage is an immediate child's first message: its name and description, before
+// the thread's first user message.
+func (rs *run) instanceMessage(g group) string {
 	message := rs.firstUserMessage()
 	if g.name != "" {
 		message = "You are " + g.name + "."
@@ -340,14 +383,7 @@ func (rs *run) startInstance(ctx context.Context, child *thread.Thread, a *Agent
 	if message == "" {
 		message = "Begin."
 	}
-	if err := appendFirst(ctx, child, message); err != nil {
-		return err
-	}
-	if !cfg.blocking() {
-		return rs.r.runInBackground(ctx, child, a)
-	}
-	_, _, err := rs.r.runThread(ctx, child, a, "", true)
-	return err
+	return message
 }
 
 // firstUserMessage is the thread's first user message: what an immediate child starts from.
@@ -372,4 +408,16 @@ func declaration(child *Agent, name string) quiver.Variable {
 		}
 	}
 	return quiver.Variable{Name: name, Type: quiver.VarText}
+}
+
+// instanceValue is the i-th instance's value of a list: a list of one gives its value to every
+// instance.
+func instanceValue(vals []string, i int) string {
+	switch {
+	case len(vals) == 1:
+		return vals[0]
+	case i < len(vals):
+		return vals[i]
+	}
+	return ""
 }

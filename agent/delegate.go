@@ -33,7 +33,7 @@ const delegatePrefix = "delegate:"
 // Delegate implements quiver.Delegator.
 func (dl delegator) Delegate(ctx context.Context, call *quiver.Call, d *quiver.Delegation) *quiver.Result {
 	rs := dl.rs
-	p, res := rs.delegatePrompt(call, d)
+	p, res := rs.delegatePrompt(ctx, call, d)
 	if res != nil {
 		return res
 	}
@@ -54,40 +54,21 @@ func (dl delegator) Delegate(ctx context.Context, call *quiver.Call, d *quiver.D
 // delegatePrompt is the prompt a delegation runs, or an error result the model can act on: an
 // unknown saved prompt, or an anonymous request naming a model or tools the caller may not
 // use.
-func (rs *run) delegatePrompt(call *quiver.Call, d *quiver.Delegation) (*Prompt, *quiver.Result) {
+func (rs *run) delegatePrompt(ctx context.Context, call *quiver.Call, d *quiver.Delegation) (*Prompt, *quiver.Result) {
 	var p Prompt
 	if d.Prompt != "" {
-		saved, ok := rs.r.Catalog.prompt(d.Prompt)
+		saved, ok := rs.r.catalog().prompt(d.Prompt)
 		if !ok {
 			return nil, quiver.Errorf(quiver.CodeInvalidArguments, "%s of %s names unknown prompt %q; the saved prompts are: %s",
-				schema.DelegateField, call.Name, truncateText(d.Prompt, 64), listOrNone(rs.r.Catalog.promptNames()))
+				schema.DelegateField, call.Name, truncateText(d.Prompt, 64), listOrNone(rs.r.catalog().promptNames()))
 		}
 		p = *saved
 	} else {
-		mine := rs.d.Tools()
-		names := make([]string, len(mine))
-		for i, t := range mine {
-			names[i] = t.Name()
+		anon, res := rs.anonymousPrompt(ctx, call, d)
+		if res != nil {
+			return nil, res
 		}
-		for _, name := range d.Tools {
-			if !slices.Contains(names, name) {
-				return nil, quiver.Errorf(quiver.CodeInvalidArguments, "%s of %s names tool %q, which is not among yours (%s); a delegated request "+
-					"may use only tools you may", schema.DelegateField, call.Name, truncateText(name, 64), listOrNone(names))
-			}
-		}
-		model := rs.prompt.Model
-		if d.Model != "" && d.Model != model {
-			allowed := rs.r.Catalog.models(model)
-			if !slices.Contains(allowed, d.Model) {
-				return nil, quiver.Errorf(quiver.CodeInvalidArguments, "%s of %s names model %q, which no prompt here uses; use one of: %s, or leave model out",
-					schema.DelegateField, call.Name, truncateText(d.Model, 64), listOrNone(allowed))
-			}
-			model = d.Model
-		}
-		p = Prompt{Name: "anonymous", System: d.System, Model: model, Tools: slices.Clone(d.Tools)}
-		if len(p.Tools) == 0 {
-			p.Tools = []string{} // none bound, not "all"
-		}
+		p = anon
 	}
 	if out := call.Tool().Spec().OutputSchema; out != nil {
 		p.Output = out // the call's output must fit the tool's contract
@@ -97,6 +78,45 @@ func (rs *run) delegatePrompt(call *quiver.Call, d *quiver.Delegation) (*Prompt,
 	// A model must not shed the caller's guard on tool output by delegating.
 	p.UntrustedToolOutput = p.UntrustedToolOutput || rs.prompt.UntrustedToolOutput
 	return &p, nil
+}
+
+// anonymousPrompt is the prompt of a request that names none: its system prompt, with tools
+// the caller may use and a model some prompt here uses.
+func (rs *run) anonymousPrompt(ctx context.Context, call *quiver.Call, d *quiver.Delegation) (Prompt, *quiver.Result) {
+	if res := rs.checkDelegatedTools(ctx, call, d.Tools); res != nil {
+		return Prompt{}, res
+	}
+	model := rs.prompt.Model
+	if d.Model != "" && d.Model != model {
+		allowed := rs.r.catalog().models(model)
+		if !slices.Contains(allowed, d.Model) {
+			return Prompt{}, quiver.Errorf(quiver.CodeInvalidArguments, "%s of %s names model %q, which no prompt here uses; use one of: %s, or leave model out",
+				schema.DelegateField, call.Name, truncateText(d.Model, 64), listOrNone(allowed))
+		}
+		model = d.Model
+	}
+	p := Prompt{Name: "anonymous", System: d.System, Model: model, Tools: slices.Clone(d.Tools)}
+	if len(p.Tools) == 0 {
+		p.Tools = []string{} // none bound, not "all"
+	}
+	return p, nil
+}
+
+// checkDelegatedTools refuses a tool a request names that is not among the caller's: those its
+// dispatcher permits and its entitlements give it (the refusal lists no other).
+func (rs *run) checkDelegatedTools(ctx context.Context, call *quiver.Call, tools []string) *quiver.Result {
+	mine := rs.d.ToolsFor(ctx)
+	names := make([]string, len(mine))
+	for i, t := range mine {
+		names[i] = t.Name()
+	}
+	for _, name := range tools {
+		if !slices.Contains(names, name) {
+			return quiver.Errorf(quiver.CodeInvalidArguments, "%s of %s names tool %q, which is not among yours (%s); a delegated request "+
+				"may use only tools you may", schema.DelegateField, call.Name, truncateText(name, 64), listOrNone(names))
+		}
+	}
+	return nil
 }
 
 // delegate runs the request in the call's child thread (the one a crash left, or a new one)
@@ -119,28 +139,39 @@ func (r *Runner) delegate(ctx context.Context, rs *run, call *quiver.Call, a *Ag
 	if err := startChild(ctx, parent, child, delegateMessage(call), nil, fresh); err != nil {
 		return nil, err
 	}
+	out, err := r.delegatedOutcome(ctx, child, a)
+	if err != nil {
+		return nil, err
+	}
+	return delegatedResult(call, child, out), nil
+}
+
+// delegatedOutcome runs the delegated request in child; one that finished before a crash kept
+// its result from being recorded keeps its answer.
+func (r *Runner) delegatedOutcome(ctx context.Context, child *thread.Thread, a *Agent) (*Outcome, error) {
 	info, err := child.Refresh(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out *Outcome
 	if info.Status == store.StatusTerminated {
-		// It finished before a crash kept its result from being recorded: its answer is kept.
-		out = ReadState(&info).Outcome
-	} else if out, _, err = r.runChild(ctx, child, a); err != nil {
-		return nil, err
+		return ReadState(&info).Outcome, nil
 	}
+	out, _, err := r.runChild(ctx, child, a)
+	return out, err
+}
+
+// delegatedResult is the call's result of a delegated request's outcome.
+func delegatedResult(call *quiver.Call, child *thread.Thread, out *Outcome) *quiver.Result {
 	switch {
 	case out == nil:
-		return quiver.Errorf(quiver.CodeToolError, "the delegated request of %s (%s) ended without an answer", call.Name, child.ID()), nil
+		return quiver.Errorf(quiver.CodeToolError, "the delegated request of %s (%s) ended without an answer", call.Name, child.ID())
 	case out.Status == RunPaused:
 		return quiver.Errorf(quiver.CodeToolError, "the delegated request of %s (%s) stopped waiting for %s on its call to %s; a delegated "+
-			"request cannot wait, so the call has no output", call.Name, child.ID(), pauseWhat(out.Pending), out.Pending.Call.Name), nil
+			"request cannot wait, so the call has no output", call.Name, child.ID(), pauseWhat(out.Pending), out.Pending.Call.Name)
+	case len(out.Output) > 0:
+		return &quiver.Result{Status: quiver.StatusSuccess, Value: out.Output}
 	}
-	if len(out.Output) > 0 {
-		return &quiver.Result{Status: quiver.StatusSuccess, Value: out.Output}, nil
-	}
-	return quiver.Text(out.Text), nil
+	return quiver.Text(out.Text)
 }
 
 // delegateMessage is a delegated request's first message: the tool's task and the call's
@@ -237,7 +268,8 @@ func (dd doorDelegator) Delegate(ctx context.Context, call *quiver.Call, d *quiv
 	if err != nil {
 		return quiver.Errorf(quiver.CodeToolError, "the delegated request of %s: the call's thread: %v", call.Name, err)
 	}
-	rs := &run{r: dd.r, th: th, agentName: DoorAgent, prompt: &Prompt{Name: DoorAgent}, d: dd.d, policy: dd.d.Policy}
+	// The request is entitled as the door's caller (WithCaller), as a run that caller started.
+	rs := &run{r: dd.r, th: th, agentName: DoorAgent, prompt: &Prompt{Name: DoorAgent}, d: dd.d, policy: dd.d.Policy, caller: CallerFrom(ctx)}
 	return delegator{rs}.Delegate(ctx, call, d)
 }
 

@@ -28,28 +28,33 @@ func (r *Runner) runInBackground(ctx context.Context, th *thread.Thread, a *Agen
 // if any (ErrBusy: it tries again every 10 ms); onlyQueued runs it only while it has queued
 // messages (a wake).
 func (r *Runner) goRun(ctx context.Context, th *thread.Thread, a *Agent, onlyQueued bool) {
-	r.goBackground(ctx, func(ctx context.Context) {
-		for {
-			if onlyQueued {
-				q, err := th.Queued(ctx)
-				if err != nil || len(q) == 0 {
-					return
-				}
-			}
-			_, _, err := r.runThread(ctx, th, a, "", true)
-			if !errors.Is(err, ErrBusy) {
-				if err != nil {
-					r.logger().Warn("agent: a run in the background failed", "thread", th.ID(), "agent", a.Name, "err", err)
-				}
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
+	r.goBackground(ctx, func(ctx context.Context) { r.runWhenFree(ctx, th, a, onlyQueued) })
+}
+
+// runWhenFree is goRun's goroutine.
+func (r *Runner) runWhenFree(ctx context.Context, th *thread.Thread, a *Agent, onlyQueued bool) {
+	for {
+		if onlyQueued && !hasQueued(ctx, th) {
+			return
 		}
-	})
+		_, _, err := r.runThread(ctx, th, a, "", true)
+		if !errors.Is(err, ErrBusy) {
+			if err != nil {
+				r.logger().Warn("agent: a run in the background failed", "thread", th.ID(), "agent", a.Name, "err", err)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func hasQueued(ctx context.Context, th *thread.Thread) bool {
+	q, err := th.Queued(ctx)
+	return err == nil && len(q) > 0
 }
 
 // goBackground runs fn on a goroutine that Wait waits for, with ctx's values but not its end.
@@ -86,37 +91,8 @@ func (r *Runner) deliver(ctx context.Context, rs *run, out *Outcome, runErr erro
 		r.logger().Warn("agent: a child's result has no parent to go to", "thread", child.ID(), "err", err)
 		return
 	}
-	var text string
-	var seq int64
-	if len(rs.hist) > 0 {
-		seq = rs.hist[len(rs.hist)-1].Seq
-	}
-	label := fmt.Sprintf("sub-agent %s%s (ref %s)", sp.Agent, nameSuffix(child.Name()), child.ID())
-	if runErr != nil {
-		// The cause may name what no model should read (a database's address): its kind
-		// only; the log has the rest.
-		text = fmt.Sprintf("[%s failed] its run stopped with an error (%s) and will not answer; the server's log has the details",
-			label, errorType(runErr))
-		r.logger().Warn("agent: a child's run failed for good; its parent is told", "thread", child.ID(), "parent", parent.ID(), "err", runErr)
-	} else {
-		answer := out.Text
-		if len(out.Output) > 0 {
-			answer = string(out.Output)
-		}
-		text = fmt.Sprintf("[%s finished]\n%s", label, answer)
-		if atts, err := rs.attachmentsAfter(ctx, parent, rs.startSeq); err == nil && len(atts) > 0 {
-			text += "\n\nAttachments:"
-			for _, a := range atts {
-				text += fmt.Sprintf("\n- %s (%s, %d bytes)", a.Path, a.MimeType, a.Size)
-			}
-		} else if err != nil {
-			text += fmt.Sprintf("\n\n(its attachments could not be copied: %v)", err)
-		}
-	}
-	id := fmt.Sprintf("msg_dlv_%s_%d", strings.TrimPrefix(child.ID(), "thr_"), seq)
-	if runErr != nil {
-		id += "_failed"
-	}
+	id := rs.deliveryID(runErr != nil)
+	text := rs.deliveryText(ctx, parent, out, runErr)
 	err = parent.Queue(ctx, &store.Message{ID: id, Role: store.RoleSystem, Content: text})
 	if errors.Is(err, store.ErrIDTaken) {
 		// Delivered by an earlier try, which may have died before it woke the parent: wake it
@@ -138,6 +114,54 @@ func (r *Runner) deliver(ctx context.Context, rs *run, out *Outcome, runErr erro
 	r.wake(ctx, parent)
 }
 
+// deliveryID is the id of the message that delivers a child's end: derived from its last
+// message.
+func (rs *run) deliveryID(failed bool) string {
+	var seq int64
+	if len(rs.hist) > 0 {
+		seq = rs.hist[len(rs.hist)-1].Seq
+	}
+	id := fmt.Sprintf("msg_dlv_%s_%d", strings.TrimPrefix(rs.th.ID(), "thr_"), seq)
+	if failed {
+		id += "_failed"
+	}
+	return id
+}
+
+// deliveryText is what the parent reads of a child's end: its answer and attachments, or that
+// it failed. A failure's cause may name what no model should read (a database's address): its
+// kind only; the log has the rest.
+func (rs *run) deliveryText(ctx context.Context, parent *thread.Thread, out *Outcome, runErr error) string {
+	label := fmt.Sprintf("sub-agent %s%s (ref %s)", rs.spawn.Agent, nameSuffix(rs.th.Name()), rs.th.ID())
+	if runErr != nil {
+		rs.r.logger().Warn("agent: a child's run failed for good; its parent is told", "thread", rs.th.ID(), "parent", parent.ID(), "err", runErr)
+		return fmt.Sprintf("[%s failed] its run stopped with an error (%s) and will not answer; the server's log has the details",
+			label, errorType(runErr))
+	}
+	answer := out.Text
+	if len(out.Output) > 0 {
+		answer = string(out.Output)
+	}
+	return fmt.Sprintf("[%s finished]\n%s", label, answer) + rs.attachmentsNote(ctx, parent)
+}
+
+// attachmentsNote lists the files a child hands over to its parent, or says they could not be
+// copied.
+func (rs *run) attachmentsNote(ctx context.Context, parent *thread.Thread) string {
+	atts, err := rs.attachmentsAfter(ctx, parent, rs.startSeq)
+	if err != nil {
+		return fmt.Sprintf("\n\n(its attachments could not be copied: %v)", err)
+	}
+	if len(atts) == 0 {
+		return ""
+	}
+	note := "\n\nAttachments:"
+	for _, a := range atts {
+		note += fmt.Sprintf("\n- %s (%s, %s, %d bytes)", a.Path, a.Name, a.MimeType, a.Size)
+	}
+	return note
+}
+
 // wake has a thread take its queued messages: on Background, or on a goroutine that waits for
 // the run going on it, if any, to end.
 func (r *Runner) wake(ctx context.Context, th *thread.Thread) {
@@ -153,7 +177,7 @@ func (r *Runner) wake(ctx context.Context, th *thread.Thread) {
 		}
 		return
 	}
-	a, ok := r.Catalog.Lookup(name)
+	a, ok := r.catalog().Lookup(name)
 	if !ok {
 		r.logger().Warn("agent: a thread has queued messages but its agent is unknown to the runner's catalog", "thread", th.ID(), "agent", name)
 		return
@@ -176,18 +200,23 @@ func NotifyParent(ctx context.Context, text string) error {
 	if err != nil {
 		return err
 	}
-	name := th.Name()
-	label := fmt.Sprintf("sub-agent %s%s (ref %s)", CurrentAgent(ptr(th.Info())), nameSuffix(name), th.ID())
-	msg := &store.Message{Role: store.RoleSystem, Content: fmt.Sprintf("[%s says]\n%s", label, text)}
-	if call := quiver.CallFrom(ctx); call != nil && call.ID != "" {
-		// Once per call and text: a call dispatched again after a crash (its result not
-		// recorded) says it again, and finds it said.
-		sum := sha256.Sum256([]byte(text))
-		msg.ID = fmt.Sprintf("msg_ntf_%s_%s_%x", strings.TrimPrefix(th.ID(), "thr_"), call.ID, sum[:8])
-	}
+	label := fmt.Sprintf("sub-agent %s%s (ref %s)", CurrentAgent(ptr(th.Info())), nameSuffix(th.Name()), th.ID())
+	msg := &store.Message{ID: noticeID(ctx, th, text), Role: store.RoleSystem, Content: fmt.Sprintf("[%s says]\n%s", label, text)}
 	if err := parent.Queue(ctx, msg); err != nil && !errors.Is(err, store.ErrIDTaken) {
 		return err
 	}
 	rs.r.wake(ctx, parent)
 	return nil
+}
+
+// noticeID is the id of a notice: once per call and text, so that a call dispatched again
+// after a crash (its result not recorded) says it again, and finds it said. Outside a call
+// it has none.
+func noticeID(ctx context.Context, th *thread.Thread, text string) string {
+	call := quiver.CallFrom(ctx)
+	if call == nil || call.ID == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(text))
+	return fmt.Sprintf("msg_ntf_%s_%s_%x", strings.TrimPrefix(th.ID(), "thr_"), call.ID, sum[:8])
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -69,38 +68,57 @@ func (e *FailedError) Unwrap() error { return e.Err }
 // Classify says what kind of failure err is (the Reason a failed run records) and whether it is
 // for good: trying again cannot help.
 func Classify(err error) (reason Reason, forGood bool) {
-	var (
-		failed  *FailedError
-		missing *quiver.MissingVariablesError
-		call    *modelCallError
-		setup   *modelSetupError
-		api     *model.APIError
-	)
-	switch {
-	case errors.As(err, &failed):
+	if failed, ok := errors.AsType[*FailedError](err); ok {
 		return failed.Outcome.Reason, true
-	case errors.Is(err, ErrUnknownAgent):
-		return ReasonUnknownAgent, true
-	case errors.Is(err, ErrToolsUnavailable):
-		return ReasonToolsUnavailable, false
-	case errors.Is(err, ErrDefinition):
-		return ReasonBadDefinition, true
-	case errors.As(err, &missing):
-		return ReasonMissingVariables, true
-	case errors.Is(err, secret.ErrDecrypt):
-		return ReasonSecret, true
-	case errors.As(err, &setup), errors.Is(err, ErrNoModel), errors.Is(err, model.ErrNotConfigured):
-		return ReasonModelSetup, true
-	case errors.As(err, &call) && errors.As(err, &api) && !api.Temporary():
-		return ReasonModelRefused, true
-	case errors.As(err, &call):
-		return ReasonModelUnavailable, false
-	case errors.Is(err, ErrEmptyThread):
-		return ReasonEmptyThread, true
-	case errors.Is(err, context.DeadlineExceeded):
-		return ReasonTimeout, false
+	}
+	for _, c := range failureKinds {
+		if c.is(err) {
+			return c.reason, c.forGood
+		}
 	}
 	return ReasonInternal, false
+}
+
+// failureKinds are the kinds of failure Classify tells apart, in the order it looks for them.
+var failureKinds = []struct {
+	is      func(error) bool
+	reason  Reason
+	forGood bool
+}{
+	{isError(ErrUnknownAgent), ReasonUnknownAgent, true},
+	{isError(ErrToolsUnavailable), ReasonToolsUnavailable, false},
+	{isError(ErrDefinition), ReasonBadDefinition, true},
+	{hasType[*quiver.MissingVariablesError], ReasonMissingVariables, true},
+	{isError(secret.ErrDecrypt), ReasonSecret, true},
+	{isModelSetup, ReasonModelSetup, true},
+	{isModelRefusal, ReasonModelRefused, true},
+	{hasType[*modelCallError], ReasonModelUnavailable, false},
+	{isError(ErrEmptyThread), ReasonEmptyThread, true},
+	{isError(context.DeadlineExceeded), ReasonTimeout, false},
+}
+
+// isError is the test for errors that are target.
+func isError(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+// hasType reports whether err is, or wraps, an error of type T.
+func hasType[T error](err error) bool {
+	_, ok := errors.AsType[T](err)
+	return ok
+}
+
+// isModelSetup reports whether err is a model that is not set up: unknown, or without its
+// configuration.
+func isModelSetup(err error) bool {
+	return hasType[*modelSetupError](err) || errors.Is(err, ErrNoModel) || errors.Is(err, model.ErrNotConfigured)
+}
+
+// isModelRefusal reports whether err is a provider's refusal of a model request, which trying
+// again does not change.
+func isModelRefusal(err error) bool {
+	api, ok := errors.AsType[*model.APIError](err)
+	return hasType[*modelCallError](err) && ok && !api.Temporary()
 }
 
 // FailureText is err said to whoever reads a run's failure (the thread's outcome, its event
@@ -109,23 +127,12 @@ func Classify(err error) (reason Reason, forGood bool) {
 // (a database's address), are said by kind, the log having the rest.
 func FailureText(err error) string {
 	reason, _ := Classify(err)
-	var (
-		failed *FailedError
-		call   *modelCallError
-		api    *model.APIError
-	)
-	switch {
-	case errors.As(err, &failed):
+	if failed, ok := errors.AsType[*FailedError](err); ok {
 		return failed.Outcome.Error
+	}
+	switch {
 	case reason == ReasonModelRefused || reason == ReasonModelUnavailable:
-		errors.As(err, &call)
-		switch {
-		case errors.As(err, &api):
-			return shortText("the model " + call.model + " failed: " + api.Error())
-		case errors.Is(err, context.DeadlineExceeded):
-			return "the model " + call.model + " did not answer in time"
-		}
-		return "the model " + call.model + " could not be reached (the server's log has the details)"
+		return modelFailureText(err)
 	case reason == ReasonTimeout:
 		return "the run took longer than a run may (the server's run timeout)"
 	case reason == ReasonInternal && errors.Is(err, context.Canceled):
@@ -134,6 +141,18 @@ func FailureText(err error) string {
 		return "the run stopped on an error of the server (the server's log has the details)"
 	}
 	return shortText(err.Error())
+}
+
+// modelFailureText says how a model request failed.
+func modelFailureText(err error) string {
+	call, _ := errors.AsType[*modelCallError](err)
+	if api, ok := errors.AsType[*model.APIError](err); ok {
+		return shortText("the model " + call.model + " failed: " + api.Error())
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "the model " + call.model + " did not answer in time"
+	}
+	return "the model " + call.model + " could not be reached (the server's log has the details)"
 }
 
 // maxFailureText bounds a failure's text: a definition's error may list every tool there is.
@@ -192,7 +211,8 @@ func failedOutcome(threadID string, steps int, err error) *Outcome {
 func writeFailure(t *store.Thread, out *Outcome) error {
 	st := ReadState(t)
 	st.Outcome = out
-	t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool { return tag == WaitingTag })
+	dropStateTags(t)
+	t.Tags = append(t.Tags, FailedTag) // indexed: what a list of failed threads reads
 	return writeState(t, st)
 }
 

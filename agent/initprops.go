@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,16 +18,21 @@ import (
 // child name the child ("prompt", "translate") and config the configuration
 // ("prompt lead: subprompt translate").
 func checkInitProperties(config, kind, child string, args *schema.Schema, msgProp, attProp, nameProp string) error {
-	refuse := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrDefinition, config, fmt.Sprintf(format, a...))
+	problem := ""
+	if _, ok := args.Properties[msgProp]; msgProp != "" && !ok {
+		problem = fmt.Sprintf("init_user_message_property %q is not an argument of %s %s, whose arguments are: %s; "+
+			"name one of them, or declare %q in its args", msgProp, kind, child, argumentNames(args), msgProp)
 	}
-	props := args.Properties
-	if msgProp != "" {
-		if _, ok := props[msgProp]; !ok {
-			return refuse("init_user_message_property %q is not an argument of %s %s, whose arguments are: %s; "+
-				"name one of them, or declare %q in its args", msgProp, kind, child, argumentNames(args), msgProp)
-		}
+	problem = cmp.Or(problem, sharedInitProperty(kind, child, msgProp, attProp, nameProp),
+		initPropertyTypes(kind, child, args.Properties, attProp, nameProp))
+	if problem != "" {
+		return fmt.Errorf("%w: %s: %s", ErrDefinition, config, problem)
 	}
+	return nil
+}
+
+// sharedInitProperty says which two init_*_property name the same argument; "" when none do.
+func sharedInitProperty(kind, child, msgProp, attProp, nameProp string) string {
 	roles := map[string]string{}
 	for _, r := range []struct{ key, prop string }{
 		{"init_user_message_property", msgProp}, {"init_attachments_property", attProp}, {"init_agent_name_property", nameProp},
@@ -35,19 +41,25 @@ func checkInitProperties(config, kind, child string, args *schema.Schema, msgPro
 			continue
 		}
 		if other, dup := roles[r.prop]; dup {
-			return refuse("%s and %s both name the argument %q of %s %s: each needs an argument of its own", other, r.key, r.prop, kind, child)
+			return fmt.Sprintf("%s and %s both name the argument %q of %s %s: each needs an argument of its own", other, r.key, r.prop, kind, child)
 		}
 		roles[r.prop] = r.key
 	}
+	return ""
+}
+
+// initPropertyTypes says which of the attachments and name properties the schema declares with
+// a type it cannot have; "" when neither.
+func initPropertyTypes(kind, child string, props map[string]*schema.Schema, attProp, nameProp string) string {
 	if s, ok := props[attProp]; ok && attProp != "" && !admits(s, "array") {
-		return refuse("init_attachments_property %q is an argument of %s %s that is not an array (of paths under /attachments/); "+
+		return fmt.Sprintf("init_attachments_property %q is an argument of %s %s that is not an array (of paths under /attachments/); "+
 			"declare it as an array of strings, or leave it out of the args and it is declared for you", attProp, kind, child)
 	}
 	if s, ok := props[nameProp]; ok && nameProp != "" && !admits(s, "string") {
-		return refuse("init_agent_name_property %q is an argument of %s %s that is not a string; declare it as a string, "+
+		return fmt.Sprintf("init_agent_name_property %q is an argument of %s %s that is not a string; declare it as a string, "+
 			"or leave it out of the args and it is declared for you", nameProp, kind, child)
 	}
-	return nil
+	return ""
 }
 
 // admits reports whether s allows values of JSON type typ (a schema that names no type allows

@@ -47,16 +47,17 @@ func (c *Catalog) Names() []string {
 // definition is one YAML (or JSON) file: a prompt (kind: prompt) or an agent (kind: agent, the
 // default) whose prompt is written inline or named with prompt: NAME.
 type definition struct {
-	Kind        string           `json:"kind"`
-	Name        string           `json:"name"`
-	Description string           `json:"description"`
-	Prompt      string           `json:"prompt"` // an agent's prompt, by name
-	System      string           `json:"system"`
-	Model       string           `json:"model"`
-	Tools       []string         `json:"tools"`
-	Allow       []string         `json:"allow"`
-	Deny        []string         `json:"deny"`
-	Variables   quiver.Variables `json:"variables"`
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Prompt      string `json:"prompt"` // an agent's prompt, by name
+	System      string `json:"system"`
+	Model       string `json:"model"`
+	// Tools is a list of tool names or patterns, or seed 001's {allow: [...], deny: [...]}.
+	Tools     toolsField       `json:"tools"`
+	Allow     []string         `json:"allow"`
+	Deny      []string         `json:"deny"`
+	Variables quiver.Variables `json:"variables"`
 	// Tenvs is the older name of variables, as a list or a tenvs object schema.
 	Tenvs  quiver.Variables `json:"tenvs"`
 	Output json.RawMessage  `json:"output"`
@@ -90,7 +91,7 @@ type definition struct {
 // promptRefs are the prompts an agent names, which link resolves once every file is read.
 type promptRefs struct{ prompt, sideB string }
 
-const fieldList = "kind, name, description, prompt, system, model, tools, allow, deny, variables (or tenvs), output, stop " +
+const fieldList = "kind, name, description, prompt, system, model, tools (a list, or {allow, deny}), allow, deny, variables (or tenvs), output, stop " +
 	"(no_calls, on_output, max_steps, tools), strict, reasoning_for_call, max_calls_per_step, untrusted_tool_output, temperature, max_tokens, " +
 	"type (ai_human, dual_ai), expose_as_tool, args, subprompts, subagents, meta_fields, instances, " +
 	"side_a, side_b, conversation (max_turns, until, answer); " +
@@ -162,9 +163,21 @@ func isDefinitionFile(name string) bool {
 const maxDefinitionBytes = 1 << 20
 
 func (c *Catalog) load(path string, refs map[string]promptRefs) error {
-	def, err := readDefinition(path)
+	raw, err := readDefinitionFile(path)
 	if err != nil {
 		return err
+	}
+	return c.loadRaw(path, raw, refs)
+}
+
+// loadRaw adds the definition raw holds to the catalog; path names it in errors.
+func (c *Catalog) loadRaw(path string, raw []byte, refs map[string]promptRefs) error {
+	def, err := parseDefinition(raw)
+	if errors.Is(err, errNotDefinition) {
+		return fmt.Errorf("%w: %s: %w", ErrDefinition, path, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrDefinition, path, err)
 	}
 	p, err := def.prompt()
 	if err != nil {
@@ -179,8 +192,8 @@ func (c *Catalog) load(path string, refs map[string]promptRefs) error {
 	return fmt.Errorf("%w: %s: kind %q: want agent or prompt", ErrDefinition, path, def.Kind)
 }
 
-// readDefinition reads and parses the definition file at path, within maxDefinitionBytes.
-func readDefinition(path string) (*definition, error) {
+// readDefinitionFile reads the definition file at path, within maxDefinitionBytes.
+func readDefinitionFile(path string) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -192,25 +205,21 @@ func readDefinition(path string) (*definition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	def, err := parseDefinition(raw)
-	if errors.Is(err, errNotDefinition) {
-		return nil, fmt.Errorf("%w: %s: %w", ErrDefinition, path, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDefinition, path, err)
-	}
-	return def, nil
+	return raw, nil
 }
 
 // prompt is the prompt a definition defines (an agent's own, or a prompt), its argument and
 // output schemas compiled.
 func (def *definition) prompt() (*Prompt, error) {
-	p := &Prompt{Name: def.Name, Description: def.Description, System: def.System, Model: def.Model, Tools: def.Tools,
-		Allow: def.Allow, Deny: def.Deny, Variables: def.Variables, Stop: def.Stop, Strict: def.Strict,
+	tools, allow, deny, err := def.policyFields()
+	if err != nil {
+		return nil, err
+	}
+	p := &Prompt{Name: def.Name, Description: def.Description, System: def.System, Model: def.Model, Tools: tools,
+		Allow: allow, Deny: deny, Variables: def.Variables, Stop: def.Stop, Strict: def.Strict,
 		ReasoningForCall: def.ReasoningForCall, MaxCallsPerStep: def.MaxCallsPerStep, UntrustedToolOutput: def.UntrustedToolOutput,
 		Temperature: def.Temperature, MaxTokens: def.MaxTokens, Subprompts: def.Subprompts, Subagents: def.Subagents,
 		MetaFields: def.MetaFields, Instances: def.Instances}
-	var err error
 	if p.Args, err = definedSchema("args", def.Args); err != nil {
 		return nil, err
 	}
@@ -261,24 +270,11 @@ func (c *Catalog) addPrompt(path string, def *definition, p *Prompt) error {
 // one, and for a two-sided agent side_b's too (refs records them, for link).
 func (c *Catalog) addAgent(path string, def *definition, p *Prompt, refs map[string]promptRefs) error {
 	a := &Agent{Name: def.Name, Description: def.Description, Type: def.Type, ExposeAsTool: def.ExposeAsTool, Conversation: def.Conversation}
-	named := def.Prompt
-	if def.SideA != "" {
-		if def.Prompt != "" && def.Prompt != def.SideA {
-			return fmt.Errorf("%w: %s: agent %s names prompt %q and side_a %q: side_a is its prompt, name it once",
-				ErrDefinition, path, def.Name, def.Prompt, def.SideA)
-		}
-		named = def.SideA
-	}
-	if def.SideB != "" && named == "" {
-		return fmt.Errorf("%w: %s: agent %s names side_b %q but not side_a: a two-sided agent names both prompts (side_a, side_b)",
-			ErrDefinition, path, def.Name, def.SideB)
+	named, err := def.namedPrompt(path)
+	if err != nil {
+		return err
 	}
 	if named != "" {
-		if def.System != "" || def.Tools != nil || def.Model != "" || len(def.Output) > 0 || len(def.Args) > 0 ||
-			def.Subprompts != nil || def.Subagents != nil {
-			return fmt.Errorf("%w: %s: agent %s names prompt %q and also defines prompt fields: do one or the other",
-				ErrDefinition, path, def.Name, named)
-		}
 		refs[a.Name] = promptRefs{prompt: named, sideB: def.SideB}
 	} else {
 		a.Prompt = p
@@ -294,6 +290,34 @@ func (c *Catalog) addAgent(path string, def *definition, p *Prompt, refs map[str
 	}
 	c.Agents[a.Name] = a
 	return nil
+}
+
+// namedPrompt is the prompt an agent's definition names (its side_a's, for a two-sided
+// agent), "" when it defines its own; naming one and defining prompt fields too is an error.
+func (def *definition) namedPrompt(path string) (string, error) {
+	named := def.Prompt
+	if def.SideA != "" {
+		if def.Prompt != "" && def.Prompt != def.SideA {
+			return "", fmt.Errorf("%w: %s: agent %s names prompt %q and side_a %q: side_a is its prompt, name it once",
+				ErrDefinition, path, def.Name, def.Prompt, def.SideA)
+		}
+		named = def.SideA
+	}
+	if def.SideB != "" && named == "" {
+		return "", fmt.Errorf("%w: %s: agent %s names side_b %q but not side_a: a two-sided agent names both prompts (side_a, side_b)",
+			ErrDefinition, path, def.Name, def.SideB)
+	}
+	if named != "" && def.hasPromptFields() {
+		return "", fmt.Errorf("%w: %s: agent %s names prompt %q and also defines prompt fields: do one or the other",
+			ErrDefinition, path, def.Name, named)
+	}
+	return named, nil
+}
+
+// hasPromptFields reports whether a definition defines a prompt's fields.
+func (def *definition) hasPromptFields() bool {
+	return def.System != "" || def.Tools.given() || def.Model != "" || len(def.Output) > 0 || len(def.Args) > 0 ||
+		def.Subprompts != nil || def.Subagents != nil
 }
 
 // link resolves the agents that name their prompt.
@@ -360,14 +384,23 @@ func parseDefinition(raw []byte) (*definition, error) {
 	if err := dec.Decode(&def); err != nil {
 		return nil, fmt.Errorf("%v (fields: %s)", err, fieldList)
 	}
-	if len(def.Tenvs) > 0 {
-		for _, t := range def.Tenvs {
-			if slices.ContainsFunc(def.Variables, func(v quiver.Variable) bool { return v.Name == t.Name }) {
-				return nil, fmt.Errorf("variable %s is declared in both variables and tenvs; declare it once", t.Name)
-			}
+	if err := def.mergeTenvs(); err != nil {
+		return nil, err
+	}
+	return &def, nil
+}
+
+// mergeTenvs declares the variables a definition gives as tenvs (their older name) with its
+// variables.
+func (def *definition) mergeTenvs() error {
+	for _, t := range def.Tenvs {
+		if slices.ContainsFunc(def.Variables, func(v quiver.Variable) bool { return v.Name == t.Name }) {
+			return fmt.Errorf("variable %s is declared in both variables and tenvs; declare it once", t.Name)
 		}
+	}
+	if len(def.Tenvs) > 0 {
 		def.Variables = append(def.Variables, def.Tenvs...)
 		def.Tenvs = nil
 	}
-	return &def, nil
+	return nil
 }

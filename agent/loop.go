@@ -40,56 +40,76 @@ func (rs *run) loop(ctx context.Context) (*Outcome, error) {
 	}
 	for {
 		paused, stopTool, err := rs.runPending(ctx)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if paused != nil {
+		case paused != nil:
 			return rs.finish(RunPaused, paused.Reason, paused)
-		}
-		if stopTool {
+		case stopTool:
 			return rs.finish(RunFinished, ReasonStopTool, nil)
 		}
 		// Messages queued for this step (a child's result, a message sent meanwhile) join the
 		// history first, and call for a step even after an answer without calls. Looking is
 		// a read; taking them is a write only when there are some.
 		took, err := rs.takeQueued(ctx)
+		if err == nil && took {
+			err = rs.followSide(ctx)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if took {
-			if err := rs.followSide(ctx); err != nil {
-				return nil, err
-			}
+		reason, turnOver, err := rs.answered(ctx, took)
+		if err != nil {
+			return nil, err
 		}
-		if last := rs.hist[len(rs.hist)-1]; !took && rs.side != "" && last.Side == rs.side && len(last.ToolCalls) == 0 {
-			end, reason, err := rs.turnEnded(ctx, last)
-			if err != nil {
-				return nil, err
-			}
-			if end {
-				return rs.finish(RunFinished, reason, nil)
-			}
+		if reason != "" {
+			return rs.finish(RunFinished, reason, nil)
+		}
+		if turnOver {
 			steps = 0 // the other side's turn
-		} else if !took && rs.side == "" && last.Role == store.RoleAssistant && len(last.ToolCalls) == 0 {
-			output := rs.outputOf(last)
-			switch {
-			case output != nil && rs.prompt.Stop.onOutput():
-				return rs.finish(RunFinished, ReasonOutput, nil)
-			case rs.prompt.Stop.noCalls():
-				return rs.finish(RunFinished, ReasonNoCalls, nil)
-			}
 		}
 		if steps >= rs.prompt.Stop.maxSteps() {
 			return rs.finish(RunFinished, ReasonMaxSteps, nil)
 		}
-		if err := rs.refreshLifecycle(ctx); err != nil {
-			return nil, err
-		}
-		if err := rs.step(ctx); err != nil {
+		if err := rs.nextStep(ctx); err != nil {
 			return nil, err
 		}
 		steps++
 	}
+}
+
+// answered reads the model's last answer, when it made no calls and nothing was queued since:
+// the reason it ends the run, if it does, or whether it ends a side's turn.
+func (rs *run) answered(ctx context.Context, took bool) (Reason, bool, error) {
+	last := rs.hist[len(rs.hist)-1]
+	if took || len(last.ToolCalls) > 0 {
+		return "", false, nil
+	}
+	if rs.side != "" {
+		if last.Side != rs.side {
+			return "", false, nil
+		}
+		end, reason, err := rs.turnEnded(ctx, last)
+		return reason, !end && err == nil, err
+	}
+	if last.Role != store.RoleAssistant {
+		return "", false, nil
+	}
+	switch {
+	case rs.outputOf(last) != nil && rs.prompt.Stop.onOutput():
+		return ReasonOutput, false, nil
+	case rs.prompt.Stop.noCalls():
+		return ReasonNoCalls, false, nil
+	}
+	return "", false, nil
+}
+
+// nextStep takes the model's next step, with the tools offered as they now apply.
+func (rs *run) nextStep(ctx context.Context) error {
+	if err := rs.refreshLifecycle(ctx); err != nil {
+		return err
+	}
+	return rs.step(ctx)
 }
 
 // takeQueued moves the thread's queued messages into its history and says whether there were
@@ -154,18 +174,12 @@ func (rs *run) switchAgent(ctx context.Context, a *Agent) error {
 // runPending runs the calls that have no result, in order, each result persisted before the
 // next call starts. It stops at the first call that must wait.
 func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, err error) {
-	th := rs.th
 	ctx = context.WithValue(ctx, runKey{}, rs)
 	ctx = thread.WithParentNotifier(ctx, NotifyParent) // for tools that cannot import agent (JavaScript's state.notifyParent)
 	for len(rs.pending) > 0 {
 		c := rs.pending[0]
 		if rs.handedOver(c) {
-			// The handoff this call made is recorded (a process died before its result was):
-			// its result says so, and the rest of the turn is the old agent's.
-			if err := rs.recordOnly(ctx, c, quiver.Text(fmt.Sprintf("The conversation is handed over to %s, who continues from here.", rs.agentName))); err != nil {
-				return nil, false, err
-			}
-			if err := rs.cutTurn(ctx); err != nil {
+			if err := rs.answerHandedOver(ctx, c); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -174,46 +188,72 @@ func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, 
 		if err != nil || p != nil {
 			return p, false, err
 		}
-		if err := ctx.Err(); err != nil {
+		if err := rs.runCall(ctx, c); err != nil {
 			return nil, false, err
 		}
-		call := c
-		rs.r.events.emit(Event{Type: EventToolCall, ThreadID: th.ID(), Step: rs.steps, Side: rs.side, Call: &call})
-		hctx := quiver.WithExecution(thread.NewContext(ctx, th), quiver.Execution{StepCount: rs.steps, Side: rs.executionSide(),
-			CallID: c.ID, Attempt: rs.attempt(c.ID)}) // the call's idempotency key: see attempts.go
-		res, err := rs.d.Dispatch(hctx, c)
-		switch {
-		case errors.Is(err, store.ErrResultExists):
-			// Another process stored this call's result first: it is done; read the history
-			// again to have that result.
-			if rs.hist, err = th.History(ctx); err != nil {
-				return nil, false, err
-			}
-		case err != nil:
-			return nil, false, err
-		default:
-			rs.r.events.emit(Event{Type: EventToolResult, ThreadID: th.ID(), Step: rs.steps, Side: rs.side, Call: &call, Result: res})
-		}
-		rs.pending = rs.pending[1:]
 		if rs.handoffTo != nil {
-			if err := rs.switchAgent(ctx, rs.handoffTo); err != nil {
-				return nil, false, err
-			}
-			// The rest of the turn was asked for by the agent that handed over: run under
-			// the new agent's policy, it could call what the old one may not.
-			if err := rs.cutTurn(ctx); err != nil {
+			if err := rs.takeOver(ctx); err != nil {
 				return nil, false, err
 			}
 			continue // the stop tools were the agent's that handed over
 		}
-		if slices.ContainsFunc(rs.prompt.Stop.Tools, func(p string) bool { return globMatch(p, c.Name) }) {
-			stopTool = true
-		}
+		stopTool = stopTool || rs.isStopTool(c.Name)
 		if err := ctx.Err(); err != nil {
 			return nil, false, err // cancelled while the tool ran: stop here, resumable
 		}
 	}
 	return nil, stopTool, nil
+}
+
+// runCall dispatches c, announcing it and its result, and takes it off the pending calls.
+func (rs *run) runCall(ctx context.Context, c quiver.Call) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	th := rs.th
+	call := c
+	rs.r.events.emit(Event{Type: EventToolCall, ThreadID: th.ID(), Step: rs.steps, Side: rs.side, Call: &call})
+	hctx := quiver.WithExecution(thread.NewContext(ctx, th), quiver.Execution{StepCount: rs.steps, Side: rs.executionSide(),
+		CallID: c.ID, Attempt: rs.attempt(c.ID)}) // the call's idempotency key: see attempts.go
+	res, err := rs.d.Dispatch(hctx, c)
+	switch {
+	case errors.Is(err, store.ErrResultExists):
+		// Another process stored this call's result first: it is done; read the history
+		// again to have that result.
+		if rs.hist, err = th.History(ctx); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		rs.r.events.emit(Event{Type: EventToolResult, ThreadID: th.ID(), Step: rs.steps, Side: rs.side, Call: &call, Result: res})
+	}
+	rs.pending = rs.pending[1:]
+	return nil
+}
+
+// answerHandedOver answers c, a handoff already recorded (a process died before its result
+// was): its result says so, and the rest of the turn is the old agent's.
+func (rs *run) answerHandedOver(ctx context.Context, c quiver.Call) error {
+	if err := rs.recordOnly(ctx, c, quiver.Text(fmt.Sprintf("The conversation is handed over to %s, who continues from here.", rs.agentName))); err != nil {
+		return err
+	}
+	return rs.cutTurn(ctx)
+}
+
+// takeOver goes on with the agent a call handed the thread to. The rest of the turn was asked
+// for by the agent that handed over: run under the new agent's policy, it could call what the
+// old one may not.
+func (rs *run) takeOver(ctx context.Context) error {
+	if err := rs.switchAgent(ctx, rs.handoffTo); err != nil {
+		return err
+	}
+	return rs.cutTurn(ctx)
+}
+
+// isStopTool reports whether calling the tool name ends the run.
+func (rs *run) isStopTool(name string) bool {
+	return slices.ContainsFunc(rs.prompt.Stop.Tools, func(p string) bool { return globMatch(p, name) })
 }
 
 // handedOver says whether c is a handoff to the agent that has the thread already: the run
@@ -265,28 +305,34 @@ func (rs *run) recordOnly(ctx context.Context, c quiver.Call, res *quiver.Result
 // finish builds the outcome from the thread as it now is.
 func (rs *run) finish(status RunStatus, reason Reason, p *Pending) (*Outcome, error) {
 	out := &Outcome{ThreadID: rs.th.ID(), Status: status, Reason: reason, Pending: p, Steps: rs.steps}
-	if rs.side != "" {
-		if m := rs.answerOf(); m != nil {
+	m, output := rs.lastAnswer()
+	if m != nil {
+		if rs.side != "" {
 			out.Side = m.Side
-			if output := rs.outputFor(m); output != nil {
-				out.Output = output
-			} else {
-				out.Text = m.Content
-			}
 		}
-		return rs.finished(out), nil
-	}
-	for i := len(rs.hist) - 1; i >= 0; i-- {
-		if m := rs.hist[i]; m.Role == store.RoleAssistant {
-			if output := rs.outputOf(m); output != nil {
-				out.Output = output
-			} else {
-				out.Text = m.Content
-			}
-			break
+		out.Output = output
+		if output == nil {
+			out.Text = m.Content
 		}
 	}
 	return rs.finished(out), nil
+}
+
+// lastAnswer is the answer a run ends with, and the output it carries: the acting side's, or
+// else the last assistant message.
+func (rs *run) lastAnswer() (*store.Message, json.RawMessage) {
+	if rs.side != "" {
+		if m := rs.answerOf(); m != nil {
+			return m, rs.outputFor(m)
+		}
+		return nil, nil
+	}
+	for i := len(rs.hist) - 1; i >= 0; i-- {
+		if m := rs.hist[i]; m.Role == store.RoleAssistant {
+			return m, rs.outputOf(m)
+		}
+	}
+	return nil, nil
 }
 
 // finished announces the run's outcome.

@@ -68,7 +68,7 @@ type Subagent struct {
 	Optional string `json:"optional,omitempty"`
 	// Resumable keeps the child's thread to be messaged again, through the lifecycle tools
 	// subagent_create and subagent_message; nil means not resumable. A definition says so
-	// with false, as seed 000 does, and asks for every default with true.
+	// with false (or by leaving it out), and asks for every default with true.
 	Resumable *Resumable `json:"resumable,omitempty"`
 }
 
@@ -131,7 +131,7 @@ type Resumable struct {
 	ParentCommunication string `json:"parentCommunication,omitempty"`
 }
 
-// UnmarshalJSON reads the object form, or true for every default. false, seed 000's way of
+// UnmarshalJSON reads the object form, or true for every default. false, the short way of
 // saying "not resumable", is read by Subagent, which then has no Resumable at all: here it
 // would have to be a Resumable, which it is not.
 func (r *Resumable) UnmarshalJSON(b []byte) error {
@@ -197,19 +197,26 @@ func (s *Subagent) check(prompt string) error {
 	if s.Name == "" {
 		return fmt.Errorf("%w: prompt %s: a subagent without a name", ErrDefinition, prompt)
 	}
-	if r := s.Resumable; r != nil {
-		switch {
-		case r.receives() != SideA && r.receives() != SideB:
-			return fmt.Errorf("%w: prompt %s: subagent %s: receives_messages %q: want side_a or side_b", ErrDefinition, prompt, s.Name, r.ReceivesMessages)
-		case r.communication() != Implicit && r.communication() != Explicit:
-			return fmt.Errorf("%w: prompt %s: subagent %s: parentCommunication %q: want implicit or explicit", ErrDefinition, prompt, s.Name, r.ParentCommunication)
-		case r.MaxInstances < 0 || r.MaxInstances > maxInstancesLimit:
-			return fmt.Errorf("%w: prompt %s: subagent %s: maxInstances %d: want 0 (the default, %d) to %d", ErrDefinition, prompt, s.Name,
-				r.MaxInstances, DefaultMaxInstances, maxInstancesLimit)
-		}
+	if err := s.Resumable.check(); err != nil {
+		return fmt.Errorf("%w: prompt %s: subagent %s: %v", ErrDefinition, prompt, s.Name, err)
 	}
 	if s.Immediate.grouped() && s.Immediate.NameEnv == "" {
 		return fmt.Errorf("%w: prompt %s: subagent %s: immediate needs nameEnv to name its instances", ErrDefinition, prompt, s.Name)
+	}
+	return nil
+}
+
+// check reports what is wrong with a resumable sub-agent's configuration (none without one).
+func (r *Resumable) check() error {
+	switch {
+	case r == nil:
+		return nil
+	case r.receives() != SideA && r.receives() != SideB:
+		return fmt.Errorf("receives_messages %q: want side_a or side_b", r.ReceivesMessages)
+	case r.communication() != Implicit && r.communication() != Explicit:
+		return fmt.Errorf("parentCommunication %q: want implicit or explicit", r.ParentCommunication)
+	case r.MaxInstances < 0 || r.MaxInstances > maxInstancesLimit:
+		return fmt.Errorf("maxInstances %d: want 0 (the default, %d) to %d", r.MaxInstances, DefaultMaxInstances, maxInstancesLimit)
 	}
 	return nil
 }
@@ -300,7 +307,7 @@ func (s *Subagent) UnmarshalJSON(b []byte) error {
 	var p plain
 	doc, err := canonicalJSON(b, reflect.TypeFor[Subagent]())
 	if obj, ok := doc.(map[string]any); ok && obj["resumable"] == false {
-		delete(obj, "resumable") // seed 000's "not resumable", which is no Resumable at all
+		delete(obj, "resumable") // false: not resumable, which is no Resumable at all
 	}
 	if err == nil {
 		err = decodeCanonical(doc, &p, true)
@@ -336,38 +343,50 @@ func (c *Catalog) checkPromptNested(p *Prompt) error {
 		return nil
 	}
 	for _, sp := range p.Subprompts {
-		q, ok := c.Prompts[sp.Name]
-		switch {
-		case !ok:
-			return fmt.Errorf("%w: prompt %s: subprompt %q is not defined (prompts: %v)", ErrDefinition, p.Name, sp.Name, keys(c.Prompts))
-		case !q.ExposeAsTool:
-			return fmt.Errorf("%w: prompt %s: subprompt %q is not exposed as a tool: set expose_as_tool: true in its definition", ErrDefinition, p.Name, sp.Name)
-		}
-		if err := sp.checkInit(p.Name, q); err != nil {
+		if err := c.checkSubprompt(p, sp); err != nil {
 			return err
 		}
 	}
 	for _, sa := range p.Subagents {
-		if err := sa.check(p.Name); err != nil {
-			return err
-		}
-		a, ok := c.Agents[sa.Name]
-		switch {
-		case !ok:
-			return fmt.Errorf("%w: prompt %s: subagent %q is not defined (agents: %v)", ErrDefinition, p.Name, sa.Name, keys(c.Agents))
-		case a.Type != DualAI:
-			return fmt.Errorf("%w: prompt %s: subagent %q is a human-facing agent: give it type: dual_ai, or name it in tools for a handoff",
-				ErrDefinition, p.Name, sa.Name)
-		}
-		if err := sa.checkInit(p.Name, a); err != nil {
+		if err := c.checkSubagent(p, sa); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// checkSubprompt checks that a subprompt of p is a prompt of the catalog exposed as a tool,
+// and its init properties.
+func (c *Catalog) checkSubprompt(p *Prompt, sp Subprompt) error {
+	q, ok := c.Prompts[sp.Name]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: prompt %s: subprompt %q is not defined (prompts: %v)", ErrDefinition, p.Name, sp.Name, keys(c.Prompts))
+	case !q.ExposeAsTool:
+		return fmt.Errorf("%w: prompt %s: subprompt %q is not exposed as a tool: set expose_as_tool: true in its definition", ErrDefinition, p.Name, sp.Name)
+	}
+	return sp.checkInit(p.Name, q)
+}
+
+// checkSubagent checks a sub-agent of p: its configuration, that it is a dual_ai agent of the
+// catalog, and its init properties.
+func (c *Catalog) checkSubagent(p *Prompt, sa Subagent) error {
+	if err := sa.check(p.Name); err != nil {
+		return err
+	}
+	a, ok := c.Agents[sa.Name]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: prompt %s: subagent %q is not defined (agents: %v)", ErrDefinition, p.Name, sa.Name, keys(c.Agents))
+	case a.Type != DualAI:
+		return fmt.Errorf("%w: prompt %s: subagent %q is a human-facing agent: give it type: dual_ai, or name it in tools for a handoff",
+			ErrDefinition, p.Name, sa.Name)
+	}
+	return sa.checkInit(p.Name, a)
+}
+
 func (r *Runner) buildNested(p *Prompt) (*nestedSet, error) {
-	if r.Catalog == nil {
+	if r.catalog() == nil {
 		if len(p.Subprompts) > 0 || len(p.Subagents) > 0 {
 			return nil, fmt.Errorf("%w: prompt %s names subprompts or subagents, but the runner has no Catalog to find them in", ErrDefinition, p.Name)
 		}
@@ -410,7 +429,7 @@ func (b *nestedBuilder) definitionError(err error) error {
 // subprompts adds a tool for each of the prompt's subprompts.
 func (b *nestedBuilder) subprompts() error {
 	for _, sp := range b.p.Subprompts {
-		if q, ok := b.r.Catalog.Prompts[sp.Name]; ok {
+		if q, ok := b.r.catalog().Prompts[sp.Name]; ok {
 			if err := sp.checkInit(b.p.Name, q); err != nil {
 				return err // a catalog built in Go, not read by LoadDir, meets the check here
 			}
@@ -428,30 +447,39 @@ func (b *nestedBuilder) subprompts() error {
 // are gathered for their lifecycle tools, immediate ones started by the runtime.
 func (b *nestedBuilder) subagents() error {
 	for _, sa := range b.p.Subagents {
-		if err := sa.check(b.p.Name); err != nil {
-			return err
-		}
-		a, ok := b.r.Catalog.Lookup(sa.Name)
-		if !ok || b.r.Catalog.Agents[sa.Name] == nil {
-			return fmt.Errorf("%w: prompt %s: subagent %s is not an agent of the catalog (agents: %v)", ErrDefinition, b.p.Name, sa.Name, b.r.Catalog.agentNames())
-		}
-		if err := sa.checkInit(b.p.Name, a); err != nil {
-			return err
-		}
-		if sa.Resumable != nil {
-			b.ns.resumable = append(b.ns.resumable, sa)
-			continue
-		}
-		if sa.Immediate != nil && sa.Immediate.Enabled {
-			continue // started by the runtime, not called
-		}
-		t, err := b.r.agentTool(a, sa)
+		a, err := b.subagent(sa)
 		if err != nil {
-			return b.definitionError(err)
+			return err
 		}
-		b.add(t, sa.Optional)
+		switch {
+		case sa.Resumable != nil:
+			b.ns.resumable = append(b.ns.resumable, sa)
+		case sa.Immediate != nil && sa.Immediate.Enabled:
+			// started by the runtime, not called
+		default:
+			t, err := b.r.agentTool(a, sa)
+			if err != nil {
+				return b.definitionError(err)
+			}
+			b.add(t, sa.Optional)
+		}
 	}
 	return nil
+}
+
+// subagent is the agent a sub-agent configuration names, once the configuration is checked.
+func (b *nestedBuilder) subagent(sa Subagent) (*Agent, error) {
+	if err := sa.check(b.p.Name); err != nil {
+		return nil, err
+	}
+	a, ok := b.r.catalog().Lookup(sa.Name)
+	if !ok || b.r.catalog().Agents[sa.Name] == nil {
+		return nil, fmt.Errorf("%w: prompt %s: subagent %s is not an agent of the catalog (agents: %v)", ErrDefinition, b.p.Name, sa.Name, b.r.catalog().agentNames())
+	}
+	if err := sa.checkInit(b.p.Name, a); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // exposed adds the prompts and agents exposed as tools that the prompt names among its tools.
@@ -462,19 +490,25 @@ func (b *nestedBuilder) exposed() error {
 		if isGlob(name) || b.seen[name] {
 			continue
 		}
-		var t *quiver.Tool
-		var err error
-		if sp, ok := b.r.Catalog.Prompts[name]; ok && sp.ExposeAsTool {
-			t, err = b.r.promptTool(Subprompt{Name: name})
-		} else if a, ok := b.r.Catalog.Agents[name]; ok && a.ExposeAsTool {
-			t, err = b.r.agentTool(a, Subagent{Name: name})
-		} else {
-			continue
-		}
+		t, err := b.exposedTool(name)
 		if err != nil {
 			return b.definitionError(err)
 		}
-		b.add(t, "")
+		if t != nil {
+			b.add(t, "")
+		}
 	}
 	return nil
+}
+
+// exposedTool is the tool of the prompt or agent called name when it is exposed as a tool; nil
+// when none is.
+func (b *nestedBuilder) exposedTool(name string) (*quiver.Tool, error) {
+	if sp, ok := b.r.catalog().Prompts[name]; ok && sp.ExposeAsTool {
+		return b.r.promptTool(Subprompt{Name: name})
+	}
+	if a, ok := b.r.catalog().Agents[name]; ok && a.ExposeAsTool {
+		return b.r.agentTool(a, Subagent{Name: name})
+	}
+	return nil, nil
 }

@@ -24,15 +24,18 @@ type run struct {
 	agent     *Agent
 	agentName string
 	spawn     *Spawn // how the thread was spawned; nil for a root thread
-	prompt    *Prompt
-	d         *quiver.Dispatcher
-	policy    quiver.Policy
-	model     model.Model
-	tools     *schema.ToolSet // tool-calling mode
-	composed  *schema.Schema  // composed {calls, output} mode
-	system    string
-	tracer    trace.Tracer // nil: no spans
-	meters    *meters      // nil: no metrics
+	// caller is who the run is entitled as (see ThreadState.Caller); savedCaller is the one
+	// the thread's state holds, which markRunning replaces when they differ.
+	caller, savedCaller json.RawMessage
+	prompt              *Prompt
+	d                   *quiver.Dispatcher
+	policy              quiver.Policy
+	model               model.Model
+	tools               *schema.ToolSet // tool-calling mode
+	composed            *schema.Schema  // composed {calls, output} mode
+	system              string
+	tracer              trace.Tracer // nil: no spans
+	meters              *meters      // nil: no metrics
 
 	// The thread as this run knows it: read once when the run starts, then kept up to date
 	// with what the run writes (a Runner runs a thread once at a time), so a step reads
@@ -88,7 +91,9 @@ func (r *Runner) prepare(ctx context.Context, th *thread.Thread, a *Agent, withM
 	}
 	rs := &run{r: r, th: th, tracer: genai.Tracer(r.TracerProvider), meters: newMeters(r.MeterProvider)}
 	info := th.Info()
-	rs.spawn = ReadState(&info).Spawn
+	st := ReadState(&info)
+	rs.spawn = st.Spawn
+	rs.caller, rs.savedCaller = callerOf(ctx, &st), st.Caller
 	if a.TwoSided() {
 		rs.side = SideA
 		if info.CurrentSide == SideB {
@@ -126,6 +131,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 		rs.policy = rs.policy.Within(openFor(*rs.spawn.Ceiling, runtime))
 	}
 	rs.d = rs.dispatcher(reg)
+	rs.d.Entitled = r.entitled(ctx, rs)
 	if !withModel {
 		return nil
 	}
@@ -134,7 +140,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 		return err
 	}
 	rs.model = m
-	return rs.renderTools(reg)
+	return rs.renderTools(ctx, reg)
 }
 
 // promptTools are the tools the run's prompt may call: the workspace's and the nested ones its
@@ -215,7 +221,8 @@ func (rs *run) dispatcher(reg *quiver.Registry) *quiver.Dispatcher {
 		Confirm: func(ctx context.Context, c *quiver.Call) (quiver.Decision, error) {
 			if rs := runFrom(ctx); rs != nil {
 				if dec := rs.decisions[c.ID]; dec != nil {
-					return quiver.Decision{Action: quiver.DecisionAction(dec.Action), Args: dec.Args, Message: dec.Message}, nil
+					return quiver.Decision{Action: quiver.DecisionAction(dec.Action), Args: dec.Args, Message: dec.Message,
+						UserID: dec.UserID, KeyID: dec.KeyID, AccessToken: dec.AccessToken, DecidedAt: dec.DecidedAt}, nil
 				}
 			}
 			return quiver.Decision{Action: quiver.Pause}, nil
@@ -225,9 +232,9 @@ func (rs *run) dispatcher(reg *quiver.Registry) *quiver.Dispatcher {
 // renderTools sets the system prompt and how the model sees the tools of reg the run may
 // call: as tool definitions in the model's dialect or, when the prompt asks for an output, as
 // one composed response schema.
-func (rs *run) renderTools(reg *quiver.Registry) error {
-	p, m := rs.prompt, rs.model
-	tools := rs.d.Tools()
+func (rs *run) renderTools(ctx context.Context, reg *quiver.Registry) error {
+	p := rs.prompt
+	tools := rs.d.ToolsFor(ctx)
 	// Both modes offer the same fields: the meta-fields the prompt enables, and
 	// _reasoningForCall only where it asks for it (reasoning_for_call).
 	schemas := quiver.ToolSchemas(reg, tools)
@@ -235,32 +242,51 @@ func (rs *run) renderTools(reg *quiver.Registry) error {
 		schemas[i].Reasoning = p.ReasoningForCall
 		schemas[i].MetaFields = quiver.MergeMetaFields(schemas[i].MetaFields, p.MetaFields)
 	}
+	if err := rs.offer(schemas); err != nil {
+		return err
+	}
+	rs.system = rs.systemPrompt(tools)
+	return nil
+}
+
+// offer renders the tools' schemas as the model is offered them: tool definitions in its
+// dialect, or, when the prompt asks for an output, one composed response schema.
+func (rs *run) offer(schemas []schema.ToolSchema) error {
+	p, m := rs.prompt, rs.model
 	var err error
-	if p.Output == nil {
-		dialect := m.Dialect()
-		if p.Strict && dialect == schema.OpenAI {
-			dialect = schema.OpenAIStrict
-		}
-		if rs.tools, err = schema.Render(dialect, schemas); err != nil {
-			return fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)
-		}
-	}
-	rs.system = p.System
-	// Examples name each tool as the model is offered it (mapped where the provider rejects
-	// the registered name; the composed schema's _tool takes registered names).
-	if ex := quiver.RenderExamplesFor(rs.tools, tools); ex != "" {
-		rs.system += "\n\n" + ex
-	}
-	if p.UntrustedToolOutput {
-		rs.system += "\n\n" + untrustedInstructions
-	}
 	if p.Output != nil {
 		if rs.composed, err = schema.Compose(schemas, p.Output); err != nil {
 			return fmt.Errorf("agent: prompt %s: composing the output schema: %w", p.Name, err)
 		}
-		rs.system += "\n\n" + composedInstructions
+		return nil
+	}
+	dialect := m.Dialect()
+	if p.Strict && dialect == schema.OpenAI {
+		dialect = schema.OpenAIStrict
+	}
+	if rs.tools, err = schema.Render(dialect, schemas); err != nil {
+		return fmt.Errorf("agent: prompt %s: rendering tools for %s: %w", p.Name, m.Name(), err)
 	}
 	return nil
+}
+
+// systemPrompt is the prompt's system prompt with what it must say of the tools: their
+// examples, how to take their output, how to answer in composed mode.
+func (rs *run) systemPrompt(tools []*quiver.Tool) string {
+	p := rs.prompt
+	system := p.System
+	// Examples name each tool as the model is offered it (mapped where the provider rejects
+	// the registered name; the composed schema's _tool takes registered names).
+	if ex := quiver.RenderExamplesFor(rs.tools, tools); ex != "" {
+		system += "\n\n" + ex
+	}
+	if p.UntrustedToolOutput {
+		system += "\n\n" + untrustedInstructions
+	}
+	if p.Output != nil {
+		system += "\n\n" + composedInstructions
+	}
+	return system
 }
 
 const composedInstructions = `Answer with one JSON document as the response schema describes: "calls" lists the tools ` +

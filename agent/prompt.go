@@ -43,8 +43,8 @@ type Prompt struct {
 	Strict bool `json:"strict,omitempty" yaml:"strict,omitempty"`
 	// ReasoningForCall offers the model a _reasoningForCall argument on every tool, to say why
 	// it makes each call; it is stored with the call and never reaches the tool. Off by
-	// default, in native tool calling and in the composed {calls, output} mode alike: seed
-	// 002's composed schema has no such field, and a model asked for it spends tokens on it.
+	// default, in native tool calling and in the composed {calls, output} mode alike: the
+	// {calls, output} shape needs no such field, and a model asked for it spends tokens on it.
 	ReasoningForCall bool `json:"reasoning_for_call,omitempty" yaml:"reasoning_for_call,omitempty"`
 	// UntrustedToolOutput marks what tools return as data, not instructions, in every request
 	// to the model: each result's text is sent between delimiters with an id of its own
@@ -149,39 +149,65 @@ func (p *Prompt) Check() error {
 		return fmt.Errorf("%w: no prompt", ErrDefinition)
 	case p.Name == "":
 		return fmt.Errorf("%w: a prompt needs a name", ErrDefinition)
-	case p.Stop.MaxSteps < 0:
-		return fmt.Errorf("%w: prompt %s: stop.max_steps %d is negative", ErrDefinition, p.Name, p.Stop.MaxSteps)
-	case p.MaxTokens < 0:
-		return fmt.Errorf("%w: prompt %s: max_tokens %d is negative", ErrDefinition, p.Name, p.MaxTokens)
-	case p.MaxCallsPerStep < 0:
-		return fmt.Errorf("%w: prompt %s: max_calls_per_step %d is negative", ErrDefinition, p.Name, p.MaxCallsPerStep)
 	}
-	if pol := p.policy(); pol.Validate() != nil {
-		err := pol.Validate()
-		return fmt.Errorf("%w: prompt %s: %v", ErrDefinition, p.Name, err)
-	}
-	for _, v := range p.Variables {
-		if v.Name == "" {
-			return fmt.Errorf("%w: prompt %s: a variable without a name", ErrDefinition, p.Name)
+	for _, check := range []func() error{p.checkBounds, p.checkPolicy, p.checkVariables, p.checkInstances, p.checkStopTools} {
+		if err := check(); err != nil {
+			return fmt.Errorf("%w: prompt %s: %v", ErrDefinition, p.Name, err)
 		}
 	}
-	if err := quiver.CheckMetaFields(p.MetaFields); err != nil {
-		return fmt.Errorf("%w: prompt %s: %v", ErrDefinition, p.Name, err)
+	return nil
+}
+
+// checkBounds checks that the prompt's bounds are not negative.
+func (p *Prompt) checkBounds() error {
+	switch {
+	case p.Stop.MaxSteps < 0:
+		return fmt.Errorf("stop.max_steps %d is negative", p.Stop.MaxSteps)
+	case p.MaxTokens < 0:
+		return fmt.Errorf("max_tokens %d is negative", p.MaxTokens)
+	case p.MaxCallsPerStep < 0:
+		return fmt.Errorf("max_calls_per_step %d is negative", p.MaxCallsPerStep)
 	}
+	return nil
+}
+
+func (p *Prompt) checkPolicy() error {
+	pol := p.policy()
+	return pol.Validate()
+}
+
+// checkVariables checks that the prompt's variables have names, and its meta-fields.
+func (p *Prompt) checkVariables() error {
+	for _, v := range p.Variables {
+		if v.Name == "" {
+			return errors.New("a variable without a name")
+		}
+	}
+	return quiver.CheckMetaFields(p.MetaFields)
+}
+
+// checkInstances checks the names of the prompt's instances, each listed once, and their
+// number.
+func (p *Prompt) checkInstances() error {
 	if len(p.Instances) > store.MaxInstances {
-		return fmt.Errorf("%w: prompt %s: %d instances, over the limit of %d", ErrDefinition, p.Name, len(p.Instances), store.MaxInstances)
+		return fmt.Errorf("%d instances, over the limit of %d", len(p.Instances), store.MaxInstances)
 	}
 	for i, name := range p.Instances {
 		if err := store.CheckInstance(name); err != nil {
-			return fmt.Errorf("%w: prompt %s: instances: %v", ErrDefinition, p.Name, err)
+			return fmt.Errorf("instances: %v", err)
 		}
 		if slices.Contains(p.Instances[:i], name) {
-			return fmt.Errorf("%w: prompt %s: instance %q is listed twice", ErrDefinition, p.Name, name)
+			return fmt.Errorf("instance %q is listed twice", name)
 		}
 	}
+	return nil
+}
+
+// checkStopTools checks that the prompt's stop tools are among its tools.
+func (p *Prompt) checkStopTools() error {
 	for _, st := range p.Stop.Tools {
 		if !slices.ContainsFunc(p.Tools, func(t string) bool { return globMatch(t, st) }) {
-			return fmt.Errorf("%w: prompt %s: stop tool %q is not among its tools %v", ErrDefinition, p.Name, st, p.Tools)
+			return fmt.Errorf("stop tool %q is not among its tools %v", st, p.Tools)
 		}
 	}
 	return nil

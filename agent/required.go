@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +12,7 @@ import (
 	"github.com/quiverhq/quiver/thread"
 )
 
-// SPEC V3 and seed 003 §9.3: creating a thread whose required variables are missing fails.
+// Creating a thread whose required variables are missing fails.
 // What a thread for an agent requires is more than its prompt's declarations: the tools the
 // agent may call declare theirs, and the immediate sub-agents its first run starts declare
 // theirs (their prompts' and their tools'). All of them are checked, after merging what every
@@ -22,9 +21,9 @@ import (
 //
 // One kind of declaration is not required of the thread itself: a tool's variable that one of
 // the agent's sub-agents declares scoped. A scoped variable is per instance: each child gets
-// its own value (immediate.scopedEnv, or the variables request of a deferred sub-agent, A7),
+// its own value (immediate.scopedEnv, or the variables request of a deferred sub-agent),
 // and the agent binds such a tool so that its sub-agents may call it (a child calls only
-// what its parent may, P2), not to call it itself. The immediate ones' children are checked
+// what its parent may), not to call it itself. The immediate ones' children are checked
 // all the same, on the child each would start.
 //
 // The check is in the runner, not in each door, so that none can leave it out: CreateThread
@@ -91,11 +90,11 @@ func (r *Runner) declarations(ctx context.Context, workspaceID string, a *Agent)
 	for _, p := range a.Prompts() { // both sides of a two-sided agent run on its thread
 		ds.own = append(ds.own, declared(p, p.policy(), reg, "")...)
 	}
-	if r.Catalog == nil {
+	if r.catalog() == nil {
 		return ds, nil
 	}
 	subagent := func(name string) {
-		child, ok := r.Catalog.Agents[name]
+		child, ok := r.catalog().Agents[name]
 		if !ok || child.Prompt == nil {
 			return // a definition error, which the run reports
 		}
@@ -119,7 +118,7 @@ func (r *Runner) declarations(ctx context.Context, workspaceID string, a *Agent)
 func (r *Runner) immediateOf(p *Prompt, reg *quiver.Registry, subagent func(name string)) []immediateDecls {
 	policy := p.policy()
 	for _, name := range p.Tools {
-		if child, ok := r.Catalog.Agents[name]; ok && child.ExposeAsTool {
+		if child, ok := r.catalog().Agents[name]; ok && child.ExposeAsTool {
 			subagent(name)
 		}
 	}
@@ -129,11 +128,11 @@ func (r *Runner) immediateOf(p *Prompt, reg *quiver.Registry, subagent func(name
 		if sa.Immediate == nil || !sa.Immediate.Enabled || sa.Resumable != nil {
 			continue
 		}
-		child, ok := r.Catalog.Agents[sa.Name]
+		child, ok := r.catalog().Agents[sa.Name]
 		if !ok || child.Prompt == nil {
 			continue
 		}
-		// A child calls only what its parent may too (P2): its tools are those both permit.
+		// A child calls only what its parent may too: its tools are those both permit.
 		decls := declared(child.Prompt, child.Prompt.policy().Within(policy), reg, sa.Name)
 		subs = append(subs, immediateDecls{cfg: sa, agent: child, decls: decls})
 	}
@@ -351,79 +350,86 @@ func (r *Runner) check(ctx context.Context, pl place, a *Agent, ds declSet, with
 // values it gets. Instances that get values for the same names resolve alike, so one of each
 // kind is returned.
 func (r *Runner) immediateChildren(ctx context.Context, res quiver.PlanResolver, pl place, a *Agent, s immediateDecls) ([]quiver.PlannedThread, error) {
-	ctx = quiver.WithPrompt(ctx, a.Prompt.Name) // read on the parent, as its run reads them
-	lookup := func(v quiver.Variable) (string, bool, error) {
-		values, err := res.ResolvePlanned(ctx, pl.scope, pl.chain(nil), []quiver.Variable{v})
-		if err != nil {
-			return "", false, err
-		}
-		val, ok := values[v.Name]
-		return val, ok, nil
-	}
-	if s.cfg.Optional != "" {
-		v, ok, err := lookup(quiver.Variable{Name: s.cfg.Optional, Type: quiver.VarText})
-		if err != nil {
-			return nil, err
-		}
-		if !ok || !flagOn(v) {
-			return nil, nil
-		}
+	lk := planLookup{ctx: quiver.WithPrompt(ctx, a.Prompt.Name), res: res, pl: pl, sub: s.agent} // read on the parent, as its run reads them
+	on, err := lk.flag(s.cfg.Optional)
+	if err != nil || !on {
+		return nil, err
 	}
 	im := s.cfg.Immediate
 	if !im.grouped() {
 		return []quiver.PlannedThread{{AgentID: s.agent.Name}}, nil
 	}
-	list := func(name string) ([]string, error) {
-		if name == "" {
-			return nil, nil
-		}
-		v, ok, err := lookup(declaration(s.agent, name))
-		if err != nil || !ok {
-			return nil, err
-		}
-		var l []string
-		if json.Unmarshal([]byte(v), &l) == nil {
-			return l, nil
-		}
-		return []string{v}, nil
-	}
-	names, err := list(im.NameEnv)
+	names, err := lk.list(im.NameEnv)
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
 	scoped := make(map[string][]string, len(im.ScopedEnv))
 	for _, n := range im.ScopedEnv {
-		if scoped[n], err = list(n); err != nil {
+		if scoped[n], err = lk.list(n); err != nil {
 			return nil, err
 		}
-	}
-	pick := func(vals []string, i int) string {
-		switch {
-		case len(vals) == 1:
-			return vals[0]
-		case i < len(vals):
-			return vals[i]
-		}
-		return ""
 	}
 	var out []quiver.PlannedThread
 	seen := map[string]bool{}
 	for i := range min(len(names), maxImmediateInstances) {
-		child := quiver.PlannedThread{AgentID: s.agent.Name}
-		var kind []string
-		for _, n := range im.ScopedEnv {
-			if v := pick(scoped[n], i); v != "" {
-				secret := declaration(s.agent, n).Type == quiver.VarSecret
-				child.Values = append(child.Values, quiver.VariableValue{Name: n, Value: v, Scoped: true, Secret: secret})
-				kind = append(kind, n)
-			}
-		}
-		if k := strings.Join(kind, "\x00"); !seen[k] {
-			seen[k] = true
+		child, kind := plannedInstance(s.agent, i, im.ScopedEnv, scoped)
+		if !seen[kind] {
+			seen[kind] = true
 			out = append(out, child)
 		}
 	}
 	return out, nil
+}
+
+// planLookup reads the values of the variables an immediate sub-agent's configuration names,
+// for its place.
+type planLookup struct {
+	ctx context.Context
+	res quiver.PlanResolver
+	pl  place
+	sub *Agent
+}
+
+func (lk planLookup) value(v quiver.Variable) (string, bool, error) {
+	values, err := lk.res.ResolvePlanned(lk.ctx, lk.pl.scope, lk.pl.chain(nil), []quiver.Variable{v})
+	if err != nil {
+		return "", false, err
+	}
+	val, ok := values[v.Name]
+	return val, ok, nil
+}
+
+// flag is whether the optional flag named name is on; true without a flag.
+func (lk planLookup) flag(name string) (bool, error) {
+	if name == "" {
+		return true, nil
+	}
+	v, ok, err := lk.value(quiver.Variable{Name: name, Type: quiver.VarText})
+	return ok && flagOn(v), err
+}
+
+// list is the value of the variable named name as a list (see asList); none without a name or
+// a value.
+func (lk planLookup) list(name string) ([]string, error) {
+	if name == "" {
+		return nil, nil
+	}
+	v, ok, err := lk.value(declaration(lk.sub, name))
+	if err != nil || !ok {
+		return nil, err
+	}
+	return asList(v), nil
+}
+
+// plannedInstance is the child of the i-th instance, with the scoped values it gets, and its
+// kind: the names of those values.
+func plannedInstance(sub *Agent, i int, scopedEnv []string, scoped map[string][]string) (quiver.PlannedThread, string) {
+	values := scopedValues(sub, i, scopedEnv, scoped)
+	kind := make([]string, len(values))
+	for j, v := range values {
+		kind[j] = v.Name
+	}
+	return quiver.PlannedThread{AgentID: sub.Name, Values: values}, strings.Join(kind, "\x00")
 }
 
 // flagOn is how an optional sub-agent's flag reads: true, 1 or yes, in any case.

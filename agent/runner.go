@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,12 @@ type Runner struct {
 	// platform.Platform.Workspace). A cache of them answers FreshRegistry(ctx) with the tools
 	// as stored now: a run asks so before it fails for a tool its prompt names.
 	Registries func(ctx context.Context, workspaceID string) (*quiver.Registry, error)
+	// Entitlements, when set, is what a run's caller may call (a platform's per-caller rules;
+	// see caller.go): asked as a run prepares, with its thread's workspace, its caller (nil:
+	// none known) and the agents of its chain, the outermost first; it returns the run's
+	// dispatcher's Entitled (see quiver.Dispatcher.Entitled). The model is offered only what
+	// it allows, and a call of anything else is refused as not_entitled.
+	Entitlements func(ctx context.Context, workspaceID string, caller json.RawMessage, agents []string) func(context.Context) func(*quiver.Tool) bool
 	// Model is used for prompts that name no model.
 	Model model.Model
 	// OpenModel opens the model a prompt names; nil means model.Open.
@@ -60,6 +67,7 @@ type Runner struct {
 
 	// Catalog holds the prompts and agents that prompts name as tools (prompt tools, handoffs,
 	// sub-agents) and that child threads and handed-over threads run; nil means none.
+	// SetCatalog replaces it while the runner runs.
 	Catalog *Catalog
 	// MaxDepth bounds the tree of nested prompts and sub-agents: a spawn deeper than this is
 	// an error result; 0 means DefaultMaxDepth. MaxSpawnsPerRun bounds the children one run
@@ -89,6 +97,7 @@ type Runner struct {
 	busy        busySet
 	bg          sync.WaitGroup
 	nestedTools nestedCache
+	swapped     swappedCatalog // see SetCatalog
 }
 
 // Lease is a thread's lease across processes (see Runner.Lease).
@@ -214,8 +223,11 @@ func (r *Runner) Decide(ctx context.Context, th *thread.Thread, a *Agent, callID
 	default:
 		return fmt.Errorf("%w: decision %q: want approve, edit or deny", store.ErrInvalid, d.Action)
 	}
+	// Who decided is d's person; a door that names no one (the CLI's prompt at the terminal)
+	// leaves it to the thread's user, who is the one at hand.
+	user := cmp.Or(d.UserID, th.UserID())
 	return r.Store.Decide(ctx, th.WorkspaceID(), th.ID(), &store.Decision{CallID: callID, Action: action, Args: d.Args,
-		Message: d.Message, UserID: th.UserID()})
+		Message: d.Message, UserID: user, KeyID: d.KeyID, AccessToken: d.AccessToken, DecidedAt: d.DecidedAt})
 }
 
 // SubmitResult records a client's result for a client tool's call. Resume the run
@@ -228,7 +240,7 @@ func (r *Runner) SubmitResult(ctx context.Context, th *thread.Thread, a *Agent, 
 	if p == nil || p.Call.ID != callID || p.Reason != ReasonClientTool {
 		return fmt.Errorf("%w: call %q does not wait for a client result (waiting: %s)", ErrNotPending, callID, describe(p))
 	}
-	if res == nil || (res.Status != quiver.StatusSuccess && res.Status != quiver.StatusError) {
+	if !submittable(res) {
 		return fmt.Errorf("%w: a client result needs status success or error", store.ErrInvalid)
 	}
 	// Recorded through the run's dispatcher, as a result it ran would be: a call naming
@@ -239,6 +251,11 @@ func (r *Runner) SubmitResult(ctx context.Context, th *thread.Thread, a *Agent, 
 	}
 	_, err = rs.d.Record(ctx, p.Call, res)
 	return err
+}
+
+// submittable reports whether a client may submit res: a success or an error.
+func submittable(res *quiver.Result) bool {
+	return res != nil && (res.Status == quiver.StatusSuccess || res.Status == quiver.StatusError)
 }
 
 func describe(p *Pending) string {
@@ -300,20 +317,18 @@ func (rs *run) mustWait(ctx context.Context, c quiver.Call) (*Pending, error) {
 		return nil, nil
 	}
 	spec := t.Spec()
-	if spec.Target == quiver.TargetClient || spec.RequiresConfirmation {
-		if refused := rs.d.Check(ctx, c); refused != nil {
-			return nil, nil // it cannot run as asked: the dispatcher refuses it now, nobody is asked
-		}
+	if spec.Target != quiver.TargetClient && !spec.RequiresConfirmation {
+		return nil, nil
 	}
-	switch {
-	case spec.Target == quiver.TargetClient:
+	if refused := rs.d.Check(ctx, c); refused != nil {
+		return nil, nil // it cannot run as asked: the dispatcher refuses it now, nobody is asked
+	}
+	if spec.Target == quiver.TargetClient {
 		return &Pending{Call: c, Reason: ReasonClientTool, Description: spec.Description}, nil
-	case spec.RequiresConfirmation:
-		d, err := rs.decision(ctx, c.ID)
-		if err != nil || d != nil {
-			return nil, err
-		}
-		return &Pending{Call: c, Reason: ReasonConfirmation, Description: spec.Description}, nil
 	}
-	return nil, nil
+	d, err := rs.decision(ctx, c.ID)
+	if err != nil || d != nil {
+		return nil, err
+	}
+	return &Pending{Call: c, Reason: ReasonConfirmation, Description: spec.Description}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -156,30 +155,11 @@ func (rs *run) observe(ctx context.Context, agentName string, fn func(context.Co
 // calls left without a result) and marks the thread running.
 func (rs *run) begin(ctx context.Context, message string) error {
 	rs.th.QueueSeen() // what an append before this run saw is stale: the first step reads the queue
-	var err error
-	if rs.hist, err = rs.th.History(ctx); err != nil {
+	if err := rs.readHistory(ctx); err != nil {
 		return err
 	}
-	if n := len(rs.hist); n > 0 {
-		rs.startSeq = rs.hist[n-1].Seq
-	}
-	rs.pending = pendingIn(rs.hist)
-	for _, m := range rs.hist {
-		if m.Role == store.RoleAssistant {
-			rs.steps++ // the step count is the model turns stored, even after a crash
-		}
-	}
-	switch {
-	case message != "" && len(rs.pending) > 0:
-		return fmt.Errorf("%w: %d call(s) without a result; decide or submit results, then Resume", ErrPaused, len(rs.pending))
-	case message != "":
-		m, err := rs.th.AppendUser(ctx, message)
-		if err != nil {
-			return err
-		}
-		rs.hist = append(rs.hist, m)
-	case len(rs.pending) > 0:
-		rs.r.events.emit(Event{Type: EventResumed, ThreadID: rs.th.ID(), Step: rs.steps})
+	if err := rs.addMessage(ctx, message); err != nil {
+		return err
 	}
 	if len(rs.hist) == 0 {
 		queued, err := rs.th.Queued(ctx)
@@ -193,6 +173,43 @@ func (rs *run) begin(ctx context.Context, message string) error {
 	return rs.markRunning(ctx) // and counts the attempts of the pending calls (attempts.go)
 }
 
+// readHistory reads the thread's history, the calls in it without a result, and the steps
+// taken: the step count is the model turns stored, even after a crash.
+func (rs *run) readHistory(ctx context.Context) error {
+	var err error
+	if rs.hist, err = rs.th.History(ctx); err != nil {
+		return err
+	}
+	if n := len(rs.hist); n > 0 {
+		rs.startSeq = rs.hist[n-1].Seq
+	}
+	rs.pending = pendingIn(rs.hist)
+	for _, m := range rs.hist {
+		if m.Role == store.RoleAssistant {
+			rs.steps++
+		}
+	}
+	return nil
+}
+
+// addMessage appends the run's message to the history; without one the run resumes the calls
+// left without a result, and a message cannot come before they have theirs.
+func (rs *run) addMessage(ctx context.Context, message string) error {
+	switch {
+	case message != "" && len(rs.pending) > 0:
+		return fmt.Errorf("%w: %d call(s) without a result; decide or submit results, then Resume", ErrPaused, len(rs.pending))
+	case message != "":
+		m, err := rs.th.AppendUser(ctx, message)
+		if err != nil {
+			return err
+		}
+		rs.hist = append(rs.hist, m)
+	case len(rs.pending) > 0:
+		rs.r.events.emit(Event{Type: EventResumed, ThreadID: rs.th.ID(), Step: rs.steps})
+	}
+	return nil
+}
+
 // settle ends a begun run whatever became of it, even when ctx was cancelled: the thread is
 // idle again (terminated, for a child that is not resumable and has done its one job) with
 // the outcome and who ran it recorded, and the outcome goes to the parent when deliver says
@@ -200,7 +217,7 @@ func (rs *run) begin(ctx context.Context, message string) error {
 func (rs *run) settle(ctx context.Context, info *store.Thread, deliver bool, out *Outcome, err error) (*Outcome, error) {
 	idle := context.WithoutCancel(ctx)
 	terminate := false
-	if rs.spawn != nil && !info.Resumable && out != nil && out.Status == RunFinished && err == nil {
+	if rs.jobDone(info, out, err) {
 		// Unless children of its own still work in the background: their results would reach
 		// a thread that no longer runs. It stays idle until they have reported, and answers
 		// again then.
@@ -210,47 +227,68 @@ func (rs *run) settle(ctx context.Context, info *store.Thread, deliver bool, out
 	if forGood(ctx, rs.th.ID(), err) {
 		failure = failedOutcome(rs.th.ID(), rs.steps, err)
 	}
-	_, serr := rs.th.Update(idle, func(t *store.Thread) error {
-		t.Status = store.StatusIdle
-		t.StepCount = rs.steps
-		if failure != nil {
-			return writeFailure(t, failure)
-		}
-		if out == nil {
-			return nil
-		}
-		if terminate {
-			t.Status = store.StatusTerminated
-		}
-		st := ReadState(t)
-		st.Outcome, st.RanBy = out, rs.agentName
-		st.Attempts = rs.attemptsAtEnd(st)
-		t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool { return tag == WaitingTag })
-		if out.Status == RunPaused {
-			t.Tags = append(t.Tags, WaitingTag) // indexed: what an inbox of waiting calls lists
-		}
-		return writeState(t, st)
-	})
+	_, serr := rs.th.Update(idle, func(t *store.Thread) error { return rs.endThread(t, out, failure, terminate) })
 	if err == nil && serr != nil {
 		out, err = nil, serr
 	}
-	r := rs.r
-	switch {
-	case err != nil && failure != nil && serr == nil:
-		err = r.failed(rs.th.ID(), rs.agentName, failure, err)
-	case err != nil:
-		r.events.emit(Event{Type: EventFailed, ThreadID: rs.th.ID(), Step: rs.steps, Text: FailureText(err), Err: err})
-	}
-	var failed *FailedError
-	switch {
-	case !deliver:
-	case err == nil:
-		r.deliver(idle, rs, out, nil)
-	case errors.As(err, &failed), r.Background == nil && !errors.Is(err, context.Canceled):
-		// Failed for good, or no one tries again in this process: the parent hears of it now.
-		r.deliver(idle, rs, nil, err)
+	err = rs.reportFailure(err, failure, serr)
+	if deliver {
+		rs.deliverEnd(idle, out, err)
 	}
 	return out, err
+}
+
+// jobDone reports whether the run is a child's that is not resumable and has done its one job.
+func (rs *run) jobDone(info *store.Thread, out *Outcome, err error) bool {
+	return rs.spawn != nil && !info.Resumable && out != nil && out.Status == RunFinished && err == nil
+}
+
+// endThread makes t idle again (terminated when terminate) with the run's outcome and who ran
+// it recorded, or its failure.
+func (rs *run) endThread(t *store.Thread, out, failure *Outcome, terminate bool) error {
+	t.Status = store.StatusIdle
+	t.StepCount = rs.steps
+	if failure != nil {
+		return writeFailure(t, failure)
+	}
+	if out == nil {
+		return nil
+	}
+	if terminate {
+		t.Status = store.StatusTerminated
+	}
+	st := ReadState(t)
+	st.Outcome, st.RanBy = out, rs.agentName
+	st.Attempts = rs.attemptsAtEnd(st)
+	dropStateTags(t)
+	if out.Status == RunPaused {
+		t.Tags = append(t.Tags, WaitingTag) // indexed: what an inbox of waiting calls lists
+	}
+	return writeState(t, st)
+}
+
+// reportFailure reports a run that failed: as failed for good when its failure was recorded,
+// else as an event.
+func (rs *run) reportFailure(err error, failure *Outcome, serr error) error {
+	switch {
+	case err != nil && failure != nil && serr == nil:
+		return rs.r.failed(rs.th.ID(), rs.agentName, failure, err)
+	case err != nil:
+		rs.r.events.emit(Event{Type: EventFailed, ThreadID: rs.th.ID(), Step: rs.steps, Text: FailureText(err), Err: err})
+	}
+	return err
+}
+
+// deliverEnd gives the parent the run's outcome; a failure, only when the run failed for good
+// or no one tries again in this process.
+func (rs *run) deliverEnd(ctx context.Context, out *Outcome, err error) {
+	var failed *FailedError
+	switch {
+	case err == nil:
+		rs.r.deliver(ctx, rs, out, nil)
+	case errors.As(err, &failed), rs.r.Background == nil && !errors.Is(err, context.Canceled):
+		rs.r.deliver(ctx, rs, nil, err)
+	}
 }
 
 // noLiveChildren says whether every child the thread started in the background has ended.

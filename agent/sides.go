@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -69,9 +70,8 @@ func (a *Agent) TwoSided() bool { return a.SideB != nil }
 
 // checkSides reports what is wrong with the agent's sides and turns.
 func (a *Agent) checkSides() error {
-	t := a.Conversation
 	if a.SideB == nil {
-		if t != (Conversation{}) {
+		if a.Conversation != (Conversation{}) {
 			return fmt.Errorf("%w: agent %s: conversation applies to a two-sided dual_ai agent, and it has no side_b", ErrDefinition, a.Name)
 		}
 		return nil
@@ -82,13 +82,21 @@ func (a *Agent) checkSides() error {
 	if err := a.SideB.Check(); err != nil {
 		return fmt.Errorf("agent %s: side_b: %w", a.Name, err)
 	}
+	if err := a.Conversation.check(); err != nil {
+		return fmt.Errorf("%w: agent %s: %v", ErrDefinition, a.Name, err)
+	}
+	return nil
+}
+
+// check reports what is wrong with a two-sided agent's turns.
+func (t Conversation) check() error {
 	switch {
 	case t.MaxTurns < 0 || t.MaxTurns > maxTurnsLimit:
-		return fmt.Errorf("%w: agent %s: conversation.max_turns %d: want 0 (the default, %d) to %d", ErrDefinition, a.Name, t.MaxTurns, DefaultMaxTurns, maxTurnsLimit)
+		return fmt.Errorf("conversation.max_turns %d: want 0 (the default, %d) to %d", t.MaxTurns, DefaultMaxTurns, maxTurnsLimit)
 	case len(t.Until) > maxUntilBytes:
-		return fmt.Errorf("%w: agent %s: conversation.until is %d bytes, over the limit of %d", ErrDefinition, a.Name, len(t.Until), maxUntilBytes)
+		return fmt.Errorf("conversation.until is %d bytes, over the limit of %d", len(t.Until), maxUntilBytes)
 	case t.Answer != "" && t.Answer != SideA && t.Answer != SideB:
-		return fmt.Errorf("%w: agent %s: conversation.answer %q: want side_a or side_b", ErrDefinition, a.Name, t.Answer)
+		return fmt.Errorf("conversation.answer %q: want side_a or side_b", t.Answer)
 	}
 	return nil
 }
@@ -225,37 +233,40 @@ func (rs *run) turnEnded(ctx context.Context, last *store.Message) (end bool, re
 func sideView(hist []*store.Message, side string) []*store.Message {
 	callSide := map[string]string{}
 	out := make([]*store.Message, 0, len(hist)+1)
-	asUser := func(m *store.Message) *store.Message {
-		return &store.Message{ID: m.ID, ThreadID: m.ThreadID, Seq: m.Seq, Role: store.RoleUser, Content: m.Content, CreatedAt: m.CreatedAt}
-	}
 	for _, m := range hist {
-		switch m.Role {
-		case store.RoleAssistant:
-			voice := m.Side
-			if voice == "" {
-				voice = SideA
-			}
-			for _, c := range m.ToolCalls {
-				callSide[c.ID] = voice
-			}
-			switch {
-			case voice == side:
-				out = append(out, m)
-			case len(m.ToolCalls) == 0 && m.Content != "":
-				out = append(out, asUser(m))
-			}
-		case store.RoleTool:
-			if callSide[m.ToolCallID] == side {
-				out = append(out, m)
-			}
-		default:
-			out = append(out, m)
+		if v := viewOf(m, side, callSide); v != nil {
+			out = append(out, v)
 		}
 	}
 	if len(out) > 0 && out[0].Role == store.RoleAssistant {
 		out = append([]*store.Message{{Role: store.RoleUser, Content: conversationOpens}}, out...)
 	}
 	return out
+}
+
+// viewOf is m as side sees it, nil when it does not; callSide records which side made each
+// call, as the history goes.
+func viewOf(m *store.Message, side string, callSide map[string]string) *store.Message {
+	switch m.Role {
+	case store.RoleAssistant:
+		voice := cmp.Or(m.Side, SideA)
+		for _, c := range m.ToolCalls {
+			callSide[c.ID] = voice
+		}
+		switch {
+		case voice == side:
+			return m
+		case len(m.ToolCalls) == 0 && m.Content != "":
+			return &store.Message{ID: m.ID, ThreadID: m.ThreadID, Seq: m.Seq, Role: store.RoleUser, Content: m.Content, CreatedAt: m.CreatedAt}
+		}
+		return nil
+	case store.RoleTool:
+		if callSide[m.ToolCallID] == side {
+			return m
+		}
+		return nil
+	}
+	return m
 }
 
 const conversationOpens = "(The conversation begins.)"

@@ -89,7 +89,7 @@ func childFor(ctx context.Context, th *thread.Thread, callID string) (*thread.Th
 func (rs *run) spawnChild(ctx context.Context, parent *thread.Thread, t target, callID, name string, extraTags ...string) (*thread.Thread, bool, error) {
 	path, ceiling := rs.spawnInfo()
 	sp := &Spawn{Agent: t.agent.Name, Prompt: t.prompt, Call: callID, Path: append(path, t.agent.Name), Ceiling: &ceiling,
-		Communication: Implicit}
+		Communication: Implicit, Caller: rs.caller}
 	resumable := t.resumable != nil
 	if resumable {
 		sp.Communication, sp.Receives = t.resumable.communication(), t.resumable.receives()
@@ -141,7 +141,7 @@ func handOver(ctx context.Context, parent, child *thread.Thread, message string,
 	b.WriteString(message)
 	b.WriteString("\n\nAttachments:")
 	for _, a := range copied {
-		fmt.Fprintf(&b, "\n- %s (%s, %d bytes)", a.Path, a.MimeType, a.Size)
+		fmt.Fprintf(&b, "\n- %s (%s, %s, %d bytes)", a.Path, a.Name, a.MimeType, a.Size)
 	}
 	return b.String(), nil
 }

@@ -10,7 +10,7 @@ import (
 	"unicode"
 )
 
-// Definitions are written by hand after the seeds' examples, which spell their fields in
+// Definitions are written by hand, often after published examples that spell their fields in
 // camelCase (includeToolCalls, initUserMessageProperty, maxInstances) beside snake_case ones
 // (receives_messages), while Quiver's own are mostly snake_case. Every field of every
 // definition type is therefore read in both spellings: its JSON name (the tag) and that
@@ -133,58 +133,87 @@ func canonicalKeys(v any, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
-		list, ok := v.([]any)
-		if !ok {
-			return nil
-		}
-		for i, item := range list {
-			if err := canonicalKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
+		return canonicalItems(v, t, path)
 	case reflect.Map:
-		obj, ok := v.(map[string]any)
-		if !ok || t.Key().Kind() != reflect.String {
-			return nil
-		}
-		for _, k := range keys(obj) {
-			if err := canonicalKeys(obj[k], t.Elem(), joinPath(path, k)); err != nil {
-				return err
-			}
-		}
+		return canonicalValues(v, t, path)
 	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok || t.PkgPath() != agentPackage {
-			return nil
-		}
-		spellings := spellingsOf(t)
-		written := map[string]string{} // JSON name -> the key that spells it
-		for _, k := range keys(obj) {
-			f, ok := spellings[k]
-			if !ok {
-				continue
-			}
-			if other, dup := written[f.name]; dup {
-				where := ""
-				if path != "" {
-					where = path + ": "
-				}
-				return fmt.Errorf("%s%s and %s are two spellings of the field %s: write it once", where, other, k, f.name)
-			}
-			written[f.name] = k
-		}
-		for _, name := range keys(written) {
-			k := written[name]
-			if k != name {
-				obj[name] = obj[k]
-				delete(obj, k)
-			}
-			if err := canonicalKeys(obj[name], spellings[name].typ, joinPath(path, name)); err != nil {
-				return err
-			}
+		return canonicalFields(v, t, path)
+	}
+	return nil
+}
+
+// canonicalItems rewrites the keys of the items of a list.
+func canonicalItems(v any, t reflect.Type, path string) error {
+	list, _ := v.([]any)
+	for i, item := range list {
+		if err := canonicalKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// canonicalValues rewrites the keys of the values of a map keyed by strings.
+func canonicalValues(v any, t reflect.Type, path string) error {
+	obj, ok := v.(map[string]any)
+	if !ok || t.Key().Kind() != reflect.String {
+		return nil
+	}
+	for _, k := range keys(obj) {
+		if err := canonicalKeys(obj[k], t.Elem(), joinPath(path, k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// canonicalFields rewrites the keys of an object that is one of this package's structs to
+// its fields' JSON names, and the keys of their values.
+func canonicalFields(v any, t reflect.Type, path string) error {
+	obj, ok := v.(map[string]any)
+	if !ok || t.PkgPath() != agentPackage {
+		return nil
+	}
+	spellings := spellingsOf(t)
+	written, err := fieldSpellings(obj, spellings, path)
+	if err != nil {
+		return err
+	}
+	for _, name := range keys(written) {
+		if k := written[name]; k != name {
+			obj[name] = obj[k]
+			delete(obj, k)
+		}
+		if err := canonicalKeys(obj[name], spellings[name].typ, joinPath(path, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldSpellings is the key of obj that spells each field it has, by the field's JSON name;
+// a field spelt twice is an error.
+func fieldSpellings(obj map[string]any, spellings map[string]fieldSpelling, path string) (map[string]string, error) {
+	written := map[string]string{}
+	for _, k := range keys(obj) {
+		f, ok := spellings[k]
+		if !ok {
+			continue
+		}
+		if other, dup := written[f.name]; dup {
+			return nil, fmt.Errorf("%s%s and %s are two spellings of the field %s: write it once", pathPrefix(path), other, k, f.name)
+		}
+		written[f.name] = k
+	}
+	return written, nil
+}
+
+// pathPrefix is where an error is, before what it says: "path: ", or nothing at the top.
+func pathPrefix(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ": "
 }
 
 func joinPath(path, key string) string {

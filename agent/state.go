@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/quiverhq/quiver"
@@ -28,6 +29,10 @@ type ThreadState struct {
 	// Attempts counts, for each call without a result, the executions of it that may have
 	// started: what the next run's attempt number for the call follows (see attempts.go).
 	Attempts map[string]int `json:"attempts,omitempty"`
+	// Caller is who started the thread's last run at a door, as the runner's Entitlements
+	// read it (the platform encodes it): a run resumed later (a decision, a client's result, a
+	// restart) is entitled as the run it continues was.
+	Caller json.RawMessage `json:"caller,omitempty"`
 }
 
 // Spawn is how a child thread came to be.
@@ -53,6 +58,9 @@ type Spawn struct {
 	Deferred []quiver.Variable `json:"deferred,omitempty"`
 	// Message is the child's first message while it is deferred.
 	Message string `json:"message,omitempty"`
+	// Caller is the caller of the parent's run (see ThreadState.Caller): a child is entitled
+	// as its parent's caller, for every agent of Path.
+	Caller json.RawMessage `json:"caller,omitempty"`
 }
 
 // ReadState decodes a thread's state.
@@ -103,6 +111,15 @@ var ReservedTagPrefixes = []string{"call:", "immediate:", "prompt:", "state:"}
 // WaitingTag marks a thread whose last run paused for a person's decision or a client's
 // result: listing the threads with it is the workspace's inbox of waiting calls.
 const WaitingTag = "state:waiting"
+
+// FailedTag marks a thread whose last run failed for good: listing the threads with it (and
+// idle) lists the failed ones. A later run's end takes it off.
+const FailedTag = "state:failed"
+
+// dropStateTags takes the tags of the last run's ending off t.
+func dropStateTags(t *store.Thread) {
+	t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool { return tag == WaitingTag || tag == FailedTag })
+}
 
 // ReservedTag reports whether tag is one of the runtime's.
 func ReservedTag(tag string) bool {

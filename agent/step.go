@@ -30,25 +30,9 @@ func (rs *run) step(ctx context.Context) error {
 	th := rs.th
 	stepNo := rs.steps + 1
 	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo, Side: rs.side})
-	hist := rs.hist
-	if rs.side != "" {
-		hist = sideView(hist, rs.side)
-	}
-	req := rs.request(hist)
-	mctx, span := rs.chatSpan(ctx)
-	var start time.Time
-	if rs.meters != nil {
-		start = time.Now()
-	}
-	resp, err := rs.model.Generate(mctx, req, func(d model.Delta) {
-		rs.r.events.emit(Event{Type: EventTextDelta, ThreadID: th.ID(), Step: stepNo, Side: rs.side, Text: d.Text})
-	})
-	endChatSpan(span, resp, err)
-	if rs.meters != nil {
-		rs.meters.chat(ctx, rs.model.Name(), time.Since(start), resp, err)
-	}
+	resp, err := rs.generate(ctx, stepNo)
 	if err != nil {
-		return &modelCallError{model: rs.model.Name(), err: err}
+		return err
 	}
 	text, calls, retry := rs.interpret(ctx, resp, rs.hist, stepNo)
 	am := &store.Message{Role: store.RoleAssistant, Content: text, Side: rs.side}
@@ -64,23 +48,9 @@ func (rs *run) step(ctx context.Context) error {
 	}
 	rs.hist = append(rs.hist, am)
 	rs.steps = stepNo
-	if limit := rs.prompt.maxCallsPerStep(); len(calls) > limit {
-		// Every call must be answered before the model is asked again: the calls past the
-		// limit get an error result now, and are never run.
-		for _, c := range calls[limit:] {
-			res := quiver.Errorf(quiver.CodeTooManyCalls, "call %s was not run: this step asked for %d tool calls, over the limit of %d "+
-				"calls in one step; the first %d ran. Ask for at most %d calls at a time.", c.Name, len(calls), limit, limit, limit)
-			m, err := th.Record(ctx, &c, res)
-			if err != nil && !errors.Is(err, store.ErrResultExists) {
-				return err
-			}
-			if m != nil {
-				rs.hist = append(rs.hist, m)
-			}
-		}
-		calls = calls[:limit]
+	if rs.pending, err = rs.refuseExtraCalls(ctx, calls); err != nil {
+		return err
 	}
-	rs.pending = calls
 	if retry != "" {
 		// The model broke the composed format: say so, and let it try again next step.
 		um, err := th.AppendUser(ctx, retry)
@@ -89,8 +59,55 @@ func (rs *run) step(ctx context.Context) error {
 		}
 		rs.hist = append(rs.hist, um)
 	}
-	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: th.ID(), Step: stepNo, Side: rs.side, Text: text, Calls: calls})
+	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: th.ID(), Step: stepNo, Side: rs.side, Text: text, Calls: rs.pending})
 	return nil
+}
+
+// generate asks the model for step stepNo, its text announced as it comes.
+func (rs *run) generate(ctx context.Context, stepNo int) (*model.Response, error) {
+	hist := rs.hist
+	if rs.side != "" {
+		hist = sideView(hist, rs.side)
+	}
+	req := rs.request(hist)
+	mctx, span := rs.chatSpan(ctx)
+	var start time.Time
+	if rs.meters != nil {
+		start = time.Now()
+	}
+	resp, err := rs.model.Generate(mctx, req, func(d model.Delta) {
+		rs.r.events.emit(Event{Type: EventTextDelta, ThreadID: rs.th.ID(), Step: stepNo, Side: rs.side, Text: d.Text})
+	})
+	endChatSpan(span, resp, err)
+	if rs.meters != nil {
+		rs.meters.chat(ctx, rs.model.Name(), time.Since(start), resp, err)
+	}
+	if err != nil {
+		return nil, &modelCallError{model: rs.model.Name(), err: err}
+	}
+	return resp, nil
+}
+
+// refuseExtraCalls returns the calls of a step up to the prompt's limit. Every call must be
+// answered before the model is asked again: the calls past the limit get an error result now,
+// and are never run.
+func (rs *run) refuseExtraCalls(ctx context.Context, calls []quiver.Call) ([]quiver.Call, error) {
+	limit := rs.prompt.maxCallsPerStep()
+	if len(calls) <= limit {
+		return calls, nil
+	}
+	for _, c := range calls[limit:] {
+		res := quiver.Errorf(quiver.CodeTooManyCalls, "call %s was not run: this step asked for %d tool calls, over the limit of %d "+
+			"calls in one step; the first %d ran. Ask for at most %d calls at a time.", c.Name, len(calls), limit, limit, limit)
+		m, err := rs.th.Record(ctx, &c, res)
+		if err != nil && !errors.Is(err, store.ErrResultExists) {
+			return nil, err
+		}
+		if m != nil {
+			rs.hist = append(rs.hist, m)
+		}
+	}
+	return calls[:limit], nil
 }
 
 // chatSpan starts the span of a model request ("chat MODEL"), nil when the run makes no spans.
@@ -128,12 +145,6 @@ func (rs *run) request(hist []*store.Message) *model.Request {
 	p := rs.prompt
 	req := &model.Request{System: rs.system, Tools: rs.tools, Output: rs.composed, MaxTokens: p.MaxTokens,
 		Temperature: p.Temperature, Messages: make([]model.Message, 0, len(hist))}
-	outbound := func(name string) string {
-		if rs.tools == nil {
-			return name
-		}
-		return rs.tools.Outbound(name)
-	}
 	for _, m := range hist {
 		switch m.Role {
 		case store.RoleUser:
@@ -143,48 +154,63 @@ func (rs *run) request(hist []*store.Message) *model.Request {
 			// notice) reaches the model as a user message that says what it is.
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: "[system notice] " + m.Content})
 		case store.RoleAssistant:
-			if rs.composed != nil {
-				req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: composedDocument(m)})
-				continue
-			}
-			am := model.Message{Role: model.RoleAssistant, Text: m.Content}
-			for _, c := range m.ToolCalls {
-				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: outbound(c.Name), Args: historyArgs(c),
-					Signature: c.Signature})
-			}
-			req.Messages = append(req.Messages, am)
+			req.Messages = append(req.Messages, rs.turnMessage(m))
 		case store.RoleTool:
-			// The history is rebuilt for every request, so a step must not decode every earlier
-			// result again: the status says whether it failed, and only content that can hold
-			// an image is decoded.
-			isErr := m.Result != nil && quiver.Status(m.Result.Status) == quiver.StatusError
-			text := m.Content
-			if p.UntrustedToolOutput {
-				// Error results too: a tool's error often quotes what it read.
-				text = untrusted(text)
-			}
-			if rs.composed != nil {
-				// Without native tool calling, results come back as a user message.
-				label := "Result"
-				if isErr {
-					label = "Error"
-				}
-				req.Messages = append(req.Messages, model.Message{Role: model.RoleUser,
-					Text: fmt.Sprintf("%s of call %s (%s): %s", label, m.ToolCallID, m.ToolName, text)})
-				continue
-			}
-			tm := model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, ToolName: outbound(m.ToolName), Text: text,
-				IsError: isErr}
-			if m.Result != nil && bytes.Contains(m.Result.Content, []byte(`"image"`)) {
-				var content []quiver.Content
-				if json.Unmarshal(m.Result.Content, &content) == nil {
-					tm.Images = images(content)
-				}
-			}
-			req.Messages = append(req.Messages, tm)
+			req.Messages = append(req.Messages, rs.resultMessage(m))
 		}
 	}
 	return req
+}
+
+// turnMessage is an assistant's turn as the model reads it: in composed mode, the document
+// it answered with.
+func (rs *run) turnMessage(m *store.Message) model.Message {
+	if rs.composed != nil {
+		return model.Message{Role: model.RoleAssistant, Text: composedDocument(m)}
+	}
+	am := model.Message{Role: model.RoleAssistant, Text: m.Content}
+	for _, c := range m.ToolCalls {
+		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: rs.outbound(c.Name), Args: historyArgs(c),
+			Signature: c.Signature})
+	}
+	return am
+}
+
+// resultMessage is a tool's result as the model reads it. The history is rebuilt for every
+// request, so a step must not decode every earlier result again: the status says whether it
+// failed, and only content that can hold an image is decoded.
+func (rs *run) resultMessage(m *store.Message) model.Message {
+	isErr := m.Result != nil && quiver.Status(m.Result.Status) == quiver.StatusError
+	text := m.Content
+	if rs.prompt.UntrustedToolOutput {
+		// Error results too: a tool's error often quotes what it read.
+		text = untrusted(text)
+	}
+	if rs.composed != nil {
+		// Without native tool calling, results come back as a user message.
+		label := "Result"
+		if isErr {
+			label = "Error"
+		}
+		return model.Message{Role: model.RoleUser, Text: fmt.Sprintf("%s of call %s (%s): %s", label, m.ToolCallID, m.ToolName, text)}
+	}
+	tm := model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, ToolName: rs.outbound(m.ToolName), Text: text,
+		IsError: isErr}
+	if m.Result != nil && bytes.Contains(m.Result.Content, []byte(`"image"`)) {
+		var content []quiver.Content
+		if json.Unmarshal(m.Result.Content, &content) == nil {
+			tm.Images = images(content)
+		}
+	}
+	return tm
+}
+
+// outbound is the name the provider knows a tool by.
+func (rs *run) outbound(name string) string {
+	if rs.tools == nil {
+		return name
+	}
+	return rs.tools.Outbound(name)
 }
 
 // images returns the image content of a result, decoded.
@@ -282,12 +308,6 @@ var validCallID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // document or ""), the calls in canonical names with ids unique in the thread, and, when the
 // model broke the composed format, a message telling it so.
 func (rs *run) interpret(ctx context.Context, resp *model.Response, hist []*store.Message, step int) (text string, calls []quiver.Call, retry string) {
-	used := map[string]bool{}
-	for _, m := range hist {
-		for _, c := range m.ToolCalls {
-			used[c.ID] = true
-		}
-	}
 	if rs.composed != nil {
 		parsed, output, err := quiver.ParseComposed([]byte(resp.Text))
 		if err != nil {
@@ -302,26 +322,49 @@ func (rs *run) interpret(ctx context.Context, resp *model.Response, hist []*stor
 			text = string(output)
 		}
 	} else {
-		text = resp.Text
-		for _, tc := range resp.ToolCalls {
-			name, args := tc.Name, []byte(tc.Args)
-			if rs.tools != nil {
-				name, args, _ = rs.tools.Inbound(tc.Name, tc.Args)
-			}
-			args, reasoning := splitReasoning(args)
-			calls = append(calls, quiver.Call{ID: tc.ID, Name: name, Args: args, Reasoning: reasoning})
+		text, calls = resp.Text, rs.nativeCalls(resp.ToolCalls)
+	}
+	giveCallIDs(ctx, calls, usedCallIDs(hist), step)
+	return text, calls, ""
+}
+
+// nativeCalls are the calls of a provider's tool calling in canonical names, their reasoning
+// apart from their arguments.
+func (rs *run) nativeCalls(tcs []model.ToolCall) []quiver.Call {
+	var calls []quiver.Call
+	for _, tc := range tcs {
+		name, args := tc.Name, []byte(tc.Args)
+		if rs.tools != nil {
+			name, args, _ = rs.tools.Inbound(tc.Name, tc.Args)
+		}
+		args, reasoning := splitReasoning(args)
+		calls = append(calls, quiver.Call{ID: tc.ID, Name: name, Args: args, Reasoning: reasoning})
+	}
+	return calls
+}
+
+// usedCallIDs are the ids of the calls in hist.
+func usedCallIDs(hist []*store.Message) map[string]bool {
+	used := map[string]bool{}
+	for _, m := range hist {
+		for _, c := range m.ToolCalls {
+			used[c.ID] = true
 		}
 	}
+	return used
+}
+
+// giveCallIDs gives each call an id unique in the thread. Some servers repeat ids across
+// turns ("call_0") or send none; the thread needs them unique, and the model only needs them
+// consistent.
+func giveCallIDs(ctx context.Context, calls []quiver.Call, used map[string]bool, step int) {
 	for i := range calls {
 		id := calls[i].ID
 		if id == "" || used[id] || !validCallID.MatchString(id) {
-			// Some servers repeat ids across turns ("call_0") or send none; the thread needs
-			// them unique, and the model only needs them consistent.
 			fresh := stamp.ID(ctx, "call")
 			id = fmt.Sprintf("call_s%d_%d_%s", step, i, fresh[len(fresh)-10:]) // the random end of the id
 		}
 		used[id] = true
 		calls[i].ID = id
 	}
-	return text, calls, ""
 }

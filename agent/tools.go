@@ -23,7 +23,7 @@ const (
 	ToolSubagentCreate  = "subagent_create"
 	ToolSubagentMessage = "subagent_message"
 	// ToolSubagentTerminate ends a resumable sub-agent for good, which frees its place under
-	// maxInstances: an addition of Quiver's to the two lifecycle tools of the spec.
+	// maxInstances: Quiver's addition to the two lifecycle tools, create and message.
 	ToolSubagentTerminate = "subagent_terminate"
 )
 
@@ -76,14 +76,14 @@ func (c *Catalog) agentNames() []string {
 
 // promptTool is a prompt offered as a tool.
 func (r *Runner) promptTool(cfg Subprompt) (*quiver.Tool, error) {
-	p, ok := r.Catalog.Prompts[cfg.Name]
+	p, ok := r.catalog().Prompts[cfg.Name]
 	if !ok {
 		return nil, fmt.Errorf("subprompt %s is not a prompt of the catalog", cfg.Name)
 	}
 	in := withProperty(argsOf(p), cfg.InitAttachmentsProperty, attachmentsProperty())
 	t := target{agent: &Agent{Name: p.Name, Description: p.Description, Prompt: p}, prompt: true, shaping: cfg}
 	return quiver.NewTool(quiver.Spec{Name: p.Name, Description: toolDescription("prompt", p.Name, p.Description), InputSchema: in,
-		Timeout: childTimeout}, func(ctx context.Context, args json.RawMessage) (any, error) {
+		Timeout: childTimeout, Source: quiver.SourcePrompt + ":" + p.Name}, func(ctx context.Context, args json.RawMessage) (any, error) {
 		return r.runNested(ctx, t, args)
 	})
 }
@@ -95,14 +95,14 @@ func (r *Runner) agentTool(a *Agent, cfg Subagent) (*quiver.Tool, error) {
 		in := &schema.Schema{Type: "object", Properties: map[string]*schema.Schema{
 			"message": {Type: "string", Description: "A word for the agent taking over: what the person needs."}}}
 		return quiver.NewTool(quiver.Spec{Name: a.Name, Description: toolDescription("agent", a.Name, a.Description) +
-			" Calling it hands this conversation over to that agent.", InputSchema: in},
+			" Calling it hands this conversation over to that agent.", InputSchema: in, Source: quiver.SourcePrompt + ":" + a.Name},
 			func(ctx context.Context, args json.RawMessage) (any, error) { return r.handoff(ctx, a, args) })
 	}
 	in := withProperty(argsOf(a.Prompt), cfg.InitAttachmentsProperty, attachmentsProperty())
 	in = withProperty(in, cfg.InitAgentNameProperty, &schema.Schema{Type: "string", MaxLength: ptr(store.MaxNameLen), Description: "A name for this sub-agent."})
 	t := target{agent: a, sub: cfg}
 	return quiver.NewTool(quiver.Spec{Name: a.Name, Description: toolDescription("agent", a.Name, a.Description), InputSchema: in,
-		Timeout: childTimeout}, func(ctx context.Context, args json.RawMessage) (any, error) {
+		Timeout: childTimeout, Source: quiver.SourcePrompt + ":" + a.Name}, func(ctx context.Context, args json.RawMessage) (any, error) {
 		return r.runNested(ctx, t, args)
 	})
 }
@@ -141,7 +141,7 @@ func (r *Runner) lifecycleTools(cfgs []Subagent) (create, message, terminate *qu
 	argSchemas := map[string]*schema.Compiled{} // compiled once, not per call
 	for i, c := range cfgs {
 		names[i] = c.Name
-		if a, ok := r.Catalog.Agents[c.Name]; ok && a.Prompt.Args != nil {
+		if a, ok := r.catalog().Agents[c.Name]; ok && a.Prompt.Args != nil {
 			if argSchemas[c.Name], err = schema.Compile(a.Prompt.Args); err != nil {
 				return nil, nil, nil, fmt.Errorf("subagent %s: args: %v", c.Name, err)
 			}
@@ -297,7 +297,7 @@ func (r *Runner) subagentCreate(ctx context.Context, cfgs []Subagent, argSchemas
 	if err := checkAttachments(ctx, parent, in.Attachments); err != nil {
 		return quiver.Errorf(quiver.CodeInvalidArguments, "%v", err), nil
 	}
-	a, ok := r.Catalog.Agents[cfg.Name]
+	a, ok := r.catalog().Agents[cfg.Name]
 	if !ok {
 		return spawnError("agent %q is not defined", cfg.Name), nil
 	}
@@ -419,7 +419,7 @@ func (r *Runner) subagentMessage(ctx context.Context, cfgs []Subagent, args json
 			found.Ref, found.Name, liveChildren(kids)), nil
 	}
 	i := slices.IndexFunc(cfgs, func(c Subagent) bool { return c.Name == found.AgentID })
-	a, ok := r.Catalog.Agents[found.AgentID]
+	a, ok := r.catalog().Agents[found.AgentID]
 	if i < 0 || !ok {
 		return quiver.Errorf(CodeUnknownChild, "sub-agent %s runs %s, which this prompt does not manage", found.Ref, found.AgentID), nil
 	}
@@ -511,7 +511,7 @@ func (rs *run) enabled(ctx context.Context, flag string) bool {
 // while they can act), and the names of those nested tools.
 func (rs *run) withNested(ctx context.Context, reg *quiver.Registry) (*quiver.Registry, []string, error) {
 	p := rs.prompt
-	if len(p.Subprompts) == 0 && len(p.Subagents) == 0 && rs.r.Catalog == nil {
+	if len(p.Subprompts) == 0 && len(p.Subagents) == 0 && rs.r.catalog() == nil {
 		return reg, nil, nil
 	}
 	ns, err := rs.r.nested(p)
@@ -545,6 +545,8 @@ func (rs *run) withNested(ctx context.Context, reg *quiver.Registry) (*quiver.Re
 		return reg, nil, nil
 	}
 	over := &quiver.Registry{Base: reg}
+	// The prompt's own tools are governed as the workspace's are.
+	over.SetGovernance(reg.Governance())
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name()

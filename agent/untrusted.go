@@ -6,7 +6,7 @@ import (
 	"regexp"
 )
 
-// Tool output as untrusted data (Prompt.UntrustedToolOutput; seed 003 §4.3). A tool's result
+// Tool output as untrusted data (Prompt.UntrustedToolOutput). A tool's result
 // often carries text nobody vetted (a web page, a file, another system's error message), and
 // a model tends to follow instructions wherever it reads them. With the setting on, each
 // result reaches the model between two markers that share an id, after a line saying it is

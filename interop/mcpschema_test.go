@@ -26,6 +26,11 @@ type record struct {
 	Method    string          `json:"method"`
 	Kind      string          `json:"kind"`
 	Message   json.RawMessage `json:"message"`
+	// Expect names the error the specification says the request is answered with
+	// (schemas.mjs has each version's code for it); URI is the resource a resources/read
+	// asked for, which a resource-not-found error's data names.
+	Expect string `json:"expect,omitempty"`
+	URI    string `json:"uri,omitempty"`
 }
 
 // exchange is one line a client sends: a request (method and params), or a raw line that is
@@ -33,6 +38,14 @@ type record struct {
 type exchange struct {
 	method, params string
 	raw            string // sent as is when set; its answer is an error without id
+	expect, uri    string // the error the answer must be (see record.Expect), and the URI read
+}
+
+// failing is a request whose answer the specification says is the error expect.
+func failing(method, params, expect string) exchange {
+	var p struct{ URI string }
+	_ = json.Unmarshal([]byte(params), &p)
+	return exchange{method: method, params: params, expect: expect, uri: p.URI}
 }
 
 // script is what a session sends after it is set up: every kind of answer Quiver gives
@@ -64,17 +77,17 @@ func script(modern bool) []exchange {
 		exchange{method: "prompts/get", params: `{"name":"test_prompt_with_arguments","arguments":{"arg1":"a","arg2":"b"}}`},
 		exchange{method: "prompts/get", params: `{"name":"test_prompt_with_image"}`},
 		exchange{method: "prompts/get", params: `{"name":"test_prompt_with_embedded_resource","arguments":{"resourceUri":"test://static-text"}}`},
-		exchange{method: "prompts/get", params: `{"name":"no_such_prompt"}`},
+		failing("prompts/get", `{"name":"no_such_prompt"}`, "invalid-params"),
 		exchange{method: "resources/list", params: `{}`},
 		exchange{method: "resources/templates/list", params: `{}`},
 		exchange{method: "resources/read", params: `{"uri":"test://static-text"}`},
 		exchange{method: "resources/read", params: `{"uri":"test://static-binary"}`},
 		exchange{method: "resources/read", params: `{"uri":"test://template/7/data"}`},
-		exchange{method: "resources/read", params: `{"uri":"test://no-such-resource"}`},
+		failing("resources/read", `{"uri":"test://no-such-resource"}`, "resource-not-found"),
 		exchange{method: "completion/complete", params: `{"ref":{"type":"ref/prompt","name":"test_prompt_with_arguments"},"argument":{"name":"arg1","value":"a"}}`},
-		exchange{method: "no/such_method", params: `{}`},
-		exchange{method: "tools/call", params: `{"arguments":{}}`},
-		exchange{raw: `{"jsonrpc":"2.0","id":99,"method":`},
+		failing("no/such_method", `{}`, "method-not-found"),
+		failing("tools/call", `{"arguments":{}}`, "invalid-params"),
+		exchange{raw: `{"jsonrpc":"2.0","id":99,"method":`, expect: "parse-error"},
 	)
 	return s
 }
@@ -122,6 +135,12 @@ func recordSession(t *testing.T, transport, version string, s session) []record 
 			out = append(out, classify(t, transport, negotiated, method, m))
 		}
 	}
+	// expect marks the answer, the last message sent back, with the error it must be.
+	expect := func(e exchange) {
+		if e.expect != "" {
+			out[len(out)-1].Expect, out[len(out)-1].URI = e.expect, e.uri
+		}
+	}
 	modern := version >= "2026-07-28"
 	if modern {
 		do("server/discover", envelope(version, `{}`))
@@ -147,6 +166,7 @@ func recordSession(t *testing.T, transport, version string, s session) []record 
 			for _, m := range s.send(t, -1, e.raw) {
 				out = append(out, classify(t, transport, negotiated, "(not JSON)", m))
 			}
+			expect(e)
 			continue
 		}
 		params := e.params
@@ -154,6 +174,7 @@ func recordSession(t *testing.T, transport, version string, s session) []record 
 			params = envelope(version, params)
 		}
 		do(e.method, params)
+		expect(e)
 	}
 	return out
 }
@@ -306,9 +327,12 @@ func (s *httpSession) send(t *testing.T, id int, line string) [][]byte {
 // Every message Quiver's MCP server sends (answers to initialize, discovery, lists, calls,
 // prompts, resources and completions, its errors, and its progress and log notifications)
 // matches the official TypeScript SDK's schemas for the protocol version the session
-// negotiated, for every version Quiver accepts, over stdio and over HTTP. It found a parse
-// error answered with "id": null, which MCP's schema refuses (the id is left out now), and
-// quiver mcp stdio ending at a line that was not JSON.
+// negotiated, for every version Quiver accepts, over stdio and over HTTP; and each error the
+// specification names has that version's code (resource not found: -32002 up to 2025-11-25,
+// -32602 from 2026-07-28 on) and is read as what it is by the SDK. It found a parse error
+// answered with "id": null, which MCP's schema refuses (the id is left out now), quiver mcp
+// stdio ending at a line that was not JSON, and a resource not found answered -32602 at
+// 2025-11-25.
 func TestMCPMessagesMatchTheOfficialSchemas(t *testing.T) {
 	npmDir(t)
 	endpoint, key := serve(t, "--conformance")
@@ -325,6 +349,9 @@ func TestMCPMessagesMatchTheOfficialSchemas(t *testing.T) {
 			for _, r := range all {
 				if r.Transport == transport && r.Version == version {
 					seen[r.Kind+" "+r.Method] = true
+					if r.Expect != "" && r.Kind == "error" {
+						seen[r.Expect+" "+r.Method] = true
+					}
 				}
 			}
 			if transport == "http" && version == "2026-07-28" {
@@ -332,6 +359,9 @@ func TestMCPMessagesMatchTheOfficialSchemas(t *testing.T) {
 					t.Errorf("http 2026-07-28: server/discover was not refused: %v", seen)
 				}
 				continue // the session went on at 2025-11-25
+			}
+			if !seen["resource-not-found resources/read"] {
+				t.Errorf("%s %s: no resource not found was checked: %v", transport, version, seen)
 			}
 			for _, want := range []string{"result tools/list", "result tools/call", "result prompts/get", "error prompts/get", "error resources/read",
 				"result resources/read", "result completion/complete", "error no/such_method", "error (not JSON)",

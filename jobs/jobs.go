@@ -27,12 +27,15 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel"
@@ -41,7 +44,6 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
-	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -60,6 +62,9 @@ type RunArgs struct {
 	// tracestate when there is one), so that the run's spans join that request's trace
 	// whichever process runs it. It is not part of the run's identity.
 	Trace map[string]string `json:"trace,omitempty"`
+	// Caller is who started the run at a door, as the runner is entitled as it (see
+	// agent.WithCaller); none: the thread's last caller. Not part of the run's identity.
+	Caller json.RawMessage `json:"caller,omitempty"`
 }
 
 // Kind is the job's kind in River's tables.
@@ -125,6 +130,9 @@ type Config struct {
 	// maxAttempts, when set, is how often River tries a job before it gives up (River's
 	// default: 25); tests lower it.
 	maxAttempts int
+	// hooks, when set, are River's hooks (a test holds a job between its end and River's
+	// record of it).
+	hooks []rivertype.Hook
 	// orphanGrace and orphanCheck: see orphaned (tests shorten them).
 	orphanGrace, orphanCheck time.Duration
 }
@@ -136,25 +144,20 @@ func (c *Config) check() error {
 	if c.Workers < 0 || c.RunTimeout < 0 || c.PurgeEvery < 0 {
 		return fmt.Errorf("jobs: Workers (%d), RunTimeout (%s) and PurgeEvery (%s) must not be negative; 0 takes the default", c.Workers, c.RunTimeout, c.PurgeEvery)
 	}
-	if c.PurgeEvery == 0 {
-		c.PurgeEvery = DefaultPurgeEvery
-	}
-	if c.orphanGrace == 0 {
-		c.orphanGrace = orphanGrace
-	}
-	if c.orphanCheck == 0 {
-		c.orphanCheck = orphanCheck
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.RunTimeout == 0 {
-		c.RunTimeout = DefaultRunTimeout
-	}
+	c.setDefaults()
+	return nil
+}
+
+// setDefaults sets the fields left zero to their defaults.
+func (c *Config) setDefaults() {
+	c.PurgeEvery = cmp.Or(c.PurgeEvery, DefaultPurgeEvery)
+	c.orphanGrace = cmp.Or(c.orphanGrace, orphanGrace)
+	c.orphanCheck = cmp.Or(c.orphanCheck, orphanCheck)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.RunTimeout = cmp.Or(c.RunTimeout, DefaultRunTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return nil
 }
 
 func (c *Config) now() time.Time {
@@ -193,6 +196,7 @@ func (c *Config) riverConfig(workers *river.Workers) *river.Config {
 	if c.maxAttempts > 0 {
 		rc.MaxAttempts = c.maxAttempts
 	}
+	rc.Hooks = c.hooks
 	if pj := c.purgeJob(); pj != nil {
 		rc.PeriodicJobs = []*river.PeriodicJob{pj}
 	}
@@ -222,6 +226,10 @@ type Jobs struct {
 	// threads is the threads' lease, which Start holds for a moment to record a run's
 	// message (see recordMessage).
 	threads lease
+	// insertTx, on PostgreSQL, queues a run in a transaction of River's pool that first
+	// does what before does (see insertWithMessage), and rolls it back when before fails or
+	// the thread has a run already (the result says so); nil on SQLite.
+	insertTx func(ctx context.Context, args RunArgs, before func(pgx.Tx) error) (*rivertype.JobInsertResult, error)
 }
 
 // client is the part of a river.Client Jobs uses: the client's type depends on its driver's.
@@ -230,127 +238,6 @@ type client interface {
 	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	Stop(ctx context.Context) error
 	StopAndCancel(ctx context.Context) error
-}
-
-// Start queues a run and returns at once with its job's id; ErrRunQueued when the thread
-// already has one queued or running.
-func (j *Jobs) Start(ctx context.Context, args RunArgs) (int64, error) {
-	if args.WorkspaceID == "" || args.ThreadID == "" || args.Agent == "" {
-		return 0, fmt.Errorf("jobs: a run needs a workspace, a thread and an agent: %w", store.ErrInvalid)
-	}
-	switch {
-	case args.Message == "" && args.MessageID != "":
-		return 0, fmt.Errorf("jobs: a run has a message id but no message: %w", store.ErrInvalid)
-	case args.Message != "" && args.MessageID == "":
-		args.MessageID = stamp.ID(ctx, store.PrefixMessage) // fixed in the job, so that every try appends the same message
-	}
-	args.Trace = traceOf(ctx)
-	// The thread's lease is taken before the job is queued, so that the job's worker, however
-	// soon it starts, waits for the message to be recorded instead of taking the lease first.
-	var release func()
-	if args.MessageID != "" {
-		release = j.holdThread(ctx, args.ThreadID)
-	}
-	// Given back after Start returns: on PostgreSQL that is a round trip its caller need not
-	// wait for (the job's worker, should it come first, waits for the lease).
-	defer func() {
-		if release != nil {
-			go release()
-		}
-	}()
-	res, err := j.client.Insert(ctx, args, nil)
-	if err != nil {
-		return 0, fmt.Errorf("jobs: queueing the run: %w", err)
-	}
-	if res.UniqueSkippedAsDuplicate {
-		return res.Job.ID, fmt.Errorf("%w (job %d)", ErrRunQueued, res.Job.ID)
-	}
-	if release != nil {
-		j.recordMessage(ctx, args)
-	}
-	return res.Job.ID, nil
-}
-
-// holdThread takes the thread's lease when no run holds it, for Start to record a queued run's
-// message (see recordMessage), and returns what gives it back; nil when it is held, or the
-// lease could not be read.
-func (j *Jobs) holdThread(ctx context.Context, threadID string) func() {
-	if j.threads == nil || j.runner == nil {
-		return nil
-	}
-	release, ok, err := j.threads.try(ctx, threadID)
-	if err != nil || !ok {
-		return nil
-	}
-	return release
-}
-
-// recordMessage appends a queued run's message at once, under the thread's lease Start holds,
-// so that the thread's streams show it now and a reader of the thread finds it once Start
-// returns, instead of when a worker takes the job. The job carries the message too: when the
-// thread is held (a wake's run, a run in the foreground: a message appended in the middle of
-// their step would split a model's calls from their results), or the append fails, or this
-// process dies first, the job's worker appends it, under the lease, once; the same id makes
-// the two appends one.
-func (j *Jobs) recordMessage(ctx context.Context, args RunArgs) {
-	err := j.runner.Store.Append(ctx, args.WorkspaceID, args.ThreadID, &store.Message{ID: args.MessageID, Role: store.RoleUser, Content: args.Message})
-	if err == nil {
-		j.runner.Announce(agent.Event{Type: agent.EventMessage, ThreadID: args.ThreadID})
-	}
-}
-
-// continueWait bounds how long Continue waits for a thread's run to finish.
-const continueWait = 10 * time.Second
-
-// Continue queues a run without a message, to act on what was just added to a paused thread (a
-// decision, a client's result). A run queued and not yet started will see it, so it is the
-// run; but a run still running may have read the thread already: the run that paused is
-// finishing, so Continue waits for it to end (at most continueWait) and queues another.
-func (j *Jobs) Continue(ctx context.Context, args RunArgs) (int64, error) {
-	args.Message, args.MessageID = "", ""
-	deadline := time.Now().Add(continueWait)
-	for {
-		id, err := j.Start(ctx, args)
-		if !errors.Is(err, ErrRunQueued) {
-			return id, err
-		}
-		row, serr := j.client.JobGet(ctx, id)
-		if serr != nil {
-			return 0, serr
-		}
-		switch row.State {
-		case rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateScheduled, rivertype.JobStateRetryable:
-			return id, nil // queued, not started: it will see the change
-		case rivertype.JobStateRunning:
-			// The run that paused, finishing: wait for it.
-		default:
-			continue // it ended between the insert and the read: insert again
-		}
-		if time.Now().After(deadline) {
-			return id, fmt.Errorf("jobs: thread %s still has a run going after %s; try again: %w", args.ThreadID, continueWait, ErrRunQueued)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// Watch queues a watch of a paused thread that is about to be answered (a decision, a
-// client's result), due after delay: recording the answer and queueing the run that acts on
-// it (Continue) are two steps, and a process that dies between them leaves the answer stored
-// and the thread paused with no run. Queued before the answer is recorded, the watch finds
-// such a thread and runs it; it does nothing when a run went on as it should (or the answer
-// was never recorded: the thread still waits).
-// It returns the watch's job id.
-func (j *Jobs) Watch(ctx context.Context, args RunArgs, delay time.Duration) (int64, error) {
-	res, err := j.client.Insert(ctx, WakeArgs{WorkspaceID: args.WorkspaceID, ThreadID: args.ThreadID, Agent: args.Agent,
-		Answered: true, Trace: traceOf(ctx)}, &river.InsertOpts{Queue: queue, ScheduledAt: time.Now().Add(delay)})
-	if err != nil {
-		return 0, fmt.Errorf("jobs: queueing the watch of thread %s: %w", args.ThreadID, err)
-	}
-	return res.Job.ID, nil
 }
 
 // Stop stops taking jobs and waits for the runs in progress to end until ctx ends; runs still
@@ -414,7 +301,7 @@ const leaseWait = 100 * time.Millisecond
 func (w *runWorker) Timeout(*river.Job[RunArgs]) time.Duration { return w.cfg.RunTimeout }
 
 func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
-	return w.work(withTrace(ctx, job.Args.Trace), job.Args, job.JobRow, false)
+	return w.work(agent.WithCaller(withTrace(ctx, job.Args.Trace), job.Args.Caller), job.Args, job.JobRow, false)
 }
 
 // traceOf is the W3C trace context of ctx's span, through the global propagator, for a job
@@ -462,8 +349,7 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 		return river.JobSnooze(busyRetry)
 	}
 	defer release()
-	st := w.cfg.Runner.Store
-	th, err := thread.Open(ctx, st, a.WorkspaceID, a.ThreadID)
+	th, err := thread.Open(ctx, w.cfg.Runner.Store, a.WorkspaceID, a.ThreadID)
 	if errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("jobs: no thread %s in workspace %s", a.ThreadID, a.WorkspaceID))
 	}
@@ -476,11 +362,16 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 			return err
 		}
 	}
+	return w.runThread(ctx, th, a, job)
+}
+
+// runThread runs the thread by its agent, once its message (if any) is in the history.
+func (w *runWorker) runThread(ctx context.Context, th *thread.Thread, a RunArgs, job *rivertype.JobRow) error {
 	ag, err := w.cfg.Agents(ctx, a.Agent)
 	if err != nil {
-		// Trying again does not make the name valid: on a fleet, every node takes runs, so a
-		// node without the agent fails it, saying so, rather than leaving it to luck.
-		err = fmt.Errorf("%w %q on the node that took the run (%w); every node on the database takes runs, so each needs the same agents",
+		// Trying again does not make the name valid: the agent is not in the configuration the
+		// node serves (the fleet's latest, which Agents reads again before it refuses).
+		err = fmt.Errorf("%w %q (%w); every node serves the fleet's configuration, whose agents quiver apply changes",
 			agent.ErrUnknownAgent, a.Agent, err)
 		return w.failed(ctx, th, a, job, w.cfg.Runner.Fail(ctx, th, a.Agent, err))
 	}

@@ -51,6 +51,10 @@ type relayed struct {
 	Topic string `json:"k,omitempty"`
 	Key   string `json:"e,omitempty"`
 	Body  []byte `json:"b,omitempty"`
+	// Seq numbers the node's notifications: PostgreSQL delivers only one of the identical
+	// notifications of a transaction, and two pieces of streamed text may be alike (the
+	// pieces of one long text too).
+	Seq uint64 `json:"q,omitempty"`
 }
 
 // relay publishes a runner's events and delivers the other nodes'.
@@ -124,7 +128,9 @@ func (rl *relay) enqueue(e agent.Event) {
 }
 
 // publish sends the queued events in order, on one connection of its own (not the pool's,
-// whose connections River needs) so that they arrive in order.
+// whose connections River needs) so that they arrive in order: each event at once when the
+// publisher is idle, and the events queued while it sent the last ones together, in one
+// statement (see notify).
 func (rl *relay) publish(ctx context.Context) {
 	for {
 		conn, err := rl.connect(ctx)
@@ -139,22 +145,52 @@ func (rl *relay) publish(ctx context.Context) {
 }
 
 func (rl *relay) publishOn(ctx context.Context, conn *pgx.Conn) error {
+	var seq uint64
 	for {
+		var batch []string
 		select {
 		case <-ctx.Done():
 			return nil
 		case m := <-rl.out:
-			for _, payload := range payloads(m) {
-				if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, rl.channel, payload); err != nil {
-					return err
-				}
+			batch = payloads(m, &seq)
+		}
+	more:
+		for len(batch) < relayBatch {
+			select {
+			case m := <-rl.out:
+				batch = append(batch, payloads(m, &seq)...)
+			default:
+				break more
 			}
+		}
+		if err := rl.notify(ctx, conn, batch); err != nil {
+			return err
 		}
 	}
 }
 
-// payloads encodes m as one notification or, for long text, several in order.
-func payloads(m relayed) []string {
+// relayBatch bounds the notifications sent in one statement.
+const relayBatch = 64
+
+// notify sends the payloads in order in one statement, and so in one transaction: each
+// notifying transaction takes an id and a commit (not waited for on disk: it writes nothing
+// else), and a run's events come close together (a step's start, its text, the step, the
+// run's end), so a busy publisher sends them in a few transactions instead of one each.
+// PostgreSQL delivers a transaction's notifications in the order it sent them.
+func (rl *relay) notify(ctx context.Context, conn *pgx.Conn, payloads []string) error {
+	if len(payloads) == 1 {
+		_, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, rl.channel, payloads[0])
+		return err
+	}
+	_, err := conn.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) WITH ORDINALITY AS u(p, i) ORDER BY i`, rl.channel, payloads)
+	return err
+}
+
+// payloads encodes m as one notification or, for long text, several in order, each numbered
+// with the next of seq.
+func payloads(m relayed, seq *uint64) []string {
+	*seq++
+	m.Seq = *seq
 	b, _ := json.Marshal(m)
 	if len(b) <= maxRelayPayload {
 		return []string{string(b)}
@@ -170,6 +206,8 @@ func payloads(m relayed) []string {
 		n := min(len(text), maxRelayPayload/8) // a rune is at most 4 bytes, 6 escaped in JSON
 		piece := m
 		piece.Text, text = string(text[:n]), text[n:]
+		*seq++
+		piece.Seq = *seq
 		b, _ := json.Marshal(piece)
 		out = append(out, string(b))
 	}

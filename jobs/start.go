@@ -55,7 +55,11 @@ func StartSQLite(ctx context.Context, path string, cfg Config) (*Jobs, error) {
 	// connection makes them take turns (the driver's own advice).
 	db.SetMaxOpenConns(1)
 	l := newLocalLease()
-	j, _, err := start(ctx, localSQLite{riversqlite.New(db)}, &cfg, l, l, true)
+	drv := localSQLite{riversqlite.New(db)}
+	if err := migrateRiver(ctx, drv, &cfg); err != nil {
+		return nil, err
+	}
+	j, _, err := start(ctx, drv, &cfg, l, l, true)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -109,6 +113,10 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 		workerLease = heldByRunner{} // the runner takes it: taken here too, the run's own try would fail
 	}
 	drv := riverpgxv5.New(pool)
+	if err := migrateRiverLocked(ctx, pool, drv, &cfg); err != nil {
+		leases.Close()
+		return nil, err
+	}
 	j, c, err := start(ctx, drv, &cfg, workerLease, l, false)
 	if err != nil {
 		leases.Close()
@@ -118,21 +126,7 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 	// rather than when River's rescuer finds them stuck (RunTimeout later).
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(cfg.orphanCheck)
-		defer tick.Stop()
-		for {
-			if err := checkOrphans(watchCtx, c, drv, l, cfg.orphanGrace); err != nil && watchCtx.Err() == nil {
-				cfg.Logger.WarnContext(watchCtx, "jobs: looking for runs a stopped node left", "err", err)
-			}
-			select {
-			case <-watchCtx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	go watchOrphans(watchCtx, done, c, drv, l, &cfg)
 	rl, stopRelay, err := startRelay(ctx, pool, cfg.Runner, cfg.Logger)
 	if err != nil {
 		stopWatch()
@@ -142,8 +136,54 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 		return nil, err
 	}
 	j.relay = rl
+	j.insertTx = insertTx(pool, c)
 	j.client = closing{j.client, func() error { stopRelay(); stopWatch(); <-done; leases.Close(); return nil }}
 	return j, nil
+}
+
+// insertTx is Jobs.insertTx on pool, for River's client c.
+func insertTx(pool *pgxpool.Pool, c *river.Client[pgx.Tx]) func(context.Context, RunArgs, func(pgx.Tx) error) (*rivertype.JobInsertResult, error) {
+	return func(ctx context.Context, args RunArgs, before func(pgx.Tx) error) (*rivertype.JobInsertResult, error) {
+		var res *rivertype.JobInsertResult
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if err := before(tx); err != nil {
+				return err
+			}
+			var err error
+			if res, err = c.InsertTx(ctx, tx, args, nil); err != nil {
+				return err
+			}
+			if res.UniqueSkippedAsDuplicate {
+				return errDuplicate // rolled back: the thread has a run
+			}
+			return nil
+		})
+		if errors.Is(err, errDuplicate) {
+			err = nil
+		}
+		return res, err
+	}
+}
+
+// errDuplicate rolls back insertTx's transaction when the thread has a run already.
+var errDuplicate = errors.New("jobs: the thread has a run queued or running")
+
+// watchOrphans looks for the runs a stopped node left every cfg.orphanCheck, until ctx ends;
+// then it closes done.
+func watchOrphans[TTx any](ctx context.Context, done chan struct{}, c *river.Client[TTx], drv riverdriver.Driver[TTx], l *advisoryLease, cfg *Config) {
+	defer close(done)
+	tick := time.NewTicker(cfg.orphanCheck)
+	defer tick.Stop()
+	for {
+		if err := checkOrphans(ctx, c, drv, l, cfg.orphanGrace); err != nil && ctx.Err() == nil {
+			cfg.Logger.WarnContext(ctx, "jobs: looking for runs a stopped node left", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // On PostgreSQL, a run whose job is running but whose thread's lease no one holds has lost its
@@ -233,25 +273,47 @@ func orphaned(ctx context.Context, conn *pgx.Conn, job *rivertype.JobRow, now ti
 	return err == nil
 }
 
+// migrateRiver brings River's tables up to date.
+func migrateRiver[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Config) error {
+	m, err := rivermigrate.New(drv, &rivermigrate.Config{Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("jobs: migrating River's tables: %w", err)
+	}
+	return nil
+}
+
+// migrateRiverLocked brings River's tables up to date while it holds an advisory lock of the
+// schema's, on a connection of its own: nodes started at once on a new database take turns,
+// where River's own migration, unlocked, fails on all but one ("relation river_migration
+// already exists"). (Not one transaction: a migration of River's uses an enum value an earlier
+// one adds, which PostgreSQL refuses within the transaction that added it.)
+func migrateRiverLocked(ctx context.Context, pool *pgxpool.Pool, drv riverdriver.Driver[pgx.Tx], cfg *Config) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("jobs: a connection for River's migration: %w", err)
+	}
+	defer conn.Release()
+	const key = `hashtext('quiver:river-migrate:' || current_schema())`
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, `+key+`)`, int32(leaseSpace)); err != nil {
+		return fmt.Errorf("jobs: taking River's migration lock: %w", err)
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, `+key+`)`, int32(leaseSpace)); err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx)) // a closed session holds no lock
+		}
+	}()
+	return migrateRiver(ctx, drv, cfg)
+}
+
 // start starts River on drv for cfg's runs. The workers take workerLease for a run; threads is
 // the threads' lease itself, which is workerLease unless the runner takes it (heldByRunner).
 func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Config, workerLease, threads lease, orphansRun bool) (*Jobs, *river.Client[TTx], error) {
-	m, err := rivermigrate.New(drv, &rivermigrate.Config{Logger: cfg.Logger})
+	workers, err := newWorkers(cfg, workerLease, threads)
 	if err != nil {
-		return nil, nil, fmt.Errorf("jobs: %w", err)
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return nil, nil, fmt.Errorf("jobs: migrating River's tables: %w", err)
-	}
-	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &runWorker{cfg: cfg, lease: workerLease, threads: threads}); err != nil {
-		return nil, nil, fmt.Errorf("jobs: %w", err)
-	}
-	if err := river.AddWorkerSafely(workers, &wakeWorker{run: &runWorker{cfg: cfg, lease: workerLease, threads: threads}}); err != nil {
-		return nil, nil, fmt.Errorf("jobs: %w", err)
-	}
-	if err := river.AddWorkerSafely(workers, &purgeWorker{cfg: cfg}); err != nil {
-		return nil, nil, fmt.Errorf("jobs: %w", err)
+		return nil, nil, err
 	}
 	c, err := river.NewClient(drv, cfg.riverConfig(workers))
 	if err != nil {
@@ -262,13 +324,7 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 			return nil, nil, err
 		}
 	}
-	if cfg.Runner.Background == nil {
-		// Before the first job is taken: a run may start a non-blocking child at once.
-		cfg.Runner.Background = background{c}
-	}
-	if cfg.Runner.Logger == nil {
-		cfg.Runner.Logger = cfg.Logger // the runs' failures, which the runner records and logs
-	}
+	cfg.setRunnerDefaults(background{c})
 	if err := c.Start(ctx); err != nil {
 		return nil, nil, fmt.Errorf("jobs: starting River: %w", err)
 	}
@@ -277,6 +333,33 @@ func start[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], cfg *Confi
 		cl = closing{c, reg.Unregister}
 	}
 	return &Jobs{client: cl, runner: cfg.Runner, threads: threads}, c, nil
+}
+
+// newWorkers are River's workers of cfg's runs, wakes and purges.
+func newWorkers(cfg *Config, workerLease, threads lease) (*river.Workers, error) {
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &runWorker{cfg: cfg, lease: workerLease, threads: threads}); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, &wakeWorker{run: &runWorker{cfg: cfg, lease: workerLease, threads: threads}}); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, &purgeWorker{cfg: cfg}); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	return workers, nil
+}
+
+// setRunnerDefaults gives the runner what it lacks before the first job is taken: River to
+// start a run in the background (a run may start a non-blocking child at once), and the
+// logger of the runs' failures, which the runner records and logs.
+func (cfg *Config) setRunnerDefaults(bg background) {
+	if cfg.Runner.Background == nil {
+		cfg.Runner.Background = bg
+	}
+	if cfg.Runner.Logger == nil {
+		cfg.Runner.Logger = cfg.Logger
+	}
 }
 
 // jobStates are the states the job gauge reports: work waiting, being done, or to be tried

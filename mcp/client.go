@@ -110,25 +110,44 @@ var remoteNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
 
 // Validate checks a remote's configuration.
 func (r *Remote) Validate() error {
-	switch {
-	case !remoteNameRE.MatchString(r.Name):
+	if !remoteNameRE.MatchString(r.Name) {
 		return fmt.Errorf("MCP server name %q must be 1 to 32 characters of a-z, A-Z, 0-9, _ and - (it prefixes the tool names)", truncate(r.Name, 40))
+	}
+	if err := r.checkTransport(); err != nil {
+		return err
+	}
+	if r.Timeout < 0 {
+		return fmt.Errorf("MCP server %q: timeout must not be negative", r.Name)
+	}
+	return r.checkOAuth()
+}
+
+// checkTransport checks that the remote is reached one way: by a command (stdio) or an http or
+// https URL (streamable HTTP).
+func (r *Remote) checkTransport() error {
+	switch {
 	case r.Command == "" && r.URL == "":
 		return fmt.Errorf("MCP server %q needs a command (stdio) or a url (streamable HTTP)", r.Name)
 	case r.Command != "" && r.URL != "":
 		return fmt.Errorf("MCP server %q has both a command and a url; give one", r.Name)
 	case r.URL != "" && !strings.HasPrefix(r.URL, "http://") && !strings.HasPrefix(r.URL, "https://"):
 		return fmt.Errorf("MCP server %q: url %q must start with http:// or https://", r.Name, truncate(r.URL, 80))
-	case r.Timeout < 0:
-		return fmt.Errorf("MCP server %q: timeout must not be negative", r.Name)
-	case r.OAuth != nil && r.URL == "":
-		return fmt.Errorf("MCP server %q: oauth applies to servers reached by url, not to a command", r.Name)
-	case r.OAuth != nil && hasHeader(r.Headers, "Authorization"):
-		return fmt.Errorf("MCP server %q has both oauth and an Authorization header; give one", r.Name)
-	case r.OAuth != nil:
-		return r.OAuth.Validate(r.Name)
 	}
 	return nil
+}
+
+// checkOAuth checks the remote's OAuth, which applies to a server reached by URL without an
+// Authorization header of its own.
+func (r *Remote) checkOAuth() error {
+	switch {
+	case r.OAuth == nil:
+		return nil
+	case r.URL == "":
+		return fmt.Errorf("MCP server %q: oauth applies to servers reached by url, not to a command", r.Name)
+	case hasHeader(r.Headers, "Authorization"):
+		return fmt.Errorf("MCP server %q has both oauth and an Authorization header; give one", r.Name)
+	}
+	return r.OAuth.Validate(r.Name)
 }
 
 // Import connects to the remotes and registers their tools in reg, each under its remote's
@@ -141,55 +160,83 @@ func Import(ctx context.Context, reg *quiver.Registry, remotes []Remote, opts *I
 	if opts != nil {
 		im.opts = *opts
 	}
-	o := &im.opts
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 30 * time.Second
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = 250 * time.Millisecond
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 30 * time.Second
-	}
-	if o.MaxBackoff < o.MinBackoff {
-		o.MaxBackoff = o.MinBackoff
-	}
-	if o.KeepAlive == 0 {
-		o.KeepAlive = 30 * time.Second
-	}
-	if o.AuthorizeTimeout <= 0 {
-		o.AuthorizeTimeout = 15 * time.Minute
-	}
-	im.logger = o.Logger
+	im.opts.setDefaults()
+	im.logger = im.opts.Logger
 	if im.logger == nil {
 		im.logger = slog.New(slog.DiscardHandler)
 	}
-	seen := map[string]bool{}
-	for i := range remotes {
-		r := remotes[i]
-		if err := r.Validate(); err != nil {
-			return nil, err
-		}
-		if seen[r.Name] {
-			return nil, fmt.Errorf("two MCP servers are named %q; names must be unique", r.Name)
-		}
-		seen[r.Name] = true
-		if r.Timeout == 0 {
-			r.Timeout = 60 * time.Second
-		}
-		rm := &remote{im: im, cfg: r, tools: map[string]*importedTool{}, attempt: make(chan struct{}), logger: im.logger.With("mcp_server", r.Name)}
-		if r.OAuth != nil {
-			h, err := rm.newOAuthHandler(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("MCP server %q: oauth: %w", r.Name, err)
-			}
-			rm.oauth = h
-		}
-		im.remotes = append(im.remotes, rm)
+	if err := im.addRemotes(ctx, remotes); err != nil {
+		return nil, err
 	}
 	// A call to a tool of a remote that is not connected (none of its tools are registered
 	// before it connects) hears that, and why, rather than "unknown tool".
 	im.unexplain = reg.Explain(im.explain)
+	if err := im.start(ctx); err != nil {
+		return nil, err
+	}
+	return im, nil
+}
+
+// setDefaults sets the options left zero (or negative, but KeepAlive) to their defaults.
+func (o *ImportOptions) setDefaults() {
+	o.ConnectTimeout = positiveOr(o.ConnectTimeout, 30*time.Second)
+	o.MinBackoff = positiveOr(o.MinBackoff, 250*time.Millisecond)
+	o.MaxBackoff = max(positiveOr(o.MaxBackoff, 30*time.Second), o.MinBackoff)
+	if o.KeepAlive == 0 {
+		o.KeepAlive = 30 * time.Second
+	}
+	o.AuthorizeTimeout = positiveOr(o.AuthorizeTimeout, 15*time.Minute)
+}
+
+func positiveOr[T ~int | ~int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// addRemotes checks the remotes' configurations, and that their names are unique, and sets
+// each up.
+func (im *Importer) addRemotes(ctx context.Context, remotes []Remote) error {
+	seen := map[string]bool{}
+	for _, r := range remotes {
+		if err := r.Validate(); err != nil {
+			return err
+		}
+		if seen[r.Name] {
+			return fmt.Errorf("two MCP servers are named %q; names must be unique", r.Name)
+		}
+		seen[r.Name] = true
+		rm, err := im.newRemote(ctx, r)
+		if err != nil {
+			return err
+		}
+		im.remotes = append(im.remotes, rm)
+	}
+	return nil
+}
+
+// newRemote sets up the remote of configuration r: its call timeout (a minute by default)
+// and its OAuth.
+func (im *Importer) newRemote(ctx context.Context, r Remote) (*remote, error) {
+	if r.Timeout == 0 {
+		r.Timeout = 60 * time.Second
+	}
+	rm := &remote{im: im, cfg: r, tools: map[string]*importedTool{}, attempt: make(chan struct{}), logger: im.logger.With("mcp_server", r.Name)}
+	if r.OAuth == nil {
+		return rm, nil
+	}
+	h, err := rm.newOAuthHandler(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %q: oauth: %w", r.Name, err)
+	}
+	rm.oauth = h
+	return rm, nil
+}
+
+// start runs each remote's loop, and waits for the first connection attempt of each until ctx
+// ends.
+func (im *Importer) start(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	im.cancel = cancel
 	firsts := make([]chan struct{}, len(im.remotes))
@@ -202,10 +249,10 @@ func Import(ctx context.Context, reg *quiver.Registry, remotes []Remote, opts *I
 		case <-f:
 		case <-ctx.Done():
 			im.Close()
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	return im, nil
+	return nil
 }
 
 // Status reports the state of each remote, in configuration order.

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -14,8 +13,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -120,11 +117,37 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if opts != nil {
 		o = *opts
 	}
+	o.setDefaults()
+	maxBody := o.MaxRequestBytes
+	if maxBody == 0 {
+		maxBody = sdk.DefaultMaxRequestBodyBytes
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	server := func(*http.Request) *sdk.Server { return s.srv }
+	h := sdk.NewStreamableHTTPHandler(server, o.sdkOptions())
+	guard := hostcheck.Policy{Hosts: o.AllowedHosts, Origins: o.AllowedOrigins}
+	d := &httpDoor{h: h, guard: guard, lim: o.limiter(logger), o: o, maxBody: maxBody}
+	if o.Sessions != nil {
+		d.shared = &sharedSessions{store: o.Sessions, relay: o.Relay, h: h, idle: o.SessionTimeout, logger: logger,
+			copies: map[string]*sessionCopy{}}
+		if o.Relay != nil {
+			o.Relay.Subscribe(d.shared.relayed)
+		}
+	}
+	return d
+}
+
+// setDefaults sets the options left zero to their defaults; a negative SessionTimeout is the
+// SDK's "never" (0).
+func (o *HTTPOptions) setDefaults() {
 	switch {
 	case o.SessionTimeout == 0:
 		o.SessionTimeout = DefaultSessionIdleTimeout
 	case o.SessionTimeout < 0:
-		o.SessionTimeout = 0 // the SDK's "never"
+		o.SessionTimeout = 0
 	}
 	if o.MaxSessions == 0 {
 		o.MaxSessions = DefaultMaxSessions
@@ -135,15 +158,11 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.Owner == nil {
 		o.Owner = remoteIP
 	}
-	maxBody := o.MaxRequestBytes
-	if maxBody == 0 {
-		maxBody = sdk.DefaultMaxRequestBodyBytes
-	}
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	sdkOpts := sdk.StreamableHTTPOptions{
+}
+
+// sdkOptions are the options of the SDK's handler.
+func (o *HTTPOptions) sdkOptions() *sdk.StreamableHTTPOptions {
+	sdkOpts := &sdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: o.MaxRequestBytes,
 		SessionTimeout:      o.SessionTimeout,
 		Logger:              o.Logger,
@@ -154,9 +173,11 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.Sessions != nil {
 		sdkOpts.SessionTimeout = 0 // the copies of shared sessions expire on their own timers
 	}
-	server := func(*http.Request) *sdk.Server { return s.srv }
-	h := sdk.NewStreamableHTTPHandler(server, &sdkOpts)
-	guard := hostcheck.Policy{Hosts: o.AllowedHosts, Origins: o.AllowedOrigins}
+	return sdkOpts
+}
+
+// limiter is the sessions' limiter, sharing its pool's count when the options give one.
+func (o *HTTPOptions) limiter(logger *slog.Logger) *sessionLimiter {
 	lim := &sessionLimiter{max: o.MaxSessions, perOwner: o.MaxSessionsPerOwner, idle: o.SessionTimeout, logger: logger, owners: map[string]int{}}
 	if o.Pool != nil {
 		lim.pool = o.Pool.l
@@ -164,15 +185,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		lim.pool.idle = o.SessionTimeout
 		lim.pool.mu.Unlock()
 	}
-	d := &httpDoor{h: h, guard: guard, lim: lim, o: o, maxBody: maxBody}
-	if o.Sessions != nil {
-		d.shared = &sharedSessions{store: o.Sessions, relay: o.Relay, h: h, idle: o.SessionTimeout, logger: logger,
-			copies: map[string]*sessionCopy{}}
-		if o.Relay != nil {
-			o.Relay.Subscribe(d.shared.relayed)
-		}
-	}
-	return d
+	return lim
 }
 
 // httpDoor is MCP's streamable HTTP transport as this server serves it: the SDK's handler
@@ -319,37 +332,66 @@ func needsSession(r *http.Request, body []byte) sessionRequest {
 	needs := r.Header.Get("Mcp-Protocol-Version") < protocolVersionSessionless
 	calls := false
 	for _, m := range raw {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(m, &msg) != nil {
+		req, ok := readRequest(m)
+		if !ok {
 			return unread
 		}
-		if msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null" {
+		if req == nil {
 			continue // a notification or a response
 		}
 		calls = true
-		if sr.id == nil {
-			sr.id = msg.ID
-		}
-		var params struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-		}
-		_ = json.Unmarshal(msg.Params, &params)
-		if _, ok := params.Meta["io.modelcontextprotocol/protocolVersion"]; ok || msg.Method == "initialize" || msg.Method == "server/discover" {
+		if req.sessionless() {
 			needs = false
 		}
-		switch msg.Method {
-		case "initialize":
-			sr.opens = true
-		case "server/discover":
-			sr.discover = true
-		}
+		sr.add(req)
 	}
 	sr.needs = needs && calls
 	return sr
+}
+
+// rpcRequest is a JSON-RPC request of a body, as far as needsSession reads it.
+type rpcRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// readRequest reads a message of a body: nil for a notification or a response; false when it
+// does not decode.
+func readRequest(m json.RawMessage) (*rpcRequest, bool) {
+	var msg rpcRequest
+	if json.Unmarshal(m, &msg) != nil {
+		return nil, false
+	}
+	if msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null" {
+		return nil, true
+	}
+	return &msg, true
+}
+
+// sessionless reports whether a request goes without a session: an initialize, a
+// server/discover, or one that names its protocol version in its _meta.
+func (msg *rpcRequest) sessionless() bool {
+	var params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(msg.Params, &params)
+	_, ok := params.Meta["io.modelcontextprotocol/protocolVersion"]
+	return ok || msg.Method == "initialize" || msg.Method == "server/discover"
+}
+
+// add notes a request of the body: the first one's id, and whether one opens a session or
+// discovers the server.
+func (sr *sessionRequest) add(req *rpcRequest) {
+	if sr.id == nil {
+		sr.id = req.ID
+	}
+	switch req.Method {
+	case "initialize":
+		sr.opens = true
+	case "server/discover":
+		sr.discover = true
+	}
 }
 
 // writeRPCError answers with a JSON-RPC error in the body of an HTTP error, as the streamable
@@ -360,208 +402,6 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 	h.Del("Content-Length")
 	w.WriteHeader(status)
 	_, _ = w.Write(rpcErrorBody(id, code, msg))
-}
-
-// sessionLimiter counts the sessions open through one HTTP handler, in total and per owner.
-type sessionLimiter struct {
-	max, perOwner int // negative: no cap
-	idle          time.Duration
-	logger        *slog.Logger
-	pool          *sessionLimiter // shared with other handlers, or nil; locked after this one
-
-	mu       sync.Mutex
-	total    int
-	owners   map[string]int
-	refused  int       // refusals not yet logged
-	lastLog  time.Time // of a refusal
-	lastKind string
-
-	// ends holds, by session id, a channel closed once the session's place is given back,
-	// so that a DELETE is answered only then: a client that closes a session and opens
-	// another at once finds the place free.
-	ends sync.Map
-}
-
-// awaitRelease waits until the session's place is given back, if it holds one, or ctx ends,
-// within a few seconds.
-func (l *sessionLimiter) awaitRelease(ctx context.Context, sessionID string) {
-	v, ok := l.ends.Load(sessionID)
-	if !ok {
-		return
-	}
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-v.(chan struct{}):
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-// refusal is why a session is refused, and how to answer.
-type refusal struct {
-	status  int
-	message string
-	kind    string // the limit, for the log
-}
-
-// refusalLogEvery bounds the log lines a flood of refused sessions produces.
-const refusalLogEvery = 10 * time.Second
-
-// acquire takes a place for a session of owner, or says why there is none.
-func (l *sessionLimiter) acquire(owner string) (*sessionSlot, *refusal) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var ref *refusal
-	if l.pool != nil {
-		l.pool.mu.Lock()
-		defer l.pool.mu.Unlock()
-		// The server's total first: when it is full, that is what a client must hear.
-		if ref = l.pool.refusal(owner, "the server"); ref != nil {
-			ref.kind = "the server's total (pool)"
-		}
-	}
-	if ref == nil {
-		ref = l.refusal(owner, "the server")
-	}
-	if ref != nil {
-		l.refused++
-		if now := time.Now(); now.Sub(l.lastLog) >= refusalLogEvery || ref.kind != l.lastKind {
-			l.logger.Warn("mcp: refusing new sessions over the limit", "limit", ref.kind, "open", l.total, "refused", l.refused, "owner", truncate(owner, 100))
-			l.refused, l.lastLog, l.lastKind = 0, now, ref.kind
-		}
-		return nil, ref
-	}
-	l.total++
-	l.owners[owner]++
-	if l.pool != nil {
-		l.pool.total++
-	}
-	return &sessionSlot{l: l, owner: owner}, nil
-}
-
-// refusal says why owner may not open another session here, or nil; l.mu is held.
-func (l *sessionLimiter) refusal(owner, who string) *refusal {
-	switch {
-	case l.max >= 0 && l.total >= l.max:
-		where := who
-		if l.pool != nil {
-			where = "this workspace" // a share of the pool
-		}
-		return &refusal{http.StatusServiceUnavailable, sessionLimitText(where+" has %d open, its limit", l.total, l.idleText()), "MaxSessions"}
-	case l.perOwner >= 0 && l.owners[owner] >= l.perOwner:
-		return &refusal{http.StatusTooManyRequests, sessionLimitText(perClient(owner), l.owners[owner], l.idleText()), "MaxSessionsPerOwner"}
-	}
-	return nil
-}
-
-// perClient is how a refusal names an owner's cap.
-func perClient(owner string) string {
-	return truncate(owner, 100) + " has %d open, the limit per client"
-}
-
-// sessionLimitText is the words of a refused session: which cap (what, with a %d for the
-// sessions open), and what to do.
-func sessionLimitText(what string, open int, idle string) string {
-	return fmt.Sprintf("too many MCP sessions: "+what+"; close the sessions you no longer use "+
-		"(HTTP DELETE with their Mcp-Session-Id) or retry later: "+idle, open)
-}
-
-func (l *sessionLimiter) idleText() string {
-	if l.idle <= 0 {
-		return "a session closes at the server's shutdown" // no idle timeout
-	}
-	return idleText(l.idle)
-}
-
-// idleText says when a session closes by itself, for a refusal.
-func idleText(idle time.Duration) string {
-	if idle <= 0 {
-		return "sessions here do not close by themselves"
-	}
-	return fmt.Sprintf("a session closes after %s without a request", idle)
-}
-
-// add counts a session whose place was given back too early (see sessionSlot.bind); it may
-// take the count over the cap, which it then only delays new sessions.
-func (l *sessionLimiter) add(owner string) {
-	l.mu.Lock()
-	l.total++
-	l.owners[owner]++
-	if l.pool != nil {
-		l.pool.mu.Lock()
-		l.pool.total++
-		l.pool.mu.Unlock()
-	}
-	l.mu.Unlock()
-}
-
-func (l *sessionLimiter) release(owner string) {
-	l.mu.Lock()
-	l.total--
-	if l.owners[owner]--; l.owners[owner] <= 0 {
-		delete(l.owners, owner)
-	}
-	if l.pool != nil {
-		l.pool.mu.Lock()
-		l.pool.total--
-		l.pool.mu.Unlock()
-	}
-	l.mu.Unlock()
-}
-
-type slotKey struct{}
-
-// sessionSlot is the place a request without a session id takes in the limiter. The SDK
-// gives no hook for a session's start or end, but it keeps the values of the context of the
-// request that opened a session in the contexts of all its requests: the receiving middleware
-// finds the slot there and binds it to the session, which gives the place back when it ends.
-// A request that opened no lasting session gives it back when it is answered.
-type sessionSlot struct {
-	l     *sessionLimiter
-	owner string
-
-	bound atomic.Bool // fast path: the middleware looks at every request of the session
-	mu    sync.Mutex
-	// settled: the request that opened the session was answered; an unbound slot was given
-	// back then.
-	settled bool
-}
-
-// bind ties the slot to its session: the place is given back when the session ends.
-func (sl *sessionSlot) bind(ss *sdk.ServerSession) {
-	if sl.bound.Load() {
-		return
-	}
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.bound.Load() {
-		return
-	}
-	sl.bound.Store(true)
-	if sl.settled {
-		// The opening request was answered before its first message was handled (its client
-		// went away): the SDK closes such sessions, but count it until it is gone.
-		sl.l.add(sl.owner)
-	}
-	done := make(chan struct{})
-	sl.l.ends.Store(ss.ID(), done)
-	go func() {
-		_ = ss.Wait()
-		sl.l.release(sl.owner)
-		sl.l.ends.Delete(ss.ID())
-		close(done)
-	}()
-}
-
-// settle is called once the request that took the slot is answered.
-func (sl *sessionSlot) settle() {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	sl.settled = true
-	if !sl.bound.Load() {
-		sl.l.release(sl.owner)
-	}
 }
 
 // rpcErrorWriter turns the SDK's plain-text 400 answer to a JSON-RPC message it rejects (an

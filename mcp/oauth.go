@@ -46,22 +46,29 @@ type OAuth struct {
 
 // Validate checks the configuration; name is the remote's, for the message.
 func (o *OAuth) Validate(name string) error {
-	if o.RedirectURL != "" {
-		u, err := url.Parse(o.RedirectURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("MCP server %q: oauth redirect_url %q is not an http or https URL", name, truncate(o.RedirectURL, 80))
-		}
+	if o.RedirectURL != "" && !isWebURL(o.RedirectURL) {
+		return fmt.Errorf("MCP server %q: oauth redirect_url %q is not an http or https URL", name, truncate(o.RedirectURL, 80))
 	}
 	if o.ClientSecret != "" && o.ClientID == "" {
 		return fmt.Errorf("MCP server %q: oauth has a client_secret but no client_id", name)
 	}
-	if o.ClientMetadataURL != "" {
-		u, err := url.Parse(o.ClientMetadataURL)
-		if err != nil || u.Scheme != "https" || u.Path == "" || u.Path == "/" {
-			return fmt.Errorf("MCP server %q: oauth client_metadata_url %q must be an https URL with a path (a client ID metadata document)", name, truncate(o.ClientMetadataURL, 80))
-		}
+	if o.ClientMetadataURL != "" && !isMetadataURL(o.ClientMetadataURL) {
+		return fmt.Errorf("MCP server %q: oauth client_metadata_url %q must be an https URL with a path (a client ID metadata document)", name, truncate(o.ClientMetadataURL, 80))
 	}
 	return nil
+}
+
+// isWebURL reports whether s is an http or https URL with a host.
+func isWebURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// isMetadataURL reports whether s can be a client ID metadata document's URL: https, with a
+// path.
+func isMetadataURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https" && u.Path != "" && u.Path != "/"
 }
 
 // Authorizer takes a user through an OAuth authorization: it directs them to authURL, the
@@ -137,14 +144,27 @@ func (r *remote) newOAuthHandler(ctx context.Context) (*auth.AuthorizationCodeHa
 				GrantTypes:   []string{"authorization_code", "refresh_token"},
 			},
 		},
-		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			g := &Grant{ServerURL: r.cfg.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-				AuthURL: c.Endpoint.AuthURL, TokenURL: c.Endpoint.TokenURL, AuthStyle: c.Endpoint.AuthStyle,
-				Scopes: c.Scopes, Token: tok}
-			r.saveGrant(g)
-			return r.persisting(g, c.TokenSource(ctx, tok)), nil
-		},
+		NewTokenSource: r.newTokenSource,
 	}
+	o.configureClient(cfg)
+	if store := r.im.opts.Tokens; store != nil {
+		cfg.InitialTokenSource = r.savedTokenSource(ctx, store, client)
+	}
+	return auth.NewAuthorizationCodeHandler(cfg)
+}
+
+// newTokenSource saves the grant of a new authorization, and keeps saving its tokens.
+func (r *remote) newTokenSource(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+	g := &Grant{ServerURL: r.cfg.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+		AuthURL: c.Endpoint.AuthURL, TokenURL: c.Endpoint.TokenURL, AuthStyle: c.Endpoint.AuthStyle,
+		Scopes: c.Scopes, Token: tok}
+	r.saveGrant(g)
+	return r.persisting(g, c.TokenSource(ctx, tok)), nil
+}
+
+// configureClient sets what the configuration says of Quiver's client: its metadata
+// document, its registration, the scopes it asks for.
+func (o *OAuth) configureClient(cfg *auth.AuthorizationCodeHandlerConfig) {
 	if o.ClientMetadataURL != "" {
 		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
 	}
@@ -159,19 +179,22 @@ func (r *remote) newOAuthHandler(ctx context.Context) (*auth.AuthorizationCodeHa
 		scopes := slices.Clone(o.Scopes)
 		cfg.ScopeFilter = func([]string) []string { return scopes }
 	}
-	if store := r.im.opts.Tokens; store != nil {
-		g, err := store.LoadToken(ctx, r.cfg.Name)
-		switch {
-		case err != nil:
-			r.logger.Warn("mcp: cannot read the saved OAuth grant; the user will be asked to authorize again", "err", err)
-		case g != nil && g.Token != nil && g.ServerURL == r.cfg.URL:
-			refreshCtx := context.WithValue(context.Background(), oauth2.HTTPClient, client)
-			cfg.InitialTokenSource = r.persisting(g, g.config().TokenSource(refreshCtx, g.Token))
-		case g != nil:
-			r.logger.Warn("mcp: the saved OAuth grant was for another URL; not using it", "saved_for", g.ServerURL)
-		}
+}
+
+// savedTokenSource is the token source of the grant the store saved for the remote's URL; nil
+// without one.
+func (r *remote) savedTokenSource(ctx context.Context, store TokenStore, client *http.Client) oauth2.TokenSource {
+	g, err := store.LoadToken(ctx, r.cfg.Name)
+	switch {
+	case err != nil:
+		r.logger.Warn("mcp: cannot read the saved OAuth grant; the user will be asked to authorize again", "err", err)
+	case g != nil && g.Token != nil && g.ServerURL == r.cfg.URL:
+		refreshCtx := context.WithValue(context.Background(), oauth2.HTTPClient, client)
+		return r.persisting(g, g.config().TokenSource(refreshCtx, g.Token))
+	case g != nil:
+		r.logger.Warn("mcp: the saved OAuth grant was for another URL; not using it", "saved_for", g.ServerURL)
 	}
-	return auth.NewAuthorizationCodeHandler(cfg)
+	return nil
 }
 
 // persisting returns a token source that saves each new token (a refresh) into the grant.

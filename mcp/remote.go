@@ -64,9 +64,7 @@ func (r *remote) loop(ctx context.Context, first chan struct{}) {
 		cs, err := r.connect(ctx)
 		r.endAttempt()
 		if err != nil {
-			r.mu.Lock()
-			r.lastErr, r.lastTry = err.Error(), time.Now()
-			r.mu.Unlock()
+			r.setLastErr(err.Error())
 			r.logger.Warn("mcp: cannot connect to the MCP server; retrying", "err", err, "retry_in", backoff)
 			signal()
 			select {
@@ -80,25 +78,42 @@ func (r *remote) loop(ctx context.Context, first chan struct{}) {
 		backoff = r.im.opts.MinBackoff
 		r.logger.Info("mcp: connected to the MCP server")
 		signal()
-		waitErr := cs.Wait()
-		r.mu.Lock()
-		if r.session == cs {
-			r.session = nil
-		}
-		if r.attempt == nil {
-			r.attempt = make(chan struct{}) // reconnecting at once: calls wait for it
-		}
-		if ctx.Err() == nil {
-			r.lastErr, r.lastTry = "the connection closed", time.Now()
-			if waitErr != nil {
-				r.lastErr += ": " + waitErr.Error()
-			}
-		}
-		r.mu.Unlock()
-		if ctx.Err() == nil {
-			r.logger.Warn("mcp: the MCP server disconnected; reconnecting", "err", waitErr)
-		}
+		r.lost(ctx, cs, cs.Wait())
 	}
+}
+
+// setLastErr records why the last connection attempt failed, or the connection was lost, and
+// when.
+func (r *remote) setLastErr(msg string) {
+	r.mu.Lock()
+	r.lastErr, r.lastTry = msg, time.Now()
+	r.mu.Unlock()
+}
+
+// lost takes note of a connection that ended, with waitErr: the remote reconnects at once.
+func (r *remote) lost(ctx context.Context, cs *sdk.ClientSession, waitErr error) {
+	r.mu.Lock()
+	if r.session == cs {
+		r.session = nil
+	}
+	if r.attempt == nil {
+		r.attempt = make(chan struct{}) // reconnecting at once: calls wait for it
+	}
+	if ctx.Err() == nil {
+		r.lastErr, r.lastTry = closedWhy(waitErr), time.Now()
+	}
+	r.mu.Unlock()
+	if ctx.Err() == nil {
+		r.logger.Warn("mcp: the MCP server disconnected; reconnecting", "err", waitErr)
+	}
+}
+
+// closedWhy says why a connection closed.
+func closedWhy(waitErr error) string {
+	if waitErr == nil {
+		return "the connection closed"
+	}
+	return "the connection closed: " + waitErr.Error()
 }
 
 // beginAttempt marks a connection attempt under way, so that calls wait for its end.
@@ -162,50 +177,11 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	if version == "" {
 		version = "dev"
 	}
-	copts := &sdk.ClientOptions{
-		Logger:             nil,
-		ElicitationHandler: r.im.opts.Elicit,
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			// Not on the connection's goroutine: listing needs it to read the answer.
-			go r.resync(ctx)
-		},
-		//lint:ignore SA1019 servers of the protocol versions before 2026-07-28 still log this way
-		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
-			r.logger.Info("mcp: log message from the MCP server", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
-		},
-		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			if callCtx, ok := r.progress.Load(req.Params.ProgressToken); ok {
-				quiver.ReportProgress(callCtx.(context.Context), req.Params.Progress, req.Params.Total, req.Params.Message)
-			}
-		},
-	}
-	if r.im.opts.KeepAlive > 0 {
-		copts.KeepAlive = r.im.opts.KeepAlive
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: name, Version: version}, copts)
-	var transport sdk.Transport
-	if r.cfg.Command != "" {
-		cmd := exec.Command(r.cfg.Command, r.cfg.Args...)
-		cmd.Dir = r.cfg.Dir
-		cmd.Stderr = r.cfg.Stderr
-		if len(r.cfg.Env) > 0 {
-			cmd.Env = os.Environ()
-			for k, v := range r.cfg.Env {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-		}
-		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
-	} else {
-		hc := &http.Client{Transport: headerTransport{headers: r.cfg.Headers, next: http.DefaultTransport}}
-		transport = &sdk.StreamableClientTransport{Endpoint: r.cfg.URL, HTTPClient: hc, MaxRetries: 2}
-		if r.oauth != nil {
-			transport.(*sdk.StreamableClientTransport).OAuthHandler = r.oauth
-		}
-	}
+	client := sdk.NewClient(&sdk.Implementation{Name: name, Version: version}, r.clientOptions(ctx))
 	// The attempt's timeout stops while a user authorizes (OAuth), which takes minutes.
 	cctx, cancel := withPausableTimeout(ctx, r.im.opts.ConnectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, transport, nil)
+	cs, err := client.Connect(cctx, r.transport(), nil)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), context.DeadlineExceeded) {
 		return nil, fmt.Errorf("connecting: no answer within %s", r.im.opts.ConnectTimeout)
 	}
@@ -225,6 +201,58 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	r.mu.Unlock()
 	r.im.changed()
 	return cs, nil
+}
+
+// clientOptions are the options of the client that connects to the remote: its handlers of
+// what the server sends (tool list changes, log messages, progress), and its keep-alive.
+func (r *remote) clientOptions(ctx context.Context) *sdk.ClientOptions {
+	copts := &sdk.ClientOptions{
+		Logger:             nil,
+		ElicitationHandler: r.im.opts.Elicit,
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			// Not on the connection's goroutine: listing needs it to read the answer.
+			go r.resync(ctx)
+		},
+		//lint:ignore SA1019 servers of the protocol versions before 2026-07-28 still log this way
+		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
+			r.logger.Info("mcp: log message from the MCP server", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+		},
+		ProgressNotificationHandler: r.progressed,
+	}
+	if r.im.opts.KeepAlive > 0 {
+		copts.KeepAlive = r.im.opts.KeepAlive
+	}
+	return copts
+}
+
+// progressed reports a call's progress to the caller of the call it belongs to.
+func (r *remote) progressed(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	if callCtx, ok := r.progress.Load(req.Params.ProgressToken); ok {
+		quiver.ReportProgress(callCtx.(context.Context), req.Params.Progress, req.Params.Total, req.Params.Message)
+	}
+}
+
+// transport is how the remote is reached: its command's stdio, or streamable HTTP with its
+// headers and OAuth.
+func (r *remote) transport() sdk.Transport {
+	if r.cfg.Command == "" {
+		hc := &http.Client{Transport: headerTransport{headers: r.cfg.Headers, next: http.DefaultTransport}}
+		t := &sdk.StreamableClientTransport{Endpoint: r.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+		if r.oauth != nil {
+			t.OAuthHandler = r.oauth
+		}
+		return t
+	}
+	cmd := exec.Command(r.cfg.Command, r.cfg.Args...)
+	cmd.Dir = r.cfg.Dir
+	cmd.Stderr = r.cfg.Stderr
+	if len(r.cfg.Env) > 0 {
+		cmd.Env = os.Environ()
+		for k, v := range r.cfg.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 }
 
 // notConnected is the error result of a call to the remote while it has no connection: what
@@ -320,6 +348,15 @@ func (r *remote) sync(ctx context.Context, cs *sdk.ClientSession) error {
 		}
 		remoteTools = append(remoteTools, t)
 	}
+	if r.register(r.wanted(remoteTools)) && r.im.opts.OnChange != nil {
+		r.im.opts.OnChange()
+	}
+	return nil
+}
+
+// wanted are the tools the remote's list makes, by Quiver name: those unchanged kept as they
+// are, the others made anew.
+func (r *remote) wanted(remoteTools []*sdk.Tool) map[string]*importedTool {
 	want := map[string]*importedTool{}
 	for _, rt := range remoteTools {
 		def, _ := json.Marshal(rt)
@@ -342,8 +379,13 @@ func (r *remote) sync(ctx context.Context, cs *sdk.ClientSession) error {
 		}
 		want[name] = &importedTool{tool: t, def: string(def)}
 	}
-	changed := false
+	return want
+}
+
+// register brings the registry in line with the tools wanted, and reports whether it changed.
+func (r *remote) register(want map[string]*importedTool) (changed bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for name, old := range r.tools {
 		if nt, ok := want[name]; !ok || nt != old {
 			r.im.reg.Unregister(name)
@@ -362,11 +404,7 @@ func (r *remote) sync(ctx context.Context, cs *sdk.ClientSession) error {
 		changed = true
 	}
 	r.tools = want
-	r.mu.Unlock()
-	if changed && r.im.opts.OnChange != nil {
-		r.im.opts.OnChange()
-	}
-	return nil
+	return changed
 }
 
 var unsafeNameChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
@@ -389,7 +427,7 @@ func (r *remote) quiverName(remoteName string) string {
 
 func (r *remote) toolFor(name string, rt *sdk.Tool) (*quiver.Tool, error) {
 	spec := quiver.Spec{Name: name, Description: strings.TrimSpace(rt.Description), Timeout: r.cfg.Timeout, Imported: true,
-		Annotations: importedAnnotations(rt)}
+		Annotations: importedAnnotations(rt), Source: quiver.SourceMCP + ":" + r.cfg.Name}
 	if spec.Description == "" {
 		spec.Description = fmt.Sprintf("The tool %s of the MCP server %s.", rt.Name, r.cfg.Name)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -68,10 +69,18 @@ func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (a
 // other content (image, audio, embedded resource, resource link) Quiver content;
 // structuredContent becomes the structured value; _meta the result's metadata, as ToResult
 // gives it (a remote Quiver's run_code duration, say).
+//
+// A remote Quiver's error code (CodeMetaKey) is not kept in the metadata: the server's code
+// says what went wrong there, and the result here is the imported tool's error.
 func FromResult(res *sdk.CallToolResult) *quiver.Result {
 	out := fromResult(res)
-	if len(res.Meta) > 0 {
-		if b, err := json.Marshal(res.Meta); err == nil {
+	meta := res.Meta
+	if _, ok := meta[CodeMetaKey]; ok {
+		meta = maps.Clone(meta)
+		delete(meta, CodeMetaKey)
+	}
+	if len(meta) > 0 {
+		if b, err := json.Marshal(meta); err == nil {
 			out.Meta = b
 		}
 	}
@@ -83,32 +92,15 @@ func fromResult(res *sdk.CallToolResult) *quiver.Result {
 	var content []quiver.Content
 	textOnly := true
 	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *sdk.TextContent:
-			texts = append(texts, c.Text)
-			content = append(content, quiver.TextContent(c.Text))
-		case *sdk.ImageContent:
+		qc, ok := contentOf(c)
+		if !ok {
+			continue
+		}
+		content = append(content, qc)
+		if qc.Type == quiver.ContentText {
+			texts = append(texts, qc.Text)
+		} else {
 			textOnly = false
-			content = append(content, quiver.Content{Type: quiver.ContentImage, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: mimeOr(c.MIMEType)})
-		case *sdk.AudioContent:
-			textOnly = false
-			content = append(content, quiver.Content{Type: quiver.ContentAudio, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: mimeOr(c.MIMEType)})
-		case *sdk.EmbeddedResource:
-			if c.Resource == nil || c.Resource.URI == "" {
-				continue
-			}
-			textOnly = false
-			qc := quiver.Content{Type: quiver.ContentResource, URI: c.Resource.URI, MimeType: c.Resource.MIMEType, Text: c.Resource.Text}
-			if len(c.Resource.Blob) > 0 {
-				qc.Data = base64.StdEncoding.EncodeToString(c.Resource.Blob)
-			}
-			content = append(content, qc)
-		case *sdk.ResourceLink:
-			if c.URI == "" {
-				continue
-			}
-			textOnly = false
-			content = append(content, quiver.Content{Type: quiver.ContentResource, URI: c.URI, MimeType: c.MIMEType, Text: c.Name})
 		}
 	}
 	if res.IsError {
@@ -130,6 +122,36 @@ func fromResult(res *sdk.CallToolResult) *quiver.Result {
 		}
 	}
 	return out
+}
+
+// contentOf is an item of a remote result's content as Quiver's; false for one it has no use
+// for (of a kind it does not know, or a resource without a URI).
+func contentOf(c sdk.Content) (quiver.Content, bool) {
+	switch c := c.(type) {
+	case *sdk.TextContent:
+		return quiver.TextContent(c.Text), true
+	case *sdk.ImageContent:
+		return quiver.Content{Type: quiver.ContentImage, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: mimeOr(c.MIMEType)}, true
+	case *sdk.AudioContent:
+		return quiver.Content{Type: quiver.ContentAudio, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: mimeOr(c.MIMEType)}, true
+	case *sdk.EmbeddedResource:
+		return embeddedContent(c)
+	case *sdk.ResourceLink:
+		return quiver.Content{Type: quiver.ContentResource, URI: c.URI, MimeType: c.MIMEType, Text: c.Name}, c.URI != ""
+	}
+	return quiver.Content{}, false
+}
+
+// embeddedContent is an embedded resource as content, its blob encoded; false without a URI.
+func embeddedContent(c *sdk.EmbeddedResource) (quiver.Content, bool) {
+	if c.Resource == nil || c.Resource.URI == "" {
+		return quiver.Content{}, false
+	}
+	qc := quiver.Content{Type: quiver.ContentResource, URI: c.Resource.URI, MimeType: c.Resource.MIMEType, Text: c.Resource.Text}
+	if len(c.Resource.Blob) > 0 {
+		qc.Data = base64.StdEncoding.EncodeToString(c.Resource.Blob)
+	}
+	return qc, true
 }
 
 func mimeOr(m string) string {

@@ -1,7 +1,7 @@
 // Package mcp connects Quiver to the Model Context Protocol, on the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk/mcp, imported here as sdk).
 //
-// Serving (MCP1): [NewServer] offers the tools a [quiver.Dispatcher] permits to MCP clients,
+// Serving: [NewServer] offers the tools a [quiver.Dispatcher] permits to MCP clients,
 // over streamable HTTP ([Server.HTTPHandler]) or stdio ([Server.Run] with an
 // [sdk.StdioTransport]). Every tools/call goes through the dispatcher, so policy, validation,
 // confirmation, variables, secret masking, timeouts and recording apply exactly as for any
@@ -10,7 +10,7 @@
 // cancellation cancels the tool's context; [Confirm] asks the client's user to approve calls
 // to tools that require confirmation, through elicitation.
 //
-// Importing (MCP2): [Import] connects to remote MCP servers (a command speaking stdio, or a
+// Importing: [Import] connects to remote MCP servers (a command speaking stdio, or a
 // streamable HTTP URL) and registers their tools in a [quiver.Registry] under a prefix
 // ("everything.echo"), so they are called, governed and recorded like local tools. A remote
 // that is down or slow yields error results, never a hang, and is reconnected in the
@@ -21,12 +21,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -155,7 +153,7 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 		SubscribeHandler:   s.opts.SubscribeHandler,
 		UnsubscribeHandler: s.opts.UnsubscribeHandler,
 	})
-	s.srv.AddReceivingMiddleware(s.receive)
+	s.srv.AddReceivingMiddleware(specErrors, s.receive)
 	s.addPrompts(s.opts.Prompts)
 	if s.opts.ThreadFiles != nil {
 		s.addThreadFiles(s.opts.ThreadFiles)
@@ -206,33 +204,50 @@ func (s *Server) ToolsChanged() {
 
 func (s *Server) receive(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if sl, ok := ctx.Value(slotKey{}).(*sessionSlot); ok {
-			if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
-				sl.bind(ss)
-			}
-		}
+		bindSlot(ctx, req)
 		switch method {
 		case "initialize":
 			capInitializeVersion(req)
 		case "tools/list":
 			if r, ok := req.(*sdk.ListToolsRequest); ok {
-				return s.listTools(r)
+				return s.listTools(ctx, r)
 			}
 		case "tools/call":
 			if r, ok := req.(*sdk.CallToolRequest); ok {
-				res, err := s.callTool(ctx, r)
-				if err == nil && sessionless(req) {
-					return completeCall{res}, nil
-				}
-				return res, err
+				return s.answerCall(ctx, r)
 			}
 		}
-		res, err := next(ctx, method, req)
-		if c, ok := res.(sdk.CacheableResult); ok && err == nil && !sessionless(req) {
-			return withoutCacheFields(c)
-		}
-		return res, err
+		return passOn(ctx, next, method, req)
 	}
+}
+
+// bindSlot binds the session slot ctx holds, if any, to req's session.
+func bindSlot(ctx context.Context, req sdk.Request) {
+	if sl, ok := ctx.Value(slotKey{}).(*sessionSlot); ok {
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
+			sl.bind(ss)
+		}
+	}
+}
+
+// answerCall answers a tools/call from the dispatcher, as the sessionless protocol says
+// answers when r follows it.
+func (s *Server) answerCall(ctx context.Context, r *sdk.CallToolRequest) (sdk.Result, error) {
+	res, err := s.callTool(ctx, r)
+	if err == nil && sessionless(r) {
+		return completeCall{res}, nil
+	}
+	return res, err
+}
+
+// passOn has the SDK answer req; a cacheable result in a session's protocol leaves out the
+// cache fields the sessionless protocol defined.
+func passOn(ctx context.Context, next sdk.MethodHandler, method string, req sdk.Request) (sdk.Result, error) {
+	res, err := next(ctx, method, req)
+	if c, ok := res.(sdk.CacheableResult); ok && err == nil && !sessionless(req) {
+		return withoutCacheFields(c)
+	}
+	return res, err
 }
 
 // lastSessionVersion is the newest protocol version served through initialize: 2026-07-28
@@ -286,7 +301,7 @@ const ExamplesMetaKey = "io.quiver/examples"
 // Its ttlMs is 0 (stale at once): tools change at run time, and list_changed says when.
 const listCacheScope = "private"
 
-func (s *Server) listTools(req *sdk.ListToolsRequest) (sdk.Result, error) {
+func (s *Server) listTools(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Result, error) {
 	if req.Params != nil && req.Params.Cursor != "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown cursor: this server returns every tool in one page"}
 	}
@@ -294,10 +309,29 @@ func (s *Server) listTools(req *sdk.ListToolsRequest) (sdk.Result, error) {
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	if !sessionless(req) {
-		return &legacyToolList{Tools: l.list}, nil
+	list := l.list
+	if s.d.Entitled != nil {
+		list = l.entitled(s.d.Entitled(ctx))
 	}
-	return &sdk.ListToolsResult{Cacheable: sdk.Cacheable{CacheScope: listCacheScope}, Tools: l.list}, nil
+	if !sessionless(req) {
+		return &legacyToolList{Tools: list}, nil
+	}
+	return &sdk.ListToolsResult{Cacheable: sdk.Cacheable{CacheScope: listCacheScope}, Tools: list}, nil
+}
+
+// entitled is the listing's tools allowed allows (all of them when it is nil), rendered once
+// for every caller: a caller's list is a selection of the one rendering.
+func (l *listing) entitled(allowed func(*quiver.Tool) bool) []*sdk.Tool {
+	if allowed == nil {
+		return l.list
+	}
+	out := make([]*sdk.Tool, 0, len(l.list))
+	for i, t := range l.tools {
+		if allowed(t) {
+			out = append(out, l.list[i])
+		}
+	}
+	return out
 }
 
 // legacyToolList is a tools/list answer for protocol versions before 2026-07-28: the SDK's
@@ -337,6 +371,15 @@ func withoutCacheFields(res sdk.CacheableResult) (sdk.Result, error) {
 
 // listing renders the tools the dispatcher permits, reusing the last rendering while they are
 // the same tools.
+//
+// A tool whose output schema is advisory (quiver.Spec.OutputAdvisory: an OpenAPI document's
+// description of a service's answer, which the service may not keep) is listed without it.
+// MCP says a server declaring a tool's outputSchema must return structured content that
+// conforms to it, and clients act on that: the TypeScript SDK (2.x) fails a call whose
+// structuredContent does not match, and one that returns none, unless the result is an error.
+// Declared, such a tool's passed-through answer would be the client's failure. Undeclared, its
+// answer still comes as structuredContent, with the warning in _meta; the schema is still the
+// tool's over /v1 and in what the models are told.
 func (s *Server) listing() (*listing, error) {
 	tools := s.d.Tools()
 	s.mu.Lock()
@@ -356,10 +399,10 @@ func (s *Server) listing() (*listing, error) {
 	l := &listing{tools: tools, set: set, list: make([]*sdk.Tool, 0, len(set.Tools))}
 	for i, rt := range set.Tools {
 		t := &sdk.Tool{Name: rt.Name, Description: rt.Description, InputSchema: rt.Parameters}
-		if rt.Output != nil {
+		spec := tools[i].Spec()
+		if rt.Output != nil && !spec.OutputAdvisory {
 			t.OutputSchema = rt.Output
 		}
-		spec := tools[i].Spec()
 		t.Annotations = annotations(spec)
 		if len(spec.Examples) > 0 {
 			// MCP has no field for examples; a tool's _meta carries what the protocol does not.
@@ -528,42 +571,53 @@ const ElicitationTimeout = 10 * time.Minute
 func Confirm(fallback quiver.Confirmer) quiver.Confirmer {
 	return func(ctx context.Context, call *quiver.Call) (quiver.Decision, error) {
 		req := Request(ctx)
-		if req == nil {
-			if fallback != nil {
-				return fallback(ctx, call)
-			}
-			return quiver.Decision{Action: quiver.Pause}, nil
+		if req != nil {
+			return askUser(ctx, req.Session, call)
 		}
-		ss := req.Session
-		p := ss.InitializeParams()
-		if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
-			client := "the MCP client"
-			if p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
-				client = fmt.Sprintf("the MCP client %q", p.ClientInfo.Name)
-			}
-			return quiver.Decision{}, fmt.Errorf("%s does not support elicitation, so its user cannot be asked to approve the call; "+
-				"use a client that supports elicitation, or have the tool's confirmation requirement lifted", client)
+		if fallback != nil {
+			return fallback(ctx, call)
 		}
-		msg := fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", call.Name, truncate(string(quiver.ArgsForHistory(call.Args)), 2000))
-		// A lost answer must not hold the call (and its session) for ever.
-		ectx, cancel := context.WithTimeout(ctx, ElicitationTimeout)
-		defer cancel()
-		res, err := ss.Elicit(ectx, &sdk.ElicitParams{
-			Message:         msg,
-			RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}},
-		})
-		if err != nil {
-			return quiver.Decision{}, fmt.Errorf("asking the MCP client's user: %w", err)
-		}
-		switch res.Action {
-		case "accept":
-			return quiver.Decision{Action: quiver.Approve}, nil
-		case "decline":
-			return quiver.Decision{Action: quiver.Deny, Message: "the user declined it in the MCP client"}, nil
-		default:
-			return quiver.Decision{Action: quiver.Deny, Message: "the user cancelled the confirmation in the MCP client"}, nil
-		}
+		return quiver.Decision{Action: quiver.Pause}, nil
 	}
+}
+
+// askUser puts call to the user of the session's client through elicitation.
+func askUser(ctx context.Context, ss *sdk.ServerSession, call *quiver.Call) (quiver.Decision, error) {
+	if err := canElicit(ss.InitializeParams()); err != nil {
+		return quiver.Decision{}, err
+	}
+	msg := fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", call.Name, truncate(string(quiver.ArgsForHistory(call.Args)), 2000))
+	// A lost answer must not hold the call (and its session) for ever.
+	ectx, cancel := context.WithTimeout(ctx, ElicitationTimeout)
+	defer cancel()
+	res, err := ss.Elicit(ectx, &sdk.ElicitParams{
+		Message:         msg,
+		RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}},
+	})
+	if err != nil {
+		return quiver.Decision{}, fmt.Errorf("asking the MCP client's user: %w", err)
+	}
+	switch res.Action {
+	case "accept":
+		return quiver.Decision{Action: quiver.Approve}, nil
+	case "decline":
+		return quiver.Decision{Action: quiver.Deny, Message: "the user declined it in the MCP client"}, nil
+	default:
+		return quiver.Decision{Action: quiver.Deny, Message: "the user cancelled the confirmation in the MCP client"}, nil
+	}
+}
+
+// canElicit refuses a client that does not support elicitation: its user cannot be asked.
+func canElicit(p *sdk.InitializeParams) error {
+	if p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
+		return nil
+	}
+	client := "the MCP client"
+	if p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
+		client = fmt.Sprintf("the MCP client %q", p.ClientInfo.Name)
+	}
+	return fmt.Errorf("%s does not support elicitation, so its user cannot be asked to approve the call; "+
+		"use a client that supports elicitation, or have the tool's confirmation requirement lifted", client)
 }
 
 func truncate(s string, n int) string {
@@ -571,99 +625,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "..."
-}
-
-// ToResult converts a Quiver result into an MCP tools/call result: an error result becomes
-// isError with its message as text; text, image, audio and resource content map to MCP
-// content; a structured value that is a JSON object becomes structuredContent (with its JSON
-// as text too, for clients that read only content); attachments with data become image, audio
-// or embedded resource content, and references to stored files resource links; the result's
-// metadata is the answer's _meta, on success and on error.
-func ToResult(r *quiver.Result) *sdk.CallToolResult {
-	out := &sdk.CallToolResult{Content: []sdk.Content{}}
-	if len(r.Meta) > 0 {
-		// The dispatcher let only a JSON object through; one that fails here is left out
-		// rather than failing the answer it only describes.
-		var meta map[string]any
-		if json.Unmarshal(r.Meta, &meta) == nil {
-			out.Meta = meta
-		}
-	}
-	if r.IsError() {
-		out.IsError = true
-		out.Content = append(out.Content, &sdk.TextContent{Text: r.Error})
-		return out
-	}
-	if r.Text != "" {
-		out.Content = append(out.Content, &sdk.TextContent{Text: r.Text})
-	}
-	for _, c := range r.Content {
-		if mc := toContent(c); mc != nil {
-			out.Content = append(out.Content, mc)
-		}
-	}
-	for _, a := range r.Attachments {
-		out.Content = append(out.Content, attachmentContent(a))
-	}
-	if len(r.Value) > 0 {
-		v := json.RawMessage(r.Value)
-		if isObject(v) {
-			out.StructuredContent = v
-		}
-		if r.Text == "" && len(r.Content) == 0 {
-			out.Content = append(out.Content, &sdk.TextContent{Text: string(r.Value)})
-		}
-	}
-	return out
-}
-
-func isObject(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c == '{'
-	}
-	return false
-}
-
-func toContent(c quiver.Content) sdk.Content {
-	switch c.Type {
-	case quiver.ContentText:
-		return &sdk.TextContent{Text: c.Text}
-	case quiver.ContentImage:
-		data, _ := base64.StdEncoding.DecodeString(c.Data)
-		return &sdk.ImageContent{Data: data, MIMEType: c.MimeType}
-	case quiver.ContentAudio:
-		data, _ := base64.StdEncoding.DecodeString(c.Data)
-		return &sdk.AudioContent{Data: data, MIMEType: c.MimeType}
-	case quiver.ContentResource:
-		rc := &sdk.ResourceContents{URI: c.URI, MIMEType: c.MimeType, Text: c.Text}
-		if c.Data != "" {
-			rc.Blob, _ = base64.StdEncoding.DecodeString(c.Data)
-		}
-		return &sdk.EmbeddedResource{Resource: rc}
-	}
-	return nil
-}
-
-func attachmentContent(a quiver.Attachment) sdk.Content {
-	if a.IsRef() {
-		link := &sdk.ResourceLink{URI: "quiver://files" + a.Path, Name: a.Name, MIMEType: a.MimeType, Description: a.Description}
-		if a.Size > 0 {
-			link.Size = ptr(a.Size)
-		}
-		return link
-	}
-	data, _ := base64.StdEncoding.DecodeString(a.Data)
-	switch {
-	case strings.HasPrefix(a.MimeType, "image/"):
-		return &sdk.ImageContent{Data: data, MIMEType: a.MimeType}
-	case strings.HasPrefix(a.MimeType, "audio/"):
-		return &sdk.AudioContent{Data: data, MIMEType: a.MimeType}
-	}
-	return &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "quiver://attachments/" + url.PathEscape(a.Name), MIMEType: a.MimeType, Blob: data}}
 }
 
 // traceContext continues the client's trace in the call's span: W3C trace context from the

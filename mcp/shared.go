@@ -142,17 +142,7 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 	}
 	owner := d.o.Owner(r)
 	if r.Method == http.MethodDelete {
-		switch err := ss.close(r.Context(), id, owner); {
-		case errors.Is(err, errNotOwner):
-			refuseOtherOwner(w)
-		case errors.Is(err, ErrNoSession):
-			writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it was closed or expired")
-		case err != nil:
-			ss.logger.Error("mcp: closing a shared session", "session", id, "err", err)
-			writeRPCError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the server could not close this session: try again shortly")
-		default:
-			w.WriteHeader(http.StatusNoContent)
-		}
+		ss.serveDelete(w, r, id, owner)
 		return
 	}
 	if r.Method == http.MethodPost {
@@ -168,17 +158,7 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 	}
 	c, err := ss.copyOf(r, id, owner)
 	if err != nil {
-		if errors.Is(err, errNotOwner) {
-			refuseOtherOwner(w)
-			return
-		}
-		if errors.Is(err, ErrNoSession) {
-			writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest,
-				"session not found: it was closed or expired, or is not yours; send initialize without Mcp-Session-Id to open a new one")
-			return
-		}
-		ss.logger.Error("mcp: continuing a shared session", "session", id, "err", err)
-		writeRPCError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the server could not continue this session: try again shortly")
+		ss.refuseCopy(w, id, err)
 		return
 	}
 	r.Header.Set("Mcp-Session-Id", c.localID)
@@ -188,6 +168,35 @@ func (ss *sharedSessions) serve(d *httpDoor, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	ss.h.ServeHTTP(sw, r)
+}
+
+// serveDelete closes shared session id for its owner.
+func (ss *sharedSessions) serveDelete(w http.ResponseWriter, r *http.Request, id, owner string) {
+	switch err := ss.close(r.Context(), id, owner); {
+	case errors.Is(err, errNotOwner):
+		refuseOtherOwner(w)
+	case errors.Is(err, ErrNoSession):
+		writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it was closed or expired")
+	case err != nil:
+		ss.logger.Error("mcp: closing a shared session", "session", id, "err", err)
+		writeRPCError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the server could not close this session: try again shortly")
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// refuseCopy answers a request whose session could not be continued here (err says why).
+func (ss *sharedSessions) refuseCopy(w http.ResponseWriter, id string, err error) {
+	switch {
+	case errors.Is(err, errNotOwner):
+		refuseOtherOwner(w)
+	case errors.Is(err, ErrNoSession):
+		writeRPCError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest,
+			"session not found: it was closed or expired, or is not yours; send initialize without Mcp-Session-Id to open a new one")
+	default:
+		ss.logger.Error("mcp: continuing a shared session", "session", id, "err", err)
+		writeRPCError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the server could not continue this session: try again shortly")
+	}
 }
 
 // relayAnswers serves a POST of JSON-RPC responses (a client's answers to what a node asked

@@ -114,38 +114,57 @@ func (f *lineFilter) check(line []byte) (code int64, msg string, id json.RawMess
 		return jsonrpc.CodeParseError, fmt.Sprintf("parse error: line %d is not JSON: %v", f.line, err), nil
 	}
 	if line[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
-			return jsonrpc.CodeInvalidRequest, fmt.Sprintf("line %d is an empty batch", f.line), nil
-		}
-		if !f.batches {
-			return jsonrpc.CodeInvalidRequest, fmt.Sprintf("line %d is a batch: batches exist only in protocol versions 2024-11-05 and 2025-03-26", f.line), nil
-		}
-		for i, raw := range batch {
-			if _, err := jsonrpc.DecodeMessage(raw); err != nil {
-				return jsonrpc.CodeInvalidRequest, fmt.Sprintf("line %d, message %d of the batch: %v", f.line, i+1, err), nil
-			}
+		if msg := f.checkBatch(line); msg != "" {
+			return jsonrpc.CodeInvalidRequest, msg, nil
 		}
 		return 0, "", nil
 	}
-	msg1, err := jsonrpc.DecodeMessage(line)
+	m, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		var probe struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if json.Unmarshal(line, &probe) == nil && validID(probe.ID) {
-			id = probe.ID
-		}
-		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("line %d is not a JSON-RPC 2.0 message: %v", f.line, err), id
+		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("line %d is not a JSON-RPC 2.0 message: %v", f.line, err), probeID(line)
 	}
-	if req, ok := msg1.(*jsonrpc.Request); ok && req.Method == "initialize" {
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		_ = json.Unmarshal(req.Params, &p)
-		f.batches = p.ProtocolVersion == "2024-11-05" || p.ProtocolVersion == "2025-03-26"
+	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" {
+		f.batches = allowsBatches(req.Params)
 	}
 	return 0, "", nil
+}
+
+// checkBatch says what is wrong with a batch of messages; "" when nothing is.
+func (f *lineFilter) checkBatch(line []byte) string {
+	var batch []json.RawMessage
+	if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
+		return fmt.Sprintf("line %d is an empty batch", f.line)
+	}
+	if !f.batches {
+		return fmt.Sprintf("line %d is a batch: batches exist only in protocol versions 2024-11-05 and 2025-03-26", f.line)
+	}
+	for i, raw := range batch {
+		if _, err := jsonrpc.DecodeMessage(raw); err != nil {
+			return fmt.Sprintf("line %d, message %d of the batch: %v", f.line, i+1, err)
+		}
+	}
+	return ""
+}
+
+// probeID is the id of a line that is no message, when it has a usable one.
+func probeID(line []byte) json.RawMessage {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &probe) == nil && validID(probe.ID) {
+		return probe.ID
+	}
+	return nil
+}
+
+// allowsBatches reports whether an initialize's parameters name a protocol version that has
+// batches.
+func allowsBatches(params json.RawMessage) bool {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.ProtocolVersion == "2024-11-05" || p.ProtocolVersion == "2025-03-26"
 }
 
 // refuse writes a JSON-RPC error answer; false once the output is gone.

@@ -261,7 +261,7 @@ func TestLargeDocuments(t *testing.T) {
 	}{
 		{"many operations over a large component", 1000, 400, "larger than 4194304 bytes in all", 0},
 		{"a component over a tool's cap", 12000, 10, "", 10},
-		{"more operations than a source may have", 1, 1001, "more than 1000 operations selected", 0},
+		{"more operations than a source may have", 1, 1001, "the document has more than 1000 operations, the most a source imports unless its cap is raised", 0},
 		{"a large component, a few operations", 1000, 5, "", 0},
 	}
 	for _, tc := range tests {

@@ -55,6 +55,19 @@ func (c *caller) call(ctx context.Context, args json.RawMessage) (any, error) {
 		return nil, c.sendError(err)
 	}
 	defer resp.Body.Close()
+	data, err := c.readAnswer(resp)
+	if err != nil {
+		return nil, err
+	}
+	status := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, c.failed(status, data)
+	}
+	return answer(status, resp.Header.Get("Content-Type"), data), nil
+}
+
+// readAnswer reads the answer's body, up to the source's limit.
+func (c *caller) readAnswer(resp *http.Response) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: reading the answer: %v", c.method, c.path, withoutURL(err))
@@ -62,15 +75,16 @@ func (c *caller) call(ctx context.Context, args json.RawMessage) (any, error) {
 	if int64(len(data)) > c.maxBytes {
 		return nil, fmt.Errorf("%s %s: the answer is larger than %d bytes, the limit of the source %s", c.method, c.path, c.maxBytes, c.source)
 	}
-	status := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		excerpt := strings.ToValidUTF8(string(data[:min(len(data), errorExcerpt)]), "?")
-		if excerpt != "" {
-			excerpt = ": " + excerpt
-		}
-		return nil, fmt.Errorf("%s %s: the service answered %s%s", c.method, c.path, status, excerpt)
+	return data, nil
+}
+
+// failed is the error of an answer whose status is not 2xx, quoting the start of its body.
+func (c *caller) failed(status string, data []byte) error {
+	excerpt := strings.ToValidUTF8(string(data[:min(len(data), errorExcerpt)]), "?")
+	if excerpt != "" {
+		excerpt = ": " + excerpt
 	}
-	return answer(status, resp.Header.Get("Content-Type"), data), nil
+	return fmt.Errorf("%s %s: the service answered %s%s", c.method, c.path, status, excerpt)
 }
 
 // answer is a success answer as a result: JSON as a structured value, text as text, and
@@ -83,21 +97,22 @@ func answer(status, contentType string, data []byte) any {
 	switch {
 	case (isJSON(mt) || mt == "") && json.Valid(data):
 		return json.RawMessage(data)
-	case (strings.HasPrefix(mt, "text/") || mt == "" || strings.HasSuffix(mt, "+xml") || mt == "application/xml") && utf8.Valid(data):
+	case isText(mt) && utf8.Valid(data):
 		return string(data)
 	}
 	return fmt.Sprintf("%s: %d bytes of %s", status, len(data), cmp.Or(mt, "unknown type"))
 }
 
+// isText reports whether an answer of media type mt ("": none said) may be text.
+func isText(mt string) bool {
+	return strings.HasPrefix(mt, "text/") || mt == "" || strings.HasSuffix(mt, "+xml") || mt == "application/xml"
+}
+
 // request builds the HTTP request of a call.
 func (c *caller) request(ctx context.Context, in map[string]json.RawMessage) (*http.Request, error) {
-	parts := requestParts{path: c.path, query: url.Values{}, header: http.Header{}}
-	for _, p := range c.params {
-		if raw, ok := in[p.arg]; ok {
-			if err := c.addParam(&parts, p, raw); err != nil {
-				return nil, err
-			}
-		}
+	parts, err := c.parts(in)
+	if err != nil {
+		return nil, err
 	}
 	u, err := c.target(parts.path)
 	if err != nil {
@@ -124,6 +139,21 @@ func (c *caller) request(ctx context.Context, in map[string]json.RawMessage) (*h
 	return req, nil
 }
 
+// parts puts each argument of a parameter where the parameter goes.
+func (c *caller) parts(in map[string]json.RawMessage) (*requestParts, error) {
+	parts := &requestParts{path: c.path, query: url.Values{}, header: http.Header{}}
+	for _, p := range c.params {
+		raw, ok := in[p.arg]
+		if !ok {
+			continue
+		}
+		if err := c.addParam(parts, p, raw); err != nil {
+			return nil, err
+		}
+	}
+	return parts, nil
+}
+
 // requestParts are what a call's parameters make of its request.
 type requestParts struct {
 	path    string
@@ -142,23 +172,37 @@ func (c *caller) addParam(parts *requestParts, p param, raw json.RawMessage) err
 	case "path":
 		s, err := pathValue(p, v, raw)
 		if err != nil {
-			return quiver.Fail(quiver.CodeInvalidArguments, "argument %s: %v", p.arg, err)
+			return quiver.Fail(quiver.CodeInvalidArguments, "argument %s (the path parameter %s): %v", p.arg, p.name, err)
 		}
 		parts.path = strings.ReplaceAll(parts.path, "{"+p.name+"}", s)
 	case "query":
-		if obj, ok := v.(map[string]any); ok && p.explode && p.style != "deepObject" && !p.content {
-			for k := range obj {
-				if c.reservedQuery[strings.ToLower(k)] {
-					return quiver.Fail(quiver.CodeInvalidArguments,
-						"argument %s: the key %q is another query parameter's or a credential's; it cannot be sent as one of %s's", p.arg, k, p.arg)
-				}
-			}
+		if list, isList := v.([]any); p.nonEmpty && (v == "" || isList && len(list) == 0) {
+			return quiver.Fail(quiver.CodeInvalidArguments, "argument %s: the query parameter %s is required and may not be empty: give its value", p.arg, p.name)
+		}
+		if err := c.checkQueryKeys(p, v); err != nil {
+			return err
 		}
 		queryValue(parts.query, p, v, raw)
 	case "header":
 		parts.header.Set(p.name, simple(v, p.explode, p.content, raw))
 	case "cookie":
 		parts.cookies = append(parts.cookies, p.name+"="+url.QueryEscape(simple(v, false, p.content, raw)))
+	}
+	return nil
+}
+
+// checkQueryKeys checks that an object whose keys become query names (form, exploded) takes
+// none the operation's other query parameters or the credentials have.
+func (c *caller) checkQueryKeys(p param, v any) error {
+	obj, ok := v.(map[string]any)
+	if !ok || !p.explode || p.style == "deepObject" || p.content {
+		return nil
+	}
+	for k := range obj {
+		if c.reservedQuery[strings.ToLower(k)] {
+			return quiver.Fail(quiver.CodeInvalidArguments,
+				"argument %s: the key %q is another query parameter's or a credential's; it cannot be sent as one of %s's", p.arg, k, p.arg)
+		}
 	}
 	return nil
 }
@@ -212,20 +256,9 @@ func (c *caller) authorize(ctx context.Context, query url.Values, header http.He
 			anonymous = true // {}: none needed, if no alternative with credentials is met
 			continue
 		}
-		values := make([]string, len(alt))
-		ok := true
-		for i, cr := range alt {
-			v, set := quiver.Var(ctx, cr.variable)
-			if !set || v == "" {
-				ok = false
-				if !slices.Contains(missing, cr.variable) {
-					missing = append(missing, cr.variable)
-				}
-				continue
-			}
-			values[i] = v
-		}
-		if !ok {
+		values, unset := credentialValues(ctx, alt)
+		if len(unset) > 0 {
+			missing = appendNew(missing, unset...)
 			continue
 		}
 		for i, cr := range alt {
@@ -238,6 +271,30 @@ func (c *caller) authorize(ctx context.Context, query url.Values, header http.He
 	}
 	return quiver.Fail(quiver.CodeMissingVariable, "%s %s needs credentials: set the secret variable %s", c.method, c.path,
 		strings.Join(missing, " or "))
+}
+
+// credentialValues are the values of the variables of a security alternative, and the
+// variables of it that are not set.
+func credentialValues(ctx context.Context, alt []credential) (values, unset []string) {
+	values = make([]string, len(alt))
+	for i, cr := range alt {
+		v, set := quiver.Var(ctx, cr.variable)
+		if !set || v == "" {
+			unset = append(unset, cr.variable)
+		}
+		values[i] = v
+	}
+	return values, unset
+}
+
+// appendNew appends to list the names it does not hold yet.
+func appendNew(list []string, names ...string) []string {
+	for _, n := range names {
+		if !slices.Contains(list, n) {
+			list = append(list, n)
+		}
+	}
+	return list
 }
 
 // send puts one credential where its scheme says.
@@ -285,132 +342,6 @@ func decode(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
-// scalar is a primitive value as text.
-func scalar(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case json.Number:
-		return x.String()
-	case bool:
-		if x {
-			return "true"
-		}
-		return "false"
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// simple is the simple style (RFC 6570 {var} and {var*}): an array's items and an object's
-// keys and values joined by commas (key=value with explode). A parameter described by content
-// is its JSON text.
-func simple(v any, explode, content bool, raw json.RawMessage) string {
-	if content {
-		return string(raw)
-	}
-	switch x := v.(type) {
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = scalar(e)
-		}
-		return strings.Join(parts, ",")
-	case map[string]any:
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if explode {
-				parts = append(parts, k+"="+scalar(x[k]))
-			} else {
-				parts = append(parts, k, scalar(x[k]))
-			}
-		}
-		return strings.Join(parts, ",")
-	}
-	return scalar(v)
-}
-
-// pathValue is a path parameter's text in its style (simple, label or matrix; RFC 6570's
-// {x}, {.x} and {;x}, exploded or not), each value escaped so that it stays within its part
-// of the path and only the style's separators are the path's. (The path they make is checked
-// for dot segments once every parameter is in it: see dotSegment.)
-func pathValue(p param, v any, raw json.RawMessage) (string, error) {
-	var items []string // the values in order; an object's as key, value, key, value...
-	pairs := false
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			items = append(items, scalar(e))
-		}
-	case map[string]any:
-		pairs = true
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			items = append(items, k, scalar(x[k]))
-		}
-	default:
-		if p.content {
-			items = []string{string(raw)}
-		} else {
-			items = []string{scalar(v)}
-		}
-	}
-	if len(items) == 0 || len(items) == 1 && items[0] == "" {
-		return "", errors.New("an empty value cannot be a part of a path")
-	}
-	esc := make([]string, len(items))
-	for i, it := range items {
-		esc[i] = escapeValue(it)
-	}
-	name := escapeValue(p.name)
-	// joined is the values with sep between them; exploded pairs are key=value.
-	joined := func(sep string) string {
-		if !pairs || !p.explode {
-			return strings.Join(esc, map[bool]string{true: sep, false: ","}[p.explode])
-		}
-		kv := make([]string, 0, len(esc)/2)
-		for i := 0; i+1 < len(esc); i += 2 {
-			kv = append(kv, esc[i]+"="+esc[i+1])
-		}
-		return strings.Join(kv, sep)
-	}
-	switch p.style {
-	case "label":
-		return "." + joined("."), nil
-	case "matrix":
-		switch {
-		case p.explode && pairs:
-			return ";" + joined(";"), nil
-		case p.explode && len(items) > 1 || p.explode && isList(v):
-			parts := make([]string, len(esc))
-			for i, e := range esc {
-				parts[i] = name + "=" + e
-			}
-			return ";" + strings.Join(parts, ";"), nil
-		}
-		return ";" + name + "=" + strings.Join(esc, ","), nil
-	}
-	return joined(","), nil
-}
-
-func isList(v any) bool { _, ok := v.([]any); return ok }
-
-// escapeValue percent-encodes all but RFC 3986's unreserved characters, as RFC 6570 expands
-// {x}, {.x} and {;x}: "=", "&", ",", ";" and "/" in a value are then never the path's own.
-func escapeValue(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
 // dotSegment returns the first segment of path that is "." or "..", as sent or once a
 // service (or a proxy before it) decodes %2F and %5C before routing, "" when none: such a
 // path climbs out of the operation's.
@@ -429,52 +360,6 @@ func dotSegment(path string) string {
 	return ""
 }
 
-// queryValue adds a query parameter in its style: form (exploded: a pair per item or key),
-// spaceDelimited, pipeDelimited or deepObject.
-func queryValue(q url.Values, p param, v any, raw json.RawMessage) {
-	if p.content {
-		q.Add(p.name, string(raw))
-		return
-	}
-	switch x := v.(type) {
-	case []any:
-		sep := map[string]string{"spaceDelimited": " ", "pipeDelimited": "|"}[p.style]
-		if p.explode && sep == "" {
-			for _, e := range x {
-				q.Add(p.name, scalar(e))
-			}
-			return
-		}
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = scalar(e)
-		}
-		q.Add(p.name, strings.Join(parts, cmp.Or(sep, ",")))
-	case map[string]any:
-		switch {
-		case p.style == "deepObject":
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				q.Add(p.name+"["+k+"]", scalar(x[k]))
-			}
-		case p.explode:
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				q.Add(k, scalar(x[k]))
-			}
-			// The keys were checked against the operation's other query parameters and the
-			// credentials' (see caller.request).
-		default:
-			parts := make([]string, 0, 2*len(x))
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				parts = append(parts, k, scalar(x[k]))
-			}
-			sep := map[string]string{"spaceDelimited": " ", "pipeDelimited": "|"}[p.style]
-			q.Add(p.name, strings.Join(parts, cmp.Or(sep, ",")))
-		}
-	default:
-		q.Add(p.name, scalar(v))
-	}
-}
-
 // encodeBody is a request body in its media type.
 func encodeBody(contentType string, raw json.RawMessage) ([]byte, error) {
 	if isJSON(contentType) {
@@ -490,38 +375,46 @@ func encodeBody(contentType string, raw json.RawMessage) ([]byte, error) {
 	}
 	form := url.Values{}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		switch x := obj[k].(type) {
-		case []any:
-			for _, e := range x {
-				form.Add(k, scalar(e))
-			}
-		default:
-			form.Add(k, scalar(x))
+		for _, v := range formValues(obj[k]) {
+			form.Add(k, v)
 		}
 	}
 	return []byte(form.Encode()), nil
 }
 
+// formValues are a form field's values: a list's items, or the one value.
+func formValues(v any) []string {
+	if list, ok := v.([]any); ok {
+		return scalars(list)
+	}
+	return []string{scalar(v)}
+}
+
 // newClient is the HTTP client of a source's tools: its timeout, and redirects followed only
 // to the source's servers, never from https to http, at most MaxRedirects.
 func newClient(src Source, servers []*url.URL) *http.Client {
-	maxRedirects := cmp.Or(src.MaxRedirects, DefaultMaxRedirects)
 	return &http.Client{
-		Transport: transport(src),
-		Timeout:   cmp.Or(src.Timeout, DefaultTimeout),
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if maxRedirects < 0 || len(via) > maxRedirects {
-				return fmt.Errorf("more than %d redirects", max(maxRedirects, 0))
-			}
-			if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
-				return errors.New("redirected from https to http: refused")
-			}
-			// Only within the origin: an API key in a header of its own (X-API-Key) would go
-			// along to another host, which Go strips only for Authorization and Cookie.
-			if req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {
-				return fmt.Errorf("redirected to another host (%s): refused, a source's calls stay with the server they were sent to", req.URL.Host)
-			}
-			return nil
-		},
+		Transport:     transport(src),
+		Timeout:       cmp.Or(src.Timeout, DefaultTimeout),
+		CheckRedirect: redirectPolicy(cmp.Or(src.MaxRedirects, DefaultMaxRedirects)).check,
 	}
+}
+
+// redirectPolicy follows at most its number of redirects (none when negative), within the
+// origin and never from https to http.
+type redirectPolicy int
+
+func (limit redirectPolicy) check(req *http.Request, via []*http.Request) error {
+	if limit < 0 || len(via) > int(limit) {
+		return fmt.Errorf("more than %d redirects", max(int(limit), 0))
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return errors.New("redirected from https to http: refused")
+	}
+	// Only within the origin: an API key in a header of its own (X-API-Key) would go along to
+	// another host, which Go strips only for Authorization and Cookie.
+	if req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {
+		return fmt.Errorf("redirected to another host (%s): refused, a source's calls stay with the server they were sent to", req.URL.Host)
+	}
+	return nil
 }

@@ -98,8 +98,9 @@ func TestHostileDocuments(t *testing.T) {
 		err       string // "" for a document that is read
 		allocated uint64 // the most the refusal may allocate
 	}{
-		{"40,000 operations in JSON", manyOperations(40_000, false), openapi.Source{}, "the document has more than 10000 operations", 32 * mb},
-		{"40,000 operations in YAML", manyOperations(40_000, true), openapi.Source{}, "the document has more than 10000 operations", 160 * mb},
+		{"40,000 operations in JSON", manyOperations(40_000, false), openapi.Source{}, "the document has more than 1000 operations", 2 * mb},
+		{"40,000 operations in JSON, the cap raised", manyOperations(40_000, false), openapi.Source{MaxOperations: 50_000}, "the document has more than 10000 operations", 32 * mb},
+		{"40,000 operations in YAML", manyOperations(40_000, true), openapi.Source{MaxOperations: 10_000}, "the document has more than 10000 operations", 160 * mb},
 		{"40,000 operations, one selected", manyOperations(40_000, false), openapi.Source{Operations: []string{"op1"}}, "the document has more than 10000 operations", 32 * mb},
 		{"the billion laughs", laughs(9), openapi.Source{}, "the document has more than 1048576 values", 8 * mb},
 		{"an alias repeating what holds it", yamlDocument("    Loop: &loop {type: object, properties: {self: *loop}}\n"), openapi.Source{},

@@ -22,6 +22,9 @@ type param struct {
 	style   string
 	explode bool
 	content bool // described by content (JSON) rather than a schema: sent as JSON text
+	// nonEmpty: a required query parameter that does not allow an empty value, refused as ""
+	// or [] before the request is sent (a path parameter never takes one).
+	nonEmpty bool
 }
 
 // body is an operation's request body, as a tool's argument.
@@ -114,33 +117,54 @@ func (a *argsSchema) addParams(conv *converter, in *inputs, all []*openapi3.Para
 		names[p.Name]++
 	}
 	for _, p := range all {
-		if p.In == openapi3.ParameterInHeader && slices.ContainsFunc(reservedHeaders, func(h string) bool { return strings.EqualFold(h, p.Name) }) ||
-			reserved[p.In+"\x00"+strings.ToLower(p.Name)] {
+		if isReserved(p, reserved) {
 			continue
 		}
 		arg := p.Name
 		if names[p.Name] > 1 {
 			arg = p.In + "_" + p.Name
 		}
-		arg = argName(arg, a.used)
-		s, isContent, err := paramSchema(conv, p)
+		pr, err := a.addParam(conv, p, argName(arg, a.used))
 		if err != nil {
-			return fmt.Errorf("parameter %s (in %s): %w", p.Name, p.In, err)
+			return err
 		}
-		if p.Description != "" && s["description"] == nil {
-			s["description"] = p.Description
-		}
-		a.props[arg] = s
-		if p.Required || p.In == openapi3.ParameterInPath {
-			a.required = append(a.required, arg)
-		}
-		sm, err := p.SerializationMethod()
-		if err != nil {
-			return fmt.Errorf("parameter %s: %w", p.Name, err)
-		}
-		in.params = append(in.params, param{arg: arg, name: p.Name, in: p.In, style: sm.Style, explode: sm.Explode, content: isContent})
+		in.params = append(in.params, pr)
 	}
 	return nil
+}
+
+// isReserved reports whether a parameter would set what the transport or the credentials set.
+func isReserved(p *openapi3.Parameter, reserved map[string]bool) bool {
+	return p.In == openapi3.ParameterInHeader && slices.ContainsFunc(reservedHeaders, func(h string) bool { return strings.EqualFold(h, p.Name) }) ||
+		reserved[p.In+"\x00"+strings.ToLower(p.Name)]
+}
+
+// addParam offers parameter p as the argument arg, and returns how it is sent.
+func (a *argsSchema) addParam(conv *converter, p *openapi3.Parameter, arg string) (param, error) {
+	s, isContent, err := paramSchema(conv, p)
+	if err != nil {
+		return param{}, fmt.Errorf("parameter %s (in %s): %w", p.Name, p.In, err)
+	}
+	if p.Description != "" && s["description"] == nil {
+		s["description"] = p.Description
+	}
+	nonEmpty := p.In == openapi3.ParameterInQuery && p.Required && !p.AllowEmptyValue
+	if nonEmpty && s["type"] == "array" {
+		// An empty list sends no value (or an empty one): the parameter would be missing.
+		if n, _ := s["minItems"].(float64); n < 1 {
+			s["minItems"] = 1
+		}
+	}
+	a.props[arg] = s
+	if p.Required || p.In == openapi3.ParameterInPath {
+		a.required = append(a.required, arg)
+	}
+	sm, err := p.SerializationMethod()
+	if err != nil {
+		return param{}, fmt.Errorf("parameter %s: %w", p.Name, err)
+	}
+	return param{arg: arg, name: p.Name, in: p.In, style: sm.Style, explode: sm.Explode, content: isContent,
+		nonEmpty: nonEmpty}, nil
 }
 
 // addBody offers the request body as the argument body (request_body when a parameter took
@@ -241,24 +265,12 @@ func mediaTypes(content openapi3.Content) string {
 // success answer (one 2xx status, or 2XX) and it is JSON: with several, or one without
 // content, an answer that is right by the document could fail the check.
 func (b *builder) outputSchema(op *openapi3.Operation) ([]byte, error) {
-	if op.Responses == nil {
-		return nil, nil
-	}
-	var success []*openapi3.ResponseRef
-	for code, rr := range op.Responses.Map() {
-		if strings.HasPrefix(code, "2") && rr != nil && rr.Value != nil {
-			success = append(success, rr)
-		}
-	}
-	if len(success) != 1 {
-		return nil, nil
-	}
-	mt, found := bodyMedia(success[0].Value.Content)
-	if found == nil || !isJSON(mt) || found.Schema == nil {
+	media := successMedia(op)
+	if media == nil {
 		return nil, nil
 	}
 	conv := newConverter(b.doc, response, b.cache(response))
-	s, err := conv.convert(found.Schema)
+	s, err := conv.convert(media.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("success answer: %w", err)
 	}
@@ -267,6 +279,34 @@ func (b *builder) outputSchema(op *openapi3.Operation) ([]byte, error) {
 	}
 	conv.defsInto(s)
 	return encodeSchema(s)
+}
+
+// successMedia is the JSON content of the operation's success answer, with its schema; nil
+// unless the operation has one success answer and it is that.
+func successMedia(op *openapi3.Operation) *openapi3.MediaType {
+	success := successAnswers(op)
+	if len(success) != 1 {
+		return nil
+	}
+	mt, found := bodyMedia(success[0].Value.Content)
+	if found == nil || !isJSON(mt) || found.Schema == nil {
+		return nil
+	}
+	return found
+}
+
+// successAnswers are the operation's answers of a 2xx status.
+func successAnswers(op *openapi3.Operation) []*openapi3.ResponseRef {
+	if op.Responses == nil {
+		return nil
+	}
+	var success []*openapi3.ResponseRef
+	for code, rr := range op.Responses.Map() {
+		if strings.HasPrefix(code, "2") && rr != nil && rr.Value != nil {
+			success = append(success, rr)
+		}
+	}
+	return success
 }
 
 // cache is the source's components converted in one direction.
@@ -292,44 +332,54 @@ func (b *builder) security(op *openapi3.Operation) ([][]credential, []quiver.Var
 		reqs = *op.Security
 	}
 	var alts [][]credential
-	var vars []quiver.Variable
-	declared := map[string]bool{}
 	for _, req := range reqs {
-		var alt []credential
-		usable := true
-		for _, name := range slices.Sorted(maps.Keys(req)) {
-			ref := b.doc.Components.SecuritySchemes[name]
-			if ref == nil || ref.Value == nil {
-				return nil, nil, fmt.Errorf("security scheme %q is not in the document's components", name)
-			}
-			if !sendable(ref.Value) {
-				usable = false
-				break
-			}
-			v := b.variableFor(name)
-			alt = append(alt, credential{scheme: ref.Value, variable: v})
+		alt, usable, err := b.alternative(req)
+		if err != nil {
+			return nil, nil, err
 		}
-		if !usable {
-			continue
-		}
-		alts = append(alts, alt)
-		for _, c := range alt {
-			if !declared[c.variable] {
-				declared[c.variable] = true
-				vars = append(vars, quiver.Variable{Name: c.variable, Type: quiver.VarSecret,
-					Description: fmt.Sprintf("The credential of %s's security scheme %s.", b.src.Name, schemeText(c.scheme))})
-			}
+		if usable {
+			alts = append(alts, alt)
 		}
 	}
 	if len(reqs) > 0 && len(alts) == 0 {
 		return nil, nil, fmt.Errorf("no security requirement of the operation can be met: Quiver sends bearer, basic and API key credentials")
 	}
-	if len(alts) == 1 {
-		for i := range vars {
-			vars[i].Required = true
+	return alts, b.credentialVariables(alts), nil
+}
+
+// alternative is the credentials of one security requirement; false when Quiver cannot send
+// one of them.
+func (b *builder) alternative(req openapi3.SecurityRequirement) ([]credential, bool, error) {
+	var alt []credential
+	for _, name := range slices.Sorted(maps.Keys(req)) {
+		ref := b.doc.Components.SecuritySchemes[name]
+		if ref == nil || ref.Value == nil {
+			return nil, false, fmt.Errorf("security scheme %q is not in the document's components", name)
+		}
+		if !sendable(ref.Value) {
+			return nil, false, nil
+		}
+		alt = append(alt, credential{scheme: ref.Value, variable: b.variableFor(name)})
+	}
+	return alt, true, nil
+}
+
+// credentialVariables are the variables the alternatives read, each once: required when there
+// is one alternative.
+func (b *builder) credentialVariables(alts [][]credential) []quiver.Variable {
+	var vars []quiver.Variable
+	declared := map[string]bool{}
+	for _, alt := range alts {
+		for _, c := range alt {
+			if declared[c.variable] {
+				continue
+			}
+			declared[c.variable] = true
+			vars = append(vars, quiver.Variable{Name: c.variable, Type: quiver.VarSecret, Required: len(alts) == 1,
+				Description: fmt.Sprintf("The credential of %s's security scheme %s.", b.src.Name, schemeText(c.scheme))})
 		}
 	}
-	return alts, vars, nil
+	return vars
 }
 
 // sendable reports whether Quiver can send a scheme's credential: HTTP bearer and basic, an

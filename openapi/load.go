@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -18,20 +19,26 @@ const LoadTimeout = 30 * time.Second
 // is fetched with client (http.DefaultClient when nil) within LoadTimeout.
 func Load(ctx context.Context, location string, client *http.Client) ([]byte, error) {
 	if !strings.HasPrefix(location, "http://") && !strings.HasPrefix(location, "https://") {
-		f, err := os.Open(location)
-		if err != nil {
-			return nil, fmt.Errorf("openapi: reading the document: %w", err)
-		}
-		defer f.Close()
-		return readCapped(f, location)
+		return loadFile(location)
 	}
 	u, err := url.Parse(location)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("openapi: the document's URL %q is not a URL", location)
 	}
-	if client == nil {
-		client = http.DefaultClient
+	return fetch(ctx, u, cmp.Or(client, http.DefaultClient))
+}
+
+func loadFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: reading the document: %w", err)
 	}
+	defer f.Close()
+	return readCapped(f, name)
+}
+
+// fetch reads the document at u within LoadTimeout.
+func fetch(ctx context.Context, u *url.URL, client *http.Client) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, LoadTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

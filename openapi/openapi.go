@@ -40,12 +40,12 @@ const (
 	DefaultMaxRedirects     = 3
 	// MaxDocumentBytes is the largest document Load reads.
 	MaxDocumentBytes = 16 << 20
-	// MaxOperations is the most tools one source makes: select some with Operations.
+	// MaxOperations is the most tools one source makes unless it raises its cap
+	// (Source.MaxOperations): select some with Operations, or raise it.
 	MaxOperations = 1000
-	// MaxDocumentOperations is the most operations a document may have, selected or not:
-	// selecting happens on the loaded document, whose loading is the cost. Ten times
-	// MaxOperations leaves room to select a part of a large API's document (the largest
-	// public ones have a little over a thousand).
+	// MaxDocumentOperations is the most operations a document may have, selected or not, and
+	// the most a source's cap may be raised to. Ten times MaxOperations leaves room for the
+	// largest public documents (GitHub's has a little over 1,200).
 	MaxDocumentOperations = 10 * MaxOperations
 	// MaxDocumentValues is the most values (objects, arrays, strings, numbers, booleans and
 	// nulls; a YAML alias counting as what it repeats) a document may hold unless the Source
@@ -60,7 +60,8 @@ const (
 	// it ends, at several hundred bytes each. (A JSON document is read by JSON's decoder.)
 	MaxFlowValues = 10_000
 	// MaxSchemaBytes caps one tool's schemas (input and output, their $defs included, as
-	// JSON): an operation over it is left out. MaxSourceSchemaBytes caps a source's in all.
+	// JSON): an operation over it is left out. MaxSourceSchemaBytes caps a source's in all,
+	// for each MaxOperations (or part of it) of the source's cap of operations.
 	// Each tool's schemas are compiled on their own, so a document whose components are
 	// referred to by many operations would otherwise cost their size times the operations.
 	MaxSchemaBytes       = 512 << 10
@@ -111,6 +112,42 @@ type Source struct {
 	// never more. A server reading documents that others write sets fewer, to bound what one
 	// import costs it (see MaxDocumentValues).
 	MaxValues int
+	// MaxOperations is the most operations the source selects (MaxOperations when zero, never
+	// more than MaxDocumentOperations): a document, or a selection, of more is refused once
+	// its text is counted, before anything is built of it.
+	MaxOperations int
+	// Strict makes an answer that does not match the document's schema of it a failed call.
+	// Off (the default), such an answer is passed through with a warning in the result's
+	// meta: the service answered, and the document that describes it is at fault.
+	Strict bool
+	// Settings are the names the errors give the source's settings: the configuration file's
+	// (servers, operations, max_operations) when empty. A command line names its flags.
+	Settings Settings
+}
+
+// Settings names a source's settings as the door that sets them calls them, for its errors.
+type Settings struct {
+	Servers, Operations, MaxOperations string
+}
+
+// names are the settings' names, the configuration file's where s leaves one empty.
+func (s Settings) names() Settings {
+	return Settings{Servers: cmp.Or(s.Servers, "servers"), Operations: cmp.Or(s.Operations, "operations"),
+		MaxOperations: cmp.Or(s.MaxOperations, "max_operations")}
+}
+
+// maxOperations is the source's cap of operations.
+func (src Source) maxOperations() int {
+	if src.MaxOperations <= 0 {
+		return MaxOperations
+	}
+	return min(src.MaxOperations, MaxDocumentOperations)
+}
+
+// maxSchemaBytes caps the source's tools' schemas in all: MaxSourceSchemaBytes for each
+// MaxOperations (or part of it) of its cap.
+func (src Source) maxSchemaBytes() int {
+	return MaxSourceSchemaBytes * ((src.maxOperations() + MaxOperations - 1) / MaxOperations)
 }
 
 // limits are what the source's document may hold.
@@ -119,7 +156,8 @@ func (src Source) limits() limits {
 	if src.MaxValues > 0 {
 		values = min(src.MaxValues, MaxDocumentValues)
 	}
-	return limits{values: values, members: MaxMappingMembers, flow: MaxFlowValues, operations: MaxDocumentOperations}
+	return limits{values: values, members: MaxMappingMembers, flow: MaxFlowValues, operations: MaxDocumentOperations,
+		selected: src.maxOperations(), selectors: src.Operations, settings: src.Settings.names()}
 }
 
 // Skipped is an operation of the document that did not become a tool, and why.
@@ -155,42 +193,76 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 		return nil, fmt.Errorf("openapi: %s: %w", where, err)
 	}
 	// Counted, and the selection checked, before any tool is made.
-	if err := checkSelection(doc, src.Operations); err != nil {
+	if err := checkSelection(doc, src.limits()); err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", where, err)
 	}
 	b := &builder{ctx: ctx, src: src, doc: doc, servers: servers, names: map[string]int{}}
 	b.client = newClient(src, servers)
 	sel := newSelector(src.Operations)
-	im := &Import{}
-	for _, path := range doc.Paths.InMatchingOrder() {
-		item := doc.Paths.Value(path)
-		for _, method := range methods {
-			op := item.GetOperation(method)
-			if op == nil || !sel.selects(method, path, op) {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err // the request it is read for ended
-			}
-			t, reason, err := b.tool(method, path, item, op)
-			if err != nil {
-				reason = "the document describes it in a way Quiver cannot use: " + err.Error()
-			}
-			if b.schemaBytes > MaxSourceSchemaBytes {
-				return nil, fmt.Errorf("openapi: %s: the tools' schemas are larger than %d bytes in all; select fewer operations", where, MaxSourceSchemaBytes)
-			}
-			if reason != "" {
-				im.Skipped = append(im.Skipped, Skipped{Operation: method + " " + path, Reason: reason})
-				continue
-			}
-			im.Tools = append(im.Tools, t)
-		}
+	im, err := b.build(sel)
+	if err != nil {
+		return nil, err
+	}
+	if limit := src.maxSchemaBytes(); b.schemaBytes > limit {
+		names := src.Settings.names()
+		return nil, fmt.Errorf("openapi: %s: the tools' schemas are larger than %d bytes in all, the most for a cap of %d operations: "+
+			"select fewer operations with %s", where, limit, src.maxOperations(), names.Operations)
 	}
 	if missing := sel.unmatched(); len(missing) > 0 {
-		return nil, fmt.Errorf("openapi: %s: no operation matches %s; name an operationId, tag:NAME or METHOD /path of the document",
-			where, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("openapi: %s: no operation matches %s of %s; name an operationId, tag:NAME or METHOD /path of the document",
+			where, strings.Join(missing, ", "), src.Settings.names().Operations)
 	}
 	return im, nil
+}
+
+// build makes the tools of the operations sel selects, in the document's order, stopping
+// once their schemas pass the source's cap. It works in two steps, so that the document is
+// no longer held while the tools' schemas are compiled (which costs as much memory again):
+// each operation's spec and caller first, then each tool.
+func (b *builder) build(sel *selector) (*Import, error) {
+	var made []madeOp
+paths:
+	for _, path := range b.doc.Paths.InMatchingOrder() {
+		item := b.doc.Paths.Value(path)
+		for _, method := range methods {
+			op := item.GetOperation(method)
+			if op == nil || !sel.selects(method, path, op.OperationID, op.Tags) {
+				continue
+			}
+			m, err := b.prepare(method, path, item, op)
+			if err != nil {
+				return nil, err
+			}
+			made = append(made, m)
+			if b.schemaBytes > b.src.maxSchemaBytes() {
+				break paths
+			}
+		}
+	}
+	b.doc, b.components = nil, [2]*components{}
+	return b.finishAll(made)
+}
+
+// madeOp is an operation on its way to a tool: its spec and caller, or why it cannot be one.
+type madeOp struct {
+	operation     string // "METHOD /path"
+	spec          quiver.Spec
+	input, output []byte // the spec's schemas, as JSON until decoded
+	call          quiver.ToolFunc
+	reason        string
+}
+
+// prepare makes the spec and caller of one operation, or says why it cannot be a tool.
+func (b *builder) prepare(method, path string, item *openapi3.PathItem, op *openapi3.Operation) (madeOp, error) {
+	if err := b.ctx.Err(); err != nil {
+		return madeOp{}, err // the request it is read for ended
+	}
+	m, reason, err := b.operation(method, path, item, op)
+	if err != nil {
+		reason = "the document describes it in a way Quiver cannot use: " + err.Error()
+	}
+	m.operation, m.reason = method+" "+path, reason
+	return m, nil
 }
 
 // methods are the HTTP methods an operation may have, in the order tools are made.
@@ -214,28 +286,39 @@ func parse(ctx context.Context, data []byte, lim limits) (*openapi3.T, error) {
 	if err != nil {
 		return nil, err
 	}
-	loader := openapi3.NewLoader()
-	loader.Context = ctx
-	loader.IsExternalRefsAllowed = false
-	var doc *openapi3.T
-	if isJSON {
-		doc, err = loadJSON(loader, data)
-	} else {
-		doc, err = loader.LoadFromData(data)
-	}
+	doc, err := load(ctx, data, isJSON)
 	if err != nil {
 		return nil, fmt.Errorf("not a readable OpenAPI document: %w", err)
 	}
-	if doc.OpenAPI == "" || !strings.HasPrefix(doc.OpenAPI, "3.") {
-		return nil, fmt.Errorf("openapi version %q: only OpenAPI 3.0 and 3.1 documents are read (convert a Swagger 2.0 document first)", doc.OpenAPI)
-	}
-	if doc.Paths == nil || doc.Paths.Len() == 0 {
-		return nil, errors.New("the document has no paths")
+	if err := checkDocument(doc); err != nil {
+		return nil, err
 	}
 	if doc.Components == nil {
 		doc.Components = &openapi3.Components{}
 	}
 	return doc, nil
+}
+
+// checkDocument checks that doc is OpenAPI 3 and has paths.
+func checkDocument(doc *openapi3.T) error {
+	if doc.OpenAPI == "" || !strings.HasPrefix(doc.OpenAPI, "3.") {
+		return fmt.Errorf("openapi version %q: only OpenAPI 3.0 and 3.1 documents are read (convert a Swagger 2.0 document first)", doc.OpenAPI)
+	}
+	if doc.Paths == nil || doc.Paths.Len() == 0 {
+		return errors.New("the document has no paths")
+	}
+	return nil
+}
+
+// load reads a document with the loader, which follows no reference to another document.
+func load(ctx context.Context, data []byte, isJSON bool) (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	loader.Context = ctx
+	loader.IsExternalRefsAllowed = false
+	if isJSON {
+		return loadJSON(loader, data)
+	}
+	return loader.LoadFromData(data)
 }
 
 // loadJSON reads a JSON document as JSON. The loader's LoadFromData parses every document as
@@ -256,40 +339,67 @@ func loadJSON(loader *openapi3.Loader, data []byte) (*openapi3.T, error) {
 func serverURLs(src Source, doc *openapi3.T) ([]*url.URL, error) {
 	raw := src.Servers
 	if len(raw) == 0 {
-		for _, s := range doc.Servers {
-			if s != nil {
-				raw = append(raw, expandServer(s))
-			}
-		}
+		raw = documentServers(doc)
 	}
 	if len(raw) == 0 {
-		return nil, errors.New("the document names no server; give the base URL of the service (servers)")
+		return nil, fmt.Errorf("the document names no server; give the base URL of the service with %s", src.Settings.names().Servers)
 	}
-	var base *url.URL
+	var base *url.URL // what a relative server URL is relative to: where the document was read
 	if u, err := url.Parse(src.Location); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		base = u
 	}
-	var out []*url.URL
+	out := make([]*url.URL, 0, len(raw))
 	for _, s := range raw {
-		u, err := url.Parse(s)
-		if err == nil && !u.IsAbs() && base != nil {
-			u = base.ResolveReference(u)
+		u, err := serverURL(s, base)
+		if err != nil {
+			return nil, err
 		}
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("server %q is not a URL: %v", s, err)
-		case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-			return nil, fmt.Errorf("server %q: give an absolute http or https URL", s)
-		case u.User != nil:
-			return nil, fmt.Errorf("server %q: credentials in the URL are refused; use the source's credentials", s)
-		case u.RawQuery != "" || u.Fragment != "":
-			return nil, fmt.Errorf("server %q: a base URL has no query or fragment", s)
-		}
-		u.Path = strings.TrimSuffix(u.Path, "/")
-		u.RawPath = ""
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// documentServers are the URLs of the document's servers.
+func documentServers(doc *openapi3.T) []string {
+	var raw []string
+	for _, s := range doc.Servers {
+		if s != nil {
+			raw = append(raw, expandServer(s))
+		}
+	}
+	return raw
+}
+
+// serverURL is the base URL s, resolved against base when relative and base is known, without
+// a trailing slash.
+func serverURL(s string, base *url.URL) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("server %q is not a URL: %v", s, err)
+	}
+	if !u.IsAbs() && base != nil {
+		u = base.ResolveReference(u)
+	}
+	if err := checkServer(s, u); err != nil {
+		return nil, err
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// checkServer checks that u, the URL of server s, is an absolute http or https URL with
+// nothing but a path after its host.
+func checkServer(s string, u *url.URL) error {
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("server %q: give an absolute http or https URL", s)
+	case u.User != nil:
+		return fmt.Errorf("server %q: credentials in the URL are refused; use the source's credentials", s)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("server %q: a base URL has no query or fragment", s)
+	}
+	return nil
 }
 
 // expandServer is a server's URL with its variables at their defaults.
@@ -322,15 +432,16 @@ func newSelector(ops []string) *selector {
 	return s
 }
 
-func (s *selector) selects(method, path string, op *openapi3.Operation) bool {
+// selects reports whether the operation of method and path, of id and tags, is selected.
+func (s *selector) selects(method, path, id string, tags []string) bool {
 	if s.all {
 		return true
 	}
 	keys := []string{method + " " + path, strings.ToLower(method) + " " + path}
-	if op.OperationID != "" {
-		keys = append(keys, op.OperationID)
+	if id != "" {
+		keys = append(keys, id)
 	}
-	for _, t := range op.Tags {
+	for _, t := range tags {
 		keys = append(keys, "tag:"+t)
 	}
 	hit := false
@@ -367,20 +478,44 @@ type builder struct {
 	schemaBytes int
 }
 
-// tool makes the tool of one operation, or says why it cannot be one.
-func (b *builder) tool(method, path string, item *openapi3.PathItem, op *openapi3.Operation) (*quiver.Tool, string, error) {
+// operation makes the spec and caller of one operation, or says why it cannot be a tool.
+func (b *builder) operation(method, path string, item *openapi3.PathItem, op *openapi3.Operation) (madeOp, string, error) {
 	auth, vars, err := b.security(op)
 	if err != nil {
-		return nil, err.Error(), nil
+		return madeOp{}, err.Error(), nil
 	}
 	in, reason, err := b.inputs(item, op, reservedForCredentials(auth))
 	if err != nil || reason != "" {
-		return nil, reason, err
+		return madeOp{}, reason, err
 	}
+	output, reason, err := b.outputRaw(method, op, in.schema)
+	if err != nil || reason != "" {
+		return madeOp{}, reason, err
+	}
+	c := &caller{source: b.src.Name, method: method, path: path, servers: b.servers, client: b.client,
+		params: in.params, body: in.body, auth: auth, maxBytes: cmp.Or(b.src.MaxResponseBytes, DefaultMaxResponseBytes),
+		reservedQuery: reservedQuery(in.params, auth)}
+	spec := quiver.Spec{
+		Name:        b.toolName(method, path, op),
+		Description: description(b.src.Name, method, path, op),
+		Variables:   vars,
+		Timeout:     cmp.Or(b.src.Timeout, DefaultTimeout),
+		Imported:    true,
+		Annotations: annotations(method, op),
+		Source:      quiver.SourceOpenAPI + ":" + b.src.Name,
+		// The document describes the service's answers; the service is what answers.
+		OutputAdvisory: !b.src.Strict,
+	}
+	return madeOp{spec: spec, call: c.call, input: in.schema, output: output}, "", nil
+}
+
+// outputRaw is a tool's output schema as JSON (nil for none), its input schema being inRaw, or
+// why it cannot have them. They are decoded once the document is dropped (see finish): held
+// decoded, the schemas of a thousand tools would cost as much as the document.
+func (b *builder) outputRaw(method string, op *openapi3.Operation, inRaw []byte) (outRaw []byte, reason string, err error) {
 	// Only an operation that changes nothing declares what it answers: the dispatcher checks
 	// a result against its output schema, and a service whose answer strays from its document
 	// after a POST took effect must not make the call look failed (and be made again).
-	var outRaw []byte
 	if method == http.MethodGet || method == http.MethodHead {
 		if outRaw, err = b.outputSchema(op); err != nil {
 			return nil, "", err
@@ -388,48 +523,42 @@ func (b *builder) tool(method, path string, item *openapi3.PathItem, op *openapi
 	}
 	// Counted whether the tool is made or not: a document of many operations over the cap
 	// costs their encoding, which the source's cap bounds too.
-	size := len(in.schema) + len(outRaw)
+	size := len(inRaw) + len(outRaw)
 	b.schemaBytes += size
 	if size > MaxSchemaBytes {
 		return nil, fmt.Sprintf("its schemas are %d bytes as JSON, over the %d a tool may have", size, MaxSchemaBytes), nil
 	}
-	input, err := decodeSchema(in.schema)
-	if err != nil {
-		return nil, "", fmt.Errorf("input schema: %w", err)
+	return outRaw, "", nil
+}
+
+// decodeSchemas puts a prepared operation's schemas, decoded, in its spec.
+func (m *madeOp) decodeSchemas() error {
+	var err error
+	if m.spec.InputSchema, err = decodeSchema(m.input); err != nil {
+		return fmt.Errorf("input schema: %w", err)
 	}
-	output, err := decodeSchema(outRaw)
-	if err != nil {
-		return nil, "", fmt.Errorf("output schema: %w", err)
+	if m.spec.OutputSchema, err = decodeSchema(m.output); err != nil {
+		return fmt.Errorf("output schema: %w", err)
 	}
-	name := b.toolName(method, path, op)
-	c := &caller{source: b.src.Name, method: method, path: path, servers: b.servers, client: b.client,
-		params: in.params, body: in.body, auth: auth, maxBytes: cmp.Or(b.src.MaxResponseBytes, DefaultMaxResponseBytes),
-		reservedQuery: map[string]bool{}}
-	for _, p := range in.params {
+	m.input, m.output = nil, nil
+	return nil
+}
+
+// reservedQuery are the query names (lower case) an exploded object's keys may not take: the
+// operation's query parameters and the credentials'.
+func reservedQuery(params []param, auth [][]credential) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range params {
 		if p.in == "query" {
-			c.reservedQuery[strings.ToLower(p.name)] = true
+			out[strings.ToLower(p.name)] = true
 		}
 	}
 	for key := range reservedForCredentials(auth) {
 		if in, name, _ := strings.Cut(key, "\x00"); in == "query" {
-			c.reservedQuery[name] = true
+			out[name] = true
 		}
 	}
-	spec := quiver.Spec{
-		Name:         name,
-		Description:  description(b.src.Name, method, path, op),
-		InputSchema:  input,
-		OutputSchema: output,
-		Variables:    vars,
-		Timeout:      cmp.Or(b.src.Timeout, DefaultTimeout),
-		Imported:     true,
-		Annotations:  annotations(method, op),
-	}
-	t, err := quiver.NewToolContext(b.ctx, spec, c.call)
-	if err != nil {
-		return nil, "", err
-	}
-	return t, "", nil
+	return out
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

@@ -92,16 +92,14 @@ var notPublic = func() []netip.Prefix {
 var globalIPv6 = netip.MustParsePrefix("2000::/3")
 
 func public(ip netip.Addr) bool {
+	return globalUnicast(ip) && !slices.ContainsFunc(notPublic, func(p netip.Prefix) bool { return p.Contains(ip) })
+}
+
+// globalUnicast reports whether ip is a global unicast address that is not private, loopback
+// or link-local; an IPv6 one in 2000::/3 (not ::a.b.c.d, fc00::/7 and the rest outside it).
+func globalUnicast(ip netip.Addr) bool {
 	if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
 		return false
 	}
-	if ip.Is6() && !globalIPv6.Contains(ip) {
-		return false // ::a.b.c.d, fc00::/7 and the rest outside 2000::/3
-	}
-	for _, p := range notPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
+	return !ip.Is6() || globalIPv6.Contains(ip)
 }

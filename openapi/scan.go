@@ -35,15 +35,24 @@ type limits struct {
 	// document: the loader's YAML parser holds the tokens of a flow collection until it ends,
 	// at several hundred bytes each, where the scan's parser (an older version) does not.
 	flow int
-	// operations: each method of each path, whether Source.Operations selects it or not, since
-	// selecting happens on the loaded document.
+	// operations: each method of each path, whether Source.Operations selects it or not.
 	operations int
+	// selected: the operations selectors select (all of them when there are none), the
+	// source's cap; settings name the source's settings in the refusal.
+	selected  int
+	selectors []string
+	settings  Settings
 }
 
 // counter counts what a scan meets against the limits.
 type counter struct {
 	limits
-	values, operations int
+	values, operations, selected int
+	sel                          *selector
+}
+
+func newCounter(lim limits) *counter {
+	return &counter{limits: lim, sel: newSelector(lim.selectors)}
 }
 
 func (c *counter) addValues(n int) error {
@@ -79,6 +88,30 @@ func (c *counter) addOperation() error {
 	return nil
 }
 
+// selectOperation counts an operation the selectors select, against the source's cap.
+func (c *counter) selectOperation(method, path, id string, tags []string) error {
+	if !c.sel.selects(method, path, id, tags) {
+		return nil
+	}
+	c.selected++
+	if c.selected > c.limits.selected {
+		return capError(c.limits.selected, len(c.limits.selectors) > 0, c.limits.settings)
+	}
+	return nil
+}
+
+// capError is the refusal of more operations than a source's cap: it says both ways out,
+// selecting fewer and raising the cap.
+func capError(limit int, selecting bool, names Settings) error {
+	what := "the document has"
+	if selecting {
+		what = fmt.Sprintf("the selection (%s) matches", names.Operations)
+	}
+	return fmt.Errorf("%s more than %d operations, the most a source imports unless its cap is raised: "+
+		"select the ones to import with %s (an operationId, tag:NAME or \"METHOD /path\" each), "+
+		"or raise the cap with %s (at most %d)", what, limit, names.Operations, names.MaxOperations, MaxDocumentOperations)
+}
+
 func describeKey(key string) string {
 	if key == "" {
 		return "at the document's top"
@@ -90,14 +123,14 @@ func describeKey(key string) string {
 // of a YAML document), and reports whether it is JSON (else it is read as YAML, JSON's
 // superset).
 func scanDocument(data []byte, lim limits) (isJSON bool, err error) {
-	c := &counter{limits: lim}
+	c := newCounter(lim)
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
 		isJSON, err := scanJSON(data, c)
 		if isJSON || err != nil {
 			return isJSON, err
 		}
 		// A flow mapping of YAML that is not JSON (unquoted keys, say): read as YAML.
-		c = &counter{limits: lim}
+		c = newCounter(lim)
 	}
 	return false, scanYAML(data, c)
 }
@@ -110,6 +143,8 @@ const (
 	roleRoot
 	rolePaths
 	rolePathItem
+	roleOperation
+	roleTags
 )
 
 // childRole is the role of the value of member key in an object of role parent.
@@ -119,6 +154,10 @@ func childRole(parent role, key string) role {
 		return rolePaths
 	case parent == rolePaths:
 		return rolePathItem
+	case parent == rolePathItem && isMethod(key):
+		return roleOperation
+	case parent == roleOperation && key == "tags":
+		return roleTags
 	}
 	return roleOther
 }
@@ -134,6 +173,9 @@ type jsonFrame struct {
 	role      role
 	key       string // the member whose value comes next, in an object
 	expectKey bool
+	// name is a path item's path, an operation's method; id and tags an operation's.
+	name, id string
+	tags     []string
 }
 
 // scanJSON counts a JSON document token by token. isJSON is false, with no error, when data is
@@ -141,7 +183,7 @@ type jsonFrame struct {
 func scanJSON(data []byte, c *counter) (isJSON bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var stack []jsonFrame
+	s := &jsonScan{counter: c}
 	for started := false; ; started = true {
 		tok, err := dec.Token()
 		switch {
@@ -149,42 +191,98 @@ func scanJSON(data []byte, c *counter) (isJSON bool, err error) {
 			return started, nil
 		case err != nil:
 			return false, nil
-		case started && len(stack) == 0:
+		case started && len(s.stack) == 0:
 			return false, nil // a second value after the document
 		}
-		top := &jsonFrame{} // the document itself, when the stack is empty
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if key, ok := tok.(string); ok && top.object && top.expectKey {
-			if top.role == rolePathItem && isMethod(key) {
-				if err := c.addOperation(); err != nil {
-					return true, err
-				}
-			}
-			top.key, top.expectKey = key, false
-			continue
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		// A value: the document, an item of an array or a member's.
-		if err := c.addValues(1); err != nil {
+		if err := s.token(tok); err != nil {
 			return true, err
 		}
-		top.expectKey = top.object
-		if d, ok := tok.(json.Delim); ok {
-			f := jsonFrame{object: d == '{', expectKey: d == '{', role: roleRoot}
-			if len(stack) > 0 {
-				f.role = roleOther
-				if top.object {
-					f.role = childRole(top.role, top.key)
-				}
-			}
-			stack = append(stack, f)
+	}
+}
+
+// jsonScan counts a JSON document: the objects and arrays it is inside.
+type jsonScan struct {
+	*counter
+	stack []jsonFrame
+}
+
+// token counts one token: a member's name, the end of an object or array, or a value.
+func (s *jsonScan) token(tok json.Token) error {
+	top := s.top()
+	if key, ok := tok.(string); ok && top.object && top.expectKey {
+		return s.key(top, key)
+	}
+	d, isDelim := tok.(json.Delim)
+	if isDelim && (d == '}' || d == ']') {
+		return s.end()
+	}
+	// A value: the document, an item of an array or a member's.
+	if err := s.addValues(1); err != nil {
+		return err
+	}
+	if str, ok := tok.(string); ok {
+		s.note(top, str)
+	}
+	top.expectKey = top.object
+	if isDelim {
+		f := jsonFrame{object: d == '{', expectKey: d == '{', role: s.roleIn(top)}
+		if f.role == rolePathItem || f.role == roleOperation {
+			f.name = top.key
+		}
+		s.stack = append(s.stack, f)
+	}
+	return nil
+}
+
+// end ends the object or array the scan is in: an operation's counts against the cap.
+func (s *jsonScan) end() error {
+	f := s.stack[len(s.stack)-1]
+	s.stack = s.stack[:len(s.stack)-1]
+	if f.role != roleOperation || !f.object {
+		return nil
+	}
+	return s.selectOperation(strings.ToUpper(f.name), s.top().name, f.id, f.tags)
+}
+
+// note keeps a string value that selecting an operation reads: its id, or one of its tags.
+func (s *jsonScan) note(top *jsonFrame, str string) {
+	switch {
+	case top.role == roleOperation && top.key == "operationId":
+		top.id = str
+	case top.role == roleTags && len(s.stack) > 1:
+		op := &s.stack[len(s.stack)-2]
+		op.tags = append(op.tags, str)
+	}
+}
+
+// top is the object or array the scan is inside, or a frame of the document itself.
+func (s *jsonScan) top() *jsonFrame {
+	if len(s.stack) == 0 {
+		return &jsonFrame{}
+	}
+	return &s.stack[len(s.stack)-1]
+}
+
+// key takes the name of a member of top, counting an operation of a path item.
+func (s *jsonScan) key(top *jsonFrame, key string) error {
+	if top.role == rolePathItem && isMethod(key) {
+		if err := s.addOperation(); err != nil {
+			return err
 		}
 	}
+	top.key, top.expectKey = key, false
+	return nil
+}
+
+// roleIn is the role of an object or array that starts in top.
+func (s *jsonScan) roleIn(top *jsonFrame) role {
+	switch {
+	case len(s.stack) == 0:
+		return roleRoot
+	case top.object:
+		return childRole(top.role, top.key)
+	}
+	return roleOther
 }
 
 // scanYAML counts a YAML document on the parser's node tree, which holds each alias once,
@@ -249,28 +347,18 @@ func (y *yamlScan) size(n *yaml.Node, key string, inFlow bool) (int, error) {
 // count is the number of values of n and what it holds, its mappings' members and its
 // outermost flow collections' written values checked.
 func (y *yamlScan) count(n *yaml.Node, key string, inFlow bool) (int, error) {
-	total := 1
 	flow := n.Style&yaml.FlowStyle != 0 && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode)
-	switch n.Kind {
-	case yaml.DocumentNode:
-		total = 0
-	case yaml.MappingNode:
-		if err := y.checkMembers(len(n.Content)/2, key); err != nil {
-			return 0, err
-		}
+	if err := y.check(n, key, flow && !inFlow); err != nil {
+		return 0, err
 	}
-	if flow && !inFlow {
-		if err := y.checkFlow(written(n), key); err != nil {
-			return 0, err
-		}
+	total := 1
+	if n.Kind == yaml.DocumentNode {
+		total = 0
 	}
 	for i, child := range n.Content {
-		childKey := key
-		if n.Kind == yaml.MappingNode {
-			if i%2 == 0 {
-				continue // a key, not a value
-			}
-			childKey = n.Content[i-1].Value
+		childKey, isValue := valueKey(n, i, key)
+		if !isValue {
+			continue
 		}
 		s, err := y.size(child, childKey, inFlow || flow)
 		if err != nil {
@@ -280,6 +368,32 @@ func (y *yamlScan) count(n *yaml.Node, key string, inFlow bool) (int, error) {
 		total = min(total+s, y.limits.values+1)
 	}
 	return total, nil
+}
+
+// check checks the members of a mapping, and the written values of an outermost flow
+// collection.
+func (y *yamlScan) check(n *yaml.Node, key string, outermostFlow bool) error {
+	if n.Kind == yaml.MappingNode {
+		if err := y.checkMembers(len(n.Content)/2, key); err != nil {
+			return err
+		}
+	}
+	if outermostFlow {
+		return y.checkFlow(written(n), key)
+	}
+	return nil
+}
+
+// valueKey reports whether the i-th node n holds is a value (a mapping's keys are not), and
+// the key it is under.
+func valueKey(n *yaml.Node, i int, key string) (string, bool) {
+	if n.Kind != yaml.MappingNode {
+		return key, true
+	}
+	if i%2 == 0 {
+		return "", false
+	}
+	return n.Content[i-1].Value, true
 }
 
 // written is the number of values of n and what it holds as the text writes them: an alias is
@@ -307,19 +421,50 @@ func (y *yamlScan) operations(root *yaml.Node) error {
 		return nil
 	}
 	for i := 1; i < len(paths.Content); i += 2 {
-		item := resolve(paths.Content[i])
-		if item == nil || item.Kind != yaml.MappingNode {
-			continue
-		}
-		for j := 0; j < len(item.Content); j += 2 {
-			if isMethod(item.Content[j].Value) {
-				if err := y.addOperation(); err != nil {
-					return err
-				}
-			}
+		if err := y.itemOperations(paths.Content[i-1].Value, resolve(paths.Content[i])); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// itemOperations counts the methods of a path item.
+func (y *yamlScan) itemOperations(path string, item *yaml.Node) error {
+	if item == nil || item.Kind != yaml.MappingNode {
+		return nil
+	}
+	for j := 0; j+1 < len(item.Content); j += 2 {
+		method := item.Content[j].Value
+		if !isMethod(method) {
+			continue
+		}
+		if err := y.addOperation(); err != nil {
+			return err
+		}
+		op := resolve(item.Content[j+1])
+		var id string
+		if n := member(op, "operationId"); n != nil && n.Kind == yaml.ScalarNode {
+			id = n.Value
+		}
+		if err := y.selectOperation(strings.ToUpper(method), path, id, scalarValues(member(op, "tags"))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scalarValues are the scalars of a sequence node (none for nil).
+func scalarValues(n *yaml.Node) []string {
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []string
+	for _, item := range n.Content {
+		if item = resolve(item); item.Kind == yaml.ScalarNode {
+			out = append(out, item.Value)
+		}
+	}
+	return out
 }
 
 // resolve is the node an alias repeats, or n.
@@ -343,32 +488,40 @@ func member(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// checkSelection refuses a document of more than MaxDocumentOperations (counted again on the
-// loaded document: the scan did not follow a path item's $ref) and a selection of more than
-// MaxOperations, before any tool is made.
-func checkSelection(doc *openapi3.T, selectors []string) error {
-	sel := newSelector(selectors)
-	total, selected := 0, 0
+// checkSelection refuses a document of more than MaxDocumentOperations and a selection of more
+// than the source's cap, counted again on the loaded document (the scan did not follow a path
+// item's $ref), before any tool is made.
+func checkSelection(doc *openapi3.T, lim limits) error {
+	c := newCounter(lim)
 	for _, path := range doc.Paths.InMatchingOrder() {
-		item := doc.Paths.Value(path)
-		if item == nil {
-			continue
-		}
-		for _, method := range methods {
-			op := item.GetOperation(method)
-			if op == nil {
-				continue
+		for _, op := range pathOperations(doc.Paths.Value(path)) {
+			if err := c.addOperation(); err != nil {
+				return err
 			}
-			if total++; total > MaxDocumentOperations {
-				return fmt.Errorf("the document has more than %d operations, the most Quiver reads in one document: import a part of it", MaxDocumentOperations)
-			}
-			if sel.selects(method, path, op) {
-				selected++
+			if err := c.selectOperation(op.method, path, op.op.OperationID, op.op.Tags); err != nil {
+				return err
 			}
 		}
-	}
-	if selected > MaxOperations {
-		return fmt.Errorf("more than %d operations selected; select some with operations", MaxOperations)
 	}
 	return nil
+}
+
+// methodOp is an operation of a path item, with its method.
+type methodOp struct {
+	method string
+	op     *openapi3.Operation
+}
+
+// pathOperations are the operations of a path item (none for nil), in the order of methods.
+func pathOperations(item *openapi3.PathItem) []methodOp {
+	if item == nil {
+		return nil
+	}
+	var out []methodOp
+	for _, method := range methods {
+		if op := item.GetOperation(method); op != nil {
+			out = append(out, methodOp{method, op})
+		}
+	}
+	return out
 }

@@ -24,6 +24,13 @@ import (
 //     maximum);
 //   - what JSON Schema does not have (example, discriminator, xml, externalDocs, x-...) is left
 //     out;
+//   - default is an annotation of what the service assumes when a value is not given: it is
+//     left out (Quiver would otherwise insert it, and check it against its schema, where a
+//     document's default: "" beside format: uri would refuse the operation), and said in the
+//     description of what a tool takes;
+//   - additionalProperties: false beside a $ref and no properties of its own (which JSON
+//     Schema 2020-12 reads as "no property at all", where the document means "no property the
+//     referred schema does not have") becomes unevaluatedProperties: false, which says that;
 //   - properties marked readOnly are left out of what a tool takes, and writeOnly ones out of
 //     what it returns, as the specification says a client does.
 
@@ -152,7 +159,7 @@ func (c *converter) defsInto(root map[string]any) {
 }
 
 // dropped are the OpenAPI keywords that JSON Schema does not have.
-var dropped = map[string]bool{"example": true, "discriminator": true, "xml": true, "externalDocs": true, "nullable": true}
+var dropped = map[string]bool{"example": true, "discriminator": true, "xml": true, "externalDocs": true, "nullable": true, "default": true}
 
 // walk converts a decoded schema (or a part of one: a map, a list of schemas, a value).
 func (c *converter) walk(v any) (any, error) {
@@ -166,17 +173,14 @@ func (c *converter) walk(v any) (any, error) {
 			return nil, err
 		}
 		m["$ref"] = "#/$defs/" + name
+		closedRef(m)
 	}
-	out := make(map[string]any, len(m))
-	for k, val := range m {
-		if dropped[k] || strings.HasPrefix(k, "x-") {
-			continue
-		}
-		w, err := c.keyword(k, val)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = w
+	out, err := c.keywords(m)
+	if err != nil {
+		return nil, err
+	}
+	if def, ok := m["default"]; ok && c.dir == request {
+		describeDefault(out, def)
 	}
 	if m["nullable"] == true {
 		if _, typed := out["type"]; !typed {
@@ -190,38 +194,91 @@ func (c *converter) walk(v any) (any, error) {
 	return out, nil
 }
 
+// keywords converts the keywords of m that JSON Schema has.
+func (c *converter) keywords(m map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(m))
+	for k, val := range m {
+		if dropped[k] || strings.HasPrefix(k, "x-") {
+			continue
+		}
+		w, err := c.keyword(k, val)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = w
+	}
+	return out, nil
+}
+
 // keyword converts the value of a schema's keyword k: the schemas it holds are walked.
 func (c *converter) keyword(k string, val any) (any, error) {
 	switch k {
 	case "properties", "patternProperties", "$defs", "dependentSchemas":
 		props, _ := val.(map[string]any)
-		conv := make(map[string]any, len(props))
-		for name, p := range props {
-			if k == "properties" && c.hidden(p) {
-				continue
-			}
-			w, err := c.walk(p)
-			if err != nil {
-				return nil, err
-			}
-			conv[name] = w
-		}
-		return conv, nil
+		return c.walkMap(props, k == "properties")
 	case "allOf", "anyOf", "oneOf", "prefixItems":
 		list, _ := val.([]any)
-		conv := make([]any, len(list))
-		for i, p := range list {
-			w, err := c.walk(p)
-			if err != nil {
-				return nil, err
-			}
-			conv[i] = w
-		}
-		return conv, nil
+		return c.walkList(list)
 	case "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems":
 		return c.walk(val)
 	}
 	return val, nil
+}
+
+// walkMap converts a map of schemas; of properties, those hidden in this direction are left
+// out.
+func (c *converter) walkMap(schemas map[string]any, properties bool) (map[string]any, error) {
+	conv := make(map[string]any, len(schemas))
+	for name, p := range schemas {
+		if properties && c.hidden(p) {
+			continue
+		}
+		w, err := c.walk(p)
+		if err != nil {
+			return nil, err
+		}
+		conv[name] = w
+	}
+	return conv, nil
+}
+
+func (c *converter) walkList(list []any) ([]any, error) {
+	conv := make([]any, len(list))
+	for i, p := range list {
+		w, err := c.walk(p)
+		if err != nil {
+			return nil, err
+		}
+		conv[i] = w
+	}
+	return conv, nil
+}
+
+// closedRef turns additionalProperties: false beside a $ref, in a schema with no properties of
+// its own, into unevaluatedProperties: false: the referred schema's properties, and no other.
+func closedRef(m map[string]any) {
+	_, props := m["properties"]
+	_, patterns := m["patternProperties"]
+	if m["additionalProperties"] != false || props || patterns {
+		return
+	}
+	delete(m, "additionalProperties")
+	if _, set := m["unevaluatedProperties"]; !set {
+		m["unevaluatedProperties"] = false
+	}
+}
+
+// describeDefault says a default in the description of a schema it was left out of.
+func describeDefault(out map[string]any, def any) {
+	text, err := json.Marshal(def)
+	if err != nil || len(text) > 200 {
+		return
+	}
+	d, _ := out["description"].(string)
+	if d = strings.TrimSpace(d); d != "" {
+		d += " "
+	}
+	out["description"] = d + "Default (the service's): " + string(text) + "."
 }
 
 // exclusiveBounds turns OpenAPI 3.0's boolean exclusiveMinimum and exclusiveMaximum into JSON
@@ -305,6 +362,33 @@ var defName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // component converts the component a reference names into the tool's $defs (once) and
 // returns its key there.
 func (c *converter) component(ref string) (string, error) {
+	name, err := componentName(ref)
+	if err != nil {
+		return "", err
+	}
+	key := c.cache.keyOf(name)
+	if n := len(c.stack); n > 0 {
+		c.cache.refer(c.stack[n-1], key)
+	}
+	if err := c.cache.broken[key]; err != nil {
+		return "", err
+	}
+	if _, done := c.cache.schemas[key]; !done {
+		sr := c.doc.Components.Schemas[name]
+		if sr == nil {
+			return "", fmt.Errorf("$ref %q: the document has no such schema", ref)
+		}
+		if err := c.convertComponent(key, name, sr); err != nil {
+			return "", err
+		}
+	}
+	c.use(key)
+	return key, nil
+}
+
+// componentName is the name of the schema a reference names: only references to
+// #/components/schemas/NAME are followed.
+func componentName(ref string) (string, error) {
 	raw, ok := strings.CutPrefix(ref, "#/components/schemas/")
 	if !ok || strings.Contains(raw, "/") {
 		return "", fmt.Errorf("$ref %q: only references to #/components/schemas/NAME are followed", ref)
@@ -313,22 +397,11 @@ func (c *converter) component(ref string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("$ref %q: %v", ref, err)
 	}
-	name = strings.NewReplacer("~1", "/", "~0", "~").Replace(name)
-	key := c.cache.keyOf(name)
-	if n := len(c.stack); n > 0 {
-		c.cache.refer(c.stack[n-1], key)
-	}
-	if err := c.cache.broken[key]; err != nil {
-		return "", err
-	}
-	if _, done := c.cache.schemas[key]; done {
-		c.use(key)
-		return key, nil
-	}
-	sr := c.doc.Components.Schemas[name]
-	if sr == nil {
-		return "", fmt.Errorf("$ref %q: the document has no such schema", ref)
-	}
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(name), nil
+}
+
+// convertComponent converts the component name into the cache under key.
+func (c *converter) convertComponent(key, name string, sr *openapi3.SchemaRef) error {
 	c.cache.schemas[key] = nil // being converted: a reference back to it is a recursion, not a new def
 	c.stack = append(c.stack, key)
 	conv, err := c.convert(&openapi3.SchemaRef{Value: sr.Value})
@@ -339,16 +412,15 @@ func (c *converter) component(ref string) (string, error) {
 		delete(c.cache.schemas, key)
 		err = fmt.Errorf("schema %s: %w", name, err)
 		c.cache.fail(key, err)
-		return "", err
+		return err
 	}
 	c.cache.schemas[key] = conv
 	encoded, err := json.Marshal(conv)
 	if err != nil {
-		return "", fmt.Errorf("schema %s: %w", name, err)
+		return fmt.Errorf("schema %s: %w", name, err)
 	}
 	c.cache.sizes[key] = len(encoded)
-	c.use(key)
-	return key, nil
+	return nil
 }
 
 // keyOf is a component's $defs key: its name with what a JSON pointer would need escaped

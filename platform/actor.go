@@ -18,6 +18,14 @@ type Actor struct {
 	// Operator says the actor administers the server itself (an admin of its own workspace),
 	// and so may create workspaces.
 	Operator bool
+
+	// What the workspace's entitlements decide by, besides the key, user and role (see
+	// entitle.Subject): an access token's claims, the toolsets the key is bound to, the
+	// toolset whose address the request came through, the agents whose run calls.
+	Claims   map[string]any
+	Toolsets []string
+	Toolset  string
+	Agents   []string
 }
 
 // Operator is an actor whom no role limits, for doors that authenticate no one (a server
@@ -48,3 +56,8 @@ func (a Actor) who() string {
 	}
 	return "API key " + a.KeyID
 }
+
+// token reports whether the actor is an access token's user rather than a key: a door that
+// authenticates names its actor by Who and gives a key's id, so an actor it names without a
+// key came with a token. What a person decided records which of the two they used.
+func (a Actor) token() bool { return a.KeyID == "" && a.Who != "" }

@@ -20,16 +20,18 @@ type NewVersion struct {
 	OutputSchema json.RawMessage // nil: none
 }
 
-// Functions lists the workspace's functions, oldest first.
+// Functions lists the workspace's functions, oldest first: those the actor's entitlements let
+// it see (see functionsvisible.go).
 func (p *Platform) Functions(ctx context.Context, a Actor) ([]*store.Function, error) {
 	fs, err := p.cfg.Store.Functions(ctx, a.WorkspaceID)
 	if err != nil {
 		return nil, storeError(err, "the functions", "")
 	}
-	return fs, nil
+	return p.visibleFunctions(ctx, a, fs)
 }
 
-// Function returns a function of the workspace, or a system function.
+// Function returns a function of the workspace, or a system function; one the actor's
+// entitlements hide is not found.
 func (p *Platform) Function(ctx context.Context, a Actor, id string) (*store.Function, error) {
 	if err := checkID("id", store.PrefixFunction, id); err != nil {
 		return nil, err
@@ -37,6 +39,9 @@ func (p *Platform) Function(ctx context.Context, a Actor, id string) (*store.Fun
 	f, err := p.cfg.Store.Function(ctx, a.WorkspaceID, id)
 	if err != nil {
 		return nil, storeError(err, "function "+id, "")
+	}
+	if err := p.checkFunctionVisible(ctx, a, id); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -56,9 +61,13 @@ func (p *Platform) CreateFunction(ctx context.Context, a Actor, name string) (*s
 	return f, nil
 }
 
-// FunctionVersions lists a function's versions, version 1 first.
+// FunctionVersions lists a function's versions, version 1 first; those of a function the
+// actor's entitlements hide are not found.
 func (p *Platform) FunctionVersions(ctx context.Context, a Actor, id string) ([]*store.FunctionVersion, error) {
 	if err := checkID("id", store.PrefixFunction, id); err != nil {
+		return nil, err
+	}
+	if err := p.checkFunctionVisible(ctx, a, id); err != nil {
 		return nil, err
 	}
 	vs, err := p.cfg.Store.FunctionVersions(ctx, a.WorkspaceID, id)
@@ -122,7 +131,7 @@ func (p *Platform) SetDefaultVersion(ctx context.Context, a Actor, id, versionID
 }
 
 // ownFunction is a function of the workspace that the actor may change: another workspace's
-// is not found, a system function forbidden.
+// is not found, as is one the actor's entitlements hide; a system function is forbidden.
 func (p *Platform) ownFunction(ctx context.Context, a Actor, id string) (store.Entities, *store.Function, error) {
 	if err := checkID("id", store.PrefixFunction, id); err != nil {
 		return nil, nil, err
@@ -130,6 +139,9 @@ func (p *Platform) ownFunction(ctx context.Context, a Actor, id string) (store.E
 	f, err := p.cfg.Store.Function(ctx, a.WorkspaceID, id)
 	if err != nil {
 		return nil, nil, storeError(err, "function "+id, "")
+	}
+	if err := p.checkFunctionVisible(ctx, a, id); err != nil {
+		return nil, nil, err
 	}
 	if f.WorkspaceID != a.WorkspaceID {
 		return nil, nil, &Error{Kind: Forbidden, Message: "function " + id + " is a system function: it cannot be changed"}
@@ -147,11 +159,11 @@ func checkVersion(ctx context.Context, name string, in NewVersion) error {
 	}
 	spec := quiver.Spec{Name: name, Description: "function " + name}
 	if in.InputSchema != nil {
-		doc, err := inputDoc("input_schema", in.InputSchema)
+		doc, err := inputDoc("input_schema", in.InputSchema, true)
 		if err != nil {
 			return err
 		}
-		spec.InputSchema, spec.Variables = doc.Input, doc.Variables
+		spec.InputSchema, spec.Variables = doc.InputSchema, doc.Variables
 		if _, err := quiver.NewToolContext(ctx, spec, nil); err != nil {
 			return schemaRefusal(ctx, "input_schema", err)
 		}

@@ -8,8 +8,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/quiverhq/quiver/platform/entitle"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -65,6 +67,10 @@ type NewKey struct {
 	Role      store.KeyRole
 	Name      string
 	ExpiresAt *time.Time // nil: never
+	// Toolsets bind the key to toolsets of the workspace's entitlements: it may see and call
+	// only their tools. A name the workspace does not define (yet) is kept: the key then
+	// reaches none of its tools until it does.
+	Toolsets []string
 }
 
 // Keys lists the workspace's API keys, newest first (their records, never the keys); admins
@@ -105,10 +111,13 @@ func (p *Platform) CreateKey(ctx context.Context, a Actor, in NewKey) (*store.AP
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(time.Now()) {
 		return nil, "", invalid("expires_at", "the key would expire before it is made: want a time in the future")
 	}
+	if err := checkKeyToolsets(in.Toolsets); err != nil {
+		return nil, "", err
+	}
 	if err := roomForKey(ctx, p.cfg.Store, ws); err != nil {
 		return nil, "", err
 	}
-	k := &store.APIKey{WorkspaceID: ws, UserID: userID, Name: in.Name, Role: in.Role, ExpiresAt: in.ExpiresAt}
+	k := &store.APIKey{WorkspaceID: ws, UserID: userID, Name: in.Name, Role: in.Role, ExpiresAt: in.ExpiresAt, Toolsets: in.Toolsets}
 	secret, err := IssueAPIKey(ctx, p.cfg.Store, k)
 	if err != nil {
 		return nil, "", storeError(err, "a key", "")
@@ -150,4 +159,21 @@ func (p *Platform) RevokeKey(ctx context.Context, a Actor, id string) (*store.AP
 		return nil, storeError(err, "API key "+id, "")
 	}
 	return k, nil
+}
+
+// checkKeyToolsets refuses a key's toolsets that no toolset could be named, naming the one at
+// fault (toolsets[1]); the store holds the same rules.
+func checkKeyToolsets(names []string) error {
+	if len(names) > store.MaxKeyToolsets {
+		return invalid("toolsets", fmt.Sprintf("%d toolsets: a key is bound to at most %d", len(names), store.MaxKeyToolsets))
+	}
+	for i, name := range names {
+		if err := entitle.CheckToolsetName(name); err != nil {
+			return invalid(fmt.Sprintf("toolsets[%d]", i), err.Error())
+		}
+		if slices.Index(names, name) < i {
+			return invalid(fmt.Sprintf("toolsets[%d]", i), "the toolset "+quoteShort(name)+" is named twice")
+		}
+	}
+	return nil
 }

@@ -29,6 +29,12 @@ type NewOpenAPISource struct {
 	Credentials      map[string]string
 	Timeout          time.Duration
 	MaxResponseBytes int64
+	// MaxOperations raises the most operations the document may select from
+	// openapi.MaxOperations (when zero) up to openapi.MaxDocumentOperations.
+	MaxOperations int
+	// Strict makes an answer that does not match the document's schema of it a failed call
+	// (off: passed through with a warning).
+	Strict bool
 }
 
 // OpenAPIImport is a stored source with what it makes.
@@ -38,6 +44,11 @@ type OpenAPIImport struct {
 	Tools   []*quiver.Tool
 	Skipped []openapi.Skipped
 }
+
+// OpenAPIDocumentTooLarge refuses a document over the cap of what a workspace imports: a door
+// whose own limit on a request's size a larger document passes says it too.
+var OpenAPIDocumentTooLarge = fmt.Sprintf("the document is larger than %d bytes (%d MiB), the most a workspace imports: "+
+	"import a smaller document (a part of a large API's)", store.MaxOpenAPIDocumentBytes, store.MaxOpenAPIDocumentBytes>>20)
 
 // maxOpenAPITimeout caps a source's timeout: a call of a workspace's tool holds a slot of the
 // server for that long.
@@ -86,7 +97,9 @@ func (s *importSlots) take(workspaceID string) (release func(), err error) {
 // ImportOpenAPI reads an OpenAPI document and stores it as a source of the actor's workspace
 // (an admin's: a source names the servers its tools send the workspace's credentials to),
 // replacing the source of the same name; the workspace serves its tools from the next call
-// on. A document that cannot be read, a selector that matches nothing, or a tool name the
+// on. Its settings are the admin's with it: raising the cap of operations (MaxOperations: a
+// document of more costs the workspace's server more to read and serve) and Strict. A
+// document that cannot be read, a selector that matches nothing, or a tool name the
 // workspace already has (a shared tool's, a stored tool's, another source's) is refused and
 // nothing is stored.
 func (p *Platform) ImportOpenAPI(ctx context.Context, a Actor, in NewOpenAPISource) (*OpenAPIImport, error) {
@@ -97,14 +110,17 @@ func (p *Platform) ImportOpenAPI(ctx context.Context, a Actor, in NewOpenAPISour
 	case len(in.Document) == 0:
 		return nil, invalid("document", "give the OpenAPI document (3.0 or 3.1, JSON or YAML) as text")
 	case len(in.Document) > store.MaxOpenAPIDocumentBytes:
-		return nil, invalid("document", fmt.Sprintf("the document is larger than %d bytes", store.MaxOpenAPIDocumentBytes))
+		return nil, invalid("document", OpenAPIDocumentTooLarge)
 	case in.Timeout < 0 || in.Timeout > maxOpenAPITimeout:
 		return nil, invalid("timeout_ms", fmt.Sprintf("a timeout from 0 (the default, %s) to %s", openapi.DefaultTimeout, maxOpenAPITimeout))
 	case in.MaxResponseBytes < 0 || in.MaxResponseBytes > store.MaxOpenAPIDocumentBytes:
 		return nil, invalid("max_response_bytes", fmt.Sprintf("a cap from 0 (the default, %d) to %d bytes", openapi.DefaultMaxResponseBytes, store.MaxOpenAPIDocumentBytes))
+	case in.MaxOperations < 0 || in.MaxOperations > openapi.MaxDocumentOperations:
+		return nil, invalid("max_operations", fmt.Sprintf("a cap from 0 (the default, %d operations) to %d", openapi.MaxOperations, openapi.MaxDocumentOperations))
 	}
 	src := &store.OpenAPISource{WorkspaceID: a.WorkspaceID, Name: in.Name, Document: in.Document, Servers: in.Servers,
-		Operations: in.Operations, Credentials: in.Credentials, Timeout: in.Timeout, MaxResponseBytes: in.MaxResponseBytes, CreatedBy: a.UserID}
+		Operations: in.Operations, Credentials: in.Credentials, Timeout: in.Timeout, MaxResponseBytes: in.MaxResponseBytes,
+		MaxOperations: in.MaxOperations, Strict: in.Strict, CreatedBy: a.UserID}
 	if err := store.CheckOpenAPISource(src); err != nil {
 		return nil, invalid("name", strings.TrimSuffix(err.Error(), ": "+store.ErrInvalid.Error()))
 	}
@@ -192,6 +208,7 @@ func (p *Platform) DeleteOpenAPISource(ctx context.Context, a Actor, name string
 func (p *Platform) openAPISource(s *store.OpenAPISource) openapi.Source {
 	return openapi.Source{Name: s.Name, Document: s.Document, Location: "OpenAPI source " + s.Name, Servers: s.Servers,
 		Operations: s.Operations, Credentials: s.Credentials, Timeout: s.Timeout, MaxResponseBytes: s.MaxResponseBytes,
+		MaxOperations: s.MaxOperations, Strict: s.Strict,
 		PublicOnly: true, Internal: p.cfg.OpenAPIInternal, MaxValues: maxOpenAPIValues}
 }
 
@@ -254,7 +271,7 @@ func sourceVersion(s *store.OpenAPISource) string {
 	if len(s.Credentials) > 0 {
 		credentials = s.Credentials
 	}
-	opts, _ := json.Marshal([]any{servers, operations, credentials, s.Timeout, s.MaxResponseBytes})
+	opts, _ := json.Marshal([]any{servers, operations, credentials, s.Timeout, s.MaxResponseBytes, s.MaxOperations, s.Strict})
 	h.Write(opts)
 	h.Write([]byte{0})
 	h.Write(s.Document)

@@ -1,11 +1,15 @@
-// Package platform is Quiver assembled: the store, the tools each workspace calls, the
-// variable resolver, the agents, the runner and the background runs, built once and the same
-// way for quiver serve, quiver run and programs that embed Quiver. The doors (the HTTP API,
-// MCP, the CLI) hold a Platform and ask it for what they serve.
+// Package platform is Quiver assembled: the store, the tools each workspace calls and the
+// dispatcher every door calls them through, the recording of calls (through a journal when
+// there is one), the variable resolver, the agents, the runner, the background runs and the
+// fleet's shared configuration, built once and the same way for quiver serve, quiver mcp
+// stdio, quiver run, the CLI's other commands and programs that embed Quiver. The doors (the
+// HTTP API, MCP over HTTP or stdio, A2A, the console, the CLI) hold a Platform and translate
+// to its operations.
 //
-// Its operations (stored tools and functions so far: tools.go, functions.go) take the Actor
-// who asks and check their own rules (role, workspace, input), returning an *Error whose Kind
-// and Field each door turns into its own answer. A door holds no rule.
+// Its operations (tools, functions, workspaces, members, keys, threads, runs, decisions,
+// variables, governance) take the Actor who asks and check their own rules (role, workspace,
+// input), returning an *Error whose Kind and Field each door turns into its own answer. A door
+// holds no rule.
 package platform
 
 import (
@@ -14,6 +18,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
@@ -21,6 +28,7 @@ import (
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/journal"
 	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -51,10 +59,22 @@ type Config struct {
 	// FunctionLimits bound each call of a workspace's stored JavaScript tools;
 	// jsfunc.DefaultLimits when zero.
 	FunctionLimits jsfunc.Limits
+	// Policy restricts which tools the workspaces' dispatchers serve and call, at every door.
+	Policy quiver.Policy
+	// MaxResultBytes caps each result a workspace's dispatcher answers and records, all its
+	// parts together (quiver.Dispatcher.MaxResultBytes); zero means
+	// quiver.DefaultMaxResultBytes (1 MiB).
+	MaxResultBytes int
 	// OpenAPIInternal are the hosts ("host" or "host:port") the tools of a workspace's OpenAPI
 	// documents may reach though they are not public addresses; all others that are not are
 	// refused (see openapi.Source.PublicOnly).
 	OpenAPIInternal []string
+	// Governance are the operator's rules over every workspace's tools (the configuration's
+	// governance block); SetOperatorRules replaces them.
+	Governance []quiver.Rule
+	// ServerWorkspace is the server's own workspace (quiver serve's default): the fleet's
+	// configuration's entitlements block is its entitlements. "" applies the block to none.
+	ServerWorkspace string
 	// Logger receives what goes wrong in the background; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -65,7 +85,15 @@ type Platform struct {
 	logger     *slog.Logger
 	runner     *agent.Runner
 	workspaces workspaces
-	imports    importSlots // the OpenAPI documents being imported
+	imports    importSlots                   // the OpenAPI documents being imported
+	fleet      fleetState                    // the fleet's configuration served (fleetstate.go)
+	operator   atomic.Pointer[[]quiver.Rule] // the operator's governance rules (governance.go)
+
+	// journal, when open, takes the records of the doors' calls (OpenJournal); dispatching
+	// says a workspace's dispatcher was made, after which the journal cannot be opened.
+	journal        atomic.Pointer[journal.Journal]
+	journalMetrics metric.Registration
+	dispatching    atomic.Bool
 
 	jobsMu sync.Mutex
 	jobs   *jobs.Jobs
@@ -86,12 +114,19 @@ func New(cfg Config) (*Platform, error) {
 	if cfg.FunctionLimits == (jsfunc.Limits{}) {
 		cfg.FunctionLimits = jsfunc.DefaultLimits
 	}
+	if _, err := quiver.NewGovernance(cfg.Governance, nil); err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
 	p := &Platform{cfg: cfg, logger: cfg.Logger}
+	operator := append([]quiver.Rule(nil), cfg.Governance...)
+	p.operator.Store(&operator)
 	if p.logger == nil {
 		p.logger = slog.Default()
 	}
-	p.runner = &agent.Runner{Store: cfg.Store, Registry: cfg.Registry, Registries: p.registry, Model: cfg.Model,
-		OpenModel: cfg.OpenModel, Catalog: cfg.Catalog, Logger: cfg.Logger, VariablesRequestURL: cfg.VariablesRequestURL}
+	p.initFleet()
+	p.runner = &agent.Runner{Store: cfg.Store, Registry: p.Registry(), Registries: p.registry, Model: cfg.Model,
+		OpenModel: cfg.OpenModel, Catalog: cfg.Catalog, Logger: cfg.Logger, VariablesRequestURL: cfg.VariablesRequestURL,
+		Entitlements: p.runEntitlements}
 	if cfg.Resolver != nil {
 		p.runner.Resolver, p.runner.Variables = cfg.Resolver, cfg.Resolver
 	}
@@ -101,8 +136,9 @@ func New(cfg Config) (*Platform, error) {
 // Store is the platform's store.
 func (p *Platform) Store() store.Backend { return p.cfg.Store }
 
-// Registry holds the tools every workspace shares.
-func (p *Platform) Registry() *quiver.Registry { return p.cfg.Registry }
+// Registry holds the tools every workspace shares: the fleet's configuration's (its remote MCP
+// servers', OpenAPI documents' and A2A agents') over Config.Registry's.
+func (p *Platform) Registry() *quiver.Registry { return p.fleet.remote }
 
 // Resolver resolves variables; nil when the platform has none.
 func (p *Platform) Resolver() *vars.Resolver { return p.cfg.Resolver }
@@ -123,32 +159,39 @@ func (p *Platform) FunctionLimits() jsfunc.Limits { return p.cfg.FunctionLimits 
 func (p *Platform) Runner() *agent.Runner { return p.runner }
 
 // Agent returns the agent called name, with which runs may be started; an error wrapping
-// ErrNoAgent names the agents there are.
-func (p *Platform) Agent(_ context.Context, name string) (*agent.Agent, error) {
-	if p.cfg.Catalog == nil {
-		return nil, fmt.Errorf("%w %q: this server has no agents (quiver serve --agents DIR, $QUIVER_AGENTS, or ./agents)", ErrNoAgent, name)
+// ErrNoAgent names the agents there are. A name the catalog lacks is looked for in the
+// fleet's latest configuration too, which may have been applied a moment ago.
+func (p *Platform) Agent(ctx context.Context, name string) (*agent.Agent, error) {
+	return agentOf(p.catalogNow(ctx, name), name)
+}
+
+func agentOf(s *served, name string) (*agent.Agent, error) {
+	if s.catalog == nil {
+		return nil, fmt.Errorf("%w %q: this server has no agents (quiver apply -f DIR gives a fleet its agents; quiver serve --agents DIR, "+
+			"$QUIVER_AGENTS or ./agents those of a database that has none)", ErrNoAgent, name)
 	}
-	if a, ok := p.cfg.Catalog.Agent(name); ok {
+	if a, ok := s.catalog.Agent(name); ok {
 		return a, nil
 	}
 	where := ""
-	if p.cfg.CatalogDir != "" {
-		where = " in " + p.cfg.CatalogDir
+	if s.where != "" {
+		where = " " + s.where
 	}
-	return nil, fmt.Errorf("%w %q%s (agents: %v)", ErrNoAgent, name, where, p.cfg.Catalog.Names())
+	return nil, fmt.Errorf("%w %q%s (agents: %v)", ErrNoAgent, name, where, s.catalog.Names())
 }
 
 // HasAgents says whether the platform has a catalog of agents.
-func (p *Platform) HasAgents() bool { return p.cfg.Catalog != nil }
+func (p *Platform) HasAgents() bool { return p.Catalog() != nil }
 
 // runnable is what a background run may run: an agent, or a prompt exposed as a tool, whose
 // flow (a child thread run by its prompt) resumes after a pause or a crash. Clients start
 // runs of agents only.
 func (p *Platform) runnable(ctx context.Context, name string) (*agent.Agent, error) {
-	if a, ok := p.cfg.Catalog.Lookup(name); ok {
+	s := p.catalogNow(ctx, name)
+	if a, ok := s.catalog.Lookup(name); ok {
 		return a, nil
 	}
-	return p.Agent(ctx, name)
+	return agentOf(s, name)
 }
 
 // CreateThread stores a new thread for ag (nil: a thread of no agent, which needs no

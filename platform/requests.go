@@ -102,7 +102,7 @@ func requestError(err error, request string) error {
 // thread yet, as StartDeferred checks them; ProvideVariables still takes any name of the
 // request.
 func (p *Platform) outstanding(ctx context.Context, parent *thread.Thread, d *agent.DeferredChild) (*agent.DeferredChild, error) {
-	a, ok := p.cfg.Catalog.Lookup(d.Agent)
+	a, ok := p.Catalog().Lookup(d.Agent)
 	if d.Started || len(d.Missing) == 0 || p.cfg.Resolver == nil || !ok {
 		return d, nil
 	}

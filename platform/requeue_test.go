@@ -3,21 +3,16 @@ package platform_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
-	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/model/scripted"
 	"github.com/quiverhq/quiver/platform"
-	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/thread"
 )
 
@@ -28,17 +23,8 @@ import (
 // a person's decision.
 func TestTheSameAnswerAgainResumesARunLeftPaused(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "q.db")
-	st, err := sqlite.Open(path)
-	must(t, err)
-	t.Cleanup(func() { st.Close() })
-	shared := &quiver.Registry{}
-	open, err := quiver.NewTool(quiver.Spec{Name: "open_file", Description: "Opens a file on the user's machine.", Target: quiver.TargetClient,
-		InputSchema: &schema.Schema{Type: "object", Properties: map[string]*schema.Schema{"path": {Type: "string"}}}}, nil)
-	must(t, err)
-	must(t, shared.Register(open))
-	must(t, shared.Register(quiver.Func("wipe", "Wipes the disk.", func(context.Context, struct{}) (string, error) { return "wiped", nil },
-		quiver.WithConfirmation())))
+	tools := []*quiver.Tool{openFileTool(t), quiver.Func("wipe", "Wipes the disk.", func(context.Context, struct{}) (string, error) { return "wiped", nil },
+		quiver.WithConfirmation())}
 	models := map[string]model.Model{
 		"scripted:client": scripted.Turns(scripted.Turn{Calls: []scripted.Call{{Name: "open_file", Args: map[string]any{"path": "/motd"}}}},
 			scripted.Turn{Text: "The file says hello."}),
@@ -49,17 +35,8 @@ func TestTheSameAnswerAgainResumesARunLeftPaused(t *testing.T) {
 		"client":  {Name: "client", Prompt: &agent.Prompt{Name: "client", Model: "scripted:client", Tools: []string{"open_file"}}},
 		"confirm": {Name: "confirm", Prompt: &agent.Prompt{Name: "confirm", Model: "scripted:confirm", Tools: []string{"wipe"}}},
 	}
-	p, err := platform.New(platform.Config{Store: st, Registry: shared, Logger: slog.New(slog.DiscardHandler),
-		Catalog: &agent.Catalog{Agents: agents},
-		OpenModel: func(spec string) (model.Model, error) {
-			if m, ok := models[spec]; ok {
-				return m, nil
-			}
-			return nil, fmt.Errorf("no model %s", spec)
-		}})
-	must(t, err)
-	must(t, p.StartJobs(ctx, func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) { return jobs.StartSQLite(ctx, path, c) }))
-	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	path := filepath.Join(t.TempDir(), "q.db")
+	p, st := runPlatform(t, path, tools, agents, func(spec string) (model.Model, bool) { m, ok := models[spec]; return m, ok })
 	member := platform.Actor{WorkspaceID: "wsp_local", Role: store.KeyRoleMember, KeyID: "key_m"}
 
 	paused := func(name string) (*thread.Thread, *agent.Outcome) {
@@ -77,7 +54,7 @@ func TestTheSameAnswerAgainResumesARunLeftPaused(t *testing.T) {
 	hello := quiver.Result{Status: quiver.StatusSuccess, Text: "hello"}
 	// The first attempt: recorded, and then the node died before queueing the run.
 	must(t, p.Runner().SubmitResult(ctx, th, agents["client"], out.Pending.Call.ID, &hello))
-	_, err = p.SubmitResult(ctx, member, th.ID(), platform.NewResult{CallID: out.Pending.Call.ID, Result: hello})
+	_, err := p.SubmitResult(ctx, member, th.ID(), platform.NewResult{CallID: out.Pending.Call.ID, Result: hello})
 	refusal(t, "the same result at once", err, platform.NotPending, "call_id")
 	time.Sleep(time.Second + 100*time.Millisecond) // past answerSettle: the first answer's own queueing would have happened
 	_, err = p.SubmitResult(ctx, member, th.ID(), platform.NewResult{CallID: out.Pending.Call.ID, Result: quiver.Result{Status: quiver.StatusSuccess, Text: "bye"}})

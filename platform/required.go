@@ -15,7 +15,7 @@ import (
 	"github.com/quiverhq/quiver/thread"
 )
 
-// The variables a thread for an agent requires (SPEC V3) are checked by the runner
+// The variables a thread for an agent requires are checked by the runner
 // (agent.Runner.CreateThread, and a thread's first run); the platform turns its refusal into
 // one every door answers alike, naming each missing variable as a field of its own.
 

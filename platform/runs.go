@@ -149,7 +149,7 @@ func (p *Platform) StartRun(ctx context.Context, a Actor, threadID, agentName, m
 	if err := p.checkFirstRun(ctx, info, ag); err != nil {
 		return nil, err
 	}
-	id, err := j.Start(ctx, jobs.RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: threadID, Agent: agentName, Message: message})
+	id, err := j.Start(ctx, jobs.RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: threadID, Agent: agentName, Message: message, Caller: a.runCaller(p.Workspace(ctx, a.WorkspaceID))})
 	if errors.Is(err, jobs.ErrRunQueued) {
 		return nil, &Error{Kind: RunQueued, Message: "thread " + threadID + " has a run queued or running; wait for it to end (the thread's events say when)", Cause: err}
 	}
@@ -203,7 +203,8 @@ func (p *Platform) Decide(ctx context.Context, a Actor, threadID string, in NewD
 	if err := p.watch(ctx, a, threadID, agentName(ag, in.Agent)); err != nil {
 		return nil, err
 	}
-	d := quiver.Decision{Action: in.Action, Args: in.Args, Message: in.Message}
+	d := quiver.Decision{Action: in.Action, Args: in.Args, Message: in.Message, UserID: a.UserID, KeyID: a.KeyID,
+		AccessToken: a.token()}
 	switch err := p.runner.Decide(ctx, th, ag, in.CallID, d); {
 	case errors.Is(err, agent.ErrNotPending), errors.Is(err, store.ErrDecided):
 		if same, at := p.sameDecision(ctx, a, threadID, in); same {

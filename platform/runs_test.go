@@ -14,7 +14,6 @@ import (
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/model/scripted"
 	"github.com/quiverhq/quiver/platform"
-	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/sqlite"
 )
@@ -43,10 +42,7 @@ func TestRunsThroughThePlatform(t *testing.T) {
 	must(t, err)
 	t.Cleanup(func() { st.Close() })
 	shared := &quiver.Registry{}
-	open, err := quiver.NewTool(quiver.Spec{Name: "open_file", Description: "Opens a file on the user's machine.", Target: quiver.TargetClient,
-		InputSchema: &schema.Schema{Type: "object", Properties: map[string]*schema.Schema{"path": {Type: "string"}}}}, nil)
-	must(t, err)
-	must(t, shared.Register(open))
+	must(t, shared.Register(openFileTool(t)))
 	helper := &agent.Agent{Name: "helper", Prompt: &agent.Prompt{Name: "helper", Model: "scripted:helper", Tools: []string{"open_file"}}}
 	m := scripted.Turns(scripted.Turn{Calls: []scripted.Call{{Name: "open_file", Args: map[string]any{"path": "/motd"}}}},
 		scripted.Turn{Text: "The file says hello."})

@@ -25,26 +25,14 @@ func (p *Platform) Thread(ctx context.Context, a Actor, id string) (*store.Threa
 	return th, nil
 }
 
-// CallScope is where a tool call the actor makes at a door is recorded: on threadID, a thread
-// of the actor's workspace, or, when it is "", on a new thread tagged "api". Viewers may list
-// the tools but not call them.
+// CallScope is where a tool call the actor makes through the API is recorded: on threadID, a
+// thread of the actor's workspace, or, when it is "", on a new thread tagged "api" (see
+// CallThread). Viewers may list the tools but not call them.
 func (p *Platform) CallScope(ctx context.Context, a Actor, threadID string) (quiver.Scope, error) {
 	if err := a.mayChange("list the tools but not call them"); err != nil {
 		return quiver.Scope{}, err
 	}
-	scope := quiver.Scope{WorkspaceID: a.WorkspaceID, UserID: a.UserID, ThreadID: threadID}
-	if threadID != "" {
-		if _, err := p.cfg.Store.Thread(ctx, a.WorkspaceID, threadID); err != nil {
-			return quiver.Scope{}, storeError(err, "thread "+threadID, "")
-		}
-		return scope, nil
-	}
-	th := &store.Thread{WorkspaceID: a.WorkspaceID, UserID: a.UserID, Tags: []string{"api"}}
-	if err := p.cfg.Store.CreateThread(ctx, th); err != nil {
-		return quiver.Scope{}, storeError(err, "a thread for the call", "")
-	}
-	scope.ThreadID = th.ID
-	return scope, nil
+	return p.CallThread(ctx, a, threadID, "api")
 }
 
 // RunAgent is the agent a run on the thread is for: name when given, else the agent that has
@@ -238,18 +226,30 @@ func (p *Platform) Children(ctx context.Context, a Actor, id string) ([]*store.T
 
 // ThreadPage is a page of threads, and the cursor of the next ("" on the last).
 type ThreadPage struct {
-	Threads    []*store.Thread
+	Threads    []*ThreadItem
 	NextCursor string
 }
 
-// Threads lists the threads of the actor's workspace that f keeps, newest first, a page at a
-// time.
-func (p *Platform) Threads(ctx context.Context, a Actor, f store.ThreadFilter) (*ThreadPage, error) {
+// ThreadItem is a thread of a list, with its status as every door shows it.
+type ThreadItem struct {
+	*store.Thread
+	Status Status
+	Run    *agent.Outcome // how its last run ended; nil before any has
+}
+
+// Threads lists the threads of the actor's workspace that f and status keep, newest first, a
+// page at a time. status, when set, is a door's status: f's stored status is ignored then.
+// Idle keeps every thread no run is going on, waiting and failed ones among them.
+func (p *Platform) Threads(ctx context.Context, a Actor, f store.ThreadFilter, status Status) (*ThreadPage, error) {
 	// The store refuses the same values; checked here, the refusal names the field at fault.
 	for _, q := range []struct{ field, v string }{{"agent", f.AgentID}, {"tag", f.Tag}, {"name", f.Name}} {
 		if !utf8.ValidString(q.v) || strings.IndexByte(q.v, 0) >= 0 {
 			return nil, invalid(q.field, "must be UTF-8 text without NUL")
 		}
+	}
+	f, err := threadFilter(f, status)
+	if err != nil {
+		return nil, err
 	}
 	if err := store.CheckThreadCursor(a.WorkspaceID, f); err != nil {
 		return nil, invalid("cursor", "not a cursor of this list: pass the next_cursor of the page before, with the same agent, tag and status")
@@ -258,7 +258,13 @@ func (p *Platform) Threads(ctx context.Context, a Actor, f store.ThreadFilter) (
 	if err != nil {
 		return nil, storeError(err, "the thread page", "")
 	}
-	return &ThreadPage{Threads: threads, NextCursor: next}, nil
+	page := &ThreadPage{Threads: make([]*ThreadItem, len(threads)), NextCursor: next}
+	for i, th := range threads {
+		item := &ThreadItem{Thread: th}
+		item.Status, item.Run = StatusOf(th)
+		page.Threads[i] = item
+	}
+	return page, nil
 }
 
 // WaitingCall is a call that waits for a person's decision or a client's result.

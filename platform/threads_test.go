@@ -69,11 +69,11 @@ func TestThreadRules(t *testing.T) {
 		t.Errorf("reading a file: %q %+v %v", data, fi, err)
 	}
 
-	_, err = p.Threads(ctx, member, store.ThreadFilter{Tag: "a\x00b"})
+	_, err = p.Threads(ctx, member, store.ThreadFilter{Tag: "a\x00b"}, "")
 	refusal(t, "a tag with NUL", err, platform.Invalid, "tag")
-	_, err = p.Threads(ctx, member, store.ThreadFilter{Cursor: "not-a-cursor"})
+	_, err = p.Threads(ctx, member, store.ThreadFilter{Cursor: "not-a-cursor"}, "")
 	refusal(t, "a cursor of no listing", err, platform.Invalid, "cursor")
-	page, err := p.Threads(ctx, other, store.ThreadFilter{})
+	page, err := p.Threads(ctx, other, store.ThreadFilter{}, "")
 	if err != nil || len(page.Threads) != 0 {
 		t.Errorf("another workspace lists %+v (%v), want none", page, err)
 	}

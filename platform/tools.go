@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
 )
@@ -119,7 +118,8 @@ func checkID(field, prefix, id string) error {
 // CheckID refuses an id that is not of the kind field takes ("tol" for a tool's).
 func CheckID(field, prefix, id string) error { return checkID(field, prefix, id) }
 
-// Tool returns a stored tool of the actor's workspace (deleted ones included) or a system tool.
+// Tool returns a stored tool of the actor's workspace (deleted ones included) or a system tool;
+// one the actor's entitlements hide is not found (see storedToolsVisible).
 func (p *Platform) Tool(ctx context.Context, a Actor, id string) (*store.Tool, error) {
 	if err := checkID("id", store.PrefixTool, id); err != nil {
 		return nil, err
@@ -128,10 +128,14 @@ func (p *Platform) Tool(ctx context.Context, a Actor, id string) (*store.Tool, e
 	if err != nil {
 		return nil, storeError(err, "tool "+id, "")
 	}
+	if visible := p.storedToolsVisible(ctx, a); visible != nil && !visible(t) {
+		return nil, hiddenTool(id)
+	}
 	return t, nil
 }
 
-// ListTools returns a page of the workspace's stored tools, oldest first.
+// ListTools returns a page of the workspace's stored tools, oldest first: those the actor's
+// entitlements let it see (see listVisibleTools).
 func (p *Platform) ListTools(ctx context.Context, a Actor, q ToolQuery) (*store.ToolPage, error) {
 	if q.FunctionID != "" {
 		if err := checkID("function_id", store.PrefixFunction, q.FunctionID); err != nil {
@@ -161,6 +165,9 @@ func (p *Platform) ListTools(ctx context.Context, a Actor, q ToolQuery) (*store.
 	if err != nil {
 		return nil, invalid("cursor", strings.TrimSuffix(err.Error(), ": "+store.ErrInvalid.Error())+
 			": pass the next_cursor of the page before, with the same filters")
+	}
+	if visible := p.storedToolsVisible(ctx, a); visible != nil {
+		return p.listVisibleTools(ctx, f, visible)
 	}
 	page, err := p.cfg.Store.ListTools(ctx, f)
 	if err != nil {
@@ -218,7 +225,7 @@ func (p *Platform) CreateTool(ctx context.Context, a Actor, in NewTool) (*store.
 	if outDoc == nil {
 		outDoc = anyOutput
 	}
-	err := p.checkTool(ctx, p.cfg.Store, a, t, nil, inDoc, outDoc)
+	err := p.checkTool(ctx, p.cfg.Store, a, t, nil, inDoc, outDoc, true)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +258,9 @@ func (p *Platform) UpdateTool(ctx context.Context, a Actor, id string, c ToolCha
 	if err != nil {
 		return nil, storeError(err, "tool "+id, "")
 	}
-	switch {
+	switch visible := p.storedToolsVisible(ctx, a); {
+	case visible != nil && !visible(before):
+		return nil, hiddenTool(id)
 	case before.System:
 		return nil, &Error{Kind: Forbidden, Message: "tool " + id + " is a system tool: system tools cannot be edited"}
 	case before.DeletedAt != nil:
@@ -273,7 +282,7 @@ func (p *Platform) UpdateTool(ctx context.Context, a Actor, id string, c ToolCha
 			return nil, err
 		}
 	}
-	if err := p.checkTool(ctx, p.cfg.Store, a, after, before, inDoc, outDoc); err != nil {
+	if err := p.checkTool(ctx, p.cfg.Store, a, after, before, inDoc, outDoc, c.InputSchema != nil); err != nil {
 		return nil, err
 	}
 	inID, outID := before.InputSchemaID, before.OutputSchemaID
@@ -308,6 +317,15 @@ func (p *Platform) DeleteTool(ctx context.Context, a Actor, id string, tier stor
 	if err := checkID("id", store.PrefixTool, id); err != nil {
 		return nil, err
 	}
+	if visible := p.storedToolsVisible(ctx, a); visible != nil {
+		before, err := p.cfg.Store.Tool(ctx, a.WorkspaceID, id)
+		if err != nil {
+			return nil, storeError(err, "tool "+id, "")
+		}
+		if !visible(before) {
+			return nil, hiddenTool(id)
+		}
+	}
 	t, err := p.cfg.Store.DeleteTool(ctx, a.WorkspaceID, id, tier)
 	if err != nil {
 		return nil, storeError(err, "tool "+id, "")
@@ -326,9 +344,10 @@ func storeToolError(err error, what string) error {
 }
 
 // checkTool checks t, a tool to create (before nil) or the result of a change to before,
-// with the schema documents it would have, the way the store and then the workspace will:
-// every refusal names its field, and nothing has been written when one comes.
-func (p *Platform) checkTool(ctx context.Context, ent store.Entities, a Actor, t, before *store.Tool, inDoc, outDoc []byte) error {
+// with the schema documents it would have (newInput: the input schema is the request's, not
+// the stored one), the way the store and then the workspace will: every refusal names its
+// field, and nothing has been written when one comes.
+func (p *Platform) checkTool(ctx context.Context, ent store.Entities, a Actor, t, before *store.Tool, inDoc, outDoc []byte, newInput bool) error {
 	for _, id := range []struct{ field, prefix, id string }{
 		{"function_id", store.PrefixFunction, t.FunctionID},
 		{"function_version_id", store.PrefixFunctionVersion, t.FunctionVersionID},
@@ -345,6 +364,15 @@ func (p *Platform) checkTool(ctx context.Context, ent store.Entities, a Actor, t
 			return err
 		}
 	}
+	if t.FunctionID != "" && (before == nil || before.FunctionID != t.FunctionID) {
+		// A function the actor may not see is missing to it, before anything of it is told.
+		switch hidden, err := p.functionHidden(ctx, a, t.FunctionID); {
+		case err != nil:
+			return err
+		case hidden:
+			return missingFunction(t.FunctionID)
+		}
+	}
 	if err := checkTarget(ctx, ent, t); err != nil {
 		return err
 	}
@@ -353,7 +381,7 @@ func (p *Platform) checkTool(ctx context.Context, ent store.Entities, a Actor, t
 			return err
 		}
 	}
-	if err := checkContract(ctx, t, inDoc, outDoc); err != nil {
+	if err := checkContract(ctx, t, inDoc, outDoc, newInput); err != nil {
 		return err
 	}
 	// The store's own rules, on the tool as it will be stored (its schemas are written after
@@ -377,7 +405,7 @@ func (p *Platform) checkToolName(ctx context.Context, ent store.Entities, t *sto
 	if err := store.CheckName("tool", t.Name); err != nil {
 		return invalid("name", err.Error())
 	}
-	if _, ok := p.cfg.Registry.Lookup(t.Name); ok {
+	if _, ok := p.Registry().Lookup(t.Name); ok {
 		return fail(Conflict, "name", "the server serves a tool named "+quoteShort(t.Name)+" already: choose another name")
 	}
 	page, err := ent.ListTools(ctx, store.ToolFilter{WorkspaceID: t.WorkspaceID, Name: t.Name, Limit: 1})
@@ -385,7 +413,9 @@ func (p *Platform) checkToolName(ctx context.Context, ent store.Entities, t *sto
 		return storeError(err, "the tools named "+t.Name, "")
 	}
 	if len(page.Tools) > 0 && page.Tools[0].ID != t.ID {
-		return fail(Conflict, "name", "tool "+page.Tools[0].ID+" of the workspace is named "+quoteShort(t.Name)+" already")
+		// Not its id: a caller whose entitlements hide that tool learns that the name is
+		// taken (a workspace's names are one), and nothing more of it.
+		return fail(Conflict, "name", "the workspace has a tool named "+quoteShort(t.Name)+" already: choose another name")
 	}
 	// An OpenAPI document's tool (an admin's import) is not a member's to take the place of.
 	if existing, ok := p.Workspace(ctx, t.WorkspaceID).Registry().Lookup(t.Name); ok && existing.Spec().Imported {
@@ -410,7 +440,7 @@ func checkTarget(ctx context.Context, ent store.Entities, t *store.Tool) error {
 	}
 	f, err := ent.Function(ctx, ws, t.FunctionID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && f.WorkspaceID != ws {
-		return fail(NotFound, "function_id", "no function "+t.FunctionID+" in this workspace")
+		return missingFunction(t.FunctionID)
 	}
 	if err != nil {
 		return storeError(err, "function "+t.FunctionID, "")
@@ -434,6 +464,11 @@ func checkTarget(ctx context.Context, ent store.Entities, t *store.Tool) error {
 	return nil
 }
 
+// missingFunction is the refusal of a tool's function_id that names no function the actor has.
+func missingFunction(id string) error {
+	return fail(NotFound, "function_id", "no function "+id+" in this workspace")
+}
+
 // checkRuntimeUser checks a change of the user a tool runs as: an admin's, to a member.
 func checkRuntimeUser(ctx context.Context, ent store.Entities, a Actor, t *store.Tool) error {
 	if err := a.mayAdminister("create and change tools but not set the user they run as"); err != nil {
@@ -455,9 +490,10 @@ func checkRuntimeUser(ctx context.Context, ent store.Entities, a Actor, t *store
 // checkContract builds the tool the way a workspace will serve it (loadStoredTools): its
 // schema documents, description and examples must make a tool, or it would be stored and
 // never served. Each refusal names its field. The schemas are compiled on behalf of the
-// request: when it ends, so does their compilation.
-func checkContract(ctx context.Context, t *store.Tool, inDoc, outDoc []byte) error {
-	doc, err := inputDoc("input_schema", inDoc)
+// request: when it ends, so does their compilation. A new input schema may not hold what a
+// stored tool takes elsewhere (see storedDocFields); a stored one is served as it is.
+func checkContract(ctx context.Context, t *store.Tool, inDoc, outDoc []byte, newInput bool) error {
+	doc, err := inputDoc("input_schema", inDoc, newInput)
 	if err != nil {
 		return err
 	}
@@ -471,7 +507,7 @@ func checkContract(ctx context.Context, t *store.Tool, inDoc, outDoc []byte) err
 	}
 	// The description is checked last: a placeholder lets the schemas be checked first.
 	desc := cmp.Or(t.Description, doc.Description)
-	spec := quiver.Spec{Name: t.Name, Description: cmp.Or(desc, "-"), Target: target, InputSchema: doc.Input, Variables: doc.Variables}
+	spec := quiver.Spec{Name: t.Name, Description: cmp.Or(desc, "-"), Target: target, InputSchema: doc.InputSchema, Variables: doc.Variables}
 	full := spec
 	full.OutputSchema = out
 	for _, e := range t.Examples {
@@ -504,18 +540,37 @@ func contractField(ctx context.Context, spec, full quiver.Spec, err error) error
 	return invalid("examples", err.Error())
 }
 
-// inputDoc reads an input schema document: a JSON Schema object, with the tool's variables
-// beside the arguments' schema (see jsfunc.SchemaDoc).
-func inputDoc(field string, doc []byte) (*jsfunc.SchemaDoc, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
-		return nil, invalid(field, "want a JSON Schema object, like {\"type\": \"object\", \"properties\": {...}}")
-	}
-	d, err := jsfunc.ParseSchemaDoc(doc)
+// inputDoc reads an input schema document, a schema-tool document (quiver.ParseSchemaSpec: the
+// one reader of it, so that it means here what it means in a registry file). A new one (fresh)
+// is refused if it holds what a stored tool takes elsewhere.
+func inputDoc(field string, doc []byte, fresh bool) (quiver.Spec, error) {
+	spec, err := quiver.ParseSchemaSpec(doc)
 	if err != nil {
-		return nil, invalid(field, err.Error())
+		return quiver.Spec{}, invalid(field, err.Error())
 	}
-	return d, nil
+	if fresh {
+		if err := storedDocFields(field, spec); err != nil {
+			return quiver.Spec{}, err
+		}
+	}
+	return spec, nil
+}
+
+// storedDocFields refuses the schema-tool document's fields that a stored tool (or function
+// version) takes elsewhere or cannot honour, rather than dropping them unseen: _activity binds
+// a registry's schema-only tool to code, while a stored tool runs its function's code or its
+// client; _output is the result schema, which the request gives as output_schema (one place,
+// so that a change of either cannot leave two that disagree). Documents stored before this
+// check are served as they are: their _activity and _output are not read.
+func storedDocFields(field string, spec quiver.Spec) error {
+	if spec.Activity != "" {
+		return invalid(field, fmt.Sprintf("_activity (%q) binds a schema-only tool of a registry to an activity; "+
+			"a stored tool runs its function's code (target server) or its client (target client): remove _activity", spec.Activity))
+	}
+	if spec.OutputSchema != nil {
+		return invalid(field, "properties._output declares the result schema, which a stored tool takes as output_schema: move it there")
+	}
+	return nil
 }
 
 // outputDoc reads an output schema document: a JSON Schema object, or true (or {}) for any

@@ -15,6 +15,7 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/openapi"
+	"github.com/quiverhq/quiver/platform/entitle"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
@@ -33,6 +34,10 @@ const recheck = time.Second
 type Workspace struct {
 	id       string
 	registry *quiver.Registry
+	p        *Platform
+	// dispatcher is the one every door calls the workspace's tools through (dispatcher.go).
+	dispatcherOnce sync.Once
+	dispatcher     *quiver.Dispatcher
 	// generation counts the loads of the stored tools, for those who tell clients the tool
 	// list changed.
 	generation atomic.Uint64
@@ -48,6 +53,8 @@ type Workspace struct {
 	stamp  string
 	// built holds the stored tools as the last load built them, by tool id (guarded by mu).
 	built map[string]builtTool
+	// entitlements are the workspace's, compiled when loaded with its tools; nil: none.
+	entitlements atomic.Pointer[entitle.Set]
 }
 
 // builtTool is a stored tool as a load built it, kept so that the next load builds again only
@@ -88,7 +95,7 @@ func (p *Platform) Workspace(ctx context.Context, workspaceID string) *Workspace
 	p.workspaces.mu.Lock()
 	w := p.workspaces.m[workspaceID]
 	if w == nil {
-		w = &Workspace{id: workspaceID, registry: &quiver.Registry{Base: p.cfg.Registry, Logger: p.cfg.Registry.Logger}}
+		w = &Workspace{id: workspaceID, registry: &quiver.Registry{Base: p.Registry(), Logger: p.cfg.Registry.Logger}, p: p}
 		w.stale.Store(true)
 		if p.workspaces.m == nil {
 			p.workspaces.m = map[string]*Workspace{}
@@ -159,6 +166,14 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 	stamp, err := ent.ToolsStamp(ctx, w.id)
 	var tools []*quiver.Tool
 	var broken error
+	var gov *quiver.Governance
+	var ents *entitle.Set
+	if err == nil && (stamp != w.stamp || wasStale) {
+		gov, err = p.loadGovernance(ctx, w.id)
+	}
+	if err == nil && (stamp != w.stamp || wasStale) {
+		ents, err = p.loadEntitlements(ctx, w.id)
+	}
 	if err == nil && (stamp != w.stamp || wasStale) {
 		var built map[string]builtTool
 		tools, built, broken, err = loadStoredTools(ctx, ent, w.id, p.cfg.FunctionLimits, w.built)
@@ -196,6 +211,8 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 		// The tools that load are served; the log names the ones that do not.
 		p.logger.WarnContext(ctx, "platform: some stored tools are not served", "workspace", w.id, "err", broken)
 	}
+	w.registry.SetGovernance(gov)
+	w.entitlements.Store(ents)
 	if err := w.registry.Replace(tools...); err != nil {
 		p.logger.ErrorContext(ctx, "platform: serving a workspace's stored tools", "workspace", w.id, "err", err)
 		w.stale.Store(true)
@@ -284,8 +301,8 @@ func reuseOrBuild(ctx context.Context, ent store.Entities, workspaceID string, s
 	return t, nil
 }
 
-// Who a stored server tool runs as (SPEC E3, seed 004's runtimeUserId): its runtime user,
-// else the workspace's default one, else the caller. The users are read once per load of the
+// Who a stored server tool runs as: its runtime user (runtime_user_id), else the
+// workspace's default one, else the caller. The users are read once per load of the
 // workspace's tools, not per call: the store's stamp (Entities.ToolsStamp) changes with the
 // default runtime user and with the members, so a change to either loads the tools again
 // (at once in this process, within recheck in the others). A tool whose runtime user is no
@@ -367,7 +384,9 @@ func clientTool(ctx context.Context, ent store.Entities, workspaceID string, st 
 	if err != nil {
 		return nil, fmt.Errorf("client tool %q: output schema %s: %w", st.Name, st.OutputSchemaID, err)
 	}
-	doc, err := jsfunc.ParseSchemaDoc(in.Content)
+	// _activity and _output are not read: the client runs the tool, and its result schema is
+	// the tool's output schema (the API refuses either in a new input schema).
+	doc, err := quiver.ParseSchemaSpec(in.Content)
 	if err != nil {
 		return nil, fmt.Errorf("client tool %q: input schema %s: %w", st.Name, st.InputSchemaID, err)
 	}
@@ -383,8 +402,9 @@ func clientTool(ctx context.Context, ent store.Entities, workspaceID string, st 
 		examples[i] = quiver.Example{Args: e.Args, Result: e.Result}
 	}
 	spec := quiver.Spec{Name: st.Name, Description: cmp.Or(st.Description, doc.Description), Target: quiver.TargetClient,
-		InputSchema: doc.Input, OutputSchema: output,
-		Examples: examples, RequiresConfirmation: st.RequiresConfirmation, Disabled: !st.Enabled, Annotations: doc.Annotations}
+		InputSchema: doc.InputSchema, OutputSchema: output,
+		Examples: examples, RequiresConfirmation: st.RequiresConfirmation, Disabled: !st.Enabled, Annotations: doc.Annotations,
+		Source: quiver.SourceStored}
 	t, err := quiver.NewTool(spec, nil)
 	if err != nil {
 		return nil, fmt.Errorf("client tool %q: %w", st.Name, err)

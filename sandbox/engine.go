@@ -65,23 +65,36 @@ func (h *Handle) runVM(c *config) *Result {
 	}
 	vm, err := quickjs.NewVM()
 	if err != nil {
-		return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not create an interpreter: " + err.Error()}
+		return setupError("create an interpreter", err)
 	}
 	defer func() {
 		h.detach()
 		vm.Close()
 	}()
-	vm.SetMemoryLimit(uintptr(c.memoryLimit))
 	var run vmRun
-	if err := h.hookVM(vm, c, &run); err != nil {
-		return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not set up the interpreter: " + err.Error()}
+	if r := h.prepareVM(vm, c, &run); r != nil {
+		return r
+	}
+	return h.runPrelude(vm, c, &run)
+}
+
+// prepareVM limits the interpreter's memory, connects it to the run and attaches it to h.
+func (h *Handle) prepareVM(vm *quickjs.VM, c *config, run *vmRun) *Result {
+	vm.SetMemoryLimit(uintptr(c.memoryLimit))
+	if err := h.hookVM(vm, c, run); err != nil {
+		return setupError("set up the interpreter", err)
 	}
 	if !h.attach(vm) {
 		return h.terminatedResult()
 	}
+	return nil
+}
+
+// runPrelude runs the prelude, which calls the entry function, and waits for its outcome.
+func (h *Handle) runPrelude(vm *quickjs.VM, c *config, run *vmRun) *Result {
 	code, err := preludeCode()
 	if err != nil {
-		return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not compile its prelude: " + err.Error()}
+		return setupError("compile its prelude", err)
 	}
 	setup, err := vm.EvalBytecodeValue(code)
 	if err != nil {
@@ -93,7 +106,18 @@ func (h *Handle) runVM(c *config) *Result {
 		return h.failure(c, err)
 	}
 	defer finish.Free()
-	exhausted := h.await(vm, finish, c, &run)
+	return h.runResult(c, run, h.await(vm, finish, c, run))
+}
+
+// setupError is the result of a run the sandbox could not set up.
+func setupError(what string, err error) *Result {
+	return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: "the sandbox could not " + what + ": " + err.Error()}
+}
+
+// runResult is what the run comes to: what the prelude reported (but a failure after a host
+// function the termination cut short: the termination), its termination, running out of
+// memory (exhausted), or a promise that never settled.
+func (h *Handle) runResult(c *config, run *vmRun, exhausted bool) *Result {
 	switch {
 	case run.out.kind != "" && (run.out.kind == "ok" || !h.hostCut.Load()):
 		return classify(c, run.out, run.linkErr)
@@ -187,14 +211,7 @@ func settled(a []any) outcome {
 func classify(c *config, out outcome, linkErr string) *Result {
 	switch out.kind {
 	case "ok":
-		if len(out.json) > c.maxOutput {
-			return &Result{Status: StatusError, ErrorName: "OutputLimitError", ErrorMessage: fmt.Sprintf(
-				"the result is %d bytes of JSON, over the limit of %d bytes; return less (a summary or a slice) instead", len(out.json), c.maxOutput)}
-		}
-		if !json.Valid([]byte(out.json)) {
-			return &Result{Status: StatusError, ErrorName: "TypeError", ErrorMessage: "the result did not convert to valid JSON"}
-		}
-		return &Result{Status: StatusSuccess, Value: json.RawMessage(out.json)}
+		return okResult(c, out.json)
 	case "link":
 		return &Result{Status: StatusLinkError, ErrorName: "LinkError", ErrorMessage: out.message}
 	}
@@ -207,12 +224,29 @@ func classify(c *config, out outcome, linkErr string) *Result {
 		}
 		r.Status, r.ErrorName = StatusMemory, "InternalError"
 		r.ErrorMessage = fmt.Sprintf("%s: the code went over its memory limit of %d bytes", what, c.memoryLimit)
-	case linkErr != "" && (strings.Contains(out.message, "module load failed") || strings.Contains(out.message, "module normalization failed")):
+	case linkErr != "" && isLinkFailure(out.message):
 		r.Status, r.ErrorName, r.ErrorMessage = StatusLinkError, "LinkError", linkErr
 	case out.name == "SyntaxError" && strings.HasPrefix(out.message, "Could not find export"):
 		r.Status = StatusLinkError
 	}
 	return r
+}
+
+// okResult is the result of a run that returned value (its JSON), within the output's limit.
+func okResult(c *config, value string) *Result {
+	if len(value) > c.maxOutput {
+		return &Result{Status: StatusError, ErrorName: "OutputLimitError", ErrorMessage: fmt.Sprintf(
+			"the result is %d bytes of JSON, over the limit of %d bytes; return less (a summary or a slice) instead", len(value), c.maxOutput)}
+	}
+	if !json.Valid([]byte(value)) {
+		return &Result{Status: StatusError, ErrorName: "TypeError", ErrorMessage: "the result did not convert to valid JSON"}
+	}
+	return &Result{Status: StatusSuccess, Value: json.RawMessage(value)}
+}
+
+// isLinkFailure reports whether the engine's message says a module failed to load or resolve.
+func isLinkFailure(message string) bool {
+	return strings.Contains(message, "module load failed") || strings.Contains(message, "module normalization failed")
 }
 
 // outOfMemory reports whether an error is the engine's: out of memory, or a string past the
@@ -260,9 +294,7 @@ func cleanStack(stack string) string {
 	var kept []string
 	lines := strings.Split(strings.TrimRight(stack, "\n"), "\n")
 	for i, l := range lines {
-		// A prelude frame, or the native call a prelude guard makes to the builtin it guards.
-		if l == "" || strings.Contains(l, "<eval>") ||
-			strings.HasSuffix(l, "(native)") && i+1 < len(lines) && strings.Contains(lines[i+1], "<eval>") {
+		if preludeFrame(lines, i) {
 			continue
 		}
 		if len(kept) == maxStackLines {
@@ -272,12 +304,20 @@ func cleanStack(stack string) string {
 		kept = append(kept, l)
 	}
 	s := strings.Join(kept, "\n")
-	if len(s) > maxStackBytes {
-		cut := maxStackBytes
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "\n    ..."
+	if len(s) <= maxStackBytes {
+		return s
 	}
-	return s
+	cut := maxStackBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "\n    ..."
+}
+
+// preludeFrame reports whether the i-th line of a stack is a prelude frame, or the native call
+// a prelude guard makes to the builtin it guards (or empty).
+func preludeFrame(lines []string, i int) bool {
+	l := lines[i]
+	return l == "" || strings.Contains(l, "<eval>") ||
+		strings.HasSuffix(l, "(native)") && i+1 < len(lines) && strings.Contains(lines[i+1], "<eval>")
 }

@@ -137,25 +137,49 @@ func (o *Options) check() (*config, error) {
 		language: o.Language, memoryLimit: o.MemoryLimit, timeout: o.Timeout,
 		maxOutput: o.MaxOutputBytes, maxLogBytes: o.MaxLogBytes, onLog: o.OnLog,
 	}
+	for _, step := range []func(*Options) error{c.checkLanguage, c.checkRunLimits, c.checkOutputLimits, c.addSources, c.addImports, c.addHost} {
+		if err := step(o); err != nil {
+			return nil, err
+		}
+	}
+	input, err := o.preludeInput(c.main, maxLength(c.memoryLimit), c.hostNames)
+	if err != nil {
+		return nil, err
+	}
+	c.preludeInput = input
+	return c, nil
+}
+
+func (c *config) checkLanguage(o *Options) error {
 	switch c.language {
 	case "":
 		c.language = JavaScript
 	case JavaScript, TypeScript:
 	default:
-		return nil, fmt.Errorf("sandbox: language %q is not supported; use %q or %q", o.Language, JavaScript, TypeScript)
+		return fmt.Errorf("sandbox: language %q is not supported; use %q or %q", o.Language, JavaScript, TypeScript)
 	}
+	return nil
+}
+
+// checkRunLimits checks the memory limit and the timeout, or sets their defaults.
+func (c *config) checkRunLimits(o *Options) error {
 	switch {
 	case c.memoryLimit == 0:
 		c.memoryLimit = DefaultMemoryLimit
 	case c.memoryLimit < MinMemoryLimit:
-		return nil, fmt.Errorf("sandbox: memory limit %d bytes is below the minimum of %d bytes (1 MiB)", o.MemoryLimit, MinMemoryLimit)
+		return fmt.Errorf("sandbox: memory limit %d bytes is below the minimum of %d bytes (1 MiB)", o.MemoryLimit, MinMemoryLimit)
 	}
 	switch {
 	case c.timeout == 0:
 		c.timeout = DefaultTimeout
 	case c.timeout < 0:
-		return nil, fmt.Errorf("sandbox: timeout %s is negative; use a positive duration, or 0 for the default %s", o.Timeout, DefaultTimeout)
+		return fmt.Errorf("sandbox: timeout %s is negative; use a positive duration, or 0 for the default %s", o.Timeout, DefaultTimeout)
 	}
+	return nil
+}
+
+// checkOutputLimits checks the limits on the result and the log, or sets their defaults.
+func (c *config) checkOutputLimits(o *Options) error {
 	if c.maxOutput == 0 {
 		c.maxOutput = DefaultMaxOutput
 	}
@@ -163,56 +187,66 @@ func (o *Options) check() (*config, error) {
 		c.maxLogBytes = DefaultMaxLogBytes
 	}
 	if c.maxOutput < 0 || c.maxLogBytes < 0 {
-		return nil, fmt.Errorf("sandbox: output and log limits must not be negative (got %d and %d)", o.MaxOutputBytes, o.MaxLogBytes)
+		return fmt.Errorf("sandbox: output and log limits must not be negative (got %d and %d)", o.MaxOutputBytes, o.MaxLogBytes)
 	}
+	return nil
+}
+
+// addSources names the main module and the other modules, each once.
+func (c *config) addSources(o *Options) error {
 	main := o.Filename
 	if main == "" {
 		main = "main." + string(c.language)
 	}
 	main, err := moduleKey(main)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: filename: %w", err)
+		return fmt.Errorf("sandbox: filename: %w", err)
 	}
 	c.main = main
 	c.sources = map[string]string{main: o.Source}
 	for spec, src := range o.Modules {
 		key, err := moduleKey(spec)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: modules: %w", err)
+			return fmt.Errorf("sandbox: modules: %w", err)
 		}
 		if _, dup := c.sources[key]; dup {
-			return nil, fmt.Errorf("sandbox: modules: %q names the same module as another entry or the main file %q", spec, main)
+			return fmt.Errorf("sandbox: modules: %q names the same module as another entry or the main file %q", spec, main)
 		}
 		c.sources[key] = src
 	}
+	return nil
+}
+
+// addImports makes the module of each import, under its bare specifier.
+func (c *config) addImports(o *Options) error {
 	c.imports = make(map[string]string, len(o.Imports))
 	for spec, v := range o.Imports {
 		if !bare(spec) {
-			return nil, fmt.Errorf("sandbox: imports: %q is not a bare specifier; imports are named like \"config\" or \"@acme/data\" (relative ones go in Modules)", spec)
+			return fmt.Errorf("sandbox: imports: %q is not a bare specifier; imports are named like \"config\" or \"@acme/data\" (relative ones go in Modules)", spec)
 		}
 		if _, clash := c.sources[spec]; clash {
-			return nil, fmt.Errorf("sandbox: imports: %q is also the name of a module", spec)
+			return fmt.Errorf("sandbox: imports: %q is also the name of a module", spec)
 		}
 		src, err := importModule(v)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: imports: %q: %w", spec, err)
+			return fmt.Errorf("sandbox: imports: %q: %w", spec, err)
 		}
 		c.imports[spec] = src
 	}
+	return nil
+}
+
+// addHost checks the names of the host functions, and keeps them in order.
+func (c *config) addHost(o *Options) error {
 	for name, f := range o.Host {
 		if !identifier.MatchString(name) || f == nil {
-			return nil, fmt.Errorf("sandbox: host: %q must be a JavaScript identifier (letters, digits, _ and $, not starting with a digit) naming a function", name)
+			return fmt.Errorf("sandbox: host: %q must be a JavaScript identifier (letters, digits, _ and $, not starting with a digit) naming a function", name)
 		}
 		c.hostNames = append(c.hostNames, name)
 	}
 	slices.Sort(c.hostNames)
 	c.host = o.Host
-	input, err := o.preludeInput(main, maxLength(c.memoryLimit), c.hostNames)
-	if err != nil {
-		return nil, err
-	}
-	c.preludeInput = input
-	return c, nil
+	return nil
 }
 
 func (o *Options) preludeInput(main string, maxLength int64, host []string) (string, error) {

@@ -174,21 +174,22 @@ func (w *Workers) execute(h *Handle, c *config) {
 	}
 	wk, err := w.acquire(h)
 	if err != nil {
-		if h.terminated() != "" {
-			h.finish(h.abandonedResult())
-		} else {
-			h.finish(&Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: err.Error(), Duration: time.Since(h.start)})
-		}
+		h.finish(lostResult(h, err.Error()))
 		return
 	}
 	defer func() { <-w.slots }()
 	if err := wk.send(request{Run: wireOf(c)}); err != nil {
 		wk.kill()
 		<-wk.exited
-		h.finish(&Result{Status: StatusError, ErrorName: "InternalError",
-			ErrorMessage: "the sandbox could not start the run in its worker process: " + wk.failure(err), Duration: time.Since(h.start)})
+		h.finish(internalError(h, "the sandbox could not start the run in its worker process: "+wk.failure(err)))
 		return
 	}
+	w.follow(h, c, wk)
+}
+
+// follow hands the worker's events of the run to h, and h's termination to the worker (killed
+// when it does not stop in time), until the run ends.
+func (w *Workers) follow(h *Handle, c *config, wk *worker) {
 	stop := h.stop
 	var kill <-chan time.Time
 	for {
@@ -197,37 +198,10 @@ func (w *Workers) execute(h *Handle, c *config) {
 			if !ok {
 				// The worker's output ended: it was killed, or it died.
 				<-wk.exited
-				if h.terminated() != "" {
-					h.finish(h.abandonedResult())
-				} else {
-					h.finish(&Result{Status: StatusError, ErrorName: "InternalError",
-						ErrorMessage: "the sandbox's worker process ended during the run: " + wk.failure(nil), Duration: time.Since(h.start)})
-				}
+				h.finish(lostResult(h, "the sandbox's worker process ended during the run: "+wk.failure(nil)))
 				return
 			}
-			switch {
-			case ev.Host != nil:
-				// On a goroutine of its own: the run's termination and its worker's kill
-				// must not wait for the function (which ends with the run's host context).
-				go func(call hostCall) {
-					answer := h.callHost(c, call.Name, call.Arg, call.MemoryFree)
-					_ = wk.send(request{HostReply: &hostReply{Seq: call.Seq, Answer: answer}})
-				}(*ev.Host)
-			case ev.Log != nil:
-				h.addLog(c, *ev.Log)
-			case ev.Result != nil:
-				if ev.Result.Status != StatusSuccess && h.hostCut.Load() && h.terminated() != "" {
-					// A host function the termination ended answered the worker before the
-					// termination reached it, and the code failed on that answer: the run was
-					// terminated, as a run in this process says (see Handle.execute).
-					h.finish(h.abandonedResult())
-				} else {
-					h.finish(ev.Result)
-				}
-			case ev.Stopped:
-				h.finish(&Result{Status: StatusError, ErrorName: "InternalError",
-					ErrorMessage: "the sandbox's worker process stopped without a result", Duration: time.Since(h.start)})
-				w.release(wk)
+			if w.handle(h, c, wk, ev) {
 				return
 			}
 		case <-stop:
@@ -239,6 +213,52 @@ func (w *Workers) execute(h *Handle, c *config) {
 			wk.kill()
 		}
 	}
+}
+
+// handle takes one event of the worker's run; true once the worker stopped, released.
+func (w *Workers) handle(h *Handle, c *config, wk *worker, ev event) bool {
+	switch {
+	case ev.Host != nil:
+		// On a goroutine of its own: the run's termination and its worker's kill must not
+		// wait for the function (which ends with the run's host context).
+		go func(call hostCall) {
+			answer := h.callHost(c, call.Name, call.Arg, call.MemoryFree)
+			_ = wk.send(request{HostReply: &hostReply{Seq: call.Seq, Answer: answer}})
+		}(*ev.Host)
+	case ev.Log != nil:
+		h.addLog(c, *ev.Log)
+	case ev.Result != nil:
+		h.finish(workerResult(h, ev.Result))
+	case ev.Stopped:
+		h.finish(internalError(h, "the sandbox's worker process stopped without a result"))
+		w.release(wk)
+		return true
+	}
+	return false
+}
+
+// workerResult is the result a worker sent for h. A host function the termination ended
+// answered the worker before the termination reached it, and the code failed on that answer:
+// the run was terminated, as a run in this process says (see Handle.execute).
+func workerResult(h *Handle, r *Result) *Result {
+	if r.Status != StatusSuccess && h.hostCut.Load() && h.terminated() != "" {
+		return h.abandonedResult()
+	}
+	return r
+}
+
+// internalError is the result of a run the sandbox failed, saying why.
+func internalError(h *Handle, msg string) *Result {
+	return &Result{Status: StatusError, ErrorName: "InternalError", ErrorMessage: msg, Duration: time.Since(h.start)}
+}
+
+// lostResult is the result of a run its worker could not finish: an internal error, unless
+// the run was terminated.
+func lostResult(h *Handle, msg string) *Result {
+	if h.terminated() != "" {
+		return h.abandonedResult()
+	}
+	return internalError(h, msg)
 }
 
 // acquire takes a worker for one run: an idle one, or a new one. It waits while MaxWorkers are
@@ -501,100 +521,126 @@ func serveWorker(in io.Reader, out io.Writer) error {
 	if v := os.Getenv(workerEnv); v != workerProtocol {
 		return fmt.Errorf("asked for protocol %q, this program speaks %q", v, workerProtocol)
 	}
-	var mu sync.Mutex
-	enc := json.NewEncoder(out)
+	s := &workerServer{enc: json.NewEncoder(out), requests: make(chan request), replies: make(chan hostReply, 1)}
 	// A result's value goes back byte for byte, as a run in this process would return it.
-	enc.SetEscapeHTML(false)
-	send := func(ev event) {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = enc.Encode(ev) // a closed output means the caller has gone; in ends next
-	}
-	requests := make(chan request)
-	go func() {
-		defer close(requests)
-		dec := json.NewDecoder(in)
-		for {
-			var r request
-			if dec.Decode(&r) != nil {
-				return
-			}
-			requests <- r
-		}
-	}()
+	s.enc.SetEscapeHTML(false)
+	go s.read(in)
 	// Compiled before the first run asks for it, so that the first run of a new worker costs
 	// what the others do.
 	if _, err := preludeCode(); err != nil {
 		return fmt.Errorf("compiling the prelude: %w", err)
 	}
-	send(event{Ready: workerProtocol})
-	// A host function's call waits for the answer numbered like it (awaiting), which the
-	// loop below hands over through replies.
-	var seq int64
-	var awaiting atomic.Int64
-	replies := make(chan hostReply, 1)
-	for r := range requests {
+	s.send(event{Ready: workerProtocol})
+	for r := range s.requests {
 		if r.Run == nil {
 			continue // the termination of a run that has ended, or a late answer
 		}
-		c := r.Run.config()
-		c.onLog = func(e LogEntry) { send(event{Log: &e}) }
-		c.remoteHost = func(h *Handle, name, arg string, free int64) string {
-			seq++
-			select { // an answer that came as an earlier call gave up
-			case <-replies:
-			default:
-			}
-			awaiting.Store(seq) // from here on, only this call's answer is handed over
-			defer awaiting.Store(0)
-			send(event{Host: &hostCall{Seq: seq, Name: name, Arg: arg, MemoryFree: free}})
-			for {
-				select {
-				case rep := <-replies:
-					if rep.Seq == seq {
-						if h.terminated() != "" {
-							h.hostCut.Store(true)
-						}
-						return rep.Answer
-					}
-				case <-h.stop:
-					h.hostCut.Store(true)
-					return "e" + h.terminated()
-				}
-			}
-		}
-		h := begin(context.Background(), c, func(h *Handle) {
-			go h.interruptWhenStopped()
-			h.finish(h.execute(c))
-		})
-		done := h.Done()
-	run:
-		for {
-			select {
-			case r, ok := <-requests:
-				if !ok {
-					return nil
-				}
-				if r.Terminate != "" {
-					h.Terminate(r.Terminate)
-				}
-				if rep := r.HostReply; rep != nil && rep.Seq == awaiting.Load() {
-					select {
-					case replies <- *rep:
-					default:
-					}
-				}
-			case <-done:
-				done = nil
-				send(event{Result: h.Wait()})
-			case <-h.Stopped():
-				if done != nil {
-					send(event{Result: h.Wait()})
-				}
-				send(event{Stopped: true})
-				break run
-			}
+		if !s.run(r.Run.config()) {
+			return nil
 		}
 	}
 	return nil
+}
+
+// workerServer is the worker's side of the protocol: the requests it reads, the events it
+// writes, and the host function call that waits for its answer.
+type workerServer struct {
+	mu       sync.Mutex // one event written at a time
+	enc      *json.Encoder
+	requests chan request
+	// A host function's call waits for the answer numbered like it (awaiting), which run
+	// hands over through replies.
+	seq      int64
+	awaiting atomic.Int64
+	replies  chan hostReply
+}
+
+// read reads the requests of in until it ends.
+func (s *workerServer) read(in io.Reader) {
+	defer close(s.requests)
+	dec := json.NewDecoder(in)
+	for {
+		var r request
+		if dec.Decode(&r) != nil {
+			return
+		}
+		s.requests <- r
+	}
+}
+
+func (s *workerServer) send(ev event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.enc.Encode(ev) // a closed output means the caller has gone; in ends next
+}
+
+// run runs c, taking the requests that come meanwhile (a termination, the answer of a host
+// function), until it stops; false when the requests ended first.
+func (s *workerServer) run(c *config) bool {
+	c.onLog = func(e LogEntry) { s.send(event{Log: &e}) }
+	c.remoteHost = s.callHost
+	h := begin(context.Background(), c, func(h *Handle) {
+		go h.interruptWhenStopped()
+		h.finish(h.execute(c))
+	})
+	done := h.Done()
+	for {
+		select {
+		case r, ok := <-s.requests:
+			if !ok {
+				return false
+			}
+			s.take(h, r)
+		case <-done:
+			done = nil
+			s.send(event{Result: h.Wait()})
+		case <-h.Stopped():
+			if done != nil {
+				s.send(event{Result: h.Wait()})
+			}
+			s.send(event{Stopped: true})
+			return true
+		}
+	}
+}
+
+// take takes a request that came during the run of h: a termination, or the answer the host
+// function's call waits for.
+func (s *workerServer) take(h *Handle, r request) {
+	if r.Terminate != "" {
+		h.Terminate(r.Terminate)
+	}
+	if rep := r.HostReply; rep != nil && rep.Seq == s.awaiting.Load() {
+		select {
+		case s.replies <- *rep:
+		default:
+		}
+	}
+}
+
+// callHost has the caller run a host function, and waits for its answer.
+func (s *workerServer) callHost(h *Handle, name, arg string, free int64) string {
+	s.seq++
+	select { // an answer that came as an earlier call gave up
+	case <-s.replies:
+	default:
+	}
+	s.awaiting.Store(s.seq) // from here on, only this call's answer is handed over
+	defer s.awaiting.Store(0)
+	s.send(event{Host: &hostCall{Seq: s.seq, Name: name, Arg: arg, MemoryFree: free}})
+	for {
+		select {
+		case rep := <-s.replies:
+			if rep.Seq != s.seq {
+				continue
+			}
+			if h.terminated() != "" {
+				h.hostCut.Store(true)
+			}
+			return rep.Answer
+		case <-h.stop:
+			h.hostCut.Store(true)
+			return "e" + h.terminated()
+		}
+	}
 }

@@ -158,41 +158,57 @@ func (b *builder) add(loc string, v any) (*node, error) {
 		return n, nil // true, false, or what the validator will refuse
 	}
 	n.obj = obj
-	if err := b.names(n); err != nil {
-		return nil, err
-	}
-	for _, kw := range schemaKeywords {
-		if sub, ok := obj[kw]; ok && isSchemaValue(sub) {
-			c, err := b.add(loc+"/"+escapeToken(kw), sub)
-			if err != nil {
-				return nil, err
-			}
-			b.single(n, kw, c)
-		}
-	}
-	if err := b.addItems(n); err != nil {
-		return nil, err
-	}
-	for _, kw := range schemaListKeywords {
-		list, _ := obj[kw].([]any)
-		for i, sub := range list {
-			c, err := b.add(fmt.Sprintf("%s/%s/%d", loc, kw, i), sub)
-			if err != nil {
-				return nil, err
-			}
-			if kw == "prefixItems" {
-				n.prefix = append(n.prefix, c)
-			} else {
-				n.inPlace = append(n.inPlace, c)
-			}
-		}
-	}
-	for _, kw := range schemaMapKeywords {
-		if err := b.addMap(n, kw); err != nil {
+	for _, read := range []func(*node) error{b.names, b.addSingles, b.addItems, b.addLists, b.addMaps} {
+		if err := read(n); err != nil {
 			return nil, err
 		}
 	}
 	return n, nil
+}
+
+// addSingles reads the keywords whose value is one subschema.
+func (b *builder) addSingles(n *node) error {
+	for _, kw := range schemaKeywords {
+		sub, ok := n.obj[kw]
+		if !ok || !isSchemaValue(sub) {
+			continue
+		}
+		c, err := b.add(n.loc+"/"+escapeToken(kw), sub)
+		if err != nil {
+			return err
+		}
+		b.single(n, kw, c)
+	}
+	return nil
+}
+
+// addLists reads the keywords whose value is a list of subschemas.
+func (b *builder) addLists(n *node) error {
+	for _, kw := range schemaListKeywords {
+		dst := &n.inPlace
+		if kw == "prefixItems" {
+			dst = &n.prefix
+		}
+		list, _ := n.obj[kw].([]any)
+		for i, sub := range list {
+			c, err := b.add(fmt.Sprintf("%s/%s/%d", n.loc, kw, i), sub)
+			if err != nil {
+				return err
+			}
+			*dst = append(*dst, c)
+		}
+	}
+	return nil
+}
+
+// addMaps reads the keywords whose value is a map of subschemas.
+func (b *builder) addMaps(n *node) error {
+	for _, kw := range schemaMapKeywords {
+		if err := b.addMap(n, kw); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // names records the anchors a schema declares. It refuses an $id below the root, which would
@@ -261,34 +277,45 @@ func (b *builder) addItems(n *node) error {
 
 func (b *builder) addMap(n *node, kw string) error {
 	m, _ := n.obj[kw].(map[string]any)
-	keys := make([]string, 0, len(m))
-	for k, sub := range m {
-		if isSchemaValue(sub) { // dependencies also holds lists of names
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range schemaKeys(m) {
 		c, err := b.add(n.loc+"/"+escapeToken(kw)+"/"+escapeToken(k), m[k])
 		if err != nil {
 			return err
 		}
-		switch kw {
-		case "properties":
-			if n.props == nil {
-				n.props = map[string]*node{}
-			}
-			n.props[k] = c
-			n.propOrder = append(n.propOrder, k)
-		case "patternProperties":
-			re, _ := regexp.Compile(k) // the validator refuses a pattern Go cannot compile
-			n.patterns = append(n.patterns, pattern{re: re, n: c})
-		case "dependentSchemas", "dependencies":
-			n.inPlace = append(n.inPlace, c)
-		}
-		// $defs and definitions apply to nothing until a $ref names them.
+		n.addMember(kw, k, c)
 	}
 	return nil
+}
+
+// schemaKeys are the keys of m whose values are schemas (dependencies also holds lists of
+// names), in order.
+func schemaKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k, sub := range m {
+		if isSchemaValue(sub) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// addMember records c, the subschema under key k of the map keyword kw. $defs and definitions
+// apply to nothing until a $ref names them.
+func (n *node) addMember(kw, k string, c *node) {
+	switch kw {
+	case "properties":
+		if n.props == nil {
+			n.props = map[string]*node{}
+		}
+		n.props[k] = c
+		n.propOrder = append(n.propOrder, k)
+	case "patternProperties":
+		re, _ := regexp.Compile(k) // the validator refuses a pattern Go cannot compile
+		n.patterns = append(n.patterns, pattern{re: re, n: c})
+	case "dependentSchemas", "dependencies":
+		n.inPlace = append(n.inPlace, c)
+	}
 }
 
 func isSchemaValue(v any) bool {
@@ -348,58 +375,85 @@ func (g *graph) resolve(ref string) (*node, error) {
 // (a recursion) adding one. Nodes are walked in a fixed order, so the same schema always gets
 // the same counts.
 func (g *graph) countVisits(b *builder) error {
-	type frame struct {
-		n    *node
-		next int // index into n's edges
-	}
-	var stack []frame
-	push := func(n *node) error {
-		n.state, n.visits = visiting, 1
-		g.reachable++
-		stack = append(stack, frame{n: n})
-		if n.obj != nil && hasRef(n.obj) {
-			return b.link(n)
-		}
-		return nil
-	}
-	if err := push(g.root); err != nil {
+	vc := &visitCounter{g: g, b: b}
+	if err := vc.push(g.root); err != nil {
 		return err
 	}
-	for len(stack) > 0 {
+	for len(vc.stack) > 0 {
 		if err := b.step(); err != nil {
 			return err
 		}
-		top := &stack[len(stack)-1]
-		child := top.n.edge(top.next)
-		if child == nil { // every edge counted
-			n := top.n
-			n.state = visited
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 {
-				parent := stack[len(stack)-1].n
-				parent.visits = min(parent.visits+n.visits, MaxSchemaVisits+1)
-			}
-			if n.visits > MaxSchemaVisits {
-				return fmt.Errorf("schema: more than %d schema nodes to visit from %s (following every $ref along every path); "+
-					"a schema may lead to at most %d: simplify it, e.g. name each definition from fewer places", MaxSchemaVisits, where(n.loc), MaxSchemaVisits)
-			}
-			continue
-		}
-		top.next++
-		switch child.state {
-		case unvisited:
-			if err := push(child); err != nil {
-				return err
-			}
-		case visiting: // a recursion: counted once, not followed
-			g.recursive = true
-			top.n.visits = min(top.n.visits+1, MaxSchemaVisits+1)
-		case visited:
-			top.n.visits = min(top.n.visits+child.visits, MaxSchemaVisits+1)
+		if err := vc.advance(); err != nil {
+			return err
 		}
 	}
 	g.visits = g.root.visits
 	return nil
+}
+
+// visitCounter is countVisits's depth-first walk: the nodes being counted, each with the next
+// of its edges to follow.
+type visitCounter struct {
+	g     *graph
+	b     *builder
+	stack []visitFrame
+}
+
+type visitFrame struct {
+	n    *node
+	next int // index into n's edges
+}
+
+// push starts counting n, resolving its $ref.
+func (vc *visitCounter) push(n *node) error {
+	n.state, n.visits = visiting, 1
+	vc.g.reachable++
+	vc.stack = append(vc.stack, visitFrame{n: n})
+	if n.obj != nil && hasRef(n.obj) {
+		return vc.b.link(n)
+	}
+	return nil
+}
+
+// advance follows the next edge of the node on top of the stack, or finishes the node when
+// every edge is counted.
+func (vc *visitCounter) advance() error {
+	top := &vc.stack[len(vc.stack)-1]
+	child := top.n.edge(top.next)
+	if child == nil {
+		return vc.pop()
+	}
+	top.next++
+	switch child.state {
+	case unvisited:
+		return vc.push(child)
+	case visiting: // a recursion: counted once, not followed
+		vc.g.recursive = true
+		top.n.addVisits(1)
+	case visited:
+		top.n.addVisits(child.visits)
+	}
+	return nil
+}
+
+// pop finishes the node on top of the stack, adding its count to its parent's.
+func (vc *visitCounter) pop() error {
+	n := vc.stack[len(vc.stack)-1].n
+	n.state = visited
+	vc.stack = vc.stack[:len(vc.stack)-1]
+	if len(vc.stack) > 0 {
+		vc.stack[len(vc.stack)-1].n.addVisits(n.visits)
+	}
+	if n.visits > MaxSchemaVisits {
+		return fmt.Errorf("schema: more than %d schema nodes to visit from %s (following every $ref along every path); "+
+			"a schema may lead to at most %d: simplify it, e.g. name each definition from fewer places", MaxSchemaVisits, where(n.loc), MaxSchemaVisits)
+	}
+	return nil
+}
+
+// addVisits adds k to n's count, which stops just past the limit.
+func (n *node) addVisits(k int) {
+	n.visits = min(n.visits+k, MaxSchemaVisits+1)
 }
 
 // edge returns n's i-th edge in a fixed order, nil past the last.

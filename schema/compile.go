@@ -38,7 +38,8 @@ func Compile(s *Schema) (*Compiled, error) {
 }
 
 // CompileContext is Compile for a schema compiled on behalf of a request: it stops with the
-// context's error when ctx ends. The bounds are the same.
+// context's error when ctx ends. The bounds are the same. With a CompileCache in ctx
+// (WithCompileCache), a schema whose JSON was compiled before is not compiled again.
 func CompileContext(ctx context.Context, s *Schema) (*Compiled, error) {
 	if s == nil {
 		return nil, errors.New("schema: compile: nil schema")
@@ -47,7 +48,18 @@ func CompileContext(ctx context.Context, s *Schema) (*Compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema: compile: %w", err)
 	}
-	return compile(ctx, s, raw)
+	cache := cacheOf(ctx)
+	if cache == nil {
+		return compile(ctx, s, raw)
+	}
+	if c := cache.get(raw); c != nil {
+		return c, nil
+	}
+	c, err := compile(ctx, s, raw)
+	if err == nil {
+		cache.put(raw, c)
+	}
+	return c, err
 }
 
 // CompileJSON parses a JSON Schema document and compiles it.

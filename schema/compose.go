@@ -135,7 +135,7 @@ func dedupe(list []string) []string {
 }
 
 // Compose builds the single schema a structured-output model answers with when it may both
-// call tools and give its final output, as seed 002 writes it:
+// call tools and give its final output, in one object:
 //
 //	{"calls": [{"_tool": NAME, ...arguments}], "output": OUTPUT | null}
 //
@@ -156,41 +156,67 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 	}
 	var branches []*Schema
 	for _, t := range tools {
-		in := t.Input
-		if t.Latent {
-			in = withOutputField(in, t.Output)
-		}
-		in = withMetaFields(in, t.MetaFields)
-		var item *Schema
-		if in == nil {
-			item = &Schema{Type: "object", Properties: map[string]*Schema{}}
-		} else {
-			item = in.CloneSchemas()
-			item.Schema, item.ID = "", ""
-		}
-		if schemaType(item) != "object" {
-			return nil, fmt.Errorf("schema: compose: tool %q: arguments must be an object schema", t.Name)
-		}
-		if err := hoistDefs(root, item, t.Name); err != nil {
+		item, err := composeItem(root, t)
+		if err != nil {
 			return nil, err
-		}
-		if item.Properties == nil {
-			item.Properties = map[string]*Schema{} // {"type":"object"}, struct{}: no arguments
-		}
-		var tool any = t.Name
-		item.Properties[ToolField] = &Schema{Const: &tool, Description: t.Description}
-		first := []string{ToolField}
-		if t.Reasoning {
-			item.Properties[ReasoningField] = reasoningProperty()
-			first = append(first, ReasoningField)
-		}
-		item.PropertyOrder = dedupe(append(first, propertyOrder(item)...))
-		item.Required = dedupe(append([]string{ToolField}, item.Required...))
-		if item.AdditionalProperties == nil {
-			item.AdditionalProperties = falseSchema()
 		}
 		branches = append(branches, item)
 	}
+	root.Properties["calls"] = callsSchema(branches)
+	out, err := composeOutput(root, output)
+	if err != nil {
+		return nil, err
+	}
+	root.Properties["output"] = out
+	return root, nil
+}
+
+// composeItem is the call item of one tool: its arguments, with the fields that name the tool
+// (and ask for reasoning) first, closed unless they say otherwise.
+func composeItem(root *Schema, t ToolSchema) (*Schema, error) {
+	item := callArguments(t)
+	if schemaType(item) != "object" {
+		return nil, fmt.Errorf("schema: compose: tool %q: arguments must be an object schema", t.Name)
+	}
+	if err := hoistDefs(root, item, t.Name); err != nil {
+		return nil, err
+	}
+	if item.Properties == nil {
+		item.Properties = map[string]*Schema{} // {"type":"object"}, struct{}: no arguments
+	}
+	var tool any = t.Name
+	item.Properties[ToolField] = &Schema{Const: &tool, Description: t.Description}
+	first := []string{ToolField}
+	if t.Reasoning {
+		item.Properties[ReasoningField] = reasoningProperty()
+		first = append(first, ReasoningField)
+	}
+	item.PropertyOrder = dedupe(append(first, propertyOrder(item)...))
+	item.Required = dedupe(append([]string{ToolField}, item.Required...))
+	if item.AdditionalProperties == nil {
+		item.AdditionalProperties = falseSchema()
+	}
+	return item, nil
+}
+
+// callArguments is a copy of the schema of a tool's arguments, with the fields the tool's
+// kind adds (a latent tool's output, meta-fields).
+func callArguments(t ToolSchema) *Schema {
+	in := t.Input
+	if t.Latent {
+		in = withOutputField(in, t.Output)
+	}
+	in = withMetaFields(in, t.MetaFields)
+	if in == nil {
+		return &Schema{Type: "object", Properties: map[string]*Schema{}}
+	}
+	item := in.CloneSchemas()
+	item.Schema, item.ID = "", ""
+	return item
+}
+
+// callsSchema is the list of calls, each one of the branches.
+func callsSchema(branches []*Schema) *Schema {
 	calls := &Schema{Type: "array", Description: "Tool calls to make now, in order; empty when none."}
 	switch len(branches) {
 	case 0:
@@ -201,40 +227,55 @@ func Compose(tools []ToolSchema, output *Schema) (*Schema, error) {
 	default:
 		calls.Items = &Schema{AnyOf: branches}
 	}
-	root.Properties["calls"] = calls
-	var out *Schema
+	return calls
+}
+
+// composeOutput is the final output: text when output is nil, else output, closed and null
+// while tool results are awaited.
+func composeOutput(root, output *Schema) (*Schema, error) {
 	if output == nil {
-		out = &Schema{Types: []string{"string", "null"}, Description: "Your final answer, or null while you still need tool results."}
-	} else {
-		out = output.CloneSchemas()
-		out.Schema, out.ID = "", ""
-		// Closed before hoisting, so that a copy kept for refs to its root is closed alike.
-		closeObject(out)
-		if err := hoistDefs(root, out, "output"); err != nil {
-			return nil, err
-		}
-		out = nullable(out)
-		if out.Description == "" {
-			out.Description = "Your final output, or null while you still need tool results."
-		}
+		return &Schema{Types: []string{"string", "null"}, Description: "Your final answer, or null while you still need tool results."}, nil
 	}
-	root.Properties["output"] = out
-	return root, nil
+	out := output.CloneSchemas()
+	out.Schema, out.ID = "", ""
+	// Closed before hoisting, so that a copy kept for refs to its root is closed alike.
+	closeObject(out)
+	if err := hoistDefs(root, out, "output"); err != nil {
+		return nil, err
+	}
+	out = nullable(out)
+	if out.Description == "" {
+		out.Description = "Your final output, or null while you still need tool results."
+	}
+	return out, nil
 }
 
 // closeObject sets additionalProperties: false on an object schema that declares its
-// properties in place and says nothing of others, as seed 002's composed output has it. A
-// free-form object (no properties), one that takes properties from elsewhere (allOf, anyOf,
-// oneOf, $ref, if/then/else, dependentSchemas) or one that already says what else it admits
-// is left as written: closing it would refuse properties it means to accept.
+// properties in place and says nothing of others, so that an answer carries only the
+// properties the schema names. A free-form object (no properties), one that takes properties
+// from elsewhere (allOf, anyOf, oneOf, $ref, if/then/else, dependentSchemas) or one that
+// already says what else it admits is left as written: closing it would refuse properties it
+// means to accept.
 func closeObject(s *Schema) {
-	if schemaType(s) != "object" || len(s.Properties) == 0 || s.PatternProperties != nil ||
-		s.AdditionalProperties != nil || s.UnevaluatedProperties != nil ||
-		s.AllOf != nil || s.AnyOf != nil || s.OneOf != nil || s.Ref != "" || s.DynamicRef != "" ||
-		s.If != nil || s.Then != nil || s.Else != nil || s.DependentSchemas != nil {
+	if schemaType(s) != "object" || len(s.Properties) == 0 || admitsOtherProperties(s) {
 		return
 	}
 	s.AdditionalProperties = falseSchema()
+}
+
+// admitsOtherProperties reports whether s has a keyword by which it may admit properties it
+// does not declare in place.
+func admitsOtherProperties(s *Schema) bool {
+	for _, set := range []bool{
+		s.PatternProperties != nil, s.AdditionalProperties != nil, s.UnevaluatedProperties != nil,
+		s.AllOf != nil, s.AnyOf != nil, s.OneOf != nil, s.Ref != "", s.DynamicRef != "",
+		s.If != nil, s.Then != nil, s.Else != nil, s.DependentSchemas != nil,
+	} {
+		if set {
+			return true
+		}
+	}
+	return false
 }
 
 // refersToItself reports whether s has a $ref other than to its own $defs or definitions: to
@@ -287,44 +328,57 @@ func hoistDefs(root, s *Schema, prefix string) error {
 	if refersToItself(s) {
 		return nestWhole(root, s, prefix, escaped)
 	}
-	defs := s.Defs
-	if len(defs) == 0 && len(s.Definitions) == 0 {
+	if len(s.Defs) == 0 && len(s.Definitions) == 0 {
 		return nil
 	}
-	rename := func(ref string) (string, error) {
-		for _, p := range []string{"#/$defs/", "#/definitions/"} {
-			if name, ok := strings.CutPrefix(ref, p); ok {
-				return "#/$defs/" + escaped + "." + name, nil
-			}
-		}
-		if ref == "#" {
-			return "", fmt.Errorf("schema: compose: %q refers to its own root, which cannot be composed", prefix)
-		}
-		return ref, nil
-	}
-	var err error
-	moved := map[string]*Schema{}
-	for k, d := range s.Defs {
-		moved[k] = d
-	}
-	for k, d := range s.Definitions {
-		moved[k] = d
-	}
-	s.Defs, s.Definitions = nil, nil
+	moved := takeDefs(s)
 	for k, d := range moved {
 		if _, dup := root.Defs[prefix+"."+k]; dup {
 			return fmt.Errorf("schema: compose: two definitions would be named %q", prefix+"."+k)
 		}
 		root.Defs[prefix+"."+k] = d
 	}
-	fix := func(x *Schema) {
-		if x.Ref != "" && err == nil {
-			x.Ref, err = rename(x.Ref)
+	r := &refRenamer{prefix: prefix, escaped: escaped}
+	walk(s, r.fix)
+	for _, d := range moved {
+		walk(d, r.fix)
+	}
+	return r.err
+}
+
+// takeDefs removes s's $defs and definitions, and returns them together.
+func takeDefs(s *Schema) map[string]*Schema {
+	moved := map[string]*Schema{}
+	for _, defs := range []map[string]*Schema{s.Defs, s.Definitions} {
+		for k, d := range defs {
+			moved[k] = d
 		}
 	}
-	walk(s, fix)
-	for _, d := range moved {
-		walk(d, fix)
+	s.Defs, s.Definitions = nil, nil
+	return moved
+}
+
+// refRenamer points the refs to a schema's definitions to where hoistDefs moved them; err is
+// the first ref it could not.
+type refRenamer struct {
+	prefix, escaped string
+	err             error
+}
+
+func (r *refRenamer) fix(x *Schema) {
+	if x.Ref != "" && r.err == nil {
+		x.Ref, r.err = r.rename(x.Ref)
 	}
-	return err
+}
+
+func (r *refRenamer) rename(ref string) (string, error) {
+	for _, p := range []string{"#/$defs/", "#/definitions/"} {
+		if name, ok := strings.CutPrefix(ref, p); ok {
+			return "#/$defs/" + r.escaped + "." + name, nil
+		}
+	}
+	if ref == "#" {
+		return "", fmt.Errorf("schema: compose: %q refers to its own root, which cannot be composed", r.prefix)
+	}
+	return ref, nil
 }

@@ -51,28 +51,43 @@ func (c *coster) value(v any, entries []weighted) bool {
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		for key, member := range x {
-			next := c.member(reached, key)
-			if c.steps > c.limit || len(next) > 0 && !c.value(member, next) {
-				return false
-			}
-		}
+		return c.members(reached, x)
 	case []any:
-		for i, item := range x {
-			var next []weighted
-			for _, w := range reached {
-				if i < len(w.n.prefix) {
-					next = append(next, weighted{w.n.prefix[i], w.paths})
-				}
-				next = appendAll(next, w.n.rest, w.paths)
-				next = appendAll(next, w.n.anyItem, w.paths)
-			}
-			if len(next) > 0 && !c.value(item, next) {
-				return false
-			}
+		return c.items(reached, x)
+	}
+	return true
+}
+
+func (c *coster) members(reached []weighted, x map[string]any) bool {
+	for key, member := range x {
+		next := c.member(reached, key)
+		if c.steps > c.limit || len(next) > 0 && !c.value(member, next) {
+			return false
 		}
 	}
 	return true
+}
+
+func (c *coster) items(reached []weighted, x []any) bool {
+	for i, item := range x {
+		if next := itemEntries(reached, i); len(next) > 0 && !c.value(item, next) {
+			return false
+		}
+	}
+	return true
+}
+
+// itemEntries is where the i-th item of an array leads from the nodes reached at the array.
+func itemEntries(reached []weighted, i int) []weighted {
+	var next []weighted
+	for _, w := range reached {
+		if i < len(w.n.prefix) {
+			next = append(next, weighted{w.n.prefix[i], w.paths})
+		}
+		next = appendAll(next, w.n.rest, w.paths)
+		next = appendAll(next, w.n.anyItem, w.paths)
+	}
+	return next
 }
 
 // member is where a property key of an object leads from the nodes reached at the object; the
@@ -80,27 +95,40 @@ func (c *coster) value(v any, entries []weighted) bool {
 func (c *coster) member(reached []weighted, key string) []weighted {
 	var next []weighted
 	for _, w := range reached {
-		n := w.n
-		matched := false
-		if p := n.props[key]; p != nil {
-			next, matched = append(next, weighted{p, w.paths}), true
-		}
-		for _, pat := range n.patterns {
-			if pat.re == nil || pat.re.MatchString(key) {
-				next, matched = append(next, weighted{pat.n, w.paths}), true
-			}
-		}
-		if !matched && n.additional != nil {
-			next = append(next, weighted{n.additional, w.paths})
-		}
-		if n.anyProp != nil {
-			next = append(next, weighted{n.anyProp, w.paths})
-		}
-		if n.propNames != nil {
-			c.value(key, []weighted{{n.propNames, w.paths}}) // a string: only its own count
-		}
+		next = c.memberOf(next, w, key)
 	}
 	return next
+}
+
+// memberOf appends to next where key leads from the node w.
+func (c *coster) memberOf(next []weighted, w weighted, key string) []weighted {
+	n := w.n
+	next, matched := n.declared(next, key, w.paths)
+	if !matched && n.additional != nil {
+		next = append(next, weighted{n.additional, w.paths})
+	}
+	if n.anyProp != nil {
+		next = append(next, weighted{n.anyProp, w.paths})
+	}
+	if n.propNames != nil {
+		c.value(key, []weighted{{n.propNames, w.paths}}) // a string: only its own count
+	}
+	return next
+}
+
+// declared appends to next the property and the patterns of n that key matches, and reports
+// whether there were any.
+func (n *node) declared(next []weighted, key string, paths int) ([]weighted, bool) {
+	matched := false
+	if p := n.props[key]; p != nil {
+		next, matched = append(next, weighted{p, paths}), true
+	}
+	for _, pat := range n.patterns {
+		if pat.re == nil || pat.re.MatchString(key) {
+			next, matched = append(next, weighted{pat.n, paths}), true
+		}
+	}
+	return next, matched
 }
 
 func appendAll(out []weighted, nodes []*node, paths int) []weighted {
@@ -119,13 +147,7 @@ func (c *coster) closure(entries []weighted) []weighted {
 	}
 	// Order the nodes reached so that each comes after every node with an edge to it (edges
 	// back to a node on the path left out), then push the path counts along the edges.
-	if c.pos == nil {
-		c.pos, c.count, c.seen = map[*node]int{}, map[*node]int{}, map[*node]bool{}
-	}
-	clear(c.pos)
-	clear(c.count)
-	clear(c.seen)
-	c.order = c.order[:0]
+	c.reset()
 	for _, e := range entries {
 		c.postOrder(e.n)
 		c.count[e.n] = min(c.count[e.n]+e.paths, c.limit+1)
@@ -134,6 +156,23 @@ func (c *coster) closure(entries []weighted) []weighted {
 	for i, n := range c.order {
 		c.pos[n] = i
 	}
+	return c.pushCounts()
+}
+
+// reset empties the scratch space.
+func (c *coster) reset() {
+	if c.pos == nil {
+		c.pos, c.count, c.seen = map[*node]int{}, map[*node]int{}, map[*node]bool{}
+	}
+	clear(c.pos)
+	clear(c.count)
+	clear(c.seen)
+	c.order = c.order[:0]
+}
+
+// pushCounts pushes the path counts along the edges, in order, and returns the nodes with
+// their counts.
+func (c *coster) pushCounts() []weighted {
 	out := make([]weighted, 0, len(c.order))
 	for _, n := range c.order {
 		paths := c.count[n]

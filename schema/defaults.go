@@ -58,17 +58,22 @@ func buildDefaults(ctx context.Context, g *graph, check func(at *node, name stri
 	if !kept[d] {
 		return nil, nil
 	}
-	for _, n := range db.memo {
-		if !kept[n] {
-			continue
-		}
+	if err := db.expandAll(kept); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// expandAll fills in the defaults inside every default of the nodes kept.
+func (db *defaultsBuilder) expandAll(kept map[*defaultsNode]bool) error {
+	for n := range kept {
 		for name, pd := range n.props {
 			if err := db.expand(name, pd); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // follow is the schema a chain of $refs leads to (siblings of a $ref bring no defaults); nil
@@ -96,41 +101,68 @@ func (db *defaultsBuilder) build(at *node) (*defaultsNode, error) {
 	}
 	d := &defaultsNode{}
 	db.memo[n] = d // before the children: a recursion finds it
-	for _, name := range n.propOrder {
-		ps := n.props[name]
-		pd := &propDefaults{}
-		raw, err := db.defaultOf(ps, name)
-		if err != nil {
-			return nil, err
-		}
-		pd.value = raw
-		if pd.child, err = db.build(ps); err != nil {
-			return nil, err
-		}
-		if pd.value == nil && pd.child == nil {
-			continue
-		}
-		if d.props == nil {
-			d.props = map[string]*propDefaults{}
-		}
-		d.props[name] = pd
-		if pd.value != nil {
-			db.values = append(db.values, d)
-		}
-		if pd.child != nil {
-			db.parents[pd.child] = append(db.parents[pd.child], d)
-		}
+	if err := db.buildProps(d, n); err != nil {
+		return nil, err
 	}
-	if items := n.items; items != nil {
-		var err error
-		if d.items, err = db.build(items); err != nil {
-			return nil, err
-		}
-		if d.items != nil {
-			db.parents[d.items] = append(db.parents[d.items], d)
-		}
+	if err := db.buildItems(d, n); err != nil {
+		return nil, err
 	}
 	return d, nil
+}
+
+func (db *defaultsBuilder) buildProps(d *defaultsNode, n *node) error {
+	for _, name := range n.propOrder {
+		pd, err := db.buildProp(n.props[name], name)
+		if err != nil {
+			return err
+		}
+		if pd != nil {
+			db.addProp(d, name, pd)
+		}
+	}
+	return nil
+}
+
+// buildProp is what a property contributes: its default and the defaults inside its value;
+// nil when neither.
+func (db *defaultsBuilder) buildProp(ps *node, name string) (*propDefaults, error) {
+	raw, err := db.defaultOf(ps, name)
+	if err != nil {
+		return nil, err
+	}
+	child, err := db.build(ps)
+	if err != nil || raw == nil && child == nil {
+		return nil, err
+	}
+	return &propDefaults{value: raw, child: child}, nil
+}
+
+func (db *defaultsBuilder) addProp(d *defaultsNode, name string, pd *propDefaults) {
+	if d.props == nil {
+		d.props = map[string]*propDefaults{}
+	}
+	d.props[name] = pd
+	if pd.value != nil {
+		db.values = append(db.values, d)
+	}
+	db.link(pd.child, d)
+}
+
+func (db *defaultsBuilder) buildItems(d *defaultsNode, n *node) error {
+	if n.items == nil {
+		return nil
+	}
+	var err error
+	d.items, err = db.build(n.items)
+	db.link(d.items, d)
+	return err
+}
+
+// link records the edge from parent to child, if there is a child.
+func (db *defaultsBuilder) link(child, parent *defaultsNode) {
+	if child != nil {
+		db.parents[child] = append(db.parents[child], parent)
+	}
 }
 
 // defaultOf is a property's default as JSON: its own, checked against its schema, or else
@@ -159,31 +191,42 @@ func (db *defaultsBuilder) defaultOf(ps *node, name string) (json.RawMessage, er
 // prune keeps the nodes from which a default can be reached, and drops from those the
 // properties and items that lead to none.
 func (db *defaultsBuilder) prune() map[*defaultsNode]bool {
+	kept := db.reaching()
+	for d := range kept {
+		d.dropUnkept(kept)
+	}
+	return kept
+}
+
+// reaching is the set of nodes from which a default can be reached: those with one, and
+// their ancestors.
+func (db *defaultsBuilder) reaching() map[*defaultsNode]bool {
 	kept := map[*defaultsNode]bool{}
 	queue := slices.Clone(db.values)
 	for len(queue) > 0 {
 		d := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
-		if kept[d] {
-			continue
-		}
-		kept[d] = true
-		queue = append(queue, db.parents[d]...)
-	}
-	for d := range kept {
-		for name, pd := range d.props {
-			if pd.child != nil && !kept[pd.child] {
-				pd.child = nil
-			}
-			if pd.value == nil && pd.child == nil {
-				delete(d.props, name)
-			}
-		}
-		if d.items != nil && !kept[d.items] {
-			d.items = nil
+		if !kept[d] {
+			kept[d] = true
+			queue = append(queue, db.parents[d]...)
 		}
 	}
 	return kept
+}
+
+// dropUnkept drops the properties and items of d that lead to no node kept.
+func (d *defaultsNode) dropUnkept(kept map[*defaultsNode]bool) {
+	for name, pd := range d.props {
+		if !kept[pd.child] {
+			pd.child = nil
+		}
+		if pd.value == nil && pd.child == nil {
+			delete(d.props, name)
+		}
+	}
+	if !kept[d.items] {
+		d.items = nil
+	}
 }
 
 // expand fills the defaults of a default's own schema into it, once: what applying the
@@ -219,47 +262,67 @@ func (db *defaultsBuilder) fill(n *defaultsNode, v any) (bool, error) {
 	if err := db.b.step(); err != nil {
 		return false, err
 	}
-	changed := false
 	switch x := v.(type) {
 	case map[string]any:
-		for _, name := range propNames(n.props) {
-			pd := n.props[name]
-			cur, ok := x[name]
-			if !ok {
-				if pd.value == nil {
-					continue
-				}
-				if err := db.expand(name, pd); err != nil {
-					return changed, err
-				}
-				if db.spent += len(pd.value); db.spent > maxDefaultBytes {
-					return changed, fmt.Errorf("schema: the defaults of %q come to more than %d bytes once the defaults inside them are filled in; simplify the schema", name, maxDefaultBytes)
-				}
-				d, err := decodeNumber(pd.value)
-				if err != nil {
-					return changed, err
-				}
-				x[name], changed = d, true
-				continue
-			}
-			if pd.child != nil {
-				c, err := db.fill(pd.child, cur)
-				if err != nil {
-					return changed, err
-				}
-				changed = changed || c
-			}
-		}
+		return db.fillProps(n, x)
 	case []any:
-		if n.items != nil {
-			for _, item := range x {
-				c, err := db.fill(n.items, item)
-				if err != nil {
-					return changed, err
-				}
-				changed = changed || c
-			}
+		return db.fillItems(n, x)
+	}
+	return false, nil
+}
+
+func (db *defaultsBuilder) fillProps(n *defaultsNode, x map[string]any) (bool, error) {
+	changed := false
+	for _, name := range propNames(n.props) {
+		c, err := db.fillProp(x, name, n.props[name])
+		if err != nil {
+			return changed, err
 		}
+		changed = changed || c
+	}
+	return changed, nil
+}
+
+// fillProp inserts a property's default into x when x lacks it, and otherwise fills in the
+// defaults inside its value.
+func (db *defaultsBuilder) fillProp(x map[string]any, name string, pd *propDefaults) (bool, error) {
+	cur, ok := x[name]
+	switch {
+	case !ok && pd.value != nil:
+		return db.insert(x, name, pd)
+	case ok && pd.child != nil:
+		return db.fill(pd.child, cur)
+	}
+	return false, nil
+}
+
+// insert inserts a property's default, its own defaults filled in, into x.
+func (db *defaultsBuilder) insert(x map[string]any, name string, pd *propDefaults) (bool, error) {
+	if err := db.expand(name, pd); err != nil {
+		return false, err
+	}
+	if db.spent += len(pd.value); db.spent > maxDefaultBytes {
+		return false, fmt.Errorf("schema: the defaults of %q come to more than %d bytes once the defaults inside them are filled in; simplify the schema", name, maxDefaultBytes)
+	}
+	d, err := decodeNumber(pd.value)
+	if err != nil {
+		return false, err
+	}
+	x[name] = d
+	return true, nil
+}
+
+func (db *defaultsBuilder) fillItems(n *defaultsNode, x []any) (bool, error) {
+	if n.items == nil {
+		return false, nil
+	}
+	changed := false
+	for _, item := range x {
+		c, err := db.fill(n.items, item)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || c
 	}
 	return changed, nil
 }
@@ -292,59 +355,73 @@ func resolveLocalRef(root *Schema, ref string) (*Schema, error) {
 		return nil, fmt.Errorf("schema: unsupported $ref %q (only references into the schema itself, such as #/$defs/NAME)", ref)
 	}
 	s := root
-	tokens := strings.Split(path, "/")
-	for i := 0; i < len(tokens) && s != nil; i++ {
-		key := func() string { // the token after the keyword: a name or an index
-			i++
-			if i == len(tokens) {
-				return ""
-			}
-			tok := tokens[i]
-			if t, err := url.PathUnescape(tok); err == nil { // a $ref is a URI fragment
-				tok = t
-			}
-			return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		}
-		index := func(list []*Schema) *Schema {
-			n, err := strconv.Atoi(key())
-			if err != nil || n < 0 || n >= len(list) {
-				return nil
-			}
-			return list[n]
-		}
-		switch tokens[i] {
-		case "$defs":
-			s = s.Defs[key()]
-		case "definitions":
-			s = s.Definitions[key()]
-		case "properties":
-			s = s.Properties[key()]
-		case "patternProperties":
-			s = s.PatternProperties[key()]
-		case "dependentSchemas":
-			s = s.DependentSchemas[key()]
-		case "items":
-			s = s.Items
-		case "additionalProperties":
-			s = s.AdditionalProperties
-		case "not":
-			s = s.Not
-		case "anyOf":
-			s = index(s.AnyOf)
-		case "oneOf":
-			s = index(s.OneOf)
-		case "allOf":
-			s = index(s.AllOf)
-		case "prefixItems":
-			s = index(s.PrefixItems)
-		default:
-			s = nil
-		}
+	for tokens := strings.Split(path, "/"); len(tokens) > 0 && s != nil; {
+		s, tokens = refStep(s, tokens)
 	}
 	if s == nil {
 		return nil, fmt.Errorf("schema: $ref %q: no such definition", ref)
 	}
 	return s, nil
+}
+
+// The keywords a $ref's path goes through: each leads to a subschema, to one named by the
+// token after it, or to one indexed by that token.
+var (
+	refSubschema = map[string]func(*Schema) *Schema{
+		"items":                func(s *Schema) *Schema { return s.Items },
+		"additionalProperties": func(s *Schema) *Schema { return s.AdditionalProperties },
+		"not":                  func(s *Schema) *Schema { return s.Not },
+	}
+	refNamed = map[string]func(*Schema) map[string]*Schema{
+		"$defs":             func(s *Schema) map[string]*Schema { return s.Defs },
+		"definitions":       func(s *Schema) map[string]*Schema { return s.Definitions },
+		"properties":        func(s *Schema) map[string]*Schema { return s.Properties },
+		"patternProperties": func(s *Schema) map[string]*Schema { return s.PatternProperties },
+		"dependentSchemas":  func(s *Schema) map[string]*Schema { return s.DependentSchemas },
+	}
+	refIndexed = map[string]func(*Schema) []*Schema{
+		"anyOf":       func(s *Schema) []*Schema { return s.AnyOf },
+		"oneOf":       func(s *Schema) []*Schema { return s.OneOf },
+		"allOf":       func(s *Schema) []*Schema { return s.AllOf },
+		"prefixItems": func(s *Schema) []*Schema { return s.PrefixItems },
+	}
+)
+
+// refStep follows the keyword at the head of tokens from s, and returns where it leads (nil:
+// nowhere) with the tokens left.
+func refStep(s *Schema, tokens []string) (*Schema, []string) {
+	keyword, tokens := tokens[0], tokens[1:]
+	if sub, ok := refSubschema[keyword]; ok {
+		return sub(s), tokens
+	}
+	tok, rest := refToken(tokens)
+	if named, ok := refNamed[keyword]; ok {
+		return named(s)[tok], rest
+	}
+	if indexed, ok := refIndexed[keyword]; ok {
+		return refIndex(indexed(s), tok), rest
+	}
+	return nil, rest
+}
+
+// refToken is the first of tokens unescaped ("" when there is none), and the tokens after it.
+func refToken(tokens []string) (string, []string) {
+	if len(tokens) == 0 {
+		return "", tokens
+	}
+	tok := tokens[0]
+	if t, err := url.PathUnescape(tok); err == nil { // a $ref is a URI fragment
+		tok = t
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~"), tokens[1:]
+}
+
+func refIndex(list []*Schema, tok string) *Schema {
+	n, err := strconv.Atoi(tok)
+	if err != nil || n < 0 || n >= len(list) {
+		return nil
+	}
+	return list[n]
 }
 
 // ApplyDefaults inserts the schema's defaults for properties missing from v (a value from
@@ -358,42 +435,57 @@ func (c *Compiled) ApplyDefaults(v any) (bool, error) {
 }
 
 func (n *defaultsNode) apply(v any) (bool, error) {
-	changed := false
 	switch x := v.(type) {
 	case map[string]any:
-		for name, pd := range n.props {
-			cur, ok := x[name]
-			if !ok {
-				if pd.value == nil {
-					continue
-				}
-				// Decode afresh each time: a shared value would alias between calls.
-				d, err := decodeNumber(pd.value)
-				if err != nil {
-					return changed, err
-				}
-				x[name] = d
-				changed = true
-				continue // complete: its own defaults were filled in at compile time
-			}
-			if pd.child != nil {
-				c, err := pd.child.apply(cur)
-				if err != nil {
-					return changed, err
-				}
-				changed = changed || c
-			}
-		}
+		return n.applyProps(x)
 	case []any:
-		if n.items != nil {
-			for _, item := range x {
-				c, err := n.items.apply(item)
-				if err != nil {
-					return changed, err
-				}
-				changed = changed || c
-			}
+		return n.applyItems(x)
+	}
+	return false, nil
+}
+
+func (n *defaultsNode) applyProps(x map[string]any) (bool, error) {
+	changed := false
+	for name, pd := range n.props {
+		c, err := pd.applyTo(x, name)
+		if err != nil {
+			return changed, err
 		}
+		changed = changed || c
+	}
+	return changed, nil
+}
+
+// applyTo inserts a property's default into x when x lacks it, and otherwise applies the
+// defaults inside its value.
+func (pd *propDefaults) applyTo(x map[string]any, name string) (bool, error) {
+	cur, ok := x[name]
+	switch {
+	case !ok && pd.value != nil:
+		// Decode afresh each time: a shared value would alias between calls.
+		d, err := decodeNumber(pd.value)
+		if err != nil {
+			return false, err
+		}
+		x[name] = d
+		return true, nil // complete: its own defaults were filled in at compile time
+	case ok && pd.child != nil:
+		return pd.child.apply(cur)
+	}
+	return false, nil
+}
+
+func (n *defaultsNode) applyItems(x []any) (bool, error) {
+	if n.items == nil {
+		return false, nil
+	}
+	changed := false
+	for _, item := range x {
+		c, err := n.items.apply(item)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || c
 	}
 	return changed, nil
 }

@@ -39,28 +39,20 @@ func gemini(d *geminiDoc, s *Schema, refDepth int) (map[string]any, error) {
 	var notes []string
 	out := map[string]any{}
 	nullOK := allowsNull(s)
-	nonNull := slices.DeleteFunc(append(append([]*Schema{}, s.AnyOf...), s.OneOf...), func(b *Schema) bool {
-		return len(types(b)) == 1 && types(b)[0] == "null"
-	})
-	ts := slices.DeleteFunc(slices.Clone(types(s)), func(t string) bool { return t == "null" })
+	ts := nonNullTypes(s)
 	var err error
-	switch {
-	case len(nonNull) == 1 && len(ts) == 0:
-		out, err = gemini(d, nonNull[0], refDepth)
-	case len(nonNull) > 1:
-		out, err = geminiAnyOf(d, nonNull, refDepth)
+	switch branches := nonNullBranches(s); {
+	case len(branches) == 1 && len(ts) == 0:
+		out, err = gemini(d, branches[0], refDepth)
+	case len(branches) > 1:
+		out, err = geminiAnyOf(d, branches, refDepth)
 	case s.Const != nil:
 		notes = geminiConst(*s.Const, out)
 	case s.Enum != nil:
 		notes = geminiEnum(s.Enum, ts, out)
 	case len(ts) > 1:
-		// One branch per type, each with the keywords of its type.
-		branches := make([]*Schema, len(ts))
-		for i, t := range ts {
-			branches[i] = &Schema{Type: t, Items: s.Items, Properties: s.Properties, Required: s.Required, AdditionalProperties: s.AdditionalProperties}
-		}
-		out, err = geminiAnyOf(d, branches, refDepth)
-	case isFreeForm(s), len(ts) == 1 && ts[0] == "object" && len(s.Properties) == 0 && !isRecord(s):
+		out, err = geminiAnyOf(d, typeBranches(s, ts), refDepth)
+	case isFreeForm(s), isBareObject(s, ts):
 		// Gemini rejects an OBJECT without properties: such a value travels as JSON text.
 		return geminiJSONText(s.Description, nullOK), nil
 	case isRecord(s):
@@ -75,6 +67,36 @@ func gemini(d *geminiDoc, s *Schema, refDepth int) (map[string]any, error) {
 	}
 	geminiAnnotate(s, out, notes, nullOK)
 	return out, nil
+}
+
+// nonNullBranches are the anyOf and oneOf branches of s that admit more than null.
+func nonNullBranches(s *Schema) []*Schema {
+	return slices.DeleteFunc(append(append([]*Schema{}, s.AnyOf...), s.OneOf...), isNullOnly)
+}
+
+func isNullOnly(s *Schema) bool {
+	ts := types(s)
+	return len(ts) == 1 && ts[0] == "null"
+}
+
+// nonNullTypes are the types s names, but null: Gemini says nullable instead.
+func nonNullTypes(s *Schema) []string {
+	return slices.DeleteFunc(slices.Clone(types(s)), func(t string) bool { return t == "null" })
+}
+
+// typeBranches splits a schema of several types into one branch per type, each with the
+// keywords of its type.
+func typeBranches(s *Schema, ts []string) []*Schema {
+	branches := make([]*Schema, len(ts))
+	for i, t := range ts {
+		branches[i] = &Schema{Type: t, Items: s.Items, Properties: s.Properties, Required: s.Required, AdditionalProperties: s.AdditionalProperties}
+	}
+	return branches
+}
+
+// isBareObject reports whether s is an object without properties that is not a map.
+func isBareObject(s *Schema, ts []string) bool {
+	return len(ts) == 1 && ts[0] == "object" && len(s.Properties) == 0 && !isRecord(s)
 }
 
 // geminiRef renders a reference: its target's rendering, with the reference's description;
@@ -156,74 +178,49 @@ func geminiAnnotate(s *Schema, out map[string]any, notes []string, nullOK bool) 
 	if s.Title != "" {
 		out["title"] = s.Title
 	}
-	if desc := withNotes(s.Description, notes); desc != "" {
-		out["description"] = desc
-	} else if d, ok := out["description"]; ok && d == "" {
-		delete(out, "description")
-	}
+	geminiDescribe(out, withNotes(s.Description, notes))
 	if nullOK {
 		out["nullable"] = true
 	}
-	if s.Default != nil {
-		var d any
-		if json.Unmarshal(s.Default, &d) == nil {
-			out["default"] = d
-		}
+	if d, ok := decodeDefault(s.Default); ok {
+		out["default"] = d
 	}
 	if len(s.Examples) > 0 {
 		out["example"] = s.Examples[0]
 	}
 }
 
+// geminiDescribe sets the description, or drops an empty one a branch rendered.
+func geminiDescribe(out map[string]any, desc string) {
+	if desc != "" {
+		out["description"] = desc
+	} else if d, ok := out["description"]; ok && d == "" {
+		delete(out, "description")
+	}
+}
+
+// decodeDefault is a schema's default, decoded; false when it has none, or none that decodes.
+func decodeDefault(raw json.RawMessage) (any, bool) {
+	var d any
+	if raw == nil || json.Unmarshal(raw, &d) != nil {
+		return nil, false
+	}
+	return d, true
+}
+
 // geminiTyped renders a schema of a single JSON type.
 func geminiTyped(d *geminiDoc, s *Schema, ts []string, out map[string]any, notes *[]string, refDepth int) error {
-	t := ""
-	if len(ts) == 1 {
+	t := "string" // only null allowed: Gemini needs a type; nullable carries the meaning
+	if len(ts) == 1 && ts[0] != "" {
 		t = ts[0]
 	}
-	if t == "" {
-		t = "string" // only null allowed: Gemini needs a type; nullable carries the meaning
-	}
 	out["type"] = strings.ToUpper(t)
-	if s.Format != "" {
-		if slices.Contains(geminiFormats[t], s.Format) {
-			out["format"] = s.Format
-		} else {
-			*notes = append(*notes, "in "+s.Format+" format")
-		}
-	}
+	geminiFormat(s.Format, t, out, notes)
 	switch t {
 	case "object":
-		props := map[string]any{}
-		for _, name := range propertyOrder(s) {
-			g, err := gemini(d, s.Properties[name], refDepth)
-			if err != nil {
-				return fmt.Errorf("property %q: %w", name, err)
-			}
-			props[name] = g
-		}
-		out["properties"] = props
-		out["propertyOrdering"] = propertyOrder(s)
-		if len(s.Required) > 0 {
-			out["required"] = s.Required
-		}
-		setInt(out, "minProperties", s.MinProperties)
-		setInt(out, "maxProperties", s.MaxProperties)
+		return geminiObject(d, s, out, refDepth)
 	case "array":
-		if s.Items != nil {
-			g, err := gemini(d, s.Items, refDepth)
-			if err != nil {
-				return err
-			}
-			out["items"] = g
-		} else {
-			out["items"] = geminiJSONText("", false)
-		}
-		setInt(out, "minItems", s.MinItems)
-		setInt(out, "maxItems", s.MaxItems)
-		if s.UniqueItems {
-			*notes = append(*notes, "no duplicate items")
-		}
+		return geminiArray(d, s, out, notes, refDepth)
 	case "string":
 		setInt(out, "minLength", s.MinLength)
 		setInt(out, "maxLength", s.MaxLength)
@@ -231,23 +228,72 @@ func geminiTyped(d *geminiDoc, s *Schema, ts []string, out map[string]any, notes
 			out["pattern"] = s.Pattern
 		}
 	case "integer", "number":
-		if s.Minimum != nil {
-			out["minimum"] = *s.Minimum
-		}
-		if s.Maximum != nil {
-			out["maximum"] = *s.Maximum
-		}
-		if s.ExclusiveMinimum != nil {
-			*notes = append(*notes, "greater than "+jsonText(*s.ExclusiveMinimum))
-		}
-		if s.ExclusiveMaximum != nil {
-			*notes = append(*notes, "less than "+jsonText(*s.ExclusiveMaximum))
-		}
-		if s.MultipleOf != nil {
-			*notes = append(*notes, "a multiple of "+jsonText(*s.MultipleOf))
-		}
+		geminiNumber(s, out, notes)
 	}
 	return nil
+}
+
+// geminiFormat keeps a format Gemini accepts for type t, and notes any other.
+func geminiFormat(format, t string, out map[string]any, notes *[]string) {
+	switch {
+	case format == "":
+	case slices.Contains(geminiFormats[t], format):
+		out["format"] = format
+	default:
+		*notes = append(*notes, "in "+format+" format")
+	}
+}
+
+func geminiObject(d *geminiDoc, s *Schema, out map[string]any, refDepth int) error {
+	props := map[string]any{}
+	for _, name := range propertyOrder(s) {
+		g, err := gemini(d, s.Properties[name], refDepth)
+		if err != nil {
+			return fmt.Errorf("property %q: %w", name, err)
+		}
+		props[name] = g
+	}
+	out["properties"] = props
+	out["propertyOrdering"] = propertyOrder(s)
+	if len(s.Required) > 0 {
+		out["required"] = s.Required
+	}
+	setInt(out, "minProperties", s.MinProperties)
+	setInt(out, "maxProperties", s.MaxProperties)
+	return nil
+}
+
+// geminiArray renders an array's items (as JSON text when they have no schema) and counts.
+func geminiArray(d *geminiDoc, s *Schema, out map[string]any, notes *[]string, refDepth int) error {
+	out["items"] = geminiJSONText("", false)
+	if s.Items != nil {
+		g, err := gemini(d, s.Items, refDepth)
+		if err != nil {
+			return err
+		}
+		out["items"] = g
+	}
+	setInt(out, "minItems", s.MinItems)
+	setInt(out, "maxItems", s.MaxItems)
+	if s.UniqueItems {
+		*notes = append(*notes, "no duplicate items")
+	}
+	return nil
+}
+
+// geminiNumber renders numeric bounds: Gemini has minimum and maximum; the others become notes.
+func geminiNumber(s *Schema, out map[string]any, notes *[]string) {
+	setFloat(out, "minimum", s.Minimum)
+	setFloat(out, "maximum", s.Maximum)
+	noteNumber(notes, "greater than ", s.ExclusiveMinimum)
+	noteNumber(notes, "less than ", s.ExclusiveMaximum)
+	noteNumber(notes, "a multiple of ", s.MultipleOf)
+}
+
+func noteNumber(notes *[]string, words string, p *float64) {
+	if p != nil {
+		*notes = append(*notes, words+jsonText(*p))
+	}
 }
 
 func geminiJSONText(desc string, nullOK bool) map[string]any {
@@ -270,6 +316,12 @@ func geminiTypeOf(v any) string {
 }
 
 func setInt(out map[string]any, key string, p *int) {
+	if p != nil {
+		out[key] = *p
+	}
+}
+
+func setFloat(out map[string]any, key string, p *float64) {
 	if p != nil {
 		out[key] = *p
 	}

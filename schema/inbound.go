@@ -18,57 +18,85 @@ func newInboundDoc(root *Schema) *inboundDoc {
 // inbound rewrites a value a model produced against a rendered (strict or Gemini) schema back
 // into the shape of the canonical schema orig: it undoes exactly what strict() and gemini() do.
 func inbound(d *inboundDoc, orig *Schema, v any, depth int) any {
-	root := d.root
 	if orig == nil || depth > 64 {
 		return v
 	}
 	if orig.Ref != "" {
-		target, err := resolveLocalRef(root, orig.Ref)
+		target, err := resolveLocalRef(d.root, orig.Ref)
 		if err != nil {
 			return v
 		}
 		return inbound(d, target, v, depth+1)
 	}
-	// Free-form values and maps may arrive as JSON text.
-	if str, ok := v.(string); ok && (isEmpty(orig) || !d.admitsString(orig)) {
-		if decoded, err := Decode([]byte(str)); err == nil {
-			v = decoded
-		}
-	}
-	switch x := v.(type) {
+	switch x := d.fromText(orig, v).(type) {
 	case []any:
-		if isRecord(orig) {
-			if m, ok := fromEntries(x); ok {
-				return inbound(d, orig, m, depth+1)
-			}
-			return v
-		}
-		items := orig.Items
-		if items == nil && schemaType(orig) == "array" {
-			items = &Schema{} // items without a schema were rendered as JSON text
-		}
-		if items != nil {
-			for i := range x {
-				x[i] = inbound(d, items, x[i], depth+1)
-			}
-		}
+		return d.inboundList(orig, x, depth)
 	case map[string]any:
-		for k, val := range x {
-			ps, declared := orig.Properties[k]
-			if !declared {
-				if isRecord(orig) {
-					x[k] = inbound(d, orig.AdditionalProperties, val, depth+1)
-				}
-				continue
-			}
-			if val == nil && !slices.Contains(orig.Required, k) && !allowsNull(resolved(root, ps)) {
-				delete(x, k) // a null the dialect added for an optional property
-				continue
-			}
-			x[k] = inbound(d, ps, val, depth+1)
-		}
+		d.inboundObject(orig, x, depth)
+		return x
+	default:
+		return x
+	}
+}
+
+// fromText decodes a string that holds a free-form value or a map: such values may arrive as
+// JSON text.
+func (d *inboundDoc) fromText(orig *Schema, v any) any {
+	str, ok := v.(string)
+	if !ok || !isEmpty(orig) && d.admitsString(orig) {
+		return v
+	}
+	if decoded, err := Decode([]byte(str)); err == nil {
+		return decoded
 	}
 	return v
+}
+
+// inboundList rewrites a list: back into a map when orig is one (rendered as a list of
+// entries), and otherwise item by item.
+func (d *inboundDoc) inboundList(orig *Schema, x []any, depth int) any {
+	if isRecord(orig) {
+		if m, ok := fromEntries(x); ok {
+			return inbound(d, orig, m, depth+1)
+		}
+		return x
+	}
+	if items := renderedItems(orig); items != nil {
+		for i := range x {
+			x[i] = inbound(d, items, x[i], depth+1)
+		}
+	}
+	return x
+}
+
+// renderedItems is the schema of orig's items; the empty schema when an array has none, as
+// its items were rendered as JSON text.
+func renderedItems(orig *Schema) *Schema {
+	if orig.Items == nil && schemaType(orig) == "array" {
+		return &Schema{}
+	}
+	return orig.Items
+}
+
+// inboundObject rewrites an object's members in place, dropping the nulls the dialect added.
+func (d *inboundDoc) inboundObject(orig *Schema, x map[string]any, depth int) {
+	for k, val := range x {
+		ps, declared := orig.Properties[k]
+		switch {
+		case declared && d.addedNull(orig, k, ps, val):
+			delete(x, k)
+		case declared:
+			x[k] = inbound(d, ps, val, depth+1)
+		case isRecord(orig):
+			x[k] = inbound(d, orig.AdditionalProperties, val, depth+1)
+		}
+	}
+}
+
+// addedNull reports whether val, the value of property k, is a null the dialect added: k is
+// optional and its own schema does not admit null.
+func (d *inboundDoc) addedNull(orig *Schema, k string, ps *Schema, val any) bool {
+	return val == nil && !slices.Contains(orig.Required, k) && !allowsNull(resolved(d.root, ps))
 }
 
 func resolved(root, s *Schema) *Schema {

@@ -99,10 +99,20 @@ func customEncoding(t reflect.Type, seen map[reflect.Type]bool) bool {
 	if slices.Contains(knownEncodings, t) {
 		return false
 	}
-	if t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
-		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
-		return true
+	return encodesItself(t) || customEncodingInside(t, seen)
+}
+
+func encodesItself(t reflect.Type) bool {
+	for _, u := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if u.Implements(jsonMarshaler) || u.Implements(textMarshaler) {
+			return true
+		}
 	}
+	return false
+}
+
+// customEncodingInside reports whether a type inside t encodes itself.
+func customEncodingInside(t reflect.Type, seen map[reflect.Type]bool) bool {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Array:
 		return customEncoding(t.Elem(), seen)
@@ -133,7 +143,7 @@ func (r *refiner) refine(t reflect.Type, s *Schema, where string) error {
 	}
 	switch t.Kind() {
 	case reflect.Slice:
-		if r.arraysNotNull && len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
+		if r.arraysNotNull && slices.Equal(s.Types, []string{"null", "array"}) {
 			s.Types, s.Type = nil, "array"
 		}
 		return r.refine(t.Elem(), s.Items, where+"[]")
@@ -142,32 +152,47 @@ func (r *refiner) refine(t reflect.Type, s *Schema, where string) error {
 	case reflect.Map:
 		return r.refine(t.Elem(), s.AdditionalProperties, where+"[key]")
 	case reflect.Struct:
-		if s.Properties == nil {
-			return nil // a type with a schema of its own, such as time.Time
+		return r.refineStruct(t, s, where)
+	}
+	return nil
+}
+
+func (r *refiner) refineStruct(t reflect.Type, s *Schema, where string) error {
+	if s.Properties == nil {
+		return nil // a type with a schema of its own, such as time.Time
+	}
+	for _, f := range reflect.VisibleFields(t) {
+		fs := fieldSchema(f, s)
+		if fs == nil {
+			continue
 		}
-		for _, f := range reflect.VisibleFields(t) {
-			if f.Anonymous || !f.IsExported() {
-				continue
-			}
-			name, ok := jsonName(f)
-			if !ok {
-				continue
-			}
-			fs := s.Properties[name]
-			if fs == nil {
-				continue
-			}
-			fieldWhere := where + "." + f.Name
-			if err := r.refine(f.Type, fs, fieldWhere); err != nil {
-				return err
-			}
-			if hasConstraintTag(f.Tag) {
-				r.constrained = true
-			}
-			if err := applyTags(f.Tag, fs); err != nil {
-				return fmt.Errorf("field %s: %w", fieldWhere, err)
-			}
+		if err := r.refineField(f, fs, where+"."+f.Name); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// fieldSchema is the schema of the property a struct field encodes to; nil when it encodes to
+// none of its own.
+func fieldSchema(f reflect.StructField, s *Schema) *Schema {
+	if f.Anonymous || !f.IsExported() {
+		return nil
+	}
+	name, ok := jsonName(f)
+	if !ok {
+		return nil
+	}
+	return s.Properties[name]
+}
+
+func (r *refiner) refineField(f reflect.StructField, fs *Schema, where string) error {
+	if err := r.refine(f.Type, fs, where); err != nil {
+		return err
+	}
+	r.constrained = r.constrained || hasConstraintTag(f.Tag)
+	if err := applyTags(f.Tag, fs); err != nil {
+		return fmt.Errorf("field %s: %w", where, err)
 	}
 	return nil
 }
@@ -206,16 +231,42 @@ func applyTags(tag reflect.StructTag, s *Schema) error {
 	if isArray(s) && s.Items != nil {
 		target = s.Items
 	}
-	if v, ok := tag.Lookup("enum"); ok {
-		values, err := parseList(v, target)
-		if err != nil {
-			return fmt.Errorf("tag enum:%q: %w", v, err)
-		}
-		if allowsNull(target) && !slices.ContainsFunc(values, func(x any) bool { return x == nil }) {
-			values = append(values, nil) // a pointer may be nil: enum must not reject the null its type allows
-		}
-		target.Enum = values
+	if err := applyEnum(tag, target); err != nil {
+		return err
 	}
+	if err := applyBounds(tag, target); err != nil {
+		return err
+	}
+	if err := applyCounts(tag, s, target); err != nil {
+		return err
+	}
+	if v, ok := tag.Lookup("pattern"); ok {
+		target.Pattern = v
+	}
+	if v, ok := tag.Lookup("format"); ok {
+		target.Format = v
+	}
+	return applyDefault(tag, s)
+}
+
+func applyEnum(tag reflect.StructTag, target *Schema) error {
+	v, ok := tag.Lookup("enum")
+	if !ok {
+		return nil
+	}
+	values, err := parseList(v, target)
+	if err != nil {
+		return fmt.Errorf("tag enum:%q: %w", v, err)
+	}
+	if allowsNull(target) && !slices.Contains(values, nil) {
+		values = append(values, nil) // a pointer may be nil: enum must not reject the null its type allows
+	}
+	target.Enum = values
+	return nil
+}
+
+// applyBounds sets the numeric bounds the tags give.
+func applyBounds(tag reflect.StructTag, target *Schema) error {
 	for _, b := range []struct {
 		key string
 		dst **float64
@@ -233,6 +284,12 @@ func applyTags(tag reflect.StructTag, s *Schema) error {
 			*b.dst = &f
 		}
 	}
+	return nil
+}
+
+// applyCounts sets the bounds on length the tags give: of the values (target), and of the
+// array itself (s).
+func applyCounts(tag reflect.StructTag, s, target *Schema) error {
 	for _, b := range []struct {
 		key string
 		dst **int
@@ -250,23 +307,23 @@ func applyTags(tag reflect.StructTag, s *Schema) error {
 			*b.dst = &n
 		}
 	}
-	if v, ok := tag.Lookup("pattern"); ok {
-		target.Pattern = v
+	return nil
+}
+
+func applyDefault(tag reflect.StructTag, s *Schema) error {
+	v, ok := tag.Lookup("default")
+	if !ok {
+		return nil
 	}
-	if v, ok := tag.Lookup("format"); ok {
-		target.Format = v
+	d, err := parseValue(v, s)
+	if err != nil {
+		return fmt.Errorf("tag default:%q: %w", v, err)
 	}
-	if v, ok := tag.Lookup("default"); ok {
-		d, err := parseValue(v, s)
-		if err != nil {
-			return fmt.Errorf("tag default:%q: %w", v, err)
-		}
-		raw, err := json.Marshal(d)
-		if err != nil {
-			return fmt.Errorf("tag default:%q: %w", v, err)
-		}
-		s.Default = raw
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("tag default:%q: %w", v, err)
 	}
+	s.Default = raw
 	return nil
 }
 
@@ -322,34 +379,31 @@ func parseList(v string, s *Schema) ([]any, error) {
 	return values, nil
 }
 
-// parseValue parses a tag value as a value of s's type.
+// tagParsers parse a tag value as a value of each scalar type, and say what the value is not
+// when it does not parse.
+var tagParsers = map[string]struct {
+	parse func(string) (any, error)
+	what  string
+}{
+	"string":  {func(v string) (any, error) { return v, nil }, "a string"},
+	"integer": {func(v string) (any, error) { return strconv.ParseInt(v, 10, 64) }, "an integer"},
+	"number":  {func(v string) (any, error) { return strconv.ParseFloat(v, 64) }, "a number"},
+	"boolean": {func(v string) (any, error) { return strconv.ParseBool(v) }, "a boolean"},
+}
+
+// parseValue parses a tag value as a value of s's type; values of other types are JSON.
 func parseValue(v string, s *Schema) (any, error) {
-	switch schemaType(s) {
-	case "string":
-		return v, nil
-	case "integer":
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an integer", v)
-		}
-		return n, nil
-	case "number":
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", v)
-		}
-		return f, nil
-	case "boolean":
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a boolean", v)
-		}
-		return b, nil
-	default:
+	p, ok := tagParsers[schemaType(s)]
+	if !ok {
 		var x any
 		if err := json.Unmarshal([]byte(v), &x); err != nil {
 			return nil, fmt.Errorf("%q is not JSON: %v", v, err)
 		}
 		return x, nil
 	}
+	x, err := p.parse(v)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not %s", v, p.what)
+	}
+	return x, nil
 }

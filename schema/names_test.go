@@ -232,3 +232,100 @@ func FuzzRenderNames(f *testing.F) {
 		}
 	})
 }
+
+// A name every model provider accepts (CheckProviderName) is one each model dialect's rule
+// accepts as given, and the names it refuses are refused with what is allowed.
+func TestCheckProviderName(t *testing.T) {
+	cases := []struct {
+		name string
+		ok   bool
+	}{
+		{"issue_refund", true}, {"_private", true}, {"Refund-2", true}, {"a", true}, {strings.Repeat("a", 64), true},
+		{"", false}, {strings.Repeat("a", 65), false}, {"9lives", false}, {"-dash", false}, {"payments.refund", false},
+		{"ns:tool", false}, {"look up", false}, {"café", false}, {"名前", false},
+	}
+	for _, c := range cases {
+		err := CheckProviderName(c.name)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckProviderName(%q) = %v, want ok %v", c.name, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "give 1 to 64 characters of letters (a-z, A-Z), digits, _ and -, starting with a letter or _") {
+			t.Errorf("CheckProviderName(%q) = %v: it does not say what is allowed", c.name, err)
+		}
+	}
+	for _, n := range append(hostileNames(), "issue_refund", "_x", "A-1") {
+		if CheckProviderName(n) != nil {
+			continue
+		}
+		for _, d := range []Dialect{OpenAI, OpenAIStrict, Anthropic, Gemini, MCP} {
+			if !rules[d].valid(n) {
+				t.Errorf("%q passes CheckProviderName, but %s rejects it", n, d)
+			}
+		}
+	}
+}
+
+// A tool given a provider name (ToolSchema.ProviderName) is offered under it as given in every
+// model dialect, not in MCP's, whatever the order of the tools, and a call of it maps back; a
+// provider name the dialect rejects or that another tool is offered under is an error, never a
+// silent rename of either tool.
+func TestRenderProviderNames(t *testing.T) {
+	type tool struct{ name, provider string }
+	cases := []struct {
+		name    string
+		tools   []tool
+		dialect Dialect
+		want    map[string]string // canonical -> offered
+		wantErr string
+	}{
+		{"as given", []tool{{"payments.createRefund", "issue_refund"}, {"a b", ""}}, OpenAI,
+			map[string]string{"payments.createRefund": "issue_refund", "a b": "a_b"}, ""},
+		{"as given in Gemini", []tool{{"payments.createRefund", "issue_refund"}, {"ns:tool", ""}}, Gemini,
+			map[string]string{"payments.createRefund": "issue_refund", "ns:tool": "ns:tool"}, ""},
+		{"MCP ignores it", []tool{{"payments.createRefund", "issue_refund"}}, MCP,
+			map[string]string{"payments.createRefund": "payments.createRefund"}, ""},
+		{"a swap", []tool{{"a", "b"}, {"b", "a"}}, Anthropic, map[string]string{"a": "b", "b": "a"}, ""},
+		{"the freed name of a renamed tool", []tool{{"a.b", "ab"}, {"a b", ""}}, OpenAI,
+			map[string]string{"a.b": "ab", "a b": "a_b"}, ""},
+		{"a name the dialect rejects", []tool{{"x", "payments.refund"}}, OpenAI, nil,
+			`schema: tool "x": the provider name "payments.refund" is not a name this provider accepts`},
+		{"one name for two tools", []tool{{"x", "same"}, {"y", "same"}}, OpenAIStrict, nil,
+			`schema: tools "x" and "y" are both given the provider name "same"`},
+		{"another tool's own name", []tool{{"payments.createRefund", "weather"}, {"weather", ""}}, Gemini, nil,
+			`schema: the provider name "weather" given to tool "payments.createRefund" collides with tool "weather", offered as "weather": give "payments.createRefund" another provider name`},
+		{"another tool's mapped name", []tool{{"weather", "a_b"}, {"a.b", ""}}, OpenAI, nil,
+			`the provider name "a_b" given to tool "weather" collides with tool "a.b", offered as "a_b"`},
+		{"the same where it needs no mapping", []tool{{"weather", "a_b"}, {"a.b", ""}}, Gemini,
+			map[string]string{"weather": "a_b", "a.b": "a.b"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tools := make([]ToolSchema, len(c.tools))
+			for i, tl := range c.tools {
+				tools[i] = ToolSchema{Name: tl.name, Description: "d", ProviderName: tl.provider}
+			}
+			reversed := slices.Clone(tools)
+			slices.Reverse(reversed)
+			for _, order := range [][]ToolSchema{tools, reversed} {
+				ts, err := Render(c.dialect, order)
+				if c.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+						t.Fatalf("err = %v; want it to say %q", err, c.wantErr)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for canonical, want := range c.want {
+					if got := ts.Outbound(canonical); got != want {
+						t.Errorf("%q offered as %q, want %q", canonical, got, want)
+					}
+					if got, _, ok := ts.Inbound(want, []byte(`{}`)); !ok || got != canonical {
+						t.Errorf("Inbound(%q) = %q, %v; want %q", want, got, ok, canonical)
+					}
+				}
+			}
+		})
+	}
+}

@@ -50,7 +50,7 @@ func (g *graph) wrap(doc any) any {
 		}
 	}
 	for _, n := range g.nodes {
-		if ref, ok := n.obj["$ref"].(string); ok && (ref == "#" || strings.HasPrefix(ref, "#/")) {
+		if ref, ok := n.obj["$ref"].(string); ok && isPointerRef(ref) {
 			n.obj["$ref"] = "#" + wrapPrefix + ref[1:]
 		}
 	}
@@ -58,68 +58,94 @@ func (g *graph) wrap(doc any) any {
 	return wrapper
 }
 
+// isPointerRef reports whether ref is a JSON pointer into the document: # or #/....
+func isPointerRef(ref string) bool {
+	return ref == "#" || strings.HasPrefix(ref, "#/")
+}
+
 // compileGroups returns one node of each group of nodes that must be compiled together, in an
 // order in which each group comes after every group it reaches: Tarjan's algorithm finds the
 // strongly connected components in that order. A group larger than MaxRecursiveNodes is
 // refused.
 func (g *graph) compileGroups(b *builder) ([]*node, error) {
-	type frame struct {
-		n    *node
-		next int
-	}
-	index := map[*node]int{}
-	low := map[*node]int{}
-	onStack := map[*node]bool{}
-	var stack []*node
-	var groups []*node
-	var frames []frame
-	visit := func(n *node) {
-		index[n], low[n] = len(index), len(index)
-		stack = append(stack, n)
-		onStack[n] = true
-		frames = append(frames, frame{n: n})
-	}
-	visit(g.root)
-	for len(frames) > 0 {
+	t := &tarjan{index: map[*node]int{}, low: map[*node]int{}, onStack: map[*node]bool{}}
+	t.visit(g.root)
+	for len(t.path) > 0 {
 		if err := b.step(); err != nil {
 			return nil, err
 		}
-		top := &frames[len(frames)-1]
-		if child := top.n.edge(top.next); child != nil {
-			top.next++
-			if _, seen := index[child]; !seen {
-				visit(child)
-			} else if onStack[child] {
-				low[top.n] = min(low[top.n], index[child])
-			}
-			continue
+		if err := t.advance(); err != nil {
+			return nil, err
 		}
-		n := top.n
-		frames = frames[:len(frames)-1]
-		if len(frames) > 0 {
-			parent := frames[len(frames)-1].n
-			low[parent] = min(low[parent], low[n])
-		}
-		if low[n] != index[n] {
-			continue
-		}
-		size := 0
-		for {
-			m := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			onStack[m] = false
-			size++
-			if m == n {
-				break
-			}
-		}
-		if size > MaxRecursiveNodes {
-			return nil, fmt.Errorf("schema: the $refs at %s tie %d subschemas together in a recursion; at most %d may be: "+
-				"simplify it, e.g. refer back to fewer schemas", where(n.loc), size, MaxRecursiveNodes)
-		}
-		groups = append(groups, n)
 	}
-	return groups, nil
+	return t.groups, nil
+}
+
+// tarjan is the state of compileGroups's walk: each node's index and low link, the nodes not
+// yet in a group, the path from the root with the next edge of each node on it, and the groups
+// found.
+type tarjan struct {
+	index, low map[*node]int
+	onStack    map[*node]bool
+	stack      []*node
+	path       []visitFrame
+	groups     []*node
+}
+
+func (t *tarjan) visit(n *node) {
+	t.index[n], t.low[n] = len(t.index), len(t.index)
+	t.stack = append(t.stack, n)
+	t.onStack[n] = true
+	t.path = append(t.path, visitFrame{n: n})
+}
+
+// advance follows the next edge of the node at the end of the path, or leaves the node when
+// there is none.
+func (t *tarjan) advance() error {
+	top := &t.path[len(t.path)-1]
+	child := top.n.edge(top.next)
+	if child == nil {
+		return t.leave()
+	}
+	top.next++
+	if _, seen := t.index[child]; !seen {
+		t.visit(child)
+	} else if t.onStack[child] {
+		t.low[top.n] = min(t.low[top.n], t.index[child])
+	}
+	return nil
+}
+
+// leave takes the node at the end of the path off it; when the node is the first of its group
+// to have been visited, the group is complete.
+func (t *tarjan) leave() error {
+	n := t.path[len(t.path)-1].n
+	t.path = t.path[:len(t.path)-1]
+	if len(t.path) > 0 {
+		parent := t.path[len(t.path)-1].n
+		t.low[parent] = min(t.low[parent], t.low[n])
+	}
+	if t.low[n] != t.index[n] {
+		return nil
+	}
+	if size := t.popGroup(n); size > MaxRecursiveNodes {
+		return fmt.Errorf("schema: the $refs at %s tie %d subschemas together in a recursion; at most %d may be: "+
+			"simplify it, e.g. refer back to fewer schemas", where(n.loc), size, MaxRecursiveNodes)
+	}
+	t.groups = append(t.groups, n)
+	return nil
+}
+
+// popGroup takes n's group off the stack and returns its size.
+func (t *tarjan) popGroup(n *node) int {
+	for size := 1; ; size++ {
+		m := t.stack[len(t.stack)-1]
+		t.stack = t.stack[:len(t.stack)-1]
+		t.onStack[m] = false
+		if m == n {
+			return size
+		}
+	}
 }
 
 // compileWrapped compiles the wrapped document one group at a time (see above), stopping when

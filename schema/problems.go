@@ -18,45 +18,58 @@ var printer = message.NewPrinter(language.English)
 // problems flattens the validator's error tree into one line per failed constraint, worded for
 // a model that must correct its call: what was expected, and what it sent.
 func problems(root *validator.ValidationError) []Problem {
-	var out []Problem
-	seen := map[Problem]bool{}
-	var walk func(e *validator.ValidationError)
-	walk = func(e *validator.ValidationError) {
-		switch k := e.ErrorKind.(type) {
-		case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		case *kind.AnyOf, *kind.OneOf:
-			msg := alternatives(e)
-			if o, ok := k.(*kind.OneOf); ok && len(o.Subschemas) > 1 {
-				msg = fmt.Sprintf("matches %d alternatives, must match exactly one", len(o.Subschemas))
-			}
-			add(&out, seen, Problem{pointer(e.InstanceLocation), msg})
-			return
-		}
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		add(&out, seen, Problem{pointer(e.InstanceLocation), describe(e.ErrorKind)})
-	}
-	walk(root)
+	var l problemList
+	l.walk(root)
 	// The validator walks maps in random order: sort, so the same call always gets the same text.
-	slices.SortStableFunc(out, func(a, b Problem) int {
+	slices.SortStableFunc(l.out, func(a, b Problem) int {
 		return cmp.Or(strings.Compare(a.Pointer, b.Pointer), strings.Compare(a.Message, b.Message))
 	})
-	return out
+	return l.out
 }
 
-func add(out *[]Problem, seen map[Problem]bool, p Problem) {
-	if !seen[p] {
-		seen[p] = true
-		*out = append(*out, p)
+// problemList collects problems, each once.
+type problemList struct {
+	out  []Problem
+	seen map[Problem]bool
+}
+
+func (l *problemList) walk(e *validator.ValidationError) {
+	switch e.ErrorKind.(type) {
+	case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
+		l.walkCauses(e)
+	case *kind.AnyOf, *kind.OneOf:
+		l.add(Problem{pointer(e.InstanceLocation), unionMessage(e)})
+	default:
+		if len(e.Causes) > 0 {
+			l.walkCauses(e)
+			return
+		}
+		l.add(Problem{pointer(e.InstanceLocation), describe(e.ErrorKind)})
 	}
+}
+
+func (l *problemList) walkCauses(e *validator.ValidationError) {
+	for _, c := range e.Causes {
+		l.walk(c)
+	}
+}
+
+func (l *problemList) add(p Problem) {
+	if l.seen == nil {
+		l.seen = map[Problem]bool{}
+	}
+	if !l.seen[p] {
+		l.seen[p] = true
+		l.out = append(l.out, p)
+	}
+}
+
+// unionMessage words a failed anyOf or oneOf; a oneOf fails too when several branches match.
+func unionMessage(e *validator.ValidationError) string {
+	if o, ok := e.ErrorKind.(*kind.OneOf); ok && len(o.Subschemas) > 1 {
+		return fmt.Sprintf("matches %d alternatives, must match exactly one", len(o.Subschemas))
+	}
+	return alternatives(e)
 }
 
 // alternatives words a failed anyOf/oneOf: when every branch failed on its type, it says which
@@ -67,14 +80,7 @@ func alternatives(e *validator.ValidationError) string {
 	allType := true
 	var reasons []string
 	for _, c := range e.Causes {
-		leaf := c
-		for len(leaf.Causes) == 1 {
-			leaf = leaf.Causes[0]
-		}
-		// Only a branch that rejects the value itself by its type says which types were allowed; a
-		// type error deeper inside (e.g. /x/label) is a reason like any other.
-		if t, ok := leaf.ErrorKind.(*kind.Type); ok && len(leaf.Causes) == 0 &&
-			pointer(leaf.InstanceLocation) == pointer(e.InstanceLocation) {
+		if t, ok := typeRejection(e, c); ok {
 			types = append(types, t.Want...)
 			got = t.Got
 			continue
@@ -92,6 +98,18 @@ func alternatives(e *validator.ValidationError) string {
 	return "matches none of the allowed alternatives: " + strings.Join(reasons, " | ")
 }
 
+// typeRejection is the type error of a branch that rejects the value itself by its type. Only
+// such a branch says which types were allowed; a type error deeper inside (e.g. /x/label) is a
+// reason like any other.
+func typeRejection(e, branch *validator.ValidationError) (*kind.Type, bool) {
+	leaf := branch
+	for len(leaf.Causes) == 1 {
+		leaf = leaf.Causes[0]
+	}
+	t, ok := leaf.ErrorKind.(*kind.Type)
+	return t, ok && len(leaf.Causes) == 0 && pointer(leaf.InstanceLocation) == pointer(e.InstanceLocation)
+}
+
 // maxReasonText is the longest a failed alternative's reason is worded.
 const maxReasonText = 300
 
@@ -106,6 +124,22 @@ func describe(k validator.ErrorKind) string {
 		return fmt.Sprintf("missing required properties %s", quoteAll(k.Missing))
 	case *kind.AdditionalProperties:
 		return fmt.Sprintf("unknown property %s (not in the schema)", quoteAll(k.Properties))
+	case *kind.Maximum, *kind.Minimum, *kind.ExclusiveMaximum, *kind.ExclusiveMinimum, *kind.MultipleOf:
+		return describeBound(k)
+	case *kind.MaxLength, *kind.MinLength, *kind.MaxItems, *kind.MinItems:
+		return describeCount(k)
+	case *kind.Pattern, *kind.Enum, *kind.Const, *kind.Format:
+		return describeValue(k)
+	case *kind.FalseSchema:
+		return "not allowed here"
+	default:
+		return k.LocalizedString(printer)
+	}
+}
+
+// describeBound words a failed numeric bound.
+func describeBound(k validator.ErrorKind) string {
+	switch k := k.(type) {
 	case *kind.Maximum:
 		return fmt.Sprintf("maximum %s, got %s", rat(k.Want), rat(k.Got))
 	case *kind.Minimum:
@@ -116,6 +150,13 @@ func describe(k validator.ErrorKind) string {
 		return fmt.Sprintf("must be greater than %s, got %s", rat(k.Want), rat(k.Got))
 	case *kind.MultipleOf:
 		return fmt.Sprintf("must be a multiple of %s, got %s", rat(k.Want), rat(k.Got))
+	}
+	return k.LocalizedString(printer)
+}
+
+// describeCount words a failed bound on a string's length or an array's items.
+func describeCount(k validator.ErrorKind) string {
+	switch k := k.(type) {
 	case *kind.MaxLength:
 		return fmt.Sprintf("maximum length %d, got %d", k.Want, k.Got)
 	case *kind.MinLength:
@@ -124,6 +165,14 @@ func describe(k validator.ErrorKind) string {
 		return fmt.Sprintf("at most %d items, got %d", k.Want, k.Got)
 	case *kind.MinItems:
 		return fmt.Sprintf("at least %d items, got %d", k.Want, k.Got)
+	}
+	return k.LocalizedString(printer)
+}
+
+// describeValue words a value that is not one the schema allows: a pattern, enum, const or
+// format it fails.
+func describeValue(k validator.ErrorKind) string {
+	switch k := k.(type) {
 	case *kind.Pattern:
 		return fmt.Sprintf("must match pattern %s, got %s", k.Want, quoteValue(k.Got))
 	case *kind.Enum:
@@ -136,11 +185,8 @@ func describe(k validator.ErrorKind) string {
 		return fmt.Sprintf("must be %s, got %s", quoteValue(k.Want), quoteValue(k.Got))
 	case *kind.Format:
 		return fmt.Sprintf("must be a valid %s, got %s", k.Want, quoteValue(k.Got))
-	case *kind.FalseSchema:
-		return "not allowed here"
-	default:
-		return k.LocalizedString(printer)
 	}
+	return k.LocalizedString(printer)
 }
 
 func rat(r *big.Rat) string {

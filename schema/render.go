@@ -62,6 +62,13 @@ type ToolSchema struct {
 	// MetaFields are the meta-fields of schema.MetaFields the model is offered for this tool
 	// (those the tool or the agent enables), as optional properties after the arguments.
 	MetaFields []string
+	// ProviderName, when set, is the name model providers are offered the tool under (a
+	// governance rule's provider_name), as given: Render uses it in every dialect but MCP
+	// (whose clients see the tool's own name) and maps a call of it back to Name. It must be
+	// one every model provider accepts (see [CheckProviderName]) and no other tool's: Render
+	// refuses a collision rather than rename either tool. Compose ignores it (the composed
+	// schema's _tool names each tool by its own name).
+	ProviderName string
 }
 
 // RenderedTool is one tool as a provider sees it.
@@ -97,37 +104,24 @@ type ToolSet struct {
 
 // Render renders tools in dialect d. Names a provider would reject (spaces, punctuation,
 // other scripts, too long) are mapped to names it accepts, distinct from every other name of
-// the set; [ToolSet.Inbound] maps them back. The mapping depends on the set of names alone, not
-// on the order of tools, so the same set is offered under the same names in every process.
+// the set; a tool given a provider name (ToolSchema.ProviderName) is offered under it, and one
+// that collides with another tool's is an error; [ToolSet.Inbound] maps them back. The
+// mapping depends on the set of names alone, not on the order of tools, so the same set is
+// offered under the same names in every process.
 func Render(d Dialect, tools []ToolSchema) (*ToolSet, error) {
-	rule := ruleOpenAI
-	switch d {
-	case OpenAI, OpenAIStrict, Anthropic:
-	case Gemini:
-		rule = ruleGemini
-	case MCP:
-		rule = ruleMCP
-	default:
+	rule, ok := nameRules[d]
+	if !ok {
 		_, err := ParseDialect(string(d))
 		return nil, err
 	}
-	names := make([]string, len(tools))
-	for i, t := range tools {
-		names[i] = t.Name
-	}
-	toProvider, _, err := mapNames(rule, names)
+	names, preferred := providerNames(d, tools)
+	toProvider, _, err := mapNames(rule, names, preferred)
 	if err != nil {
 		return nil, err
 	}
 	ts := &ToolSet{Dialect: d, Tools: make([]RenderedTool, len(tools)), byName: make(map[string]int, len(tools))}
 	for i, t := range tools {
-		if t.Latent {
-			t.Input = withOutputField(t.Input, t.Output)
-		}
-		if t.Reasoning {
-			t.Input = withReasoningField(t.Input)
-		}
-		t.Input = withMetaFields(t.Input, t.MetaFields)
+		t = withCallFields(t)
 		rt, err := renderTool(d, t)
 		if err != nil {
 			return nil, fmt.Errorf("schema: render %s for %s: %w", t.Name, d, err)
@@ -139,6 +133,40 @@ func Render(d Dialect, tools []ToolSchema) (*ToolSet, error) {
 	return ts, nil
 }
 
+// providerNames are the tools' names and, in a model provider's dialect, the provider names
+// they are given (ToolSchema.ProviderName) by name.
+func providerNames(d Dialect, tools []ToolSchema) (names []string, preferred map[string]string) {
+	names = make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+		if t.ProviderName != "" && d != MCP {
+			if preferred == nil {
+				preferred = map[string]string{}
+			}
+			preferred[t.Name] = t.ProviderName
+		}
+	}
+	return names, preferred
+}
+
+// nameRules are the rules for tool names of each dialect.
+var nameRules = map[Dialect]nameRule{
+	OpenAI: ruleOpenAI, OpenAIStrict: ruleOpenAI, Anthropic: ruleOpenAI, Gemini: ruleGemini, MCP: ruleMCP,
+}
+
+// withCallFields adds to t's input the fields the tool's kind asks the model for: a latent
+// tool's output, the reasoning for a call, meta-fields.
+func withCallFields(t ToolSchema) ToolSchema {
+	if t.Latent {
+		t.Input = withOutputField(t.Input, t.Output)
+	}
+	if t.Reasoning {
+		t.Input = withReasoningField(t.Input)
+	}
+	t.Input = withMetaFields(t.Input, t.MetaFields)
+	return t
+}
+
 var emptyObject = json.RawMessage(`{"type":"object","properties":{}}`)
 
 func renderTool(d Dialect, t ToolSchema) (RenderedTool, error) {
@@ -148,35 +176,51 @@ func renderTool(d Dialect, t ToolSchema) (RenderedTool, error) {
 	case OpenAI, Anthropic:
 		rt.Parameters, err = plainParameters(t.Input)
 	case MCP:
-		rt.Parameters, err = plainParameters(t.Input)
-		if err == nil && t.Output != nil && schemaType(t.Output) == "object" {
-			rt.Output, err = marshalClean(t.Output)
-		}
+		err = rt.renderMCP(t)
 	case OpenAIStrict:
-		var s *Schema
-		var notes []string
-		s, notes, err = strict(t.Input)
-		if err != nil {
-			// Strict mode is per function: send this one non-strict rather than fail the set.
-			rt.StrictFallback = err.Error()
-			rt.Parameters, err = plainParameters(t.Input)
-			break
-		}
-		rt.Strict, rt.rewrote = true, true
-		rt.Description = withNotes(t.Description, notes)
-		rt.Parameters, err = json.Marshal(s)
+		err = rt.renderStrict(t)
 	case Gemini:
-		if t.Input == nil || len(t.Input.Properties) == 0 {
-			break // Gemini rejects an object schema without properties: omit parameters.
-		}
-		var g map[string]any
-		g, err = gemini(&geminiDoc{root: t.Input, left: geminiMaxNodes}, t.Input, 0)
-		if err == nil {
-			rt.rewrote = true
-			rt.Parameters, err = json.Marshal(g)
-		}
+		err = rt.renderGemini(t)
 	}
 	return rt, err
+}
+
+func (rt *RenderedTool) renderMCP(t ToolSchema) error {
+	var err error
+	if rt.Parameters, err = plainParameters(t.Input); err != nil {
+		return err
+	}
+	if t.Output != nil && schemaType(t.Output) == "object" {
+		rt.Output, err = marshalClean(t.Output)
+	}
+	return err
+}
+
+func (rt *RenderedTool) renderStrict(t ToolSchema) error {
+	s, notes, err := strict(t.Input)
+	if err != nil {
+		// Strict mode is per function: send this one non-strict rather than fail the set.
+		rt.StrictFallback = err.Error()
+		rt.Parameters, err = plainParameters(t.Input)
+		return err
+	}
+	rt.Strict, rt.rewrote = true, true
+	rt.Description = withNotes(t.Description, notes)
+	rt.Parameters, err = json.Marshal(s)
+	return err
+}
+
+func (rt *RenderedTool) renderGemini(t ToolSchema) error {
+	if t.Input == nil || len(t.Input.Properties) == 0 {
+		return nil // Gemini rejects an object schema without properties: omit parameters.
+	}
+	g, err := gemini(&geminiDoc{root: t.Input, left: geminiMaxNodes}, t.Input, 0)
+	if err != nil {
+		return err
+	}
+	rt.rewrote = true
+	rt.Parameters, err = json.Marshal(g)
+	return err
 }
 
 // plainParameters is the input schema as written, minus document-level keywords providers do
@@ -267,31 +311,39 @@ func (ts *ToolSet) Inbound(name string, args []byte) (canonical string, out []by
 func (ts *ToolSet) MarshalJSON() ([]byte, error) {
 	out := make([]any, 0, len(ts.Tools))
 	for _, t := range ts.Tools {
-		switch ts.Dialect {
-		case OpenAI, OpenAIStrict:
-			fn := map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters}
-			if ts.Dialect == OpenAIStrict {
-				fn["strict"] = t.Strict
-			}
-			out = append(out, map[string]any{"type": "function", "function": fn})
-		case Anthropic:
-			out = append(out, map[string]any{"name": t.Name, "description": t.Description, "input_schema": t.Parameters})
-		case Gemini:
-			fd := map[string]any{"name": t.Name, "description": t.Description}
-			if t.Parameters != nil {
-				fd["parameters"] = t.Parameters
-			}
-			out = append(out, fd)
-		case MCP:
-			m := map[string]any{"name": t.Name, "description": t.Description, "inputSchema": t.Parameters}
-			if t.Output != nil {
-				m["outputSchema"] = t.Output
-			}
-			out = append(out, m)
+		if w := ts.wire(t); w != nil {
+			out = append(out, w)
 		}
 	}
 	if ts.Dialect == Gemini {
 		return json.Marshal([]any{map[string]any{"functionDeclarations": out}})
 	}
 	return json.Marshal(out)
+}
+
+// wire is one tool in the provider's wire shape; nil in a dialect that has none.
+func (ts *ToolSet) wire(t RenderedTool) map[string]any {
+	switch ts.Dialect {
+	case OpenAI, OpenAIStrict:
+		fn := map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters}
+		if ts.Dialect == OpenAIStrict {
+			fn["strict"] = t.Strict
+		}
+		return map[string]any{"type": "function", "function": fn}
+	case Anthropic:
+		return map[string]any{"name": t.Name, "description": t.Description, "input_schema": t.Parameters}
+	case Gemini:
+		fd := map[string]any{"name": t.Name, "description": t.Description}
+		if t.Parameters != nil {
+			fd["parameters"] = t.Parameters
+		}
+		return fd
+	case MCP:
+		m := map[string]any{"name": t.Name, "description": t.Description, "inputSchema": t.Parameters}
+		if t.Output != nil {
+			m["outputSchema"] = t.Output
+		}
+		return m
+	}
+	return nil
 }

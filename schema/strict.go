@@ -28,48 +28,73 @@ func strict(in *Schema) (*Schema, []string, error) {
 	}
 	s := in.CloneSchemas()
 	s.Schema, s.ID = "", ""
+	if err := checkStrictRoot(s); err != nil {
+		return nil, nil, err
+	}
+	if err := moveDefinitions(s); err != nil {
+		return nil, nil, err
+	}
 	st := &strictState{}
+	if err := st.visitAll(s); err != nil {
+		return nil, nil, err
+	}
+	return s, st.notes, nil
+}
+
+// checkStrictRoot checks that the root is a plain object, and gives one without declared
+// arguments ({"type":"object"}, as MCP servers write it) none, as for a nil schema, rather
+// than turn it into JSON text.
+func checkStrictRoot(s *Schema) error {
 	if schemaType(s) != "object" || s.AnyOf != nil || s.OneOf != nil {
-		return nil, nil, fmt.Errorf("the root must be a plain object schema")
+		return fmt.Errorf("the root must be a plain object schema")
 	}
 	if len(s.Properties) == 0 && isFreeForm(s) {
-		// No declared arguments ({"type":"object"}, as MCP servers write it): offer none, as for
-		// a nil schema, rather than turn the root into JSON text.
 		s.Properties, s.AdditionalProperties = map[string]*Schema{}, falseSchema()
 	}
 	if isRecord(s) {
-		return nil, nil, fmt.Errorf("the root must be a plain object schema, not a map")
+		return fmt.Errorf("the root must be a plain object schema, not a map")
 	}
-	if len(s.Definitions) > 0 {
-		// Strict mode knows $defs, not draft-07's definitions.
-		if s.Defs == nil {
-			s.Defs = map[string]*Schema{}
-		}
-		for name, d := range s.Definitions {
-			if _, clash := s.Defs[name]; clash {
-				return nil, nil, fmt.Errorf("%q is both in $defs and in definitions", name)
-			}
-			s.Defs[name] = d
-		}
-		s.Definitions = nil
-		walk(s, func(x *Schema) {
-			if name, ok := strings.CutPrefix(x.Ref, "#/definitions/"); ok {
-				x.Ref = "#/$defs/" + name
-			}
-		})
+	return nil
+}
+
+// moveDefinitions moves draft-07's definitions into $defs, which is what strict mode knows,
+// and points the references to them there.
+func moveDefinitions(s *Schema) error {
+	if len(s.Definitions) == 0 {
+		return nil
 	}
+	if s.Defs == nil {
+		s.Defs = map[string]*Schema{}
+	}
+	for name, d := range s.Definitions {
+		if _, clash := s.Defs[name]; clash {
+			return fmt.Errorf("%q is both in $defs and in definitions", name)
+		}
+		s.Defs[name] = d
+	}
+	s.Definitions = nil
+	walk(s, func(x *Schema) {
+		if name, ok := strings.CutPrefix(x.Ref, "#/definitions/"); ok {
+			x.Ref = "#/$defs/" + name
+		}
+	})
+	return nil
+}
+
+// visitAll visits the root and each definition, and checks the properties they come to.
+func (st *strictState) visitAll(s *Schema) error {
 	if err := st.visit(s, "", 0); err != nil {
-		return nil, nil, err
+		return err
 	}
 	for name, d := range s.Defs {
 		if err := st.visit(d, "$defs/"+name, 1); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 	if st.properties > strictMaxProperties {
-		return nil, nil, fmt.Errorf("the schema has %d properties, more than strict mode's %d", st.properties, strictMaxProperties)
+		return fmt.Errorf("the schema has %d properties, more than strict mode's %d", st.properties, strictMaxProperties)
 	}
-	return s, st.notes, nil
+	return nil
 }
 
 type strictState struct {
@@ -101,7 +126,6 @@ func (st *strictState) visit(s *Schema, path string, depth int) error {
 		s.AnyOf, s.OneOf = append(s.AnyOf, s.OneOf...), nil
 	}
 	st.dropUnsupported(s, path)
-
 	switch {
 	case isFreeForm(s):
 		toJSONText(s)
@@ -109,23 +133,35 @@ func (st *strictState) visit(s *Schema, path string, depth int) error {
 	case isRecord(s):
 		toEntries(s)
 	}
+	return st.visitInside(s, path, depth)
+}
+
+// visitInside visits what s holds: properties, items and alternatives.
+func (st *strictState) visitInside(s *Schema, path string, depth int) error {
 	if schemaType(s) == "object" || s.Properties != nil {
 		if err := st.visitObject(s, path, depth); err != nil {
 			return err
 		}
 	}
-	if s.Items != nil {
-		if err := st.visit(s.Items, path+"[]", depth); err != nil {
-			return err
-		}
-	} else if schemaType(s) == "array" {
-		s.Items = &Schema{}
-		toJSONText(s.Items)
+	if err := st.visitItems(s, path, depth); err != nil {
+		return err
 	}
 	for _, a := range s.AnyOf {
 		if err := st.visit(a, path, depth); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// visitItems visits an array's items; items without a schema become JSON text.
+func (st *strictState) visitItems(s *Schema, path string, depth int) error {
+	if s.Items != nil {
+		return st.visit(s.Items, path+"[]", depth)
+	}
+	if schemaType(s) == "array" {
+		s.Items = &Schema{}
+		toJSONText(s.Items)
 	}
 	return nil
 }
@@ -196,6 +232,20 @@ func (st *strictState) dropUnsupported(s *Schema, path string) {
 		st.note(path, "defaults to %s", s.Default)
 		s.Default = nil
 	}
+	st.dropCounts(s, path)
+	if s.Format != "" && !slices.Contains(strictFormats, s.Format) {
+		st.note(path, "is in %s format", s.Format)
+		s.Format = ""
+	}
+	s.Examples, s.Comment, s.ContentEncoding, s.ContentMediaType = nil, "", "", ""
+	s.ReadOnly, s.WriteOnly, s.Deprecated = false, false, false
+	s.Schema, s.ID, s.Anchor, s.DynamicAnchor = "", "", "", ""
+	s.Extra = nil // unknown keywords (x-...), which strict mode rejects
+}
+
+// dropCounts drops the bounds on length, items and properties, which strict mode does not
+// support, noting each.
+func (st *strictState) dropCounts(s *Schema, path string) {
 	if s.MinLength != nil {
 		st.note(path, "has at least %d characters", *s.MinLength)
 		s.MinLength = nil
@@ -212,14 +262,6 @@ func (st *strictState) dropUnsupported(s *Schema, path string) {
 		st.note(path, "has between %s and %s properties", intOr(s.MinProperties, "0"), intOr(s.MaxProperties, "any number of"))
 		s.MinProperties, s.MaxProperties = nil, nil
 	}
-	if s.Format != "" && !slices.Contains(strictFormats, s.Format) {
-		st.note(path, "is in %s format", s.Format)
-		s.Format = ""
-	}
-	s.Examples, s.Comment, s.ContentEncoding, s.ContentMediaType = nil, "", "", ""
-	s.ReadOnly, s.WriteOnly, s.Deprecated = false, false, false
-	s.Schema, s.ID, s.Anchor, s.DynamicAnchor = "", "", "", ""
-	s.Extra = nil // unknown keywords (x-...), which strict mode rejects
 }
 
 // isFreeForm reports whether s accepts any value, or any object, with nothing to constrain it:
@@ -267,10 +309,9 @@ func toEntries(s *Schema) {
 
 // nullable returns p widened to accept null, as strict mode requires for optional properties.
 func nullable(p *Schema) *Schema {
-	if allowsNull(p) {
-		return p
-	}
 	switch {
+	case allowsNull(p):
+		return p
 	case p.Ref != "" || p.Const != nil:
 		// The annotations go on the wrapper: strict mode rejects keywords beside $ref.
 		inner := *p
@@ -281,25 +322,22 @@ func nullable(p *Schema) *Schema {
 		p.OneOf = nil
 		// A type beside the alternatives must admit null too, or the null branch never
 		// matches ({"type": "object", "anyOf": [...]}).
-		if p.Type != "" {
-			p.Types, p.Type = []string{p.Type, "null"}, ""
-		} else if p.Types != nil && !slices.Contains(p.Types, "null") {
-			p.Types = append(p.Types, "null")
-		}
-	case p.Type != "":
-		p.Types, p.Type = []string{p.Type, "null"}, ""
+		addNullType(p)
+	default:
+		addNullType(p)
 		if p.Enum != nil {
 			p.Enum = append(p.Enum, nil)
 		}
-	case p.Types != nil:
-		p.Types = append(p.Types, "null")
-		if p.Enum != nil {
-			p.Enum = append(p.Enum, nil)
-		}
-	case p.Enum != nil:
-		p.Enum = append(p.Enum, nil)
 	}
 	return p
+}
+
+// addNullType adds null to the types p names, if it names any. (It names no null: p does not
+// allow null.)
+func addNullType(p *Schema) {
+	if p.Type != "" || p.Types != nil {
+		p.Types, p.Type = append(types(p), "null"), ""
+	}
 }
 
 // propertyOrder lists s's properties in declaration order where known, then by name.

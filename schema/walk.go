@@ -52,9 +52,15 @@ func isEmpty(s *Schema) bool {
 	if s == nil {
 		return true
 	}
-	return s.Type == "" && len(s.Types) == 0 && s.Properties == nil && s.Items == nil &&
-		s.AdditionalProperties == nil && s.Enum == nil && s.Const == nil && s.Ref == "" &&
-		s.AnyOf == nil && s.OneOf == nil && s.AllOf == nil && s.Not == nil
+	for _, set := range []bool{
+		s.Type != "", len(s.Types) > 0, s.Properties != nil, s.Items != nil, s.AdditionalProperties != nil,
+		s.Enum != nil, s.Const != nil, s.Ref != "", s.AnyOf != nil, s.OneOf != nil, s.AllOf != nil, s.Not != nil,
+	} {
+		if set {
+			return false
+		}
+	}
+	return true
 }
 
 // isRecord reports whether s describes a map: an object whose keys are free and whose values

@@ -3,13 +3,13 @@ package server
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
@@ -22,8 +22,9 @@ import (
 )
 
 // Quiver's agents over A2A: each agent of the catalog that is exposed as a tool is an A2A
-// agent at /a2a/NAME, its card at /a2a/NAME/.well-known/agent-card.json. The protocol is the
-// official SDK's (its JSON-RPC handler); what answers is an adapter of a2asrv.RequestHandler
+// agent at /a2a/NAME (or /a2a/NAME/), its card at /a2a/NAME/.well-known/agent-card.json. It
+// speaks A2A 1.0 and 0.3: 0.3 through the official SDK (its JSON-RPC handler), 1.0 through
+// Quiver's package a2av1 until the SDK has it; what answers both is an adapter of a2asrv.RequestHandler
 // over the platform: a context is a thread, and a task one run of the agent on it (its id
 // THREAD:JOB), queued, recorded and resumed after a crash like any run: tasks/get reads the
 // run's job and the thread.
@@ -56,39 +57,67 @@ func exposedAgents(c *agent.Catalog) map[string]*agent.Agent {
 }
 
 // a2aHandler serves /a2a/: the cards without a key (they hold no workspace's data), the
-// JSON-RPC endpoints behind the keys, a member's at least.
+// JSON-RPC endpoints behind the keys, a member's at least. The agents served are the
+// platform's catalog's, read again when a new version of the fleet's configuration changes it.
 func (s *Server) a2aHandler() http.Handler {
-	agents := exposedAgents(s.p.Runner().Catalog)
-	rpc := map[string]http.Handler{}
-	for name, a := range agents {
-		// The SDK's handler reads a body whole: capped as /mcp's requests are.
-		var h http.Handler = http.MaxBytesHandler(a2asrv.NewJSONRPCHandler(&a2aRequests{s: s, name: name, agent: a}),
-			cmp.Or(s.cfg.MaxRequestBytes, 4<<20))
-		if s.cfg.Auth != nil {
-			h = s.cfg.Auth.Require(store.KeyRoleMember, h)
+	var cache atomic.Pointer[a2aServed]
+	served := func() *a2aServed {
+		c := s.p.Catalog()
+		if cur := cache.Load(); cur != nil && cur.catalog == c {
+			return cur
 		}
-		rpc[name] = h
+		next := s.a2aServe(c)
+		cache.Store(next)
+		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rest := strings.TrimPrefix(r.URL.Path, a2aPrefix)
 		name, sub, _ := strings.Cut(rest, "/")
-		a, ok := agents[name]
+		now := served()
+		a, ok := now.agents[name]
 		switch {
+		case name == ".well-known":
+			a2aNoCardHere(w, now)
 		case !ok:
 			http.NotFound(w, r)
-		case sub == strings.TrimPrefix(a2asrv.WellKnownAgentCardPath, "/") && r.Method == http.MethodGet:
-			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(s.a2aCard(r, name, a))
+		case r.Method == http.MethodGet && (sub == strings.TrimPrefix(a2asrv.WellKnownAgentCardPath, "/") || sub == ""):
+			// The card at its well-known path, and at the agent's URL itself, with or without
+			// its trailing slash, for the clients that are given the card's URL.
+			s.writeA2ACard(w, r, name, a)
 		case sub == "":
-			rpc[name].ServeHTTP(w, r)
+			now.rpc[name].ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
 	})
 }
 
-// a2aCard is an agent's card: its endpoint, its one skill (the agent itself) and the bearer
-// key it asks for.
+// a2aServed is what /a2a/ serves of one catalog: its exposed agents and their endpoints.
+type a2aServed struct {
+	catalog *agent.Catalog
+	agents  map[string]*agent.Agent
+	rpc     map[string]http.Handler
+}
+
+func (s *Server) a2aServe(c *agent.Catalog) *a2aServed {
+	out := &a2aServed{catalog: c, agents: exposedAgents(c), rpc: map[string]http.Handler{}}
+	for name, a := range out.agents {
+		// The SDK's handler reads a body whole: capped as /mcp's requests are.
+		// Each request is answered in the version it speaks: 1.0 by this package's binding, 0.3
+		// by the SDK's handler, both over the same requests (a2aserve_v1.go).
+		reqs := &a2aRequests{s: s, name: name, agent: a}
+		max := cmp.Or(s.cfg.MaxRequestBytes, 4<<20)
+		var h http.Handler = http.MaxBytesHandler(&a2aVersions{legacy: a2asrv.NewJSONRPCHandler(reqs), v1: &a2aRequestsV1{reqs}, max: max}, max)
+		if s.cfg.Auth != nil {
+			h = s.cfg.Auth.Require(store.KeyRoleMember, h)
+		}
+		out.rpc[name] = h
+	}
+	return out
+}
+
+// a2aCard is an agent's card as A2A 0.3 has it: its endpoint, its one skill (the agent itself)
+// and the bearer key it asks for. The card served adds 1.0's fields (a2aCardV1).
 func (s *Server) a2aCard(r *http.Request, name string, a *agent.Agent) *a2asdk.AgentCard {
 	base := strings.TrimSuffix(s.cfg.PublicURL, "/")
 	if base == "" {
@@ -379,17 +408,16 @@ func (h *a2aRequests) state(ctx context.Context, id taskID) (*a2asdk.Task, bool,
 	}
 	// Ended: the thread says how. A later run on the thread would have changed it, so a
 	// task's answer is read while it is the thread's last run.
-	st := h.s.threadState(ctx, th.WorkspaceID, th, 0)
-	failed := st.Run != nil && st.Run.Status == agent.RunFailed
+	st := h.s.p.ThreadState(ctx, th.WorkspaceID, th)
 	switch {
-	case failed:
+	case st.Status == platform.StatusFailed:
 		// The failure's words are the thread's, safe to show (agent.FailureText).
 		t.Status.State = a2asdk.TaskStateFailed
 		t.Status.Message = agentText("The run failed (" + string(st.Run.Reason) + "): " + st.Run.Error)
 	case run == jobs.RunGivenUp:
 		t.Status.State = a2asdk.TaskStateFailed
 		t.Status.Message = agentText("The run failed, and was given up.")
-	case th.Status == store.StatusTerminated:
+	case st.Status == platform.StatusTerminated:
 		t.Status.State = a2asdk.TaskStateCanceled
 	case st.Pending != nil:
 		t.Status.State = a2asdk.TaskStateInputRequired

@@ -1,13 +1,13 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -16,16 +16,17 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
 )
 
 // The /v1 API: JSON over HTTP, described by the OpenAPI 3.1 document at /v1/openapi.json, which
-// huma generates from the Go types below. Errors are RFC 9457 problems. Handlers translate HTTP
-// to calls on the dispatcher and the store and hold no rules of their own; the first endpoints
-// are the tools the server serves, calling one, and the workspace's threads. (The rest of the
-// API, issue 13, grows here.)
+// huma generates from the Go types of the api_*.go files, one file per resource. Errors are
+// RFC 9457 problems (problem.go). Handlers translate HTTP to the platform's operations and its
+// workspaces' dispatchers and hold no rules of their own; this file registers every resource,
+// and has the tools the workspace may call, calling one, reading threads and starting runs.
 
 // anyJSONSchema stands for schema.Schema in the OpenAPI document: any JSON Schema, an object
 // or a boolean (draft 2020-12).
@@ -96,7 +97,7 @@ type threadView struct {
 	// Status stands in for the stored one, which says only whether a run is going on: a
 	// thread whose run paused on a call reads "waiting", one whose last run failed "failed",
 	// not "idle".
-	Status    string                     `json:"status" enum:"idle,running,terminated,waiting,failed" doc:"idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names; failed when its last run could not start or go on, which run says (reason, error) until a run succeeds it."`
+	Status    string                     `json:"status" enum:"idle,running,terminated,waiting,failed" doc:"idle, running or terminated; waiting when its last run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names until it is in; failed when its last run could not start or go on, which run says (reason, error) until a later run ends otherwise."`
 	Run       *agent.Outcome             `json:"run,omitempty" doc:"How the thread's last run ended: finished, paused, or failed (reason and error say why)."`
 	Pending   *agent.Pending             `json:"pending,omitempty" doc:"The call the thread waits on, when its status is waiting: the call, and why it waits."`
 	Data      json.RawMessage            `json:"data" doc:"The thread's state object: what calls wrote into it with _outputPath (the runtime's own record of the run is state)."`
@@ -130,6 +131,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	s.registerCalls(api)
 	s.registerThreadLists(api)
 	s.registerEntities(api)
+	s.registerEntitlements(api)
 	s.registerThreadReads(api)
 	s.registerRunEvents(api)
 	if s.runsOn() {
@@ -140,7 +142,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 
 // newAPI is the /v1 API on mux, described by its OpenAPI document.
 func newAPI(mux *http.ServeMux) huma.API {
-	cfg := huma.DefaultConfig("Quiver", "1")
+	cfg := huma.DefaultConfig("Quiver", quiver.Version)
 	cfg.OpenAPIPath = "/v1/openapi"
 	cfg.SchemasPath = "/v1/schemas"
 	cfg.DocsPath = ""     // the console serves people; the document serves tools
@@ -166,32 +168,30 @@ func newAPI(mux *http.ServeMux) huma.API {
 // registerCalls adds the tools the workspace may call, and calling one.
 func (s *Server) registerCalls(api huma.API) {
 	register(api, huma.Operation{OperationID: "list-served-tools", Method: http.MethodGet, Path: "/v1/tools/served",
-		Summary: "The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
+		Summary: "The tools the caller may call now: the server's own and the workspace's stored ones, as the dispatcher serves them, less those the workspace's entitlements do not give the caller"}, func(ctx context.Context, _ *struct{}) (*toolsOutput, error) {
 		out := &toolsOutput{}
 		out.Body.Tools = []apiTool{}
-		for _, t := range s.tenant(ctx, s.workspaceID(ctx)).disp.Tools() {
+		ctx = platform.WithActor(ctx, s.actor(ctx))
+		disp := s.tenant(ctx, s.workspaceID(ctx)).disp
+		tools := disp.ToolsFor(ctx)
+		for _, t := range tools {
 			sp := t.Spec()
 			out.Body.Tools = append(out.Body.Tools, apiTool{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, OutputSchema: sp.OutputSchema,
 				Examples: sp.Examples, Annotations: annotationsOf(sp)})
 		}
-		if s.importer != nil {
-			// A remote that is down would otherwise just be missing from the list.
-			for _, st := range s.importer.Status() {
-				out.Body.Remotes = append(out.Body.Remotes, apiRemote{Name: st.Name, Connected: st.Connected, Tools: st.Tools,
-					LastError: st.LastError, LastAttempt: st.LastAttempt})
-			}
-		}
+		out.Body.Remotes = remotesFor(s.remoteStatus(), tools, disp.Entitled != nil && disp.Entitled(ctx) != nil)
 		return out, nil
 	})
 
 	register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
 		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread"},
 		func(ctx context.Context, in *callInput) (*callOutput, error) {
-			scope, err := s.p.CallScope(ctx, s.actor(ctx), in.Body.ThreadID)
+			a := s.actor(ctx)
+			scope, err := s.p.CallScope(ctx, a, in.Body.ThreadID)
 			if err != nil {
 				return nil, problem(err, "body")
 			}
-			ctx = quiver.WithDoor(quiver.WithScope(ctx, scope), quiver.DoorHTTP)
+			ctx = quiver.WithDoor(quiver.WithScope(platform.WithActor(ctx, a), scope), quiver.DoorHTTP)
 			r, err := s.tenant(ctx, scope.WorkspaceID).disp.Dispatch(ctx, quiver.Call{ID: ids.New("call"), Name: in.Name, Args: in.Body.Args})
 			if err != nil {
 				// The call ran but its record could not be stored, even tried again for a while:
@@ -207,6 +207,33 @@ func (s *Server) registerCalls(api huma.API) {
 		})
 }
 
+// remotesFor is the remote MCP servers as the caller's listing reports them: every one, as a
+// remote that is down would otherwise just be missing from the list; to a caller the
+// workspace's entitlements restrict, only those with tools it may call (tools), each with as
+// many as it may call, so that the listing names nothing the caller may not see.
+func remotesFor(status []mcp.RemoteStatus, tools []*quiver.Tool, restricted bool) []apiRemote {
+	var mine map[string]int
+	if restricted {
+		mine = map[string]int{}
+		for _, t := range tools {
+			if name, ok := strings.CutPrefix(t.Spec().Source, string(quiver.SourceMCP)+":"); ok {
+				mine[name]++
+			}
+		}
+	}
+	var out []apiRemote
+	for _, st := range status {
+		n := st.Tools
+		if restricted {
+			if n = mine[st.Name]; n == 0 {
+				continue
+			}
+		}
+		out = append(out, apiRemote{Name: st.Name, Connected: st.Connected, Tools: n, LastError: st.LastError, LastAttempt: st.LastAttempt})
+	}
+	return out
+}
+
 // registerThreadReads adds reading a thread and its messages.
 func (s *Server) registerThreadReads(api huma.API) {
 	register(api, huma.Operation{OperationID: "get-thread", Method: http.MethodGet, Path: "/v1/threads/{id}",
@@ -215,16 +242,9 @@ func (s *Server) registerThreadReads(api huma.API) {
 		if err != nil {
 			return nil, problem(err, "query")
 		}
-		out := &threadView{Thread: *v.Thread, Status: string(cmp.Or(v.Thread.Status, store.StatusIdle)), Data: v.Data, Instances: v.Instances}
 		// What the event stream's state says, so that a client that polls learns it too.
-		st := s.threadState(ctx, v.Thread.WorkspaceID, v.Thread, 0)
-		out.Run = st.Run
-		switch {
-		case st.Pending != nil:
-			out.Status, out.Pending = "waiting", st.Pending
-		case out.Status == string(store.StatusIdle) && st.Run != nil && st.Run.Status == agent.RunFailed:
-			out.Status = "failed"
-		}
+		st := s.p.ThreadState(ctx, v.Thread.WorkspaceID, v.Thread)
+		out := &threadView{Thread: *v.Thread, Status: string(st.Status), Run: st.Run, Pending: st.Pending, Data: v.Data, Instances: v.Instances}
 		return &threadOutput{Body: out}, nil
 	})
 
@@ -352,12 +372,18 @@ func (s *Server) workspaceID(ctx context.Context) string {
 }
 
 // actor is who a request acts as, for the platform's operations: its key's workspace, user
-// and role, or, on a server that asks for no key, an operator of its workspace.
+// and role, with what the workspace's entitlements decide by (the token's claims, the key's
+// toolsets, the toolset address the request came through: see withToolset), or, on a server
+// that asks for no key, an operator of its workspace. Only an admin of the server's own
+// workspace is its operator: a member's or viewer's key there is a tenant's like any other.
 func (s *Server) actor(ctx context.Context) platform.Actor {
 	p, _ := PrincipalFrom(ctx)
 	if s.cfg.Auth == nil {
-		return platform.Operator(s.workspaceID(ctx), p.UserID)
+		a := platform.Operator(s.workspaceID(ctx), p.UserID)
+		a.Toolset = toolsetFrom(ctx)
+		return a
 	}
 	return platform.Actor{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Who: p.Who(), Role: p.Role,
-		Operator: p.WorkspaceID == s.cfg.WorkspaceID}
+		Operator: p.WorkspaceID == s.cfg.WorkspaceID && p.Role == store.KeyRoleAdmin,
+		Claims:   p.Claims, Toolsets: p.Toolsets, Toolset: toolsetFrom(ctx)}
 }

@@ -37,7 +37,7 @@ func TestAPIListsAnnotations(t *testing.T) {
 		must(be.CreateWorkspace(ctx, ws))
 		must(be.CreateUser(ctx, user))
 		must(be.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: user.ID, Role: store.MemberRoleAdmin}))
-		key, err := server.IssueAPIKey(ctx, be, &store.APIKey{WorkspaceID: ws.ID, UserID: user.ID, Name: "admin", Role: store.KeyRoleAdmin})
+		key, err := platform.IssueAPIKey(ctx, be, &store.APIKey{WorkspaceID: ws.ID, UserID: user.ID, Name: "admin", Role: store.KeyRoleAdmin})
 		must(err)
 		noop := func(context.Context, struct{}) (string, error) { return "ok", nil }
 		reg := &quiver.Registry{}

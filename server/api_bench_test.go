@@ -143,7 +143,7 @@ func serveBench(b testing.TB, st benchStore, path string, start startJobs) *benc
 	benchMust(b, st.CreateWorkspace(ctx, ws))
 	benchMust(b, st.CreateUser(ctx, u))
 	benchMust(b, st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleMember}))
-	secret, prefix, hash := server.NewAPIKey()
+	secret, prefix, hash := platform.NewAPIKey()
 	benchMust(b, st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "bench", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}))
 	keys, err := vars.LoadKeyring(filepath.Join(dir, "secret.key"))
 	if err != nil {
@@ -155,23 +155,25 @@ func serveBench(b testing.TB, st benchStore, path string, start startJobs) *benc
 	benchMust(b, reg.Register(quiver.Func("guarded_echo", "Echoes its text once a person allows it.",
 		func(_ context.Context, a benchEchoArgs) (string, error) { return a.Text, nil }, quiver.WithConfirmation())))
 	logger := slog.New(slog.DiscardHandler)
-	cfg := server.Config{Store: st, Registry: reg, Resolver: resolver, Auth: &server.Authenticator{Keys: st}, Logger: logger}
-	if path != "" {
-		cfg.JournalDir = path + ".journal"
-	}
-
+	pcfg := platform.Config{Store: st, Registry: reg, Resolver: resolver, Logger: logger}
 	bs := &benchServer{key: secret, ws: ws.ID, st: st, path: path}
 	if start != nil {
 		script := filepath.Join(dir, "turns.yaml")
 		benchMust(b, os.WriteFile(script, []byte("turns:\n  - text: Hello.\n"), 0o600))
 		ag := &agent.Agent{Name: benchAgent, Prompt: &agent.Prompt{Name: benchAgent, Model: "scripted:" + script, Stop: agent.StopRules{MaxSteps: 4}}}
-		p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: resolver, Logger: logger,
-			Catalog: &agent.Catalog{Agents: map[string]*agent.Agent{benchAgent: ag}}})
-		benchMust(b, err)
-		benchMust(b, p.StartJobs(ctx, start))
-		bs.runs, bs.p = p.Jobs(), p
-		cfg.Platform = p
+		pcfg.Catalog = &agent.Catalog{Agents: map[string]*agent.Agent{benchAgent: ag}}
 	}
+	p, err := platform.New(pcfg)
+	benchMust(b, err)
+	if path != "" {
+		benchMust(b, p.OpenJournal(ctx, path+".journal"))
+	}
+	if start != nil {
+		benchMust(b, p.StartJobs(ctx, start))
+		bs.runs = p.Jobs()
+	}
+	bs.p = p
+	cfg := server.Config{Platform: p, Auth: &server.Authenticator{Keys: st}, Logger: logger}
 	sctx, cancel := context.WithCancel(ctx)
 	srv, err := server.New(sctx, cfg)
 	if err != nil {
@@ -195,6 +197,7 @@ func serveBench(b testing.TB, st benchStore, path string, start startJobs) *benc
 		if bs.runs != nil {
 			_ = bs.runs.Stop(context.Background())
 		}
+		_ = p.Close()
 		st.Close()
 	})
 	return bs
@@ -324,7 +327,7 @@ func BenchmarkAPICall(b *testing.B) {
 		}
 	}
 	finish := func(b *testing.B) {
-		benchMust(b, bs.srv.Flush(ctx))
+		benchMust(b, bs.p.Flush(ctx))
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 	}
 	doors := []struct {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -20,6 +21,9 @@ type Session struct {
 	UserID        string        `json:"user_id,omitempty"`
 	KeyID         string        `json:"key_id,omitempty" doc:"The key's id (never the key); absent on a server without keys."`
 	Role          store.KeyRole `json:"role" doc:"viewer (reads), member (also calls, runs, decides) or admin (also manages the workspace, members and keys)."`
+	// Toolsets tell a client what the key reaches before it asks for tools: a key bound to
+	// toolsets sees and calls only their tools.
+	Toolsets []string `json:"toolsets,omitempty" doc:"The toolsets the key is bound to: it may see and call only their tools, at every door. Absent when it is bound to none."`
 }
 
 type sessionOutput struct {
@@ -51,11 +55,12 @@ func (s *Server) registerConsoleAPI(api huma.API) {
 		Summary: "What the request's key is: its workspace, user and role"},
 		func(ctx context.Context, _ *struct{}) (*sessionOutput, error) {
 			p, ok := PrincipalFrom(ctx)
-			out := &Session{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Role: p.Role}
+			out := &Session{WorkspaceID: s.workspaceID(ctx), UserID: p.UserID, KeyID: p.KeyID, Role: p.Role,
+				Toolsets: slices.Clone(p.Toolsets)} // the principal's are shared with the key's cached check
 			if !ok || s.cfg.Auth == nil {
 				out.Role = store.KeyRoleAdmin // a server without keys lets anyone do anything
 			}
-			if w, err := s.cfg.Store.Workspace(ctx, out.WorkspaceID); err == nil {
+			if w, err := s.p.Store().Workspace(ctx, out.WorkspaceID); err == nil {
 				out.WorkspaceName = w.Name
 			}
 			return &sessionOutput{Body: out}, nil

@@ -29,6 +29,7 @@ func (s *Server) registerEntities(api huma.API) {
 	s.registerTools(api)
 	s.registerFunctions(api)
 	s.registerOpenAPISources(api)
+	s.registerGovernance(api)
 }
 
 // ---- shared pieces
@@ -249,15 +250,6 @@ func memberRecordOf(m platform.Member) *memberRecord {
 
 // ---- API keys
 
-// IssueAPIKey makes and stores a new API key (see platform.IssueAPIKey).
-func IssueAPIKey(ctx context.Context, keys store.APIKeys, k *store.APIKey) (string, error) {
-	return platform.IssueAPIKey(ctx, keys, k)
-}
-
-// MaxKeysPerWorkspace is the most API keys a workspace may have working at once (see
-// platform.MaxKeysPerWorkspace).
-const MaxKeysPerWorkspace = platform.MaxKeysPerWorkspace
-
 type keysOutput struct {
 	Body struct {
 		Keys []*store.APIKey `json:"keys" doc:"Newest first; never the keys themselves."`
@@ -270,6 +262,7 @@ type createKeyInput struct {
 		Role      string     `json:"role" enum:"admin,member,viewer" doc:"What the key may do: no more than its member may (a member's key is member or viewer)."`
 		Name      string     `json:"name" minLength:"1" maxLength:"100" doc:"What the key is for, to recognise it in the list."`
 		ExpiresAt *time.Time `json:"expires_at,omitempty" doc:"When the key stops working, in the future; never when absent."`
+		Toolsets  []string   `json:"toolsets,omitempty" doc:"Toolsets of the workspace's entitlements to bind the key to (at most 32 names of 1 to 64 characters of a-z, A-Z, 0-9, _ and -): it may see and call only their tools, at every door. A name the workspace does not define is kept, and reaches no tool until it does. Absent: not bound."`
 	}
 }
 
@@ -299,7 +292,8 @@ func (s *Server) registerKeys(api huma.API) {
 		Summary: "Make an API key for a member; the key is in the answer, once", DefaultStatus: http.StatusCreated},
 		func(ctx context.Context, in *createKeyInput) (*createKeyOutput, error) {
 			b := &in.Body
-			k, secret, err := s.p.CreateKey(ctx, s.actor(ctx), platform.NewKey{UserID: b.UserID, Role: store.KeyRole(b.Role), Name: b.Name, ExpiresAt: b.ExpiresAt})
+			k, secret, err := s.p.CreateKey(ctx, s.actor(ctx), platform.NewKey{UserID: b.UserID, Role: store.KeyRole(b.Role), Name: b.Name, ExpiresAt: b.ExpiresAt,
+				Toolsets: b.Toolsets})
 			if err != nil {
 				return nil, problem(err, "body")
 			}

@@ -99,7 +99,7 @@ func newEntWorld(t *testing.T, st *schemaCounter) *entWorld {
 		{"b", w.b.ID, w.bAdmin.ID, store.KeyRoleAdmin},
 	} {
 		rec := &store.APIKey{WorkspaceID: k.ws, UserID: k.user, Name: k.who, Role: k.role}
-		secret, err := server.IssueAPIKey(ctx, st, rec)
+		secret, err := platform.IssueAPIKey(ctx, st, rec)
 		must(err)
 		w.key[k.who], w.keyRec[k.who] = secret, rec
 	}
@@ -545,7 +545,7 @@ func TestEntityAPIKeys(t *testing.T) {
 		}
 		// A workspace has at most MaxKeysPerWorkspace working keys; a revoked one frees a place.
 		var last struct{ Key store.APIKey }
-		for i := 5; i < server.MaxKeysPerWorkspace; i++ {
+		for i := 5; i < platform.MaxKeysPerWorkspace; i++ {
 			w.ok(t, "admin", "POST", "/v1/keys", map[string]any{"role": "viewer", "name": fmt.Sprintf("k%d", i)}, 201, &last)
 		}
 		wantProblem(t, "a key past the workspace's bound", w.do(t, "admin", "POST", "/v1/keys", map[string]any{"role": "viewer", "name": "over"}), 409, "conflict", "")

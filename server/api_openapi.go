@@ -24,6 +24,8 @@ type openAPISourceRecord struct {
 	Credentials      map[string]string `json:"credentials" doc:"Security scheme to the secret variable holding its credential; a scheme left out reads NAME_SCHEME in capitals."`
 	TimeoutMS        int64             `json:"timeout_ms" doc:"A call's timeout; 0: the default (30 s)."`
 	MaxResponseBytes int64             `json:"max_response_bytes" doc:"The cap of an answer's body; 0: the default (1 MiB)."`
+	MaxOperations    int               `json:"max_operations" doc:"The most operations the document may select; 0: the default (1,000)."`
+	Strict           bool              `json:"strict" doc:"Whether an answer that does not match the document's schema of it fails the call (false: passed through with a warning in the result's meta)."`
 	CreatedBy        *string           `json:"created_by" nullable:"true"`
 	CreatedAt        time.Time         `json:"created_at"`
 	UpdatedAt        time.Time         `json:"updated_at"`
@@ -31,7 +33,8 @@ type openAPISourceRecord struct {
 
 func openAPISourceRecordOf(s *store.OpenAPISource, withDocument bool) *openAPISourceRecord {
 	r := &openAPISourceRecord{Name: s.Name, Servers: s.Servers, Operations: s.Operations, Credentials: s.Credentials,
-		TimeoutMS: s.Timeout.Milliseconds(), MaxResponseBytes: s.MaxResponseBytes, CreatedBy: orNull(s.CreatedBy),
+		TimeoutMS: s.Timeout.Milliseconds(), MaxResponseBytes: s.MaxResponseBytes, MaxOperations: s.MaxOperations, Strict: s.Strict,
+		CreatedBy: orNull(s.CreatedBy),
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 	for _, l := range []*[]string{&r.Servers, &r.Operations} {
 		if *l == nil {
@@ -81,6 +84,8 @@ type importOpenAPIInput struct {
 		Credentials      map[string]string `json:"credentials,omitempty" doc:"Security scheme to the secret variable holding its credential (default: NAME_SCHEME in capitals)."`
 		TimeoutMS        int64             `json:"timeout_ms,omitempty" minimum:"0" doc:"A call's timeout in milliseconds (default 30,000; at most 300,000)."`
 		MaxResponseBytes int64             `json:"max_response_bytes,omitempty" minimum:"0" doc:"The cap of an answer's body (default 1 MiB; at most 4 MiB)."`
+		MaxOperations    int               `json:"max_operations,omitempty" minimum:"0" doc:"The most operations the document may select (default 1,000; at most 10,000): a document or selection of more is refused. Raise it for a large API, or select some operations."`
+		Strict           bool              `json:"strict,omitempty" doc:"Make an answer that does not match the document's schema of it a failed call (default false: the answer is passed through with a warning in the result's meta, since the document is at fault)."`
 	}
 }
 
@@ -101,12 +106,16 @@ type listOpenAPISourcesOutput struct {
 func (s *Server) registerOpenAPISources(api huma.API) {
 	register(api, huma.Operation{OperationID: "import-openapi", Method: http.MethodPost, Path: "/v1/openapi-sources",
 		Summary: "Import an OpenAPI document (an admin's): each operation becomes a tool of the workspace", DefaultStatus: http.StatusCreated,
-		MaxBodyBytes: 2*store.MaxOpenAPIDocumentBytes + 64<<10},
+		MaxBodyBytes: 2*store.MaxOpenAPIDocumentBytes + 64<<10,
+		// A body over the limit holds a document over the platform's cap: refused as the cap
+		// refuses it (strictBodies), rather than in huma's words.
+		Metadata: map[string]any{bodyTooLarge: &huma.ErrorDetail{Location: "body.document", Message: platform.OpenAPIDocumentTooLarge}}},
 		func(ctx context.Context, in *importOpenAPIInput) (*openAPIImportOutput, error) {
 			b := &in.Body
 			im, err := s.p.ImportOpenAPI(ctx, s.actor(ctx), platform.NewOpenAPISource{Name: b.Name, Document: []byte(b.Document),
 				Servers: b.Servers, Operations: b.Operations, Credentials: b.Credentials,
-				Timeout: time.Duration(b.TimeoutMS) * time.Millisecond, MaxResponseBytes: b.MaxResponseBytes})
+				Timeout: time.Duration(b.TimeoutMS) * time.Millisecond, MaxResponseBytes: b.MaxResponseBytes,
+				MaxOperations: b.MaxOperations, Strict: b.Strict})
 			if err != nil {
 				return nil, problem(err, "body")
 			}

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/quiverhq/quiver/internal/backendtest"
-	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -123,6 +123,19 @@ func TestOpenAPISourcesAPI(t *testing.T) {
 		} {
 			wantProblem(t, tc.name, w.do(t, "admin", "POST", "/v1/openapi-sources", tc.body), tc.status, "invalid_request", tc.loc)
 		}
+		// A document over the cap is refused in the cap's words, whether the body is within
+		// the request's limit (5 MiB) or past it (9 MiB), where huma named only its limit.
+		for _, tc := range []struct {
+			size   int
+			status int
+			code   string
+		}{{5 << 20, 400, "invalid_request"}, {9 << 20, 413, "too_large"}} {
+			big := map[string]any{"name": "x", "document": strings.Repeat("#", tc.size)}
+			p := wantProblem(t, fmt.Sprintf("a document of %d MiB", tc.size>>20), w.do(t, "admin", "POST", "/v1/openapi-sources", big), tc.status, tc.code, "body.document")
+			if !strings.Contains(p.Detail+fmt.Sprint(p.Errors), "the document is larger than 4194304 bytes (4 MiB), the most a workspace imports") {
+				t.Errorf("a document of %d MiB: %+v", tc.size>>20, p)
+			}
+		}
 		if r := w.do(t, "admin", "DELETE", "/v1/openapi-sources/pets", nil); r.status != 204 {
 			t.Fatalf("delete: %d %s", r.status, r.body)
 		}
@@ -209,7 +222,7 @@ func TestOpenAPIImportsAtOnce(t *testing.T) {
 		if err := held.AddMember(ctx, &store.Membership{WorkspaceID: c.ID, UserID: admin.ID, Role: store.MemberRoleAdmin}); err != nil {
 			t.Fatal(err)
 		}
-		secret, err := server.IssueAPIKey(ctx, held, &store.APIKey{WorkspaceID: c.ID, UserID: admin.ID, Name: "c", Role: store.KeyRoleAdmin})
+		secret, err := platform.IssueAPIKey(ctx, held, &store.APIKey{WorkspaceID: c.ID, UserID: admin.ID, Name: "c", Role: store.KeyRoleAdmin})
 		if err != nil {
 			t.Fatal(err)
 		}

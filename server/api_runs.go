@@ -19,7 +19,6 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/thread"
 )
 
 // A thread's event stream (GET /v1/threads/{id}/events) is Server-Sent Events built on what is
@@ -42,7 +41,7 @@ const (
 
 // EventState is the thread's state: sent first on every stream, and again when it changes.
 type EventState struct {
-	Status store.ThreadStatus `json:"status" doc:"idle, running or terminated."`
+	Status string `json:"status" enum:"idle,running,waiting,failed,terminated" doc:"idle, running or terminated; waiting when the last run paused on a call (pending names it until its decision or result is in); failed when the last run could not start or go on (run says why)."`
 	// Run is how the thread's last run ended (paused, finished, failed), whichever process ran
 	// it.
 	Run *agent.Outcome `json:"run,omitempty" doc:"How the thread's last run ended: finished, paused, or failed (reason and error say why)."`
@@ -50,6 +49,8 @@ type EventState struct {
 	Pending *agent.Pending `json:"pending,omitempty"`
 	// LastSeq is the sequence number of the thread's last message when the state was read.
 	LastSeq int64 `json:"last_seq"`
+
+	state *platform.ThreadState // what the stream compares with the next state
 }
 
 // EventRun says how a run ended, whichever node ran it: paused (waiting on Outcome.Pending),
@@ -206,7 +207,7 @@ func (s *Server) registerRunEvents(api huma.API) {
 			Content: map[string]*huma.MediaType{"text/event-stream": {Schema: eventStreamSchema(api.OpenAPI().Components.Schemas)}}}}}
 	register(api, op, func(ctx context.Context, in *eventsInput) (*huma.StreamResponse, error) {
 		ws := s.workspaceID(ctx)
-		if _, err := s.cfg.Store.Thread(ctx, ws, in.ID); err != nil {
+		if _, err := s.p.Store().Thread(ctx, ws, in.ID); err != nil {
 			return nil, apiError(err, "thread "+in.ID)
 		}
 		var after int64
@@ -314,6 +315,8 @@ type eventStream struct {
 	flusher  http.Flusher
 	last     *EventState
 	lastRead int64 // the seq the state was last read at
+	// lastStatus is the thread's stored status when its state was last read.
+	lastStatus store.ThreadStatus
 	// lastUpdated is the thread's update time when its state was last read: a run that
 	// failed before it began changes the thread's outcome but neither its status nor its
 	// messages.
@@ -386,17 +389,17 @@ func (s *Server) catchUp(ctx context.Context, es *eventStream, ws, threadID stri
 	// every message written before it. (Read after them, the thread could be idle while the
 	// messages read had not yet seen the run's last one: the state went out before that
 	// message, and after it the same state was not sent again.)
-	th, err := s.cfg.Store.Thread(ctx, ws, threadID)
+	th, err := s.p.Store().Thread(ctx, ws, threadID)
 	after, ok := s.sendMessages(ctx, ws, threadID, after, es.send)
 	if !ok {
 		return after, false
 	}
 	// What the thread waits on changes only with its messages or status, and how its last run
 	// ended only with an update of the thread: read the thread each time, the rest only then.
-	if err == nil && (es.last == nil || th.Status != es.last.Status || after != es.lastRead || !th.UpdatedAt.Equal(es.lastUpdated)) {
+	if err == nil && (es.last == nil || th.Status != es.lastStatus || after != es.lastRead || !th.UpdatedAt.Equal(es.lastUpdated)) {
 		st := s.threadState(ctx, ws, th, after)
-		es.lastRead, es.lastUpdated = after, th.UpdatedAt
-		if es.last == nil || !sameState(st, es.last) {
+		es.lastRead, es.lastUpdated, es.lastStatus = after, th.UpdatedAt, th.Status
+		if es.last == nil || !st.state.Same(es.last.state) {
 			if !es.send("state", "", st) {
 				return after, false
 			}
@@ -414,7 +417,7 @@ func (s *Server) sendMessages(ctx context.Context, ws, threadID string, after in
 	var batch []*store.Message
 	before := int64(0)
 	for {
-		page, err := s.cfg.Store.Messages(ctx, ws, threadID, store.Page{Before: before, Limit: eventBatch})
+		page, err := s.p.Store().Messages(ctx, ws, threadID, store.Page{Before: before, Limit: eventBatch})
 		if err != nil {
 			return after, ctx.Err() == nil // a store hiccup: try again at the next wake
 		}
@@ -437,44 +440,17 @@ func (s *Server) sendMessages(ctx context.Context, ws, threadID string, after in
 	return after, true
 }
 
-// threadState is the thread's status and what it waits on.
+// threadState is the thread's state as the stream sends it.
 func (s *Server) threadState(ctx context.Context, ws string, th *store.Thread, lastSeq int64) *EventState {
-	st := &EventState{Status: th.Status, LastSeq: lastSeq}
-	st.Run = agent.ReadState(th).Outcome
-	// Only a paused run's thread can wait on a call; then ask what it waits on now (a decision
-	// or a result may have come since it paused).
-	if s.p.Jobs() == nil || agent.CurrentAgent(th) == "" || th.Status != store.StatusIdle ||
-		st.Run == nil || st.Run.Status != agent.RunPaused {
-		return st
-	}
-	ag, err := s.p.Agent(ctx, agent.CurrentAgent(th))
-	if err != nil {
-		return st
-	}
-	t, err := thread.Open(ctx, s.p.Store(), ws, th.ID)
-	if err != nil {
-		return st
-	}
-	st.Pending, _ = s.p.Runner().Waiting(ctx, t, ag)
-	return st
-}
-
-// sameState says whether a client that saw b learns nothing from a.
-func sameState(a, b *EventState) bool {
-	if a.Status != b.Status || (a.Run == nil) != (b.Run == nil) || (a.Pending == nil) != (b.Pending == nil) {
-		return false
-	}
-	if a.Run != nil && (a.Run.Status != b.Run.Status || a.Run.Reason != b.Run.Reason || a.Run.Steps != b.Run.Steps) {
-		return false
-	}
-	return a.Pending == nil || (a.Pending.Call.ID == b.Pending.Call.ID && a.Pending.Reason == b.Pending.Reason)
+	st := s.p.ThreadState(ctx, ws, th)
+	return &EventState{Status: string(st.Status), Run: st.Run, Pending: st.Pending, LastSeq: lastSeq, state: st}
 }
 
 // awaitIdle waits, briefly, for a run that just ended to mark its thread idle, so that the
 // stream's next state says so at once rather than at the next poll.
 func (s *Server) awaitIdle(ctx context.Context, ws, threadID string) {
 	for range 50 {
-		th, err := s.cfg.Store.Thread(ctx, ws, threadID)
+		th, err := s.p.Store().Thread(ctx, ws, threadID)
 		if err != nil || th.Status != store.StatusRunning {
 			return
 		}

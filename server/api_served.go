@@ -106,11 +106,13 @@ func (s *Server) registerServedTools(api huma.API) {
 	s.registerLayerVariables(api)
 }
 
-// servedTool is the tool of that name the workspace is served (GET /v1/tools/served lists the
-// same), with its tenant; 404 naming path.name when there is none.
+// servedTool is the tool of that name the caller may call (GET /v1/tools/served lists the
+// same), with its tenant; 404 naming path.name when there is none, the same for a tool the
+// workspace's entitlements do not give the caller as for one it does not have.
 func (s *Server) servedTool(ctx context.Context, name string) (*tenant, *quiver.Tool, error) {
+	ctx = platform.WithActor(ctx, s.actor(ctx))
 	ten := s.tenant(ctx, s.workspaceID(ctx))
-	for _, t := range ten.disp.Tools() {
+	for _, t := range ten.disp.ToolsFor(ctx) {
 		if t.Name() == name {
 			return ten, t, nil
 		}

@@ -67,7 +67,7 @@ func newConWorld(t *testing.T, st thrStore) *conWorld {
 		{"member", a.ID, ua.ID, store.KeyRoleMember}, {"viewer", a.ID, ua.ID, store.KeyRoleViewer},
 		{"admin", a.ID, uadm.ID, store.KeyRoleAdmin}, {"b", b.ID, ub.ID, store.KeyRoleMember},
 	} {
-		secretKey, prefix, hash := server.NewAPIKey()
+		secretKey, prefix, hash := platform.NewAPIKey()
 		must(st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: k.ws, UserID: k.user, Name: k.who, Role: k.role, Prefix: prefix, Hash: hash}))
 		tw.key[k.who] = secretKey
 	}
@@ -336,7 +336,7 @@ func TestConsoleAgentVariables(t *testing.T) {
 		w.neverSaid(t, token)
 
 		// A server without agents has no agent variables to offer.
-		srv, err := server.New(ctx, server.Config{Store: w.st, Auth: &server.Authenticator{Keys: w.st}, Logger: slog.New(slog.DiscardHandler)})
+		srv, err := server.New(ctx, server.Config{Platform: newPlatform(t, w.st, nil), Auth: &server.Authenticator{Keys: w.st}, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

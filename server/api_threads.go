@@ -15,6 +15,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
@@ -46,25 +47,35 @@ type threadsInput struct {
 	Cursor string `query:"cursor" maxLength:"1024" doc:"Where the page starts: the next_cursor of the page before, listed with the same agent, tag, status and name; empty for the first. Opaque: a cursor altered, or given with other filters, is refused (400)."`
 	Agent  string `query:"agent" maxLength:"128" doc:"Only the threads of this agent (its id)."`
 	Tag    string `query:"tag" maxLength:"1024" doc:"Only the threads that have this tag (a tag is at most 1024 bytes)."`
-	Status string `query:"status" enum:"idle,running,terminated" doc:"Only the threads in this status."`
+	Status string `query:"status" enum:"idle,running,waiting,failed,terminated" doc:"Only the threads in this status: idle keeps every thread no run is going on (waiting and failed ones among them); waiting, those whose last run paused on a call; failed, those whose last run failed."`
 	Name   string `query:"name" maxLength:"128" doc:"Only the threads whose name (the tag name:<value>) contains this text, in any case."`
+}
+
+// threadItem is a thread of a list, with its status as every door shows it.
+type threadItem struct {
+	store.Thread
+	Status string         `json:"status" enum:"idle,running,waiting,failed,terminated" doc:"idle, running or terminated; waiting when its last run paused on a call (a person's decision or a client's result); failed when its last run could not start or go on, which run says (reason, error) until a later run ends otherwise."`
+	Run    *agent.Outcome `json:"run,omitempty" doc:"How the thread's last run ended: finished, paused, or failed (reason and error say why)."`
 }
 
 type threadsOutput struct {
 	Body struct {
-		Threads    []*store.Thread `json:"threads"`
-		NextCursor string          `json:"next_cursor,omitempty" doc:"The cursor of the next page; absent on the last."`
+		Threads    []*threadItem `json:"threads"`
+		NextCursor string        `json:"next_cursor,omitempty" doc:"The cursor of the next page; absent on the last."`
 	}
 }
 
 func (s *Server) listThreads(ctx context.Context, in *threadsInput) (*threadsOutput, error) {
 	page, err := s.p.Threads(ctx, s.actor(ctx), store.ThreadFilter{AgentID: in.Agent, Tag: in.Tag,
-		Status: store.ThreadStatus(in.Status), Name: in.Name, Limit: in.Limit, Cursor: in.Cursor})
+		Name: in.Name, Limit: in.Limit, Cursor: in.Cursor}, platform.Status(in.Status))
 	if err != nil {
 		return nil, problem(err, "query")
 	}
 	out := &threadsOutput{}
-	out.Body.Threads, out.Body.NextCursor = nonNil(page.Threads), page.NextCursor
+	out.Body.Threads, out.Body.NextCursor = make([]*threadItem, len(page.Threads)), page.NextCursor
+	for i, th := range page.Threads {
+		out.Body.Threads[i] = &threadItem{Thread: *th.Thread, Status: string(th.Status), Run: th.Run}
+	}
 	return out, nil
 }
 
@@ -98,7 +109,7 @@ type threadFileOutput struct {
 	ContentLength int64  `header:"Content-Length" doc:"The file's size in bytes."`
 	// A file is a tool's output, not the server's: a browser must save it, never render it as
 	// a page of the API's origin (an HTML or SVG file could run script there).
-	ContentDisposition string `header:"Content-Disposition" doc:"attachment, with the file's name."`
+	ContentDisposition string `header:"Content-Disposition" doc:"attachment, with the file's name: the one it came with (an attachment's, as the tool gave it), else its path's last segment."`
 	NoSniff            string `header:"X-Content-Type-Options" doc:"nosniff: the type is the stored one."`
 	Sandbox            string `header:"Content-Security-Policy" doc:"sandbox: nothing in the file runs."`
 	Body               []byte
@@ -149,7 +160,7 @@ func (s *Server) getThreadFile(ctx context.Context, in *threadFileInput) (*threa
 	return &threadFileOutput{
 		ContentType:        cmp.Or(fi.MimeType, "application/octet-stream"),
 		ContentLength:      int64(len(data)),
-		ContentDisposition: mime.FormatMediaType("attachment", map[string]string{"filename": fi.Name}),
+		ContentDisposition: mime.FormatMediaType("attachment", map[string]string{"filename": fi.DisplayName()}),
 		NoSniff:            "nosniff",
 		Sandbox:            "sandbox",
 		Body:               data,

@@ -17,6 +17,7 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/apicontract"
 	"github.com/quiverhq/quiver/internal/backendtest"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/secret"
@@ -79,18 +80,21 @@ func newThrWorld(t *testing.T, st thrStore, withKeys bool) *thrWorld {
 		who, ws, user string
 		role          store.KeyRole
 	}{{"member", a.ID, ua.ID, store.KeyRoleMember}, {"viewer", a.ID, ua.ID, store.KeyRoleViewer}, {"b", b.ID, ub.ID, store.KeyRoleMember}} {
-		secret, prefix, hash := server.NewAPIKey()
+		secret, prefix, hash := platform.NewAPIKey()
 		must(st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: k.ws, UserID: k.user, Name: k.who, Role: k.role, Prefix: prefix, Hash: hash}))
 		w.key[k.who] = secret
 	}
-	cfg := server.Config{Store: st, Auth: &server.Authenticator{Keys: st}, Logger: slog.New(slog.NewTextHandler(w.logs, nil))}
+	logger := slog.New(slog.NewTextHandler(w.logs, nil))
+	pcfg := platform.Config{Store: st, Logger: logger}
 	if withKeys {
 		k, _, err := secret.GenerateKey()
 		must(err)
 		w.keys = secret.NewKeyring(k)
-		cfg.Resolver = vars.New(st, w.keys)
+		pcfg.Resolver = vars.New(st, w.keys)
 	}
-	srv, err := server.New(ctx, cfg)
+	p, err := platform.New(pcfg)
+	must(err)
+	srv, err := server.New(ctx, server.Config{Platform: p, Auth: &server.Authenticator{Keys: st}, Logger: logger})
 	must(err)
 	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
@@ -383,7 +387,7 @@ func TestThreadAPIFiles(t *testing.T) {
 					t.Errorf("blob listed as %+v", f)
 				}
 			case added.Path:
-				if f.MimeType != "image/png" || f.Width != 2 || f.Height != 1 || f.Size != 6 {
+				if f.MimeType != "image/png" || f.Width != 2 || f.Height != 1 || f.Size != 6 || f.OriginalName != "chart.png" {
 					t.Errorf("the attachment listed as %+v", f)
 				}
 			case "/docs":
@@ -424,6 +428,9 @@ func TestThreadAPIFiles(t *testing.T) {
 		} {
 			r := w.ok(t, "viewer", "GET", base+"/"+c.path, nil, 200, nil)
 			name := c.path[strings.LastIndexByte(c.path, '/')+1:]
+			if "/"+c.path == added.Path {
+				name = "chart.png" // the name the attachment came with (issue 49)
+			}
 			if !bytes.Equal(r.body, c.data) || r.header.Get("Content-Type") != c.ctype || r.header.Get("Content-Length") != fmt.Sprint(len(c.data)) ||
 				r.header.Get("Content-Disposition") != "attachment; filename="+name || r.header.Get("X-Content-Type-Options") != "nosniff" ||
 				r.header.Get("Content-Security-Policy") != "sandbox" {

@@ -7,24 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 )
-
-// APIKeyPrefix begins every API key (see platform.APIKeyPrefix).
-const APIKeyPrefix = platform.APIKeyPrefix
-
-// NewAPIKey makes a new key: the secret, shown once to whoever asked for it and never stored,
-// and the Prefix and Hash its record keeps (see platform.NewAPIKey).
-func NewAPIKey() (secret, prefix string, hash []byte) { return platform.NewAPIKey() }
-
-// HashAPIKey is the form of a key the store keeps and finds it by: its SHA-256.
-func HashAPIKey(secret string) []byte { return platform.HashAPIKey(secret) }
 
 // Principal is who a request acts as: the key it carried, and that key's workspace, user and
 // role, the role being what the key may do now (store.KeyRole.Effective); or, for an access
@@ -37,6 +27,13 @@ type Principal struct {
 	Role        store.KeyRole
 	// Issuer and Subject name the person an access token was issued to; empty for a key.
 	Issuer, Subject string
+	// Claims are an access token's claims, which the workspace's entitlement rules may select
+	// callers by (as its sign-in rules do); nil for a key. Shared with the token's cached
+	// check: read, never written.
+	Claims map[string]any
+	// Toolsets are the toolsets the key is bound to (store.APIKey.Toolsets): it may call only
+	// their tools. Empty: not bound. Shared with the key's cached check: read, never written.
+	Toolsets []string
 }
 
 // Who names the principal in refusals: its key, or the user its token names.
@@ -157,11 +154,11 @@ func (a *Authenticator) authenticate(ctx context.Context, authorization, workspa
 	case authorization == "" && a.Tokens != nil:
 		return Principal{}, fmt.Errorf("%w: no API key or access token: send the header Authorization: Bearer followed by either", ErrUnauthorized)
 	case authorization == "":
-		return Principal{}, fmt.Errorf("%w: no API key: send the header Authorization: Bearer %s<key>", ErrUnauthorized, APIKeyPrefix)
-	case bearer && a.Tokens != nil && !strings.HasPrefix(secret, APIKeyPrefix):
+		return Principal{}, fmt.Errorf("%w: no API key: send the header Authorization: Bearer %s<key>", ErrUnauthorized, platform.APIKeyPrefix)
+	case bearer && a.Tokens != nil && !strings.HasPrefix(secret, platform.APIKeyPrefix):
 		return a.Tokens.Authenticate(ctx, secret, workspace)
-	case !bearer || !strings.HasPrefix(secret, APIKeyPrefix) || len(secret) != platform.APIKeyLength:
-		return Principal{}, fmt.Errorf("%w: the Authorization header is not Bearer followed by a Quiver API key (%s...)", ErrUnauthorized, APIKeyPrefix)
+	case !bearer || !strings.HasPrefix(secret, platform.APIKeyPrefix) || len(secret) != platform.APIKeyLength:
+		return Principal{}, fmt.Errorf("%w: the Authorization header is not Bearer followed by a Quiver API key (%s...)", ErrUnauthorized, platform.APIKeyPrefix)
 	}
 	p, err := a.key(ctx, secret)
 	if err == nil && workspace != "" && workspace != p.WorkspaceID {
@@ -173,7 +170,7 @@ func (a *Authenticator) authenticate(ctx context.Context, authorization, workspa
 // key returns who an API key acts as.
 func (a *Authenticator) key(ctx context.Context, secret string) (Principal, error) {
 	var h [sha256.Size]byte
-	copy(h[:], HashAPIKey(secret))
+	copy(h[:], platform.HashAPIKey(secret))
 	now := a.now()
 	c := a.cache.get(h)
 	if c == nil || now.Sub(c.at) >= authCacheTTL || now.Before(c.at) {
@@ -212,7 +209,7 @@ func (a *Authenticator) check(ctx context.Context, hash []byte, now time.Time, p
 		c.err = fmt.Errorf("%w: API key %s belongs to a user who is no longer a member of workspace %s", ErrUnauthorized, k.ID, k.WorkspaceID)
 		return c
 	}
-	c.p = Principal{KeyID: k.ID, WorkspaceID: k.WorkspaceID, UserID: k.UserID, Role: eff}
+	c.p = Principal{KeyID: k.ID, WorkspaceID: k.WorkspaceID, UserID: k.UserID, Role: eff, Toolsets: slices.Clone(k.Toolsets)}
 	if now.Sub(c.touchedAt) >= touchEvery {
 		c.touchedAt = now
 		// Recorded beside the request, at most once a minute per key: the request does not
@@ -272,16 +269,4 @@ func writeProblem(w http.ResponseWriter, status int, code, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(problemf(status, code, detail))
-}
-
-// callerMayCall refuses a call whose caller may only read (a viewer key): the dispatcher's
-// error result says so, and nothing runs. It sits in the dispatcher, so every door that
-// carries a principal is held to it.
-func callerMayCall(next quiver.Handler) quiver.Handler {
-	return func(ctx context.Context, c *quiver.Call) *quiver.Result {
-		if p, ok := PrincipalFrom(ctx); ok && !p.Role.Allows(store.KeyRoleMember) {
-			return quiver.Errorf(quiver.CodePolicyDenied, "%s is a viewer's: it may list the tools but not call them", p.Who())
-		}
-		return next(ctx, c)
-	}
 }

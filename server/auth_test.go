@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/memstore"
@@ -53,7 +54,7 @@ func newKeyWorld(t *testing.T) *keyWorld {
 	must(st.AddMember(ctx, &store.Membership{WorkspaceID: w.ws.ID, UserID: w.admin.ID, Role: store.MemberRoleAdmin}))
 	must(st.AddMember(ctx, &store.Membership{WorkspaceID: w.ws.ID, UserID: w.member.ID, Role: store.MemberRoleMember}))
 	mk := func(user string, role store.KeyRole) (string, *store.APIKey) {
-		secret, prefix, hash := server.NewAPIKey()
+		secret, prefix, hash := platform.NewAPIKey()
 		k := &store.APIKey{WorkspaceID: w.ws.ID, UserID: user, Name: string(role), Role: role, Prefix: prefix, Hash: hash}
 		must(st.CreateAPIKey(ctx, k))
 		return secret, k
@@ -108,7 +109,7 @@ func TestAPIKeysAuthenticate(t *testing.T) {
 		{"no key", "", store.KeyRoleViewer, 401, "no API key"},
 		{"basic authentication", "Basic dXNlcjpwYXNz", store.KeyRoleViewer, 401, "not Bearer followed by a Quiver API key"},
 		{"a key of the wrong form", "Bearer sk-live-1234", store.KeyRoleViewer, 401, "not Bearer followed by a Quiver API key"},
-		{"an unknown key", "Bearer " + func() string { s, _, _ := server.NewAPIKey(); return s }(), store.KeyRoleViewer, 401, "unknown API key"},
+		{"an unknown key", "Bearer " + func() string { s, _, _ := platform.NewAPIKey(); return s }(), store.KeyRoleViewer, 401, "unknown API key"},
 		{"a key one character off", "Bearer " + w.adminKey[:len(w.adminKey)-1] + "x", store.KeyRoleViewer, 401, "unknown API key"},
 	}
 	for _, tt := range tests {
@@ -156,7 +157,7 @@ func TestAPIKeysChangesTakeEffect(t *testing.T) {
 	}
 
 	soon := w.now.Add(time.Hour)
-	secret, prefix, hash := server.NewAPIKey()
+	secret, prefix, hash := platform.NewAPIKey()
 	if err := w.st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: w.ws.ID, UserID: w.member.ID, Name: "short-lived", Role: store.KeyRoleViewer,
 		Prefix: prefix, Hash: hash, ExpiresAt: &soon}); err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestAPIKeysLastUsed(t *testing.T) {
 	w := newKeyWorld(t)
 	lastUsed := func() *time.Time {
 		t.Helper()
-		k, _, err := w.st.APIKeyByHash(context.Background(), server.HashAPIKey(w.memberKey))
+		k, _, err := w.st.APIKeyByHash(context.Background(), platform.HashAPIKey(w.memberKey))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,9 +211,9 @@ func TestAPIKeysLastUsed(t *testing.T) {
 func TestNewAPIKey(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
-		secret, prefix, hash := server.NewAPIKey()
+		secret, prefix, hash := platform.NewAPIKey()
 		if !strings.HasPrefix(secret, "qvk_") || len(secret) != 47 || prefix != secret[:12] || len(hash) != store.APIKeyHashSize ||
-			string(hash) != string(server.HashAPIKey(secret)) || seen[secret] {
+			string(hash) != string(platform.HashAPIKey(secret)) || seen[secret] {
 			t.Fatalf("NewAPIKey: %q %q %x", secret, prefix, hash)
 		}
 		seen[secret] = true
@@ -235,7 +236,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 	if err := st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleMember}); err != nil {
 		b.Fatal(err)
 	}
-	secret, prefix, hash := server.NewAPIKey()
+	secret, prefix, hash := platform.NewAPIKey()
 	if err := st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "bench", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}); err != nil {
 		b.Fatal(err)
 	}

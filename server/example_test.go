@@ -13,13 +13,15 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/config"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store/sqlite"
 )
 
-// A server offers a registry's tools over MCP and records every call in the store, here
-// through a journal beside the SQLite file, as quiver serve does. (Serve or ListenAndServe
-// run it on an address; the example mounts its handler on a test server.)
+// A server offers a platform's tools over MCP and /v1; the platform records every call in the
+// store, here through a journal beside the SQLite file, as quiver serve does. (Serve or
+// ListenAndServe run it on an address; the example mounts its handler on a test server.)
 func ExampleNew() {
 	dir, err := os.MkdirTemp("", "quiver-server-example")
 	if err != nil {
@@ -40,12 +42,15 @@ func ExampleNew() {
 	reg.Register(quiver.Func("greet", "Greets someone by name.", func(_ context.Context, a greetArgs) (string, error) {
 		return "Hello, " + a.Name + "!", nil
 	}))
-	srv, err := server.New(ctx, server.Config{
-		Store:      st,
-		Registry:   reg,
-		JournalDir: filepath.Join(dir, "quiver.db.journal"),
-		Logger:     slog.New(slog.DiscardHandler),
-	})
+	p, err := platform.New(platform.Config{Store: st, Registry: reg})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := p.OpenJournal(ctx, filepath.Join(dir, "quiver.db.journal")); err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	srv, err := server.New(ctx, server.Config{Platform: p, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,7 +76,7 @@ func ExampleNew() {
 	fmt.Println("error result:", res.IsError)
 
 	// Both calls are recorded in the session's thread once the journal's writer has stored them.
-	if err := srv.Flush(ctx); err != nil {
+	if err := p.Flush(ctx); err != nil {
 		log.Fatal(err)
 	}
 	db, err := sql.Open("sqlite", filepath.Join(dir, "quiver.db"))
@@ -107,7 +112,7 @@ func ExampleTokenAuth() {
 	tokens := &server.TokenAuth{
 		Issuer:    "https://id.example.com/",
 		Audiences: []string{"https://quiver.example.com/mcp"},
-		Rules:     []server.ClaimRule{{Claim: "groups", Value: "engineering", Workspace: "wsp_engineering", Role: "member"}},
+		Rules:     []config.ClaimRule{{Claim: "groups", Value: "engineering", Workspace: "wsp_engineering", Role: "member"}},
 		Users:     st,
 	}
 	if err := tokens.Check(); err != nil {

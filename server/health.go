@@ -19,7 +19,7 @@ type Health struct {
 	Status     string             `json:"status"`
 	Tools      int                `json:"tools"`
 	MCPServers []mcp.RemoteStatus `json:"mcp_servers,omitempty"`
-	// Journal is there when calls are recorded through a journal (Config.JournalDir).
+	// Journal is there when calls are recorded through a journal (platform.OpenJournal).
 	Journal *JournalHealth `json:"journal,omitempty"`
 }
 
@@ -37,13 +37,11 @@ type JournalHealth struct {
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	h := Health{Status: "ok", Tools: len(s.dispatcher.Tools())}
-	if s.importer != nil {
-		h.MCPServers = s.importer.Status()
-	}
-	if s.journal != nil {
-		h.Journal = &JournalHealth{Pending: s.journal.Pending(), Refused: s.journal.Refused()}
-		if err := s.journal.Failing(); err != nil {
+	h := Health{Status: "ok", Tools: len(s.own.disp.Tools())}
+	h.MCPServers = s.remoteStatus()
+	if j := s.p.Journal(); j != nil {
+		h.Journal = &JournalHealth{Pending: j.Pending(), Refused: j.Refused()}
+		if err := j.Failing(); err != nil {
 			h.Status, h.Journal.Error = "degraded", err.Error()
 		}
 	}
@@ -86,7 +84,7 @@ func (s *Server) storeAnswers(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyTimeout)
 	defer cancel()
-	_, err := s.cfg.Store.Workspace(ctx, s.cfg.WorkspaceID)
+	_, err := s.p.Store().Workspace(ctx, s.cfg.WorkspaceID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = nil
 	}

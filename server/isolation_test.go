@@ -68,6 +68,14 @@ type isoBackend struct {
 	journal string
 }
 
+// openJournal puts the backend's journal, when it has one, in front of p's store.
+func (be isoBackend) openJournal(ctx context.Context, p *platform.Platform) error {
+	if be.journal == "" {
+		return nil
+	}
+	return p.OpenJournal(ctx, be.journal)
+}
+
 // isoEach runs fn on SQLite and on PostgreSQL (skipped without QUIVER_TEST_POSTGRES, failed
 // under CI=true without it).
 func isoEach(t *testing.T, fn func(t *testing.T, be isoBackend)) {
@@ -316,6 +324,21 @@ func isoTable() map[string][]isoCase {
 			each("user_id", users, "", `{"role":"member"}`, isoNotFound)),
 		"DELETE /v1/members/{user_id}": each("user_id", users, "", "", isoNotFound),
 		"GET /v1/keys":                 {{want: isoListed}},
+		// The governance rules: A's own, which may name B's tools (names are per workspace) and
+		// govern A's calls only.
+		"GET /v1/governance": {{want: isoListed}},
+		"PUT /v1/governance": {{body: `{"rules":[{"tools":["{tool_name}"],"access":"deny"}],"version":0}`, want: isoCreated}},
+		// The entitlements: A's own, which may name B's keys, users and tools (kept, and
+		// warned about, as names that are not there), and explain only of A's.
+		"GET /v1/entitlements": {{want: isoListed}},
+		"PUT /v1/entitlements": {{body: `{"document":{"rules":[{"who":{"key":"{key}","user":"{user}"},"tools":["{tool_name}"],"access":"deny"}]},"after":0}`,
+			want: isoCreated}},
+		"GET /v1/entitlements/explain": {
+			{query: "tool={tool_name}", want: isoNotFound},
+			{query: "tool={a_echo}&subject=key:{key}", want: isoNotFound},
+			{query: "tool={a_echo}&subject=user:{user}", want: isoNotFound},
+		},
+		"GET /v1/toolsets": {{want: isoListed}},
 		"POST /v1/keys": {
 			{body: `{"user_id":"{user}","role":"viewer","name":"{key_name}"}`, want: isoRefused},
 			{body: `{"user_id":"{admin_user}","role":"admin","name":"from A"}`, want: isoRefused},
@@ -393,7 +416,7 @@ type isoWorld struct {
 	// bSession is an MCP session of B's key, open for the whole test.
 	bSession *sdk.ClientSession
 	resolver *vars.Resolver
-	srv      *server.Server
+	p        *platform.Platform
 	runs     *jobs.Jobs
 }
 
@@ -448,10 +471,10 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 	}
 	w.a, w.b, w.shared = a.ID, b.ID, []string{sam.ID, sam.Email, sam.Name}
 	var err error
-	w.keyA, err = server.IssueAPIKey(ctx, st, &store.APIKey{WorkspaceID: a.ID, UserID: ada.ID, Name: "acme admin", Role: store.KeyRoleAdmin})
+	w.keyA, err = platform.IssueAPIKey(ctx, st, &store.APIKey{WorkspaceID: a.ID, UserID: ada.ID, Name: "acme admin", Role: store.KeyRoleAdmin})
 	must(err)
 	bAdminKey := &store.APIKey{WorkspaceID: b.ID, UserID: gil.ID, Name: "zulu admin key", Role: store.KeyRoleAdmin}
-	w.keyB, err = server.IssueAPIKey(ctx, st, bAdminKey)
+	w.keyB, err = platform.IssueAPIKey(ctx, st, bAdminKey)
 	must(err)
 
 	// The server, with variables (secrets sealed), tools of its own and background runs of
@@ -493,13 +516,14 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 			return nil, fmt.Errorf("no model %q", spec)
 		}})
 	must(err)
+	must(be.openJournal(ctx, p))
 	must(p.StartJobs(ctx, func(_ context.Context, c jobs.Config) (*jobs.Jobs, error) { return be.startJobs(t, c), nil }))
 	// A is the operator's: it makes workspaces.
-	srv, err := server.New(ctx, server.Config{Platform: p, JournalDir: be.journal, Auth: &server.Authenticator{Keys: st}, WorkspaceID: a.ID, Logger: discard})
+	srv, err := server.New(ctx, server.Config{Platform: p, Auth: &server.Authenticator{Keys: st}, WorkspaceID: a.ID, Logger: discard})
 	must(err)
-	w.srv, w.runs = srv, p.Jobs()
+	w.p, w.runs = p, p.Jobs()
 	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
-	t.Cleanup(func() { srv.Close(); ts.Close() })
+	t.Cleanup(func() { srv.Close(); ts.Close(); _ = p.Close() })
 	w.url = ts.URL
 
 	// B's records, made over the API with B's key: a member and keys, a function with two
@@ -562,7 +586,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 		t.Fatalf("B's attaching call: %+v", call.Result)
 	}
 	attachment := call.Result.Attachments[0].Path
-	must(srv.Flush(ctx))
+	must(p.Flush(ctx))
 	B("POST", "/v1/tools/zulu_server/call", `{"args":{"x":5},"thread_id":"`+thread+`"}`, 200, &call)
 	if call.Result.IsError() || !strings.Contains(string(call.Result.Value), "zulu_code_v1") {
 		t.Fatalf("B's call of its tool: %+v", call.Result)
@@ -1565,7 +1589,7 @@ type isoSnapFile struct {
 func (w *isoWorld) snapshot(t *testing.T) []byte {
 	t.Helper()
 	ctx := context.Background()
-	if err := w.srv.Flush(ctx); err != nil { // the calls recorded so far reach the store
+	if err := w.p.Flush(ctx); err != nil { // the calls recorded so far reach the store
 		t.Fatal(err)
 	}
 	st, ws := w.st, w.b

@@ -115,19 +115,23 @@ func TestMCPThreadFileResourcesRefused(t *testing.T) {
 		"a missing thread":           fileURI("thr_00000000000000000000000000", "notes/hello.md"),
 	}
 	var messages []string
+	// A resource not found has the code of the session's protocol version (-32002 up to
+	// 2025-11-25, which the go-sdk's client negotiates here) and the go-sdk's message.
+	version := cs.InitializeResult().ProtocolVersion
 	for what, uri := range notFound {
 		_, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
 		var we *jsonrpc.Error
-		// The go-sdk answers a resource not found with invalid params (its code since 1.7)
-		// and this message.
-		if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || we.Message != "Resource not found" {
-			t.Errorf("%s (%s): %v, want resource not found", what, uri, err)
+		if !errors.As(err, &we) || we.Code != mcp.ResourceNotFoundCode(version) || we.Message != "Resource not found" {
+			t.Errorf("%s (%s): %v, want resource not found with code %d (%s)", what, uri, err, mcp.ResourceNotFoundCode(version), version)
 			continue
 		}
 		if strings.Contains(we.Message, "beta") || strings.Contains(we.Message, "hello") {
 			t.Errorf("%s: %q says too much", what, we.Message)
 		}
 		messages = append(messages, we.Message)
+	}
+	if len(messages) != len(notFound) {
+		t.Fatalf("%d of %d reads said resource not found", len(messages), len(notFound))
 	}
 	for _, m := range messages[1:] {
 		if m != messages[0] {

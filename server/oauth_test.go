@@ -20,12 +20,13 @@ import (
 	"github.com/quiverhq/quiver/internal/oauthtest"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store/secret"
 	"github.com/quiverhq/quiver/store/sqlite"
 )
 
 // serveWithOAuth runs a server whose one remote needs OAuth, on a port known before New so
 // the redirect URL can default to the server's own /oauth/callback.
-func serveWithOAuth(t *testing.T, db, remoteURL string, grants *server.GrantFiles) (base string, stop func()) {
+func serveWithOAuth(t *testing.T, db, remoteURL string, grants *mcp.GrantFiles) (base string, stop func()) {
 	t.Helper()
 	st, err := sqlite.Open(db)
 	if err != nil {
@@ -38,7 +39,7 @@ func serveWithOAuth(t *testing.T, db, remoteURL string, grants *server.GrantFile
 	base = "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.New(ctx, server.Config{
-		Store: st, Registry: &quiver.Registry{Logger: slog.New(slog.DiscardHandler)}, Logger: slog.New(slog.DiscardHandler),
+		Platform: newPlatform(t, st, &quiver.Registry{Logger: slog.New(slog.DiscardHandler)}), Logger: slog.New(slog.DiscardHandler),
 		Remotes:   []mcp.Remote{{Name: "prot", URL: remoteURL, OAuth: &mcp.OAuth{}}},
 		PublicURL: base, OAuthGrants: grants,
 	})
@@ -96,7 +97,7 @@ func TestServeAuthorizesARemoteThroughItsCallback(t *testing.T) {
 	as := oauthtest.NewAuthServer(t)
 	prot := oauthtest.NewProtectedServer(t, as)
 	dir := t.TempDir()
-	grants := &server.GrantFiles{Dir: filepath.Join(dir, "oauth-grants"), Keys: newKeyring(t)}
+	grants := &mcp.GrantFiles{Dir: filepath.Join(dir, "oauth-grants"), Keys: newKeyring(t)}
 	db := filepath.Join(dir, "quiver.db")
 
 	base, stop := serveWithOAuth(t, db, prot.URL, grants)
@@ -105,8 +106,8 @@ func TestServeAuthorizesARemoteThroughItsCallback(t *testing.T) {
 		t.Errorf("status while waiting = %+v", st)
 	}
 	u, err := url.Parse(st.AuthorizationURL)
-	if err != nil || u.Query().Get("redirect_uri") != base+server.OAuthCallbackPath {
-		t.Fatalf("authorization URL %q: want the redirect %s", st.AuthorizationURL, base+server.OAuthCallbackPath)
+	if err != nil || u.Query().Get("redirect_uri") != base+mcp.OAuthCallbackPath {
+		t.Fatalf("authorization URL %q: want the redirect %s", st.AuthorizationURL, base+mcp.OAuthCallbackPath)
 	}
 	// The user opens it; the authorization server sends the browser to the server's callback.
 	resp, err := http.Get(st.AuthorizationURL)
@@ -144,7 +145,7 @@ func TestServeAuthorizesARemoteThroughItsCallback(t *testing.T) {
 	}
 
 	// A stale or forged callback is refused, and the server goes on.
-	resp, err = http.Get(base + server.OAuthCallbackPath + "?code=x&state=forged")
+	resp, err = http.Get(base + mcp.OAuthCallbackPath + "?code=x&state=forged")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +162,18 @@ func TestServeNeedsAPlaceToComeBackTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	_, err = server.New(context.Background(), server.Config{Store: st, Addr: "127.0.0.1:0", Registry: &quiver.Registry{},
+	_, err = server.New(context.Background(), server.Config{Platform: newPlatform(t, st, &quiver.Registry{}), Addr: "127.0.0.1:0",
 		Remotes: []mcp.Remote{{Name: "prot", URL: "http://127.0.0.1:9/mcp", OAuth: &mcp.OAuth{}}}})
 	if err == nil || !strings.Contains(err.Error(), "redirect_url") || !strings.Contains(err.Error(), "public URL") {
 		t.Errorf("a random port and no redirect URL: err = %v, want it to say what to set", err)
 	}
+}
+
+func newKeyring(t *testing.T) *secret.Keyring {
+	t.Helper()
+	k, _, err := secret.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret.NewKeyring(k)
 }

@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quiverhq/quiver/config"
+	"github.com/quiverhq/quiver/platform/entitle"
+
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 
@@ -36,28 +39,6 @@ var ErrForbidden = errors.New("forbidden")
 // WorkspaceHeader names the workspace a request acts in when its token grants several.
 const WorkspaceHeader = "Quiver-Workspace"
 
-// ClaimRule grants a workspace and a role to every token whose claim holds a value: the claim
-// (a dotted path for a nested one, as "realm_access.roles") is that string, or an array holding
-// it. Rules are evaluated on every request: a person removed from the group loses the access
-// when the token that said so expires.
-type ClaimRule struct {
-	Claim     string        `json:"claim" yaml:"claim"`
-	Value     string        `json:"value" yaml:"value"`
-	Workspace string        `json:"workspace" yaml:"workspace"`
-	Role      store.KeyRole `json:"role" yaml:"role"`
-}
-
-// Check reports a rule that names no claim, value or workspace, or an unknown role.
-func (r ClaimRule) Check() error {
-	switch {
-	case strings.TrimSpace(r.Claim) == "" || r.Value == "" || r.Workspace == "":
-		return fmt.Errorf("a rule needs a claim, a value and a workspace, got %+v", r)
-	case !r.Role.Valid():
-		return fmt.Errorf("rule for %s=%q: role %q is none of admin, member, viewer", r.Claim, r.Value, r.Role)
-	}
-	return nil
-}
-
 // TokenAuth accepts access tokens (JWTs) from one OpenID Connect issuer: the signature checked
 // with the issuer's keys (fetched from its discovery document, followed when it rotates them),
 // the issuer, the audience, the expiry and not-before times, then the rules turn the claims
@@ -74,7 +55,7 @@ type TokenAuth struct {
 	// names (its public URL's /mcp); empty means the first of Audiences.
 	Resource string
 	// Rules grant workspaces and roles; a token that matches none is refused.
-	Rules []ClaimRule
+	Rules []config.ClaimRule
 	// Users keeps the people tokens name: each (issuer, subject) is one Quiver user,
 	// created the first time it is seen. Required.
 	Users TokenUsers
@@ -228,7 +209,7 @@ func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (
 	if err != nil {
 		return Principal{}, fmt.Errorf("%w: %v", ErrForbidden, err)
 	}
-	return Principal{WorkspaceID: ws, UserID: v.userID, Role: role, Issuer: t.Issuer, Subject: v.subject}, nil
+	return Principal{WorkspaceID: ws, UserID: v.userID, Role: role, Issuer: t.Issuer, Subject: v.subject, Claims: v.claims}, nil
 }
 
 // verifiedToken is the outcome of a token's check: who it is and what it grants, or why it
@@ -236,8 +217,10 @@ func (t *TokenAuth) Authenticate(ctx context.Context, token, workspace string) (
 type verifiedToken struct {
 	userID, subject string
 	grants          map[string]store.KeyRole
-	err             error
-	at, until       time.Time
+	// claims are the token's, for the entitlement rules that select callers by a claim.
+	claims    map[string]any
+	err       error
+	at, until time.Time
 }
 
 // verify checks a token and turns its claims into a user and grants (see Authenticate).
@@ -288,7 +271,7 @@ func (t *TokenAuth) verify(ctx context.Context, token string, now time.Time) *ve
 	if exp.Before(v.until) {
 		v.until = exp
 	}
-	v.subject, v.grants = idt.Subject, t.grants(all)
+	v.subject, v.grants, v.claims = idt.Subject, t.grants(all), all
 	if v.userID, err = t.user(ctx, idt.Subject, std); err != nil {
 		v.err = err
 		return v
@@ -418,7 +401,7 @@ func (t *TokenAuth) checkTimes(c tokenClaims, now time.Time) (time.Time, error) 
 func (t *TokenAuth) grants(claims map[string]any) map[string]store.KeyRole {
 	out := map[string]store.KeyRole{}
 	for _, r := range t.Rules {
-		if !claimHolds(claims, r.Claim, r.Value) {
+		if !entitle.ClaimHolds(claims, r.Claim, r.Value) {
 			continue
 		}
 		if have, ok := out[r.Workspace]; !ok || r.Role.Allows(have) {
@@ -426,38 +409,6 @@ func (t *TokenAuth) grants(claims map[string]any) map[string]store.KeyRole {
 		}
 	}
 	return out
-}
-
-// claimHolds says whether the claim named path holds value: the claim of that exact name (URL
-// names hold dots), else the one a dotted path reaches ("realm_access.roles"); it holds value
-// when it is value, an array holding it, an object with it as a key (roles keyed by name), or,
-// for scope and scp, a space-separated list holding it.
-func claimHolds(claims map[string]any, path, value string) bool {
-	v, ok := claims[path]
-	if !ok {
-		var cur any = claims
-		for part := range strings.SplitSeq(path, ".") {
-			m, ok := cur.(map[string]any)
-			if !ok {
-				return false
-			}
-			cur = m[part]
-		}
-		v = cur
-	}
-	switch v := v.(type) {
-	case string:
-		if path == "scope" || path == "scp" {
-			return slices.Contains(strings.Fields(v), value)
-		}
-		return v == value
-	case []any:
-		return slices.Contains(v, any(value))
-	case map[string]any:
-		_, ok := v[value]
-		return ok
-	}
-	return false
 }
 
 // pickWorkspace returns the workspace a request acts in, and the role there: the one named,

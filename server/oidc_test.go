@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/quiverhq/quiver/config"
 	"log/slog"
 	"net"
 	"net/http"
@@ -182,7 +183,7 @@ func (is *tokenIssuer) claims(now time.Time, groups ...any) map[string]any {
 }
 
 func newTokenAuth(is *tokenIssuer, users server.TokenUsers, now func() time.Time) *server.TokenAuth {
-	return &server.TokenAuth{Issuer: is.url, Audiences: []string{tokenAudience}, Users: users, Now: now, Rules: []server.ClaimRule{
+	return &server.TokenAuth{Issuer: is.url, Audiences: []string{tokenAudience}, Users: users, Now: now, Rules: []config.ClaimRule{
 		{Claim: "groups", Value: "eng", Workspace: "wsp_a", Role: store.KeyRoleMember},
 		{Claim: "groups", Value: "eng-leads", Workspace: "wsp_a", Role: store.KeyRoleAdmin},
 		{Claim: "groups", Value: "auditors", Workspace: "wsp_b", Role: store.KeyRoleViewer},
@@ -377,8 +378,8 @@ func TestTokensOnTheDoors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ta := &server.TokenAuth{Issuer: is.url, Audiences: []string{tokenAudience}, Users: st, ConsoleClientID: "quiver-console",
-		Rules: []server.ClaimRule{{Claim: "groups", Value: "eng", Workspace: a.ID, Role: store.KeyRoleMember}}}
-	srv, err := server.New(ctx, server.Config{Store: st, Auth: &server.Authenticator{Keys: st, Tokens: ta}, Logger: slog.New(slog.DiscardHandler)})
+		Rules: []config.ClaimRule{{Claim: "groups", Value: "eng", Workspace: a.ID, Role: store.KeyRoleMember}}}
+	srv, err := server.New(ctx, server.Config{Platform: newPlatform(t, st, nil), Auth: &server.Authenticator{Keys: st, Tokens: ta}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // but /readyz answers 503 draining, so that a load balancer sends new work elsewhere; then it
 // stops. Before that /readyz answers 200 ready, by any host name (a probe comes by address).
 func TestReadinessAndDrain(t *testing.T) {
-	srv, err := server.New(context.Background(), server.Config{Store: memstore.New(), Registry: testRegistry(t),
+	srv, err := server.New(context.Background(), server.Config{Platform: newPlatform(t, memstore.New(), testRegistry(t)),
 		Logger: slog.New(slog.DiscardHandler), DrainDelay: time.Second})
 	if err != nil {
 		t.Fatal(err)

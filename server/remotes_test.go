@@ -31,7 +31,7 @@ func closedURL(t *testing.T) string {
 // one of its tools over MCP and over the API answers that it is not connected (not "unknown
 // tool"), and the served tools' listing reports it.
 func TestDownRemoteIsReportedAtEveryDoor(t *testing.T) {
-	r := start(t, server.Config{Remotes: []mcp.Remote{{Name: "down", URL: closedURL(t)}}})
+	r := start(t, server.Config{Remotes: []mcp.Remote{{Name: "down", URL: closedURL(t)}}}, "")
 	wants := []string{`"down.echo"`, `MCP server "down", which is not connected`, "connection refused", "(last tried "}
 	check := func(door, code, text string) {
 		t.Helper()

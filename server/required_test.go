@@ -39,7 +39,7 @@ func newReqServer(t *testing.T, be isoBackend) *reqServer {
 	mustDo(t, st.CreateWorkspace(ctx, ws))
 	mustDo(t, st.CreateUser(ctx, u))
 	mustDo(t, st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleMember}))
-	key, err := server.IssueAPIKey(ctx, st, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "member", Role: store.KeyRoleMember})
+	key, err := platform.IssueAPIKey(ctx, st, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "member", Role: store.KeyRoleMember})
 	mustDo(t, err)
 	k, _, err := secret.GenerateKey()
 	mustDo(t, err)

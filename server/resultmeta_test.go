@@ -26,7 +26,7 @@ func TestRunCodeResultOverTheAPI(t *testing.T) {
 	reg := &quiver.Registry{}
 	mustDo(t, reg.Register(runcode.Tool))
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Config{Store: st, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(ctx, server.Config{Platform: newPlatform(t, st, reg), Logger: slog.New(slog.DiscardHandler)})
 	mustDo(t, err)
 	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
 	t.Cleanup(func() { ts.Close(); cancel(); srv.Close() })

@@ -59,7 +59,7 @@ func newRUWorld(t *testing.T, be isoBackend) *ruWorld {
 		user string
 		role store.KeyRole
 	}{"admin": {w.user["ada"], store.KeyRoleAdmin}, "caller": {w.user["cal"], store.KeyRoleMember}} {
-		secretKey, err := server.IssueAPIKey(ctx, st, &store.APIKey{WorkspaceID: ws.ID, UserID: k.user, Name: who, Role: k.role})
+		secretKey, err := platform.IssueAPIKey(ctx, st, &store.APIKey{WorkspaceID: ws.ID, UserID: k.user, Name: who, Role: k.role})
 		mustDo(t, err)
 		w.key[who] = secretKey
 	}
@@ -77,12 +77,13 @@ func newRUWorld(t *testing.T, be isoBackend) *ruWorld {
 	p, err := platform.New(platform.Config{Store: st, Registry: &quiver.Registry{}, Resolver: vars.New(st, secret.NewKeyring(k)),
 		Logger: slog.New(slog.DiscardHandler), Catalog: &agent.Catalog{Agents: map[string]*agent.Agent{"runner": runner, "strict": strict}}, OpenModel: script})
 	mustDo(t, err)
+	mustDo(t, be.openJournal(ctx, p))
 	mustDo(t, p.StartJobs(ctx, func(_ context.Context, c jobs.Config) (*jobs.Jobs, error) { return be.startJobs(t, c), nil }))
-	srv, err := server.New(ctx, server.Config{Platform: p, JournalDir: be.journal, Auth: &server.Authenticator{Keys: st},
+	srv, err := server.New(ctx, server.Config{Platform: p, Auth: &server.Authenticator{Keys: st},
 		Logger: slog.New(slog.DiscardHandler)})
 	mustDo(t, err)
 	ts := httptest.NewServer(apicontract.Handler(t, srv.Handler()))
-	t.Cleanup(func() { ts.Close(); srv.Close() })
+	t.Cleanup(func() { ts.Close(); srv.Close(); _ = p.Close() })
 	w.url = ts.URL
 
 	// Everything else through the API: the function, the tools, the users' values.

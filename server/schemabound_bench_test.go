@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -126,7 +126,7 @@ func secondWorkspaceKey(b *testing.B, bs *benchServer) string {
 	benchMust(b, bs.st.CreateWorkspace(ctx, ws))
 	benchMust(b, bs.st.CreateUser(ctx, u))
 	benchMust(b, bs.st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleMember}))
-	secret, prefix, hash := server.NewAPIKey()
+	secret, prefix, hash := platform.NewAPIKey()
 	benchMust(b, bs.st.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "other", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}))
 	return secret
 }

@@ -1,18 +1,14 @@
-// Package server is Quiver's HTTP server: a governed tool server for many workspaces. Every
-// request carries an API key (see [Authenticator]) that decides its workspace, user and role.
-// Each workspace is served its stored tools beside the server's own (a registry's tools, and
-// tools of remote MCP servers imported from configuration) over MCP at /mcp (streamable HTTP,
-// stateful sessions) and the JSON API under /v1 (OpenAPI 3.1 at /v1/openapi.json: workspaces,
-// members, keys, tools, functions, threads, runs and their events); another workspace's
-// records answer 404. A health endpoint is at /healthz; every call is recorded in the store,
-// and the server shuts down gracefully.
+// Package server is Quiver's HTTP doors over a platform (package platform), for many
+// workspaces: MCP at /mcp (streamable HTTP, stateful sessions any node of a fleet continues),
+// the JSON API under /v1 (OpenAPI 3.1 at /v1/openapi.json), A2A, the console, /healthz and
+// /readyz. Every request carries an API key or an access token (see [Authenticator]) that
+// decides its workspace, user and role; another workspace's records answer 404.
 //
-// Each MCP session gets its own thread in the workspace, tagged "mcp"; each tools/call is
-// appended to it as an assistant message carrying the call and a tool message carrying the
-// result, in one transaction, exactly once per call id (see [Recorder]). With
-// Config.JournalDir the record is written to a local journal before the client gets its answer
-// and reaches the store within milliseconds (see store/journal), so that the client does not
-// wait for a database transaction.
+// The server holds no rules and assembles nothing a door shares: each workspace's tools and
+// dispatcher, the recording of calls (through the platform's journal when it has one) and the
+// thread an MCP session's calls are recorded on are the platform's, the same at every door.
+// What is left here is HTTP's: authentication, routes, the MCP server of each workspace with
+// its HTTP handler and sessions, the event streams, and a graceful shutdown.
 package server
 
 import (
@@ -26,62 +22,37 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-
-	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/internal/genai"
 	"github.com/quiverhq/quiver/internal/hostcheck"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/platform"
-	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/server/apidocs"
 	"github.com/quiverhq/quiver/server/console"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/journal"
-	"github.com/quiverhq/quiver/store/vars"
 )
 
 // DefaultAddr is where the server listens unless told otherwise: loopback only.
 const DefaultAddr = "127.0.0.1:7411"
 
-// Config configures a [Server]. Store is required; the rest has defaults.
+// Config configures a [Server]: the platform it serves, and the HTTP doors' own settings.
+// Platform is required; the rest has defaults.
 type Config struct {
 	// Addr is the host:port ListenAndServe listens on; DefaultAddr when empty.
 	Addr string
-	// Platform is the assembled Quiver the server serves: the workspaces' tools, variables,
-	// agents, runner and background runs (with background runs started, the API runs agents:
-	// POST /v1/threads/{id}/runs and what follows). Nil assembles one of Store, Registry,
-	// Resolver and FunctionLimits, without agents or background runs.
+	// Platform is the assembled Quiver the server serves: the workspaces' tools and their
+	// dispatchers (policy, result limit, recording, through its journal when it has one), the
+	// variables, agents, runner and background runs (with background runs started, the API
+	// runs agents: POST /v1/threads/{id}/runs and what follows).
 	Platform *platform.Platform
-	// Store records every call; the workspace is created in it when missing and the store
-	// implements store.Entities. Platform's store when Platform is set.
-	Store store.Backend
-	// JournalDir, when set, is a directory for a journal (store/journal) in front of Store:
-	// each call's record is written there (one write to a local file, which survives a crash
-	// of the process) before the client gets its answer, and the journal's writer stores the
-	// records in Store in batches, within milliseconds. New stores there first what a server
-	// that crashed left behind. Empty: each record is stored in Store before the answer.
-	// Use it when the directory is as durable as the store: beside a SQLite file, not on the
-	// disposable disk of a node sharing PostgreSQL.
-	JournalDir string
 	// WorkspaceID is the server's own workspace, created when missing: the one requests act in
 	// when the server authenticates nothing (Auth nil); "wsp_local" when empty. With Auth,
 	// each request acts in its key's workspace.
 	WorkspaceID string
-	// Registry holds the tools served (imported tools are added to it); quiver.Default when
-	// nil. Platform's when Platform is set.
-	Registry *quiver.Registry
-	// Policy restricts which tools are served and callable.
-	Policy quiver.Policy
-	// Resolver supplies the values of the tools' declared variables; nil resolves none.
-	// Platform's when Platform is set.
-	Resolver *vars.Resolver
-	// Remotes are MCP servers whose tools are imported (see mcp.Import).
+	// Remotes are MCP servers whose tools are imported (see mcp.Import) into the platform's
+	// shared registry, their OAuth authorizations coming back to the server's callback.
 	Remotes []mcp.Remote
 	// StartRuns, when set, starts the platform's background runs (Platform.StartJobs) once
 	// the remotes have had their first connection attempt and before the doors are built: a
@@ -93,7 +64,7 @@ type Config struct {
 	// Its host is accepted in the Host header of requests to /mcp besides local ones (DNS
 	// rebinding protection refuses others).
 	PublicURL string
-	// OAuthGrants keeps the OAuth grants of remotes across restarts (see GrantFiles); nil
+	// OAuthGrants keeps the OAuth grants of remotes across restarts (see mcp.GrantFiles); nil
 	// keeps them in memory, so a restart asks users to authorize again.
 	OAuthGrants mcp.TokenStore
 	// Authorizer takes users through the OAuth authorization of remotes; nil waits for them at
@@ -107,9 +78,6 @@ type Config struct {
 	SetupMCP func(*mcp.Server)
 	// MaxRequestBytes caps one HTTP request body on /mcp; zero means 4 MiB.
 	MaxRequestBytes int64
-	// MaxResultBytes caps each call's result, all its parts together (see
-	// quiver.Dispatcher.MaxResultBytes); zero means quiver.DefaultMaxResultBytes (1 MiB).
-	MaxResultBytes int
 	// AllowedOrigins are browser origins accepted besides local ones and the server's own
 	// (a request whose Origin is another is refused with 403, on every door).
 	AllowedOrigins []string
@@ -150,9 +118,6 @@ type Config struct {
 	// sessions are counted per key (MaxSessionsPerOwner). Nil authenticates nothing: anyone
 	// who can reach the server acts in WorkspaceID and calls every tool.
 	Auth *Authenticator
-	// FunctionLimits bound each call of a workspace's stored JavaScript tools;
-	// jsfunc.DefaultLimits when zero. Platform's when Platform is set.
-	FunctionLimits jsfunc.Limits
 	// Logger receives the server's logs; nil uses slog.Default().
 	Logger *slog.Logger
 }
@@ -165,15 +130,14 @@ type Server struct {
 	// describeRuns describes the run operations without a platform that runs them (OpenAPI).
 	describeRuns bool
 	logger       *slog.Logger
-	journal      *journal.Journal
-	dispatcher   *quiver.Dispatcher
-	mcp          *mcp.Server
 	importer     *mcp.Importer
+	disconnect   func() // from the fleet's remote MCP servers (connectFleet)
 	mux          *http.ServeMux
 	guard        hostcheck.Policy // the names and origins every door but /healthz answers to
-	// tenants hold each workspace's tools, dispatcher and MCP server (see tenants.go);
-	// dispatcher and mcp above are those of the server's own workspace.
+	// tenants hold each workspace's MCP server and sessions (see tenants.go); own is the
+	// server's own workspace's, served from the start.
 	tenants    tenants
+	own        *tenant
 	mcpOptions *mcp.HTTPOptions
 	// sessionLimits and sessionTTL are the MCP sessions' caps and idle timeout, as leases.
 	sessionLimits store.LeaseLimits
@@ -189,48 +153,12 @@ type Server struct {
 	readyAt   time.Time
 	readyErr  error
 	closeOnce sync.Once
-	// journalMetrics reports the journal's pending records to the global meter provider's
-	// metrics, when there are any, until Close.
-	journalMetrics metric.Registration
 }
 
-// journalMetrics reports j's pending records (quiver.journal.pending) when the global meter
-// provider's metrics are read; nil when there are no metrics, or the instrument cannot be
-// made (a bug, which leaves the gauge out rather than the server).
-func journalMetrics(j *journal.Journal) metric.Registration {
-	m := genai.Meter(nil)
-	if m == nil {
-		return nil
-	}
-	gauge, err := m.Int64ObservableGauge(genai.MetricJournalPending, metric.WithUnit("{record}"),
-		metric.WithDescription("Records in the journal not yet in the store."))
-	if err != nil {
-		return nil
-	}
-	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(gauge, int64(j.Pending()))
-		return nil
-	}, gauge)
-	if err != nil {
-		return nil
-	}
-	return reg
-}
-
-// withDefaults is cfg with its platform's parts and the defaults of what it leaves unset.
+// withDefaults is cfg with the defaults of what it leaves unset.
 func (cfg Config) withDefaults() Config {
-	if cfg.Platform != nil {
-		cfg.Store, cfg.Registry, cfg.Resolver = cfg.Platform.Store(), cfg.Platform.Registry(), cfg.Platform.Resolver()
-		cfg.FunctionLimits = cfg.Platform.FunctionLimits()
-	}
 	cfg.Addr = cmp.Or(cfg.Addr, DefaultAddr)
 	cfg.WorkspaceID = cmp.Or(cfg.WorkspaceID, "wsp_local")
-	if cfg.Registry == nil {
-		cfg.Registry = quiver.Default
-	}
-	if cfg.FunctionLimits == (jsfunc.Limits{}) {
-		cfg.FunctionLimits = jsfunc.DefaultLimits
-	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
@@ -239,59 +167,40 @@ func (cfg Config) withDefaults() Config {
 
 // New builds a server: it makes sure the workspace exists, connects to the remote MCP servers
 // (one that is down is retried in the background, not an error) and prepares the handlers.
-func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+func New(ctx context.Context, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
-	if cfg.Store == nil {
-		return nil, errors.New("server: a store is required")
+	if cfg.Platform == nil {
+		return nil, errors.New("server: a platform is required")
 	}
 	s := &Server{cfg: cfg, p: cfg.Platform, logger: cfg.Logger, closing: make(chan struct{})}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
-	if s.p == nil {
-		var err error
-		if s.p, err = platform.New(platform.Config{Store: cfg.Store, Registry: cfg.Registry, Resolver: cfg.Resolver,
-			FunctionLimits: cfg.FunctionLimits, Logger: s.logger}); err != nil {
-			return nil, err
-		}
-	}
 	if err := s.ensureWorkspace(ctx); err != nil {
 		return nil, err
-	}
-	if cfg.JournalDir != "" {
-		j, jerr := journal.Open(ctx, cfg.JournalDir, cfg.Store, &journal.Options{Logger: s.logger})
-		if jerr != nil {
-			return nil, fmt.Errorf("server: %w", jerr)
-		}
-		s.journal = j
-		defer func() {
-			if err != nil {
-				j.Close()
-			}
-		}()
-		s.journalMetrics = journalMetrics(j)
 	}
 	callbacks := &mcp.Callbacks{Logger: s.logger}
 	if err := s.importRemotes(ctx, callbacks); err != nil {
 		return nil, err
 	}
+	s.connectFleet(ctx, callbacks)
 	if cfg.StartRuns != nil {
 		if err := cfg.StartRuns(ctx); err != nil {
 			if s.importer != nil {
 				s.importer.Close()
 			}
+			s.disconnect()
 			return nil, err
 		}
 	}
 	s.mux = http.NewServeMux()
-	s.mux.Handle("GET "+OAuthCallbackPath, callbacks)
+	s.mux.Handle("GET "+mcp.OAuthCallbackPath, callbacks)
 	s.guard = cfg.hostPolicy()
 	s.mcpOptions = s.sessionOptions()
-	s.node = startNodeLease(ctx, cfg.Store, s.logger)
-	s.streams = streamSlots{leases: cfg.Store, node: s.node, logger: s.logger}
+	s.node = startNodeLease(ctx, s.p.Store(), s.logger)
+	s.streams = streamSlots{leases: s.p.Store(), node: s.node, logger: s.logger}
 	// The server's own workspace is served from the start; others from their first request.
-	own := s.tenant(ctx, cfg.WorkspaceID)
-	s.dispatcher, s.mcp = own.disp, own.mcp
+	s.own = s.tenant(ctx, cfg.WorkspaceID)
 	s.routes()
 	return s, nil
 }
@@ -306,7 +215,7 @@ func (s *Server) importRemotes(ctx context.Context, callbacks *mcp.Callbacks) er
 	if err != nil {
 		return err
 	}
-	im, err := mcp.Import(ctx, s.cfg.Registry, remotes, &mcp.ImportOptions{
+	im, err := mcp.Import(ctx, s.p.Registry(), remotes, &mcp.ImportOptions{
 		Logger:     s.logger,
 		OnChange:   func() { s.eachTenant(func(t *tenant) { t.mcp.ToolsChanged() }) },
 		Authorizer: cmp.Or[mcp.Authorizer](s.cfg.Authorizer, callbacks),
@@ -319,19 +228,25 @@ func (s *Server) importRemotes(ctx context.Context, callbacks *mcp.Callbacks) er
 	return nil
 }
 
-// routes adds the doors to the mux: /mcp, /v1, its document and reference, /healthz and the
-// console.
+// routes adds the doors to the mux: /mcp and its toolsets' addresses, /v1, its document and
+// reference, /healthz and the console.
 func (s *Server) routes() {
 	cfg := &s.cfg
-	// Each request reaches the MCP server of its key's workspace, and no other.
+	// Each request reaches the MCP server of its key's workspace, and no other, as its key's
+	// actor: the workspace's dispatcher refuses a viewer's calls.
 	var mcpHandler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.tenant(r.Context(), s.workspaceID(r.Context())).mcpHTTP.ServeHTTP(w, r)
+		ctx := platform.WithActor(r.Context(), s.actor(r.Context()))
+		s.tenant(ctx, s.workspaceID(ctx)).mcpHTTP.ServeHTTP(w, r.WithContext(ctx))
 	})
+	// Each toolset of the workspace's entitlements at its own address (mcptoolsets.go).
+	var toolsetHandler http.Handler = http.HandlerFunc(s.toolsetMCP)
 	if cfg.Auth != nil {
 		// A session answers only the key that opened it (its owner, see sessionOptions).
 		mcpHandler = cfg.Auth.Require(store.KeyRoleViewer, mcpHandler)
+		toolsetHandler = cfg.Auth.Require(store.KeyRoleViewer, toolsetHandler)
 	}
 	s.mux.Handle("/mcp", mcpHandler)
+	s.mux.Handle("/mcp/{toolset}", toolsetHandler)
 	// The catalog's agents exposed as tools, over A2A (cards public, calls behind the keys).
 	s.mux.Handle(a2aPrefix, s.a2aHandler())
 	api, _ := s.apiHandler()
@@ -456,10 +371,6 @@ const maxSessionTTL = store.MaxLeaseTTL
 // minWorkspaceShare is the least default share of a workspace in the server's sessions.
 const minWorkspaceShare = 64
 
-// OAuthCallbackPath is where the server receives users back from the authorization servers
-// of remote MCP servers.
-const OAuthCallbackPath = "/oauth/callback"
-
 // withRedirects gives remotes with OAuth and no redirect URL the server's callback.
 func (s *Server) withRedirects(remotes []mcp.Remote) ([]mcp.Remote, error) {
 	base := s.cfg.PublicURL
@@ -473,26 +384,11 @@ func (s *Server) withRedirects(remotes []mcp.Remote) ([]mcp.Remote, error) {
 		}
 		base = "http://" + s.cfg.Addr
 	}
-	return WithOAuthRedirect(remotes, base), nil
-}
-
-// WithOAuthRedirect returns remotes with the redirect URL of those with OAuth and none set to
-// baseURL + [OAuthCallbackPath]; remotes is not modified.
-func WithOAuthRedirect(remotes []mcp.Remote, baseURL string) []mcp.Remote {
-	out := slices.Clone(remotes)
-	for i, r := range out {
-		if r.OAuth == nil || r.OAuth.RedirectURL != "" {
-			continue
-		}
-		o := *r.OAuth
-		o.RedirectURL = strings.TrimSuffix(baseURL, "/") + OAuthCallbackPath
-		out[i].OAuth = &o
-	}
-	return out
+	return mcp.WithOAuthRedirect(remotes, base), nil
 }
 
 func (s *Server) ensureWorkspace(ctx context.Context) error {
-	ent := s.cfg.Store
+	ent := s.p.Store()
 	if _, err := ent.Workspace(ctx, s.cfg.WorkspaceID); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -501,43 +397,6 @@ func (s *Server) ensureWorkspace(ctx context.Context) error {
 		return fmt.Errorf("server: creating workspace %s: %w", s.cfg.WorkspaceID, err)
 	}
 	return nil
-}
-
-// sessionThread creates the thread, in the workspace, that an MCP session's calls are
-// recorded in.
-func (s *Server) sessionThread(ctx context.Context, t *tenant, info mcp.SessionInfo) (quiver.Scope, error) {
-	create := func() (*store.Thread, error) {
-		tags := []string{"mcp"}
-		if info.ClientName != "" {
-			tags = append(tags, "mcp-client:"+truncate(info.ClientName, 100))
-		}
-		th := &store.Thread{WorkspaceID: t.id, Tags: tags}
-		if p, ok := PrincipalFrom(ctx); ok {
-			th.UserID = p.UserID
-		}
-		if err := s.cfg.Store.CreateThread(context.WithoutCancel(ctx), th); err != nil {
-			return nil, fmt.Errorf("creating the session's thread: %w", err)
-		}
-		return th, nil
-	}
-	th, err := (*store.Thread)(nil), error(nil)
-	if info.ID != "" {
-		// A session any node continues: its thread is kept with it.
-		th, err = t.sessions.sessionThread(context.WithoutCancel(ctx), info.ID, create)
-	} else {
-		th, err = create()
-	}
-	if err != nil {
-		return quiver.Scope{}, err
-	}
-	return quiver.Scope{WorkspaceID: t.id, UserID: th.UserID, ThreadID: th.ID}, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // Handler returns the server's HTTP handler: /mcp, /v1, the console, /healthz, /readyz and
@@ -554,12 +413,6 @@ func (s *Server) Handler() http.Handler {
 		guarded.ServeHTTP(w, r)
 	})
 }
-
-// Dispatcher returns the dispatcher every call goes through.
-func (s *Server) Dispatcher() *quiver.Dispatcher { return s.dispatcher }
-
-// MCP returns the MCP server, to serve it over another transport (stdio).
-func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // ListenAndServe listens on the configured address and serves until ctx ends.
 func (s *Server) ListenAndServe(ctx context.Context) error {
@@ -616,29 +469,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close disconnects remote MCP servers, ends MCP sessions and stores what the journal holds.
-// Serve calls it on shutdown.
+// Close disconnects remote MCP servers and ends MCP sessions; Serve calls it on shutdown. The
+// platform, whose journal may still take the records of calls under way, is its owner's to
+// close.
 func (s *Server) Close() {
-	if s.journalMetrics != nil {
-		_ = s.journalMetrics.Unregister()
-	}
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.eachTenant(func(t *tenant) { t.mcp.Close() })
 	if s.importer != nil {
 		_ = s.importer.Close()
 	}
-	if s.journal != nil {
-		if err := s.journal.Close(); err != nil {
-			s.logger.Error("server: the journal was not stored in full", "err", err)
-		}
+	if s.disconnect != nil {
+		s.disconnect()
 	}
-}
-
-// Flush waits until every call recorded so far is in the store (with Config.JournalDir, the
-// journal's writer stores records a few milliseconds after the call), or ctx ends.
-func (s *Server) Flush(ctx context.Context) error {
-	if s.journal == nil {
-		return nil
-	}
-	return s.journal.Flush(ctx)
 }

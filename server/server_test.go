@@ -17,11 +17,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
-	"github.com/quiverhq/quiver/store/journal"
 	"github.com/quiverhq/quiver/store/sqlite"
-	"github.com/quiverhq/quiver/thread"
 )
 
 type echoArgs struct {
@@ -61,6 +60,7 @@ func (s *spyStore) CreateThread(ctx context.Context, t *store.Thread) error {
 type running struct {
 	url   string
 	st    *spyStore
+	p     *platform.Platform
 	stop  context.CancelFunc
 	done  chan error
 	srv   *server.Server
@@ -68,18 +68,33 @@ type running struct {
 	close func()
 }
 
-// start runs a server on a random 127.0.0.1 port with a SQLite store in a temp file.
-func start(t *testing.T, cfg server.Config) *running {
+// newPlatform assembles a platform of st and reg (quiver.Default when nil) for a test's
+// server.
+func newPlatform(t testing.TB, st store.Backend, reg *quiver.Registry) *platform.Platform {
+	t.Helper()
+	p, err := platform.New(platform.Config{Store: st, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// start runs a server on a random 127.0.0.1 port with a SQLite store in a temp file, over a
+// platform of testRegistry's tools recording through a journal in journalDir ("": none).
+func start(t *testing.T, cfg server.Config, journalDir string) *running {
 	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "quiver.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &spyStore{Store: db}
-	cfg.Store = st
-	if cfg.Registry == nil {
-		cfg.Registry = testRegistry(t)
+	p := newPlatform(t, st, testRegistry(t))
+	if journalDir != "" {
+		if err := p.OpenJournal(context.Background(), journalDir); err != nil {
+			t.Fatal(err)
+		}
 	}
+	cfg.Platform = p
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,7 +107,7 @@ func start(t *testing.T, cfg server.Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{url: "http://" + ln.Addr().String(), st: st, stop: cancel, done: make(chan error, 1), srv: srv, wsID: "wsp_local"}
+	r := &running{url: "http://" + ln.Addr().String(), st: st, p: p, stop: cancel, done: make(chan error, 1), srv: srv, wsID: "wsp_local"}
 	go func() { r.done <- srv.Serve(ctx, ln) }()
 	stopped := false
 	r.close = func() {
@@ -102,7 +117,7 @@ func start(t *testing.T, cfg server.Config) *running {
 			<-r.done
 		}
 	}
-	t.Cleanup(func() { r.close(); st.Close() })
+	t.Cleanup(func() { r.close(); _ = p.Close(); st.Close() })
 	return r
 }
 
@@ -126,11 +141,11 @@ func TestCallsArePersistedPerSession(t *testing.T) {
 }
 
 func testCallsArePersistedPerSession(t *testing.T, journaled bool) {
-	cfg := server.Config{}
+	dir := ""
 	if journaled {
-		cfg.JournalDir = filepath.Join(t.TempDir(), "journal")
+		dir = filepath.Join(t.TempDir(), "journal")
 	}
-	r := start(t, cfg)
+	r := start(t, server.Config{}, dir)
 	ctx := context.Background()
 	calls := []struct {
 		client, tool string
@@ -157,7 +172,7 @@ func testCallsArePersistedPerSession(t *testing.T, journaled bool) {
 	}
 	if journaled {
 		checkJournalHealth(t, r.url)
-		if err := r.srv.Flush(ctx); err != nil {
+		if err := r.p.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,63 +257,8 @@ func mcpThreads(t *testing.T, r *running) map[string]*store.Thread {
 	return out
 }
 
-func TestRecorderIsExactlyOncePerCall(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
-	if err := st.CreateWorkspace(ctx, &store.Workspace{ID: "wsp_x", Name: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	th := &store.Thread{WorkspaceID: "wsp_x"}
-	if err := st.CreateThread(ctx, th); err != nil {
-		t.Fatal(err)
-	}
-	rec := &server.Recorder{Store: st}
-	scoped := quiver.WithScope(ctx, quiver.Scope{WorkspaceID: "wsp_x", ThreadID: th.ID})
-	cancelled, cancel := context.WithCancel(scoped)
-	cancel()
-	cases := []struct {
-		name string
-		ctx  context.Context
-		call quiver.Call
-		want error
-	}{
-		{"first result", scoped, quiver.Call{ID: "c1", Name: "echo", Args: json.RawMessage(`{"text":"x"}`)}, nil},
-		{"same call id again is refused, nothing stored", scoped, quiver.Call{ID: "c1", Name: "echo"}, store.ErrInvalid},
-		{"a cancelled caller's result is still recorded", cancelled, quiver.Call{ID: "c2", Name: "echo", Args: json.RawMessage(`[1]`)}, nil},
-		{"no thread in scope: not recorded", ctx, quiver.Call{ID: "c3", Name: "echo"}, nil},
-	}
-	for _, c := range cases {
-		err := rec.RecordResult(c.ctx, &c.call, quiver.Text("ok"))
-		if !errors.Is(err, c.want) {
-			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
-		}
-	}
-	msgs, err := st.Messages(ctx, "wsp_x", th.ID, store.Page{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, m := range msgs {
-		if m.Role == store.RoleTool {
-			ids = append(ids, m.ToolCallID)
-		}
-	}
-	if !slices.Equal(ids, []string{"c1", "c2"}) {
-		t.Errorf("results recorded for %v, want [c1 c2]", ids)
-	}
-	// Arguments that are not an object are kept as the text the caller sent (a JSON string),
-	// and become {} when sent back to a provider.
-	if args := msgs[2].ToolCalls[0].Args; string(thread.CallArgs(args)) != "[1]" || string(thread.HistoryArgs(args)) != "{}" {
-		t.Errorf("non-object arguments stored as %s", args)
-	}
-}
-
 func TestHealthAndShutdown(t *testing.T) {
-	r := start(t, server.Config{})
+	r := start(t, server.Config{}, "")
 	resp, err := http.Get(r.url + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -316,32 +276,6 @@ func TestHealthAndShutdown(t *testing.T) {
 	r.close() // graceful shutdown with a session open
 	if _, err := http.Get(r.url + "/healthz"); err == nil {
 		t.Error("the server still answers after shutdown")
-	}
-}
-
-// TestRecorderStoresAttachmentsInTheThread: a result's new attachment is written to the
-// session thread's file system and the recorded result, like the caller's, refers to it.
-func TestRecorderStoresAttachmentsInTheThread(t *testing.T) {
-	st, th := storeWithThread(t)
-	ctx := context.Background()
-	scoped := quiver.WithScope(ctx, quiver.Scope{WorkspaceID: "wsp_x", ThreadID: th.ID})
-	res := &quiver.Result{Status: quiver.StatusSuccess, Text: "chart",
-		Attachments: []quiver.Attachment{{Name: "chart.png", MimeType: "image/png", Data: "iVBORw0KGgo="}}}
-	if err := (&server.Recorder{Store: st}).RecordResult(scoped, &quiver.Call{ID: "a1", Name: "plot"}, res); err != nil {
-		t.Fatal(err)
-	}
-	a := res.Attachments[0]
-	if !a.IsRef() || !strings.HasPrefix(a.Path, "/attachments/") {
-		t.Fatalf("caller's attachment %+v", a)
-	}
-	data, _, err := st.ReadFile(ctx, "wsp_x", th.ID, a.Path)
-	if err != nil || string(data) != "\x89PNG\r\n\x1a\n" {
-		t.Fatalf("stored file %q, %v", data, err)
-	}
-	msgs, _ := st.Messages(ctx, "wsp_x", th.ID, store.Page{})
-	stored, err := thread.Result(msgs[1].Result)
-	if err != nil || len(stored.Attachments) != 1 || stored.Attachments[0].Path != a.Path || stored.Attachments[0].Data != "" {
-		t.Fatalf("recorded result %+v, %v", stored, err)
 	}
 }
 
@@ -370,7 +304,11 @@ func TestJournaledCallsSurviveAStoreOutage(t *testing.T) {
 	defer db.Close()
 	dir := filepath.Join(t.TempDir(), "journal")
 	st := &downStore{spyStore: &spyStore{Store: db}, down: true}
-	srv, err := server.New(ctx, server.Config{Store: st, Registry: testRegistry(t), JournalDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	p := newPlatform(t, st, testRegistry(t))
+	if err := p.OpenJournal(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(ctx, server.Config{Platform: p, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,13 +352,19 @@ func TestJournaledCallsSurviveAStoreOutage(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	_ = p.Close() // the store is down: what the journal holds stays in its files
 	files, _ := filepath.Glob(filepath.Join(dir, "*.journal"))
 	if len(files) != 1 {
 		t.Fatalf("journal files after shutting down with the store down: %v", files)
 	}
 
 	st.down = false
-	srv2, err := server.New(ctx, server.Config{Store: st, Registry: testRegistry(t), JournalDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	p2 := newPlatform(t, st, testRegistry(t))
+	if err := p2.OpenJournal(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	srv2, err := server.New(ctx, server.Config{Platform: p2, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,58 +386,4 @@ func TestJournaledCallsSurviveAStoreOutage(t *testing.T) {
 	if strings.Join(texts, ",") != "one,two,three" {
 		t.Fatalf("stored after the restart: %v", texts)
 	}
-}
-
-// TestRecorderWithAJournal: records go through the journal; once it is closed (a call that
-// outlived the server's shutdown), straight to the store.
-func TestRecorderWithAJournal(t *testing.T) {
-	st, th := storeWithThread(t)
-	ctx := context.Background()
-	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal"), st, &journal.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &server.Recorder{Store: st, Journal: j}
-	scoped := quiver.WithScope(ctx, quiver.Scope{WorkspaceID: "wsp_x", ThreadID: th.ID})
-	if err := rec.RecordResult(scoped, &quiver.Call{ID: "c1", Name: "echo"}, quiver.Text("one")); err != nil {
-		t.Fatal(err)
-	}
-	if j.Pending() != 1 && len(mustMessages(t, st, th.ID)) != 2 {
-		t.Fatal("the record is neither in the journal nor in the store")
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.RecordResult(scoped, &quiver.Call{ID: "c2", Name: "echo"}, quiver.Text("two")); err != nil {
-		t.Fatalf("recording after the journal closed: %v", err)
-	}
-	msgs := mustMessages(t, st, th.ID)
-	if len(msgs) != 4 || msgs[1].ToolCallID != "c1" || msgs[3].ToolCallID != "c2" {
-		t.Fatalf("stored %d messages: %+v", len(msgs), msgs)
-	}
-}
-
-func mustMessages(t *testing.T, st store.Store, threadID string) []*store.Message {
-	t.Helper()
-	msgs, err := st.Messages(context.Background(), "wsp_x", threadID, store.Page{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return msgs
-}
-
-// storeWithThread opens a SQLite store (closed when the test ends) holding one thread of
-// workspace wsp_x.
-func storeWithThread(t *testing.T) (*sqlite.Store, *store.Thread) {
-	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	th := &store.Thread{WorkspaceID: "wsp_x"}
-	if err := st.CreateThread(context.Background(), th); err != nil {
-		t.Fatal(err)
-	}
-	return st, th
 }

@@ -30,7 +30,7 @@ func TestSessionsOutliveARestart(t *testing.T) {
 	addr := ln.Addr().String()
 	serve := func(ln net.Listener) (stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())
-		srv, err := server.New(ctx, server.Config{Store: db, Registry: testRegistry(t), Logger: slog.New(slog.DiscardHandler)})
+		srv, err := server.New(ctx, server.Config{Platform: newPlatform(t, db, testRegistry(t)), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

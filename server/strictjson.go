@@ -69,6 +69,10 @@ func strictBodies(api huma.API) func(huma.Context, func(huma.Context)) {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), rest), rest}
+		if d, ok := ctx.Operation().Metadata[bodyTooLarge].(*huma.ErrorDetail); ok && err == nil && int64(len(body)) > limit {
+			_ = huma.WriteErr(api, ctx, http.StatusRequestEntityTooLarge, d.Message, d)
+			return
+		}
 		if err != nil || int64(len(body)) > limit {
 			next(ctx) // huma says what is wrong with it
 			return
@@ -80,6 +84,10 @@ func strictBodies(api huma.API) func(huma.Context, func(huma.Context)) {
 		next(ctx)
 	}
 }
+
+// bodyTooLarge is the key of an operation's Metadata whose *huma.ErrorDetail refuses a body
+// over its MaxBodyBytes in the operation's own words (huma's name only the limit).
+const bodyTooLarge = "quiver.bodyTooLarge"
 
 // isJSON reports whether a Content-Type is JSON (application/json or any +json type); an
 // empty one counts, since the API then reads the body as JSON.
@@ -310,4 +318,12 @@ func quote(key string) string {
 		key = strings.ToValidUTF8(key[:64], "") + "..."
 	}
 	return strconv.Quote(key)
+}
+
+// truncate cuts s to n bytes at most: a refusal must not echo a whole header back.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

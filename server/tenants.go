@@ -3,26 +3,26 @@ package server
 import (
 	"context"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/platform"
+	"github.com/quiverhq/quiver/store"
 )
 
-// A server serves many workspaces. Each gets a tenant: the dispatcher and MCP server over the
-// workspace's tools, which the platform holds (its stored tools over the server's own). A
-// request reaches the tenant of its key's workspace and nothing else, so one workspace never
-// sees or calls another's tools.
+// A server serves many workspaces. Each gets a tenant: the MCP server over the workspace's
+// dispatcher, which the platform holds with the workspace's tools (its stored tools over the
+// shared ones). A request reaches the tenant of its key's workspace and nothing else, so one
+// workspace never sees or calls another's tools.
 
 // tenant is what the server holds for one workspace.
 type tenant struct {
 	id       string
 	ws       *platform.Workspace
 	registry *quiver.Registry
-	disp     *quiver.Dispatcher
+	disp     *quiver.Dispatcher // the workspace's, as every door's call goes through it
 	mcp      *mcp.Server
 	mcpHTTP  http.Handler
 	sessions *sessionLeases // its MCP sessions
@@ -56,38 +56,11 @@ func (s *Server) tenant(ctx context.Context, workspaceID string) *tenant {
 	return t
 }
 
-// newTenant builds the dispatcher and MCP server of a workspace.
+// newTenant builds the MCP server of a workspace over its dispatcher.
 func (s *Server) newTenant(ws *platform.Workspace) *tenant {
-	t := &tenant{id: ws.ID(), ws: ws, registry: ws.Registry()}
-	t.disp = &quiver.Dispatcher{
-		Registry: t.registry,
-		Policy:   s.cfg.Policy,
-		Resolver: s.p.VariableResolver(),
-		Confirm:  mcp.Confirm(nil),
-		// What a tool returns is cut to this before it is answered or stored.
-		MaxResultBytes: s.cfg.MaxResultBytes,
-		Recorder:       &Recorder{Store: s.cfg.Store, Journal: s.journal},
-	}
-	if s.cfg.Auth != nil {
-		t.disp.Middleware = []quiver.Middleware{callerMayCall}
-	}
-	if s.p.Jobs() != nil {
-		// A call naming _delegate runs its request as a run would: with the server's
-		// prompts and models, under this dispatcher's policy.
-		t.disp.Delegator = s.p.Runner().DoorDelegator(t.disp)
-	}
-	opts := mcp.ServerOptions{}
-	if s.cfg.MCP != nil {
-		opts = *s.cfg.MCP
-	}
-	opts.Prompts = append(slices.Clip(opts.Prompts), catalogPrompts(s.p.Runner().Catalog)...)
-	workspaceID := ws.ID()
-	opts.ThreadFiles = func(ctx context.Context, threadID, path string) ([]byte, string, error) {
-		return s.threadFileResource(ctx, t, threadID, path)
-	}
-	if opts.MaxResourceBytes == 0 {
-		opts.MaxResourceBytes = maxResourceBytes
-	}
+	t := &tenant{id: ws.ID(), ws: ws, registry: ws.Registry(), disp: ws.Dispatcher()}
+	t.sessions = &sessionLeases{leases: s.p.Store(), workspaceID: t.id, ttl: s.sessionTTL, limits: s.sessionLimits}
+	opts := s.p.MCPOptions(t.id, s.cfg.MCP)
 	opts.Session = func(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
 		return s.sessionThread(ctx, t, info)
 	}
@@ -96,13 +69,30 @@ func (s *Server) newTenant(ws *platform.Workspace) *tenant {
 		s.cfg.SetupMCP(t.mcp)
 	}
 	httpOpts := *s.mcpOptions
-	t.sessions = &sessionLeases{leases: s.cfg.Store, workspaceID: workspaceID, ttl: s.sessionTTL, limits: s.sessionLimits}
 	httpOpts.Sessions = t.sessions
 	if j := s.p.Jobs(); j != nil {
-		httpOpts.Relay = answersRelay{jobs: j, topic: "mcp-answers:" + workspaceID}
+		httpOpts.Relay = answersRelay{jobs: j, topic: "mcp-answers:" + t.id}
 	}
 	t.mcpHTTP = t.mcp.HTTPHandler(&httpOpts)
 	return t
+}
+
+// sessionThread is the thread an MCP session's calls are recorded on: the platform makes it
+// (Platform.SessionThread), and the session's lease keeps it, so that any node continuing the
+// session records on the same one. A request of no session (the sessionless protocol) gets
+// one of its own.
+func (s *Server) sessionThread(ctx context.Context, t *tenant, info mcp.SessionInfo) (quiver.Scope, error) {
+	if info.ID == "" {
+		return s.p.SessionThread(ctx, t.id, info)
+	}
+	th, err := t.sessions.sessionThread(context.WithoutCancel(ctx), info.ID, func() (*store.Thread, error) {
+		scope, err := s.p.SessionThread(ctx, t.id, info)
+		return &store.Thread{ID: scope.ThreadID, UserID: scope.UserID}, err
+	})
+	if err != nil {
+		return quiver.Scope{}, err
+	}
+	return quiver.Scope{WorkspaceID: t.id, UserID: th.UserID, ThreadID: th.ID}, nil
 }
 
 // toolsChanged tells the workspace's MCP clients that its tools changed, once the platform

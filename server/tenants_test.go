@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/server"
@@ -55,7 +56,7 @@ func newTenantWorld(t *testing.T) *tenantWorld {
 		Target: store.TargetClient, InputSchemaID: in.ID, OutputSchemaID: out.ID, Enabled: true}))
 
 	sctx, cancel := context.WithCancel(ctx)
-	srv, err := server.New(sctx, server.Config{Store: st, Registry: testRegistry(t), Auth: &server.Authenticator{Keys: st},
+	srv, err := server.New(sctx, server.Config{Platform: newPlatform(t, st, testRegistry(t)), Auth: &server.Authenticator{Keys: st},
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func newMember(t *testing.T, st store.Store, name string) (workspaceID, key stri
 	mustDo(t, es.CreateWorkspace(ctx, ws))
 	mustDo(t, es.CreateUser(ctx, u))
 	mustDo(t, es.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: u.ID, Role: store.MemberRoleAdmin}))
-	secret, prefix, hash := server.NewAPIKey()
+	secret, prefix, hash := platform.NewAPIKey()
 	mustDo(t, es.CreateAPIKey(ctx, &store.APIKey{WorkspaceID: ws.ID, UserID: u.ID, Name: "k", Role: store.KeyRoleMember, Prefix: prefix, Hash: hash}))
 	return ws.ID, secret
 }
@@ -286,7 +287,7 @@ func TestEventStreamsAreCappedPerWorkspace(t *testing.T) {
 	mustDo(t, err)
 	keys := []string{w.keyA}
 	for i := range 8 {
-		secret, err := server.IssueAPIKey(ctx, w.st, &store.APIKey{WorkspaceID: w.wsA, UserID: existing[0].UserID,
+		secret, err := platform.IssueAPIKey(ctx, w.st, &store.APIKey{WorkspaceID: w.wsA, UserID: existing[0].UserID,
 			Name: fmt.Sprintf("viewer %d", i), Role: store.KeyRoleViewer})
 		mustDo(t, err)
 		keys = append(keys, secret)

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // PrefixAPIKey begins the id of an API key's record (not the key itself).
@@ -84,6 +86,71 @@ type APIKey struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 	// LastUsedAt is the last time the key was seen (recorded at most about once a minute).
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	// Toolsets are the toolsets the key is bound to: a key bound to toolsets may only see and
+	// call their tools. Empty: not bound. At most MaxKeyToolsets, each a toolset name (see
+	// CheckAPIKey).
+	Toolsets []string `json:"toolsets,omitempty"`
+}
+
+// MaxKeyToolsets bounds the toolsets one key is bound to, and MaxToolsetName a toolset's
+// name: a key's binding is read on every call it makes.
+const (
+	MaxKeyToolsets = 32
+	MaxToolsetName = 64
+)
+
+// CheckAPIKey reports, wrapping ErrInvalid, a new key that breaks a rule by itself (the rules
+// that involve other records, such as its user's role, are the store's to check).
+func CheckAPIKey(k *APIKey) error {
+	var problem string
+	switch {
+	case k == nil:
+		problem = "nil key"
+	case !k.Role.Valid():
+		problem = fmt.Sprintf("role %q: want admin, member or viewer", k.Role)
+	case k.Name == "" || utf8.RuneCountInString(k.Name) > 100:
+		problem = fmt.Sprintf("name %q: want 1 to 100 characters", k.Name)
+	case len(k.Hash) != APIKeyHashSize:
+		problem = fmt.Sprintf("the hash is %d bytes, want %d (SHA-256 of the key)", len(k.Hash), APIKeyHashSize)
+	case len(k.Prefix) < 4 || len(k.Prefix) > 32:
+		problem = fmt.Sprintf("prefix %q: want 4 to 32 characters of the key", k.Prefix)
+	case k.WorkspaceID == "" || k.UserID == "":
+		problem = "a key needs a workspace and a user"
+	default:
+		problem = toolsetsProblem(k.Toolsets)
+	}
+	if problem != "" {
+		return fmt.Errorf("%s: %w", problem, ErrInvalid)
+	}
+	return nil
+}
+
+// toolsetsProblem says what is wrong with a key's toolsets; "" when nothing is.
+func toolsetsProblem(toolsets []string) string {
+	if len(toolsets) > MaxKeyToolsets {
+		return fmt.Sprintf("%d toolsets: a key is bound to at most %d", len(toolsets), MaxKeyToolsets)
+	}
+	for i, name := range toolsets {
+		if !validToolsetName(name) {
+			return fmt.Sprintf("toolset %q (number %d of the key's): want 1 to %d characters of a-z, A-Z, 0-9, _ and -",
+				name, i+1, MaxToolsetName)
+		}
+	}
+	return ""
+}
+
+// validToolsetName reports whether name is 1 to MaxToolsetName characters of [a-zA-Z0-9_-].
+func validToolsetName(name string) bool {
+	if name == "" || len(name) > MaxToolsetName {
+		return false
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Usable reports whether the key works at now: not revoked, not expired.
@@ -97,7 +164,8 @@ type APIKeys interface {
 	// CreateAPIKey stores k, setting ID (when empty) and CreatedAt. Its user must be a member
 	// of its workspace whose role allows k's (an admin any role, a member member or viewer):
 	// ErrForbidden otherwise. Name is 1 to 100 characters, Hash APIKeyHashSize bytes and
-	// unique (ErrConflict), Prefix 4 to 32 characters; an ExpiresAt must be after now.
+	// unique (ErrConflict), Prefix 4 to 32 characters, Toolsets as CheckAPIKey says; an
+	// ExpiresAt must be after now.
 	CreateAPIKey(ctx context.Context, k *APIKey) error
 	// APIKeyByHash returns the key whose hash this is, revoked and expired ones included, and
 	// the role its user has now in its workspace ("" when no longer a member): what the key

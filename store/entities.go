@@ -180,7 +180,7 @@ type ToolExample struct {
 }
 
 // Tool is the stored tool entity, with every field the tool entity has. Optional ids and strings are
-// "" for null; its JSON form (MarshalJSON) writes them as null, as the seed does.
+// "" for null; its JSON form (MarshalJSON) writes them as null, as the entity's JSON form has them.
 type Tool struct {
 	ID string // tol_...
 	// WorkspaceID is "" (null) for a system tool, and only for one.
@@ -563,6 +563,8 @@ type Entities interface {
 	FunctionStore
 	ToolStore
 	OpenAPISources
+	Governances
+	Entitlements
 }
 
 // Directory stores workspaces, users and who is a member of which workspace with what role.
@@ -669,8 +671,9 @@ type ToolStore interface {
 	// (tier none: never), and returns them as they were, for the worker's log.
 	PurgeExpired(ctx context.Context, now time.Time) ([]*Tool, error)
 	// ToolsStamp identifies the state of a workspace's tools and functions: a different stamp
-	// means one was added, changed, deleted or purged since, or who they run as changed (the
-	// workspace's default runtime user, or its members: one added or removed). It lets a
-	// server that keeps a workspace's tools loaded notice another process's changes cheaply.
+	// means one was added, changed, deleted or purged since, who they run as changed (the
+	// workspace's default runtime user, or its members: one added or removed), or what governs
+	// them did (its governance rules, its entitlements). It lets a server that keeps a
+	// workspace's tools loaded notice another process's changes cheaply.
 	ToolsStamp(ctx context.Context, workspaceID string) (string, error)
 }

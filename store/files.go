@@ -39,8 +39,14 @@ type FileInfo struct {
 	// Path is the absolute path in the thread's file system, like "/attachments/x.png".
 	Path string `json:"path"`
 	// Name is the last segment of Path ("/" for the root).
-	Name  string `json:"name"`
-	IsDir bool   `json:"is_dir,omitempty"`
+	Name string `json:"name"`
+	// OriginalName is the name the file came with when the store named its path: an
+	// attachment's name as the tool gave it ("chart.png", stored at
+	// /attachments/20250102T150405.123Z-….png, so that paths never collide), kept by its copies,
+	// and a copied file's own name. Empty for a file written at a path of its writer's choosing
+	// (WriteFile), or an attachment given no name. DisplayName is the name to show.
+	OriginalName string `json:"original_name,omitempty"`
+	IsDir        bool   `json:"is_dir,omitempty"`
 	// Size is the length of a file's content in bytes; 0 for a directory.
 	Size     int64  `json:"size"`
 	MimeType string `json:"mime_type,omitempty"`
@@ -50,6 +56,14 @@ type FileInfo struct {
 	Description string `json:"description,omitempty"`
 	// ModTime is when a file's content was last written, or when a directory was created.
 	ModTime time.Time `json:"mod_time"`
+}
+
+// DisplayName is the name to show for the file: its OriginalName when it has one, else Name.
+func (fi *FileInfo) DisplayName() string {
+	if fi.OriginalName != "" {
+		return fi.OriginalName
+	}
+	return fi.Name
 }
 
 // FileMeta is what a writer may say about a file besides its content. WriteFile stores it as
@@ -62,6 +76,10 @@ type FileMeta struct {
 	Width, Height int
 	// Description is a short text about the file (at most MaxDescriptionBytes).
 	Description string
+	// OriginalName is the name the file came with (FileInfo.OriginalName): a file name of
+	// valid UTF-8 without / \ or NUL, at most MaxNameBytes. AddAttachment and CopyFiles set
+	// it; a writer may leave it empty.
+	OriginalName string
 }
 
 // MaxDescriptionBytes caps FileMeta.Description.
@@ -69,8 +87,9 @@ const MaxDescriptionBytes = 4096
 
 // NewAttachment is a file a tool result brings with its data, for AddAttachment.
 type NewAttachment struct {
-	// Name is the file name the tool gave, like "chart.png". Only its extension is used: the
-	// stored file gets a name of its own (see AddAttachment). It may be empty.
+	// Name is the file name the tool gave, like "chart.png". The stored file's path gets a
+	// name of its own, with Name's extension (see AddAttachment); Name is kept as its
+	// FileInfo.OriginalName (its last segment, when it has / or \ in it). It may be empty.
 	Name string
 	// MimeType is the content's MIME type; empty: guessed from Name and the content.
 	MimeType string
@@ -242,12 +261,14 @@ type Files interface {
 	// AddAttachment stores a new attachment at a fresh path
 	// /attachments/<time>-<random>.<ext>, where <time> is the UTC time like
 	// 20250102T150405.123Z and <ext> comes from the attachment's name, else its MIME type,
-	// else is "bin" (see AttachmentPath). The file never replaces another one.
+	// else is "bin" (see AttachmentPath). The file never replaces another one. The name the
+	// attachment was given is kept as the file's OriginalName.
 	AddAttachment(ctx context.Context, workspaceID, threadID string, a NewAttachment) (*FileInfo, error)
 	// CopyFiles copies the files at paths in thread from into thread to, both of the workspace
-	// (R7: a result crossing threads brings its attachments along), each to a fresh
+	// (a result crossing threads brings its attachments along), each to a fresh
 	// attachment path in the receiving thread's /attachments/ (named as AddAttachment names
-	// them from the source's name and MIME type, so copies never collide with anything).
+	// them from the source's name and MIME type, so copies never collide with anything), each
+	// keeping the source's DisplayName as its OriginalName.
 	// It returns the copies in the order of paths; a path given twice is copied once and
 	// both get the same copy. All files are copied or none: ErrNotFound when a source is
 	// missing, ErrInvalid when it is a directory, ErrTooLarge when the receiving thread has
@@ -274,6 +295,9 @@ func CheckFileMeta(m FileMeta) error {
 	if m.Width < 0 || m.Height < 0 || m.Width > 1<<30 || m.Height > 1<<30 {
 		return fmt.Errorf("store: image dimensions %dx%d out of range: %w", m.Width, m.Height, ErrInvalid)
 	}
+	if err := checkOriginalName(m.OriginalName); err != nil {
+		return err
+	}
 	switch {
 	case len(m.Description) > MaxDescriptionBytes:
 		return fmt.Errorf("store: description of %d bytes, over the %d byte limit: %w", len(m.Description), MaxDescriptionBytes, ErrInvalid)
@@ -281,6 +305,32 @@ func CheckFileMeta(m FileMeta) error {
 		return fmt.Errorf("store: the description must be valid UTF-8 without NUL: %w", ErrInvalid)
 	}
 	return nil
+}
+
+// checkOriginalName checks a file's original name: empty, or a file name of valid UTF-8
+// without / \ or NUL of at most MaxNameBytes.
+func checkOriginalName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if !utf8.ValidString(name) || len(name) > MaxNameBytes || strings.ContainsAny(name, "/\\\x00") {
+		return fmt.Errorf("store: original name %q: want a file name of valid UTF-8 without / \\ or NUL, of at most %d bytes: %w",
+			strings.ToValidUTF8(name[:min(len(name), 80)], "?"), MaxNameBytes, ErrInvalid)
+	}
+	return nil
+}
+
+// originalName is the name an attachment called name keeps: its last segment, when name has
+// / or \ in it; "" for none, or for "." or "..".
+func originalName(name string) string {
+	if i := strings.LastIndexAny(name, "/\\"); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.ReplaceAll(name, "\x00", "")
+	if name == "." || name == ".." {
+		return ""
+	}
+	return name
 }
 
 // PrepareWrite checks a write of data with meta at p and returns the meta to store, with the
@@ -385,7 +435,8 @@ func AttachmentPath(ctx context.Context, name, mimeType string, now time.Time) s
 // meta to store (MIME type guessed when empty): what AddAttachment does before touching the
 // database. The errors wrap ErrInvalid or ErrTooLarge.
 func PrepareAttachment(ctx context.Context, l FileLimits, a NewAttachment, now time.Time) (string, FileMeta, error) {
-	meta := FileMeta{MimeType: a.MimeType, Width: a.Width, Height: a.Height, Description: a.Description}
+	meta := FileMeta{MimeType: a.MimeType, Width: a.Width, Height: a.Height, Description: a.Description,
+		OriginalName: originalName(a.Name)}
 	if !utf8.ValidString(a.Name) || len(a.Name) > MaxNameBytes {
 		return "", meta, fmt.Errorf("store: attachment name %q: want valid UTF-8 of at most %d bytes: %w", a.Name, MaxNameBytes, ErrInvalid)
 	}

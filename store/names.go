@@ -11,8 +11,8 @@ import (
 const MaxNameLen = 128
 
 // MaxToolNameLen is the longest tool or function name, in bytes: quiver.MaxNameBytes, a bound on
-// hostile input. Tool names need not follow a convention (seed 003 §8.3: warn, do not
-// reject); a provider that rejects one is offered it mapped.
+// hostile input. Tool names need not follow a convention (one that does not is warned
+// about, not rejected); a provider that rejects one is offered it mapped.
 const MaxToolNameLen = 512
 
 // CheckName reports, wrapping ErrInvalid, a tool or function name that quiver.CheckName

@@ -15,13 +15,15 @@ type OpenAPISource struct {
 	Name string
 	// Document is the document as imported (JSON or YAML), at most MaxOpenAPIDocumentBytes.
 	Document []byte
-	// Servers, Operations, Credentials, Timeout and MaxResponseBytes are those of
-	// openapi.Source; empty for its defaults.
+	// Servers, Operations, Credentials, Timeout, MaxResponseBytes, MaxOperations and Strict
+	// are those of openapi.Source; empty for its defaults.
 	Servers          []string
 	Operations       []string
 	Credentials      map[string]string
 	Timeout          time.Duration
 	MaxResponseBytes int64
+	MaxOperations    int
+	Strict           bool
 	// CreatedBy is the user who imported it first ("" when unknown).
 	CreatedBy string
 	// CreatedAt and UpdatedAt are set by the store.
@@ -61,8 +63,8 @@ func CheckOpenAPISource(s *OpenAPISource) error {
 		return fmt.Errorf("OpenAPI source %s has no document: %w", s.Name, ErrInvalid)
 	case len(s.Document) > MaxOpenAPIDocumentBytes:
 		return fmt.Errorf("OpenAPI source %s: the document is larger than %d bytes: %w", s.Name, MaxOpenAPIDocumentBytes, ErrInvalid)
-	case s.Timeout < 0 || s.MaxResponseBytes < 0:
-		return fmt.Errorf("OpenAPI source %s: a negative timeout or answer cap: %w", s.Name, ErrInvalid)
+	case s.Timeout < 0 || s.MaxResponseBytes < 0 || s.MaxOperations < 0:
+		return fmt.Errorf("OpenAPI source %s: a negative timeout, answer cap or operations cap: %w", s.Name, ErrInvalid)
 	}
 	return nil
 }

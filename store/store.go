@@ -276,7 +276,9 @@ type Backend interface {
 	Entities
 	APIKeys
 	Variables
+	SecretKeys
 	Leases
+	FleetConfigs
 }
 
 // AppendOp is one append of a batch: messages for the end of a thread, as Store.Append takes
@@ -341,9 +343,14 @@ type Decision struct {
 	// Args are the edited arguments (Edit only: a JSON object).
 	Args json.RawMessage `json:"args,omitempty"`
 	// Message is an optional word for the model (Deny).
-	Message   string    `json:"message,omitempty"`
-	UserID    string    `json:"user_id,omitempty"`
-	DecidedAt time.Time `json:"decided_at"`
+	Message string `json:"message,omitempty"`
+	// UserID is who decided; KeyID the API key they decided with, or AccessToken that they
+	// used an access token of theirs (neither: a door that authenticates no one). The call's
+	// result keeps them (quiver.DecisionRecord), as the record of who let it run.
+	UserID      string    `json:"user_id,omitempty"`
+	KeyID       string    `json:"key_id,omitempty"`
+	AccessToken bool      `json:"access_token,omitempty"`
+	DecidedAt   time.Time `json:"decided_at"`
 }
 
 // Check reports, wrapping ErrInvalid, a decision that is not well formed.

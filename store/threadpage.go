@@ -31,6 +31,9 @@ type ThreadFilter struct {
 	AgentID string
 	// Tag, when set, keeps the threads that have that tag.
 	Tag string
+	// AlsoTag, when set, keeps the threads that have that tag too: a second tag, such as one
+	// of the runtime's state tags with a tag of the caller's.
+	AlsoTag string
 	// Status, when set, keeps the threads in that status: idle, running or terminated.
 	Status ThreadStatus
 	// Name, when set, keeps the threads whose name (the tag name:<value>) contains it, in
@@ -48,6 +51,7 @@ type ThreadQuery struct {
 	WorkspaceID string
 	AgentID     string       // "" for any
 	Tag         string       // "" for any
+	AlsoTag     string       // "" for any
 	Status      ThreadStatus // "" for any
 	Name        string       // "" for any
 	// Limit is the page size; a backend reads Limit+1 rows, so that Page can tell whether
@@ -72,12 +76,12 @@ func PrepareThreadList(workspaceID string, f ThreadFilter) (ThreadQuery, error) 
 	if len(f.Name) > MaxNameLen {
 		return ThreadQuery{}, fmt.Errorf("the name to search for is over %d bytes: %w", MaxNameLen, ErrInvalid)
 	}
-	for _, v := range []struct{ what, s string }{{"agent id", f.AgentID}, {"tag", f.Tag}, {"name", f.Name}} {
+	for _, v := range []struct{ what, s string }{{"agent id", f.AgentID}, {"tag", f.Tag}, {"tag", f.AlsoTag}, {"name", f.Name}} {
 		if !utf8.ValidString(v.s) || strings.IndexByte(v.s, 0) >= 0 {
 			return ThreadQuery{}, fmt.Errorf("the %s to list threads by is not UTF-8 text without NUL: %w", v.what, ErrInvalid)
 		}
 	}
-	q := ThreadQuery{WorkspaceID: workspaceID, AgentID: f.AgentID, Tag: f.Tag, Status: f.Status, Name: f.Name, Limit: limit}
+	q := ThreadQuery{WorkspaceID: workspaceID, AgentID: f.AgentID, Tag: f.Tag, AlsoTag: f.AlsoTag, Status: f.Status, Name: f.Name, Limit: limit}
 	if q.After, err = q.parseCursor(f.Cursor); err != nil {
 		return ThreadQuery{}, err
 	}
@@ -100,7 +104,7 @@ func CheckThreadPage(limit int) (int, error) {
 // threads with f's AgentID, Tag and Status returned (f.Cursor; "" is always good): what
 // Threads refuses, for callers that want to tell that mistake from others before asking.
 func CheckThreadCursor(workspaceID string, f ThreadFilter) error {
-	q := ThreadQuery{WorkspaceID: workspaceID, AgentID: f.AgentID, Tag: f.Tag, Status: f.Status}
+	q := ThreadQuery{WorkspaceID: workspaceID, AgentID: f.AgentID, Tag: f.Tag, AlsoTag: f.AlsoTag, Status: f.Status}
 	_, err := q.parseCursor(f.Cursor)
 	return err
 }
@@ -134,6 +138,9 @@ func (q ThreadQuery) cursorCheck(place []byte) []byte {
 	fields := []string{q.WorkspaceID, q.AgentID, q.Tag, string(q.Status)}
 	if q.Name != "" {
 		fields = append(fields, "name", q.Name) // only when set: cursors of the other filters stay as they were
+	}
+	if q.AlsoTag != "" {
+		fields = append(fields, "also tag", q.AlsoTag)
 	}
 	for _, s := range fields {
 		// Each field with its length first, so that no two filters write the same bytes.

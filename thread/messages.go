@@ -247,50 +247,87 @@ func StoreAttachments(ctx context.Context, files store.Files, workspaceID, threa
 	// The attachments are replaced in a copy: the slice may be the handler's own (a result it
 	// keeps and returns again), which must still hold its data the next time.
 	r.Attachments = slices.Clone(r.Attachments)
+	at := attacher{files: files, workspaceID: workspaceID, threadID: threadID}
 	for i := range r.Attachments {
-		a := &r.Attachments[i]
-		if a.IsRef() {
-			fi, err := files.Stat(ctx, workspaceID, threadID, a.Path)
-			switch {
-			case err == nil && fi.IsDir:
-				err = errors.New("it is a directory")
-			case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid):
-				err = errors.New("the thread has no file there")
-			case err != nil:
-				return fmt.Errorf("thread %s: checking attachment %q: %w", threadID, a.Path, err)
-			}
-			if err != nil {
-				*r = quiver.Result{Status: quiver.StatusError, Code: quiver.CodeInvalidOutput,
-					Error: fmt.Sprintf("the tool returned attachment %q referring to %s, which it cannot: %v", a.Name, a.Path, err)}
-				return nil
-			}
-			continue
-		}
-		data, err := base64.StdEncoding.DecodeString(a.Data)
-		if err == nil && len(data) > quiver.MaxAttachmentBytes {
-			err = fmt.Errorf("%d bytes, over the %d byte limit", len(data), quiver.MaxAttachmentBytes)
-		}
-		var fi *store.FileInfo
-		if err == nil {
-			fi, err = files.AddAttachment(ctx, workspaceID, threadID, store.NewAttachment{Name: a.Name, MimeType: a.MimeType, Data: data,
-				Width: a.Width, Height: a.Height, Description: a.Description})
-			if err != nil && !errors.Is(err, store.ErrTooLarge) && !errors.Is(err, store.ErrInvalid) {
-				return fmt.Errorf("thread %s: storing attachment %q: %w", threadID, a.Name, err)
-			}
-		}
+		refusal, err := at.place(ctx, &r.Attachments[i])
 		if err != nil {
-			*r = quiver.Result{Status: quiver.StatusError, Code: quiver.CodeInvalidOutput,
-				Error: fmt.Sprintf("the tool returned attachment %q that could not be stored: %v", a.Name, err)}
+			return err
+		}
+		if refusal != "" {
+			*r = quiver.Result{Status: quiver.StatusError, Code: quiver.CodeInvalidOutput, Error: refusal}
 			return nil
 		}
-		*a = AttachmentRef(fi)
 	}
 	return nil
 }
 
-// AttachmentRef is the reference to a stored file that a result carries.
+// attacher places a result's attachments in a thread's files.
+type attacher struct {
+	files                 store.Files
+	workspaceID, threadID string
+}
+
+// place checks a reference, or stores an attachment's data and makes it the reference to the
+// stored file. refusal says why the attachment cannot be; err is a failure of the storage.
+func (at attacher) place(ctx context.Context, a *quiver.Attachment) (refusal string, err error) {
+	if a.IsRef() {
+		return at.checkRef(ctx, a)
+	}
+	fi, refusal, err := at.save(ctx, a)
+	if fi != nil {
+		*a = AttachmentRef(fi)
+	}
+	return refusal, err
+}
+
+// checkRef checks that a reference names a file of the thread.
+func (at attacher) checkRef(ctx context.Context, a *quiver.Attachment) (string, error) {
+	fi, err := at.files.Stat(ctx, at.workspaceID, at.threadID, a.Path)
+	switch {
+	case err == nil && fi.IsDir:
+		err = errors.New("it is a directory")
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid):
+		err = errors.New("the thread has no file there")
+	case err != nil:
+		return "", fmt.Errorf("thread %s: checking attachment %q: %w", at.threadID, a.Path, err)
+	}
+	if err != nil {
+		return fmt.Sprintf("the tool returned attachment %q referring to %s, which it cannot: %v", a.Name, a.Path, err), nil
+	}
+	return "", nil
+}
+
+// save stores an attachment's data under /attachments/.
+func (at attacher) save(ctx context.Context, a *quiver.Attachment) (*store.FileInfo, string, error) {
+	data, err := decodeAttachment(a.Data)
+	var fi *store.FileInfo
+	if err == nil {
+		fi, err = at.files.AddAttachment(ctx, at.workspaceID, at.threadID, store.NewAttachment{Name: a.Name, MimeType: a.MimeType, Data: data,
+			Width: a.Width, Height: a.Height, Description: a.Description})
+		if err != nil && !errors.Is(err, store.ErrTooLarge) && !errors.Is(err, store.ErrInvalid) {
+			return nil, "", fmt.Errorf("thread %s: storing attachment %q: %w", at.threadID, a.Name, err)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("the tool returned attachment %q that could not be stored: %v", a.Name, err), nil
+	}
+	return fi, "", nil
+}
+
+// decodeAttachment decodes an attachment's data (base64), at most quiver.MaxAttachmentBytes.
+func decodeAttachment(s string) ([]byte, error) {
+	data, err := base64.StdEncoding.DecodeString(s)
+	if err == nil && len(data) > quiver.MaxAttachmentBytes {
+		err = fmt.Errorf("%d bytes, over the %d byte limit", len(data), quiver.MaxAttachmentBytes)
+	}
+	return data, err
+}
+
+// AttachmentRef is the reference to a stored file that a result carries. Its name is the one
+// the file came with (an attachment's, as the tool gave it: chart.png) when it has one, else
+// the last segment of its path (FileInfo.DisplayName); its path says where the file is.
 func AttachmentRef(fi *store.FileInfo) quiver.Attachment {
-	return quiver.Attachment{ID: fi.ID, Type: "file", Path: fi.Path, Name: fi.Name, MimeType: fi.MimeType, Size: fi.Size,
+	return quiver.Attachment{ID: fi.ID, Type: "file", Path: fi.Path, Name: fi.DisplayName(), MimeType: fi.MimeType, Size: fi.Size,
 		Width: fi.Width, Height: fi.Height, Description: fi.Description}
 }
 

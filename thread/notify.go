@@ -6,8 +6,8 @@ import (
 )
 
 // ParentNotifier sends text from the thread a call runs on to that thread's parent: the
-// explicit parent communication of a resumable sub-agent (seed 000, parentCommunication
-// explicit). The agent runtime installs one (agent.NotifyParent) in the context of the calls
+// explicit parent communication of a resumable sub-agent (one whose configuration says its
+// parent communication is explicit). The agent runtime installs one (agent.NotifyParent) in the context of the calls
 // it runs, so that a tool reaches it through NotifyParent without importing the runtime.
 type ParentNotifier func(ctx context.Context, text string) error
 

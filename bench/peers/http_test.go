@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/store/vars"
@@ -72,8 +73,8 @@ func startMCPGo(tb testing.TB) (string, func()) {
 	return ts.URL + "/mcp", nil
 }
 
-// startQuiver builds the server the way quiver serve does on SQLite: the store, its variables
-// resolver, the journal. The run ends once every record is in SQLite (finish), so that all of
+// startQuiver builds the server the way quiver serve does on SQLite: the platform (the store,
+// its variables resolver, the journal) and the HTTP server over it. The run ends once every record is in SQLite (finish), so that all of
 // the journal writer's work is counted.
 func startQuiver(tb testing.TB) (string, func()) {
 	dir := tb.TempDir()
@@ -92,8 +93,15 @@ func startQuiver(tb testing.TB) (string, func()) {
 	})); err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Config{Store: st, Registry: reg, Resolver: vars.New(st, keys),
-		JournalDir: filepath.Join(dir, "quiver.db.journal"), Logger: slog.New(slog.DiscardHandler)})
+	p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: vars.New(st, keys), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := p.OpenJournal(context.Background(), filepath.Join(dir, "quiver.db.journal")); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = p.Close() })
+	srv, err := server.New(context.Background(), server.Config{Platform: p, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -101,7 +109,7 @@ func startQuiver(tb testing.TB) (string, func()) {
 	ts := httptest.NewServer(srv.Handler())
 	tb.Cleanup(ts.Close)
 	return ts.URL + "/mcp", func() {
-		if err := srv.Flush(context.Background()); err != nil {
+		if err := p.Flush(context.Background()); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
+	"github.com/quiverhq/quiver/store/secret"
 )
 
 // sseEvent is one Server-Sent Event as a client reads it.
@@ -119,6 +120,10 @@ func serveBackends(t testing.TB) []serveBackend {
 		return out
 	}
 	return append(out, serveBackend{"postgres", func(t *testing.T) []string {
+		// The commands a test runs on one database are nodes of one fleet, each with a data
+		// directory of its own (startServeWith's): they share the database's secrets key, as
+		// every node of a fleet must, or the second is refused.
+		t.Setenv(secret.EnvKey, strings.Repeat("5e", 32))
 		dsn := pgtest.DSN(t)
 		name := pgtest.Schema(t, dsn)
 		conn, err := pgx.Connect(context.Background(), dsn)

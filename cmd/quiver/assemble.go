@@ -22,20 +22,30 @@ type agents struct {
 	// variablesAt names where a deferred sub-agent's variables are provided: the API's route
 	// when the command serves it, nil otherwise.
 	variablesAt func(parentID, requestID string) string
+	// applyFiles says the command is a node of the fleet (quiver serve): its files become the
+	// fleet's configuration when the database has none (see adoptFleet).
+	applyFiles bool
 }
 
 // assemble builds the platform every command that runs tools or agents works on, the same
-// way for all of them: db's store and variables (sealed with its key file), reg's tools under
-// each workspace's stored ones, and ag's agents. openAPIInternal are the internal hosts the
-// tools of the workspaces' OpenAPI documents may reach (platform.Config.OpenAPIInternal).
-func assemble(db *opened, reg *quiver.Registry, ag agents, logger *slog.Logger, openAPIInternal []string) (*platform.Platform, error) {
-	keys, err := vars.LoadKeyring(db.KeyPath)
+// way for all of them: db's store and variables (sealed with its key, checked against the
+// database's: see keyring), reg's tools under each workspace's stored ones, and ag's agents.
+// openAPIInternal are the internal hosts the tools of the workspaces' OpenAPI documents may
+// reach (platform.Config.OpenAPIInternal); settings set what a door sets besides (quiver
+// serve's result limit).
+func assemble(db *opened, reg *quiver.Registry, ag agents, logger *slog.Logger, openAPIInternal []string,
+	settings ...func(*platform.Config)) (*platform.Platform, error) {
+	keys, err := keyring(db.ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	return platform.New(platform.Config{Store: db, Registry: reg, Resolver: vars.New(db, keys),
+	cfg := platform.Config{Store: db, Registry: reg, Resolver: vars.New(db, keys),
 		Catalog: ag.catalog, CatalogDir: ag.where, Model: ag.model, VariablesRequestURL: ag.variablesAt, Logger: logger,
-		OpenAPIInternal: openAPIInternal})
+		OpenAPIInternal: openAPIInternal, ServerWorkspace: localWorkspaceID}
+	for _, set := range settings {
+		set(&cfg)
+	}
+	return platform.New(cfg)
 }
 
 // loadAgents loads the agents quiver serve runs: those of dir, else of $QUIVER_AGENTS, else of

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,7 +37,13 @@ API key (the first start prints one; --insecure-local:
 none needed, on a loopback address only), recording every
 call (with SQLite through a journal beside the database;
 --journal=false stores each record before answering)`, run: (*app).serve, store: true},
-		{name: "mcp stdio", synopsis: "[--config FILE] [--db PATH | --postgres DSN] [--journal=false]",
+		{name: "apply", synopsis: "-f DIR|FILE [--dry-run] [--db PATH | --postgres DSN]",
+			about: `make the files the configuration every node serving
+the database shares (agents, prompts, OpenAPI documents,
+MCP servers, A2A agents, governance): its next version,
+served by every node within a second; the same again
+changes nothing; --dry-run prints the difference only`, run: (*app).apply, store: true},
+		{name: "mcp stdio", synopsis: "[--agents DIR] [--config FILE] [--db PATH | --postgres DSN] [--journal=false]",
 			about: "serve the tools over MCP on standard input and output", run: (*app).mcpStdio, store: true},
 		{name: "mcp conformance-client", synopsis: "URL", about: "play a scenario of the MCP conformance suite",
 			run: (*app).mcpConformanceClient, hidden: true},
@@ -44,9 +51,9 @@ call (with SQLite through a journal beside the database;
 			about: "list the available tools (the configuration's remote ones too)", run: (*app).toolsList, store: true},
 		{name: "tools schema", synopsis: "NAME [--dialect D] [--config FILE]",
 			about: "print a tool as a provider sees it\nD: openai (default), openai-strict, anthropic, gemini, mcp", run: (*app).toolsSchema, store: true},
-		{name: "tools add", synopsis: "--js FILE --schema FILE [--name N] [--description D] [--requires-confirmation] | DEFINITION.yaml",
+		{name: "tools add", synopsis: "--js FILE --schema FILE [--name N] [--description D] [--requires-confirmation] [--config FILE] | DEFINITION.yaml",
 			about: "store a JavaScript tool in the database (a new version\nif it exists); tools list, schema and call load them", run: (*app).toolsAdd, store: true},
-		{name: "tools import-openapi", synopsis: "FILE|URL --name N [--server URL]... [--operations LIST] [--credential SCHEME=VARIABLE]... [--dry-run]",
+		{name: "tools import-openapi", synopsis: "FILE|URL --name N [--server URL]... [--operations LIST] [--credential SCHEME=VARIABLE]... [--requires-confirmation | --confirm-writes] [--dry-run]",
 			about: "make a tool of each operation of an OpenAPI document\n(NAME.operationId) and add it to the configuration file;\ncredentials come from secret variables", run: (*app).toolsImportOpenAPI},
 		{name: "call", synopsis: "NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID] [--no-record]",
 			about: "call a tool and print the result as JSON; its variables\nresolve on the thread, agent or user given, then the instance;\nrecorded on --thread or a new thread tagged cli (--no-record: not)", run: (*app).call, store: true},
@@ -61,10 +68,15 @@ call (with SQLite through a journal beside the database;
 		{name: "threads list", synopsis: "[--limit N] [--cursor C] [--json]",
 			about: "list the threads, newest first, a page at a time", run: (*app).threadsList, store: true},
 		{name: "threads show", synopsis: "ID [--json]", about: "print a thread's messages and tool calls", run: (*app).threadsShow, store: true},
-		{name: "keys create", synopsis: "--name N [--role R] [--expires DURATION]",
-			about: "make an API key for quiver serve (printed once);\nR: member (default: calls tools), viewer (lists them), admin", run: (*app).keysCreate, store: true},
+		{name: "keys create", synopsis: "--name N [--role R] [--expires DURATION] [--toolset NAME]...",
+			about: "make an API key for quiver serve (printed once);\nR: member (default: calls tools), viewer (lists them), admin;\n--toolset binds it to a toolset's tools alone", run: (*app).keysCreate, store: true},
 		{name: "keys list", synopsis: "[--json]", about: "list the API keys (never the keys themselves)", run: (*app).keysList, store: true},
 		{name: "keys revoke", synopsis: "ID", about: "revoke a key; servers refuse it within a second", run: (*app).keysRevoke, store: true},
+		{name: "access explain", synopsis: "--tool NAME [--subject SPEC] [--json] [--config FILE]",
+			about: "say whether a subject may call a tool, and which rule\ndecided (exit 0: it may, 1: it may not); SPEC: key:ID,\nuser:ID, role:ROLE, claim:NAME=VALUE, agent:NAME,\ntoolset:NAME, comma-separated", run: (*app).accessExplain, store: true},
+		{name: "access get", synopsis: "[--json]", about: "print the entitlements: who may see and call which\ntools, and the toolsets (YAML, or JSON)", run: (*app).accessGet, store: true},
+		{name: "access set", synopsis: "FILE [--after N] [--config FILE]",
+			about: "replace the entitlements with FILE's (YAML or JSON;\n- reads standard input), from version N (default:\nthe current one); servers follow within a second", run: (*app).accessSet, store: true},
 		{name: "version", about: "print the version, commit and platform", run: func(a *app, _ context.Context, inv *invocation) (int, error) {
 			if err := inv.parseNone(""); err != nil {
 				return exitUsage, err
@@ -191,6 +203,27 @@ type invocation struct {
 	db    *opened
 	// stderr is told when a database is created rather than opened (a mistyped --db).
 	stderr io.Writer
+	// describing: the command is asked for its flags only (see describe): parse returns
+	// errDescribed once the command has added them, before it does anything.
+	describing bool
+}
+
+// errDescribed is what parse returns to a command being described: its flags are all added.
+var errDescribed = errors.New("quiver: the command's flags are described, not parsed")
+
+// describe returns c's flag set, with every flag the command takes, without running it: the
+// command adds its flags and stops at its parse (every command parses before it does
+// anything else). The CLI reference (docs/reference/cli.md) and the documentation's checks of
+// quiver commands read it.
+func describe(c *command) (*flag.FlagSet, error) {
+	inv := newInvocation(c, nil)
+	inv.describing = true
+	inv.fs.SetOutput(io.Discard)
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	if _, err := c.run(a, context.Background(), inv); !errors.Is(err, errDescribed) {
+		return nil, fmt.Errorf("quiver %s did not stop at its flags' parse when described (%v)", c.name, err)
+	}
+	return inv.fs, nil
 }
 
 func newInvocation(c *command, args []string) *invocation {
@@ -205,6 +238,9 @@ func newInvocation(c *command, args []string) *invocation {
 // max (max -1: any number); else the usage error is need, the command's words for what they
 // are ("call needs exactly one tool name").
 func (inv *invocation) parse(min, max int, need string) ([]string, error) {
+	if inv.describing {
+		return nil, errDescribed
+	}
 	pos, err := parseFlags(inv.fs, inv.args)
 	if err != nil {
 		return nil, err
@@ -218,6 +254,9 @@ func (inv *invocation) parse(min, max int, need string) ([]string, error) {
 // parseNone parses the flags of a command that takes no positional argument: one given is a
 // usage error: "keys list takes no arguments, got "x"", then hint.
 func (inv *invocation) parseNone(hint string) error {
+	if inv.describing {
+		return errDescribed
+	}
 	pos, err := parseFlags(inv.fs, inv.args)
 	if err == nil && len(pos) > 0 {
 		err = usagef("%s takes no arguments, got %q%s", inv.name, pos[0], hint)
@@ -245,13 +284,13 @@ func (inv *invocation) open(ctx context.Context) (*opened, error) {
 }
 
 // resolver opens the database (see open) and a variable resolver over it with the secret
-// keyring.
+// keyring, checked against the database's key (see keyring).
 func (inv *invocation) resolver(ctx context.Context) (*opened, *vars.Resolver, error) {
 	db, err := inv.open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	keys, err := vars.LoadKeyring(db.KeyPath)
+	keys, err := keyring(ctx, db)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +21,8 @@ func TestConsoleShowsAFailedRun(t *testing.T) {
 		script("lister"):                     "turns:\n  - text: Listed.\n",
 		filepath.Join(agents, "lister.yaml"): "name: lister\nmodel: scripted:" + script("lister") + "\ntools: [vanished_tool]\n",
 	})
-	base, admin := serveAgentsAPI(t, []string{"--db", filepath.Join(t.TempDir(), "q.db")}, agents)
+	db := filepath.Join(t.TempDir(), "q.db")
+	base, admin := serveAgentsAPI(t, []string{"--db", db}, agents)
 	site := &consoleSite{origin: strings.TrimSuffix(base, "/v1"), api: base, admin: admin}
 	threadID := site.namedThread(t, "lister", "Broken lister")
 
@@ -44,4 +46,28 @@ func TestConsoleShowsAFailedRun(t *testing.T) {
 	later.signIn(site, admin)
 	later.route("#/threads/" + threadID)
 	failed(later)
+
+	// The thread list says so too, and its failed filter keeps the thread.
+	later.route("#/threads?status=failed")
+	later.waitFor("the list's row, failed", testEls("thread-row")+`.some((r) => r.dataset.id === "`+threadID+
+		`" && r.querySelector('[data-test="status"]').textContent === "failed")`, 0)
+
+	// The CLI's list, the same platform's.
+	code, out, errOut := runCLI(t, "", "threads", "list", "--status", "failed", "--json", "--db", db)
+	var list struct {
+		Threads []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Run    struct {
+				Reason string `json:"reason"`
+			} `json:"run"`
+		} `json:"threads"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Threads) != 1 || list.Threads[0].ID != threadID ||
+		list.Threads[0].Status != "failed" || list.Threads[0].Run.Reason != "bad_definition" {
+		t.Errorf("quiver threads list --status failed: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "threads", "list", "--status", "broken", "--db", db); code != exitUsage || !strings.Contains(errOut, "--status must be") {
+		t.Errorf("an unknown status: %d %s", code, errOut)
+	}
 }

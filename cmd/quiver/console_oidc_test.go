@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"github.com/quiverhq/quiver/config"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/memstore"
@@ -116,11 +118,15 @@ func startNonceSite(t testing.TB, wrongNonce string) (string, *nonceProvider) {
 		t.Fatal(err)
 	}
 	ta := &server.TokenAuth{Issuer: p.url, Audiences: []string{p.resource}, Users: st, ConsoleClientID: "quiver-console",
-		Rules: []server.ClaimRule{{Claim: "groups", Value: "eng", Workspace: ws.ID, Role: store.KeyRoleMember}}}
+		Rules: []config.ClaimRule{{Claim: "groups", Value: "eng", Workspace: ws.ID, Role: store.KeyRoleMember}}}
 	if err := ta.Check(); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(ctx, server.Config{Store: st, Auth: &server.Authenticator{Keys: st, Tokens: ta}, Logger: slog.New(slog.DiscardHandler)})
+	pl, err := platform.New(platform.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(ctx, server.Config{Platform: pl, Auth: &server.Authenticator{Keys: st, Tokens: ta}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/crashtest"
+	"github.com/quiverhq/quiver/store/secret"
 )
 
 // The harness of the crash tests of `quiver serve` (api_crash_test.go, subagent_crash_test.go):
@@ -43,9 +44,21 @@ func (s crashServer) life() (string, bool) {
 	return os.Getenv(s.envLife), true
 }
 
+// crashEnvSecret names the variable by which the parent gives every life the same secret key:
+// TestMain gives each test process a data directory of its own and no QUIVER_SECRET_KEY, and
+// on PostgreSQL the key file is in the data directory, so each life would be a new node
+// without the database's key, which quiver serve refuses to start.
+const crashEnvSecret = "QUIVER_CRASH_SECRET"
+
+// crashSecret is the key the lives share (32 bytes, as hex).
+var crashSecret = strings.Repeat("cd", 32)
+
 // serve runs quiver serve on the parent's database and agents until the parent kills it; it
 // never returns.
 func (s crashServer) serve() {
+	if key := os.Getenv(crashEnvSecret); key != "" {
+		os.Setenv(secret.EnvKey, key)
+	}
 	db := os.Getenv(s.envDB)
 	args := []string{"serve", "--agents", os.Getenv(s.envAgents), "--addr", "127.0.0.1:0", "--db", db}
 	if strings.HasPrefix(db, "postgres://") {
@@ -102,7 +115,8 @@ func (h *crashHarness) start(life int) (*crashtest.Child, string) {
 	t := h.t
 	t.Helper()
 	s := h.server
-	env := append([]string{s.envDB + "=" + h.db, s.envAgents + "=" + h.agents, fmt.Sprintf("%s=%d", s.envLife, life)}, h.env...)
+	env := append([]string{s.envDB + "=" + h.db, s.envAgents + "=" + h.agents, fmt.Sprintf("%s=%d", s.envLife, life),
+		crashEnvSecret + "=" + crashSecret}, h.env...)
 	child := crashtest.Start(t, s.test, env...)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if m := servingRE.FindStringSubmatch(child.Stderr()); m != nil {

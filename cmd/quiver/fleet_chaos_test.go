@@ -94,6 +94,8 @@ func TestFleetChaos(t *testing.T) {
 	// Skipped without PostgreSQL, as the other PostgreSQL tests are (failed under CI=true); the
 	// fleet runs on a server of its own, which the test restarts.
 	pgtest.DSN(t)
+	// Skipped without HAProxy too, saying how to run it (failed when CI is set).
+	haproxy := haproxyBinary(t)
 	began := time.Now()
 	clients := chaosClientKinds(t)
 
@@ -102,7 +104,7 @@ func TestFleetChaos(t *testing.T) {
 	fleet := newChaosFleet(t, chaosNodes, pg.DSN(), agents, []string{"OPENAI_BASE_URL=" + startChaosModel(t), "OPENAI_API_KEY=sk-chaos"})
 	fleet.drainWait = chaosDrainDelay
 	fleet.start()
-	fleet.startHAProxy()
+	fleet.startHAProxy(haproxy)
 	workspaces := createChaosWorkspaces(t, fleet.lb, fleet.admin)
 	t.Logf("set up in %v: PostgreSQL on port %d, %d nodes, HAProxy at %s", time.Since(began).Round(100*time.Millisecond), pg.port, chaosNodes, fleet.lb)
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver/platform"
-	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/platform/entitle"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -46,7 +46,7 @@ func createKey(ctx context.Context, st backend, name string, role store.KeyRole,
 		return "", nil, err
 	}
 	k := &store.APIKey{WorkspaceID: localWorkspaceID, UserID: u.ID, Name: name, Role: role, ExpiresAt: expires}
-	secret, err := server.IssueAPIKey(ctx, st, k)
+	secret, err := platform.IssueAPIKey(ctx, st, k)
 	if err != nil {
 		return "", nil, err
 	}
@@ -83,6 +83,14 @@ func (a *app) keysCreate(ctx context.Context, inv *invocation) (int, error) {
 	role := inv.fs.String("role", "member", "what the key may do: admin, member (call tools) or viewer (list them)")
 	name := inv.fs.String("name", "", "what the key is for, to recognise it in quiver keys list (required)")
 	expires := inv.fs.Duration("expires", 0, "how long the key works, like 720h (default: until revoked)")
+	var toolsets []string
+	inv.fs.Func("toolset", "bind the key to a toolset of the entitlements (repeatable): it may see and call only their tools (default: not bound)", func(s string) error {
+		if err := entitle.CheckToolsetName(s); err != nil {
+			return err
+		}
+		toolsets = append(toolsets, s)
+		return nil
+	})
 	if err := inv.parseNone(" (the name goes in --name)"); err != nil {
 		return exitUsage, err
 	}
@@ -100,26 +108,21 @@ func (a *app) keysCreate(ctx context.Context, inv *invocation) (int, error) {
 		t := time.Now().Add(*expires)
 		until = &t
 	}
-	st, err := inv.open(ctx)
-	if err != nil {
-		return exitError, err
-	}
-	u, err := localAdmin(ctx, st)
-	if err != nil {
-		return exitError, err
-	}
 	// Through the platform, as POST /v1/keys: its rules (the cap of working keys a workspace
 	// may have, the roles a member's keys may take) hold at this door too.
-	p, err := assemble(st, a.registry, agents{}, nil, nil)
+	p, actor, st, err := a.localPlatform(ctx, inv)
 	if err != nil {
 		return exitError, err
 	}
-	k, secret, err := p.CreateKey(ctx, platform.Operator(localWorkspaceID, u.ID),
-		platform.NewKey{Role: r, Name: strings.TrimSpace(*name), ExpiresAt: until})
+	k, secret, err := p.CreateKey(ctx, actor, platform.NewKey{Role: r, Name: strings.TrimSpace(*name), ExpiresAt: until, Toolsets: toolsets})
 	if err != nil {
 		return exitError, err
 	}
-	fmt.Fprintf(a.stderr, "quiver: created API key %s (%s, %s) in %s; it is shown this once:\n", k.ID, k.Name, k.Role, st.Where)
+	bound := ""
+	if len(k.Toolsets) > 0 {
+		bound = ", bound to the toolsets " + strings.Join(k.Toolsets, ", ")
+	}
+	fmt.Fprintf(a.stderr, "quiver: created API key %s (%s, %s%s) in %s; it is shown this once:\n", k.ID, k.Name, k.Role, bound, st.Where)
 	fmt.Fprintln(a.stdout, secret)
 	return exitOK, nil
 }
@@ -129,11 +132,11 @@ func (a *app) keysList(ctx context.Context, inv *invocation) (int, error) {
 	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
 	}
-	st, err := inv.open(ctx)
+	p, actor, st, err := a.localPlatform(ctx, inv)
 	if err != nil {
 		return exitError, err
 	}
-	keys, err := st.APIKeys(ctx, localWorkspaceID)
+	keys, err := p.Keys(ctx, actor)
 	if err != nil {
 		return exitError, err
 	}
@@ -150,7 +153,7 @@ func (a *app) keysList(ctx context.Context, inv *invocation) (int, error) {
 		return exitOK, nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKEY\tNAME\tROLE\tCREATED\tLAST USED\tSTATE")
+	fmt.Fprintln(tw, "ID\tKEY\tNAME\tROLE\tTOOLSETS\tCREATED\tLAST USED\tSTATE")
 	now := time.Now()
 	for _, k := range keys {
 		state := "active"
@@ -166,7 +169,8 @@ func (a *app) keysList(ctx context.Context, inv *invocation) (int, error) {
 		if k.LastUsedAt != nil {
 			used = k.LastUsedAt.UTC().Format("2006-01-02 15:04Z")
 		}
-		fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Name, k.Role, k.CreatedAt.UTC().Format("2006-01-02 15:04Z"), used, state)
+		fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Name, k.Role, orDash(strings.Join(k.Toolsets, ",")),
+			k.CreatedAt.UTC().Format("2006-01-02 15:04Z"), used, state)
 	}
 	return exitOK, tw.Flush()
 }
@@ -176,16 +180,13 @@ func (a *app) keysRevoke(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	st, err := inv.open(ctx)
+	p, actor, _, err := a.localPlatform(ctx, inv)
 	if err != nil {
 		return exitError, err
 	}
-	k, err := st.RevokeAPIKey(ctx, localWorkspaceID, pos[0])
-	if errors.Is(err, store.ErrNotFound) {
-		return exitError, fmt.Errorf("no API key %s in %s (quiver keys list shows them)", pos[0], st.Where)
-	}
+	k, err := p.RevokeKey(ctx, actor, pos[0])
 	if err != nil {
-		return exitError, err
+		return exitError, refusal(err, "quiver keys list shows them")
 	}
 	fmt.Fprintf(a.stderr, "quiver: revoked API key %s (%s); servers refuse it within a second\n", k.ID, k.Name)
 	return exitOK, nil

@@ -49,6 +49,10 @@ type opened struct {
 	DSN        string
 	// Created says that the SQLite file did not exist and was made.
 	Created bool
+	// ctx is the context of the command that opened the database, which the database does
+	// not outlive (dispatch closes it when the command returns): assemble, which takes no
+	// context, checks the secret key with it (see keyring).
+	ctx context.Context
 }
 
 // open opens (creating when needed) the database the flags name, applies its migrations and
@@ -65,7 +69,7 @@ func (f storeFlags) open(ctx context.Context) (*opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &opened{KeyPath: keyPath}
+	o := &opened{KeyPath: keyPath, ctx: ctx}
 	if dsn != "" && *f.db == "" {
 		o.Where, o.DSN = "PostgreSQL", dsn
 		st, err := postgres.Open(ctx, dsn)

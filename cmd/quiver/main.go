@@ -21,12 +21,9 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/sandbox"
 	"github.com/quiverhq/quiver/schema"
-	"github.com/quiverhq/quiver/server"
-	"github.com/quiverhq/quiver/store"
 	_ "github.com/quiverhq/quiver/tools/clock" // built-in tools register themselves
 	_ "github.com/quiverhq/quiver/tools/runcode"
 )
@@ -62,9 +59,12 @@ type app struct {
 	// cmd is the command being run ("serve", "tools list"), for the usage line of a usage error.
 	cmd      string
 	registry *quiver.Registry
-	stdin    io.Reader
-	stdout   io.Writer
-	stderr   io.Writer
+	// rules are the configuration's governance rules, once a command has read it: the
+	// platform a command assembles governs its tools with them.
+	rules  []quiver.Rule
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
 	// quiver run: turnText gathers the text streamed to stderr of the model's turn under way;
 	// streamedTurn is what was streamed of the last finished turn.
 	turnText     strings.Builder
@@ -175,13 +175,14 @@ func (a *app) toolsList(ctx context.Context, inv *invocation) (int, error) {
 	if err := inv.parseNone(""); err != nil {
 		return exitUsage, err
 	}
-	// The remote MCP servers' tools are listed as quiver call would call them.
-	disconnect, err := a.everyTool(ctx, inv, *config)
+	// The tools are listed as every door serves them: the remote MCP servers' as quiver call
+	// would call them; a disabled one, or one the rules deny, not at all.
+	d, disconnect, err := a.everyTool(ctx, inv, *config)
 	if err != nil {
 		return exitError, err
 	}
 	defer disconnect()
-	tools := a.registry.Tools()
+	tools := d.Tools()
 	if *asJSON {
 		type entry struct {
 			Name         string              `json:"name"`
@@ -252,13 +253,19 @@ func (a *app) warnNotConnected() {
 	}
 }
 
-// everyTool adds to the registry the tools stored in the database and those of the remote MCP
-// servers the configuration file names; disconnect ends the remotes' connections.
-func (a *app) everyTool(ctx context.Context, inv *invocation, config string) (disconnect func(), err error) {
-	if err := a.loadStoredTools(ctx, inv); err != nil {
-		return nil, err
+// everyTool is the local workspace's dispatcher as every door has it (see callPlatform): the
+// workspace's stored tools (JavaScript, client, its OpenAPI documents') over the built-in and
+// the configuration's ones (its OpenAPI documents, A2A agents and remote MCP servers), governed
+// by the configuration's rules. The app's registry becomes its tools; disconnect ends the
+// remotes' connections.
+func (a *app) everyTool(ctx context.Context, inv *invocation, config string) (_ *quiver.Dispatcher, disconnect func(), _ error) {
+	p, disconnect, err := a.callPlatform(ctx, inv, config, inv.store.exists())
+	if err != nil {
+		return nil, nil, err
 	}
-	return a.importConfigured(ctx, inv.store, config)
+	d := p.Workspace(ctx, localWorkspaceID).Dispatcher()
+	a.registry = d.Registry
+	return d, disconnect, nil
 }
 
 func (a *app) toolsSchema(ctx context.Context, inv *invocation) (int, error) {
@@ -268,107 +275,35 @@ func (a *app) toolsSchema(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	d, err := schema.ParseDialect(*dialect)
+	dl, err := schema.ParseDialect(*dialect)
 	if err != nil {
 		return exitUsage, usagef("%v", err)
 	}
-	disconnect, err := a.everyTool(ctx, inv, *config)
+	d, disconnect, err := a.everyTool(ctx, inv, *config)
 	if err != nil {
 		return exitError, err
 	}
 	defer disconnect()
-	t, ok := a.registry.Lookup(pos[0])
+	t, ok := servedTool(d, pos[0])
 	if !ok {
 		return exitError, fmt.Errorf("unknown tool %q; run \"quiver tools list\" to see the available tools", pos[0])
 	}
-	set, err := schema.Render(d, quiver.ToolSchemas(a.registry, []*quiver.Tool{t}))
+	set, err := schema.Render(dl, quiver.ToolSchemas(a.registry, []*quiver.Tool{t}))
 	if err != nil {
 		return exitError, err
 	}
 	return exitOK, writeJSON(a.stdout, set)
 }
 
-func (a *app) call(ctx context.Context, inv *invocation) (int, error) {
-	argText := inv.fs.String("args", "{}", "arguments as JSON, @FILE to read a file, or - to read standard input")
-	threadID := inv.fs.String("thread", "", "record the call on this thread (default: a new thread tagged cli) and resolve the tool's variables on it (then its agent, user and the instance)")
-	agentName := inv.fs.String("agent", "", "resolve the tool's variables on this agent's layer (then the instance)")
-	userID := inv.fs.String("user", "", "resolve the tool's variables on this user's layer (then the instance)")
-	noRecord := inv.fs.Bool("no-record", false, "do not record the call in the database (recorded by default, as at every door: quiver threads list shows it)")
-	config := addConfigFlag(inv.fs)
-	pos, err := inv.parse(1, 1, "call needs exactly one tool name")
-	if err != nil {
-		return exitUsage, err
-	}
-	raw, err := a.readArgs(*argText)
-	if err != nil {
-		return exitUsage, err
-	}
-	d := &quiver.Dispatcher{Registry: a.registry}
-	if !*noRecord || inv.store.exists() {
-		// The database holds the stored tools and the variables they resolve, as for a
-		// model's or an MCP client's call, and the thread the call is recorded on (it is
-		// made when there is none, so that every call is recorded, whoever asks).
-		db, resolver, err := inv.resolver(ctx)
-		if err != nil {
-			return exitError, err
+// servedTool is the tool of that name among those d serves (as GET /v1/tools/served/{name}
+// finds it).
+func servedTool(d *quiver.Dispatcher, name string) (*quiver.Tool, bool) {
+	for _, t := range d.Tools() {
+		if t.Name() == name {
+			return t, true
 		}
-		if a.registry, err = a.withStoredTools(ctx, db); err != nil {
-			return exitError, err
-		}
-		d.Resolver = resolver
-		scope := quiver.Scope{WorkspaceID: localWorkspaceID, ThreadID: *threadID, AgentID: *agentName, UserID: *userID}
-		if !*noRecord {
-			if scope.ThreadID, err = callThread(ctx, db, *threadID, *userID); err != nil {
-				return exitError, err
-			}
-			d.Recorder = &server.Recorder{Store: db}
-		}
-		ctx = quiver.WithScope(ctx, scope)
-	} else if *threadID != "" || *agentName != "" || *userID != "" {
-		return exitUsage, usagef("--thread, --agent and --user need a database; there is none yet (quiver vars set creates it)")
 	}
-	// Tools of the remote MCP servers in the configuration file are callable too.
-	disconnect, err := a.importConfigured(ctx, inv.store, *config)
-	if err != nil {
-		return exitError, err
-	}
-	defer disconnect()
-	d.Registry = a.registry
-	// The call has its id before it runs, as at the other doors: the tool sees it as its
-	// idempotency key (quiver.Execution.CallID), and the record carries the same one.
-	r, err := d.Dispatch(quiver.WithDoor(ctx, quiver.DoorCLI), quiver.Call{ID: stamp.ID(ctx, "call"), Name: pos[0], Args: raw})
-	if err != nil {
-		return exitError, err
-	}
-	if err := writeJSON(a.stdout, r); err != nil {
-		return exitError, err
-	}
-	if hint := varHint(r); hint != "" {
-		fmt.Fprintf(a.stderr, "quiver: %s\n", hint)
-	}
-	if r.IsError() {
-		return exitError, nil
-	}
-	return exitOK, nil
-}
-
-// callThread is the thread quiver call records its call on: id, which must be a thread of the
-// local workspace, or a new thread tagged "cli" (as the API's calls get one tagged "api").
-func callThread(ctx context.Context, db *opened, id, userID string) (string, error) {
-	if id != "" {
-		if _, err := db.Thread(ctx, localWorkspaceID, id); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return "", fmt.Errorf("no thread %s to record the call on (quiver threads list shows them; without --thread the call gets a new one)", id)
-			}
-			return "", fmt.Errorf("thread %s: %w", id, err)
-		}
-		return id, nil
-	}
-	th := &store.Thread{WorkspaceID: localWorkspaceID, UserID: userID, Tags: []string{"cli"}}
-	if err := db.CreateThread(ctx, th); err != nil {
-		return "", fmt.Errorf("creating a thread to record the call on (--no-record calls without one): %w", err)
-	}
-	return th.ID, nil
+	return nil, false
 }
 
 func (a *app) readArgs(text string) (json.RawMessage, error) {

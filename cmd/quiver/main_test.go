@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quiverhq/quiver"
 )
 
 // runCLI runs the command in-process and returns its exit code and output.
@@ -63,7 +65,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{name: "a usage error shows the command's usage", args: []string{"call"}, code: exitUsage,
 			stderrHas: []string{"call needs exactly one tool name", "quiver call NAME [--args", "Run 'quiver call -h' for its flags"}},
 		// A test binary has no version control data: it says why.
-		{name: "version", args: []string{"version"}, code: exitOK, stdoutHas: "quiver (devel) (commit not recorded: go run and -buildvcs=false leave it out"},
+		{name: "version", args: []string{"version"}, code: exitOK, stdoutHas: "quiver " + quiver.Version + " (commit not recorded: go run and -buildvcs=false leave it out"},
 		{name: "--version", args: []string{"--version"}, code: exitOK, stdoutHas: runtime.GOOS + "/" + runtime.GOARCH + ")"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderrHas: []string{`unknown command "frobnicate"`, "Usage:"}},
 		{name: "tools without subcommand", args: []string{"tools"}, code: exitUsage, stderrHas: []string{"list, schema, add or import-openapi"}},
@@ -144,8 +146,8 @@ func TestEveryCommandHasHelp(t *testing.T) {
 // Dockerfile do); they win over what the toolchain recorded.
 func TestVersionOfARelease(t *testing.T) {
 	defer func(v, c string) { version, commit = v, c }(version, commit)
-	version, commit = "v1.2.3", "0123456789abcdef0123"
-	want := "quiver v1.2.3 (commit 0123456789ab, " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")"
+	version, commit = "v"+quiver.Version, "0123456789abcdef0123"
+	want := "quiver " + quiver.Version + " (commit 0123456789ab, " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")"
 	if got := versionText(); got != want {
 		t.Errorf("versionText() = %q, want %q", got, want)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/quiverhq/quiver/mcp"
-	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store/vars"
 )
 
@@ -33,12 +32,12 @@ func usesOAuth(remotes []mcp.Remote) bool {
 
 // oauthGrants is where the OAuth grants of remotes are kept: sealed files beside the key
 // file, under the key secret variables use (created on first use).
-func oauthGrants(keyPath string) (*server.GrantFiles, error) {
+func oauthGrants(keyPath string) (*mcp.GrantFiles, error) {
 	keys, err := vars.LoadKeyring(keyPath)
 	if err != nil {
 		return nil, fmt.Errorf("loading the secret key the OAuth grants are sealed with: %w", err)
 	}
-	return &server.GrantFiles{Dir: filepath.Join(filepath.Dir(keyPath), grantsDirName), Keys: keys}, nil
+	return &mcp.GrantFiles{Dir: filepath.Join(filepath.Dir(keyPath), grantsDirName), Keys: keys}, nil
 }
 
 // defaultBaseURL is the base of the OAuth redirect URL of remotes that give none: where quiver
@@ -46,7 +45,7 @@ func oauthGrants(keyPath string) (*server.GrantFiles, error) {
 func defaultBaseURL() string {
 	addr := os.Getenv(addrEnv)
 	if addr == "" {
-		addr = server.DefaultAddr
+		addr = defaultAddr
 	}
 	return "http://" + addr
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,58 +15,59 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/quiverhq/quiver"
-	"github.com/quiverhq/quiver/a2a"
+	"github.com/quiverhq/quiver/config"
 	"github.com/quiverhq/quiver/openapi"
-	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/platform"
 )
 
-// registerA2A adds a tool for each of the configuration's A2A agents to reg. An agent whose
-// card cannot be read is said on stderr and still gets its tool, which reads the card again
-// at each call until it can (a partner that is down does not keep the rest from serving).
-func registerA2A(ctx context.Context, file *server.File, reg *quiver.Registry, stderr io.Writer) error {
-	remotes, err := file.A2ARemotes()
-	if err != nil {
-		return err
-	}
-	for _, r := range remotes {
-		t, err := a2a.Tool(ctx, r)
-		if err != nil {
-			fmt.Fprintf(stderr, "quiver: warning: %v; its tool tries again at each call\n", err)
-			if t, err = a2a.Lazy(r, err); err != nil {
-				return err
-			}
-		}
-		if err := reg.Register(t); err != nil {
-			return fmt.Errorf("a2a %s: %w", r.Name, err)
-		}
-	}
-	return nil
+// registerA2A adds a tool for each of the configuration's A2A agents to reg, built as every node
+// builds the fleet's (platform.BuildSharedTools). An agent whose card cannot be read is said on
+// stderr and still gets its tool, which reads the card again at each call until it can (a
+// partner that is down does not keep the rest from serving).
+func registerA2A(ctx context.Context, file *config.File, reg *quiver.Registry, stderr io.Writer) error {
+	var part config.File
+	part.A2A = file.A2A
+	return registerShared(ctx, &platform.Configuration{File: &part}, reg, stderr)
 }
 
-// registerOpenAPI adds the tools of the configuration's OpenAPI documents to reg. A document
-// that cannot be read or is not valid stops the command, naming the document: its tools are
-// configured to be there. The operations left out are said on stderr.
-func registerOpenAPI(ctx context.Context, file *server.File, reg *quiver.Registry, stderr io.Writer) error {
+// registerOpenAPI adds the tools of the configuration's OpenAPI documents to reg, built as
+// every node builds the fleet's. A document that cannot be read or is not valid stops the
+// command, naming the document: its tools are configured to be there. The operations left out
+// are said on stderr.
+func registerOpenAPI(ctx context.Context, file *config.File, reg *quiver.Registry, stderr io.Writer) error {
 	sources, err := file.OpenAPISources(ctx)
 	if err != nil {
 		return err
 	}
-	for _, src := range sources {
-		im, err := openapi.Tools(ctx, src)
-		if err != nil {
-			return err
-		}
-		for _, s := range im.Skipped {
-			fmt.Fprintf(stderr, "quiver: openapi %s: %s is not a tool: %s\n", src.Name, s.Operation, s.Reason)
-		}
-		if err := reg.Register(im.Tools...); err != nil {
-			return fmt.Errorf("openapi %s: %w", src.Name, err)
-		}
+	part := config.File{OpenAPI: file.OpenAPI}
+	docs := map[string][]byte{}
+	for _, s := range sources {
+		docs[s.Name] = s.Document
 	}
-	return nil
+	return registerShared(ctx, &platform.Configuration{File: &part, Documents: docs}, reg, stderr)
 }
 
-const importOpenAPIUsage = `quiver tools import-openapi FILE|URL --name N [--server URL]... [--operations LIST] [--credential SCHEME=VARIABLE]... [--config FILE] [--dry-run]`
+// registerShared adds the tools of c's sources to reg.
+func registerShared(ctx context.Context, c *platform.Configuration, reg *quiver.Registry, stderr io.Writer) error {
+	built := platform.BuildSharedTools(ctx, c, reg, warnings(stderr))
+	if built.Broken != nil {
+		return built.Broken
+	}
+	for _, s := range built.Skipped {
+		fmt.Fprintf(stderr, "quiver: openapi %s: %s is not a tool: %s\n", s.Source, s.Operation, s.Reason)
+	}
+	return reg.Register(built.Tools...)
+}
+
+// warnings is a logger of warnings for a command's standard error.
+func warnings(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+const importOpenAPIUsage = `quiver tools import-openapi FILE|URL --name N [--server URL]... [--operations LIST] [--max-operations N] [--strict] [--credential SCHEME=VARIABLE]... [--requires-confirmation | --confirm-writes] [--config FILE] [--dry-run]`
+
+// importFlags are the names import-openapi's errors give the source's settings: its flags.
+var importFlags = openapi.Settings{Servers: "--server", Operations: "--operations", MaxOperations: "--max-operations"}
 
 // toolsImportOpenAPI reads an OpenAPI document, says which tools its operations make, and adds
 // it to the configuration file's openapi block (replacing an entry of the same name), so that
@@ -82,7 +84,11 @@ func (a *app) toolsImportOpenAPI(ctx context.Context, inv *invocation) (int, err
 		credentials = append(credentials, s)
 		return nil
 	})
-	config := addConfigFlag(inv.fs)
+	maxOps := inv.fs.Int("max-operations", 0, fmt.Sprintf("raise the cap of operations imported (default %d, at most %d)", openapi.MaxOperations, openapi.MaxDocumentOperations))
+	strict := inv.fs.Bool("strict", false, "an answer that does not match the document's schema of it fails the call (default: passed through with a warning)")
+	confirmAll := inv.fs.Bool("requires-confirmation", false, "every operation's calls wait for a person's decision")
+	confirmWrites := inv.fs.Bool("confirm-writes", false, "the calls of every operation that is not read-only (not GET, HEAD or OPTIONS) wait for a person's decision")
+	configFlag := addConfigFlag(inv.fs)
 	dryRun := inv.fs.Bool("dry-run", false, "list the tools the document makes without changing the configuration")
 	pos, err := inv.parse(1, 1, "tools import-openapi needs the document: a file or an http(s) URL\n"+importOpenAPIUsage)
 	if err != nil {
@@ -97,7 +103,14 @@ func (a *app) toolsImportOpenAPI(ctx context.Context, inv *invocation) (int, err
 			return exitError, err
 		}
 	}
-	entry := server.OpenAPIConfig{Name: *name, Document: location, Servers: servers}
+	if *maxOps < 0 || *maxOps > openapi.MaxDocumentOperations {
+		return exitUsage, usagef("--max-operations %d: give 1 to %d (0: the default, %d)", *maxOps, openapi.MaxDocumentOperations, openapi.MaxOperations)
+	}
+	entry := config.OpenAPI{Name: *name, Document: location, Servers: servers, RequiresConfirmation: *confirmAll,
+		MaxOperations: *maxOps, Strict: *strict}
+	if *confirmWrites && !*confirmAll {
+		entry.Governance = []quiver.Rule{{When: quiver.Hints{ReadOnly: quiver.Hint(false)}, RequiresConfirmation: quiver.Hint(true)}}
+	}
 	for _, op := range strings.Split(*operations, ",") {
 		if op = strings.TrimSpace(op); op != "" {
 			entry.Operations = append(entry.Operations, op)
@@ -113,12 +126,13 @@ func (a *app) toolsImportOpenAPI(ctx context.Context, inv *invocation) (int, err
 		}
 		entry.Credentials[scheme] = variable
 	}
-	probe := &server.File{OpenAPI: []server.OpenAPIConfig{entry}}
-	sources, err := probe.OpenAPISources(ctx)
+	doc, err := openapi.Load(ctx, location, nil)
 	if err != nil {
 		return exitError, err
 	}
-	im, err := openapi.Tools(ctx, sources[0])
+	src := entry.Source(doc)
+	src.Settings = importFlags
+	im, err := openapi.Tools(ctx, src)
 	if err != nil {
 		return exitError, err
 	}
@@ -126,7 +140,7 @@ func (a *app) toolsImportOpenAPI(ctx context.Context, inv *invocation) (int, err
 	if *dryRun {
 		return exitOK, nil
 	}
-	path, _, err := configPath(*config)
+	path, _, err := configPath(*configFlag)
 	if err != nil {
 		return exitError, err
 	}
@@ -166,7 +180,7 @@ func printImport(w io.Writer, im *openapi.Import) {
 // (created when missing), replacing an entry of the same name. The file is edited as a YAML
 // tree, so its comments and the order of its keys stay; the result is checked as a
 // configuration before it replaces the file.
-func addOpenAPIEntry(path string, entry server.OpenAPIConfig) (replaced bool, _ error) {
+func addOpenAPIEntry(path string, entry config.OpenAPI) (replaced bool, _ error) {
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("reading the configuration: %w", err)
@@ -202,7 +216,7 @@ func addOpenAPIEntry(path string, entry server.OpenAPIConfig) (replaced bool, _ 
 		return false, err
 	}
 	for i, old := range list.Content {
-		var existing server.OpenAPIConfig
+		var existing config.OpenAPI
 		if old.Decode(&existing) == nil && existing.Name == entry.Name {
 			list.Content[i], replaced = &item, true
 		}
@@ -216,7 +230,7 @@ func addOpenAPIEntry(path string, entry server.OpenAPIConfig) (replaced bool, _ 
 	if err := enc.Encode(&doc); err != nil {
 		return false, err
 	}
-	if _, err := server.ParseConfig(bytes.NewReader(out.Bytes()), path); err != nil {
+	if _, err := config.Parse(bytes.NewReader(out.Bytes()), path); err != nil {
 		return false, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

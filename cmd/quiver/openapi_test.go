@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -134,6 +135,21 @@ func TestImportOpenAPIFile(t *testing.T) {
 	if err := os.WriteFile(swagger, []byte(`{"swagger":"2.0","info":{"title":"t","version":"1"},"paths":{}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// 1,001 operations, tagged a (one) or b (the others), and no server.
+	var many strings.Builder
+	many.WriteString(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{`)
+	for i := range 1001 {
+		tag := "b"
+		if i == 0 {
+			tag = "a"
+		}
+		fmt.Fprintf(&many, `%s"/op%d":{"get":{"operationId":"op%d","tags":["%s"],"responses":{"200":{"description":"ok"}}}}`, map[bool]string{true: ",", false: ""}[i > 0], i, i, tag)
+	}
+	many.WriteString(`}}`)
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(many.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -146,6 +162,18 @@ func TestImportOpenAPIFile(t *testing.T) {
 		{"a missing file", []string{filepath.Join(dir, "nope.yaml"), "--name", "x"}, exitError, "no such file"},
 		{"a bad name", []string{doc, "--name", "a.b"}, exitError, "source name"},
 		{"not OpenAPI", []string{swagger, "--name", "x"}, exitError, "only OpenAPI 3.0 and 3.1"},
+		// Errors name the flags, not the configuration's fields.
+		{"over the cap", []string{big, "--name", "x", "--dry-run"}, exitError,
+			"select the ones to import with --operations (an operationId, tag:NAME or \"METHOD /path\" each), or raise the cap with --max-operations (at most 10000)"},
+		{"the cap raised, no server", []string{big, "--name", "x", "--max-operations", "1001", "--dry-run"}, exitError,
+			"the document names no server; give the base URL of the service with --server"},
+		{"the cap raised", []string{big, "--name", "x", "--max-operations", "1001", "--server", "https://x.example", "--dry-run"}, exitOK, "1001 tools"},
+		{"a selection", []string{big, "--name", "x", "--operations", "tag:a", "--server", "https://x.example", "--dry-run"}, exitOK, "1 tool:"},
+		{"a selection over the cap", []string{big, "--name", "x", "--operations", "tag:b,op0", "--server", "https://x.example", "--dry-run"}, exitError,
+			"the selection (--operations) matches more than 1000 operations"},
+		{"a selection of nothing", []string{big, "--name", "x", "--operations", "tag:c", "--server", "https://x.example", "--dry-run"}, exitError,
+			`no operation matches "tag:c" of --operations`},
+		{"a cap past the most", []string{big, "--name", "x", "--max-operations", "10001"}, exitUsage, "--max-operations 10001: give 1 to 10000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/quiverhq/quiver"
 )
 
 // Every command refuses a flag it does not take as a usage error (exit 2) with its usage, and
@@ -72,7 +74,9 @@ func TestClosestFlag(t *testing.T) {
 }
 
 // quiver version says which build it is from what Go recorded, whichever way it was built
-// (issue 35: `(devel) (commit unknown)` after go install, with nothing to say why).
+// (issue 35: `(devel) (commit unknown)` after go install, with nothing to say why), after
+// quiver.Version, the API document's info.version (issue 47); the build's own version only
+// where it is not the release of quiver.Version.
 func TestDescribeBuild(t *testing.T) {
 	tail := runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")"
 	vcs := func(rev, when, modified string) []debug.BuildSetting {
@@ -90,22 +94,24 @@ func TestDescribeBuild(t *testing.T) {
 		want               string
 	}{
 		{"a release (-ldflags -X)", "v1.2.3", "0123456789abcdef0123", build("(devel)", vcs(rev, "2026-11-27T23:41:58Z", "true")),
-			"quiver v1.2.3 (commit 0123456789ab, " + tail},
+			"quiver " + quiver.Version + " (build v1.2.3, commit 0123456789ab, " + tail},
 		{"go install in a clean checkout", "", "", build("v0.0.0-20261127234158-70c1f24e807d", vcs(rev, "2026-11-27T23:41:58Z", "false")),
-			"quiver v0.0.0-20261127234158-70c1f24e807d (commit 70c1f24e807d of 2026-11-27, " + tail},
+			"quiver " + quiver.Version + " (build v0.0.0-20261127234158-70c1f24e807d, commit 70c1f24e807d of 2026-11-27, " + tail},
 		{"go install with local changes", "", "", build("v0.0.0-20261127234158-70c1f24e807d+dirty", vcs(rev, "2026-11-27T23:41:58Z", "true")),
-			"quiver v0.0.0-20261127234158-70c1f24e807d+dirty (commit 70c1f24e807d of 2026-11-27 with local changes, " + tail},
+			"quiver " + quiver.Version + " (build v0.0.0-20261127234158-70c1f24e807d+dirty, commit 70c1f24e807d of 2026-11-27 with local changes, " + tail},
 		{"a checkout at a tag", "", "", build("v1.4.0", vcs(rev, "2026-11-27T23:41:58Z", "false")),
-			"quiver v1.4.0 (commit 70c1f24e807d of 2026-11-27, " + tail},
-		{"go install module@v1.4.0", "", "", build("v1.4.0", nil), "quiver v1.4.0 (" + tail},
+			"quiver " + quiver.Version + " (build v1.4.0, commit 70c1f24e807d of 2026-11-27, " + tail},
+		{"go install module@v1.4.0", "", "", build("v1.4.0", nil), "quiver " + quiver.Version + " (build v1.4.0, " + tail},
 		{"go install module@main: the pseudo-version names the commit", "", "", build("v0.0.0-20261127234158-70c1f24e807d", nil),
-			"quiver v0.0.0-20261127234158-70c1f24e807d (commit 70c1f24e807d of 2026-11-27, " + tail},
+			"quiver " + quiver.Version + " (build v0.0.0-20261127234158-70c1f24e807d, commit 70c1f24e807d of 2026-11-27, " + tail},
 		{"a pseudo-version after a tag", "", "", build("v1.4.1-0.20261127234158-70c1f24e807d", nil),
-			"quiver v1.4.1-0.20261127234158-70c1f24e807d (commit 70c1f24e807d of 2026-11-27, " + tail},
+			"quiver " + quiver.Version + " (build v1.4.1-0.20261127234158-70c1f24e807d, commit 70c1f24e807d of 2026-11-27, " + tail},
+		{"the release of this version", "v" + quiver.Version, "0123456789abcdef0123", build("(devel)", nil),
+			"quiver " + quiver.Version + " (commit 0123456789ab, " + tail},
 		{"go run, or -buildvcs=false", "", "", build("(devel)", nil),
-			"quiver (devel) (commit not recorded: go run and -buildvcs=false leave it out; go build or go install in a git checkout records it, " + tail},
+			"quiver " + quiver.Version + " (commit not recorded: go run and -buildvcs=false leave it out; go build or go install in a git checkout records it, " + tail},
 		{"no build information", "", "", nil,
-			"quiver (devel) (commit not recorded: go run and -buildvcs=false leave it out; go build or go install in a git checkout records it, " + tail},
+			"quiver " + quiver.Version + " (commit not recorded: go run and -buildvcs=false leave it out; go build or go install in a git checkout records it, " + tail},
 	}
 	for _, tt := range tests {
 		if got := describeBuild(tt.relVersion, tt.relRev, tt.bi); got != tt.want {

@@ -53,3 +53,18 @@ func (a *app) startProfiling(f serveFlags) (func(), error) {
 		_ = hs.Shutdown(ctx)
 	}, nil
 }
+
+// startWatching starts what the serving commands' flags ask to watch them by: the metrics
+// exporter and the profiling endpoint. The function returned stops both.
+func (a *app) startWatching(f serveFlags) (func(), error) {
+	stopMetrics, err := a.startMetrics(f)
+	if err != nil {
+		return nil, err
+	}
+	stopProfiling, err := a.startProfiling(f)
+	if err != nil {
+		stopMetrics()
+		return nil, err
+	}
+	return func() { stopProfiling(); stopMetrics() }, nil
+}

@@ -2,16 +2,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"golang.org/x/term"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/platform"
-	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -78,6 +76,11 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 		return exitUsage, err
 	}
 	ag, catalog, err := loadAgent(req.agentName, req.agentsDir)
+	fleet := false // the agent is the fleet's configuration's (no agents directory here)
+	if errors.Is(err, fs.ErrNotExist) && req.agentsDir == "" && os.Getenv("QUIVER_AGENTS") == "" {
+		ag, catalog, err = a.fleetAgent(ctx, inv, req.agentName)
+		fleet = err == nil
+	}
 	if err != nil {
 		return exitError, err
 	}
@@ -108,6 +111,15 @@ func (a *app) runAgent(ctx context.Context, inv *invocation) (int, error) {
 	p, err := assemble(db, a.registry, agents{catalog: catalog, model: m}, nil, nil)
 	if err != nil {
 		return exitError, err
+	}
+	if err := p.SetOperatorRules(ctx, a.rules); err != nil {
+		return exitError, err
+	}
+	if fleet {
+		// The agent's tools and rules are the fleet's configuration's too.
+		if err := p.LoadConfiguration(ctx); err != nil {
+			return exitError, err
+		}
 	}
 	// The tools and sub-agents of the agent declare variables too: known once the workspace's
 	// tools are.
@@ -244,6 +256,33 @@ func cannotRun(ag *agent.Agent, err error) error {
 			"[--agent %s | --prompt %s] (--secret for a secret, read from standard input)", ag.Name, err, ag.Name, ag.Prompt.Name)
 	}
 	return fmt.Errorf("agent %s cannot run: %w", ag.Name, err)
+}
+
+// fleetAgent is the agent called name of the fleet's configuration the database keeps, and
+// its catalog: what quiver run runs where there is no agents directory.
+func (a *app) fleetAgent(ctx context.Context, inv *invocation, name string) (*agent.Agent, *agent.Catalog, error) {
+	db, err := inv.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	conf, version, err := platform.LatestConfiguration(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	if conf == nil {
+		return nil, nil, fmt.Errorf("no agent %q: it is not a file, there is no ./%s directory and the database has no fleet configuration "+
+			"(quiver apply -f DIR gives it one)", name, defaultAgentsDir)
+	}
+	where := fmt.Sprintf("the fleet's configuration (version %d)", version)
+	c, err := conf.Catalog(where)
+	if err != nil {
+		return nil, nil, err
+	}
+	ag, ok := c.Agent(name)
+	if !ok {
+		return nil, nil, fmt.Errorf("no agent %q in %s (agents: %v)", name, where, c.Names())
+	}
+	return ag, c, nil
 }
 
 // loadAgent finds the agent --agent names, a definition file or a name in the agents
@@ -391,64 +430,6 @@ func (a *app) showProgress(e agent.Event) {
 	}
 }
 
-// threadsList prints a page of the local workspace's threads, newest first, and how to see the
-// next page.
-func (a *app) threadsList(ctx context.Context, inv *invocation) (int, error) {
-	limit := inv.fs.Int("limit", store.DefaultThreadPage, fmt.Sprintf("threads per page, 1 to %d", store.MaxThreadPage))
-	cursor := inv.fs.String("cursor", "", "where the page starts: the cursor the previous page printed")
-	asJSON := inv.fs.Bool("json", false, `print {"threads": [...], "next": CURSOR} as JSON`)
-	if err := inv.parseNone(""); err != nil {
-		return exitUsage, err
-	}
-	if *limit < 1 || *limit > store.MaxThreadPage {
-		return exitUsage, usagef("--limit must be 1 to %d, got %d", store.MaxThreadPage, *limit)
-	}
-	if !inv.store.exists() {
-		if *asJSON {
-			return exitOK, writeJSON(a.stdout, map[string]any{"threads": []any{}, "next": ""})
-		}
-		fmt.Fprintln(a.stderr, "no threads yet: there is no database")
-		return exitOK, nil
-	}
-	db, err := inv.open(ctx)
-	if err != nil {
-		return exitError, err
-	}
-	page, next, err := db.Threads(ctx, localWorkspaceID, store.ThreadFilter{Limit: *limit, Cursor: *cursor})
-	if errors.Is(err, store.ErrInvalid) {
-		return exitUsage, usagef("%v", err)
-	}
-	if err != nil {
-		return exitError, err
-	}
-	if *asJSON {
-		if page == nil {
-			page = []*store.Thread{}
-		}
-		return exitOK, writeJSON(a.stdout, struct {
-			Threads []*store.Thread `json:"threads"`
-			Next    string          `json:"next"`
-		}{page, next})
-	}
-	if len(page) == 0 && *cursor == "" {
-		fmt.Fprintf(a.stderr, "no threads yet in this database (%s)\n", db.Where)
-		return exitOK, nil
-	}
-	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "THREAD\tCREATED\tSTATUS\tAGENT\tSTEPS\tTAGS")
-	for _, th := range page {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", th.ID, th.CreatedAt.Format("2006-01-02 15:04:05Z"), th.Status,
-			orDash(th.AgentID), th.StepCount, orDash(strings.Join(th.Tags, ",")))
-	}
-	if err := w.Flush(); err != nil {
-		return exitError, err
-	}
-	if next != "" {
-		fmt.Fprintf(a.stderr, "more: quiver threads list --cursor %s\n", next)
-	}
-	return exitOK, nil
-}
-
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > max {
@@ -516,115 +497,6 @@ func (a *app) answer(ctx context.Context, r *agent.Runner, th *thread.Thread, ag
 		}
 		return r.Decide(ctx, th, ag, p.Call.ID, d)
 	}
-}
-
-// threads prints stored threads.
-func (a *app) threadsShow(ctx context.Context, inv *invocation) (int, error) {
-	asJSON := inv.fs.Bool("json", false, "print the messages as JSON")
-	pos, err := inv.parse(1, 1, "threads show needs exactly one thread id")
-	if err != nil {
-		return exitUsage, err
-	}
-	db, err := inv.open(ctx)
-	if err != nil {
-		return exitError, err
-	}
-	th, err := thread.Open(ctx, db, localWorkspaceID, pos[0])
-	if errors.Is(err, store.ErrNotFound) {
-		return exitError, fmt.Errorf("no thread %s in this database (%s)", pos[0], db.Where)
-	}
-	if err != nil {
-		return exitError, fmt.Errorf("thread %s: %w", pos[0], err)
-	}
-	hist, err := th.History(ctx)
-	if err != nil {
-		return exitError, err
-	}
-	if *asJSON {
-		return exitOK, writeJSON(a.stdout, hist)
-	}
-	info := th.Info()
-	fmt.Fprintf(a.stdout, "thread %s  agent %s  status %s  steps %d  created %s\n", info.ID, orDash(agent.CurrentAgent(&info)), info.Status,
-		info.StepCount, info.CreatedAt.Format("2006-01-02 15:04:05Z"))
-	if info.ParentID != "" {
-		fmt.Fprintf(a.stdout, "parent %s\n", info.ParentID)
-	}
-	kids, err := th.Children(ctx)
-	if err != nil {
-		return exitError, err
-	}
-	if len(kids) > 0 {
-		fmt.Fprintln(a.stdout, "children:")
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  REF\tNAME\tAGENT\tSTATUS\tBLOCKING\tRESUMABLE")
-		for _, k := range kids {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%t\t%t\n", k.Ref, orDash(k.Name), orDash(k.AgentID), k.Status, k.Blocking, k.Resumable)
-		}
-		tw.Flush()
-	}
-	if err := printState(ctx, a.stdout, th); err != nil {
-		return exitError, err
-	}
-	for _, m := range hist {
-		switch m.Role {
-		case store.RoleTool:
-			status := "ok"
-			if m.Result != nil && m.Result.Status != string(quiver.StatusSuccess) {
-				status = "error"
-				if m.Result.Code != "" {
-					status += " (" + m.Result.Code + ")"
-				}
-			}
-			fmt.Fprintf(a.stdout, "%4d tool      %s [%s] %s: %s\n", m.Seq, m.ToolName, m.ToolCallID, status, oneLine(m.Content, 500))
-		default:
-			if m.Content != "" {
-				fmt.Fprintf(a.stdout, "%4d %-9s %s\n", m.Seq, m.Role, m.Content)
-			}
-			for _, c := range m.ToolCalls {
-				fmt.Fprintf(a.stdout, "%4d %-9s → %s [%s] %s\n", m.Seq, m.Role, c.Name, c.ID, oneLine(string(thread.CallArgs(c.Args)), 500))
-			}
-		}
-	}
-	return exitOK, nil
-}
-
-// printState prints the thread's state (what calls wrote with _outputPath) and its
-// instances', indented; nothing for a thread without any.
-func printState(ctx context.Context, w io.Writer, th *thread.Thread) error {
-	doc, err := th.State(ctx, "")
-	if err != nil {
-		return err
-	}
-	names, err := th.Instances(ctx)
-	if err != nil {
-		return err
-	}
-	show := func(label string, doc json.RawMessage) {
-		var b bytes.Buffer
-		if json.Indent(&b, doc, "  ", "  ") != nil {
-			b.Reset()
-			b.Write(doc)
-		}
-		fmt.Fprintf(w, "%s:\n  %s\n", label, b.String())
-	}
-	if string(doc) != "{}" {
-		show("state", doc)
-	}
-	for _, name := range names {
-		doc, err := th.State(ctx, name)
-		if err != nil {
-			return err
-		}
-		show("instance "+name, doc)
-	}
-	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // childLabel names a child as quiver run shows it: its agent, and its name when it has one.

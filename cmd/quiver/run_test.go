@@ -483,14 +483,11 @@ func TestREADMEStatefulCallsExampleRuns(t *testing.T) {
 // block's end.
 func readmeBlock(t *testing.T, first string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := strings.Index(string(readme), first)
+	readme := docPages(t)
+	start := strings.Index(readme, first)
 	if start < 0 {
-		t.Fatalf("the README has no example starting with %q", first)
+		t.Fatalf("neither the README nor the docs pages have an example starting with %q", first)
 	}
-	def := string(readme[start:])
+	def := readme[start:]
 	return def[:strings.Index(def, "```")]
 }

@@ -134,8 +134,10 @@ func (a *app) rotateFileKey(ctx context.Context, st variableStore, keyPath strin
 	}
 	fmt.Fprintf(a.stdout, "Re-encrypted %d secret value%s: %s now holds key %s (was %s).\n"+
 		"The previous key is kept in %s, so that values written meanwhile by processes still running with it\n"+
-		"stay readable: restart every process using this database, then delete that file.\n",
-		rot.Values, plural(rot.Values), keyPath, rot.NewKeyID, rot.OldKeyID, rot.OldKeyPath)
+		"stay readable: restart every process using this database, then delete that file.\n"+
+		"The database now expects key %s: a node with another key file (on another machine) refuses to start\n"+
+		"until it has a copy of %s.\n",
+		rot.Values, plural(rot.Values), keyPath, rot.NewKeyID, rot.OldKeyID, rot.OldKeyPath, rot.NewKeyID, keyPath)
 	if grants, err := oauthGrants(keyPath); err != nil {
 		fmt.Fprintf(a.stderr, "quiver: warning: the OAuth grants were not re-encrypted: %v\n", err)
 	} else if n, err := grants.Reseal(ctx); err != nil {

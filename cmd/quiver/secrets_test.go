@@ -12,7 +12,6 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/mcp"
-	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
@@ -101,7 +100,7 @@ func TestSecretsRotateKey(t *testing.T) {
 	scope := seedSecrets(t, s, ring)
 	s.Close()
 	// An OAuth grant of a remote MCP server, sealed with the same key.
-	grants := &server.GrantFiles{Dir: filepath.Join(dir, grantsDirName), Keys: ring}
+	grants := &mcp.GrantFiles{Dir: filepath.Join(dir, grantsDirName), Keys: ring}
 	if err := grants.SaveToken(context.Background(), "tracker", &mcp.Grant{ServerURL: "https://t.example/mcp", Token: &oauth2.Token{AccessToken: "at-1", RefreshToken: "rt-1"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +113,7 @@ func TestSecretsRotateKey(t *testing.T) {
 		t.Errorf("stdout does not report the grant: %s", stdout)
 	}
 	// Readable with the new key alone: the old one can be deleted.
-	newOnly := &server.GrantFiles{Dir: grants.Dir, Keys: secret.NewKeyring(keyFromFile(t, keyPath))}
+	newOnly := &mcp.GrantFiles{Dir: grants.Dir, Keys: secret.NewKeyring(keyFromFile(t, keyPath))}
 	if g, err := newOnly.LoadToken(context.Background(), "tracker"); err != nil || g == nil || g.Token.RefreshToken != "rt-1" {
 		t.Errorf("the grant with the new key only: %+v, %v", g, err)
 	}

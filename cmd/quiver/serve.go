@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -18,9 +17,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/config"
 	"github.com/quiverhq/quiver/internal/hostcheck"
 	"github.com/quiverhq/quiver/internal/tracelog"
 	"github.com/quiverhq/quiver/jobs"
@@ -32,6 +31,11 @@ import (
 
 // addrEnv names the environment variable that sets the address quiver serve listens on.
 const addrEnv = "QUIVER_ADDR"
+
+// defaultAddr is where quiver serve listens unless told otherwise; the commands that take users
+// through a remote's OAuth without a server listen there too, so that one redirect URL serves
+// both.
+const defaultAddr = server.DefaultAddr
 
 // publicURLEnv names the server's public URL (see quiver serve --public-url).
 const publicURLEnv = "QUIVER_PUBLIC_URL"
@@ -115,17 +119,17 @@ func splitList(s string) []string {
 // addConfigFlag adds --config, which names the configuration file (its remote MCP servers):
 // every command that serves or calls tools takes it.
 func addConfigFlag(fs *flag.FlagSet) *string {
-	return fs.String("config", "", "configuration file, for its remote MCP servers (default: $"+configEnv+", else "+server.ConfigFileName+" in the data directory when it exists)")
+	return fs.String("config", "", "configuration file, for its remote MCP servers (default: $"+configEnv+", else "+config.FileName+" in the data directory when it exists)")
 }
 
 // loadConfig reads the configuration file the flags (or the environment) name; the default
 // file in the data directory is optional.
-func loadConfig(flagValue string) (*server.File, error) {
+func loadConfig(flagValue string) (*config.File, error) {
 	path, named, err := configPath(flagValue)
 	if err != nil {
-		return &server.File{}, nil // no data directory: no default configuration either
+		return &config.File{}, nil // no data directory: no default configuration either
 	}
-	return server.LoadConfig(path, !named)
+	return config.Load(path, !named)
 }
 
 // configPath is where the configuration file is: --config, else $QUIVER_CONFIG (named), else
@@ -138,68 +142,120 @@ func configPath(flagValue string) (path string, named bool, _ error) {
 	if err != nil {
 		return "", false, err
 	}
-	return filepath.Join(dir, server.ConfigFileName), false, nil
+	return filepath.Join(dir, config.FileName), false, nil
 }
 
-// serverConfig prepares what quiver serve and quiver mcp stdio serve: the platform (see
-// assemble) over a registry of their own holding the built-in tools (imported tools are added
-// to it) and, with --conformance, the suite's fixtures; the agents of ag; and the configured
-// remote MCP servers. It opens the database the store flags of inv name.
-func (a *app) serverConfig(ctx context.Context, inv *invocation, f serveFlags, ag agents) (server.Config, *opened, error) {
+// serving is what quiver serve and quiver mcp stdio serve, whatever the transport: the platform
+// (see assemble) over a registry of their own holding the built-in tools and, with
+// --conformance, the suite's fixtures, serving the fleet's configuration (its agents, OpenAPI
+// and A2A tools and governance; its remote MCP servers once the door connects them, taking
+// users through their OAuth); and the database the store flags name.
+type serving struct {
+	p      *platform.Platform
+	db     *opened
+	logger *slog.Logger
+	// grants keeps the OAuth grants of the fleet's remote MCP servers across restarts.
+	grants mcp.TokenStore
+	// journalDir is where calls are recorded before they reach the database (--journal, on
+	// SQLite; "" for none): the door opens it once it is the database's only server.
+	journalDir string
+	// mcp and setupMCP are the MCP server's options and additions (the conformance suite's).
+	mcp      *mcp.ServerOptions
+	setupMCP func(*mcp.Server)
+	// stopWatch stops serving each new version of the fleet's configuration (adoptFleet).
+	stopWatch func()
+}
+
+// prepareServed prepares what quiver serve and quiver mcp stdio serve (see serving): settings
+// are the platform's the door sets (its result limit).
+func (a *app) prepareServed(ctx context.Context, inv *invocation, f serveFlags, ag agents, settings ...func(*platform.Config)) (*serving, error) {
 	file, err := loadConfig(*f.config)
 	if err != nil {
-		return server.Config{}, nil, err
+		return nil, err
 	}
-	remotes, err := file.Remotes()
+	if a.rules, err = file.Rules(); err != nil {
+		return nil, err
+	}
+	sv := &serving{}
+	reg, err := a.servedRegistry(*f.conformance)
 	if err != nil {
-		return server.Config{}, nil, err
-	}
-	reg := &quiver.Registry{Logger: a.registry.Logger}
-	if err := reg.Register(a.registry.Tools()...); err != nil {
-		return server.Config{}, nil, err
-	}
-	if err := registerOpenAPI(ctx, file, reg, a.stderr); err != nil {
-		return server.Config{}, nil, err
-	}
-	if err := registerA2A(ctx, file, reg, a.stderr); err != nil {
-		return server.Config{}, nil, err
+		return nil, err
 	}
 	level, err := logLevel()
 	if err != nil {
-		return server.Config{}, nil, err
+		return nil, err
 	}
-	cfg := server.Config{Remotes: remotes, WorkspaceID: localWorkspaceID,
-		// Lines logged about a call or a run carry its trace_id and span_id; the libraries'
-		// routine lines are kept for debugging (see quietLibraries).
-		Logger: slog.New(quietLibraries{tracelog.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))})}
+	// Lines logged about a call or a run carry its trace_id and span_id; the libraries'
+	// routine lines are kept for debugging (see quietLibraries).
+	sv.logger = slog.New(quietLibraries{tracelog.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))})
 	if *f.conformance {
+		sv.mcp, sv.setupMCP = conformance.ServerOptions(), conformance.Setup
+	}
+	if sv.db, err = inv.open(ctx); err != nil {
+		return nil, err
+	}
+	if sv.p, err = assemble(sv.db, reg, ag, sv.logger, splitList(*f.openAPIInternal), settings...); err != nil {
+		return nil, err
+	}
+	if err := sv.p.SetOperatorRules(ctx, a.rules); err != nil {
+		return nil, err
+	}
+	// The agents, tool sources and governance are the fleet's configuration, which the
+	// database keeps: the node's files are applied when it has none.
+	agentsDir := ""
+	if ag.catalog != nil {
+		agentsDir = ag.where
+	}
+	if sv.stopWatch, err = a.adoptFleet(ctx, sv.p, agentsDir, *f.config, ag.applyFiles); err != nil {
+		return nil, err
+	}
+	if *f.journal && sv.db.SQLitePath != "" {
+		sv.journalDir = sv.db.SQLitePath + ".journal"
+	}
+	// A version applied later may add a server that uses OAuth.
+	if sv.grants, err = oauthGrants(sv.db.KeyPath); err != nil {
+		return nil, err
+	}
+	return sv, nil
+}
+
+// servedRegistry is the registry of the tools every workspace served shares beside the fleet's
+// configuration's (which the platform builds: see adoptFleet): the app's and, with
+// conformance, the conformance suite's fixtures.
+func (a *app) servedRegistry(withConformance bool) (*quiver.Registry, error) {
+	reg := &quiver.Registry{Logger: a.registry.Logger}
+	if err := reg.Register(a.registry.Tools()...); err != nil {
+		return nil, err
+	}
+	if withConformance {
 		if err := reg.Register(conformance.Tools()...); err != nil {
-			return server.Config{}, nil, err
+			return nil, err
 		}
-		cfg.MCP = conformance.ServerOptions()
-		cfg.SetupMCP = conformance.Setup
 	}
-	st, err := inv.open(ctx)
+	return reg, nil
+}
+
+// openJournal opens the journal calls are recorded through, when there is one; the platform's
+// Close closes it.
+func (sv *serving) openJournal(ctx context.Context) error {
+	if sv.journalDir == "" {
+		return nil
+	}
+	return sv.p.OpenJournal(ctx, sv.journalDir)
+}
+
+// newServer opens the journal and builds the HTTP server over the platform with cfg. Once the
+// server has shut down, the caller closes the platform, which stores what the journal holds.
+func (sv *serving) newServer(ctx context.Context, cfg server.Config) (*server.Server, error) {
+	if err := sv.openJournal(ctx); err != nil {
+		return nil, err
+	}
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
-		return server.Config{}, nil, err
+		_ = sv.p.Close()
+		return nil, err
 	}
-	// Calls over MCP resolve variables as every other door does: on the session's thread, then
-	// its agent, user and the instance (quiver vars set).
-	ag.variablesAt = server.VariablesRequestPath
-	if cfg.Platform, err = assemble(st, reg, ag, cfg.Logger, splitList(*f.openAPIInternal)); err != nil {
-		return server.Config{}, nil, err
-	}
-	if *f.journal && st.SQLitePath != "" {
-		cfg.JournalDir = st.SQLitePath + ".journal"
-	}
-	if usesOAuth(remotes) {
-		grants, err := oauthGrants(st.KeyPath)
-		if err != nil {
-			return server.Config{}, nil, err
-		}
-		cfg.OAuthGrants = grants
-	}
-	return cfg, st, nil
+	return srv, nil
 }
 
 // serveRequest is what quiver serve was asked to do: its flags, checked, with the defaults
@@ -219,7 +275,7 @@ type serveRequest struct {
 func parseServe(inv *invocation) (serveRequest, error) {
 	var r serveRequest
 	fs := inv.fs
-	fs.StringVar(&r.addr, "addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+server.DefaultAddr+")")
+	fs.StringVar(&r.addr, "addr", "", "HOST:PORT to listen on (default: $"+addrEnv+", else "+defaultAddr+")")
 	fs.Int64Var(&r.maxBody, "max-request-bytes", 0, "largest HTTP request body accepted on /mcp, in bytes (default 4 MiB)")
 	fs.IntVar(&r.maxResult, "max-result-bytes", 0, "largest result of a call, all its parts together, in bytes; the rest is cut with a note saying how much (default 1 MiB)")
 	fs.StringVar(&r.publicURL, "public-url", "", "the server's URL as browsers reach it, for OAuth redirects from remote MCP servers' authorization; "+
@@ -237,7 +293,7 @@ func parseServe(inv *invocation) (serveRequest, error) {
 	if err := inv.parseNone(""); err != nil {
 		return r, err
 	}
-	r.addr = cmp.Or(r.addr, os.Getenv(addrEnv), server.DefaultAddr)
+	r.addr = cmp.Or(r.addr, os.Getenv(addrEnv), defaultAddr)
 	host, _, err := net.SplitHostPort(r.addr)
 	if err != nil {
 		return r, usagef("--addr %q must be HOST:PORT, like 127.0.0.1:7411", r.addr)
@@ -290,16 +346,11 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	f := r.flags
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stopMetrics, err := a.startMetrics(f)
+	stopWatching, err := a.startWatching(f)
 	if err != nil {
 		return exitError, err
 	}
-	defer stopMetrics()
-	stopProfiling, err := a.startProfiling(f)
-	if err != nil {
-		return exitError, err
-	}
-	defer stopProfiling()
+	defer stopWatching()
 	// The database closes (checkpointing SQLite's log) before the signals are let go: a second
 	// SIGTERM meanwhile is ignored, as during the rest of the shutdown. Dispatch's close is then
 	// a no-op.
@@ -308,10 +359,17 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	cfg, db, err := a.serverConfig(ctx, inv, f, ag)
+	// Calls over MCP resolve variables as every other door does: on the session's thread, then
+	// its agent, user and the instance (quiver vars set); a deferred sub-agent's are provided
+	// through the API.
+	ag.variablesAt = server.VariablesRequestPath
+	ag.applyFiles = true
+	sv, err := a.prepareServed(ctx, inv, f, ag, func(c *platform.Config) { c.MaxResultBytes = r.maxResult })
 	if err != nil {
 		return exitError, err
 	}
+	defer sv.stopWatch()
+	db := sv.db
 	if db.SQLitePath != "" {
 		release, err := lockServing(db.SQLitePath)
 		if err != nil {
@@ -319,18 +377,11 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 		}
 		defer release()
 	}
-	cfg.Addr = r.addr
-	cfg.MaxRequestBytes, cfg.MaxResultBytes = r.maxBody, r.maxResult
-	cfg.PublicURL = cmp.Or(r.publicURL, os.Getenv(publicURLEnv))
-	guard, err := f.hostPolicy()
+	cfg, err := r.serverConfig(sv)
 	if err != nil {
 		return exitUsage, err
 	}
-	cfg.AllowedHosts, cfg.AllowedOrigins = guard.Hosts, guard.Origins
-	cfg.MaxSessions, cfg.MaxSessionsPerOwner, cfg.SessionIdleTimeout = r.maxSessions, r.maxPerClient, r.idleTimeout
-	cfg.DrainDelay = r.drainDelay
-	cfg.MaxSessionsPerWorkspace = r.maxPerWorkspace
-	file, err := loadConfig(*f.config) // read again for its oidc block; serverConfig took its remotes
+	file, err := loadConfig(*f.config) // read again for its oidc block; prepareServed took its remotes
 	if err != nil {
 		return exitError, err
 	}
@@ -352,17 +403,19 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	// The runs start once the remote MCP servers had their first connection attempt: a run a
 	// restart resumes finds their tools as a call made at start-up does.
 	cfg.StartRuns = func(ctx context.Context) error {
-		stop, err := startRuns(ctx, cfg.Platform, db)
+		stop, err := startRuns(ctx, sv.p, db)
 		if err == nil {
 			stopRuns = stop
 		}
 		return err
 	}
-	srv, err := server.New(ctx, cfg)
+	srv, err := sv.newServer(ctx, cfg)
 	if err != nil {
 		ln.Close()
 		return exitError, err
 	}
+	// Once the server has shut down, what the journal holds is stored.
+	defer sv.p.Close()
 	// The key is made last, when only serving is left, and shown with the addresses below the
 	// start-up's logs, where it is not missed.
 	var first *firstKey
@@ -384,66 +437,20 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	return exitOK, nil
 }
 
-// mcpStdio serves the tools over MCP on standard input and output, recording calls like
-// quiver serve does.
-func (a *app) mcpStdio(ctx context.Context, inv *invocation) (int, error) {
-	f := addServeFlags(inv.fs)
-	if err := inv.parseNone(""); err != nil {
-		return exitUsage, err
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	stopMetrics, err := a.startMetrics(f)
+// serverConfig is the HTTP server's configuration: the platform and remotes of sv, and the
+// doors' settings of the request.
+func (r *serveRequest) serverConfig(sv *serving) (server.Config, error) {
+	cfg := server.Config{Platform: sv.p, WorkspaceID: localWorkspaceID, Logger: sv.logger,
+		MCP: sv.mcp, SetupMCP: sv.setupMCP, Addr: r.addr, MaxRequestBytes: r.maxBody,
+		PublicURL:   cmp.Or(r.publicURL, os.Getenv(publicURLEnv)),
+		MaxSessions: r.maxSessions, MaxSessionsPerOwner: r.maxPerClient, MaxSessionsPerWorkspace: r.maxPerWorkspace,
+		SessionIdleTimeout: r.idleTimeout, DrainDelay: r.drainDelay, OAuthGrants: sv.grants}
+	guard, err := r.flags.hostPolicy()
 	if err != nil {
-		return exitError, err
+		return cfg, err
 	}
-	defer stopMetrics()
-	stopProfiling, err := a.startProfiling(f)
-	if err != nil {
-		return exitError, err
-	}
-	defer stopProfiling()
-	defer inv.close() // within the signal handling, as in serve
-	cfg, _, err := a.serverConfig(ctx, inv, f, agents{})
-	if err != nil {
-		return exitError, err
-	}
-	// No HTTP server here to come back to from an authorization: listen at the redirect URL
-	// while a user authorizes.
-	az := newTerminalAuthorizer(a.stderr)
-	defer az.Close()
-	cfg.Authorizer, cfg.PublicURL = az, defaultBaseURL()
-	srv, err := server.New(ctx, cfg)
-	if err != nil {
-		return exitError, err
-	}
-	defer srv.Close()
-	releaseStartupGarbage()
-	// A line is capped like a request body on /mcp.
-	maxLine := cmp.Or(cfg.MaxRequestBytes, sdk.DefaultMaxRequestBodyBytes)
-	err = srv.MCP().Run(ctx, mcp.StdioTransport(a.stdin, a.stdout, int(maxLine)))
-	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
-		return exitError, err
-	}
-	return exitOK, nil
-}
-
-// mcpConformanceClient plays one client scenario of the MCP conformance suite, which runs it
-// as "COMMAND URL" with the scenario in MCP_CONFORMANCE_SCENARIO. Its argument is taken as
-// given: it has no flags.
-func (a *app) mcpConformanceClient(ctx context.Context, inv *invocation) (int, error) {
-	if len(inv.args) != 1 {
-		return exitUsage, usagef("mcp conformance-client needs the server URL")
-	}
-	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
-	if scenario == "" {
-		return exitUsage, usagef("MCP_CONFORMANCE_SCENARIO is not set (the conformance suite sets it)")
-	}
-	logger := slog.New(slog.NewTextHandler(a.stderr, nil))
-	if err := conformance.RunClient(ctx, inv.args[0], scenario, logger); err != nil {
-		return exitError, fmt.Errorf("scenario %s: %w", scenario, err)
-	}
-	return exitOK, nil
+	cfg.AllowedHosts, cfg.AllowedOrigins = guard.Hosts, guard.Origins
+	return cfg, nil
 }
 
 // importConfigured adds the tools of the OpenAPI documents and imports those of the remote MCP
@@ -453,6 +460,9 @@ func (a *app) mcpConformanceClient(ctx context.Context, inv *invocation) (int, e
 func (a *app) importConfigured(ctx context.Context, sf storeFlags, config string) (func(), error) {
 	file, err := loadConfig(config)
 	if err != nil {
+		return nil, err
+	}
+	if a.rules, err = file.Rules(); err != nil {
 		return nil, err
 	}
 	if err := registerOpenAPI(ctx, file, a.registry, a.stderr); err != nil {
@@ -470,7 +480,7 @@ func (a *app) importConfigured(ctx context.Context, sf storeFlags, config string
 	}
 	closeAuth := func() {}
 	if usesOAuth(remotes) {
-		remotes = server.WithOAuthRedirect(remotes, defaultBaseURL())
+		remotes = mcp.WithOAuthRedirect(remotes, defaultBaseURL())
 		keyPath, err := sf.keyPath()
 		if err != nil {
 			return nil, err

@@ -138,11 +138,7 @@ func TestServeBanner(t *testing.T) {
 // readmeSample returns the README's text block starting with first.
 func readmeSample(t *testing.T, first string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, block := range strings.Split(string(readme), "```text\n")[1:] {
+	for _, block := range strings.Split(docPages(t), "```text\n")[1:] {
 		if strings.HasPrefix(block, first) {
 			return block[:strings.Index(block, "```")]
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/quiverhq/quiver/config"
 	"net"
 	"net/url"
 	"os"
@@ -42,20 +43,20 @@ func addOIDCFlags(fs *flag.FlagSet) *oidcFlags {
 	})
 	fs.BoolVar(&f.requireATJWT, "oidc-require-at-jwt", false, "the provider types its access tokens at+jwt (RFC 9068): refuse every token not so typed, "+
 		"so that none of its other tokens (an ID token) is taken for one")
-	fs.StringVar(&f.rules, "oidc-rules", "", "a YAML file of the rules that turn a token's claims into a workspace and a role (see README, Sign-in with an identity provider)")
+	fs.StringVar(&f.rules, "oidc-rules", "", "a YAML file of the rules that turn a token's claims into a workspace and a role (see docs/guides/identity-providers.md)")
 	return f
 }
 
 // rulesFile is the form of --oidc-rules.
 type rulesFile struct {
-	Rules []server.ClaimRule `yaml:"rules"`
+	Rules []config.ClaimRule `yaml:"rules"`
 }
 
 // tokenAuth returns the access-token check the flags and the configuration file's oidc block
 // ask for (nil for none; a flag wins over the file), its rules checked against the workspaces
 // of db.
-func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL string, insecure bool, file *server.File) (*server.TokenAuth, error) {
-	var fromFile server.OIDCConfig
+func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL string, insecure bool, file *config.File) (*server.TokenAuth, error) {
+	var fromFile config.OIDC
 	if file != nil && file.OIDC != nil {
 		fromFile = *file.OIDC
 	}
@@ -89,7 +90,7 @@ func (f *oidcFlags) tokenAuth(ctx context.Context, db store.Backend, publicURL s
 
 // checkIssuer refuses --oidc-* flags without an issuer, an issuer beside --insecure-local, and
 // one without rules. No issuer at all is no error: tokens are not taken.
-func (f *oidcFlags) checkIssuer(issuer string, insecure bool, fromFile server.OIDCConfig) error {
+func (f *oidcFlags) checkIssuer(issuer string, insecure bool, fromFile config.OIDC) error {
 	others := f.rules != "" || f.audience != "" || f.consoleClient != "" || f.consoleScopes != "" || len(f.consoleParams) > 0 || f.requireATJWT
 	switch {
 	case issuer == "" && others:
@@ -106,7 +107,7 @@ func (f *oidcFlags) checkIssuer(issuer string, insecure bool, fromFile server.OI
 
 // readRules returns the rules of --oidc-rules, else of the configuration's oidc block, and
 // where they were read, for the errors that name them.
-func (f *oidcFlags) readRules(fromFile server.OIDCConfig) ([]server.ClaimRule, string, error) {
+func (f *oidcFlags) readRules(fromFile config.OIDC) ([]config.ClaimRule, string, error) {
 	if f.rules == "" {
 		return fromFile.Rules, "the configuration's oidc block", nil
 	}
@@ -124,7 +125,7 @@ func (f *oidcFlags) readRules(fromFile server.OIDCConfig) ([]server.ClaimRule, s
 }
 
 // audiences are --oidc-audience's, else the block's, else the server's resource identifier.
-func (f *oidcFlags) audiences(fromFile server.OIDCConfig, resource string) []string {
+func (f *oidcFlags) audiences(fromFile config.OIDC, resource string) []string {
 	audiences := fromFile.Audiences
 	if f.audience != "" {
 		audiences = strings.Split(f.audience, ",")
@@ -139,7 +140,7 @@ func (f *oidcFlags) audiences(fromFile server.OIDCConfig, resource string) []str
 }
 
 // setConsole sets the console's sign-in: the flags', else the block's.
-func (f *oidcFlags) setConsole(ta *server.TokenAuth, fromFile server.OIDCConfig) {
+func (f *oidcFlags) setConsole(ta *server.TokenAuth, fromFile config.OIDC) {
 	ta.ConsoleClientID, ta.ConsoleScopes, ta.ConsoleParams = cmp.Or(f.consoleClient, fromFile.ConsoleClientID), fromFile.ConsoleScopes, fromFile.ConsoleParams
 	if f.consoleScopes != "" {
 		ta.ConsoleScopes = strings.Fields(f.consoleScopes)

@@ -4,12 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/quiverhq/quiver/config"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/quiverhq/quiver/server"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/memstore"
 )
@@ -74,8 +74,8 @@ func TestServeOIDCRequireATJWT(t *testing.T) {
 	if err := db.CreateWorkspace(ctx, ws); err != nil {
 		t.Fatal(err)
 	}
-	block := func(require bool) *server.File {
-		f, err := server.ParseConfig(strings.NewReader(fmt.Sprintf("oidc:\n  issuer: https://id.example.com/\n  require_at_jwt: %v\n"+
+	block := func(require bool) *config.File {
+		f, err := config.Parse(strings.NewReader(fmt.Sprintf("oidc:\n  issuer: https://id.example.com/\n  require_at_jwt: %v\n"+
 			"  rules:\n    - {claim: groups, value: eng, workspace: %s, role: member}\n", require, ws.ID)), "quiver.yaml")
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +85,7 @@ func TestServeOIDCRequireATJWT(t *testing.T) {
 	tests := []struct {
 		name    string
 		flags   []string
-		file    *server.File
+		file    *config.File
 		require bool
 	}{
 		{"neither", nil, block(false), false},

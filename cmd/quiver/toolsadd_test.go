@@ -158,8 +158,8 @@ func TestToolsAddErrors(t *testing.T) {
 		{"missing code file", []string{"--js", p("nope.js"), "--schema", p("ok.json")}, exitError, "reading the code"},
 		{"schema that is not JSON", []string{"--js", p("ok.js"), "--schema", p("bad.json")}, exitError, "bad.json: the schema is not a JSON Schema object"},
 		{"syntax error says where", []string{"--js", p("syntax.js"), "--schema", p("ok.json")}, exitError, "syntax.js:3:"},
-		{"no description", []string{"--js", p("ok.js"), "--schema", p("nodesc.json")}, exitUsage, `tool "ok" has no description`},
-		{"built-in name", []string{"--js", p("ok.js"), "--schema", p("ok.json"), "--name", "run_code"}, exitError, `"run_code" is the name of a built-in tool`},
+		{"no description", []string{"--js", p("ok.js"), "--schema", p("nodesc.json")}, exitUsage, "a tool needs a description (or its input schema one)"},
+		{"built-in name", []string{"--js", p("ok.js"), "--schema", p("ok.json"), "--name", "run_code"}, exitError, `the server serves a tool named "run_code" already: choose another name`},
 		{"unknown YAML field", []string{p("unknown.yaml")}, exitError, "field memory not found"},
 		{"YAML without code", []string{p("nocode.yaml")}, exitError, "no code: set code"},
 	}

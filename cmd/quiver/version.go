@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/quiverhq/quiver"
 )
 
 // version and commit are set by release builds (-ldflags "-X main.version=v1.2.3 -X
@@ -21,30 +24,22 @@ func versionText() string {
 	return describeBuild(version, commit, bi)
 }
 
-// describeBuild says which quiver this is: the module version (a release's tag; the tag or
-// pseudo-version go install module@version fetched; a pseudo-version for a build in a git
-// checkout, which Go derives from the commit), the commit, its date and whether the checkout
-// had local changes (vcs.revision, vcs.time, vcs.modified, else what a pseudo-version holds),
-// and the toolchain and platform. relVersion and relCommit are a release build's -ldflags,
-// and win over bi.
+// describeBuild says which quiver this is: its version (quiver.Version, which the API's
+// OpenAPI document gives as its info.version too); the build's own version when it is not the
+// release of that version ("v" + quiver.Version): a pseudo-version for a build in a git
+// checkout (which Go derives from the commit), the tag or pseudo-version go install
+// module@version fetched; the commit, its date and whether the checkout had local changes
+// (vcs.revision, vcs.time, vcs.modified, else what a pseudo-version holds); and the toolchain
+// and platform. relVersion and relCommit are a release build's -ldflags, and win over bi.
 func describeBuild(relVersion, relCommit string, bi *debug.BuildInfo) string {
 	v, rev, when, dirty := relVersion, relCommit, "", false
 	if bi != nil {
 		if v == "" && bi.Main.Version != "(devel)" {
 			v = bi.Main.Version
 		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				if rev == "" {
-					rev = s.Value
-				}
-			case "vcs.time":
-				when = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
+		var recorded string
+		recorded, when, dirty = vcsOf(bi)
+		rev = cmp.Or(rev, recorded)
 	}
 	if relCommit != "" {
 		// The release's commit: the checkout's time and changes, if any, are not its.
@@ -57,6 +52,9 @@ func describeBuild(relVersion, relCommit string, bi *debug.BuildInfo) string {
 		dirty = strings.HasSuffix(v, "+dirty")
 	}
 	var parts []string
+	if v != "" && v != "v"+quiver.Version {
+		parts = append(parts, "build "+v)
+	}
 	switch {
 	case rev != "":
 		c := "commit " + rev[:min(len(rev), 12)]
@@ -72,11 +70,8 @@ func describeBuild(relVersion, relCommit string, bi *debug.BuildInfo) string {
 		// too), or a copy of the source outside a git checkout.
 		parts = append(parts, "commit not recorded: go run and -buildvcs=false leave it out; go build or go install in a git checkout records it")
 	}
-	if v == "" {
-		v = "(devel)"
-	}
 	parts = append(parts, runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH)
-	return fmt.Sprintf("quiver %s (%s)", v, strings.Join(parts, ", "))
+	return fmt.Sprintf("quiver %s (%s)", quiver.Version, strings.Join(parts, ", "))
 }
 
 // pseudoVersion matches the end of a Go pseudo-version (vX.Y.Z-[pre.]0.yyyymmddhhmmss-abcdefabcdef,
@@ -95,4 +90,20 @@ func fromPseudoVersion(v string) (rev, when string) {
 		return m[2], ""
 	}
 	return m[2], t.Format(time.RFC3339)
+}
+
+// vcsOf returns what the toolchain recorded of the checkout bi was built in: the commit, its
+// time (RFC 3339) and whether it had local changes; "" and false for what it did not record.
+func vcsOf(bi *debug.BuildInfo) (rev, when string, dirty bool) {
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	return rev, when, dirty
 }

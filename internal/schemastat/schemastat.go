@@ -1,5 +1,5 @@
 // Package schemastat counts the JSON Schemas this process compiles, so that tests anywhere in
-// the module can hold compilation to definition time (SPEC S5): a call that compiled a schema
+// the module can hold compilation to definition time: a call that compiled a schema
 // would pay for it on every call, and nothing else would show it.
 //
 // It lives apart from the schema package because the tests that need it are those of the

@@ -100,19 +100,19 @@ func (e CreateWorkspaceInputBodyRetentionTier) Valid() bool {
 
 // Defines values for DecisionInputBodyAction.
 const (
-	Approve DecisionInputBodyAction = "approve"
-	Deny    DecisionInputBodyAction = "deny"
-	Edit    DecisionInputBodyAction = "edit"
+	DecisionInputBodyActionApprove DecisionInputBodyAction = "approve"
+	DecisionInputBodyActionDeny    DecisionInputBodyAction = "deny"
+	DecisionInputBodyActionEdit    DecisionInputBodyAction = "edit"
 )
 
 // Valid indicates whether the value is a known member of the DecisionInputBodyAction enum.
 func (e DecisionInputBodyAction) Valid() bool {
 	switch e {
-	case Approve:
+	case DecisionInputBodyActionApprove:
 		return true
-	case Deny:
+	case DecisionInputBodyActionDeny:
 		return true
-	case Edit:
+	case DecisionInputBodyActionEdit:
 		return true
 	default:
 		return false
@@ -137,6 +137,33 @@ func (e EventRunType) Valid() bool {
 	case EventRunTypePaused:
 		return true
 	case EventRunTypeRetrying:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventStateStatus.
+const (
+	EventStateStatusFailed     EventStateStatus = "failed"
+	EventStateStatusIdle       EventStateStatus = "idle"
+	EventStateStatusRunning    EventStateStatus = "running"
+	EventStateStatusTerminated EventStateStatus = "terminated"
+	EventStateStatusWaiting    EventStateStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the EventStateStatus enum.
+func (e EventStateStatus) Valid() bool {
+	switch e {
+	case EventStateStatusFailed:
+		return true
+	case EventStateStatusIdle:
+		return true
+	case EventStateStatusRunning:
+		return true
+	case EventStateStatusTerminated:
+		return true
+	case EventStateStatusWaiting:
 		return true
 	default:
 		return false
@@ -284,6 +311,24 @@ func (e ResultInputBodyStatus) Valid() bool {
 	}
 }
 
+// Defines values for RuleBodyAccess.
+const (
+	RuleBodyAccessAllow RuleBodyAccess = "allow"
+	RuleBodyAccessDeny  RuleBodyAccess = "deny"
+)
+
+// Valid indicates whether the value is a known member of the RuleBodyAccess enum.
+func (e RuleBodyAccess) Valid() bool {
+	switch e {
+	case RuleBodyAccessAllow:
+		return true
+	case RuleBodyAccessDeny:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ServedToolTarget.
 const (
 	ServedToolTargetClient ServedToolTarget = "client"
@@ -314,6 +359,33 @@ func (e SetRoleInputBodyRole) Valid() bool {
 	case SetRoleInputBodyRoleAdmin:
 		return true
 	case SetRoleInputBodyRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThreadItemStatus.
+const (
+	ThreadItemStatusFailed     ThreadItemStatus = "failed"
+	ThreadItemStatusIdle       ThreadItemStatus = "idle"
+	ThreadItemStatusRunning    ThreadItemStatus = "running"
+	ThreadItemStatusTerminated ThreadItemStatus = "terminated"
+	ThreadItemStatusWaiting    ThreadItemStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the ThreadItemStatus enum.
+func (e ThreadItemStatus) Valid() bool {
+	switch e {
+	case ThreadItemStatusFailed:
+		return true
+	case ThreadItemStatusIdle:
+		return true
+	case ThreadItemStatusRunning:
+		return true
+	case ThreadItemStatusTerminated:
+		return true
+	case ThreadItemStatusWaiting:
 		return true
 	default:
 		return false
@@ -436,19 +508,25 @@ func (e UpdateWorkspaceInputBodyRetentionTier) Valid() bool {
 
 // Defines values for ListThreadsParamsStatus.
 const (
+	ListThreadsParamsStatusFailed     ListThreadsParamsStatus = "failed"
 	ListThreadsParamsStatusIdle       ListThreadsParamsStatus = "idle"
 	ListThreadsParamsStatusRunning    ListThreadsParamsStatus = "running"
 	ListThreadsParamsStatusTerminated ListThreadsParamsStatus = "terminated"
+	ListThreadsParamsStatusWaiting    ListThreadsParamsStatus = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the ListThreadsParamsStatus enum.
 func (e ListThreadsParamsStatus) Valid() bool {
 	switch e {
+	case ListThreadsParamsStatusFailed:
+		return true
 	case ListThreadsParamsStatusIdle:
 		return true
 	case ListThreadsParamsStatusRunning:
 		return true
 	case ListThreadsParamsStatusTerminated:
+		return true
+	case ListThreadsParamsStatusWaiting:
 		return true
 	default:
 		return false
@@ -546,6 +624,7 @@ type APIKey struct {
 	Prefix      string     `json:"prefix"`
 	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
 	Role        string     `json:"role"`
+	Toolsets    *[]string  `json:"toolsets,omitempty"`
 	UserId      string     `json:"user_id"`
 	WorkspaceId string     `json:"workspace_id"`
 }
@@ -709,6 +788,9 @@ type CreateKeyInputBody struct {
 	// Role What the key may do: no more than its member may (a member's key is member or viewer).
 	Role CreateKeyInputBodyRole `json:"role"`
 
+	// Toolsets Toolsets of the workspace's entitlements to bind the key to (at most 32 names of 1 to 64 characters of a-z, A-Z, 0-9, _ and -): it may see and call only their tools, at every door. A name the workspace does not define is kept, and reaches no tool until it does. Absent: not bound.
+	Toolsets *[]string `json:"toolsets,omitempty"`
+
 	// UserId The member the key acts as (usr_...); the caller's user when empty.
 	UserId *string `json:"user_id,omitempty"`
 }
@@ -839,6 +921,80 @@ type DefaultVersionInputBody struct {
 	VersionId string `json:"version_id"`
 }
 
+// EntitlementRule defines model for EntitlementRule.
+type EntitlementRule struct {
+	// Access allow or deny the selected tools to the callers: deny always wins over allow.
+	Access string `json:"access"`
+
+	// Description Why the rule is there (explain shows it), up to 1,024 bytes.
+	Description *string `json:"description,omitempty"`
+
+	// Source A path.Match pattern over where the tool came from: openapi:NAME, mcp:NAME, a2a:NAME, stored, prompt:NAME, schema, go (mcp:* selects every remote MCP server's tools).
+	Source *string `json:"source,omitempty"`
+
+	// Tools The rule's tools by name or path.Match pattern (payments.*, *_read), at most 1,000, each 1 to 1,024 bytes. A name the workspace does not have is kept and warned about. The rule selects the tools matching every one of tools, source, when and toolset it sets (none: every tool).
+	Tools *[]string `json:"tools,omitempty"`
+
+	// Toolset The tools of this toolset (1 to 64 characters of a-z, A-Z, 0-9, _ and -); one the document does not define is warned about.
+	Toolset *string `json:"toolset,omitempty"`
+
+	// When Annotations the tool must have, read with MCP's defaults for those it leaves out: {"readOnlyHint": true} selects the read-only tools, {"destructiveHint": true} the destructive ones.
+	When *Hints `json:"when,omitempty"`
+
+	// Who The callers the rule applies to: those matching every field set; absent or {}: every caller.
+	Who *EntitlementWho `json:"who,omitempty"`
+}
+
+// EntitlementWho defines model for EntitlementWho.
+type EntitlementWho struct {
+	// Agent The name or path.Match pattern (*, ?, [a-z]) of an agent or prompt whose run makes the call; a run is decided for its caller and for every agent of its chain.
+	Agent *string `json:"agent,omitempty"`
+
+	// Claim An access token's claim (a dotted path for a nested one, as realm_access.roles) that must hold value; set with value.
+	Claim *string `json:"claim,omitempty"`
+
+	// Key An API key's id (key_...).
+	Key *string `json:"key,omitempty"`
+
+	// Role A key's or token's role in the workspace: admin, member or viewer (exactly that role: a rule for viewers does not apply to members).
+	Role *string `json:"role,omitempty"`
+
+	// Toolset The callers who come through this toolset's address (/mcp/{toolset}): 1 to 64 characters of a-z, A-Z, 0-9, _ and -.
+	Toolset *string `json:"toolset,omitempty"`
+
+	// User A user's id (usr_...).
+	User *string `json:"user,omitempty"`
+
+	// Value The value claim must be, or hold as an array's item or a space-separated scope's word; set with claim.
+	Value *string `json:"value,omitempty"`
+}
+
+// EntitlementsDocument defines model for EntitlementsDocument.
+type EntitlementsDocument struct {
+	// Default What a caller gets for a tool no rule decides: allow (the default: every tool, as without entitlements) or deny.
+	Default *string `json:"default,omitempty"`
+
+	// Rules Rules allowing or denying tools to callers, at most 10,000. Deny always wins, whatever the order; a caller whom an allow rule names may call only what such rules allow.
+	Rules *[]EntitlementRule `json:"rules,omitempty"`
+
+	// Toolsets Named sets of tools, at most 1,000: each is served over MCP at /mcp/{name}, a key may be bound to them and a rule may select their tools or name the callers who come through their address.
+	Toolsets *[]ToolsetDefinition `json:"toolsets,omitempty"`
+}
+
+// EntitlementsOutputBody defines model for EntitlementsOutputBody.
+type EntitlementsOutputBody struct {
+	// Document The rules (default, rules, toolsets); {} when none were ever set: every caller may call every tool.
+	Document  EntitlementsDocument `json:"document"`
+	UpdatedAt *time.Time           `json:"updated_at"`
+	UpdatedBy *string              `json:"updated_by"`
+
+	// Version The version of the document (0: never set); give it back as after to change it.
+	Version int64 `json:"version"`
+
+	// Warnings What the document names that the workspace does not have now (tools, toolsets): kept, since tools come and go.
+	Warnings *[]string `json:"warnings"`
+}
+
 // EventDelta defines model for EventDelta.
 type EventDelta struct {
 	Step int64  `json:"step"`
@@ -868,9 +1024,12 @@ type EventState struct {
 	// Run How the thread's last run ended: finished, paused, or failed (reason and error say why).
 	Run *Outcome `json:"run,omitempty"`
 
-	// Status idle, running or terminated.
-	Status string `json:"status"`
+	// Status idle, running or terminated; waiting when the last run paused on a call (pending names it until its decision or result is in); failed when the last run could not start or go on (run says why).
+	Status EventStateStatus `json:"status"`
 }
+
+// EventStateStatus idle, running or terminated; waiting when the last run paused on a call (pending names it until its decision or result is in); failed when the last run could not start or go on (run says why).
+type EventStateStatus string
 
 // Example defines model for Example.
 type Example struct {
@@ -878,18 +1037,36 @@ type Example struct {
 	Result interface{} `json:"result,omitempty"`
 }
 
+// ExplainOutputBody defines model for ExplainOutputBody.
+type ExplainOutputBody struct {
+	// Agent The agent of the subject's chain the decision was made for.
+	Agent   *string `json:"agent,omitempty"`
+	Allowed bool    `json:"allowed"`
+
+	// Reason What decided, in words.
+	Reason string `json:"reason"`
+
+	// Rule The index of the rule that decided (from 0 in the document's rules); -1 when none did (the default, a toolset binding).
+	Rule int64 `json:"rule"`
+
+	// Subject The subject asked about, as given; "the caller" when it was left out.
+	Subject string `json:"subject"`
+	Tool    string `json:"tool"`
+}
+
 // FileInfo defines model for FileInfo.
 type FileInfo struct {
-	Description *string   `json:"description,omitempty"`
-	Height      *int64    `json:"height,omitempty"`
-	Id          *string   `json:"id,omitempty"`
-	IsDir       *bool     `json:"is_dir,omitempty"`
-	MimeType    *string   `json:"mime_type,omitempty"`
-	ModTime     time.Time `json:"mod_time"`
-	Name        string    `json:"name"`
-	Path        string    `json:"path"`
-	Size        int64     `json:"size"`
-	Width       *int64    `json:"width,omitempty"`
+	Description  *string   `json:"description,omitempty"`
+	Height       *int64    `json:"height,omitempty"`
+	Id           *string   `json:"id,omitempty"`
+	IsDir        *bool     `json:"is_dir,omitempty"`
+	MimeType     *string   `json:"mime_type,omitempty"`
+	ModTime      time.Time `json:"mod_time"`
+	Name         string    `json:"name"`
+	OriginalName *string   `json:"original_name,omitempty"`
+	Path         string    `json:"path"`
+	Size         int64     `json:"size"`
+	Width        *int64    `json:"width,omitempty"`
 }
 
 // Function defines model for Function.
@@ -920,6 +1097,28 @@ type FunctionsOutputBody struct {
 	Functions *[]Function `json:"functions"`
 }
 
+// GovernanceOutputBody defines model for GovernanceOutputBody.
+type GovernanceOutputBody struct {
+	// Operator The operator's rules (the fleet's configuration): they govern every workspace, first.
+	Operator  *[]RuleBody `json:"operator"`
+	UpdatedAt *time.Time  `json:"updated_at"`
+	UpdatedBy *string     `json:"updated_by"`
+
+	// Version The version of the workspace's rules (0: none set); give it back to change them.
+	Version int64 `json:"version"`
+
+	// Workspace The workspace's own rules, applied after the operator's; they may only tighten.
+	Workspace *[]RuleBody `json:"workspace"`
+}
+
+// Hints defines model for Hints.
+type Hints struct {
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool `json:"openWorldHint,omitempty"`
+	ReadOnlyHint    *bool `json:"readOnlyHint,omitempty"`
+}
+
 // ImportOpenAPIInputBody defines model for ImportOpenAPIInputBody.
 type ImportOpenAPIInputBody struct {
 	// Credentials Security scheme to the secret variable holding its credential (default: NAME_SCHEME in capitals).
@@ -927,6 +1126,9 @@ type ImportOpenAPIInputBody struct {
 
 	// Document The OpenAPI document (3.0 or 3.1), JSON or YAML, as text; at most 4 MiB. It must be self-contained: a $ref to another file or URL is refused.
 	Document string `json:"document"`
+
+	// MaxOperations The most operations the document may select (default 1,000; at most 10,000): a document or selection of more is refused. Raise it for a large API, or select some operations.
+	MaxOperations *int64 `json:"max_operations,omitempty"`
 
 	// MaxResponseBytes The cap of an answer's body (default 1 MiB; at most 4 MiB).
 	MaxResponseBytes *int64 `json:"max_response_bytes,omitempty"`
@@ -939,6 +1141,9 @@ type ImportOpenAPIInputBody struct {
 
 	// Servers The base URLs the tools call (default: the document's servers); only these are reached, and only at public addresses unless the operator allows the host.
 	Servers *[]string `json:"servers,omitempty"`
+
+	// Strict Make an answer that does not match the document's schema of it a failed call (default false: the answer is passed through with a warning in the result's meta, since the document is at fault).
+	Strict *bool `json:"strict,omitempty"`
 
 	// TimeoutMs A call's timeout in milliseconds (default 30,000; at most 300,000).
 	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
@@ -1037,6 +1242,9 @@ type OpenAPISourceRecord struct {
 	// Document The document as imported (get-openapi-source only).
 	Document *string `json:"document,omitempty"`
 
+	// MaxOperations The most operations the document may select; 0: the default (1,000).
+	MaxOperations int64 `json:"max_operations"`
+
 	// MaxResponseBytes The cap of an answer's body; 0: the default (1 MiB).
 	MaxResponseBytes int64 `json:"max_response_bytes"`
 
@@ -1048,6 +1256,9 @@ type OpenAPISourceRecord struct {
 
 	// Servers The base URLs the tools call; empty: the document's.
 	Servers *[]string `json:"servers"`
+
+	// Strict Whether an answer that does not match the document's schema of it fails the call (false: passed through with a warning in the result's meta).
+	Strict bool `json:"strict"`
 
 	// TimeoutMs A call's timeout; 0: the default (30 s).
 	TimeoutMs int64     `json:"timeout_ms"`
@@ -1139,6 +1350,24 @@ type ProvideVariablesInputBody struct {
 	Values map[string]string `json:"values"`
 }
 
+// PutEntitlementsInputBody defines model for PutEntitlementsInputBody.
+type PutEntitlementsInputBody struct {
+	// After The version the document is changed from (as read; 0 when none was ever set): refused with 409 if another change came first.
+	After int64 `json:"after"`
+
+	// Document The whole document, replacing the last: default (allow or deny), rules (who, which tools, access allow or deny: deny always wins) and toolsets (name, include).
+	Document EntitlementsDocument `json:"document"`
+}
+
+// PutGovernanceInputBody defines model for PutGovernanceInputBody.
+type PutGovernanceInputBody struct {
+	// Rules The workspace's rules, in order: a later rule wins over an earlier one.
+	Rules *[]RuleBody `json:"rules"`
+
+	// Version The version the rules are changed from (as read): refused with 409 if another change came first.
+	Version int64 `json:"version"`
+}
+
 // RequestedVariable defines model for RequestedVariable.
 type RequestedVariable struct {
 	Description *string `json:"description,omitempty"`
@@ -1185,6 +1414,36 @@ type ResultInputBody struct {
 
 // ResultInputBodyStatus success or error.
 type ResultInputBodyStatus string
+
+// RuleBody defines model for RuleBody.
+type RuleBody struct {
+	// Access deny: the tools are neither offered nor callable (deny always wins); allow: only the tools an allow rule matches are permitted.
+	Access *RuleBodyAccess `json:"access,omitempty"`
+
+	// Annotations Hints given to clients (operator's rules only).
+	Annotations *Annotations `json:"annotations,omitempty"`
+
+	// ProviderName The name model providers see for the one tool the rule names exactly (operator's rules only: a rename is not a tightening).
+	ProviderName *string `json:"provider_name,omitempty"`
+
+	// RequiresConfirmation Every call waits for a person's decision. A workspace's rule may require it, not lift it.
+	RequiresConfirmation *bool `json:"requires_confirmation,omitempty"`
+
+	// Source A pattern over where the tool came from: openapi:NAME, mcp:NAME, a2a:NAME, stored, prompt:NAME, schema, go.
+	Source *string `json:"source,omitempty"`
+
+	// Timeout A call's time limit, as 30s or 2m. A workspace's rule may only shorten it.
+	Timeout *string `json:"timeout,omitempty"`
+
+	// Tools Tool names or patterns (payments.*); none: any name.
+	Tools *[]string `json:"tools,omitempty"`
+
+	// When Annotations the tool must have (MCP's defaults for those it leaves out): {"readOnlyHint": false} selects every tool that changes something.
+	When *Hints `json:"when,omitempty"`
+}
+
+// RuleBodyAccess deny: the tools are neither offered nor callable (deny always wins); allow: only the tools an allow rule matches are permitted.
+type RuleBodyAccess string
 
 // RunInputBody defines model for RunInputBody.
 type RunInputBody struct {
@@ -1263,10 +1522,13 @@ type Session struct {
 	KeyId *string `json:"key_id,omitempty"`
 
 	// Role viewer (reads), member (also calls, runs, decides) or admin (also manages the workspace, members and keys).
-	Role          string  `json:"role"`
-	UserId        *string `json:"user_id,omitempty"`
-	WorkspaceId   string  `json:"workspace_id"`
-	WorkspaceName *string `json:"workspace_name,omitempty"`
+	Role string `json:"role"`
+
+	// Toolsets The toolsets the key is bound to: it may see and call only their tools, at every door. Absent when it is bound to none.
+	Toolsets      *[]string `json:"toolsets,omitempty"`
+	UserId        *string   `json:"user_id,omitempty"`
+	WorkspaceId   string    `json:"workspace_id"`
+	WorkspaceName *string   `json:"workspace_name,omitempty"`
 }
 
 // SetRoleInputBody defines model for SetRoleInputBody.
@@ -1336,6 +1598,33 @@ type ThreadFilesOutputBody struct {
 	Truncated bool `json:"truncated"`
 }
 
+// ThreadItem defines model for ThreadItem.
+type ThreadItem struct {
+	AgentId     *string   `json:"agent_id,omitempty"`
+	Blocking    bool      `json:"blocking"`
+	CreatedAt   time.Time `json:"created_at"`
+	CurrentSide *string   `json:"current_side,omitempty"`
+	Id          string    `json:"id"`
+	ParentId    *string   `json:"parent_id,omitempty"`
+	Resumable   bool      `json:"resumable"`
+
+	// Run How the thread's last run ended: finished, paused, or failed (reason and error say why).
+	Run   *Outcome    `json:"run,omitempty"`
+	State interface{} `json:"state,omitempty"`
+
+	// Status idle, running or terminated; waiting when its last run paused on a call (a person's decision or a client's result); failed when its last run could not start or go on, which run says (reason, error) until a later run ends otherwise.
+	Status      ThreadItemStatus `json:"status"`
+	StepCount   int64            `json:"step_count"`
+	Stopped     bool             `json:"stopped"`
+	Tags        *[]string        `json:"tags,omitempty"`
+	UpdatedAt   time.Time        `json:"updated_at"`
+	UserId      *string          `json:"user_id,omitempty"`
+	WorkspaceId string           `json:"workspace_id"`
+}
+
+// ThreadItemStatus idle, running or terminated; waiting when its last run paused on a call (a person's decision or a client's result); failed when its last run could not start or go on, which run says (reason, error) until a later run ends otherwise.
+type ThreadItemStatus string
+
 // ThreadVariable defines model for ThreadVariable.
 type ThreadVariable struct {
 	Name string `json:"name"`
@@ -1385,7 +1674,7 @@ type ThreadView struct {
 	Run   *Outcome    `json:"run,omitempty"`
 	State interface{} `json:"state,omitempty"`
 
-	// Status idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names; failed when its last run could not start or go on, which run says (reason, error) until a run succeeds it.
+	// Status idle, running or terminated; waiting when its last run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names until it is in; failed when its last run could not start or go on, which run says (reason, error) until a later run ends otherwise.
 	Status      ThreadViewStatus `json:"status"`
 	StepCount   int64            `json:"step_count"`
 	Stopped     bool             `json:"stopped"`
@@ -1395,14 +1684,14 @@ type ThreadView struct {
 	WorkspaceId string           `json:"workspace_id"`
 }
 
-// ThreadViewStatus idle, running or terminated; waiting when its run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names; failed when its last run could not start or go on, which run says (reason, error) until a run succeeds it.
+// ThreadViewStatus idle, running or terminated; waiting when its last run paused on a call: a person's decision (POST .../decisions) or a client tool's result (POST .../results), which pending names until it is in; failed when its last run could not start or go on, which run says (reason, error) until a later run ends otherwise.
 type ThreadViewStatus string
 
 // ThreadsOutputBody defines model for ThreadsOutputBody.
 type ThreadsOutputBody struct {
 	// NextCursor The cursor of the next page; absent on the last.
-	NextCursor *string   `json:"next_cursor,omitempty"`
-	Threads    *[]Thread `json:"threads"`
+	NextCursor *string       `json:"next_cursor,omitempty"`
+	Threads    *[]ThreadItem `json:"threads"`
 }
 
 // ToolCall defines model for ToolCall.
@@ -1501,11 +1790,56 @@ type ToolResult struct {
 	Value       interface{} `json:"value,omitempty"`
 }
 
+// ToolSelector defines model for ToolSelector.
+type ToolSelector struct {
+	// Source A path.Match pattern over where the tool came from: openapi:NAME, mcp:NAME, a2a:NAME, stored, prompt:NAME, schema, go (mcp:* selects every remote MCP server's tools).
+	Source *string `json:"source,omitempty"`
+
+	// Tools Tool names or path.Match patterns (payments.*, *_read), at most 1,000, each 1 to 1,024 bytes. A name the workspace does not have is kept and warned about. The selector selects the tools matching every one of tools, source and when it sets (one at least).
+	Tools *[]string `json:"tools,omitempty"`
+
+	// Toolset Not allowed here: a toolset is made of tools, not of other toolsets (a rule's toolset selects a toolset's tools).
+	Toolset *string `json:"toolset,omitempty"`
+
+	// When Annotations the tool must have, read with MCP's defaults for those it leaves out: {"readOnlyHint": true} selects the read-only tools, {"destructiveHint": true} the destructive ones.
+	When *Hints `json:"when,omitempty"`
+}
+
 // ToolsOutputBody defines model for ToolsOutputBody.
 type ToolsOutputBody struct {
 	// Remotes The remote MCP servers whose tools the server imports, connected or not: one that is not has none of its tools listed, and says why.
 	Remotes *[]ApiRemote `json:"remotes,omitempty"`
 	Tools   *[]ApiTool   `json:"tools"`
+}
+
+// ToolsetDefinition defines model for ToolsetDefinition.
+type ToolsetDefinition struct {
+	// Description What the toolset is for, up to 1,024 bytes.
+	Description *string `json:"description,omitempty"`
+
+	// Include The toolset's tools: those any of these selectors selects, 1 to 1,000 selectors, each setting tools, source or when (tools: ["*"] for every tool).
+	Include *[]ToolSelector `json:"include"`
+
+	// Name The toolset's name, unique in the document and its MCP address (/mcp/{name}): 1 to 64 characters of a-z, A-Z, 0-9, _ and -.
+	Name string `json:"name"`
+}
+
+// ToolsetSummary defines model for ToolsetSummary.
+type ToolsetSummary struct {
+	// Description What the toolset is for, as the document says.
+	Description *string `json:"description,omitempty"`
+
+	// Name Its name: its MCP address is /mcp/{name}.
+	Name string `json:"name"`
+
+	// Tools The tools of the toolset the caller may call.
+	Tools *[]string `json:"tools"`
+}
+
+// ToolsetsOutputBody defines model for ToolsetsOutputBody.
+type ToolsetsOutputBody struct {
+	// Toolsets The workspace's toolsets; a key bound to toolsets is shown those alone.
+	Toolsets *[]ToolsetSummary `json:"toolsets"`
 }
 
 // UpdateToolInputBody defines model for UpdateToolInputBody.
@@ -1630,6 +1964,15 @@ type SetAgentVariableJSONBody struct {
 	Value string `json:"value"`
 }
 
+// ExplainEntitlementParams defines parameters for ExplainEntitlement.
+type ExplainEntitlementParams struct {
+	// Subject Whom to ask about: comma-separated key:ID, user:ID, role:ROLE, claim:NAME=VALUE, agent:NAME and toolset:NAME; absent: the caller itself. Only an admin may ask about another.
+	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Tool The tool's name.
+	Tool string `form:"tool" json:"tool"`
+}
+
 // ListWaitingCallsParams defines parameters for ListWaitingCalls.
 type ListWaitingCallsParams struct {
 	// Limit Threads per page, 1 to 100.
@@ -1653,7 +1996,7 @@ type ListThreadsParams struct {
 	// Tag Only the threads that have this tag (a tag is at most 1024 bytes).
 	Tag *string `form:"tag,omitempty" json:"tag,omitempty"`
 
-	// Status Only the threads in this status.
+	// Status Only the threads in this status: idle keeps every thread no run is going on (waiting and failed ones among them); waiting, those whose last run paused on a call; failed, those whose last run failed.
 	Status *ListThreadsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Name Only the threads whose name (the tag name:<value>) contains this text, in any case.
@@ -1765,6 +2108,9 @@ type SetUserVariableJSONBody struct {
 // SetAgentVariableJSONRequestBody defines body for SetAgentVariable for application/json ContentType.
 type SetAgentVariableJSONRequestBody SetAgentVariableJSONBody
 
+// PutEntitlementsJSONRequestBody defines body for PutEntitlements for application/json ContentType.
+type PutEntitlementsJSONRequestBody = PutEntitlementsInputBody
+
 // CreateFunctionJSONRequestBody defines body for CreateFunction for application/json ContentType.
 type CreateFunctionJSONRequestBody = CreateFunctionInputBody
 
@@ -1773,6 +2119,9 @@ type SetDefaultVersionJSONRequestBody = DefaultVersionInputBody
 
 // CreateFunctionVersionJSONRequestBody defines body for CreateFunctionVersion for application/json ContentType.
 type CreateFunctionVersionJSONRequestBody = CreateVersionInputBody
+
+// PutGovernanceJSONRequestBody defines body for PutGovernance for application/json ContentType.
+type PutGovernanceJSONRequestBody = PutGovernanceInputBody
 
 // CreateKeyJSONRequestBody defines body for CreateKey for application/json ContentType.
 type CreateKeyJSONRequestBody = CreateKeyInputBody
@@ -2171,6 +2520,30 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/agents/{agent}/variables/{name} (the `SetAgentVariable` operationId).
 	SetAgentVariable(ctx context.Context, agent string, name string, body SetAgentVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetEntitlements The workspace's entitlements: which tools each caller may see and call (an admin's)
+	//
+	// Corresponds with GET /v1/entitlements (the `GetEntitlements` operationId).
+	GetEntitlements(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutEntitlementsWithBody Replace the workspace's entitlements (an admin's); every door of every node follows within a second
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/entitlements (the `PutEntitlements` operationId).
+	PutEntitlementsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutEntitlements Replace the workspace's entitlements (an admin's); every door of every node follows within a second
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/entitlements (the `PutEntitlements` operationId).
+	PutEntitlements(ctx context.Context, body PutEntitlementsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExplainEntitlement Whether a subject (the caller, or anyone for an admin) may call a tool, and which rule decided
+	//
+	// Corresponds with GET /v1/entitlements/explain (the `ExplainEntitlement` operationId).
+	ExplainEntitlement(ctx context.Context, params *ExplainEntitlementParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListFunctions The workspace's functions, oldest first
 	//
 	// Corresponds with GET /v1/functions (the `ListFunctions` operationId).
@@ -2227,6 +2600,25 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/functions/{id}/versions (the `CreateFunctionVersion` operationId).
 	CreateFunctionVersion(ctx context.Context, id string, body CreateFunctionVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetGovernance The rules that govern the workspace's tools, whatever their source
+	//
+	// Corresponds with GET /v1/governance (the `GetGovernance` operationId).
+	GetGovernance(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutGovernanceWithBody Replace the workspace's governance rules (an admin's)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/governance (the `PutGovernance` operationId).
+	PutGovernanceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutGovernance Replace the workspace's governance rules (an admin's)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/governance (the `PutGovernance` operationId).
+	PutGovernance(ctx context.Context, body PutGovernanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListKeys The workspace's API keys, newest first (their records, never the keys)
 	//
@@ -2489,7 +2881,7 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/tools (the `CreateTool` operationId).
 	CreateTool(ctx context.Context, body CreateToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListServedTools The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them
+	// ListServedTools The tools the caller may call now: the server's own and the workspace's stored ones, as the dispatcher serves them, less those the workspace's entitlements do not give the caller
 	//
 	// Corresponds with GET /v1/tools/served (the `ListServedTools` operationId).
 	ListServedTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2550,6 +2942,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/tools/{name}/call (the `CallTool` operationId).
 	CallTool(ctx context.Context, name string, body CallToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListToolsets The workspace's toolsets, each with the tools of it the caller may call; each is served over MCP at /mcp/{name}
+	//
+	// Corresponds with GET /v1/toolsets (the `ListToolsets` operationId).
+	ListToolsets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUserVariables The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin
 	//
@@ -2663,6 +3060,70 @@ func (c *Client) SetAgentVariableWithBody(ctx context.Context, agent string, nam
 // Corresponds with PUT /v1/agents/{agent}/variables/{name} (the `SetAgentVariable` operationId).
 func (c *Client) SetAgentVariable(ctx context.Context, agent string, name string, body SetAgentVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetAgentVariableRequest(c.Server, agent, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEntitlements The workspace's entitlements: which tools each caller may see and call (an admin's)
+//
+// Corresponds with GET /v1/entitlements (the `GetEntitlements` operationId).
+func (c *Client) GetEntitlements(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEntitlementsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutEntitlementsWithBody Replace the workspace's entitlements (an admin's); every door of every node follows within a second
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/entitlements (the `PutEntitlements` operationId).
+func (c *Client) PutEntitlementsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutEntitlementsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutEntitlements Replace the workspace's entitlements (an admin's); every door of every node follows within a second
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/entitlements (the `PutEntitlements` operationId).
+func (c *Client) PutEntitlements(ctx context.Context, body PutEntitlementsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutEntitlementsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExplainEntitlement Whether a subject (the caller, or anyone for an admin) may call a tool, and which rule decided
+//
+// Corresponds with GET /v1/entitlements/explain (the `ExplainEntitlement` operationId).
+func (c *Client) ExplainEntitlement(ctx context.Context, params *ExplainEntitlementParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExplainEntitlementRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2810,6 +3271,55 @@ func (c *Client) CreateFunctionVersionWithBody(ctx context.Context, id string, c
 // Corresponds with POST /v1/functions/{id}/versions (the `CreateFunctionVersion` operationId).
 func (c *Client) CreateFunctionVersion(ctx context.Context, id string, body CreateFunctionVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateFunctionVersionRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetGovernance The rules that govern the workspace's tools, whatever their source
+//
+// Corresponds with GET /v1/governance (the `GetGovernance` operationId).
+func (c *Client) GetGovernance(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetGovernanceRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutGovernanceWithBody Replace the workspace's governance rules (an admin's)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/governance (the `PutGovernance` operationId).
+func (c *Client) PutGovernanceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutGovernanceRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutGovernance Replace the workspace's governance rules (an admin's)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/governance (the `PutGovernance` operationId).
+func (c *Client) PutGovernance(ctx context.Context, body PutGovernanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutGovernanceRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3511,7 +4021,7 @@ func (c *Client) CreateTool(ctx context.Context, body CreateToolJSONRequestBody,
 	return c.Client.Do(req)
 }
 
-// ListServedTools The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them
+// ListServedTools The tools the caller may call now: the server's own and the workspace's stored ones, as the dispatcher serves them, less those the workspace's entitlements do not give the caller
 //
 // Corresponds with GET /v1/tools/served (the `ListServedTools` operationId).
 func (c *Client) ListServedTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3663,6 +4173,21 @@ func (c *Client) CallToolWithBody(ctx context.Context, name string, contentType 
 // Corresponds with POST /v1/tools/{name}/call (the `CallTool` operationId).
 func (c *Client) CallTool(ctx context.Context, name string, body CallToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCallToolRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListToolsets The workspace's toolsets, each with the tools of it the caller may call; each is served over MCP at /mcp/{name}
+//
+// Corresponds with GET /v1/toolsets (the `ListToolsets` operationId).
+func (c *Client) ListToolsets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListToolsetsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3949,6 +4474,135 @@ func NewSetAgentVariableRequestWithBody(server string, agent string, name string
 	return req, nil
 }
 
+// NewGetEntitlementsRequest constructs an http.Request for the GetEntitlements method
+func NewGetEntitlementsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/entitlements")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutEntitlementsRequest calls the generic PutEntitlements builder with application/json body
+func NewPutEntitlementsRequest(server string, body PutEntitlementsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutEntitlementsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutEntitlementsRequestWithBody constructs an http.Request for the PutEntitlements method, with any body, and a specified content type
+func NewPutEntitlementsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/entitlements")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewExplainEntitlementRequest constructs an http.Request for the ExplainEntitlement method
+func NewExplainEntitlementRequest(server string, params *ExplainEntitlementParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/entitlements/explain")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Subject != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "subject", *params.Subject, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", false, "tool", params.Tool, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListFunctionsRequest constructs an http.Request for the ListFunctions method
 func NewListFunctionsRequest(server string) (*http.Request, error) {
 	var err error
@@ -4169,6 +4823,73 @@ func NewCreateFunctionVersionRequestWithBody(server string, id string, contentTy
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetGovernanceRequest constructs an http.Request for the GetGovernance method
+func NewGetGovernanceRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/governance")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutGovernanceRequest calls the generic PutGovernance builder with application/json body
+func NewPutGovernanceRequest(server string, body PutGovernanceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutGovernanceRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutGovernanceRequestWithBody constructs an http.Request for the PutGovernance method, with any body, and a specified content type
+func NewPutGovernanceRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/governance")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -6011,6 +6732,33 @@ func NewCallToolRequestWithBody(server string, name string, contentType string, 
 	return req, nil
 }
 
+// NewListToolsetsRequest constructs an http.Request for the ListToolsets method
+func NewListToolsetsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/toolsets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListUserVariablesRequest constructs an http.Request for the ListUserVariables method
 func NewListUserVariablesRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -6333,6 +7081,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/agents/{agent}/variables/{name} (the `SetAgentVariable` operationId).
 	SetAgentVariableWithResponse(ctx context.Context, agent string, name string, body SetAgentVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*SetAgentVariableResponse, error)
 
+	// GetEntitlementsWithResponse The workspace's entitlements: which tools each caller may see and call (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/entitlements (the `GetEntitlements` operationId).
+	GetEntitlementsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetEntitlementsResponse, error)
+
+	// PutEntitlementsWithBodyWithResponse Replace the workspace's entitlements (an admin's); every door of every node follows within a second
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/entitlements (the `PutEntitlements` operationId).
+	PutEntitlementsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutEntitlementsResponse, error)
+
+	// PutEntitlementsWithResponse Replace the workspace's entitlements (an admin's); every door of every node follows within a second
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/entitlements (the `PutEntitlements` operationId).
+	PutEntitlementsWithResponse(ctx context.Context, body PutEntitlementsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutEntitlementsResponse, error)
+
+	// ExplainEntitlementWithResponse Whether a subject (the caller, or anyone for an admin) may call a tool, and which rule decided
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/entitlements/explain (the `ExplainEntitlement` operationId).
+	ExplainEntitlementWithResponse(ctx context.Context, params *ExplainEntitlementParams, reqEditors ...RequestEditorFn) (*ExplainEntitlementResponse, error)
+
 	// ListFunctionsWithResponse The workspace's functions, oldest first
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6395,6 +7171,27 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/functions/{id}/versions (the `CreateFunctionVersion` operationId).
 	CreateFunctionVersionWithResponse(ctx context.Context, id string, body CreateFunctionVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFunctionVersionResponse, error)
+
+	// GetGovernanceWithResponse The rules that govern the workspace's tools, whatever their source
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/governance (the `GetGovernance` operationId).
+	GetGovernanceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetGovernanceResponse, error)
+
+	// PutGovernanceWithBodyWithResponse Replace the workspace's governance rules (an admin's)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/governance (the `PutGovernance` operationId).
+	PutGovernanceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutGovernanceResponse, error)
+
+	// PutGovernanceWithResponse Replace the workspace's governance rules (an admin's)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/governance (the `PutGovernance` operationId).
+	PutGovernanceWithResponse(ctx context.Context, body PutGovernanceJSONRequestBody, reqEditors ...RequestEditorFn) (*PutGovernanceResponse, error)
 
 	// ListKeysWithResponse The workspace's API keys, newest first (their records, never the keys)
 	//
@@ -6699,7 +7496,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/tools (the `CreateTool` operationId).
 	CreateToolWithResponse(ctx context.Context, body CreateToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateToolResponse, error)
 
-	// ListServedToolsWithResponse The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them
+	// ListServedToolsWithResponse The tools the caller may call now: the server's own and the workspace's stored ones, as the dispatcher serves them, less those the workspace's entitlements do not give the caller
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6768,6 +7565,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/tools/{name}/call (the `CallTool` operationId).
 	CallToolWithResponse(ctx context.Context, name string, body CallToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CallToolResponse, error)
+
+	// ListToolsetsWithResponse The workspace's toolsets, each with the tools of it the caller may call; each is served over MCP at /mcp/{name}
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/toolsets (the `ListToolsets` operationId).
+	ListToolsetsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListToolsetsResponse, error)
 
 	// ListUserVariablesWithResponse The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin
 	//
@@ -6964,6 +7768,150 @@ func (r SetAgentVariableResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetAgentVariableResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetEntitlementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EntitlementsOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEntitlementsResponse) GetJSON200() *EntitlementsOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetEntitlementsResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEntitlementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEntitlementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEntitlementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEntitlementsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutEntitlementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EntitlementsOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutEntitlementsResponse) GetJSON200() *EntitlementsOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutEntitlementsResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutEntitlementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutEntitlementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutEntitlementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutEntitlementsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ExplainEntitlementResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ExplainOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ExplainEntitlementResponse) GetJSON200() *ExplainOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ExplainEntitlementResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ExplainEntitlementResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExplainEntitlementResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExplainEntitlementResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExplainEntitlementResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7252,6 +8200,102 @@ func (r CreateFunctionVersionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateFunctionVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetGovernanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GovernanceOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetGovernanceResponse) GetJSON200() *GovernanceOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetGovernanceResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetGovernanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetGovernanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetGovernanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetGovernanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutGovernanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GovernanceOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutGovernanceResponse) GetJSON200() *GovernanceOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutGovernanceResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutGovernanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutGovernanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutGovernanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutGovernanceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9106,6 +10150,54 @@ func (r CallToolResponse) ContentType() string {
 	return ""
 }
 
+type ListToolsetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ToolsetsOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListToolsetsResponse) GetJSON200() *ToolsetsOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListToolsetsResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListToolsetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListToolsetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListToolsetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListToolsetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListUserVariablesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9439,6 +10531,58 @@ func (c *ClientWithResponses) SetAgentVariableWithResponse(ctx context.Context, 
 	return ParseSetAgentVariableResponse(rsp)
 }
 
+// GetEntitlementsWithResponse The workspace's entitlements: which tools each caller may see and call (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/entitlements (the `GetEntitlements` operationId).
+func (c *ClientWithResponses) GetEntitlementsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetEntitlementsResponse, error) {
+	rsp, err := c.GetEntitlements(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEntitlementsResponse(rsp)
+}
+
+// PutEntitlementsWithBodyWithResponse Replace the workspace's entitlements (an admin's); every door of every node follows within a second
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/entitlements (the `PutEntitlements` operationId).
+func (c *ClientWithResponses) PutEntitlementsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutEntitlementsResponse, error) {
+	rsp, err := c.PutEntitlementsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutEntitlementsResponse(rsp)
+}
+
+// PutEntitlementsWithResponse Replace the workspace's entitlements (an admin's); every door of every node follows within a second
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/entitlements (the `PutEntitlements` operationId).
+func (c *ClientWithResponses) PutEntitlementsWithResponse(ctx context.Context, body PutEntitlementsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutEntitlementsResponse, error) {
+	rsp, err := c.PutEntitlements(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutEntitlementsResponse(rsp)
+}
+
+// ExplainEntitlementWithResponse Whether a subject (the caller, or anyone for an admin) may call a tool, and which rule decided
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/entitlements/explain (the `ExplainEntitlement` operationId).
+func (c *ClientWithResponses) ExplainEntitlementWithResponse(ctx context.Context, params *ExplainEntitlementParams, reqEditors ...RequestEditorFn) (*ExplainEntitlementResponse, error) {
+	rsp, err := c.ExplainEntitlement(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExplainEntitlementResponse(rsp)
+}
+
 // ListFunctionsWithResponse The workspace's functions, oldest first
 //
 // Returns a wrapper object for the known response body format(s).
@@ -9554,6 +10698,45 @@ func (c *ClientWithResponses) CreateFunctionVersionWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseCreateFunctionVersionResponse(rsp)
+}
+
+// GetGovernanceWithResponse The rules that govern the workspace's tools, whatever their source
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/governance (the `GetGovernance` operationId).
+func (c *ClientWithResponses) GetGovernanceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetGovernanceResponse, error) {
+	rsp, err := c.GetGovernance(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetGovernanceResponse(rsp)
+}
+
+// PutGovernanceWithBodyWithResponse Replace the workspace's governance rules (an admin's)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/governance (the `PutGovernance` operationId).
+func (c *ClientWithResponses) PutGovernanceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutGovernanceResponse, error) {
+	rsp, err := c.PutGovernanceWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutGovernanceResponse(rsp)
+}
+
+// PutGovernanceWithResponse Replace the workspace's governance rules (an admin's)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/governance (the `PutGovernance` operationId).
+func (c *ClientWithResponses) PutGovernanceWithResponse(ctx context.Context, body PutGovernanceJSONRequestBody, reqEditors ...RequestEditorFn) (*PutGovernanceResponse, error) {
+	rsp, err := c.PutGovernance(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutGovernanceResponse(rsp)
 }
 
 // ListKeysWithResponse The workspace's API keys, newest first (their records, never the keys)
@@ -10117,7 +11300,7 @@ func (c *ClientWithResponses) CreateToolWithResponse(ctx context.Context, body C
 	return ParseCreateToolResponse(rsp)
 }
 
-// ListServedToolsWithResponse The tools the workspace may call now: the server's own and the workspace's stored ones, as the dispatcher serves them
+// ListServedToolsWithResponse The tools the caller may call now: the server's own and the workspace's stored ones, as the dispatcher serves them, less those the workspace's entitlements do not give the caller
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10245,6 +11428,19 @@ func (c *ClientWithResponses) CallToolWithResponse(ctx context.Context, name str
 		return nil, err
 	}
 	return ParseCallToolResponse(rsp)
+}
+
+// ListToolsetsWithResponse The workspace's toolsets, each with the tools of it the caller may call; each is served over MCP at /mcp/{name}
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/toolsets (the `ListToolsets` operationId).
+func (c *ClientWithResponses) ListToolsetsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListToolsetsResponse, error) {
+	rsp, err := c.ListToolsets(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListToolsetsResponse(rsp)
 }
 
 // ListUserVariablesWithResponse The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin
@@ -10459,6 +11655,105 @@ func ParseSetAgentVariableResponse(rsp *http.Response) (*SetAgentVariableRespons
 	return response, nil
 }
 
+// ParseGetEntitlementsResponse parses an HTTP response from a GetEntitlementsWithResponse call
+func ParseGetEntitlementsResponse(rsp *http.Response) (*GetEntitlementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEntitlementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EntitlementsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutEntitlementsResponse parses an HTTP response from a PutEntitlementsWithResponse call
+func ParsePutEntitlementsResponse(rsp *http.Response) (*PutEntitlementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutEntitlementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EntitlementsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseExplainEntitlementResponse parses an HTTP response from a ExplainEntitlementWithResponse call
+func ParseExplainEntitlementResponse(rsp *http.Response) (*ExplainEntitlementResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExplainEntitlementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ExplainOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListFunctionsResponse parses an HTTP response from a ListFunctionsWithResponse call
 func ParseListFunctionsResponse(rsp *http.Response) (*ListFunctionsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10644,6 +11939,72 @@ func ParseCreateFunctionVersionResponse(rsp *http.Response) (*CreateFunctionVers
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetGovernanceResponse parses an HTTP response from a GetGovernanceWithResponse call
+func ParseGetGovernanceResponse(rsp *http.Response) (*GetGovernanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetGovernanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GovernanceOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutGovernanceResponse parses an HTTP response from a PutGovernanceWithResponse call
+func ParsePutGovernanceResponse(rsp *http.Response) (*PutGovernanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutGovernanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GovernanceOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest ProblemDetails
@@ -11942,6 +13303,39 @@ func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest CallOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListToolsetsResponse parses an HTTP response from a ListToolsetsWithResponse call
+func ParseListToolsetsResponse(rsp *http.Response) (*ListToolsetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListToolsetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ToolsetsOutputBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

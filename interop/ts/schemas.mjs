@@ -6,11 +6,15 @@
 // node schemas.mjs TRANSCRIPT.json
 // TRANSCRIPT is a JSON array of {transport, version, method, kind, message}: kind "result" or
 // "error" for the answer to a request of that method, "notification" for a notification.
+// A record may name in "expect" the error the specification says the request is answered with
+// (and in "uri" the resource a resources/read asked for): its code must be the one of the
+// session's version (errorCodes below), and the SDK must read it as that error.
 // Prints each failure and a count per kind; exits non-zero when any message fails.
 import { readFileSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { ProtocolError, ResourceNotFoundError } from "@modelcontextprotocol/client";
 import { JSONRPCErrorResponseSchema, JSONRPCNotificationSchema, JSONRPCResultResponseSchema } from "@modelcontextprotocol/core";
 
 // The codecs are internal to the client package: find the chunk that defines them (the file
@@ -27,11 +31,39 @@ async function codecForVersion() {
   throw new Error(`no codecForVersion in ${dist}: has the pinned @modelcontextprotocol/client changed?`);
 }
 
+// The code of each error the specification names, per protocol version, as each version's
+// schema (schema/VERSION/schema.ts of modelcontextprotocol/modelcontextprotocol) and its
+// server pages give it. Resource not found is -32002 up to 2025-11-25 (server/resources,
+// "Error Handling"), and -32602, invalid params, from 2026-07-28 on (SEP-2164). The SDK
+// itself sends -32602 at every version, so it cannot be the reference here.
+const errorCodes = {
+  "parse-error": () => -32700,
+  "method-not-found": () => -32601,
+  "invalid-params": () => -32602,
+  "resource-not-found": (version) => (version < "2026-07-28" ? -32002 : -32602),
+};
+
+// expectedError says what is wrong with an error answer r.expect names, or "".
+function expectedError(r) {
+  const code = errorCodes[r.expect];
+  if (!code) return `unknown expected error ${r.expect}`;
+  if (r.kind !== "error") return `answered with a ${r.kind} where ${r.version} says ${r.expect}`;
+  const { code: got, message, data } = r.message.error;
+  if (got !== code(r.version)) return `${r.expect} has code ${got}, where ${r.version} says ${code(r.version)}`;
+  if (r.expect === "resource-not-found") {
+    if (data?.uri !== r.uri) return `resource not found does not name the URI ${r.uri} in its data`;
+    const e = ProtocolError.fromError(got, message, data);
+    if (!(e instanceof ResourceNotFoundError) || e.uri !== r.uri) return `the SDK does not read it as resource not found (${e.constructor.name})`;
+  }
+  return "";
+}
+
 const codecFor = await codecForVersion();
 const records = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const cacheFields = ["resultType", "ttlMs", "cacheScope"];
 
 function problemOf(r) {
+  if (r.expect && r.kind !== "error") return expectedError(r);
   const codec = codecFor(r.version);
   const m = r.message;
   switch (r.kind) {
@@ -50,7 +82,8 @@ function problemOf(r) {
     }
     case "error": {
       const env = JSONRPCErrorResponseSchema.safeParse(m);
-      return env.success ? "" : `not a JSON-RPC error: ${env.error}`;
+      if (!env.success) return `not a JSON-RPC error: ${env.error}`;
+      return r.expect ? expectedError(r) : "";
     }
     case "notification": {
       const env = JSONRPCNotificationSchema.safeParse(m);
@@ -69,6 +102,7 @@ for (const r of records) {
   const problem = problemOf(r);
   const key = `${r.transport} ${r.version} ${r.kind}`;
   counts[key] = (counts[key] ?? 0) + 1;
+  if (r.expect) counts[`${r.transport} ${r.version} ${r.expect}`] = (counts[`${r.transport} ${r.version} ${r.expect}`] ?? 0) + 1;
   if (problem) {
     failed++;
     console.log(`FAILED ${r.transport} ${r.version} ${r.kind} ${r.method}: ${problem}\n  ${JSON.stringify(r.message).slice(0, 600)}`);

@@ -145,16 +145,7 @@ type output struct {
 }
 
 func (m *Model) params(req *model.Request) (anthropic.MessageNewParams, *output, error) {
-	p := anthropic.MessageNewParams{Model: anthropic.Model(m.name), MaxTokens: int64(m.maxTokens)}
-	if req.MaxTokens > 0 {
-		p.MaxTokens = int64(req.MaxTokens)
-	}
-	if req.Temperature != nil {
-		p.Temperature = anthropic.Float(*req.Temperature)
-	}
-	if req.System != "" {
-		p.System = []anthropic.TextBlockParam{{Text: req.System}}
-	}
+	p := m.baseParams(req)
 	if err := conv.CheckTools("anthropic", req.Tools, schema.Anthropic); err != nil {
 		return p, nil, err
 	}
@@ -171,34 +162,74 @@ func (m *Model) params(req *model.Request) (anthropic.MessageNewParams, *output,
 	if req.Output == nil {
 		return p, nil, nil
 	}
+	out, err := m.addOutput(&p, req)
+	return p, out, err
+}
+
+// baseParams are the request's parameters but its messages and tools.
+func (m *Model) baseParams(req *model.Request) anthropic.MessageNewParams {
+	p := anthropic.MessageNewParams{Model: anthropic.Model(m.name), MaxTokens: int64(m.maxTokens)}
+	if req.MaxTokens > 0 {
+		p.MaxTokens = int64(req.MaxTokens)
+	}
+	if req.Temperature != nil {
+		p.Temperature = anthropic.Float(*req.Temperature)
+	}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	return p
+}
+
+// addOutput adds the tool that carries structured output, and has the model call a tool.
+func (m *Model) addOutput(p *anthropic.MessageNewParams, req *model.Request) (*output, error) {
 	out := &output{name: conv.OutputName(req)}
 	if req.Tools != nil {
 		if _, clash := req.Tools.Lookup(out.name); clash {
-			return p, nil, fmt.Errorf("%s: the output name %q is also a tool's name; set Request.OutputName to another", m.Name(), out.name)
+			return nil, fmt.Errorf("%s: the output name %q is also a tool's name; set Request.OutputName to another", m.Name(), out.name)
 		}
 	}
-	clean := *req.Output
-	clean.Schema, clean.ID = "", ""
-	raw, err := json.Marshal(&clean)
+	raw, wrapped, err := outputInput(req.Output)
 	if err != nil {
-		return p, nil, fmt.Errorf("%s: output schema: %w", m.Name(), err)
+		return nil, fmt.Errorf("%s: output schema: %w", m.Name(), err)
 	}
-	if clean.Type != "object" {
-		out.wrapped = true
-		raw = []byte(`{"type":"object","properties":{"value":` + string(raw) + `},"required":["value"]}`)
-	}
+	out.wrapped = wrapped
 	p.Tools = append(p.Tools, tool(out.name, "Give your answer: its input is your final output, in this schema.", raw))
 	if len(p.Tools) > 1 {
 		p.ToolChoice.OfAny = &anthropic.ToolChoiceAnyParam{}
 	} else {
 		p.ToolChoice = anthropic.ToolChoiceParamOfTool(out.name)
 	}
-	return p, out, nil
+	return out, nil
+}
+
+// outputInput is the input schema of the output's tool: the output schema, or an object that
+// wraps it as its value when it is not an object (wrapped).
+func outputInput(s *schema.Schema) (raw json.RawMessage, wrapped bool, err error) {
+	clean := *s
+	clean.Schema, clean.ID = "", ""
+	if raw, err = json.Marshal(&clean); err != nil {
+		return nil, false, err
+	}
+	if clean.Type == "object" {
+		return raw, false, nil
+	}
+	return []byte(`{"type":"object","properties":{"value":` + string(raw) + `},"required":["value"]}`), true, nil
 }
 
 // tool keeps the rendered schema as it is: properties and every other keyword travel as raw
 // JSON, so property order and keywords the SDK has no field for survive.
 func tool(name, desc string, params json.RawMessage) anthropic.ToolUnionParam {
+	t := anthropic.ToolParam{Name: name, InputSchema: inputSchema(params)}
+	if desc != "" {
+		t.Description = anthropic.String(desc)
+	}
+	return anthropic.ToolUnionParam{OfTool: &t}
+}
+
+// inputSchema is a tool's schema with its properties and required in the SDK's fields, and
+// the other keywords as they are.
+func inputSchema(params json.RawMessage) anthropic.ToolInputSchemaParam {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(params, &top) != nil {
 		top = nil
@@ -218,11 +249,7 @@ func tool(name, desc string, params json.RawMessage) anthropic.ToolUnionParam {
 	if in.Properties == nil {
 		in.Properties = json.RawMessage(`{}`)
 	}
-	t := anthropic.ToolParam{Name: name, InputSchema: in}
-	if desc != "" {
-		t.Description = anthropic.String(desc)
-	}
-	return anthropic.ToolUnionParam{OfTool: &t}
+	return in
 }
 
 // messages maps the conversation: tool results become tool_result blocks of a user message
@@ -233,56 +260,77 @@ func messages(req *model.Request) ([]anthropic.MessageParam, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []anthropic.MessageParam
-	add := func(role anthropic.MessageParamRole, blocks []anthropic.ContentBlockParamUnion) {
-		if len(blocks) == 0 {
-			return
-		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
-			return
-		}
-		out = append(out, anthropic.MessageParam{Role: role, Content: blocks})
-	}
+	var t turns
 	for _, msg := range msgs {
-		var blocks []anthropic.ContentBlockParamUnion
 		switch msg.Role {
 		case model.RoleUser:
-			if msg.Text != "" { // the API rejects empty text blocks
-				blocks = append(blocks, anthropic.NewTextBlock(msg.Text))
-			}
-			for _, img := range msg.Images {
-				blocks = append(blocks, anthropic.NewImageBlockBase64(img.MIMEType, base64.StdEncoding.EncodeToString(img.Data)))
-			}
-			add(anthropic.MessageParamRoleUser, blocks)
+			t.add(anthropic.MessageParamRoleUser, userBlocks(msg))
 		case model.RoleAssistant:
-			if msg.Text != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(msg.Text))
-			}
-			for _, c := range msg.ToolCalls {
-				name := c.Name
-				if req.Tools != nil {
-					name = req.Tools.Outbound(name)
-				}
-				blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, conv.ObjectArgs(c.Args), name))
-			}
-			add(anthropic.MessageParamRoleAssistant, blocks)
+			t.add(anthropic.MessageParamRoleAssistant, assistantBlocks(msg, req.Tools))
 		case model.RoleTool:
-			r := anthropic.ToolResultBlockParam{ToolUseID: msg.ToolCallID, IsError: anthropic.Bool(msg.IsError)}
-			text := msg.Text
-			if text == "" && (msg.IsError || len(msg.Images) == 0) {
-				text = "(no output)" // an error result must have content, and text blocks must not be empty
-			}
-			if text != "" {
-				r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: text}})
-			}
-			for _, img := range msg.Images {
-				r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
-					Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
-						Data: base64.StdEncoding.EncodeToString(img.Data), MediaType: anthropic.Base64ImageSourceMediaType(img.MIMEType)}}}})
-			}
-			add(anthropic.MessageParamRoleUser, []anthropic.ContentBlockParamUnion{{OfToolResult: &r}})
+			t.add(anthropic.MessageParamRoleUser, []anthropic.ContentBlockParamUnion{{OfToolResult: toolResult(msg)}})
 		}
 	}
-	return out, nil
+	return t, nil
+}
+
+// turns are the messages of a conversation as they are mapped.
+type turns []anthropic.MessageParam
+
+// add adds blocks of role: to the last message when it has the role, since roles must
+// alternate.
+func (t *turns) add(role anthropic.MessageParamRole, blocks []anthropic.ContentBlockParamUnion) {
+	if len(blocks) == 0 {
+		return
+	}
+	if n := len(*t); n > 0 && (*t)[n-1].Role == role {
+		(*t)[n-1].Content = append((*t)[n-1].Content, blocks...)
+		return
+	}
+	*t = append(*t, anthropic.MessageParam{Role: role, Content: blocks})
+}
+
+func userBlocks(msg model.Message) []anthropic.ContentBlockParamUnion {
+	var blocks []anthropic.ContentBlockParamUnion
+	if msg.Text != "" { // the API rejects empty text blocks
+		blocks = append(blocks, anthropic.NewTextBlock(msg.Text))
+	}
+	for _, img := range msg.Images {
+		blocks = append(blocks, anthropic.NewImageBlockBase64(img.MIMEType, base64.StdEncoding.EncodeToString(img.Data)))
+	}
+	return blocks
+}
+
+// assistantBlocks are an assistant's text and calls, each call under the name the provider
+// knows its tool by.
+func assistantBlocks(msg model.Message, tools *schema.ToolSet) []anthropic.ContentBlockParamUnion {
+	var blocks []anthropic.ContentBlockParamUnion
+	if msg.Text != "" {
+		blocks = append(blocks, anthropic.NewTextBlock(msg.Text))
+	}
+	for _, c := range msg.ToolCalls {
+		name := c.Name
+		if tools != nil {
+			name = tools.Outbound(name)
+		}
+		blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, conv.ObjectArgs(c.Args), name))
+	}
+	return blocks
+}
+
+func toolResult(msg model.Message) *anthropic.ToolResultBlockParam {
+	r := &anthropic.ToolResultBlockParam{ToolUseID: msg.ToolCallID, IsError: anthropic.Bool(msg.IsError)}
+	text := msg.Text
+	if text == "" && (msg.IsError || len(msg.Images) == 0) {
+		text = "(no output)" // an error result must have content, and text blocks must not be empty
+	}
+	if text != "" {
+		r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: text}})
+	}
+	for _, img := range msg.Images {
+		r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
+			Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
+				Data: base64.StdEncoding.EncodeToString(img.Data), MediaType: anthropic.Base64ImageSourceMediaType(img.MIMEType)}}}})
+	}
+	return r
 }

@@ -35,34 +35,10 @@ func (a *accumulator) add(e anthropic.MessageStreamEventUnion) {
 	case "message_start":
 		a.usage = model.Usage{InputTokens: e.Message.Usage.InputTokens, OutputTokens: e.Message.Usage.OutputTokens}
 	case "content_block_start":
-		b := &block{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, text: e.ContentBlock.Text}
-		if b.kind == "tool_use" {
-			b.input = []byte("{}")
-		}
-		if a.byIdx == nil {
-			a.byIdx = map[int64]*block{}
-		}
-		a.byIdx[e.Index] = b
-		a.blocks = append(a.blocks, b)
+		a.start(e)
 	case "content_block_delta":
-		b := a.byIdx[e.Index]
-		if b == nil {
-			return
-		}
-		switch e.Delta.Type {
-		case "text_delta":
-			b.text += e.Delta.Text
-			if b.kind == "text" && a.out == nil {
-				a.onDelta(model.Delta{Text: e.Delta.Text})
-			}
-		case "input_json_delta":
-			if !b.streamed {
-				b.input, b.streamed = nil, true
-			}
-			b.input = append(b.input, e.Delta.PartialJSON...)
-			if a.out != nil && b.name == a.out.name && !a.out.wrapped && e.Delta.PartialJSON != "" {
-				a.onDelta(model.Delta{Text: e.Delta.PartialJSON}) // the output, as it is written
-			}
+		if b := a.byIdx[e.Index]; b != nil {
+			a.delta(b, e.Delta)
 		}
 	case "message_delta":
 		a.stop = string(e.Delta.StopReason)
@@ -73,6 +49,44 @@ func (a *accumulator) add(e anthropic.MessageStreamEventUnion) {
 	}
 }
 
+// start begins a content block.
+func (a *accumulator) start(e anthropic.MessageStreamEventUnion) {
+	b := &block{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, text: e.ContentBlock.Text}
+	if b.kind == "tool_use" {
+		b.input = []byte("{}")
+	}
+	if a.byIdx == nil {
+		a.byIdx = map[int64]*block{}
+	}
+	a.byIdx[e.Index] = b
+	a.blocks = append(a.blocks, b)
+}
+
+// delta adds a piece of a block: text, or a tool's input as JSON. What the caller reads as it
+// comes is the text, or the output as it is written.
+func (a *accumulator) delta(b *block, d anthropic.MessageStreamEventUnionDelta) {
+	switch d.Type {
+	case "text_delta":
+		b.text += d.Text
+		if b.kind == "text" && a.out == nil {
+			a.onDelta(model.Delta{Text: d.Text})
+		}
+	case "input_json_delta":
+		if !b.streamed {
+			b.input, b.streamed = nil, true
+		}
+		b.input = append(b.input, d.PartialJSON...)
+		if a.streamsOutput(b) && d.PartialJSON != "" {
+			a.onDelta(model.Delta{Text: d.PartialJSON})
+		}
+	}
+}
+
+// streamsOutput reports whether b's input is the output, as the caller reads it.
+func (a *accumulator) streamsOutput(b *block) bool {
+	return a.out != nil && b.name == a.out.name && !a.out.wrapped
+}
+
 func (a *accumulator) response(out *output) (*model.Response, error) {
 	r := &model.Response{StopReason: a.stop, Usage: a.usage}
 	var text strings.Builder
@@ -81,15 +95,11 @@ func (a *accumulator) response(out *output) (*model.Response, error) {
 		case b.kind == "text":
 			text.WriteString(b.text)
 		case b.kind == "tool_use" && out != nil && b.name == out.name:
-			answer := json.RawMessage(b.input)
-			if out.wrapped {
-				var w struct{ Value json.RawMessage }
-				if err := json.Unmarshal(answer, &w); err != nil || w.Value == nil {
-					return nil, fmt.Errorf("anthropic: the output %q has no value: %s", out.name, b.input)
-				}
-				answer = w.Value
+			answer, err := out.answer(b.input)
+			if err != nil {
+				return nil, err
 			}
-			r.Text = string(answer)
+			r.Text = answer
 		case b.kind == "tool_use":
 			r.ToolCalls = append(r.ToolCalls, model.ToolCall{ID: b.id, Name: b.name, Args: json.RawMessage(b.input)})
 		}
@@ -98,4 +108,16 @@ func (a *accumulator) response(out *output) (*model.Response, error) {
 		r.Text = text.String()
 	}
 	return r, nil
+}
+
+// answer is the final output in the input of the output's tool.
+func (out *output) answer(input []byte) (string, error) {
+	if !out.wrapped {
+		return string(input), nil
+	}
+	var w struct{ Value json.RawMessage }
+	if err := json.Unmarshal(input, &w); err != nil || w.Value == nil {
+		return "", fmt.Errorf("anthropic: the output %q has no value: %s", out.name, input)
+	}
+	return string(w.Value), nil
 }

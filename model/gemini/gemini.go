@@ -132,32 +132,14 @@ func (m *Model) fail(ctx context.Context, err error) error {
 }
 
 func (m *Model) request(req *model.Request) ([]*genai.Content, *genai.GenerateContentConfig, error) {
-	cfg := &genai.GenerateContentConfig{}
-	if req.System != "" {
-		cfg.SystemInstruction = &genai.Content{Parts: []*genai.Part{{Text: req.System}}}
-	}
-	if req.MaxTokens > 0 {
-		cfg.MaxOutputTokens = int32(min(req.MaxTokens, 1<<31-1))
-	}
-	if req.Temperature != nil {
-		t := float32(*req.Temperature)
-		cfg.Temperature = &t
-	}
+	cfg := generationConfig(req)
 	if err := conv.CheckTools("gemini", req.Tools, schema.Gemini); err != nil {
 		return nil, nil, err
 	}
 	if req.Tools != nil && len(req.Tools.Tools) > 0 {
-		var decls []*genai.FunctionDeclaration
-		for _, t := range req.Tools.Tools {
-			fd := &genai.FunctionDeclaration{Name: t.Name, Description: t.Description}
-			if t.Parameters != nil {
-				// The gemini dialect is Gemini's own Schema (OpenAPI subset, propertyOrdering).
-				fd.Parameters = &genai.Schema{}
-				if err := json.Unmarshal(t.Parameters, fd.Parameters); err != nil {
-					return nil, nil, fmt.Errorf("%s: tool %s: parameters: %w", m.Name(), t.Name, err)
-				}
-			}
-			decls = append(decls, fd)
+		decls, err := m.declarations(req.Tools)
+		if err != nil {
+			return nil, nil, err
 		}
 		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
 	}
@@ -179,6 +161,39 @@ func (m *Model) request(req *model.Request) ([]*genai.Content, *genai.GenerateCo
 	return contents, cfg, nil
 }
 
+// generationConfig is the request's configuration but its tools and output.
+func generationConfig(req *model.Request) *genai.GenerateContentConfig {
+	cfg := &genai.GenerateContentConfig{}
+	if req.System != "" {
+		cfg.SystemInstruction = &genai.Content{Parts: []*genai.Part{{Text: req.System}}}
+	}
+	if req.MaxTokens > 0 {
+		cfg.MaxOutputTokens = int32(min(req.MaxTokens, 1<<31-1))
+	}
+	if req.Temperature != nil {
+		t := float32(*req.Temperature)
+		cfg.Temperature = &t
+	}
+	return cfg
+}
+
+// declarations are the rendered tools as function declarations. The gemini dialect is
+// Gemini's own Schema (OpenAPI subset, propertyOrdering).
+func (m *Model) declarations(tools *schema.ToolSet) ([]*genai.FunctionDeclaration, error) {
+	var decls []*genai.FunctionDeclaration
+	for _, t := range tools.Tools {
+		fd := &genai.FunctionDeclaration{Name: t.Name, Description: t.Description}
+		if t.Parameters != nil {
+			fd.Parameters = &genai.Schema{}
+			if err := json.Unmarshal(t.Parameters, fd.Parameters); err != nil {
+				return nil, fmt.Errorf("%s: tool %s: parameters: %w", m.Name(), t.Name, err)
+			}
+		}
+		decls = append(decls, fd)
+	}
+	return decls, nil
+}
+
 // contents maps the conversation: a turn's calls are one model content, and their results
 // one user content of functionResponse parts right after it, as Gemini pairs them.
 func (m *Model) contents(req *model.Request) ([]*genai.Content, error) {
@@ -186,61 +201,77 @@ func (m *Model) contents(req *model.Request) ([]*genai.Content, error) {
 	if err != nil {
 		return nil, err
 	}
-	outbound := func(name string) string {
-		if req.Tools != nil {
-			return req.Tools.Outbound(name)
-		}
-		return name
-	}
-	var out []*genai.Content
-	add := func(role string, parts []*genai.Part) {
-		if len(parts) == 0 {
-			return
-		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Parts = append(out[n-1].Parts, parts...)
-			return
-		}
-		out = append(out, &genai.Content{Role: role, Parts: parts})
-	}
+	var out turns
 	for _, msg := range msgs {
-		var parts []*genai.Part
 		switch msg.Role {
 		case model.RoleUser:
-			if msg.Text != "" {
-				parts = append(parts, &genai.Part{Text: msg.Text})
-			}
-			parts = append(parts, blobs(msg.Images)...)
-			add(genai.RoleUser, parts)
+			out.add(genai.RoleUser, append(textPart(msg.Text), blobs(msg.Images)...))
 		case model.RoleAssistant:
-			if msg.Text != "" {
-				parts = append(parts, &genai.Part{Text: msg.Text})
-			}
-			for i, c := range msg.ToolCalls {
-				// The SDK carries arguments as Go maps both ways, so integers beyond 2^53 are
-				// rounded: a limit of the SDK, not of the API.
-				args := map[string]any{}
-				_ = json.Unmarshal(conv.ObjectArgs(c.Args), &args)
-				p := &genai.Part{FunctionCall: &genai.FunctionCall{ID: sentID(c.ID), Name: outbound(c.Name), Args: args},
-					ThoughtSignature: c.Signature}
-				if p.ThoughtSignature == nil && i == 0 && strings.HasPrefix(m.name, "gemini-3") {
-					p.ThoughtSignature = skipSignature
-				}
-				parts = append(parts, p)
-			}
-			add(genai.RoleModel, parts)
+			out.add(genai.RoleModel, append(textPart(msg.Text), m.callParts(msg.ToolCalls, req.Tools)...))
 		case model.RoleTool:
-			key := "output"
-			if msg.IsError {
-				key = "error" // the key Gemini reads as a failed call
-			}
-			parts = append(parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{
-				ID: sentID(msg.ToolCallID), Name: outbound(msg.ToolName), Response: map[string]any{key: msg.Text}}})
-			parts = append(parts, blobs(msg.Images)...)
-			add(genai.RoleUser, parts)
+			out.add(genai.RoleUser, append([]*genai.Part{resultPart(msg, req.Tools)}, blobs(msg.Images)...))
 		}
 	}
 	return out, nil
+}
+
+// turns are the contents of a conversation as they are mapped.
+type turns []*genai.Content
+
+// add adds parts of role: to the last content when it has the role.
+func (t *turns) add(role string, parts []*genai.Part) {
+	if len(parts) == 0 {
+		return
+	}
+	if n := len(*t); n > 0 && (*t)[n-1].Role == role {
+		(*t)[n-1].Parts = append((*t)[n-1].Parts, parts...)
+		return
+	}
+	*t = append(*t, &genai.Content{Role: role, Parts: parts})
+}
+
+// textPart is a part of text, none for no text.
+func textPart(text string) []*genai.Part {
+	if text == "" {
+		return nil
+	}
+	return []*genai.Part{{Text: text}}
+}
+
+// callParts are an assistant's calls, each under the name the provider knows its tool by.
+func (m *Model) callParts(calls []model.ToolCall, tools *schema.ToolSet) []*genai.Part {
+	var parts []*genai.Part
+	for i, c := range calls {
+		// The SDK carries arguments as Go maps both ways, so integers beyond 2^53 are
+		// rounded: a limit of the SDK, not of the API.
+		args := map[string]any{}
+		_ = json.Unmarshal(conv.ObjectArgs(c.Args), &args)
+		p := &genai.Part{FunctionCall: &genai.FunctionCall{ID: sentID(c.ID), Name: outbound(tools, c.Name), Args: args},
+			ThoughtSignature: c.Signature}
+		if p.ThoughtSignature == nil && i == 0 && strings.HasPrefix(m.name, "gemini-3") {
+			p.ThoughtSignature = skipSignature
+		}
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// resultPart is a tool's result as a functionResponse part.
+func resultPart(msg model.Message, tools *schema.ToolSet) *genai.Part {
+	key := "output"
+	if msg.IsError {
+		key = "error" // the key Gemini reads as a failed call
+	}
+	return &genai.Part{FunctionResponse: &genai.FunctionResponse{
+		ID: sentID(msg.ToolCallID), Name: outbound(tools, msg.ToolName), Response: map[string]any{key: msg.Text}}}
+}
+
+// outbound is the name the provider knows a tool by.
+func outbound(tools *schema.ToolSet, name string) string {
+	if tools != nil {
+		return tools.Outbound(name)
+	}
+	return name
 }
 
 func sentID(id string) string {
@@ -279,10 +310,14 @@ func (a *accumulator) add(r *genai.GenerateContentResponse, onDelta func(model.D
 	if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
 		a.stop = "BLOCKED: " + string(r.PromptFeedback.BlockReason)
 	}
-	if len(r.Candidates) == 0 || r.Candidates[0] == nil {
-		return
+	if len(r.Candidates) > 0 && r.Candidates[0] != nil {
+		a.candidate(r.Candidates[0], onDelta)
 	}
-	c := r.Candidates[0]
+}
+
+// candidate adds the first candidate of a reply: its finish reason and its parts but
+// thoughts.
+func (a *accumulator) candidate(c *genai.Candidate, onDelta func(model.Delta)) {
 	if c.FinishReason != "" {
 		a.stop = string(c.FinishReason)
 	}
@@ -293,11 +328,7 @@ func (a *accumulator) add(r *genai.GenerateContentResponse, onDelta func(model.D
 		switch {
 		case p == nil || p.Thought:
 		case p.FunctionCall != nil:
-			args, err := json.Marshal(p.FunctionCall.Args)
-			if err != nil || p.FunctionCall.Args == nil {
-				args = []byte("{}")
-			}
-			a.calls = append(a.calls, model.ToolCall{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: args, Signature: p.ThoughtSignature})
+			a.calls = append(a.calls, functionCall(p))
 		case p.Text != "":
 			a.text.WriteString(p.Text)
 			if onDelta != nil {
@@ -305,6 +336,14 @@ func (a *accumulator) add(r *genai.GenerateContentResponse, onDelta func(model.D
 			}
 		}
 	}
+}
+
+func functionCall(p *genai.Part) model.ToolCall {
+	args, err := json.Marshal(p.FunctionCall.Args)
+	if err != nil || p.FunctionCall.Args == nil {
+		args = []byte("{}")
+	}
+	return model.ToolCall{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: args, Signature: p.ThoughtSignature}
 }
 
 func (a *accumulator) response(newID func() string) (*model.Response, error) {

@@ -185,18 +185,7 @@ func (m *Model) params(req *model.Request) (openai.ChatCompletionNewParams, erro
 		return p, fmt.Errorf("%s: %w", m.Name(), err)
 	}
 	p.Messages = msgs
-	if req.Tools != nil {
-		for _, t := range req.Tools.Tools {
-			fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: parameters(t.Parameters)}
-			if t.Description != "" {
-				fn.Description = openai.String(t.Description)
-			}
-			if req.Tools.Dialect == schema.OpenAIStrict {
-				fn.Strict = openai.Bool(t.Strict)
-			}
-			p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
-		}
-	}
+	p.Tools = functionTools(req.Tools)
 	if req.Output != nil {
 		f, err := responseFormat(req)
 		if err != nil {
@@ -204,6 +193,31 @@ func (m *Model) params(req *model.Request) (openai.ChatCompletionNewParams, erro
 		}
 		p.ResponseFormat.OfJSONSchema = f
 	}
+	m.sampling(&p, req)
+	return p, nil
+}
+
+// functionTools are the rendered tools as function tools.
+func functionTools(tools *schema.ToolSet) []openai.ChatCompletionToolUnionParam {
+	if tools == nil {
+		return nil
+	}
+	var out []openai.ChatCompletionToolUnionParam
+	for _, t := range tools.Tools {
+		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: parameters(t.Parameters)}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		if tools.Dialect == schema.OpenAIStrict {
+			fn.Strict = openai.Bool(t.Strict)
+		}
+		out = append(out, openai.ChatCompletionFunctionTool(fn))
+	}
+	return out
+}
+
+// sampling sets the request's bounds on tokens and its temperature.
+func (m *Model) sampling(p *openai.ChatCompletionNewParams, req *model.Request) {
 	if req.MaxTokens > 0 {
 		if m.official {
 			p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
@@ -214,7 +228,6 @@ func (m *Model) params(req *model.Request) (openai.ChatCompletionNewParams, erro
 	if req.Temperature != nil {
 		p.Temperature = openai.Float(*req.Temperature)
 	}
-	return p, nil
 }
 
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -281,71 +294,95 @@ func messages(req *model.Request) ([]openai.ChatCompletionMessageParamUnion, err
 	if err != nil {
 		return nil, err
 	}
-	var out []openai.ChatCompletionMessageParamUnion
+	var c chat
 	if req.System != "" {
-		out = append(out, openai.SystemMessage(req.System))
-	}
-	var toolImages []openai.ChatCompletionContentPartUnionParam
-	flushImages := func() {
-		// Tool messages carry text only: images a tool returned follow its results as a
-		// user message, once every call of the turn is answered.
-		if len(toolImages) > 0 {
-			out = append(out, openai.UserMessage(toolImages))
-			toolImages = nil
-		}
+		c.out = append(c.out, openai.SystemMessage(req.System))
 	}
 	for _, msg := range msgs {
 		if msg.Role != model.RoleTool {
-			flushImages()
+			c.flushImages()
 		}
 		switch msg.Role {
 		case model.RoleUser:
-			if len(msg.Images) == 0 {
-				out = append(out, openai.UserMessage(msg.Text))
-				continue
-			}
-			var parts []openai.ChatCompletionContentPartUnionParam
-			if msg.Text != "" {
-				parts = append(parts, openai.TextContentPart(msg.Text))
-			}
-			parts = append(parts, images(msg.Images)...)
-			out = append(out, openai.UserMessage(parts))
+			c.out = append(c.out, userMessage(msg))
 		case model.RoleAssistant:
-			a := openai.ChatCompletionAssistantMessageParam{}
-			if msg.Text != "" || len(msg.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(msg.Text)
-			}
-			for _, c := range msg.ToolCalls {
-				name := c.Name
-				if req.Tools != nil {
-					name = req.Tools.Outbound(name)
-				}
-				args := string(c.Args)
-				if args == "" {
-					args = "{}"
-				}
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: name, Arguments: args},
-					},
-				})
-			}
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			c.out = append(c.out, assistantMessage(msg, req.Tools))
 		case model.RoleTool:
-			text := msg.Text
-			if msg.IsError {
-				text = errorPrefix + text
-			}
-			out = append(out, openai.ToolMessage(text, msg.ToolCallID))
-			if len(msg.Images) > 0 {
-				toolImages = append(toolImages, openai.TextContentPart(fmt.Sprintf("Images returned by tool call %s:", msg.ToolCallID)))
-				toolImages = append(toolImages, images(msg.Images)...)
-			}
+			c.addResult(msg)
 		}
 	}
-	flushImages()
-	return out, nil
+	c.flushImages()
+	return c.out, nil
+}
+
+// chat is a conversation as it is mapped, and the images of the tool results of the turn.
+type chat struct {
+	out        []openai.ChatCompletionMessageParamUnion
+	toolImages []openai.ChatCompletionContentPartUnionParam
+}
+
+// flushImages adds the images of the turn's tool results. Tool messages carry text only:
+// images a tool returned follow its results as a user message, once every call of the turn
+// is answered.
+func (c *chat) flushImages() {
+	if len(c.toolImages) > 0 {
+		c.out = append(c.out, openai.UserMessage(c.toolImages))
+		c.toolImages = nil
+	}
+}
+
+// addResult adds a tool result, its images kept for after the turn's results.
+func (c *chat) addResult(msg model.Message) {
+	text := msg.Text
+	if msg.IsError {
+		text = errorPrefix + text
+	}
+	c.out = append(c.out, openai.ToolMessage(text, msg.ToolCallID))
+	if len(msg.Images) > 0 {
+		c.toolImages = append(c.toolImages, openai.TextContentPart(fmt.Sprintf("Images returned by tool call %s:", msg.ToolCallID)))
+		c.toolImages = append(c.toolImages, images(msg.Images)...)
+	}
+}
+
+func userMessage(msg model.Message) openai.ChatCompletionMessageParamUnion {
+	if len(msg.Images) == 0 {
+		return openai.UserMessage(msg.Text)
+	}
+	var parts []openai.ChatCompletionContentPartUnionParam
+	if msg.Text != "" {
+		parts = append(parts, openai.TextContentPart(msg.Text))
+	}
+	parts = append(parts, images(msg.Images)...)
+	return openai.UserMessage(parts)
+}
+
+func assistantMessage(msg model.Message, tools *schema.ToolSet) openai.ChatCompletionMessageParamUnion {
+	a := openai.ChatCompletionAssistantMessageParam{}
+	if msg.Text != "" || len(msg.ToolCalls) == 0 {
+		a.Content.OfString = openai.String(msg.Text)
+	}
+	for _, c := range msg.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, toolCall(c, tools))
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+}
+
+// toolCall is a call under the name the provider knows its tool by.
+func toolCall(c model.ToolCall, tools *schema.ToolSet) openai.ChatCompletionMessageToolCallUnionParam {
+	name := c.Name
+	if tools != nil {
+		name = tools.Outbound(name)
+	}
+	args := string(c.Args)
+	if args == "" {
+		args = "{}"
+	}
+	return openai.ChatCompletionMessageToolCallUnionParam{
+		OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+			ID:       c.ID,
+			Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: name, Arguments: args},
+		},
+	}
 }
 
 func images(imgs []model.Image) []openai.ChatCompletionContentPartUnionParam {

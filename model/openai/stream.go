@@ -39,27 +39,33 @@ func (a *accumulator) add(c openai.ChatCompletionChunk, onDelta func(model.Delta
 		}
 		a.refuse.WriteString(ch.Delta.Refusal)
 		for _, tc := range ch.Delta.ToolCalls {
-			if a.byIdx == nil {
-				a.byIdx = map[int64]*call{}
-			}
-			cl := a.byIdx[tc.Index]
-			if cl == nil {
-				cl = &call{}
-				a.byIdx[tc.Index] = cl
-				a.calls = append(a.calls, cl)
-			}
-			if tc.ID != "" {
-				cl.id = tc.ID
-			}
-			if tc.Function.Name != "" {
-				cl.name = tc.Function.Name
-			}
-			cl.args.WriteString(tc.Function.Arguments)
+			a.addCall(tc)
 		}
 		if ch.FinishReason != "" {
 			a.stop = ch.FinishReason
 		}
 	}
+}
+
+// addCall adds a piece of a tool call: the first has the id and name, later ones add to the
+// arguments.
+func (a *accumulator) addCall(tc openai.ChatCompletionChunkChoiceDeltaToolCall) {
+	if a.byIdx == nil {
+		a.byIdx = map[int64]*call{}
+	}
+	cl := a.byIdx[tc.Index]
+	if cl == nil {
+		cl = &call{}
+		a.byIdx[tc.Index] = cl
+		a.calls = append(a.calls, cl)
+	}
+	if tc.ID != "" {
+		cl.id = tc.ID
+	}
+	if tc.Function.Name != "" {
+		cl.name = tc.Function.Name
+	}
+	cl.args.WriteString(tc.Function.Arguments)
 }
 
 func (a *accumulator) response() *model.Response {

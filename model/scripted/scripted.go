@@ -105,19 +105,28 @@ func New(name string, s Script) (*Model, error) {
 		return nil, fmt.Errorf("scripted %s: %w", name, err)
 	}
 	for i, t := range s.Turns {
-		if t.Text == "" && t.Output == nil && len(t.Calls) == 0 && t.Fail == "" {
-			return nil, fmt.Errorf("scripted %s: turn %d has no text, output, calls or fail", name, i+1)
-		}
-		for j, c := range t.Calls {
-			if c.Name == "" {
-				return nil, fmt.Errorf("scripted %s: turn %d, call %d has no name", name, i+1, j+1)
-			}
-			if c.Args != nil && c.RawArgs != "" {
-				return nil, fmt.Errorf("scripted %s: turn %d, call %d has both args and raw_args", name, i+1, j+1)
-			}
+		if err := t.check(i + 1); err != nil {
+			return nil, fmt.Errorf("scripted %s: %v", name, err)
 		}
 	}
 	return &Model{name: name, dialect: d, turns: slices.Clone(s.Turns)}, nil
+}
+
+// check checks that turn n does something, and that its calls name a tool and give
+// arguments one way.
+func (t Turn) check(n int) error {
+	if t.Text == "" && t.Output == nil && len(t.Calls) == 0 && t.Fail == "" {
+		return fmt.Errorf("turn %d has no text, output, calls or fail", n)
+	}
+	for j, c := range t.Calls {
+		if c.Name == "" {
+			return fmt.Errorf("turn %d, call %d has no name", n, j+1)
+		}
+		if c.Args != nil && c.RawArgs != "" {
+			return fmt.Errorf("turn %d, call %d has both args and raw_args", n, j+1)
+		}
+	}
+	return nil
 }
 
 // Turns is a shortcut for New with the default dialect.
@@ -172,22 +181,10 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, onDelta func(m
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	// A conversation that already holds k model turns (a run resumed by another process, a
-	// thread continued later) gets turn k+1, so a script replays the same whatever process
-	// plays it.
-	if k := assistantTurns(req.Messages); k > m.next {
-		m.next = k
+	t, n, err := m.nextTurn(req)
+	if err != nil {
+		return nil, err
 	}
-	if m.next >= len(m.turns) {
-		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s has %d turns and all were played", ErrExhausted, m.Name(), len(m.turns))
-	}
-	n := m.next + 1
-	t := m.turns[m.next]
-	m.next++
-	m.mu.Unlock()
-
 	if t.Expect != nil {
 		if err := t.Expect.check(req); err != nil {
 			return nil, fmt.Errorf("%s, turn %d: %w", m.Name(), n, err)
@@ -196,33 +193,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, onDelta func(m
 	if t.Fail != "" {
 		return nil, fmt.Errorf("%s, turn %d: %s", m.Name(), n, t.Fail)
 	}
-	r := &model.Response{Text: t.Text, StopReason: "stop"}
-	if t.Output != nil {
-		b, err := json.Marshal(t.Output)
-		if err != nil {
-			return nil, fmt.Errorf("%s, turn %d: output: %w", m.Name(), n, err)
-		}
-		r.Text = string(b)
-	}
-	for j, c := range t.Calls {
-		name := c.Name
-		if req.Tools != nil {
-			name = req.Tools.Outbound(name)
-		}
-		args := json.RawMessage(c.RawArgs)
-		if c.RawArgs == "" {
-			v := c.Args
-			if v == nil {
-				v = map[string]any{}
-			}
-			b, err := json.Marshal(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s, turn %d, call %d: args: %w", m.Name(), n, j+1, err)
-			}
-			args = b
-		}
-		r.ToolCalls = append(r.ToolCalls, model.ToolCall{ID: fmt.Sprintf("call_%d_%d", n, j+1), Name: name, Args: args})
-		r.StopReason = "tool_calls"
+	r, err := m.play(t, n, req.Tools)
+	if err != nil {
+		return nil, err
 	}
 	if onDelta != nil && r.Text != "" {
 		for _, w := range strings.SplitAfter(r.Text, " ") {
@@ -232,15 +205,63 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, onDelta func(m
 	return r, nil
 }
 
+// nextTurn takes the turn to play, and its number. A conversation that already holds k model
+// turns (a run resumed by another process, a thread continued later) gets turn k+1, so a
+// script replays the same whatever process plays it.
+func (m *Model) nextTurn(req *model.Request) (Turn, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k := assistantTurns(req.Messages); k > m.next {
+		m.next = k
+	}
+	if m.next >= len(m.turns) {
+		return Turn{}, 0, fmt.Errorf("%w: %s has %d turns and all were played", ErrExhausted, m.Name(), len(m.turns))
+	}
+	m.next++
+	return m.turns[m.next-1], m.next, nil
+}
+
+// play is turn n's reply: its text or output, and its calls under the names the tool set
+// gives them.
+func (m *Model) play(t Turn, n int, tools *schema.ToolSet) (*model.Response, error) {
+	r := &model.Response{Text: t.Text, StopReason: "stop"}
+	if t.Output != nil {
+		b, err := json.Marshal(t.Output)
+		if err != nil {
+			return nil, fmt.Errorf("%s, turn %d: output: %w", m.Name(), n, err)
+		}
+		r.Text = string(b)
+	}
+	for j, c := range t.Calls {
+		args, err := c.args()
+		if err != nil {
+			return nil, fmt.Errorf("%s, turn %d, call %d: args: %w", m.Name(), n, j+1, err)
+		}
+		name := c.Name
+		if tools != nil {
+			name = tools.Outbound(name)
+		}
+		r.ToolCalls = append(r.ToolCalls, model.ToolCall{ID: fmt.Sprintf("call_%d_%d", n, j+1), Name: name, Args: args})
+		r.StopReason = "tool_calls"
+	}
+	return r, nil
+}
+
+// args are the call's arguments as JSON: RawArgs as written, else Args ({} when unset).
+func (c Call) args() (json.RawMessage, error) {
+	if c.RawArgs != "" {
+		return json.RawMessage(c.RawArgs), nil
+	}
+	v := c.Args
+	if v == nil {
+		v = map[string]any{}
+	}
+	return json.Marshal(v)
+}
+
 func (e *Expect) check(req *model.Request) error {
 	for _, name := range e.Tools {
-		offered := false
-		if req.Tools != nil {
-			for _, t := range req.Tools.Tools {
-				offered = offered || t.Canonical == name
-			}
-		}
-		if !offered {
+		if !offered(req.Tools, name) {
 			return fmt.Errorf("expected tool %q to be offered", name)
 		}
 	}
@@ -254,16 +275,26 @@ func (e *Expect) check(req *model.Request) error {
 		}
 	}
 	if e.ResultContains != "" || e.ResultIsError != nil {
-		last := lastOf(req.Messages, model.RoleTool)
-		if last == nil {
-			return errors.New("expected a tool result, and there is none")
-		}
-		if !strings.Contains(last.Text, e.ResultContains) {
-			return fmt.Errorf("expected the last tool result to contain %q; it is %q", e.ResultContains, shorten(last.Text))
-		}
-		if e.ResultIsError != nil && last.IsError != *e.ResultIsError {
-			return fmt.Errorf("expected the last tool result's error flag to be %v", *e.ResultIsError)
-		}
+		return e.checkResult(lastOf(req.Messages, model.RoleTool))
+	}
+	return nil
+}
+
+// offered reports whether the tool registered as name is in tools.
+func offered(tools *schema.ToolSet, name string) bool {
+	return tools != nil && slices.ContainsFunc(tools.Tools, func(t schema.RenderedTool) bool { return t.Canonical == name })
+}
+
+// checkResult checks the last tool result, last.
+func (e *Expect) checkResult(last *model.Message) error {
+	if last == nil {
+		return errors.New("expected a tool result, and there is none")
+	}
+	if !strings.Contains(last.Text, e.ResultContains) {
+		return fmt.Errorf("expected the last tool result to contain %q; it is %q", e.ResultContains, shorten(last.Text))
+	}
+	if e.ResultIsError != nil && last.IsError != *e.ResultIsError {
+		return fmt.Errorf("expected the last tool result's error flag to be %v", *e.ResultIsError)
 	}
 	return nil
 }

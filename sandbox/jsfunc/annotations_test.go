@@ -95,26 +95,6 @@ func TestAnnotationsStored(t *testing.T) {
 	})
 }
 
-func TestSchemaDocAnnotations(t *testing.T) {
-	d, err := jsfunc.ParseSchemaDoc([]byte(`{"type":"object","description":"d","annotations":{"openWorldHint":true,"title":"T"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := d.Annotations; a.Title != "T" || a.OpenWorldHint == nil || !*a.OpenWorldHint || a.ReadOnlyHint != nil {
-		t.Errorf("annotations = %+v", a)
-	}
-	for doc, want := range map[string]string{
-		`{"type":"object","annotations":{"readOnlyHint":"true"}}`: `readOnlyHint must be true or false`,
-		`{"type":"object","annotations":{"readOnly":true}}`:       `unknown key "readOnly"`,
-		`{"type":"object","annotations":[true]}`:                  `annotations must be an object`,
-		`{"type":"object","annotations":{"title":["x"]}}`:         `title must be a string, got an array`,
-	} {
-		if _, err := jsfunc.ParseSchemaDoc([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseSchemaDoc(%s) = %v, want an error with %q", doc, err, want)
-		}
-	}
-}
-
 func mustSchemaT(t *testing.T, doc string) *schema.Schema {
 	t.Helper()
 	var s schema.Schema

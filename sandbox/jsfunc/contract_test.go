@@ -561,20 +561,6 @@ func TestMetaFieldsStored(t *testing.T) {
 	})
 }
 
-// A schema document enables meta-fields by naming them among its properties, the form
-// quiver.ParseSchemaTool reads, and keeps them out of the arguments.
-func TestSchemaDocMetaFields(t *testing.T) {
-	doc, err := jsfunc.ParseSchemaDoc([]byte(`{"type":"object","properties":{"q":{"type":"string"},
-		"_delegate":{"type":"object"},"_outputPath":{"type":"string"}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, _ := json.Marshal(doc.Input)
-	if fmt.Sprint(doc.MetaFields) != "[_outputPath _delegate]" || string(in) != `{"type":"object","properties":{"q":{"type":"string"}}}` {
-		t.Fatalf("meta-fields %v, input %s", doc.MetaFields, in)
-	}
-}
-
 // In worker processes (as quiver serve runs code), the state's host calls cross the process
 // boundary: runCode (whose nested run takes a worker of its own), readState's error, and a
 // ToolResult.

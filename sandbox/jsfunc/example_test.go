@@ -53,14 +53,14 @@ func ExampleSave() {
 		fmt.Println(err)
 		return
 	}
-	doc, err := jsfunc.ParseSchemaDoc([]byte(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`))
+	doc, err := quiver.ParseSchemaSpec([]byte(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	saved, version, err := jsfunc.Save(ctx, st, "wsp_demo", "", jsfunc.Definition{
 		Name: "shout", Description: "Upper-cases a text.", Code: `export default ({ text }) => text.toUpperCase()`,
-		InputSchema: doc.Input,
+		InputSchema: doc.InputSchema,
 	})
 	if err != nil {
 		fmt.Println(err)

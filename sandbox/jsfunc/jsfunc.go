@@ -3,7 +3,7 @@
 // files.
 //
 // The code is an ES module whose exported function receives the validated arguments and a
-// state object, and returns the result (or a promise of it): seed 003's execute(state, args),
+// state object, and returns the result (or a promise of it): an exported execute(state, args),
 // or a default export taking (args, state), the form Quiver took first:
 //
 //	export async function execute(state, args) {
@@ -18,7 +18,7 @@
 //
 // # What a call returns
 //
-// A ToolResult (seed 003) is read as a Go tool's quiver.Result: an object whose status is
+// A ToolResult is read as a Go tool's quiver.Result: an object whose status is
 // "success" or "error" and whose every key is one of status, result, error, stack and
 // attachments. Its result is the text, its error the error message (an error result, code
 // tool_error), its stack is kept for people (Result.Stack, never shown to the model) and its
@@ -28,10 +28,14 @@
 // name, mimeType, optional size, width, height, description) passes through once the
 // recording finds a file of the thread at its path. A ToolResult with a field of the wrong type, an attachment with an
 // unknown key, a name with a path in it, data that is not base64 or too large (the tool's
-// output limit bounds it first) is an error result saying which. Any other value is what it
-// was before: a string is the text, anything else the structured value (checked against the
-// output schema) — so an object with other keys, or another status, is a value. A tool that
-// declares an output schema answers with its value: a successful ToolResult has none.
+// output limit bounds it first) is an error result saying which. Seed 001's error convention
+// is kept too: an object whose only key is error, a string ({ error: "API returned 401" }), is
+// an error result (code tool_error) with that message. Any other value is what it was before:
+// a string is the text, anything else the structured value (checked against the output
+// schema) — so an object with other keys, another status, or an error that is not a string, is
+// a value. A tool that declares an output schema answers with its value: a successful
+// ToolResult's is its result when that is the JSON text of a value the schema validates
+// (result: JSON.stringify({temperature: 72})), kept as the text too; any other has none.
 //
 // # The state object
 //
@@ -109,6 +113,9 @@ func (l Limits) withDefaults() Limits {
 // Definition is a function tool before it is built.
 type Definition struct {
 	Name, Description string
+	// Source says where the tool came from, as rules select it (quiver.Spec.Source): Load
+	// gives a workspace's stored tools quiver.SourceStored; "" for a Go program's own.
+	Source string
 	// Code is the module; Language is "js" (default) or "ts".
 	Code     string
 	Language sandbox.Language
@@ -124,10 +131,10 @@ type Definition struct {
 	Limits               Limits
 	// MetaFields are the stateful meta-fields a call may carry (_outputPath, _instance,
 	// _delegate): quiver.Spec.MetaFields. A stored tool keeps them in its input schema
-	// document, as properties (see SchemaDoc).
+	// document, as properties (see quiver.ParseSchemaSpec).
 	MetaFields []string
 	// Annotations are the tool's MCP annotations: quiver.Spec.Annotations. A stored tool keeps
-	// them in its input schema document, under "annotations" (see SchemaDoc).
+	// them in its input schema document, under "annotations" (see quiver.ParseSchemaSpec).
 	Annotations quiver.Annotations
 }
 
@@ -135,7 +142,7 @@ type Definition struct {
 // that the code's own module keeps its file name in stack traces.
 const entry = `import * as mod from %q;
 export default function (args, vars, declared, tool, info, host) {
-	// Seed 003's form, export function execute(state, args), or Quiver's older one, export
+	// The execute form, export function execute(state, args), or Quiver's older one, export
 	// default (args, state): the two differ in the order of their parameters, so the name
 	// says which is meant.
 	const seedForm = typeof mod.execute === "function";
@@ -185,7 +192,7 @@ func New(def Definition) (*quiver.Tool, error) {
 		InputSchema: def.InputSchema, OutputSchema: def.OutputSchema,
 		Examples: def.Examples, Variables: def.Variables,
 		RequiresConfirmation: def.RequiresConfirmation, Disabled: def.Disabled, MetaFields: def.MetaFields,
-		Annotations: def.Annotations,
+		Annotations: def.Annotations, Source: def.Source,
 		// The sandbox ends the code at its own timeout and says so; this is the backstop.
 		Timeout: f.limits.Timeout + 2*time.Second,
 	}, f.call)
@@ -217,6 +224,12 @@ func newFunction(def Definition) (*function, error) {
 	}
 	f := &function{name: def.Name, file: file, code: code, limits: l, declared: declared,
 		entry: fmt.Sprintf(entry, "./"+file)}
+	if def.OutputSchema != nil {
+		var err error
+		if f.output, err = schema.Compile(def.OutputSchema); err != nil {
+			return nil, fmt.Errorf("jsfunc: tool %q: output schema: %w", def.Name, err)
+		}
+	}
 	f.host = map[string]sandbox.HostFunc{"runCode": f.runCode, "notifyParent": notifyParent, "readState": readState, "aborted": aborted}
 	return f, nil
 }
@@ -226,6 +239,9 @@ type function struct {
 	limits                  Limits
 	declared                []string
 	host                    map[string]sandbox.HostFunc // what state reaches the host through
+	// output is the tool's output schema, compiled; nil when it declares none. A ToolResult's
+	// result that is the JSON text of a value it validates is that value (see toolResult).
+	output *schema.Compiled
 }
 
 func (f *function) call(ctx context.Context, args json.RawMessage) (any, error) {
@@ -257,6 +273,9 @@ func (f *function) call(ctx context.Context, args json.RawMessage) (any, error) 
 // console output are for people (Result.Stack).
 func (f *function) result(res *sandbox.Result) *quiver.Result {
 	if res.Status == sandbox.StatusSuccess {
+		if msg, ok := errorObject(res.Value); ok {
+			return f.errorObjectResult(msg, res)
+		}
 		if fields, ok := toolResultFields(res.Value); ok {
 			return f.toolResult(fields, res)
 		}

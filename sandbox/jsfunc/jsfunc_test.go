@@ -143,28 +143,3 @@ func TestNewRejects(t *testing.T) {
 		})
 	}
 }
-
-func TestParseSchemaDoc(t *testing.T) {
-	doc, err := ParseSchemaDoc([]byte(`{"type":"object","description":"Looks up weather",
-		"properties":{"_tool":{"const":"weather"},"city":{"type":"string"},"_output":{"type":"object","properties":{"t":{"type":"number"}}}},
-		"required":["city","_tool"],
-		"variables":[{"name":"API_KEY","type":"secret","required":true}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, _ := json.Marshal(doc.Input)
-	if doc.Name != "weather" || doc.Description != "Looks up weather" || doc.Output == nil ||
-		len(doc.Variables) != 1 || doc.Variables[0].Type != quiver.VarSecret ||
-		string(in) != `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}` {
-		t.Errorf("parsed %+v, input %s", doc, in)
-	}
-	tenvs, err := ParseSchemaDoc([]byte(`{"type":"object","tenvs":{"type":"object","properties":{"TOKEN":{"type":"string","format":"password"}}}}`))
-	if err != nil || len(tenvs.Variables) != 1 || tenvs.Variables[0].Type != quiver.VarSecret || tenvs.Input != nil {
-		t.Errorf("tenvs: %+v, %v", tenvs, err)
-	}
-	for _, bad := range []string{`[1]`, `{"variables":"x"}`, `{"variables":[{"name":"A","type":"magic"}]}`} {
-		if _, err := ParseSchemaDoc([]byte(bad)); err == nil {
-			t.Errorf("%s: no error", bad)
-		}
-	}
-}

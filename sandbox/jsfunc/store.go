@@ -23,6 +23,12 @@ func Save(ctx context.Context, st store.Entities, workspaceID, createdBy string,
 	}
 	code := f.code // JavaScript, TypeScript transpiled
 	inDoc, err := storedInput(def.InputSchema, def.Variables, def.MetaFields, def.Annotations)
+	if err == nil {
+		// Load reads the document back as a schema-tool document: what it could not read
+		// (keys beside def.InputSchema's keywords, such as "annotations" of the wrong type) is
+		// refused now rather than stored and never served.
+		_, err = quiver.ParseSchemaSpec(inDoc)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("jsfunc: tool %q: input schema: %w", def.Name, err)
 	}
@@ -101,9 +107,9 @@ func activeTool(ctx context.Context, st store.Entities, workspaceID, name string
 // Load builds the tool a stored server tool runs: the code of its pinned version or its
 // function's default one, the tool's schemas (the contract the model sees), examples and
 // flags, with limits l for each call. The variables are those the version's input schema
-// declares (see SchemaDoc), since they are what its code reads; the tool's when the version
-// has no schema of its own. The meta-fields are those the tool's input schema enables, and the
-// annotations those it declares.
+// declares (see quiver.ParseSchemaSpec), since they are what its code reads; the tool's when
+// the version has no schema of its own. The meta-fields are those the tool's input schema
+// enables, and the annotations those it declares.
 func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.Tool, l Limits) (*quiver.Tool, error) {
 	if t.Target != store.TargetServer {
 		return nil, fmt.Errorf("jsfunc: tool %q runs in the client, not in the sandbox", t.Name)
@@ -116,7 +122,9 @@ func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.T
 	if err != nil {
 		return nil, fmt.Errorf("jsfunc: tool %q: input schema %s: %w", t.Name, t.InputSchemaID, err)
 	}
-	doc, err := ParseSchemaDoc(inDoc.Content)
+	// A document's _activity is not read: the tool runs the version's code. The API refuses
+	// one when a tool is stored; a record written before is still served.
+	doc, err := quiver.ParseSchemaSpec(inDoc.Content)
 	if err != nil {
 		return nil, fmt.Errorf("jsfunc: tool %q: input schema %s: %w", t.Name, t.InputSchemaID, err)
 	}
@@ -127,7 +135,7 @@ func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.T
 		if err != nil {
 			return nil, fmt.Errorf("jsfunc: tool %q: the input schema %s of version %d: %w", t.Name, v.InputSchemaID, v.Version, err)
 		}
-		parsed, err := ParseSchemaDoc(vdoc.Content)
+		parsed, err := quiver.ParseSchemaSpec(vdoc.Content)
 		if err != nil {
 			return nil, fmt.Errorf("jsfunc: tool %q: the input schema %s of version %d: %w", t.Name, v.InputSchemaID, v.Version, err)
 		}
@@ -151,9 +159,9 @@ func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.T
 	}
 	return New(Definition{
 		Name: t.Name, Description: desc, Code: v.Code,
-		InputSchema: doc.Input, OutputSchema: out, Variables: vars, Examples: examples,
+		InputSchema: doc.InputSchema, OutputSchema: out, Variables: vars, Examples: examples,
 		RequiresConfirmation: t.RequiresConfirmation, Disabled: !t.Enabled, Limits: l, MetaFields: doc.MetaFields,
-		Annotations: doc.Annotations,
+		Annotations: doc.Annotations, Source: quiver.SourceStored,
 	})
 }
 

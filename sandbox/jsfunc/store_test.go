@@ -56,8 +56,8 @@ func TestSaveAndLoad(t *testing.T) {
 	}
 	spec := tool.Spec()
 	if spec.Description != "Adds two numbers." || len(spec.Variables) != 1 || spec.Variables[0].Name != "WHO" ||
-		spec.OutputSchema == nil || len(spec.Examples) != 1 {
-		t.Errorf("loaded spec %+v", spec)
+		spec.OutputSchema == nil || len(spec.Examples) != 1 || spec.Source != quiver.SourceStored {
+		t.Errorf("loaded spec %+v (its source, which rules select stored tools by, must be %q)", spec, quiver.SourceStored)
 	}
 	if r := callTool(t, tool, quiver.Vars{"WHO": "ada"}, `{"a":2}`); r.IsError() || string(r.Value) != `{"sum":3,"by":"ada"}` {
 		t.Errorf("v1 call: %+v", r)

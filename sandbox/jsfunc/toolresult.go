@@ -1,6 +1,7 @@
 package jsfunc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,9 +10,10 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/sandbox"
+	"github.com/quiverhq/quiver/schema"
 )
 
-// The keys of seed 003's ToolResult, and of its two kinds of attachments.
+// The keys of a ToolResult, and of its two kinds of attachments (a new one and a reference).
 var (
 	toolResultKeys = []string{"status", "result", "error", "stack", "attachments"}
 	newAttachment  = []string{"name", "mimeType", "data", "width", "height", "description"}
@@ -67,8 +69,59 @@ func (f *function) toolResult(fields map[string]json.RawMessage, res *sandbox.Re
 	if r.IsError() {
 		// The stack and the console output, for people: the model reads the error.
 		r.Stack = strings.TrimSpace(stack + "\n" + debugText(res))
+	} else {
+		r.Value = f.structured(r.Text)
 	}
 	return r
+}
+
+// structured is the value a successful ToolResult's result stands for when the tool declares
+// an output schema and the result is the JSON text of a value that schema validates (seed 003
+// returns JSON.stringify(value) as the result); nil otherwise, so that the result stays text
+// and the dispatcher says, as it always has, that no structured value came back.
+func (f *function) structured(text string) json.RawMessage {
+	if f.output == nil || text == "" {
+		return nil
+	}
+	v, err := schema.Decode([]byte(text))
+	if err != nil || f.output.Validate(v) != nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(text)) != nil {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// errorObject reports whether v is seed 001's error convention, an object whose only key is
+// error, a string ({ error: "API returned 401" }), and returns the string. Any other shape
+// ({error: 5}, {error: "x", other: 1}) is not, and keeps its plain meaning as a value.
+func errorObject(v json.RawMessage) (string, bool) {
+	if len(v) == 0 || v[0] != '{' {
+		return "", false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(v, &fields) != nil || len(fields) != 1 {
+		return "", false
+	}
+	raw, ok := fields["error"]
+	if !ok || len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var msg string
+	if json.Unmarshal(raw, &msg) != nil {
+		return "", false
+	}
+	return msg, true
+}
+
+// errorObjectResult is the error result of seed 001's { error: msg }.
+func (f *function) errorObjectResult(msg string, res *sandbox.Result) *quiver.Result {
+	if msg == "" {
+		msg = fmt.Sprintf("tool %s returned an error without a message ({ error: \"\" })", f.name)
+	}
+	return &quiver.Result{Status: quiver.StatusError, Code: quiver.CodeToolError, Error: msg, Stack: debugText(res)}
 }
 
 func firstError(errs ...error) error {

@@ -142,26 +142,8 @@ func Open(ctx context.Context, dir string, st store.Store, opts *Options) (*Jour
 	if opts != nil {
 		j.opts = *opts
 	}
-	o := &j.opts
-	if o.MaxDelay <= 0 {
-		o.MaxDelay = 5 * time.Millisecond
-	}
-	if o.MaxBatch <= 0 {
-		o.MaxBatch = 256
-	}
-	if o.MaxPending <= 0 {
-		o.MaxPending = 10_000
-	}
-	if o.SegmentBytes <= 0 {
-		o.SegmentBytes = 1 << 20
-	}
-	if o.RetryDelay <= 0 {
-		o.RetryDelay = 100 * time.Millisecond
-	}
-	if o.CloseTimeout <= 0 {
-		o.CloseTimeout = 10 * time.Second
-	}
-	j.log = cmp.Or(o.Logger, slog.Default())
+	j.opts.setDefaults()
+	j.log = cmp.Or(j.opts.Logger, slog.Default())
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -176,6 +158,23 @@ func Open(ctx context.Context, dir string, st store.Store, opts *Options) (*Jour
 	}
 	go j.run()
 	return j, nil
+}
+
+// setDefaults sets the options left zero (or negative) to their defaults.
+func (o *Options) setDefaults() {
+	o.MaxDelay = positiveOr(o.MaxDelay, 5*time.Millisecond)
+	o.MaxBatch = positiveOr(o.MaxBatch, 256)
+	o.MaxPending = positiveOr(o.MaxPending, 10_000)
+	o.SegmentBytes = positiveOr(o.SegmentBytes, 1<<20)
+	o.RetryDelay = positiveOr(o.RetryDelay, 100*time.Millisecond)
+	o.CloseTimeout = positiveOr(o.CloseTimeout, 10*time.Second)
+}
+
+func positiveOr[T ~int | ~int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Append writes msgs, for the end of the thread, to the journal and returns once they are in
@@ -194,26 +193,9 @@ func (j *Journal) Append(ctx context.Context, workspaceID, threadID string, msgs
 	if err != nil {
 		return fmt.Errorf("journal: append to %s: %w", threadID, err)
 	}
-	j.mu.Lock()
-	for len(j.queue) >= j.opts.MaxPending && !j.closed {
-		wait := j.progress
-		j.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return fmt.Errorf("journal: append to %s: %d appends are waiting for the store: %w", threadID, j.opts.MaxPending, ctx.Err())
-		}
-		j.mu.Lock()
-	}
-	if j.closed {
-		j.mu.Unlock()
-		return ErrClosed
-	}
-	err = j.write(frame, store.AppendOp{WorkspaceID: workspaceID, ThreadID: threadID, Messages: copies(msgs), At: rec.At})
-	n := len(j.queue)
-	j.mu.Unlock()
+	n, err := j.enqueue(ctx, threadID, frame, store.AppendOp{WorkspaceID: workspaceID, ThreadID: threadID, Messages: copies(msgs), At: rec.At})
 	if err != nil {
-		return fmt.Errorf("journal: append to %s: %w", threadID, err)
+		return err
 	}
 	signal(j.wake)
 	if n >= j.opts.MaxBatch {
@@ -221,6 +203,40 @@ func (j *Journal) Append(ctx context.Context, workspaceID, threadID string, msgs
 	}
 	for _, m := range msgs {
 		m.ThreadID, m.CreatedAt = threadID, rec.At
+	}
+	return nil
+}
+
+// enqueue writes frame to the file and queues op once the queue has room, and returns how
+// many appends wait for the store.
+func (j *Journal) enqueue(ctx context.Context, threadID string, frame []byte, op store.AppendOp) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.waitForRoom(ctx, threadID); err != nil {
+		return 0, err
+	}
+	if j.closed {
+		return 0, ErrClosed
+	}
+	if err := j.write(frame, op); err != nil {
+		return 0, fmt.Errorf("journal: append to %s: %w", threadID, err)
+	}
+	return len(j.queue), nil
+}
+
+// waitForRoom waits while Options.MaxPending appends wait for the store, until the journal is
+// closed or ctx ends. j.mu is held, and let go while it waits.
+func (j *Journal) waitForRoom(ctx context.Context, threadID string) error {
+	for len(j.queue) >= j.opts.MaxPending && !j.closed {
+		wait := j.progress
+		j.mu.Unlock()
+		select {
+		case <-wait:
+			j.mu.Lock()
+		case <-ctx.Done():
+			j.mu.Lock()
+			return fmt.Errorf("journal: append to %s: %d appends are waiting for the store: %w", threadID, j.opts.MaxPending, ctx.Err())
+		}
 	}
 	return nil
 }

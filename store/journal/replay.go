@@ -47,35 +47,16 @@ func (j *Journal) replay(ctx context.Context) error {
 }
 
 func (j *Journal) replayFile(ctx context.Context, path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // its process removed it meanwhile
-	}
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+	f, err := openUnheld(path)
+	if f == nil || err != nil {
+		return err
 	}
 	defer f.Close()
-	if err := lock(f); errors.Is(err, errLocked) {
-		return nil // a live process writes it
-	} else if err != nil {
-		return fmt.Errorf("journal: locking %s: %w", path, err)
-	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil // removed between our open and our lock: it was stored
-	}
 	ops, undecodable, rest, err := readFile(f)
 	if err != nil {
 		return fmt.Errorf("journal: reading %s: %w", path, err)
 	}
-	if undecodable > 0 {
-		j.log.Error("journal: records of a journal file do not decode; skipped", "file", path, "records", undecodable)
-	}
-	if rest > 0 {
-		j.log.Warn("journal: the end of a journal file is damaged or cut short; discarded", "file", path, "bytes", rest)
-	}
-	if len(ops) > 0 {
-		j.log.Info("journal: storing appends left by a stopped process", "file", path, "appends", len(ops))
-	}
+	j.logRead(path, len(ops), undecodable, rest)
 	for len(ops) > 0 {
 		n := min(len(ops), j.opts.MaxBatch)
 		if _, err := j.storeOps(ctx, ops[:n], true); err != nil {
@@ -90,6 +71,48 @@ func (j *Journal) replayFile(ctx context.Context, path string) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
+}
+
+// openUnheld opens and locks the journal file at path; nil, without an error, when it is gone
+// or a live process holds it.
+func openUnheld(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // its process removed it meanwhile
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if locked, err := lockUnheld(f, path); !locked || err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// lockUnheld locks f, the file at path; false when a live process holds it, or it was removed
+// meanwhile.
+func lockUnheld(f *os.File, path string) (bool, error) {
+	if err := lock(f); errors.Is(err, errLocked) {
+		return false, nil // a live process writes it
+	} else if err != nil {
+		return false, fmt.Errorf("journal: locking %s: %w", path, err)
+	}
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist), nil // removed between our open and our lock: it was stored
+}
+
+// logRead says what reading a file left behind found beside its appends.
+func (j *Journal) logRead(path string, ops, undecodable int, rest int64) {
+	if undecodable > 0 {
+		j.log.Error("journal: records of a journal file do not decode; skipped", "file", path, "records", undecodable)
+	}
+	if rest > 0 {
+		j.log.Warn("journal: the end of a journal file is damaged or cut short; discarded", "file", path, "bytes", rest)
+	}
+	if ops > 0 {
+		j.log.Info("journal: storing appends left by a stopped process", "file", path, "appends", ops)
+	}
 }
 
 // readFile reads the appends of a journal file, up to the first frame that is cut short or
@@ -107,20 +130,12 @@ func readFile(f *os.File) (ops []store.AppendOp, undecodable int, rest int64, er
 		return nil, 0, 0, fmt.Errorf("not a journal file (it starts with %q)", strings.ToValidUTF8(string(b[:len(magic)]), "?"))
 	}
 	b = b[len(magic):]
-	for len(b) > 0 {
-		if len(b) < frameHeader {
-			break
+	for {
+		payload, after, ok := nextFrame(b)
+		if !ok {
+			return ops, undecodable, int64(len(b)), nil
 		}
-		n := binary.LittleEndian.Uint32(b[0:4])
-		// An empty payload is never written (and its checksum is 0, like zeros on disk).
-		if n == 0 || n > maxPayload || int64(n) > int64(len(b)-frameHeader) {
-			break
-		}
-		payload := b[frameHeader : frameHeader+int(n)]
-		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[4:8]) {
-			break
-		}
-		b = b[frameHeader+int(n):]
+		b = after
 		op, err := decode(payload)
 		if err != nil {
 			// Framed and checksummed, so written whole: a record this version cannot read
@@ -130,7 +145,24 @@ func readFile(f *os.File) (ops []store.AppendOp, undecodable int, rest int64, er
 		}
 		ops = append(ops, op)
 	}
-	return ops, undecodable, int64(len(b)), nil
+}
+
+// nextFrame is the payload of the frame at the start of b, and what follows it; false when b
+// does not start with a whole frame.
+func nextFrame(b []byte) (payload, after []byte, ok bool) {
+	if len(b) < frameHeader {
+		return nil, b, false
+	}
+	n := binary.LittleEndian.Uint32(b[0:4])
+	// An empty payload is never written (and its checksum is 0, like zeros on disk).
+	if n == 0 || n > maxPayload || int64(n) > int64(len(b)-frameHeader) {
+		return nil, b, false
+	}
+	payload = b[frameHeader : frameHeader+int(n)]
+	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[4:8]) {
+		return nil, b, false
+	}
+	return payload, b[frameHeader+int(n):], true
 }
 
 func decode(payload []byte) (store.AppendOp, error) {

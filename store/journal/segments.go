@@ -78,26 +78,9 @@ func (j *Journal) write(frame []byte, op store.AppendOp) error {
 func (j *Journal) rotate() error {
 	j.nextSeg++
 	path := filepath.Join(j.dir, fmt.Sprintf("%s-%06d%s", j.process, j.nextSeg, fileSuffix))
-	// The file gets its name once it is locked and has its header: another process's Open
-	// never sees it unlocked (it would take it for a dead process's and remove it).
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := startFile(path)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("journal: starting %s: %w", path, err)
-	}
-	if err := lock(f); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write([]byte(magic)); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fail(err)
+		return err
 	}
 	if j.opts.Sync {
 		// A new file's name is durable once its directory is.
@@ -114,6 +97,34 @@ func (j *Journal) rotate() error {
 		j.release(old)
 	}
 	return nil
+}
+
+// startFile makes the journal file at path. The file gets its name once it is locked and has
+// its header: another process's Open never sees it unlocked (it would take it for a dead
+// process's and remove it).
+func startFile(path string) (*os.File, error) {
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := lockAndName(f, tmp, path); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("journal: starting %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// lockAndName locks f, the new file at tmp, writes its header and names it path.
+func lockAndName(f *os.File, tmp, path string) error {
+	if err := lock(f); err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(magic)); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // syncDir flushes a directory's entries to stable storage.

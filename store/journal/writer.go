@@ -43,13 +43,12 @@ func (j *Journal) drain() {
 // closing); refusals are logged and dropped.
 func (j *Journal) storeNext(closing bool) bool {
 	j.mu.Lock()
-	n := min(len(j.queue), j.opts.MaxBatch)
-	batch := slices.Clone(j.queue[:n])
+	batch := slices.Clone(j.queue[:min(len(j.queue), j.opts.MaxBatch)])
 	j.mu.Unlock()
-	if n == 0 {
+	if len(batch) == 0 {
 		return false
 	}
-	ops := make([]store.AppendOp, n)
+	ops := make([]store.AppendOp, len(batch))
 	for i, e := range batch {
 		ops[i] = e.op
 	}
@@ -58,22 +57,28 @@ func (j *Journal) storeNext(closing bool) bool {
 	// behind by Close instead (see abandoned).
 	refused, err := j.storeOps(context.Background(), ops, closing)
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.abandoned {
 		for _, seg := range j.segs {
 			seg.f.Close()
 		}
-		j.mu.Unlock()
 		return false
 	}
 	if err != nil {
-		j.mu.Unlock()
 		return false // closing and the store fails: the rest stays in the files
 	}
-	j.queue = j.queue[n:]
+	j.stored(batch, refused)
+	return true
+}
+
+// stored takes a stored batch off the queue and lets go of the files all of whose appends are
+// stored. j.mu is held.
+func (j *Journal) stored(batch []*entry, refused int) {
+	j.queue = j.queue[len(batch):]
 	if len(j.queue) == 0 {
 		j.queue = nil // let the backing array go
 	}
-	j.done += uint64(n)
+	j.done += uint64(len(batch))
 	j.pendingN.Store(int64(len(j.queue)))
 	j.refusedN.Add(uint64(refused))
 	for _, e := range batch {
@@ -82,17 +87,20 @@ func (j *Journal) storeNext(closing bool) bool {
 			j.release(e.seg)
 		}
 	}
-	// Everything in the current file is stored: empty it, so that a replay has nothing to
-	// read again.
-	if j.cur.pending == 0 && j.cur.size > int64(len(magic)) && !j.cur.broken {
-		if err := j.cur.f.Truncate(int64(len(magic))); err == nil {
-			j.cur.size = int64(len(magic))
-		}
-	}
+	j.emptyCurrent()
 	close(j.progress)
 	j.progress = make(chan struct{})
-	j.mu.Unlock()
-	return true
+}
+
+// emptyCurrent empties the current file once everything in it is stored, so that a replay has
+// nothing to read again. j.mu is held.
+func (j *Journal) emptyCurrent() {
+	if j.cur.pending != 0 || j.cur.size <= int64(len(magic)) || j.cur.broken {
+		return
+	}
+	if err := j.cur.f.Truncate(int64(len(magic))); err == nil {
+		j.cur.size = int64(len(magic))
+	}
 }
 
 // storeOps stores ops in order and returns how many the store refused. It returns an error only
@@ -106,20 +114,11 @@ func (j *Journal) storeOps(ctx context.Context, ops []store.AppendOp, closing bo
 			j.failing.Store(nil)
 			return refused, nil
 		}
-		var be *store.BatchError
-		if errors.As(err, &be) && be.Index >= stored && be.Index-stored < len(ops) && settled(be.Err) {
-			// The op is stored already or refused for good; the ops before it were not stored
-			// (a batch is all or nothing) and are fine: store them, then go on after it.
-			i := be.Index - stored
-			if i > 0 {
-				r, err := j.storeOps(ctx, ops[:i], closing)
-				refused += r
-				if err != nil {
-					return refused, err
-				}
-			}
-			if j.note(ops[i], be.Err) {
-				refused++
+		if be, i, ok := settledOp(err, stored, len(ops)); ok {
+			r, err := j.storeSettled(ctx, ops, i, be.Err, closing)
+			refused += r
+			if err != nil {
+				return refused, err
 			}
 			ops = ops[i+1:]
 			delay = j.opts.RetryDelay
@@ -132,15 +131,50 @@ func (j *Journal) storeOps(ctx context.Context, ops []store.AppendOp, closing bo
 			j.log.Error("journal: the store failed; appends stay in the journal for the next Open", "pending", len(ops), "err", err)
 			return refused, err
 		}
-		j.log.Warn("journal: the store failed; retrying", "in", delay, "pending", len(ops), "err", err)
-		select {
-		case <-time.After(delay):
-		case <-j.quit:
-			closing = true
-		}
+		closing = j.waitToRetry(err, len(ops), delay)
 		delay = min(2*delay, 5*time.Second)
 	}
 	return refused, nil
+}
+
+// settledOp reads the failure of a batch whose stored leading ops were stored: ok when the
+// store's answer to one of the left ops after them, the i-th, is final.
+func settledOp(err error, stored, left int) (be *store.BatchError, i int, ok bool) {
+	if !errors.As(err, &be) {
+		return nil, 0, false
+	}
+	i = be.Index - stored
+	return be, i, i >= 0 && i < left && settled(be.Err)
+}
+
+// storeSettled stores ops[:i] and notes ops[i], whose answer (err) is final: stored already
+// or refused for good. The ops before it were not stored (a batch is all or nothing) and are
+// fine.
+func (j *Journal) storeSettled(ctx context.Context, ops []store.AppendOp, i int, err error, closing bool) (int, error) {
+	refused := 0
+	if i > 0 {
+		r, err := j.storeOps(ctx, ops[:i], closing)
+		refused += r
+		if err != nil {
+			return refused, err
+		}
+	}
+	if j.note(ops[i], err) {
+		refused++
+	}
+	return refused, nil
+}
+
+// waitToRetry waits delay before the store is tried again, and reports whether Close was
+// called meanwhile.
+func (j *Journal) waitToRetry(err error, pending int, delay time.Duration) (closing bool) {
+	j.log.Warn("journal: the store failed; retrying", "in", delay, "pending", pending, "err", err)
+	select {
+	case <-time.After(delay):
+		return false
+	case <-j.quit:
+		return true
+	}
 }
 
 // appendBatch stores ops, in one transaction when the store can (all or nothing), else one by

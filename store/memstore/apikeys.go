@@ -5,44 +5,28 @@ import (
 	"context"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 )
-
-// checkAPIKey reports, wrapping store.ErrInvalid, a key that breaks a rule by itself.
-func checkAPIKey(op entityOp, k *store.APIKey) error {
-	switch {
-	case k == nil:
-		return op.failf(store.ErrInvalid, "nil key")
-	case !k.Role.Valid():
-		return op.failf(store.ErrInvalid, "role %q: want admin, member or viewer", k.Role)
-	case k.Name == "" || utf8.RuneCountInString(k.Name) > 100:
-		return op.failf(store.ErrInvalid, "name %q: want 1 to 100 characters", k.Name)
-	case len(k.Hash) != store.APIKeyHashSize:
-		return op.failf(store.ErrInvalid, "the hash is %d bytes, want %d (SHA-256 of the key)", len(k.Hash), store.APIKeyHashSize)
-	case len(k.Prefix) < 4 || len(k.Prefix) > 32:
-		return op.failf(store.ErrInvalid, "prefix %q: want 4 to 32 characters of the key", k.Prefix)
-	case k.WorkspaceID == "" || k.UserID == "":
-		return op.failf(store.ErrInvalid, "a key needs a workspace and a user")
-	}
-	return nil
-}
 
 // copyAPIKey returns a copy of k that shares nothing with it.
 func copyAPIKey(k *store.APIKey) *store.APIKey {
 	c := *k
 	c.Hash = bytes.Clone(k.Hash)
 	c.ExpiresAt, c.RevokedAt, c.LastUsedAt = copyTimePtr(k.ExpiresAt), copyTimePtr(k.RevokedAt), copyTimePtr(k.LastUsedAt)
+	c.Toolsets = nil // not bound reads back as nil, as from the SQL backends
+	if len(k.Toolsets) > 0 {
+		c.Toolsets = slices.Clone(k.Toolsets)
+	}
 	return &c
 }
 
 // CreateAPIKey stores k, setting ID (when empty) and CreatedAt; see store.APIKeys.
 func (s *Store) CreateAPIKey(ctx context.Context, k *store.APIKey) error {
 	const op entityOp = "create API key"
-	if err := checkAPIKey(op, k); err != nil {
-		return err
+	if err := store.CheckAPIKey(k); err != nil {
+		return op.fail(err)
 	}
 	id := k.ID
 	if id == "" {

@@ -26,6 +26,7 @@ type entityData struct {
 	keys       map[string]*store.APIKey
 	keyHashes  map[string]string                          // string(hash) to key id
 	sources    map[string]map[string]*store.OpenAPISource // workspace id to name to source
+	docs       map[docKey]*workspaceDoc                   // governance rules and entitlements
 }
 
 // scope is what one workspace, or the system (""), owns in listing order, with the counter its
@@ -34,7 +35,7 @@ type entityData struct {
 type scope struct {
 	functions []*store.Function // by (CreatedAt, ID)
 	tools     []*store.Tool     // by (CreatedAt, ID), deleted ones too
-	rev       uint64            // counts the changes to the tools and functions, and to who they run as
+	rev       uint64            // counts the changes to the tools and functions, to who they run as and to what governs them
 }
 
 func (d *entityData) init() {

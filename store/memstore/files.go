@@ -117,7 +117,7 @@ func (t *fileTree) subtree(root string) []*fileEntry {
 func newFile(ctx context.Context, p string, data []byte, meta store.FileMeta, now time.Time) *fileEntry {
 	return &fileEntry{data: data, info: store.FileInfo{ID: stamp.ID(ctx, store.PrefixFile), Path: p, Name: store.BaseName(p),
 		Size: int64(len(data)), MimeType: meta.MimeType, Width: meta.Width, Height: meta.Height, Description: meta.Description,
-		ModTime: now}}
+		OriginalName: meta.OriginalName, ModTime: now}}
 }
 
 // freshAttachmentPath returns p, or another attachment path when p is taken (which 64 random
@@ -352,20 +352,8 @@ func (f fileView) Grep(ctx context.Context, workspaceID, threadID, root, pattern
 	}
 	var files []*fileEntry
 	err = f.with(op, workspaceID, threadID, func(t *fileTree) error {
-		top := t.stat(root)
-		switch {
-		case top == nil:
-			return op.failf(store.ErrNotFound, "no file or directory %s", root)
-		case !top.IsDir:
-			files = []*fileEntry{t.entries[root]}
-			return nil
-		}
-		for _, e := range t.subtree(root) {
-			if !e.info.IsDir {
-				files = append(files, e)
-			}
-		}
-		return nil
+		files, err = t.filesUnder(op, root)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
@@ -377,6 +365,24 @@ func (f fileView) Grep(ctx context.Context, workspaceID, threadID, root, pattern
 	}
 	matches, truncated := g.Result()
 	return matches, truncated, nil
+}
+
+// filesUnder are the files under root, or root itself when it is a file.
+func (t *fileTree) filesUnder(op threadOp, root string) ([]*fileEntry, error) {
+	top := t.stat(root)
+	switch {
+	case top == nil:
+		return nil, op.failf(store.ErrNotFound, "no file or directory %s", root)
+	case !top.IsDir:
+		return []*fileEntry{t.entries[root]}, nil
+	}
+	var files []*fileEntry
+	for _, e := range t.subtree(root) {
+		if !e.info.IsDir {
+			files = append(files, e)
+		}
+	}
+	return files, nil
 }
 
 // Find implements store.Files.Find.
@@ -534,6 +540,7 @@ func (f fileView) copyInto(ctx context.Context, op threadOp, dst *fileTree, thre
 		c := &fileEntry{info: e.info, data: e.data}
 		p := targets[i]
 		c.info.ID, c.info.Path, c.info.Name, c.info.ModTime = stamp.ID(ctx, store.PrefixFile), p, store.BaseName(p), now
+		c.info.OriginalName = e.info.DisplayName() // the copy's path is a name of the store's making
 		dst.put(c)
 		copies[e.info.Path] = c.describe()
 	}

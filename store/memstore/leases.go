@@ -59,7 +59,26 @@ func (s *Store) AcquireLease(ctx context.Context, l *store.Lease, ttl time.Durat
 	if d.byID == nil {
 		d.byID = map[string]*store.Lease{}
 	}
-	var total, inWorkspace, ofOwner int
+	total, inWorkspace, ofOwner := d.liveLike(l, now)
+	for _, c := range []struct {
+		cap         string
+		live, limit int
+	}{{"total", total, limits.Total}, {"workspace", inWorkspace, limits.PerWorkspace}, {"owner", ofOwner, limits.PerOwner}} {
+		if c.limit >= 0 && c.live >= c.limit {
+			return op.fail(&store.LeaseLimitError{Cap: c.cap, Live: c.live, Limit: c.limit})
+		}
+	}
+	if _, taken := d.byID[id]; taken {
+		return op.failf(store.ErrConflict, "the id is already taken")
+	}
+	l.ID, l.CreatedAt, l.ExpiresAt = id, now, now.Add(ttl)
+	d.byID[id] = copyLease(l)
+	return nil
+}
+
+// liveLike counts the live leases of l's kind: in all, in l's workspace, and of l's owner
+// there. The dead ones of l's workspace are let go on the way.
+func (d *leaseData) liveLike(l *store.Lease, now time.Time) (total, inWorkspace, ofOwner int) {
 	for lid, o := range d.byID {
 		if o.Kind != l.Kind {
 			continue
@@ -78,20 +97,7 @@ func (s *Store) AcquireLease(ctx context.Context, l *store.Lease, ttl time.Durat
 			}
 		}
 	}
-	for _, c := range []struct {
-		cap         string
-		live, limit int
-	}{{"total", total, limits.Total}, {"workspace", inWorkspace, limits.PerWorkspace}, {"owner", ofOwner, limits.PerOwner}} {
-		if c.limit >= 0 && c.live >= c.limit {
-			return op.fail(&store.LeaseLimitError{Cap: c.cap, Live: c.live, Limit: c.limit})
-		}
-	}
-	if _, taken := d.byID[id]; taken {
-		return op.failf(store.ErrConflict, "the id is already taken")
-	}
-	l.ID, l.CreatedAt, l.ExpiresAt = id, now, now.Add(ttl)
-	d.byID[id] = copyLease(l)
-	return nil
+	return total, inWorkspace, ofOwner
 }
 
 // RenewLease makes the live lease last ttl from now; see store.Leases.

@@ -20,6 +20,10 @@ type Store struct {
 	th     threadData // threads, messages, queues, state, decisions, logs, files, variables
 	ent    entityData // workspaces, users, members, schemas, functions, tools, API keys
 	leases leaseData
+	// fleet is the fleet's configuration (store.FleetConfigs).
+	fleet fleetData
+	// secretKeyID is the id of the key that seals the secrets (store.SecretKeys).
+	secretKeyID string
 }
 
 var _ store.Backend = (*Store)(nil)

@@ -166,14 +166,9 @@ func (tx *appendTx) check(rec *threadRec, ta *threadAppend, m *store.Message, id
 		return fmt.Errorf("id %q: %w", id, errIDTaken)
 	}
 	if m.Role == store.RoleTool {
-		c := rec.calls[m.ToolCallID]
-		switch {
-		case c != nil && c.answered || ta.answered[m.ToolCallID]:
-			return fmt.Errorf("call %q: %w", m.ToolCallID, store.ErrResultExists)
-		case c == nil && !ta.asked[m.ToolCallID]:
-			return fmt.Errorf("no earlier assistant message of the thread asked for call %q: %w", m.ToolCallID, store.ErrInvalid)
+		if err := ta.answer(rec, m.ToolCallID); err != nil {
+			return err
 		}
-		ta.answered[m.ToolCallID] = true
 	}
 	for _, c := range m.ToolCalls {
 		if rec.calls[c.ID] != nil || ta.asked[c.ID] {
@@ -181,6 +176,20 @@ func (tx *appendTx) check(rec *threadRec, ta *threadAppend, m *store.Message, id
 		}
 		ta.asked[c.ID] = true
 	}
+	return nil
+}
+
+// answer marks the call callID answered in the step, unless it was answered already or never
+// asked for.
+func (ta *threadAppend) answer(rec *threadRec, callID string) error {
+	c := rec.calls[callID]
+	switch {
+	case c != nil && c.answered || ta.answered[callID]:
+		return fmt.Errorf("call %q: %w", callID, store.ErrResultExists)
+	case c == nil && !ta.asked[callID]:
+		return fmt.Errorf("no earlier assistant message of the thread asked for call %q: %w", callID, store.ErrInvalid)
+	}
+	ta.answered[callID] = true
 	return nil
 }
 

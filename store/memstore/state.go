@@ -98,38 +98,63 @@ func (r *threadRec) writeState(w *store.StateWrite) (*stateWrite, error) {
 
 // writePaths writes the value at paths: the first free one when anyFree ("||"), else every one.
 func (sw *stateWrite) writePaths(paths []string, anyFree bool) error {
-	var blocked error // the first || path through a value that is not an object
+	var err error
+	if anyFree {
+		err = sw.writeFirstFree(paths)
+	} else {
+		err = sw.writeEach(paths)
+	}
+	if err != nil {
+		return err
+	}
+	if sw.size > store.MaxStateBytes {
+		return sw.fail(sw.written[0], store.ErrTooLarge, "the state would hold %d bytes of paths and values, over the limit of %d", sw.size, store.MaxStateBytes)
+	}
+	return nil
+}
+
+// writeEach writes at every path (a && b), each of which must be free.
+func (sw *stateWrite) writeEach(paths []string) error {
 	for _, p := range paths {
 		segs, _ := jsonptr.Parse(p) // checked by CheckStateWrite
 		taken, err := sw.write(segs)
-		if se, ok := errors.AsType[*store.StateError](err); ok && anyFree && errors.Is(se, store.ErrInvalid) {
-			// A path || cannot write is not free: the next may be.
-			blocked = cmp.Or(blocked, err)
-			continue
-		}
 		if err != nil {
 			return err
 		}
 		if taken {
-			if anyFree {
-				continue
-			}
 			return sw.fail(p, store.ErrStateConflict, "already written; a path is written once (use another path, or a || b to take the first free one)")
 		}
 		sw.written = append(sw.written, p)
-		if anyFree {
-			break
-		}
-	}
-	switch {
-	case len(sw.written) == 0 && blocked != nil:
-		return blocked
-	case len(sw.written) == 0:
-		return sw.fail(paths[0], store.ErrStateConflict, "every path of %q is already written; a path is written once", strings.Join(paths, " || "))
-	case sw.size > store.MaxStateBytes:
-		return sw.fail(sw.written[0], store.ErrTooLarge, "the state would hold %d bytes of paths and values, over the limit of %d", sw.size, store.MaxStateBytes)
 	}
 	return nil
+}
+
+// writeFirstFree writes at the first free one of paths (a || b).
+func (sw *stateWrite) writeFirstFree(paths []string) error {
+	var blocked error // the first path through a value that is not an object
+	for _, p := range paths {
+		segs, _ := jsonptr.Parse(p) // checked by CheckStateWrite
+		taken, err := sw.write(segs)
+		switch {
+		case isInvalidState(err):
+			// A path || cannot write is not free: the next may be.
+			blocked = cmp.Or(blocked, err)
+		case err != nil:
+			return err
+		case !taken:
+			sw.written = append(sw.written, p)
+			return nil
+		}
+	}
+	if blocked != nil {
+		return blocked
+	}
+	return sw.fail(paths[0], store.ErrStateConflict, "every path of %q is already written; a path is written once", strings.Join(paths, " || "))
+}
+
+func isInvalidState(err error) bool {
+	se, ok := errors.AsType[*store.StateError](err)
+	return ok && errors.Is(se, store.ErrInvalid)
 }
 
 func (sw *stateWrite) fail(path string, kind error, format string, args ...any) error {
@@ -341,12 +366,7 @@ func (s *Store) AddInstances(ctx context.Context, workspaceID, threadID string, 
 		return err
 	}
 	have := rec.instances()
-	var added []string
-	for _, name := range names {
-		if !slices.Contains(have, name) && !slices.Contains(added, name) {
-			added = append(added, name)
-		}
-	}
+	added := newNames(have, names)
 	if len(added) == 0 {
 		return nil
 	}
@@ -361,4 +381,15 @@ func (s *Store) AddInstances(ctx context.Context, workspaceID, threadID string, 
 		rec.states[name] = &stateObj{}
 	}
 	return nil
+}
+
+// newNames are the names not in have, each once, in order.
+func newNames(have, names []string) []string {
+	var added []string
+	for _, name := range names {
+		if !slices.Contains(have, name) && !slices.Contains(added, name) {
+			added = append(added, name)
+		}
+	}
+	return added
 }

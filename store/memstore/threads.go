@@ -224,6 +224,7 @@ func listKeeps(q store.ThreadQuery, t *store.Thread) bool {
 	switch {
 	case q.AgentID != "" && t.AgentID != q.AgentID,
 		q.Tag != "" && !slices.Contains(t.Tags, q.Tag),
+		q.AlsoTag != "" && !slices.Contains(t.Tags, q.AlsoTag),
 		q.Status != "" && t.Status != q.Status:
 		return false
 	case q.Name == "":

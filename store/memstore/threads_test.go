@@ -35,6 +35,10 @@ func TestVariables(t *testing.T) {
 	storetest.RunVariables(t, func(t *testing.T) store.Store { return openThreads(t) })
 }
 
+func TestSecretKeys(t *testing.T) {
+	storetest.RunSecretKeys(t, func(t *testing.T) storetest.SecretKeysStore { return openThreads(t) })
+}
+
 const threadWS = "wsp_1"
 
 func threadsOK(t *testing.T, errs ...error) {

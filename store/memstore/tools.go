@@ -24,14 +24,8 @@ func (d *entityData) checkToolRefs(op entityOp, t *store.Tool) error {
 			return err
 		}
 	}
-	if t.FunctionVersionID != "" {
-		v := d.versions[t.FunctionVersionID]
-		if v == nil || v.WorkspaceID != ws {
-			return op.failf(store.ErrNotFound, "function version %s is not in the workspace", t.FunctionVersionID)
-		}
-		if v.FunctionID != t.FunctionID {
-			return op.failf(store.ErrInvalid, "pinned version %s is not a version of function %s", t.FunctionVersionID, t.FunctionID)
-		}
+	if err := d.checkPinnedVersion(op, t); err != nil {
+		return err
 	}
 	if err := d.checkSchema(op, ws, "input", t.InputSchemaID); err != nil {
 		return err
@@ -39,7 +33,26 @@ func (d *entityData) checkToolRefs(op entityOp, t *store.Tool) error {
 	if err := d.checkSchema(op, ws, "output", t.OutputSchemaID); err != nil {
 		return err
 	}
-	for _, other := range d.scopes[ws].tools {
+	return d.checkToolNameFree(op, t)
+}
+
+// checkPinnedVersion checks that the version a tool pins, if any, is its function's.
+func (d *entityData) checkPinnedVersion(op entityOp, t *store.Tool) error {
+	if t.FunctionVersionID == "" {
+		return nil
+	}
+	v := d.versions[t.FunctionVersionID]
+	if v == nil || v.WorkspaceID != t.WorkspaceID {
+		return op.failf(store.ErrNotFound, "function version %s is not in the workspace", t.FunctionVersionID)
+	}
+	if v.FunctionID != t.FunctionID {
+		return op.failf(store.ErrInvalid, "pinned version %s is not a version of function %s", t.FunctionVersionID, t.FunctionID)
+	}
+	return nil
+}
+
+func (d *entityData) checkToolNameFree(op entityOp, t *store.Tool) error {
+	for _, other := range d.scopes[t.WorkspaceID].tools {
 		if other.DeletedAt == nil && other.Name == t.Name && other.ID != t.ID {
 			return op.failf(store.ErrConflict, "an active tool of the workspace is already named %q (%s)", t.Name, other.ID)
 		}
@@ -68,6 +81,22 @@ func (s *Store) CreateTool(ctx context.Context, t *store.Tool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := &s.ent
+	if err := d.checkNewTool(op, nt); err != nil {
+		return err
+	}
+	nt.CreatedAt = stamp.Now(ctx)
+	nt.UpdatedAt = nt.CreatedAt
+	d.tools[nt.ID] = nt
+	sc := d.scopes[nt.WorkspaceID]
+	sc.tools = insertOrdered(sc.tools, nt, toolOrder)
+	sc.rev++
+	*t = *nt.Clone()
+	return nil
+}
+
+// checkNewTool checks what a new tool refers to, who creates it (a member of its workspace),
+// its runtime user and its id.
+func (d *entityData) checkNewTool(op entityOp, nt *store.Tool) error {
 	if err := d.checkToolRefs(op, nt); err != nil {
 		return err
 	}
@@ -83,13 +112,6 @@ func (s *Store) CreateTool(ctx context.Context, t *store.Tool) error {
 	if d.tools[nt.ID] != nil {
 		return op.failf(store.ErrConflict, "the id %s is already taken", nt.ID)
 	}
-	nt.CreatedAt = stamp.Now(ctx)
-	nt.UpdatedAt = nt.CreatedAt
-	d.tools[nt.ID] = nt
-	sc := d.scopes[nt.WorkspaceID]
-	sc.tools = insertOrdered(sc.tools, nt, toolOrder)
-	sc.rev++
-	*t = *nt.Clone()
 	return nil
 }
 
@@ -136,26 +158,39 @@ func (s *Store) UpdateTool(ctx context.Context, workspaceID, toolID, callerUserI
 	if err := fn(t); err != nil {
 		return nil, err
 	}
-	if t.ID != cur.ID || t.WorkspaceID != cur.WorkspaceID || t.System != cur.System || t.CreatedBy != cur.CreatedBy ||
-		t.DeletedAt != nil || t.RetentionTier != "" || !t.CreatedAt.Equal(cur.CreatedAt) || !t.UpdatedAt.Equal(cur.UpdatedAt) {
-		return nil, op.failf(store.ErrInvalid, "id, workspace, system, creator, deletion and times cannot be changed")
-	}
-	if err := t.Check(); err != nil {
-		return nil, op.fail(err)
-	}
-	if err := d.checkToolRefs(op, t); err != nil {
+	if err := d.checkToolUpdate(op, cur, t, workspaceID, callerUserID); err != nil {
 		return nil, err
-	}
-	if t.RuntimeUserID != cur.RuntimeUserID {
-		if err := d.checkRuntimeUser(op, workspaceID, callerUserID, t.RuntimeUserID, "a tool's runtime user"); err != nil {
-			return nil, err
-		}
 	}
 	t.CreatedAt = cur.CreatedAt
 	t.UpdatedAt = notEarlier(stamp.Now(ctx), cur.UpdatedAt)
 	*cur = *t.Clone() // fn may still hold t
 	d.scopes[cur.WorkspaceID].rev++
 	return t, nil
+}
+
+// checkToolUpdate checks t, an update of cur: what may not change has not, its rules, what it
+// refers to, and a new runtime user.
+func (d *entityData) checkToolUpdate(op entityOp, cur, t *store.Tool, workspaceID, callerUserID string) error {
+	if !sameFixedFields(cur, t) {
+		return op.failf(store.ErrInvalid, "id, workspace, system, creator, deletion and times cannot be changed")
+	}
+	if err := t.Check(); err != nil {
+		return op.fail(err)
+	}
+	if err := d.checkToolRefs(op, t); err != nil {
+		return err
+	}
+	if t.RuntimeUserID == cur.RuntimeUserID {
+		return nil
+	}
+	return d.checkRuntimeUser(op, workspaceID, callerUserID, t.RuntimeUserID, "a tool's runtime user")
+}
+
+// sameFixedFields reports whether t, an update of cur, leaves alone what an update may not
+// change: id, workspace, system, creator, deletion and times.
+func sameFixedFields(cur, t *store.Tool) bool {
+	return t.ID == cur.ID && t.WorkspaceID == cur.WorkspaceID && t.System == cur.System && t.CreatedBy == cur.CreatedBy &&
+		t.DeletedAt == nil && t.RetentionTier == "" && t.CreatedAt.Equal(cur.CreatedAt) && t.UpdatedAt.Equal(cur.UpdatedAt)
 }
 
 // DeleteTool soft-deletes an active tool of the workspace, snapshotting the retention tier
@@ -211,6 +246,12 @@ func (s *Store) ListTools(ctx context.Context, f store.ToolFilter) (*store.ToolP
 	if len(scopes) > 1 {
 		slices.SortFunc(found, toolOrder)
 	}
+	return toolPage(&f, found), nil
+}
+
+// toolPage is the page of the tools found (one more than a page, when another page follows),
+// copied.
+func toolPage(f *store.ToolFilter, found []*store.Tool) *store.ToolPage {
 	page := &store.ToolPage{}
 	if len(found) > f.Limit {
 		found = found[:f.Limit]
@@ -220,7 +261,7 @@ func (s *Store) ListTools(ctx context.Context, f store.ToolFilter) (*store.ToolP
 	for _, t := range found {
 		page.Tools = append(page.Tools, t.Clone())
 	}
-	return page, nil
+	return page
 }
 
 // listTools returns, in order, up to n of the scope's tools that keep keeps, after the cursor
@@ -250,31 +291,54 @@ func (sc *scope) listTools(after store.ToolCursor, hasCursor bool, keep func(*st
 
 // toolFilter returns what keeps a tool in f's listing, besides its workspace and the cursor.
 func toolFilter(f *store.ToolFilter) func(*store.Tool) bool {
-	var names map[string]bool
+	k := toolKeep{f: f}
 	if f.Names != nil {
-		names = make(map[string]bool, len(f.Names))
+		k.names = make(map[string]bool, len(f.Names))
 		for _, n := range f.Names {
-			names[n] = true
+			k.names[n] = true
 		}
 	}
-	return func(t *store.Tool) bool {
-		switch {
-		case f.FunctionID != "" && t.FunctionID != f.FunctionID,
-			f.Target != "" && t.Target != f.Target,
-			f.NamePrefix && !strings.HasPrefix(t.Name, f.Name),
-			!f.NamePrefix && f.Name != "" && t.Name != f.Name,
-			names != nil && !names[t.Name],
-			f.RequiresConfirmation != nil && t.RequiresConfirmation != *f.RequiresConfirmation:
-			return false
-		}
-		switch f.Deleted {
-		case store.DeletedInclude:
-			return true
-		case store.DeletedOnly:
-			return t.DeletedAt != nil
-		}
-		return t.DeletedAt == nil
+	return k.keeps
+}
+
+// toolKeep is a listing's filter of tools.
+type toolKeep struct {
+	f     *store.ToolFilter
+	names map[string]bool // f.Names, nil when it names none
+}
+
+func (k toolKeep) keeps(t *store.Tool) bool {
+	return k.fieldsMatch(t) && k.nameMatches(t) && deletionMatches(k.f.Deleted, t)
+}
+
+// fieldsMatch reports whether t has the function, target and confirmation the filter asks for.
+func (k toolKeep) fieldsMatch(t *store.Tool) bool {
+	f := k.f
+	return (f.FunctionID == "" || t.FunctionID == f.FunctionID) && (f.Target == "" || t.Target == f.Target) &&
+		(f.RequiresConfirmation == nil || t.RequiresConfirmation == *f.RequiresConfirmation)
+}
+
+// nameMatches reports whether t's name is the filter's: by prefix, in full, or among its names.
+func (k toolKeep) nameMatches(t *store.Tool) bool {
+	f := k.f
+	switch {
+	case f.NamePrefix && !strings.HasPrefix(t.Name, f.Name):
+		return false
+	case !f.NamePrefix && f.Name != "" && t.Name != f.Name:
+		return false
 	}
+	return k.names == nil || k.names[t.Name]
+}
+
+// deletionMatches reports whether t, deleted or not, is in a listing of d.
+func deletionMatches(d store.DeletedFilter, t *store.Tool) bool {
+	switch d {
+	case store.DeletedInclude:
+		return true
+	case store.DeletedOnly:
+		return t.DeletedAt != nil
+	}
+	return t.DeletedAt == nil
 }
 
 // ResolveToolVersion returns the function version a tool of the workspace runs: its pinned

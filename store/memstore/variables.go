@@ -144,6 +144,11 @@ func (s *Store) LookupVariables(ctx context.Context, workspaceID string, q store
 func (s *Store) RewriteSecrets(ctx context.Context, fn func(v *store.Variable) (string, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.rewriteSecrets(fn)
+}
+
+// rewriteSecrets is RewriteSecrets with s.mu held.
+func (s *Store) rewriteSecrets(fn func(v *store.Variable) (string, error)) error {
 	var secrets []*store.Variable
 	for _, values := range s.th.vars {
 		for _, v := range values {

@@ -77,6 +77,7 @@ type Option func(*options)
 
 type options struct {
 	schema string
+	tracer pgx.QueryTracer
 }
 
 // WithSchema keeps the store's tables in the named schema, creating it when it does not
@@ -84,6 +85,13 @@ type options struct {
 // the search_path of the connection string (by default the "public" schema).
 func WithSchema(name string) Option {
 	return func(o *options) { o.schema = name }
+}
+
+// WithTracer hands every statement of the store's connections to t (pgx's QueryTracer; when t
+// is also a pgx.BatchTracer, batches too), so that what the store asks of the database can be
+// counted or timed from outside it, as the benchmark of a run's write transactions does.
+func WithTracer(t pgx.QueryTracer) Option {
+	return func(o *options) { o.tracer = t }
 }
 
 // Open connects to the database named by dsn (a pgx connection string), applies the schema
@@ -102,6 +110,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if o.schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
 		lockName = o.schema
+	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -201,56 +212,68 @@ func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*stor
 // Only Tags, StepCount, CurrentSide, Stopped, Status and State may change, and a terminated
 // thread stays terminated (store.ErrInvalid otherwise; the store sets UpdatedAt). An error from fn is returned, wrapped, and nothing is stored.
 func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
-	op := "update thread " + threadID
 	var out *store.Thread
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		old, err := scanThread(tx.QueryRow(ctx, `SELECT `+threadColumns+` FROM threads WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE`,
-			threadID, workspaceID))
-		if err != nil {
-			return dialect.Err(op, err)
-		}
-		t := *old
-		t.Tags = slices.Clone(old.Tags)
-		if err := fn(&t); err != nil {
-			return fmt.Errorf("postgres: %s: %w", op, err)
-		}
-		if err := store.CheckThreadUpdate(old, &t); err != nil {
-			return fmt.Errorf("postgres: %s: %w", op, err)
-		}
-		if t.Status == "" {
-			t.Status = store.StatusIdle
-		}
-		err = tx.QueryRow(ctx, `UPDATE threads
-SET tags = $3, step_count = $4, current_side = $5, stopped = $6, status = $7, state = NULLIF($8, '')::json,
-	updated_at = GREATEST(updated_at, clock_timestamp())
-WHERE id = $1 AND workspace_id = $2
-RETURNING updated_at`, threadID, workspaceID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped,
-			string(t.Status), string(t.State)).Scan(&t.UpdatedAt)
-		if err != nil {
-			return dialect.Err(op, err)
-		}
-		t.UpdatedAt = t.UpdatedAt.UTC()
-		if !slices.Equal(old.Tags, t.Tags) { // the tags' index follows the tags, rarely changed
-			if _, err := tx.Exec(ctx, `DELETE FROM thread_tags WHERE thread_id = $1 AND NOT tag = ANY($2::text[])`,
-				threadID, tagsArg(t.Tags)); err != nil {
-				return dialect.Err(op, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO thread_tags (thread_id, tag, workspace_id, created_at)
-SELECT DISTINCT $1, u.tag, $2, $3::timestamptz FROM unnest($4::text[]) AS u(tag) ON CONFLICT DO NOTHING`,
-				threadID, workspaceID, old.CreatedAt, tagsArg(t.Tags)); err != nil {
-				return dialect.Err(op, err)
-			}
-		}
-		if len(t.Tags) == 0 {
-			t.Tags = nil
-		}
-		out = &t
-		return nil
+		var err error
+		out, err = updateThread(ctx, tx, workspaceID, threadID, fn)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// updateThread is UpdateThread inside its transaction.
+func updateThread(ctx context.Context, tx pgx.Tx, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
+	op := "update thread " + threadID
+	old, err := scanThread(tx.QueryRow(ctx, `SELECT `+threadColumns+` FROM threads WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE`,
+		threadID, workspaceID))
+	if err != nil {
+		return nil, dialect.Err(op, err)
+	}
+	t := *old
+	t.Tags = slices.Clone(old.Tags)
+	if err := fn(&t); err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if err := store.CheckThreadUpdate(old, &t); err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if t.Status == "" {
+		t.Status = store.StatusIdle
+	}
+	err = tx.QueryRow(ctx, `UPDATE threads
+SET tags = $3, step_count = $4, current_side = $5, stopped = $6, status = $7, state = NULLIF($8, '')::json,
+	updated_at = GREATEST(updated_at, clock_timestamp())
+WHERE id = $1 AND workspace_id = $2
+RETURNING updated_at`, threadID, workspaceID, tagsArg(t.Tags), t.StepCount, t.CurrentSide, t.Stopped,
+		string(t.Status), string(t.State)).Scan(&t.UpdatedAt)
+	if err != nil {
+		return nil, dialect.Err(op, err)
+	}
+	t.UpdatedAt = t.UpdatedAt.UTC()
+	if !slices.Equal(old.Tags, t.Tags) { // the tags' index follows the tags, rarely changed
+		if err := replaceTags(ctx, tx, workspaceID, threadID, old.CreatedAt, t.Tags); err != nil {
+			return nil, dialect.Err(op, err)
+		}
+	}
+	if len(t.Tags) == 0 {
+		t.Tags = nil
+	}
+	return &t, nil
+}
+
+// replaceTags makes the rows of the thread's tags those of tags.
+func replaceTags(ctx context.Context, tx pgx.Tx, workspaceID, threadID string, created time.Time, tags []string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM thread_tags WHERE thread_id = $1 AND NOT tag = ANY($2::text[])`,
+		threadID, tagsArg(tags)); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO thread_tags (thread_id, tag, workspace_id, created_at)
+SELECT DISTINCT $1, u.tag, $2, $3::timestamptz FROM unnest($4::text[]) AS u(tag) ON CONFLICT DO NOTHING`,
+		threadID, workspaceID, created, tagsArg(tags))
+	return err
 }
 
 // Children lists the threads of the workspace whose parent is threadID, oldest first (none
@@ -335,8 +358,7 @@ func newBatch(ctx context.Context, threadID string, msgs []*store.Message) (*bat
 		ids: make([]string, n), roles: make([]string, n), contents: make([]string, n), calls: make([]string, n),
 		callIDs: make([]string, n), toolNames: make([]string, n), results: make([]string, n), sides: make([]string, n),
 	}
-	declared := map[string]bool{} // call ids asked for in this batch
-	answered := map[string]bool{} // call ids answered in this batch
+	seen := batchCalls{declared: map[string]bool{}, answered: map[string]bool{}}
 	for i, m := range msgs {
 		if err := store.CheckMessage(threadID, m); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
@@ -346,44 +368,67 @@ func newBatch(ctx context.Context, threadID string, msgs []*store.Message) (*bat
 			b.ids[i] = stamp.ID(ctx, store.PrefixMessage)
 		}
 		b.roles[i], b.contents[i], b.toolNames[i], b.sides[i] = string(m.Role), m.Content, m.ToolName, m.Side
-		for j, c := range m.ToolCalls {
-			switch {
-			case declared[c.ID]:
-				return nil, fmt.Errorf("message %d: call id %q is asked for twice: %w", i, c.ID, store.ErrInvalid)
-			case answered[c.ID]:
-				return nil, fmt.Errorf("message %d: call %q comes after its result: %w", i, c.ID, store.ErrInvalid)
-			}
-			declared[c.ID] = true
-			b.callCallIDs = append(b.callCallIDs, c.ID)
-			b.callPos = append(b.callPos, int64(i+1))
-			b.callIdx = append(b.callIdx, int32(j))
-			b.callNames = append(b.callNames, c.Name)
-			b.callArgs = append(b.callArgs, string(c.Args))
-			b.callReasoning = append(b.callReasoning, c.Reasoning)
-		}
-		if len(m.ToolCalls) > 0 {
-			js, err := store.EncodeToolCalls(m.ToolCalls)
-			if err != nil {
-				return nil, fmt.Errorf("message %d: tool calls: %v: %w", i, err, store.ErrInvalid)
-			}
-			b.calls[i] = string(js)
+		if err := b.addCalls(i, m.ToolCalls, seen); err != nil {
+			return nil, err
 		}
 		if m.Role == store.RoleTool {
-			if answered[m.ToolCallID] {
-				return nil, fmt.Errorf("message %d: call %q is answered twice in one batch: %w", i, m.ToolCallID, store.ErrResultExists)
-			}
-			answered[m.ToolCallID] = true
-			b.callIDs[i] = m.ToolCallID
-			if m.Result != nil {
-				js, err := store.EncodeResult(m.Content, m.Result)
-				if err != nil {
-					return nil, fmt.Errorf("message %d: result: %v: %w", i, err, store.ErrInvalid)
-				}
-				b.results[i] = string(js)
+			if err := b.addResult(i, m, seen); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return b, nil
+}
+
+// batchCalls are the call ids asked for and answered in a batch so far.
+type batchCalls struct {
+	declared, answered map[string]bool
+}
+
+// addCalls lays out the calls message i makes.
+func (b *batch) addCalls(i int, calls []store.ToolCall, seen batchCalls) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	for j, c := range calls {
+		switch {
+		case seen.declared[c.ID]:
+			return fmt.Errorf("message %d: call id %q is asked for twice: %w", i, c.ID, store.ErrInvalid)
+		case seen.answered[c.ID]:
+			return fmt.Errorf("message %d: call %q comes after its result: %w", i, c.ID, store.ErrInvalid)
+		}
+		seen.declared[c.ID] = true
+		b.callCallIDs = append(b.callCallIDs, c.ID)
+		b.callPos = append(b.callPos, int64(i+1))
+		b.callIdx = append(b.callIdx, int32(j))
+		b.callNames = append(b.callNames, c.Name)
+		b.callArgs = append(b.callArgs, string(c.Args))
+		b.callReasoning = append(b.callReasoning, c.Reasoning)
+	}
+	js, err := store.EncodeToolCalls(calls)
+	if err != nil {
+		return fmt.Errorf("message %d: tool calls: %v: %w", i, err, store.ErrInvalid)
+	}
+	b.calls[i] = string(js)
+	return nil
+}
+
+// addResult lays out the result message i, a tool message, gives.
+func (b *batch) addResult(i int, m *store.Message, seen batchCalls) error {
+	if seen.answered[m.ToolCallID] {
+		return fmt.Errorf("message %d: call %q is answered twice in one batch: %w", i, m.ToolCallID, store.ErrResultExists)
+	}
+	seen.answered[m.ToolCallID] = true
+	b.callIDs[i] = m.ToolCallID
+	if m.Result == nil {
+		return nil
+	}
+	js, err := store.EncodeResult(m.Content, m.Result)
+	if err != nil {
+		return fmt.Errorf("message %d: result: %v: %w", i, err, store.ErrInvalid)
+	}
+	b.results[i] = string(js)
+	return nil
 }
 
 // Append adds msgs to the end of the thread in one transaction (one statement), and on success
@@ -427,6 +472,28 @@ func (s *Store) AppendPeek(ctx context.Context, workspaceID, threadID string, ms
 	return queued, nil
 }
 
+// AppendTx is Append inside tx, a transaction on a connection to the store's database whose
+// search path finds the store's tables: what commits with tx is appended, by its rules. Package
+// jobs queues a run and appends its message in one transaction this way, where two would each
+// wait for the disk.
+func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, workspaceID, threadID string, msgs ...*store.Message) error {
+	op := "append to thread " + threadID
+	if len(msgs) == 0 {
+		return fmt.Errorf("postgres: %s: no messages: %w", op, store.ErrInvalid)
+	}
+	b, err := newBatch(ctx, threadID, msgs)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	var base int64
+	var at time.Time
+	if err := tx.QueryRow(ctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at, new(bool)); err != nil {
+		return dialect.Err(op, err)
+	}
+	b.fill(msgs, threadID, base, at)
+	return nil
+}
+
 // args are appendSQL's arguments for the batch; at nil means the time of the statement.
 func (b *batch) args(threadID, workspaceID string, at *time.Time) []any {
 	return []any{threadID, workspaceID, int64(len(b.ids)),
@@ -463,31 +530,38 @@ func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
 	defer cancel()
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for k, op := range ops {
-			var at *time.Time
-			if !op.At.IsZero() {
-				at = &op.At
-			}
-			if len(op.Messages) == 0 {
-				if _, err := s.Thread(ctx, op.WorkspaceID, op.ThreadID); err != nil {
-					return &store.BatchError{Index: k, Err: err}
-				}
-				continue
-			}
-			err := tx.QueryRow(ctx, appendSQL, batches[k].args(op.ThreadID, op.WorkspaceID, at)...).Scan(&bases[k], &ats[k], new(bool))
-			if err != nil {
-				return &store.BatchError{Index: k, Err: dialect.Err("append to thread "+op.ThreadID, err)}
+			if err := s.appendOp(ctx, tx, op, batches[k], &bases[k], &ats[k]); err != nil {
+				return &store.BatchError{Index: k, Err: err}
 			}
 		}
 		return nil
 	})
+	if _, ok := err.(*store.BatchError); ok {
+		return err
+	}
 	if err != nil {
-		if _, ok := err.(*store.BatchError); ok {
-			return err
-		}
 		return fmt.Errorf("postgres: append batch: %w", err)
 	}
 	for k, op := range ops {
 		batches[k].fill(op.Messages, op.ThreadID, bases[k], ats[k])
+	}
+	return nil
+}
+
+// appendOp appends one op of a batch inside tx, reading its first seq but one into base and
+// its time into at; an op without messages only checks its thread.
+func (s *Store) appendOp(ctx context.Context, tx pgx.Tx, op store.AppendOp, b *batch, base *int64, at *time.Time) error {
+	if len(op.Messages) == 0 {
+		_, err := s.Thread(ctx, op.WorkspaceID, op.ThreadID)
+		return err
+	}
+	var opAt *time.Time
+	if !op.At.IsZero() {
+		opAt = &op.At
+	}
+	err := tx.QueryRow(ctx, appendSQL, b.args(op.ThreadID, op.WorkspaceID, opAt)...).Scan(base, at, new(bool))
+	if err != nil {
+		return dialect.Err("append to thread "+op.ThreadID, err)
 	}
 	return nil
 }

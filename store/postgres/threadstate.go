@@ -93,61 +93,78 @@ WHERE t.id = $1 AND t.workspace_id = $2 ORDER BY q.n`, threadID, workspaceID)
 // each queued message is appended once.
 func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) ([]*store.Message, error) {
 	op := "append the queue of thread " + threadID
-	out := []*store.Message{}
+	var out []*store.Message
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		out = out[:0]
-		var last int64
-		var at time.Time
-		if err := tx.QueryRow(ctx, `SELECT last_seq, clock_timestamp() FROM threads WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE`,
-			threadID, workspaceID).Scan(&last, &at); err != nil {
-			return dialect.Err(op, err)
-		}
-		rows, err := tx.Query(ctx, `DELETE FROM queued_messages WHERE thread_id = $1 RETURNING id, n, role, content`, threadID)
-		if err != nil {
-			return dialect.Err(op, err)
-		}
-		type queued struct {
-			m *store.Message
-			n int64
-		}
-		var q []queued
-		for rows.Next() {
-			m := &store.Message{ThreadID: threadID}
-			var n int64
-			if err := rows.Scan(&m.ID, &n, &m.Role, &m.Content); err != nil {
-				rows.Close()
-				return dialect.Err(op, err)
-			}
-			q = append(q, queued{m, n})
-		}
-		if err := rows.Err(); err != nil {
-			return dialect.Err(op, err)
-		}
-		if len(q) == 0 {
-			return nil
-		}
-		slices.SortFunc(q, func(a, b queued) int { return int(a.n - b.n) })
-		ids, roles, contents := make([]string, len(q)), make([]string, len(q)), make([]string, len(q))
-		for i, e := range q {
-			e.m.Seq, e.m.CreatedAt = last+int64(i)+1, at.UTC()
-			ids[i], roles[i], contents[i] = e.m.ID, string(e.m.Role), e.m.Content
-			out = append(out, e.m)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO messages (id, thread_id, seq, role, content, created_at)
-SELECT u.id, $1, $2 + u.n, u.role, u.content, $3
-FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(id, role, content, n)`,
-			threadID, last, at, ids, roles, contents); err != nil {
-			return dialect.Err(op, err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE threads SET last_seq = $2 WHERE id = $1`, threadID, last+int64(len(q))); err != nil {
-			return dialect.Err(op, err)
-		}
-		return nil
+		var err error
+		out, err = appendQueued(ctx, tx, workspaceID, threadID)
+		return dialect.Err(op, err)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// appendQueued is AppendQueued inside its transaction.
+func appendQueued(ctx context.Context, tx pgx.Tx, workspaceID, threadID string) ([]*store.Message, error) {
+	var last int64
+	var at time.Time
+	if err := tx.QueryRow(ctx, `SELECT last_seq, clock_timestamp() FROM threads WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE`,
+		threadID, workspaceID).Scan(&last, &at); err != nil {
+		return nil, err
+	}
+	q, err := takeQueue(ctx, tx, threadID)
+	if err != nil || len(q) == 0 {
+		return []*store.Message{}, err
+	}
+	out := make([]*store.Message, len(q))
+	ids, roles, contents := make([]string, len(q)), make([]string, len(q)), make([]string, len(q))
+	for i, m := range q {
+		m.Seq, m.CreatedAt = last+int64(i)+1, at.UTC()
+		ids[i], roles[i], contents[i] = m.ID, string(m.Role), m.Content
+		out[i] = m
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO messages (id, thread_id, seq, role, content, created_at)
+SELECT u.id, $1, $2 + u.n, u.role, u.content, $3
+FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(id, role, content, n)`,
+		threadID, last, at, ids, roles, contents); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE threads SET last_seq = $2 WHERE id = $1`, threadID, last+int64(len(q))); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// takeQueue deletes the thread's queued messages and returns them, in the order they were
+// queued.
+func takeQueue(ctx context.Context, tx pgx.Tx, threadID string) ([]*store.Message, error) {
+	rows, err := tx.Query(ctx, `DELETE FROM queued_messages WHERE thread_id = $1 RETURNING id, n, role, content`, threadID)
+	if err != nil {
+		return nil, err
+	}
+	type queued struct {
+		m *store.Message
+		n int64
+	}
+	var q []queued
+	for rows.Next() {
+		e := queued{m: &store.Message{ThreadID: threadID}}
+		if err := rows.Scan(&e.m.ID, &e.n, &e.m.Role, &e.m.Content); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		q = append(q, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(q, func(a, b queued) int { return int(a.n - b.n) })
+	msgs := make([]*store.Message, len(q))
+	for i, e := range q {
+		msgs[i] = e.m
+	}
+	return msgs, nil
 }
 
 // Log appends an entry to the thread's log; the thread row numbers the entries.

@@ -11,3 +11,8 @@ func TestVariables(t *testing.T) {
 	testDSN(t)
 	storetest.RunVariables(t, func(t *testing.T) store.Store { return openTest(t) })
 }
+
+func TestSecretKeys(t *testing.T) {
+	testDSN(t)
+	storetest.RunSecretKeys(t, func(t *testing.T) storetest.SecretKeysStore { return openTest(t) })
+}

@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -110,6 +111,23 @@ func NewKeyring(current *Key, old ...*Key) *Keyring {
 
 // Current returns the key new values are sealed with.
 func (r *Keyring) Current() *Key { return r.current }
+
+// Holds reports whether the keyring opens values sealed with the key of that id (as KeyID
+// reads it from a sealed value): its current key or one of the old ones.
+func (r *Keyring) Holds(id string) bool { return r.byID[id] != nil }
+
+// IDs returns the ids of the keys the keyring holds: the current key's, then the others'
+// sorted.
+func (r *Keyring) IDs() []string {
+	var old []string
+	for id := range r.byID {
+		if id != r.current.id {
+			old = append(old, id)
+		}
+	}
+	slices.Sort(old)
+	return append([]string{r.current.id}, old...)
+}
 
 // Load returns the keyring for a data directory: the key in QUIVER_SECRET_KEY when set,
 // otherwise the key file keyPath, created with a new random key and mode 0600 when it does not

@@ -64,6 +64,14 @@ func TestRotation(t *testing.T) {
 	if _, err := NewKeyring(cur).Open(sealed, "w"); !errors.Is(err, ErrDecrypt) {
 		t.Fatalf("a value under a dropped key: %v", err)
 	}
+	// What a node checks the database's key against: the ids it holds, the current one first.
+	id, _ := KeyID(sealed)
+	if !r.Holds(id) || !r.Holds(cur.ID()) || NewKeyring(cur).Holds(id) || r.Holds("deadbeef") {
+		t.Errorf("Holds: the keyring holds %v, asked for %s", r.IDs(), id)
+	}
+	if ids := r.IDs(); len(ids) != 2 || ids[0] != cur.ID() || ids[1] != old.ID() {
+		t.Errorf("IDs = %v, want [%s %s]", ids, cur.ID(), old.ID())
+	}
 }
 
 func TestParseKey(t *testing.T) {

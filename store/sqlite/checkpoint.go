@@ -119,21 +119,39 @@ func (s *Store) afterCommit() {
 		return
 	}
 	written := c.written.Add(int64(c.pages))
-	if written-c.kickedAt >= checkpointPages {
-		c.kickedAt = written
-		select {
-		case c.kick <- struct{}{}:
-		default: // one is pending already
-		}
+	c.kickEvery(written)
+	if c.logSize(written) < walSyncPages || written < c.syncAt {
+		return
 	}
+	s.checkpointWriter(written)
+}
+
+// kickEvery asks the goroutine for a checkpoint each time checkpointPages more pages are
+// written.
+func (c *checkpointer) kickEvery(written int64) {
+	if written-c.kickedAt < checkpointPages {
+		return
+	}
+	c.kickedAt = written
+	select {
+	case c.kick <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// logSize is the pages the log holds once written pages are written.
+func (c *checkpointer) logSize(written int64) int64 {
 	c.mu.Lock()
 	size := c.log + written - c.at
 	c.mu.Unlock()
-	if size < walSyncPages || written < c.syncAt {
-		return
-	}
-	// Outside the transaction and without the caller's cancellation: the commit is done
-	// whatever happens here.
+	return size
+}
+
+// checkpointWriter checkpoints on the writer connection, once written pages are written.
+// Outside the transaction and without the caller's cancellation: the commit is done whatever
+// happens here.
+func (s *Store) checkpointWriter(written int64) {
+	c := s.ckpt
 	_, complete, err := checkpoint(context.Background(), s.wc, "PASSIVE")
 	switch {
 	case errors.Is(err, errCheckpointBusy):

@@ -89,36 +89,15 @@ func (s *Store) AppendPeek(ctx context.Context, workspaceID, threadID string, ms
 // and as it holds the write lock from there to its commit, what it saw is still so then.
 func (s *Store) appendBatch(ctx context.Context, ops []store.AppendOp) (queued bool, _ error) {
 	rows := make([][]row, len(ops))
-	for k, op := range ops {
-		rows[k] = make([]row, len(op.Messages))
-		for i, m := range op.Messages {
-			if err := encodeMessage(ctx, op.ThreadID, m, &rows[k][i]); err != nil {
-				return false, &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: message %d: %w", op.ThreadID, i, err)}
-			}
-		}
+	if err := encodeOps(ctx, ops, rows); err != nil {
+		return false, err
 	}
 	now := stamp.Now(ctx).Round(0)
 	firsts := make([]int64, len(ops))
 	err := s.write(ctx, func(ctx context.Context, tx querier) error {
-		// The last seq of each thread appended to so far in this transaction: the next append
-		// to it need not look it up.
-		lasts := map[[2]string]int64{}
-		for k, op := range ops {
-			key := [2]string{op.WorkspaceID, op.ThreadID}
-			last, known := lasts[key]
-			if !known {
-				var err error
-				if last, queued, err = s.lastSeq(ctx, op.WorkspaceID, op.ThreadID); err != nil {
-					return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: %w", op.ThreadID, err)}
-				}
-			}
-			if err := s.appendRows(ctx, tx, op.ThreadID, rows[k], last+1, opTime(op, now)); err != nil {
-				return &store.BatchError{Index: k, Err: err}
-			}
-			firsts[k] = last + 1
-			lasts[key] = last + int64(len(rows[k]))
-		}
-		return nil
+		var err error
+		queued, err = s.insertOps(ctx, tx, ops, rows, firsts, now)
+		return err
 	})
 	if err != nil {
 		return false, err
@@ -128,6 +107,43 @@ func (s *Store) appendBatch(ctx context.Context, ops []store.AppendOp) (queued b
 		for i, m := range op.Messages {
 			m.ID, m.ThreadID, m.Seq, m.CreatedAt = rows[k][i].id, op.ThreadID, firsts[k]+int64(i), at
 		}
+	}
+	return queued, nil
+}
+
+// encodeOps checks and encodes the messages of each op into rows.
+func encodeOps(ctx context.Context, ops []store.AppendOp, rows [][]row) error {
+	for k, op := range ops {
+		rows[k] = make([]row, len(op.Messages))
+		for i, m := range op.Messages {
+			if err := encodeMessage(ctx, op.ThreadID, m, &rows[k][i]); err != nil {
+				return &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: message %d: %w", op.ThreadID, i, err)}
+			}
+		}
+	}
+	return nil
+}
+
+// insertOps inserts the rows of each op inside tx, numbered after the last message of its
+// thread, sets the first seq of each op in firsts, and reports whether the last thread looked
+// up has queued messages.
+func (s *Store) insertOps(ctx context.Context, tx querier, ops []store.AppendOp, rows [][]row, firsts []int64, now time.Time) (queued bool, err error) {
+	// The last seq of each thread appended to so far in this transaction: the next append
+	// to it need not look it up.
+	lasts := map[[2]string]int64{}
+	for k, op := range ops {
+		key := [2]string{op.WorkspaceID, op.ThreadID}
+		last, known := lasts[key]
+		if !known {
+			if last, queued, err = s.lastSeq(ctx, op.WorkspaceID, op.ThreadID); err != nil {
+				return false, &store.BatchError{Index: k, Err: fmt.Errorf("sqlite: append to %s: %w", op.ThreadID, err)}
+			}
+		}
+		if err := s.appendRows(ctx, tx, op.ThreadID, rows[k], last+1, opTime(op, now)); err != nil {
+			return false, &store.BatchError{Index: k, Err: err}
+		}
+		firsts[k] = last + 1
+		lasts[key] = last + int64(len(rows[k]))
 	}
 	return queued, nil
 }
@@ -218,35 +234,51 @@ func encodeMessage(ctx context.Context, threadID string, m *store.Message, r *ro
 		r.id = stamp.ID(ctx, store.PrefixMessage)
 	}
 	if m.Role == store.RoleTool {
-		r.toolCallID = sql.NullString{String: m.ToolCallID, Valid: true}
-		r.toolName = nullString(m.ToolName)
-		if m.Result != nil {
-			b, err := store.EncodeResult(m.Content, m.Result)
-			if err != nil {
-				return fmt.Errorf("result of call %q: %v: %w", m.ToolCallID, err, store.ErrInvalid)
-			}
-			r.result = sql.NullString{String: string(b), Valid: true}
+		if err := r.encodeResult(m); err != nil {
+			return err
 		}
 	}
 	if len(m.ToolCalls) > 0 {
-		r.calls = make([]callRow, len(m.ToolCalls))
-		for j, c := range m.ToolCalls {
-			cr := callRow{id: c.ID, name: c.Name, reasoning: c.Reasoning}
-			if len(c.Args) > 0 {
-				var buf bytes.Buffer
-				if err := json.Compact(&buf, c.Args); err != nil {
-					return fmt.Errorf("tool call %q: arguments: %v: %w", c.ID, err, store.ErrInvalid)
-				}
-				cr.args = sql.NullString{String: buf.String(), Valid: true}
-			}
-			r.calls[j] = cr
-		}
-		b, err := store.EncodeToolCalls(m.ToolCalls)
-		if err != nil {
-			return fmt.Errorf("tool calls: %v: %w", err, store.ErrInvalid)
-		}
-		r.toolCalls = sql.NullString{String: string(b), Valid: true}
+		return r.encodeCalls(m.ToolCalls)
 	}
+	return nil
+}
+
+// encodeResult encodes the columns of a tool message: the call it answers and its result.
+func (r *row) encodeResult(m *store.Message) error {
+	r.toolCallID = sql.NullString{String: m.ToolCallID, Valid: true}
+	r.toolName = nullString(m.ToolName)
+	if m.Result == nil {
+		return nil
+	}
+	b, err := store.EncodeResult(m.Content, m.Result)
+	if err != nil {
+		return fmt.Errorf("result of call %q: %v: %w", m.ToolCallID, err, store.ErrInvalid)
+	}
+	r.result = sql.NullString{String: string(b), Valid: true}
+	return nil
+}
+
+// encodeCalls encodes the calls an assistant message makes: a row each, and the message's
+// column of them.
+func (r *row) encodeCalls(calls []store.ToolCall) error {
+	r.calls = make([]callRow, len(calls))
+	for j, c := range calls {
+		cr := callRow{id: c.ID, name: c.Name, reasoning: c.Reasoning}
+		if len(c.Args) > 0 {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, c.Args); err != nil {
+				return fmt.Errorf("tool call %q: arguments: %v: %w", c.ID, err, store.ErrInvalid)
+			}
+			cr.args = sql.NullString{String: buf.String(), Valid: true}
+		}
+		r.calls[j] = cr
+	}
+	b, err := store.EncodeToolCalls(calls)
+	if err != nil {
+		return fmt.Errorf("tool calls: %v: %w", err, store.ErrInvalid)
+	}
+	r.toolCalls = sql.NullString{String: string(b), Valid: true}
 	return nil
 }
 

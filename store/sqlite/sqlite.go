@@ -125,14 +125,7 @@ type querier interface {
 // Open opens the database file at path (a file name, not a URI or ":memory:"), creating it if
 // needed, and applies the schema migrations it lacks. Pass at most one Options.
 func Open(path string, opts ...Options) (*Store, error) {
-	if len(opts) > 1 {
-		return nil, errors.New("sqlite: Open takes at most one Options")
-	}
-	var o Options
-	if len(opts) == 1 {
-		o = opts[0]
-	}
-	o, err := o.withDefaults()
+	o, err := openOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -154,20 +147,41 @@ func Open(path string, opts ...Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s.shared = s.newShared()
-	if s.wc, err = w.Conn(context.Background()); err != nil {
+	if err := s.start(path, uri, busyMS); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if err := s.prepare(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if err := s.startCheckpointer(uri, busyMS); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
 	return s, nil
+}
+
+// openOptions is the Options Open was given (at most one), with the defaults filled in.
+func openOptions(opts []Options) (Options, error) {
+	var o Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		return o, errors.New("sqlite: Open takes at most one Options")
+	}
+	return o.withDefaults()
+}
+
+// start readies a store whose pools are open: the writer's connection, its statements, the
+// checkpointer.
+func (s *Store) start(path, uri, busyMS string) error {
+	s.shared = s.newShared()
+	var err error
+	if s.wc, err = s.w.Conn(context.Background()); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if err := s.prepare(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if err := s.startCheckpointer(uri, busyMS); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return nil
 }
 
 // withDefaults checks o and fills in the defaults of its zero fields; Synchronous comes back

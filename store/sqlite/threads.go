@@ -27,34 +27,48 @@ func (s *Store) CreateThread(ctx context.Context, t *store.Thread) error {
 	}
 	now := stamp.Now(ctx).Round(0)
 	err = s.write(ctx, func(ctx context.Context, tx querier) error {
-		if t.ParentID != "" {
-			var ws string
-			err := s.wThreadWorkspace.QueryRowContext(ctx, t.ParentID).Scan(&ws)
-			if errors.Is(err, sql.ErrNoRows) || (err == nil && ws != t.WorkspaceID) {
-				return fmt.Errorf("sqlite: create thread: parent %s: %w", t.ParentID, store.ErrNotFound)
-			}
-			if err != nil {
-				return fmt.Errorf("sqlite: create thread: %w", err)
-			}
+		if err := s.checkParent(ctx, t); err != nil {
+			return err
 		}
-		_, err := s.wInsertThread.ExecContext(ctx, id, t.WorkspaceID, t.AgentID, t.UserID,
-			nullString(t.ParentID), tags, t.StepCount, t.CurrentSide, t.Stopped, string(status), t.Blocking, t.Resumable,
-			nullJSON(t.State), now.UnixNano(), now.UnixNano())
-		if isConstraint(err) {
-			return fmt.Errorf("sqlite: create thread: id %s is taken: %w", id, store.ErrInvalid)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: create thread: %w", err)
-		}
-		if _, err := s.wInsertTags.ExecContext(ctx, id, t.WorkspaceID, now.UnixNano(), tags); err != nil {
-			return fmt.Errorf("sqlite: create thread: tags: %w", err)
-		}
-		return nil
+		return s.insertThread(ctx, t, id, status, tags, now)
 	})
 	if err != nil {
 		return err
 	}
 	t.ID, t.Status, t.CreatedAt, t.UpdatedAt = id, status, now, now
+	return nil
+}
+
+// checkParent checks that a new thread's parent, if it has one, is a thread of its workspace.
+func (s *Store) checkParent(ctx context.Context, t *store.Thread) error {
+	if t.ParentID == "" {
+		return nil
+	}
+	var ws string
+	err := s.wThreadWorkspace.QueryRowContext(ctx, t.ParentID).Scan(&ws)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && ws != t.WorkspaceID) {
+		return fmt.Errorf("sqlite: create thread: parent %s: %w", t.ParentID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create thread: %w", err)
+	}
+	return nil
+}
+
+// insertThread inserts the new thread t under id, with its tags' rows.
+func (s *Store) insertThread(ctx context.Context, t *store.Thread, id string, status store.ThreadStatus, tags string, now time.Time) error {
+	_, err := s.wInsertThread.ExecContext(ctx, id, t.WorkspaceID, t.AgentID, t.UserID,
+		nullString(t.ParentID), tags, t.StepCount, t.CurrentSide, t.Stopped, string(status), t.Blocking, t.Resumable,
+		nullJSON(t.State), now.UnixNano(), now.UnixNano())
+	if isConstraint(err) {
+		return fmt.Errorf("sqlite: create thread: id %s is taken: %w", id, store.ErrInvalid)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create thread: %w", err)
+	}
+	if _, err := s.wInsertTags.ExecContext(ctx, id, t.WorkspaceID, now.UnixNano(), tags); err != nil {
+		return fmt.Errorf("sqlite: create thread: tags: %w", err)
+	}
 	return nil
 }
 
@@ -77,52 +91,66 @@ func (s *Store) Thread(ctx context.Context, workspaceID, threadID string) (*stor
 func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
 	var out *store.Thread
 	err := s.write(ctx, func(ctx context.Context, tx querier) error {
-		th, err := scanThread(s.wThread.QueryRowContext(ctx, threadID, workspaceID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: update thread %s: %w", threadID, store.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
-		}
-		before := *th
-		before.Tags = slices.Clone(th.Tags)
-		if err := fn(th); err != nil {
-			return err
-		}
-		if err := store.CheckThreadUpdate(&before, th); err != nil {
-			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
-		}
-		if th.Status == "" {
-			th.Status = store.StatusIdle
-		}
-		tags, err := encodeTags(th.Tags)
-		if err != nil {
-			return err
-		}
-		now := stamp.Now(ctx).Round(0)
-		if now.Before(before.UpdatedAt) { // the clock went back: UpdatedAt does not
-			now = before.UpdatedAt
-		}
-		if _, err := s.wUpdateThread.ExecContext(ctx, tags, th.StepCount, th.CurrentSide,
-			th.Stopped, string(th.Status), nullJSON(th.State), now.UnixNano(), threadID); err != nil {
-			return fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
-		}
-		if !slices.Equal(before.Tags, th.Tags) { // the tags' index follows the tags, rarely changed
-			if _, err := s.wDeleteTags.ExecContext(ctx, threadID); err != nil {
-				return fmt.Errorf("sqlite: update thread %s: tags: %w", threadID, err)
-			}
-			if _, err := s.wInsertTags.ExecContext(ctx, threadID, th.WorkspaceID, th.CreatedAt.UnixNano(), tags); err != nil {
-				return fmt.Errorf("sqlite: update thread %s: tags: %w", threadID, err)
-			}
-		}
-		th.UpdatedAt = now
-		out = th
-		return nil
+		var err error
+		out, err = s.updateThread(ctx, workspaceID, threadID, fn)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// updateThread is UpdateThread inside the write transaction.
+func (s *Store) updateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
+	th, err := scanThread(s.wThread.QueryRowContext(ctx, threadID, workspaceID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: update thread %s: %w", threadID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
+	}
+	before := *th
+	before.Tags = slices.Clone(th.Tags)
+	if err := fn(th); err != nil {
+		return nil, err
+	}
+	if err := store.CheckThreadUpdate(&before, th); err != nil {
+		return nil, fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
+	}
+	if th.Status == "" {
+		th.Status = store.StatusIdle
+	}
+	tags, err := encodeTags(th.Tags)
+	if err != nil {
+		return nil, err
+	}
+	now := stamp.Now(ctx).Round(0)
+	if now.Before(before.UpdatedAt) { // the clock went back: UpdatedAt does not
+		now = before.UpdatedAt
+	}
+	if _, err := s.wUpdateThread.ExecContext(ctx, tags, th.StepCount, th.CurrentSide,
+		th.Stopped, string(th.Status), nullJSON(th.State), now.UnixNano(), threadID); err != nil {
+		return nil, fmt.Errorf("sqlite: update thread %s: %w", threadID, err)
+	}
+	if !slices.Equal(before.Tags, th.Tags) { // the tags' index follows the tags, rarely changed
+		if err := s.replaceTags(ctx, threadID, th, tags); err != nil {
+			return nil, err
+		}
+	}
+	th.UpdatedAt = now
+	return th, nil
+}
+
+// replaceTags replaces the rows of the thread's tags.
+func (s *Store) replaceTags(ctx context.Context, threadID string, th *store.Thread, tags string) error {
+	if _, err := s.wDeleteTags.ExecContext(ctx, threadID); err != nil {
+		return fmt.Errorf("sqlite: update thread %s: tags: %w", threadID, err)
+	}
+	if _, err := s.wInsertTags.ExecContext(ctx, threadID, th.WorkspaceID, th.CreatedAt.UnixNano(), tags); err != nil {
+		return fmt.Errorf("sqlite: update thread %s: tags: %w", threadID, err)
+	}
+	return nil
 }
 
 // Children lists the threads whose parent is threadID, oldest first. A thread without children,

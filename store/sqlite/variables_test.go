@@ -13,3 +13,10 @@ func TestVariables(t *testing.T) {
 		return s
 	})
 }
+
+func TestSecretKeys(t *testing.T) {
+	storetest.RunSecretKeys(t, func(t *testing.T) storetest.SecretKeysStore {
+		s, _ := openTemp(t)
+		return s
+	})
+}

@@ -3,14 +3,16 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/store"
 )
 
-// APIKeyStore implements store.APIKeys (migration 0007) for both backends.
+// APIKeyStore implements store.APIKeys (migration 0007; the toolsets a key is bound to, 0018)
+// for both backends.
 //
 // A key is created inside one transaction with the check that its user is a member whose role
 // allows the key's (read FOR SHARE on PostgreSQL, so that a demotion and a creation take
@@ -23,36 +25,41 @@ var _ store.APIKeys = (*APIKeyStore)(nil)
 // apiKeyCols are the columns scanAPIKey reads, of the table named k (SQLite's RETURNING takes
 // only bare column names: apiKeyColsBare).
 const (
-	apiKeyCols     = `k.id, k.workspace_id, k.user_id, k.name, k.role, k.prefix, k.hash, k.created_at, k.expires_at, k.revoked_at, k.last_used_at`
-	apiKeyColsBare = `id, workspace_id, user_id, name, role, prefix, hash, created_at, expires_at, revoked_at, last_used_at`
+	apiKeyCols     = `k.id, k.workspace_id, k.user_id, k.name, k.role, k.prefix, k.hash, k.created_at, k.expires_at, k.revoked_at, k.last_used_at, k.toolsets`
+	apiKeyColsBare = `id, workspace_id, user_id, name, role, prefix, hash, created_at, expires_at, revoked_at, last_used_at, toolsets`
 )
 
 func scanAPIKey(row scanner, extra ...any) (*store.APIKey, error) {
 	var k store.APIKey
+	var toolsets string
 	dest := append([]any{&k.ID, &k.WorkspaceID, &k.UserID, &k.Name, &k.Role, &k.Prefix, &k.Hash,
-		scanTime{&k.CreatedAt}, scanNullTime{&k.ExpiresAt}, scanNullTime{&k.RevokedAt}, scanNullTime{&k.LastUsedAt}}, extra...)
+		scanTime{&k.CreatedAt}, scanNullTime{&k.ExpiresAt}, scanNullTime{&k.RevokedAt}, scanNullTime{&k.LastUsedAt}, &toolsets}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
+	if err := json.Unmarshal([]byte(toolsets), &k.Toolsets); err != nil {
+		return nil, fmt.Errorf("API key %s: toolsets: %w", k.ID, err)
+	}
+	if len(k.Toolsets) == 0 {
+		k.Toolsets = nil // not bound, however it was stored
+	}
 	return &k, nil
+}
+
+// encodeToolsets is the stored form of a key's toolsets: a JSON array, [] for none.
+func encodeToolsets(toolsets []string) string {
+	if len(toolsets) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(toolsets) // strings always encode
+	return string(b)
 }
 
 // CreateAPIKey stores k; see store.APIKeys.
 func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k *store.APIKey) error {
 	op := "create API key"
-	switch {
-	case k == nil:
-		return s.d.failf(op, store.ErrInvalid, "nil key")
-	case !k.Role.Valid():
-		return s.d.failf(op, store.ErrInvalid, "role %q: want admin, member or viewer", k.Role)
-	case k.Name == "" || utf8.RuneCountInString(k.Name) > 100:
-		return s.d.failf(op, store.ErrInvalid, "name %q: want 1 to 100 characters", k.Name)
-	case len(k.Hash) != store.APIKeyHashSize:
-		return s.d.failf(op, store.ErrInvalid, "the hash is %d bytes, want %d (SHA-256 of the key)", len(k.Hash), store.APIKeyHashSize)
-	case len(k.Prefix) < 4 || len(k.Prefix) > 32:
-		return s.d.failf(op, store.ErrInvalid, "prefix %q: want 4 to 32 characters of the key", k.Prefix)
-	case k.WorkspaceID == "" || k.UserID == "":
-		return s.d.failf(op, store.ErrInvalid, "a key needs a workspace and a user")
+	if err := store.CheckAPIKey(k); err != nil {
+		return s.d.fail(op, err)
 	}
 	id := k.ID
 	if id == "" {
@@ -60,33 +67,51 @@ func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k *store.APIKey) error {
 	}
 	var at time.Time
 	err := s.write(ctx, func(ctx context.Context, tx Querier) error {
-		role, err := s.memberRole(ctx, tx, op, k.WorkspaceID, k.UserID)
-		if err != nil {
-			return err
-		}
-		if role == "" {
-			return s.d.failf(op, store.ErrForbidden, "user %s is not a member of workspace %s", k.UserID, k.WorkspaceID)
-		}
-		if most := store.MemberKeyRole(role); !most.Allows(k.Role) {
-			return s.d.failf(op, store.ErrForbidden, "user %s is a %s of workspace %s and cannot make a key of role %s (at most %s)",
-				k.UserID, role, k.WorkspaceID, k.Role, most)
-		}
-		if at, err = s.d.Now(ctx, tx); err != nil {
-			return err
-		}
-		if k.ExpiresAt != nil && !k.ExpiresAt.After(at) {
-			return s.d.failf(op, store.ErrInvalid, "the key would expire at %s, which is not after now (%s)",
-				k.ExpiresAt.UTC().Format(time.RFC3339), at.Format(time.RFC3339))
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO api_keys (id, workspace_id, user_id, name, role, prefix, hash, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			id, k.WorkspaceID, k.UserID, k.Name, string(k.Role), k.Prefix, k.Hash, s.d.Time(at), s.d.nullTime(k.ExpiresAt))
+		var err error
+		at, err = s.insertAPIKey(ctx, tx, op, id, k)
 		return err
 	})
 	if err != nil {
 		return s.d.Err(op, err)
 	}
 	k.ID, k.CreatedAt = id, at
+	return nil
+}
+
+// insertAPIKey inserts k under id, inside the write transaction, once its user may make it;
+// it returns the time of its creation.
+func (s *APIKeyStore) insertAPIKey(ctx context.Context, tx Querier, op, id string, k *store.APIKey) (time.Time, error) {
+	if err := s.checkKeyRole(ctx, tx, op, k); err != nil {
+		return time.Time{}, err
+	}
+	at, err := s.d.Now(ctx, tx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if k.ExpiresAt != nil && !k.ExpiresAt.After(at) {
+		return time.Time{}, s.d.failf(op, store.ErrInvalid, "the key would expire at %s, which is not after now (%s)",
+			k.ExpiresAt.UTC().Format(time.RFC3339), at.Format(time.RFC3339))
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO api_keys (id, workspace_id, user_id, name, role, prefix, hash, created_at, expires_at, toolsets)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		id, k.WorkspaceID, k.UserID, k.Name, string(k.Role), k.Prefix, k.Hash, s.d.Time(at), s.d.nullTime(k.ExpiresAt), encodeToolsets(k.Toolsets))
+	return at, err
+}
+
+// checkKeyRole checks that the key's user is a member of its workspace whose role allows the
+// key's.
+func (s *APIKeyStore) checkKeyRole(ctx context.Context, tx Querier, op string, k *store.APIKey) error {
+	role, err := s.memberRole(ctx, tx, op, k.WorkspaceID, k.UserID)
+	if err != nil {
+		return err
+	}
+	if role == "" {
+		return s.d.failf(op, store.ErrForbidden, "user %s is not a member of workspace %s", k.UserID, k.WorkspaceID)
+	}
+	if most := store.MemberKeyRole(role); !most.Allows(k.Role) {
+		return s.d.failf(op, store.ErrForbidden, "user %s is a %s of workspace %s and cannot make a key of role %s (at most %s)",
+			k.UserID, role, k.WorkspaceID, k.Role, most)
+	}
 	return nil
 }
 

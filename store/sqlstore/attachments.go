@@ -67,33 +67,11 @@ func (f *Files) CopyFiles(ctx context.Context, workspaceID, fromThreadID string,
 	if err != nil {
 		return nil, err
 	}
-	copies := map[string]*store.FileInfo{}
+	var copies map[string]*store.FileInfo
 	err = f.change(ctx, op, workspaceID, toThreadID, func(ctx context.Context, tx Querier, u *fileUsage) error {
-		if err := f.d.threadExists(ctx, tx, op, workspaceID, fromThreadID); err != nil {
-			return err
-		}
-		srcs, total, err := f.lockCopySources(ctx, tx, op, fromThreadID, unique)
-		if err != nil || len(srcs) == 0 {
-			return err
-		}
-		dirs, err := f.missingDirs(ctx, tx, op, toThreadID, []string{store.AttachmentsDir})
-		if err != nil {
-			return err
-		}
-		if err := u.add(total, int64(len(dirs)+len(srcs))); err != nil {
-			return err
-		}
-		if err := f.mkdirs(ctx, tx, op, toThreadID, dirs, u.now); err != nil {
-			return err
-		}
-		for _, src := range srcs {
-			c, err := f.copyAttachment(ctx, tx, op, fromThreadID, toThreadID, src, u.now)
-			if err != nil {
-				return err
-			}
-			copies[src.Path] = c
-		}
-		return nil
+		var err error
+		copies, err = f.copyFiles(ctx, tx, u, op, workspaceID, fromThreadID, unique, toThreadID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -104,6 +82,38 @@ func (f *Files) CopyFiles(ctx context.Context, workspaceID, fromThreadID string,
 		out[i] = &c
 	}
 	return out, nil
+}
+
+// copyFiles copies the files at paths, inside the write transaction, and returns the copies
+// by the path copied.
+func (f *Files) copyFiles(ctx context.Context, tx Querier, u *fileUsage, op, workspaceID, fromThreadID string, paths []string,
+	toThreadID string) (map[string]*store.FileInfo, error) {
+	if err := f.d.threadExists(ctx, tx, op, workspaceID, fromThreadID); err != nil {
+		return nil, err
+	}
+	srcs, total, err := f.lockCopySources(ctx, tx, op, fromThreadID, paths)
+	if err != nil || len(srcs) == 0 {
+		return nil, err
+	}
+	dirs, err := f.missingDirs(ctx, tx, op, toThreadID, []string{store.AttachmentsDir})
+	if err != nil {
+		return nil, err
+	}
+	if err := u.add(total, int64(len(dirs)+len(srcs))); err != nil {
+		return nil, err
+	}
+	if err := f.mkdirs(ctx, tx, op, toThreadID, dirs, u.now); err != nil {
+		return nil, err
+	}
+	copies := map[string]*store.FileInfo{}
+	for _, src := range srcs {
+		c, err := f.copyAttachment(ctx, tx, op, fromThreadID, toThreadID, src, u.now)
+		if err != nil {
+			return nil, err
+		}
+		copies[src.Path] = c
+	}
+	return copies, nil
 }
 
 // copyPaths checks the paths to copy and drops repeats, keeping the first of each.
@@ -160,11 +170,12 @@ func (f *Files) copyAttachment(ctx context.Context, tx Querier, op, fromThreadID
 	}
 	c := *src
 	c.ID, c.Path, c.Name, c.ModTime = stamp.ID(ctx, store.PrefixFile), p, store.BaseName(p), now
+	c.OriginalName = src.DisplayName() // the copy's path is a name of the store's making
 	res, err := tx.ExecContext(ctx, `INSERT INTO files
-		(thread_id, path, parent, id, is_dir, size, mime_type, width, height, description, mod_time, data)
-		SELECT $1, $2, $3, $4, false, size, mime_type, width, height, description, $5, data
+		(thread_id, path, parent, id, is_dir, size, mime_type, width, height, description, mod_time, data, original_name)
+		SELECT $1, $2, $3, $4, false, size, mime_type, width, height, description, $5, data, $8
 		FROM files WHERE thread_id = $6 AND path = $7`,
-		toThreadID, c.Path, store.AttachmentsDir, c.ID, f.d.Time(now), fromThreadID, src.Path)
+		toThreadID, c.Path, store.AttachmentsDir, c.ID, f.d.Time(now), fromThreadID, src.Path, c.OriginalName)
 	if err != nil {
 		return nil, f.d.Err(op+": "+src.Path, err)
 	}

@@ -128,42 +128,48 @@ func (e *Entities) UpdateWorkspace(ctx context.Context, id, callerUserID string,
 	op := "update workspace " + id
 	var out *store.Workspace
 	err := e.write(ctx, func(ctx context.Context, tx Querier) error {
-		w, err := e.lockWorkspace(ctx, tx, op, id)
-		if err != nil {
-			return err
-		}
-		before := *w
-		if err := fn(w); err != nil {
-			return err
-		}
-		if w.ID != before.ID || !w.CreatedAt.Equal(before.CreatedAt) || !w.UpdatedAt.Equal(before.UpdatedAt) {
-			return e.d.failf(op, store.ErrInvalid, "only the name, default runtime user and retention tier may change")
-		}
-		if err := w.Check(); err != nil {
-			return e.d.fail(op, err)
-		}
-		if w.DefaultRuntimeUserID != before.DefaultRuntimeUserID {
-			if err := e.checkRuntimeUser(ctx, tx, op, id, callerUserID, w.DefaultRuntimeUserID, "the workspace's default runtime user"); err != nil {
-				return err
-			}
-		}
-		now, err := e.now(ctx, tx, op)
-		if err != nil {
-			return err
-		}
-		now = notBefore(now, before.UpdatedAt)
-		if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET name = $1, default_runtime_user_id = $2, retention_tier = $3, updated_at = $4
-			WHERE id = $5`, w.Name, nullString(w.DefaultRuntimeUserID), w.RetentionTier, e.d.Time(now), id); err != nil {
-			return e.d.Err(op, err)
-		}
-		w.UpdatedAt = now
-		out = w
-		return nil
+		var err error
+		out, err = e.updateWorkspace(ctx, tx, op, id, callerUserID, fn)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// updateWorkspace is UpdateWorkspace inside the write transaction.
+func (e *Entities) updateWorkspace(ctx context.Context, tx Querier, op, id, callerUserID string, fn func(*store.Workspace) error) (*store.Workspace, error) {
+	w, err := e.lockWorkspace(ctx, tx, op, id)
+	if err != nil {
+		return nil, err
+	}
+	before := *w
+	if err := fn(w); err != nil {
+		return nil, err
+	}
+	if w.ID != before.ID || !w.CreatedAt.Equal(before.CreatedAt) || !w.UpdatedAt.Equal(before.UpdatedAt) {
+		return nil, e.d.failf(op, store.ErrInvalid, "only the name, default runtime user and retention tier may change")
+	}
+	if err := w.Check(); err != nil {
+		return nil, e.d.fail(op, err)
+	}
+	if w.DefaultRuntimeUserID != before.DefaultRuntimeUserID {
+		if err := e.checkRuntimeUser(ctx, tx, op, id, callerUserID, w.DefaultRuntimeUserID, "the workspace's default runtime user"); err != nil {
+			return nil, err
+		}
+	}
+	now, err := e.now(ctx, tx, op)
+	if err != nil {
+		return nil, err
+	}
+	now = notBefore(now, before.UpdatedAt)
+	if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET name = $1, default_runtime_user_id = $2, retention_tier = $3, updated_at = $4
+		WHERE id = $5`, w.Name, nullString(w.DefaultRuntimeUserID), w.RetentionTier, e.d.Time(now), id); err != nil {
+		return nil, e.d.Err(op, err)
+	}
+	w.UpdatedAt = now
+	return w, nil
 }
 
 // memberRole returns the user's role in the workspace, "" when not a member, and keeps the

@@ -41,12 +41,12 @@ func (f *Files) WithFileLimits(l store.FileLimits) store.Files {
 }
 
 // fileCols are read by scanFile, in this order.
-const fileCols = `path, id, is_dir, size, mime_type, width, height, description, mod_time`
+const fileCols = `path, id, is_dir, size, mime_type, width, height, description, original_name, mod_time`
 
 func scanFile(row scanner, extra ...any) (*store.FileInfo, error) {
 	var fi store.FileInfo
 	if err := row.Scan(append([]any{&fi.Path, &fi.ID, &fi.IsDir, &fi.Size, &fi.MimeType, &fi.Width, &fi.Height, &fi.Description,
-		scanTime{&fi.ModTime}}, extra...)...); err != nil {
+		&fi.OriginalName, scanTime{&fi.ModTime}}, extra...)...); err != nil {
 		return nil, err
 	}
 	fi.Name = store.BaseName(fi.Path)
@@ -161,17 +161,18 @@ func (f *Files) statOne(ctx context.Context, op, workspaceID, threadID, p string
 	}
 	var (
 		path, id, mime, desc sql.NullString
+		original             sql.NullString
 		isDir                sql.NullBool
 		size, width, height  sql.NullInt64
 		mod                  *time.Time
 		buf                  []byte
 	)
-	dest := []any{&path, &id, &isDir, &size, &mime, &width, &height, &desc, scanNullTime{&mod}}
+	dest := []any{&path, &id, &isDir, &size, &mime, &width, &height, &desc, &original, scanNullTime{&mod}}
 	if data != nil {
 		dest = append(dest, &buf)
 	}
 	// Every column of f is NULL when the thread has no entry at p.
-	err := f.read.QueryRowContext(ctx, `SELECT f.path, f.id, f.is_dir, f.size, f.mime_type, f.width, f.height, f.description, f.mod_time`+content+`
+	err := f.read.QueryRowContext(ctx, `SELECT f.path, f.id, f.is_dir, f.size, f.mime_type, f.width, f.height, f.description, f.original_name, f.mod_time`+content+`
 		FROM threads t LEFT JOIN files f ON f.thread_id = t.id AND f.path = $2
 		WHERE t.id = $1 AND t.workspace_id = $3`, threadID, p, workspaceID).Scan(dest...)
 	switch {
@@ -183,7 +184,8 @@ func (f *Files) statOne(ctx context.Context, op, workspaceID, threadID, p string
 		return nil, f.d.failf(op, store.ErrNotFound, "no file or directory %s", p)
 	}
 	fi := &store.FileInfo{Path: path.String, Name: store.BaseName(path.String), ID: id.String, IsDir: isDir.Bool, Size: size.Int64,
-		MimeType: mime.String, Width: int(width.Int64), Height: int(height.Int64), Description: desc.String, ModTime: *mod}
+		MimeType: mime.String, Width: int(width.Int64), Height: int(height.Int64), Description: desc.String,
+		OriginalName: original.String, ModTime: *mod}
 	if data != nil {
 		*data = buf
 	}
@@ -239,14 +241,14 @@ func (f *Files) missingDirs(ctx context.Context, tx Querier, op, threadID string
 	return out, nil
 }
 
-const insertFile = `INSERT INTO files (thread_id, path, parent, id, is_dir, size, mime_type, width, height, description, mod_time, data)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+const insertFile = `INSERT INTO files (thread_id, path, parent, id, is_dir, size, mime_type, width, height, description, mod_time, data,
+	original_name) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // mkdirs creates the directories dirs (top down, none existing).
 func (f *Files) mkdirs(ctx context.Context, tx Querier, op, threadID string, dirs []string, now time.Time) error {
 	for _, d := range dirs {
 		if _, err := tx.ExecContext(ctx, insertFile, threadID, d, store.ParentDir(d), stamp.ID(ctx, store.PrefixFile), true, 0, "", 0, 0, "",
-			f.d.Time(now), nil); err != nil {
+			f.d.Time(now), nil, ""); err != nil {
 			return f.d.Err(op+": create directory "+d, err)
 		}
 	}
@@ -256,7 +258,8 @@ func (f *Files) mkdirs(ctx context.Context, tx Querier, op, threadID string, dir
 // newFileInfo describes a file about to be written at p.
 func newFileInfo(ctx context.Context, p string, data []byte, meta store.FileMeta, now time.Time) *store.FileInfo {
 	return &store.FileInfo{ID: stamp.ID(ctx, store.PrefixFile), Path: p, Name: store.BaseName(p), Size: int64(len(data)),
-		MimeType: meta.MimeType, Width: meta.Width, Height: meta.Height, Description: meta.Description, ModTime: now}
+		MimeType: meta.MimeType, Width: meta.Width, Height: meta.Height, Description: meta.Description,
+		OriginalName: meta.OriginalName, ModTime: now}
 }
 
 // put writes a file at p, which holds nothing, and returns its description.
@@ -266,7 +269,7 @@ func (f *Files) put(ctx context.Context, tx Querier, op, threadID, p string, dat
 		data = []byte{} // NULL is for directories
 	}
 	if _, err := tx.ExecContext(ctx, insertFile, threadID, p, store.ParentDir(p), fi.ID, false, fi.Size, fi.MimeType, fi.Width,
-		fi.Height, fi.Description, f.d.Time(now), data); err != nil {
+		fi.Height, fi.Description, f.d.Time(now), data, fi.OriginalName); err != nil {
 		return nil, f.d.Err(op, err)
 	}
 	return fi, nil
@@ -286,41 +289,51 @@ func (f *Files) WriteFile(ctx context.Context, workspaceID, threadID, p string, 
 		case err == nil && old.IsDir:
 			return f.d.failf(op, store.ErrInvalid, "it is a directory")
 		case err == nil:
-			if err := u.add(int64(len(data))-old.Size, 0); err != nil {
-				return err
-			}
-			// An UPDATE rather than DELETE and INSERT: a copy holding the row (FOR SHARE) then
-			// sees the new version, not a deleted row.
-			out = newFileInfo(ctx, p, data, meta, u.now)
-			if data == nil {
-				data = []byte{}
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE files SET id = $1, size = $2, mime_type = $3, width = $4, height = $5, description = $6,
-				mod_time = $7, data = $8 WHERE thread_id = $9 AND path = $10`,
-				out.ID, out.Size, out.MimeType, out.Width, out.Height, out.Description, f.d.Time(u.now), data, threadID, p); err != nil {
-				return f.d.Err(op, err)
-			}
-			return nil
-		case !errors.Is(err, store.ErrNotFound):
-			return err
+			out, err = f.overwrite(ctx, tx, u, op, threadID, p, old.Size, data, meta)
+		case errors.Is(err, store.ErrNotFound):
+			out, err = f.create(ctx, tx, u, op, threadID, p, data, meta)
 		}
-		dirs, err := f.missingDirs(ctx, tx, op, threadID, store.Ancestors(p))
-		if err != nil {
-			return err
-		}
-		if err := u.add(int64(len(data)), int64(len(dirs))+1); err != nil {
-			return err
-		}
-		if err := f.mkdirs(ctx, tx, op, threadID, dirs, u.now); err != nil {
-			return err
-		}
-		out, err = f.put(ctx, tx, op, threadID, p, data, meta, u.now)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// overwrite writes data over the file at p, of oldSize bytes. An UPDATE rather than DELETE and
+// INSERT: a copy holding the row (FOR SHARE) then sees the new version, not a deleted row.
+func (f *Files) overwrite(ctx context.Context, tx Querier, u *fileUsage, op, threadID, p string, oldSize int64, data []byte,
+	meta store.FileMeta) (*store.FileInfo, error) {
+	if err := u.add(int64(len(data))-oldSize, 0); err != nil {
+		return nil, err
+	}
+	out := newFileInfo(ctx, p, data, meta, u.now)
+	if data == nil {
+		data = []byte{}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE files SET id = $1, size = $2, mime_type = $3, width = $4, height = $5, description = $6,
+		mod_time = $7, data = $8, original_name = $11 WHERE thread_id = $9 AND path = $10`,
+		out.ID, out.Size, out.MimeType, out.Width, out.Height, out.Description, f.d.Time(u.now), data, threadID, p, out.OriginalName); err != nil {
+		return nil, f.d.Err(op, err)
+	}
+	return out, nil
+}
+
+// create writes a new file at p, making the directories above it that are missing.
+func (f *Files) create(ctx context.Context, tx Querier, u *fileUsage, op, threadID, p string, data []byte,
+	meta store.FileMeta) (*store.FileInfo, error) {
+	dirs, err := f.missingDirs(ctx, tx, op, threadID, store.Ancestors(p))
+	if err != nil {
+		return nil, err
+	}
+	if err := u.add(int64(len(data)), int64(len(dirs))+1); err != nil {
+		return nil, err
+	}
+	if err := f.mkdirs(ctx, tx, op, threadID, dirs, u.now); err != nil {
+		return nil, err
+	}
+	return f.put(ctx, tx, op, threadID, p, data, meta, u.now)
 }
 
 // ReadFile implements store.Files.ReadFile.
@@ -416,33 +429,39 @@ func (f *Files) Mkdir(ctx context.Context, workspaceID, threadID, p string) (*st
 	}
 	var out *store.FileInfo
 	err := f.change(ctx, op, workspaceID, threadID, func(ctx context.Context, tx Querier, u *fileUsage) error {
-		old, err := f.stat(ctx, tx, op, threadID, p)
-		switch {
-		case err == nil && old.IsDir:
-			return f.d.failf(op, store.ErrExists, "the directory exists")
-		case err == nil:
-			return f.d.failf(op, store.ErrExists, "a file exists there")
-		case !errors.Is(err, store.ErrNotFound):
-			return err
-		}
-		dirs, err := f.missingDirs(ctx, tx, op, threadID, store.Ancestors(p))
-		if err != nil {
-			return err
-		}
-		dirs = append(dirs, p)
-		if err := u.add(0, int64(len(dirs))); err != nil {
-			return err
-		}
-		if err := f.mkdirs(ctx, tx, op, threadID, dirs, u.now); err != nil {
-			return err
-		}
-		out, err = f.stat(ctx, tx, op, threadID, p)
+		var err error
+		out, err = f.mkdir(ctx, tx, u, op, threadID, p)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// mkdir makes the directory p, which must not exist, and those above it that are missing.
+func (f *Files) mkdir(ctx context.Context, tx Querier, u *fileUsage, op, threadID, p string) (*store.FileInfo, error) {
+	old, err := f.stat(ctx, tx, op, threadID, p)
+	switch {
+	case err == nil && old.IsDir:
+		return nil, f.d.failf(op, store.ErrExists, "the directory exists")
+	case err == nil:
+		return nil, f.d.failf(op, store.ErrExists, "a file exists there")
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	dirs, err := f.missingDirs(ctx, tx, op, threadID, store.Ancestors(p))
+	if err != nil {
+		return nil, err
+	}
+	dirs = append(dirs, p)
+	if err := u.add(0, int64(len(dirs))); err != nil {
+		return nil, err
+	}
+	if err := f.mkdirs(ctx, tx, op, threadID, dirs, u.now); err != nil {
+		return nil, err
+	}
+	return f.stat(ctx, tx, op, threadID, p)
 }
 
 // Rmdir implements store.Files.Rmdir.

@@ -36,58 +36,82 @@ func (f *Files) Grep(ctx context.Context, workspaceID, threadID, root, pattern s
 		return nil, false, err
 	}
 	err = f.readTx(ctx, op, workspaceID, threadID, func(tx Querier) error {
-		top, err := f.stat(ctx, tx, op, threadID, root)
+		cands, err := f.grepCandidates(ctx, tx, op, threadID, root)
 		if err != nil {
 			return err
 		}
-		type candidate struct {
-			path string
-			size int64
-		}
-		var cands []candidate
-		if !top.IsDir {
-			cands = append(cands, candidate{top.Path, top.Size})
-		} else {
-			lo, hi := subtreeArgs(root)
-			rows, err := tx.QueryContext(ctx, `SELECT path, size FROM files WHERE thread_id = $1 AND `+subtree+` AND NOT is_dir ORDER BY path`,
-				threadID, lo, hi)
-			if err != nil {
-				return f.d.Err(op, err)
-			}
-			if cands, err = collect(&f.d, rows, op, func(row scanner) (c candidate, err error) { return c, row.Scan(&c.path, &c.size) }); err != nil {
-				return err
-			}
-		}
-		// Contents are fetched in batches of admitted files, in path order.
-		for len(cands) > 0 {
-			var batch []string
-			var size int64
-			stop := false
-			for len(cands) > 0 && len(batch) < grepBatchFiles && (len(batch) == 0 || size+cands[0].size <= grepBatchBytes) {
-				if !g.Admit(cands[0].size) {
-					stop = true
-					break
-				}
-				batch = append(batch, cands[0].path)
-				size += cands[0].size
-				cands = cands[1:]
-			}
-			if len(batch) > 0 {
-				if stop, err = f.grepBatch(ctx, tx, op, threadID, batch, g); err != nil {
-					return err
-				}
-			}
-			if stop {
-				break
-			}
-		}
-		return nil
+		return f.grepAll(ctx, tx, op, threadID, cands, g)
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	matches, truncated := g.Result()
 	return matches, truncated, nil
+}
+
+// grepCandidate is a file Grep may scan.
+type grepCandidate struct {
+	path string
+	size int64
+}
+
+// grepCandidates are the files under root, or root itself when it is a file, in path order.
+func (f *Files) grepCandidates(ctx context.Context, tx Querier, op, threadID, root string) ([]grepCandidate, error) {
+	top, err := f.stat(ctx, tx, op, threadID, root)
+	if err != nil {
+		return nil, err
+	}
+	if !top.IsDir {
+		return []grepCandidate{{top.Path, top.Size}}, nil
+	}
+	lo, hi := subtreeArgs(root)
+	rows, err := tx.QueryContext(ctx, `SELECT path, size FROM files WHERE thread_id = $1 AND `+subtree+` AND NOT is_dir ORDER BY path`,
+		threadID, lo, hi)
+	if err != nil {
+		return nil, f.d.Err(op, err)
+	}
+	return collect(&f.d, rows, op, func(row scanner) (c grepCandidate, err error) { return c, row.Scan(&c.path, &c.size) })
+}
+
+// grepAll scans the contents of cands, fetched in batches of admitted files, in path order.
+func (f *Files) grepAll(ctx context.Context, tx Querier, op, threadID string, cands []grepCandidate, g *store.GrepSearch) error {
+	for len(cands) > 0 {
+		var batch []string
+		var refused bool
+		batch, cands, refused = nextGrepBatch(cands, g)
+		stop := refused
+		if len(batch) > 0 {
+			var err error
+			if stop, err = f.grepBatch(ctx, tx, op, threadID, batch, g); err != nil {
+				return err
+			}
+		}
+		if stop {
+			return nil
+		}
+	}
+	return nil
+}
+
+// nextGrepBatch takes from cands the files of the next batch, as long as the search admits
+// them, and reports whether it refused one.
+func nextGrepBatch(cands []grepCandidate, g *store.GrepSearch) (batch []string, rest []grepCandidate, refused bool) {
+	var size int64
+	for len(cands) > 0 && fitsGrepBatch(len(batch), size, cands[0].size) {
+		if !g.Admit(cands[0].size) {
+			return batch, cands, true
+		}
+		batch = append(batch, cands[0].path)
+		size += cands[0].size
+		cands = cands[1:]
+	}
+	return batch, cands, false
+}
+
+// fitsGrepBatch reports whether a file of next bytes fits a batch of files holding size bytes:
+// a batch holds at most grepBatchFiles, and grepBatchBytes unless one file alone is larger.
+func fitsGrepBatch(files int, size, next int64) bool {
+	return files < grepBatchFiles && (files == 0 || size+next <= grepBatchBytes)
 }
 
 // grepBatch scans the contents of the files at paths, in path order; stop says the search has

@@ -112,24 +112,8 @@ func (e *Entities) CreateFunction(ctx context.Context, f *store.Function) error 
 	}
 	var at time.Time
 	err := e.write(ctx, func(ctx context.Context, tx Querier) error {
-		if f.WorkspaceID != "" {
-			if err := e.d.exists(ctx, tx, op, `SELECT 1 FROM workspaces WHERE id = $1`, "no workspace "+f.WorkspaceID, f.WorkspaceID); err != nil {
-				return err
-			}
-		}
-		var other string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM functions WHERE COALESCE(workspace_id, '') = $1 AND name = $2`, f.WorkspaceID, f.Name).Scan(&other)
-		if err == nil {
-			return e.d.failf(op, store.ErrConflict, "the workspace already has a function named %q (%s)", f.Name, other)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if at, err = e.now(ctx, tx, op); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO functions (`+functionCols+`) VALUES ($1, $2, $3, NULL, $4, $4)`,
-			id, nullString(f.WorkspaceID), f.Name, e.d.Time(at))
+		var err error
+		at, err = e.insertFunction(ctx, tx, op, id, f)
 		return err
 	})
 	if err != nil {
@@ -137,6 +121,31 @@ func (e *Entities) CreateFunction(ctx context.Context, f *store.Function) error 
 	}
 	f.ID, f.CreatedAt, f.UpdatedAt = id, at, at
 	return nil
+}
+
+// insertFunction inserts f under id, inside the write transaction, once its workspace is
+// found and its name free; it returns the time of its creation.
+func (e *Entities) insertFunction(ctx context.Context, tx Querier, op, id string, f *store.Function) (time.Time, error) {
+	if f.WorkspaceID != "" {
+		if err := e.d.exists(ctx, tx, op, `SELECT 1 FROM workspaces WHERE id = $1`, "no workspace "+f.WorkspaceID, f.WorkspaceID); err != nil {
+			return time.Time{}, err
+		}
+	}
+	var other string
+	err := tx.QueryRowContext(ctx, `SELECT id FROM functions WHERE COALESCE(workspace_id, '') = $1 AND name = $2`, f.WorkspaceID, f.Name).Scan(&other)
+	if err == nil {
+		return time.Time{}, e.d.failf(op, store.ErrConflict, "the workspace already has a function named %q (%s)", f.Name, other)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, err
+	}
+	at, err := e.now(ctx, tx, op)
+	if err != nil {
+		return time.Time{}, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO functions (`+functionCols+`) VALUES ($1, $2, $3, NULL, $4, $4)`,
+		id, nullString(f.WorkspaceID), f.Name, e.d.Time(at))
+	return at, err
 }
 
 // Function returns a function of the workspace, or a system function, or store.ErrNotFound.
@@ -200,53 +209,61 @@ func (e *Entities) CreateFunctionVersion(ctx context.Context, v *store.FunctionV
 		return e.d.failf(op, store.ErrInvalid, "nil version")
 	}
 	op += " of " + v.FunctionID
-	id := v.ID
-	if id == "" {
-		id = stamp.ID(ctx, store.PrefixFunctionVersion)
+	nv := *v
+	if nv.ID == "" {
+		nv.ID = stamp.ID(ctx, store.PrefixFunctionVersion)
 	}
-	var (
-		number int
-		at     time.Time
-	)
 	err := e.write(ctx, func(ctx context.Context, tx Querier) error {
-		// Locked: versions of a function are numbered one at a time.
-		f, err := e.ownFunction(ctx, tx, op, v.WorkspaceID, v.FunctionID, true)
-		if err != nil {
-			return err
-		}
-		if v.InputSchemaID != "" {
-			if err := e.checkSchema(ctx, tx, op, v.WorkspaceID, "input", v.InputSchemaID); err != nil {
-				return err
-			}
-		}
-		if v.OutputSchemaID != "" {
-			if err := e.checkSchema(ctx, tx, op, v.WorkspaceID, "output", v.OutputSchemaID); err != nil {
-				return err
-			}
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) + 1 FROM function_versions WHERE function_id = $1`,
-			f.ID).Scan(&number); err != nil {
-			return err
-		}
-		if at, err = e.now(ctx, tx, op); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO function_versions
-			(id, function_id, version, code, input_schema_id, output_schema_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			id, f.ID, number, v.Code, nullString(v.InputSchemaID), nullString(v.OutputSchemaID), e.d.Time(at)); err != nil {
-			return err
-		}
-		if f.DefaultVersionID == "" {
-			_, err = tx.ExecContext(ctx, `UPDATE functions SET default_version_id = $1, updated_at = $2 WHERE id = $3`,
-				id, e.d.Time(notBefore(at, f.UpdatedAt)), f.ID)
-		}
-		return err
+		return e.insertVersion(ctx, tx, op, &nv)
 	})
 	if err != nil {
 		return e.d.Err(op, err)
 	}
-	v.ID, v.Version, v.CreatedAt = id, number, at
+	v.ID, v.Version, v.CreatedAt = nv.ID, nv.Version, nv.CreatedAt
 	return nil
+}
+
+// insertVersion numbers v, inside the write transaction, and inserts it, making it its
+// function's default when it is the first.
+func (e *Entities) insertVersion(ctx context.Context, tx Querier, op string, v *store.FunctionVersion) error {
+	// Locked: versions of a function are numbered one at a time.
+	f, err := e.ownFunction(ctx, tx, op, v.WorkspaceID, v.FunctionID, true)
+	if err != nil {
+		return err
+	}
+	if err := e.checkVersionSchemas(ctx, tx, op, v); err != nil {
+		return err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) + 1 FROM function_versions WHERE function_id = $1`,
+		f.ID).Scan(&v.Version); err != nil {
+		return err
+	}
+	if v.CreatedAt, err = e.now(ctx, tx, op); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO function_versions
+		(id, function_id, version, code, input_schema_id, output_schema_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		v.ID, f.ID, v.Version, v.Code, nullString(v.InputSchemaID), nullString(v.OutputSchemaID), e.d.Time(v.CreatedAt)); err != nil {
+		return err
+	}
+	if f.DefaultVersionID == "" {
+		_, err = tx.ExecContext(ctx, `UPDATE functions SET default_version_id = $1, updated_at = $2 WHERE id = $3`,
+			v.ID, e.d.Time(notBefore(v.CreatedAt, f.UpdatedAt)), f.ID)
+	}
+	return err
+}
+
+// checkVersionSchemas checks the schemas a version names, if any.
+func (e *Entities) checkVersionSchemas(ctx context.Context, tx Querier, op string, v *store.FunctionVersion) error {
+	if v.InputSchemaID != "" {
+		if err := e.checkSchema(ctx, tx, op, v.WorkspaceID, "input", v.InputSchemaID); err != nil {
+			return err
+		}
+	}
+	if v.OutputSchemaID == "" {
+		return nil
+	}
+	return e.checkSchema(ctx, tx, op, v.WorkspaceID, "output", v.OutputSchemaID)
 }
 
 // FunctionVersion returns a version of a function of the workspace, or of a system function,

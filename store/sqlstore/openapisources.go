@@ -20,6 +20,10 @@ type openAPIOptions struct {
 	Credentials      map[string]string `json:"credentials,omitempty"`
 	TimeoutMS        int64             `json:"timeout_ms,omitempty"`
 	MaxResponseBytes int64             `json:"max_response_bytes,omitempty"`
+	// MaxOperations and Strict came after migration 0012: a row written before has neither,
+	// which reads as their defaults (0, false).
+	MaxOperations int  `json:"max_operations,omitempty"`
+	Strict        bool `json:"strict,omitempty"`
 }
 
 const openAPISourceCols = `workspace_id, name, document, options, created_by, created_at, updated_at`
@@ -36,6 +40,7 @@ func scanOpenAPISource(row scanner) (*store.OpenAPISource, error) {
 	}
 	s.Servers, s.Operations, s.Credentials = o.Servers, o.Operations, o.Credentials
 	s.Timeout, s.MaxResponseBytes = time.Duration(o.TimeoutMS)*time.Millisecond, o.MaxResponseBytes
+	s.MaxOperations, s.Strict = o.MaxOperations, o.Strict
 	return &s, nil
 }
 
@@ -47,7 +52,7 @@ func (e *Entities) PutOpenAPISource(ctx context.Context, s *store.OpenAPISource)
 		return false, e.d.fail(op, err)
 	}
 	options, err := json.Marshal(openAPIOptions{Servers: s.Servers, Operations: s.Operations, Credentials: s.Credentials,
-		TimeoutMS: s.Timeout.Milliseconds(), MaxResponseBytes: s.MaxResponseBytes})
+		TimeoutMS: s.Timeout.Milliseconds(), MaxResponseBytes: s.MaxResponseBytes, MaxOperations: s.MaxOperations, Strict: s.Strict})
 	if err != nil {
 		return false, e.d.fail(op, err)
 	}

@@ -46,6 +46,7 @@ type Store struct {
 	*ThreadState
 	*APIKeyStore
 	*LeaseStore
+	*FleetConfigStore
 }
 
 // New returns the shared part of a store on a database of dialect d: reads go to read (a
@@ -54,12 +55,13 @@ type Store struct {
 func New(d Dialect, read *sql.DB, write WriteFunc) *Store {
 	b := db{d: d, read: read, write: write}
 	return &Store{
-		Entities:      &Entities{b},
-		Files:         &Files{db: b, lim: store.DefaultFileLimits()},
-		VariableStore: &VariableStore{b},
-		ThreadState:   &ThreadState{b},
-		APIKeyStore:   &APIKeyStore{b},
-		LeaseStore:    &LeaseStore{b},
+		Entities:         &Entities{b},
+		Files:            &Files{db: b, lim: store.DefaultFileLimits()},
+		VariableStore:    &VariableStore{b},
+		ThreadState:      &ThreadState{b},
+		APIKeyStore:      &APIKeyStore{b},
+		LeaseStore:       &LeaseStore{b},
+		FleetConfigStore: &FleetConfigStore{b},
 	}
 }
 
@@ -190,27 +192,46 @@ func (d *Dialect) failf(op string, kind error, format string, args ...any) error
 // is. The backends use it for their own statements too, so that the mapping lives here only.
 func (d *Dialect) Err(op string, err error) error {
 	switch {
-	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) ||
-		errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrForbidden) || errors.Is(err, store.ErrResultExists) ||
-		errors.Is(err, store.ErrDecided) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrTooLarge):
+	case err == nil || saysRule(err):
 		return err
 	case errors.Is(err, sql.ErrNoRows): // pgx's ErrNoRows is one too
 		return d.fail(op, store.ErrNotFound)
 	}
 	v := d.Constraint(err)
-	kind, name, msg := v.Kind, v.Name, v.Message
-	if kind == nil {
+	if v.Kind == nil {
 		return fmt.Errorf("%s: %s: %w", d.Name, op, err)
 	}
-	if c, ok := constraints[name]; ok {
-		msg = c.what
-		if c.kind != nil {
-			kind = c.kind
+	v = v.inStoreWords()
+	return fmt.Errorf("%s: %s: %s: %w", d.Name, op, v.Message, v.Kind)
+}
+
+// ruleErrors are the store errors that say which rule broke.
+var ruleErrors = []error{store.ErrNotFound, store.ErrInvalid, store.ErrConflict, store.ErrForbidden, store.ErrResultExists,
+	store.ErrDecided, store.ErrExists, store.ErrTooLarge}
+
+func saysRule(err error) bool {
+	for _, kind := range ruleErrors {
+		if errors.Is(err, kind) {
+			return true
 		}
-	} else if strings.HasSuffix(name, "_pkey") {
-		msg = "the id is already taken"
 	}
-	return fmt.Errorf("%s: %s: %s: %w", d.Name, op, msg, kind)
+	return false
+}
+
+// inStoreWords is v as the store says it: with the error and words of its constraint (see
+// constraints), or else of its class.
+func (v Violation) inStoreWords() Violation {
+	if c, ok := constraints[v.Name]; ok {
+		v.Message = c.what
+		if c.kind != nil {
+			v.Kind = c.kind
+		}
+		return v
+	}
+	if strings.HasSuffix(v.Name, "_pkey") {
+		v.Message = "the id is already taken"
+	}
+	return v
 }
 
 // nullTime is the stored form of an optional time.

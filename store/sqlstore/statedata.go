@@ -36,74 +36,119 @@ func WriteState(ctx context.Context, d *Dialect, tx Querier, threadID string, w 
 	if err := store.CheckStateWrite(w); err != nil {
 		return nil, err
 	}
-	op := "write the state of thread " + threadID
-	var size int64
-	err := tx.QueryRowContext(ctx, `SELECT size FROM thread_states WHERE thread_id = $1 AND instance = $2`, threadID, w.Instance).Scan(&size)
-	switch {
-	case errors.Is(err, sql.ErrNoRows) && w.Instance != "":
-		names, err := instances(ctx, d, tx, op, threadID)
-		if err != nil {
-			return nil, err
-		}
-		has := "it has none (AddInstances gives it some)"
-		if len(names) > 0 {
-			has = "it has " + strings.Join(names, ", ")
-		}
-		return nil, &store.StateError{Instance: w.Instance, Err: store.ErrInvalid,
-			Reason: fmt.Sprintf("the thread has no instance %q; %s", w.Instance, has)}
-	case errors.Is(err, sql.ErrNoRows):
-		// The thread's own object is made at its first write.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO thread_states (thread_id, instance, size, updated_at) VALUES ($1, '', 0, $2)`,
-			threadID, d.Time(at)); err != nil {
-			return nil, d.Err(op, err)
-		}
-	case err != nil:
-		return nil, d.Err(op, err)
+	sw := stateWriter{d: d, tx: tx, op: "write the state of thread " + threadID, threadID: threadID, instance: w.Instance}
+	size, err := sw.size(ctx, at)
+	if err != nil {
+		return nil, err
 	}
 	var value bytes.Buffer
 	if err := json.Compact(&value, w.Value); err != nil {
 		return nil, &store.StateError{Instance: w.Instance, Err: store.ErrInvalid, Reason: "the value is not JSON: " + err.Error()}
 	}
-	sw := stateWriter{d: d, tx: tx, op: op, threadID: threadID, instance: w.Instance, value: value.Bytes()}
-	var written []string
-	var blocked error // the first || path through a value that is not an object
-	for _, p := range w.Paths {
-		segs, _ := jsonptr.Parse(p) // checked by CheckStateWrite
-		taken, grew, err := sw.write(ctx, segs)
-		if se, ok := errors.AsType[*store.StateError](err); ok && w.Any && errors.Is(se, store.ErrInvalid) {
-			// A path || cannot write is not free: the next may be.
-			blocked = cmp.Or(blocked, err)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if taken {
-			if w.Any {
-				continue
-			}
-			return nil, sw.fail(p, store.ErrStateConflict, "already written; a path is written once (use another path, or a || b to take the first free one)")
-		}
-		size += grew
-		written = append(written, p)
-		if w.Any {
-			break
-		}
+	sw.value = value.Bytes()
+	written, grew, err := sw.writePaths(ctx, w)
+	if err != nil {
+		return nil, err
 	}
-	if len(written) == 0 && blocked != nil {
-		return nil, blocked
-	}
-	if len(written) == 0 {
-		return nil, sw.fail(w.Paths[0], store.ErrStateConflict, "every path of %q is already written; a path is written once", strings.Join(w.Paths, " || "))
-	}
-	if size > store.MaxStateBytes {
+	if size += grew; size > store.MaxStateBytes {
 		return nil, sw.fail(written[0], store.ErrTooLarge, "the state would hold %d bytes of paths and values, over the limit of %d", size, store.MaxStateBytes)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE thread_states SET size = $3, updated_at = $4 WHERE thread_id = $1 AND instance = $2`,
 		threadID, w.Instance, size, d.Time(at)); err != nil {
-		return nil, d.Err(op, err)
+		return nil, d.Err(sw.op, err)
 	}
 	return written, nil
+}
+
+// size is the size of the object written into. The thread's own object is made at its first
+// write; an instance's must have been added.
+func (sw *stateWriter) size(ctx context.Context, at time.Time) (int64, error) {
+	var size int64
+	err := sw.tx.QueryRowContext(ctx, `SELECT size FROM thread_states WHERE thread_id = $1 AND instance = $2`, sw.threadID, sw.instance).Scan(&size)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) && sw.instance != "":
+		return 0, sw.noInstance(ctx)
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = sw.tx.ExecContext(ctx, `INSERT INTO thread_states (thread_id, instance, size, updated_at) VALUES ($1, '', 0, $2)`,
+			sw.threadID, sw.d.Time(at))
+	}
+	if err != nil {
+		return 0, sw.d.Err(sw.op, err)
+	}
+	return size, nil
+}
+
+// noInstance is the error for a write to an instance the thread does not have, naming those
+// it has.
+func (sw *stateWriter) noInstance(ctx context.Context) error {
+	names, err := instances(ctx, sw.d, sw.tx, sw.op, sw.threadID)
+	if err != nil {
+		return err
+	}
+	has := "it has none (AddInstances gives it some)"
+	if len(names) > 0 {
+		has = "it has " + strings.Join(names, ", ")
+	}
+	return &store.StateError{Instance: sw.instance, Err: store.ErrInvalid,
+		Reason: fmt.Sprintf("the thread has no instance %q; %s", sw.instance, has)}
+}
+
+// writePaths writes the value at w's paths, and returns the paths written and how many bytes
+// the object grew by.
+func (sw *stateWriter) writePaths(ctx context.Context, w *store.StateWrite) ([]string, int64, error) {
+	if w.Any {
+		return sw.writeFirstFree(ctx, w.Paths)
+	}
+	return sw.writeEach(ctx, w.Paths)
+}
+
+// writeEach writes at every path (a && b), each of which must be free.
+func (sw *stateWriter) writeEach(ctx context.Context, paths []string) ([]string, int64, error) {
+	var written []string
+	var grew int64
+	for _, p := range paths {
+		taken, n, err := sw.writePath(ctx, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		if taken {
+			return nil, 0, sw.fail(p, store.ErrStateConflict, "already written; a path is written once (use another path, or a || b to take the first free one)")
+		}
+		grew += n
+		written = append(written, p)
+	}
+	return written, grew, nil
+}
+
+// writeFirstFree writes at the first free one of paths (a || b).
+func (sw *stateWriter) writeFirstFree(ctx context.Context, paths []string) ([]string, int64, error) {
+	var blocked error // the first path through a value that is not an object
+	for _, p := range paths {
+		taken, n, err := sw.writePath(ctx, p)
+		switch {
+		case isInvalidState(err):
+			// A path || cannot write is not free: the next may be.
+			blocked = cmp.Or(blocked, err)
+		case err != nil:
+			return nil, 0, err
+		case !taken:
+			return []string{p}, n, nil
+		}
+	}
+	if blocked != nil {
+		return nil, 0, blocked
+	}
+	return nil, 0, sw.fail(paths[0], store.ErrStateConflict, "every path of %q is already written; a path is written once", strings.Join(paths, " || "))
+}
+
+func isInvalidState(err error) bool {
+	se, ok := errors.AsType[*store.StateError](err)
+	return ok && errors.Is(se, store.ErrInvalid)
+}
+
+func (sw *stateWriter) writePath(ctx context.Context, path string) (taken bool, grew int64, err error) {
+	segs, _ := jsonptr.Parse(path) // checked by CheckStateWrite
+	return sw.write(ctx, segs)
 }
 
 // stateWriter writes one value at paths of one object of a thread's state.
@@ -255,11 +300,8 @@ func (ts *ThreadState) State(ctx context.Context, workspaceID, threadID, instanc
 	if err != nil {
 		return nil, ts.d.Err(op, readErr(ctx, err))
 	}
-	type entry struct {
-		instance, path, value sql.NullString
-	}
-	entries, err := collect(&ts.d, rows, op, func(row scanner) (entry, error) {
-		var e entry
+	entries, err := collect(&ts.d, rows, op, func(row scanner) (stateEntry, error) {
+		var e stateEntry
 		err := row.Scan(&e.instance, &e.path, &e.value)
 		return e, err
 	})
@@ -272,6 +314,21 @@ func (ts *ThreadState) State(ctx context.Context, workspaceID, threadID, instanc
 	case !entries[0].instance.Valid && instance != "":
 		return nil, ts.d.failf(op, store.ErrNotFound, "the thread has no instance %q", instance)
 	}
+	out, err := assembleState(entries)
+	if err != nil {
+		return nil, ts.d.Err(op, err)
+	}
+	return out, nil
+}
+
+// stateEntry is a row of State's statement: the object's instance, and a path written and its
+// value.
+type stateEntry struct {
+	instance, path, value sql.NullString
+}
+
+// assembleState puts the values of entries at their paths in one object.
+func assembleState(entries []stateEntry) (json.RawMessage, error) {
 	doc := map[string]any{}
 	for _, e := range entries {
 		if !e.path.Valid {
@@ -279,10 +336,10 @@ func (ts *ThreadState) State(ctx context.Context, workspaceID, threadID, instanc
 		}
 		segs, err := jsonptr.Parse(e.path.String)
 		if err != nil {
-			return nil, ts.d.Err(op, fmt.Errorf("a stored path: %w", err))
+			return nil, fmt.Errorf("a stored path: %w", err)
 		}
 		if err := jsonptr.Set(doc, segs, json.RawMessage(e.value.String)); err != nil {
-			return nil, ts.d.Err(op, fmt.Errorf("the stored paths overlap: %w", err))
+			return nil, fmt.Errorf("the stored paths overlap: %w", err)
 		}
 	}
 	// Without HTML escaping: the values read back with the bytes they were written with.
@@ -290,7 +347,7 @@ func (ts *ThreadState) State(ctx context.Context, workspaceID, threadID, instanc
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(doc); err != nil {
-		return nil, ts.d.Err(op, err)
+		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
@@ -341,44 +398,56 @@ func (ts *ThreadState) AddInstances(ctx context.Context, workspaceID, threadID s
 		}
 	}
 	return ts.write(ctx, func(ctx context.Context, tx Querier) error {
-		// The thread's row locked as an append locks it: adders count the instances one after
-		// the other (two of them could otherwise each find room for their own), and a write to
-		// an instance sees it whole or not at all.
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2`+ts.d.lock("FOR NO KEY UPDATE"),
-			threadID, workspaceID).Scan(new(int))
-		if errors.Is(err, sql.ErrNoRows) {
-			return ts.d.failf(op, store.ErrNotFound, "no thread %s in the workspace", threadID)
-		}
-		if err != nil {
-			return ts.d.Err(op, err)
-		}
-		have, err := instances(ctx, &ts.d, tx, op, threadID)
-		if err != nil {
-			return err
-		}
-		var added []string
-		for _, name := range want {
-			if !slices.Contains(have, name) {
-				added = append(added, name)
-			}
-		}
-		if len(added) == 0 {
-			return nil
-		}
-		if n := len(have) + len(added); n > store.MaxInstances {
-			return ts.d.failf(op, store.ErrTooLarge, "the thread would have %d instances, over the limit of %d (it has %d; adding %s)",
-				n, store.MaxInstances, len(have), strings.Join(added, ", "))
-		}
-		at, err := ts.d.Now(ctx, tx)
-		if err != nil {
-			return ts.d.Err(op, err)
-		}
-		for _, name := range added {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO thread_states (thread_id, instance, size, updated_at) VALUES ($1, $2, 0, $3)`,
-				threadID, name, ts.d.Time(at)); err != nil {
-				return ts.d.Err(op, err)
-			}
-		}
-		return nil
+		return ts.addInstances(ctx, tx, op, workspaceID, threadID, want)
 	})
+}
+
+// addInstances adds, inside tx, the instances of want the thread does not have yet.
+func (ts *ThreadState) addInstances(ctx context.Context, tx Querier, op, workspaceID, threadID string, want []string) error {
+	if err := ts.lockThread(ctx, tx, op, workspaceID, threadID); err != nil {
+		return err
+	}
+	have, err := instances(ctx, &ts.d, tx, op, threadID)
+	if err != nil {
+		return err
+	}
+	added := slices.DeleteFunc(slices.Clone(want), func(name string) bool { return slices.Contains(have, name) })
+	if len(added) == 0 {
+		return nil
+	}
+	if n := len(have) + len(added); n > store.MaxInstances {
+		return ts.d.failf(op, store.ErrTooLarge, "the thread would have %d instances, over the limit of %d (it has %d; adding %s)",
+			n, store.MaxInstances, len(have), strings.Join(added, ", "))
+	}
+	return ts.insertInstances(ctx, tx, op, threadID, added)
+}
+
+// lockThread locks the thread's row as an append locks it: adders count the instances one
+// after the other (two of them could otherwise each find room for their own), and a write to
+// an instance sees it whole or not at all.
+func (ts *ThreadState) lockThread(ctx context.Context, tx Querier, op, workspaceID, threadID string) error {
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2`+ts.d.lock("FOR NO KEY UPDATE"),
+		threadID, workspaceID).Scan(new(int))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ts.d.failf(op, store.ErrNotFound, "no thread %s in the workspace", threadID)
+	}
+	if err != nil {
+		return ts.d.Err(op, err)
+	}
+	return nil
+}
+
+// insertInstances makes an empty state object for each name.
+func (ts *ThreadState) insertInstances(ctx context.Context, tx Querier, op, threadID string, names []string) error {
+	at, err := ts.d.Now(ctx, tx)
+	if err != nil {
+		return ts.d.Err(op, err)
+	}
+	for _, name := range names {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO thread_states (thread_id, instance, size, updated_at) VALUES ($1, $2, 0, $3)`,
+			threadID, name, ts.d.Time(at)); err != nil {
+			return ts.d.Err(op, err)
+		}
+	}
+	return nil
 }

@@ -45,6 +45,9 @@ func ThreadList(d Dialect, cols string, q store.ThreadQuery) (string, []any) {
 	if q.Status != "" {
 		b.WriteString(" AND t.status = " + arg(string(q.Status)))
 	}
+	if q.AlsoTag != "" {
+		b.WriteString(" AND EXISTS (SELECT 1 FROM thread_tags a WHERE a.workspace_id = $1 AND a.thread_id = t.id AND a.tag = " + arg(q.AlsoTag) + ")")
+	}
 	if q.Name != "" {
 		// A name is a tag name:<value>: a substring of it, in any case, its LIKE wildcards
 		// taken literally.

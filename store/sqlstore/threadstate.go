@@ -64,25 +64,8 @@ func (ts *ThreadState) Enqueue(ctx context.Context, workspaceID, threadID string
 			return ts.d.Err(op, err)
 		}
 		for i, m := range msgs {
-			if m.ID != "" {
-				// A writer that gives its own id queues a message once (a child's result
-				// delivered again after a crash): an id already in the history is taken too.
-				var taken bool
-				if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)`, ids[i]).Scan(&taken); err != nil {
-					return ts.d.Err(op, err)
-				}
-				if taken {
-					return ts.d.failf(op, errIDTaken, "message id %s is taken", ids[i])
-				}
-			}
-			// Inserted in order: the queue is read in the order of its rows (Dialect.RowOrder).
-			_, err := tx.ExecContext(ctx, `INSERT INTO queued_messages (id, thread_id, role, content, created_at) VALUES ($1, $2, $3, $4, $5)`,
-				ids[i], threadID, m.Role, m.Content, ts.d.Time(at))
-			if err != nil {
-				if ts.d.Constraint(err).Kind == store.ErrConflict {
-					return ts.d.failf(op, errIDTaken, "message id %s is taken", ids[i])
-				}
-				return ts.d.Err(op, err)
+			if err := ts.enqueueOne(ctx, tx, op, threadID, ids[i], m, at); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -96,6 +79,36 @@ func (ts *ThreadState) Enqueue(ctx context.Context, workspaceID, threadID string
 	return nil
 }
 
+// enqueueOne inserts m, under id, into the thread's queue. Messages are inserted in order: the
+// queue is read in the order of its rows (Dialect.RowOrder).
+func (ts *ThreadState) enqueueOne(ctx context.Context, tx Querier, op, threadID, id string, m *store.Message, at time.Time) error {
+	if m.ID != "" {
+		if err := ts.checkIDFree(ctx, tx, op, id); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO queued_messages (id, thread_id, role, content, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		id, threadID, m.Role, m.Content, ts.d.Time(at))
+	if err != nil && ts.d.Constraint(err).Kind == store.ErrConflict {
+		return ts.d.failf(op, errIDTaken, "message id %s is taken", id)
+	}
+	return ts.d.Err(op, err)
+}
+
+// checkIDFree checks that no message of the history has id. A writer that gives its own id
+// queues a message once (a child's result delivered again after a crash): an id already in
+// the history is taken too.
+func (ts *ThreadState) checkIDFree(ctx context.Context, tx Querier, op, id string) error {
+	var taken bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)`, id).Scan(&taken); err != nil {
+		return ts.d.Err(op, err)
+	}
+	if taken {
+		return ts.d.failf(op, errIDTaken, "message id %s is taken", id)
+	}
+	return nil
+}
+
 // Decide records a decision on a pending call of the thread: one it asked for that has no
 // result yet (store.ErrInvalid otherwise), decided once (store.ErrDecided).
 func (ts *ThreadState) Decide(ctx context.Context, workspaceID, threadID string, d *store.Decision) error {
@@ -105,34 +118,9 @@ func (ts *ThreadState) Decide(ctx context.Context, workspaceID, threadID string,
 	op := fmt.Sprintf("decide on call %q of thread %s", d.CallID, threadID)
 	var at time.Time
 	err := ts.write(ctx, func(ctx context.Context, tx Querier) error {
-		if err := ts.d.threadExists(ctx, tx, op, workspaceID, threadID); err != nil {
-			return err
-		}
-		var asked, answered bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = $1 AND call_id = $2),
-			EXISTS (SELECT 1 FROM messages WHERE thread_id = $1 AND tool_call_id = $2)`, threadID, d.CallID).Scan(&asked, &answered); err != nil {
-			return ts.d.Err(op, err)
-		}
-		if !asked || answered {
-			return ts.d.failf(op, store.ErrInvalid, "not a pending call of the thread")
-		}
-		decided := d.DecidedAt
-		if decided.IsZero() {
-			var err error
-			if decided, err = ts.d.Now(ctx, tx); err != nil {
-				return ts.d.Err(op, err)
-			}
-		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO call_decisions (thread_id, call_id, action, args, message, user_id, decided_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING decided_at`,
-			threadID, d.CallID, d.Action, nullJSON(d.Args), d.Message, d.UserID, ts.d.Time(decided.UTC().Round(0))).Scan(scanTime{&at})
-		if err != nil {
-			if ts.d.Constraint(err).Kind == store.ErrConflict {
-				return ts.d.fail(op, store.ErrDecided)
-			}
-			return ts.d.Err(op, err)
-		}
-		return nil
+		var err error
+		at, err = ts.decide(ctx, tx, op, workspaceID, threadID, d)
+		return err
 	})
 	if err == nil {
 		d.DecidedAt = at
@@ -140,10 +128,49 @@ func (ts *ThreadState) Decide(ctx context.Context, workspaceID, threadID string,
 	return err
 }
 
+// decide is Decide inside the write transaction; it returns the time of the decision as stored.
+func (ts *ThreadState) decide(ctx context.Context, tx Querier, op, workspaceID, threadID string, d *store.Decision) (time.Time, error) {
+	if err := ts.checkPending(ctx, tx, op, workspaceID, threadID, d.CallID); err != nil {
+		return time.Time{}, err
+	}
+	decided := d.DecidedAt
+	if decided.IsZero() {
+		var err error
+		if decided, err = ts.d.Now(ctx, tx); err != nil {
+			return time.Time{}, ts.d.Err(op, err)
+		}
+	}
+	var at time.Time
+	err := tx.QueryRowContext(ctx, `INSERT INTO call_decisions (thread_id, call_id, action, args, message, user_id, key_id, access_token, decided_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING decided_at`,
+		threadID, d.CallID, d.Action, nullJSON(d.Args), d.Message, d.UserID, d.KeyID, d.AccessToken,
+		ts.d.Time(decided.UTC().Round(0))).Scan(scanTime{&at})
+	if err != nil && ts.d.Constraint(err).Kind == store.ErrConflict {
+		return time.Time{}, ts.d.fail(op, store.ErrDecided)
+	}
+	return at, ts.d.Err(op, err)
+}
+
+// checkPending checks that the thread exists and asked for the call, which has no result yet.
+func (ts *ThreadState) checkPending(ctx context.Context, tx Querier, op, workspaceID, threadID, callID string) error {
+	if err := ts.d.threadExists(ctx, tx, op, workspaceID, threadID); err != nil {
+		return err
+	}
+	var asked, answered bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = $1 AND call_id = $2),
+		EXISTS (SELECT 1 FROM messages WHERE thread_id = $1 AND tool_call_id = $2)`, threadID, callID).Scan(&asked, &answered); err != nil {
+		return ts.d.Err(op, err)
+	}
+	if !asked || answered {
+		return ts.d.failf(op, store.ErrInvalid, "not a pending call of the thread")
+	}
+	return nil
+}
+
 // Decisions returns the decisions on the thread's calls, in the order they were made.
 func (ts *ThreadState) Decisions(ctx context.Context, workspaceID, threadID string) ([]*store.Decision, error) {
 	op := "read the decisions of thread " + threadID
-	rows, err := ts.read.QueryContext(ctx, `SELECT call_id, action, args, message, user_id, decided_at FROM call_decisions
+	rows, err := ts.read.QueryContext(ctx, `SELECT call_id, action, args, message, user_id, key_id, access_token, decided_at FROM call_decisions
 		WHERE thread_id = $1 AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND workspace_id = $2)
 		ORDER BY decided_at, `+ts.d.RowOrder, threadID, workspaceID)
 	if err != nil {
@@ -154,7 +181,7 @@ func (ts *ThreadState) Decisions(ctx context.Context, workspaceID, threadID stri
 			d    store.Decision
 			args []byte
 		)
-		if err := row.Scan(&d.CallID, &d.Action, &args, &d.Message, &d.UserID, scanTime{&d.DecidedAt}); err != nil {
+		if err := row.Scan(&d.CallID, &d.Action, &args, &d.Message, &d.UserID, &d.KeyID, &d.AccessToken, scanTime{&d.DecidedAt}); err != nil {
 			return nil, err
 		}
 		if len(args) > 0 {

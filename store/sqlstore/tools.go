@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/quiverhq/quiver/internal/stamp"
@@ -70,19 +68,8 @@ func (e *Entities) checkToolRefs(ctx context.Context, tx Querier, op string, t *
 			return err
 		}
 	}
-	if t.FunctionVersionID != "" {
-		var fn string
-		err := tx.QueryRowContext(ctx, `SELECT v.function_id FROM function_versions v JOIN functions f ON f.id = v.function_id
-			WHERE v.id = $1 AND COALESCE(f.workspace_id, '') = $2`, t.FunctionVersionID, scope).Scan(&fn)
-		if errors.Is(err, sql.ErrNoRows) {
-			return e.d.failf(op, store.ErrNotFound, "function version %s is not in the workspace", t.FunctionVersionID)
-		}
-		if err != nil {
-			return e.d.Err(op, err)
-		}
-		if fn != t.FunctionID {
-			return e.d.failf(op, store.ErrInvalid, "pinned version %s is not a version of function %s", t.FunctionVersionID, t.FunctionID)
-		}
+	if err := e.checkPinnedVersion(ctx, tx, op, t); err != nil {
+		return err
 	}
 	if err := e.checkSchema(ctx, tx, op, scope, "input", t.InputSchemaID); err != nil {
 		return err
@@ -90,9 +77,33 @@ func (e *Entities) checkToolRefs(ctx context.Context, tx Querier, op string, t *
 	if err := e.checkSchema(ctx, tx, op, scope, "output", t.OutputSchemaID); err != nil {
 		return err
 	}
+	return e.checkToolNameFree(ctx, tx, op, t)
+}
+
+// checkPinnedVersion checks that the version a tool pins, if any, is its function's.
+func (e *Entities) checkPinnedVersion(ctx context.Context, tx Querier, op string, t *store.Tool) error {
+	if t.FunctionVersionID == "" {
+		return nil
+	}
+	var fn string
+	err := tx.QueryRowContext(ctx, `SELECT v.function_id FROM function_versions v JOIN functions f ON f.id = v.function_id
+		WHERE v.id = $1 AND COALESCE(f.workspace_id, '') = $2`, t.FunctionVersionID, t.WorkspaceID).Scan(&fn)
+	if errors.Is(err, sql.ErrNoRows) {
+		return e.d.failf(op, store.ErrNotFound, "function version %s is not in the workspace", t.FunctionVersionID)
+	}
+	if err != nil {
+		return e.d.Err(op, err)
+	}
+	if fn != t.FunctionID {
+		return e.d.failf(op, store.ErrInvalid, "pinned version %s is not a version of function %s", t.FunctionVersionID, t.FunctionID)
+	}
+	return nil
+}
+
+func (e *Entities) checkToolNameFree(ctx context.Context, tx Querier, op string, t *store.Tool) error {
 	var other string
 	err := tx.QueryRowContext(ctx, `SELECT id FROM tools WHERE COALESCE(workspace_id, '') = $1 AND name = $2 AND deleted_at IS NULL AND id <> $3`,
-		scope, t.Name, t.ID).Scan(&other)
+		t.WorkspaceID, t.Name, t.ID).Scan(&other)
 	if err == nil {
 		return e.d.failf(op, store.ErrConflict, "an active tool of the workspace is already named %q (%s)", t.Name, other)
 	}
@@ -125,42 +136,55 @@ func (e *Entities) CreateTool(ctx context.Context, t *store.Tool) error {
 		return e.d.fail(op, err)
 	}
 	err = e.write(ctx, func(ctx context.Context, tx Querier) error {
-		if err := e.checkToolRefs(ctx, tx, op, nt); err != nil {
-			return err
-		}
-		if nt.CreatedBy != "" {
-			role, err := e.memberRole(ctx, tx, op, nt.WorkspaceID, nt.CreatedBy)
-			if err != nil {
-				return err
-			}
-			if role == "" {
-				return e.d.failf(op, store.ErrInvalid, "creator %s is not a member of workspace %s", nt.CreatedBy, nt.WorkspaceID)
-			}
-		}
-		if nt.RuntimeUserID != "" {
-			if err := e.checkRuntimeUser(ctx, tx, op, nt.WorkspaceID, nt.CreatedBy, nt.RuntimeUserID, "a tool's runtime user"); err != nil {
-				return err
-			}
-		}
-		now, err := e.now(ctx, tx, op)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tools (`+toolCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, NULL, NULL, $16, $16)`,
-			nt.ID, nullString(nt.WorkspaceID), nt.Name, nullString(nt.Description), nt.Target, nullString(nt.FunctionID),
-			nullString(nt.FunctionVersionID), nt.InputSchemaID, nt.OutputSchemaID, examples, nt.RequiresConfirmation,
-			nt.Enabled, nt.System, nullString(nt.CreatedBy), nullString(nt.RuntimeUserID), e.d.Time(now)); err != nil {
-			return err
-		}
-		nt.CreatedAt, nt.UpdatedAt = now, now
-		return nil
+		return e.insertTool(ctx, tx, op, nt, examples)
 	})
 	if err != nil {
 		return e.d.Err(op, err)
 	}
 	*t = *nt
 	return nil
+}
+
+// insertTool checks, inside the write transaction, what a new tool refers to and who creates
+// it, and inserts it.
+func (e *Entities) insertTool(ctx context.Context, tx Querier, op string, nt *store.Tool, examples sql.NullString) error {
+	if err := e.checkToolRefs(ctx, tx, op, nt); err != nil {
+		return err
+	}
+	if err := e.checkToolCreator(ctx, tx, op, nt); err != nil {
+		return err
+	}
+	now, err := e.now(ctx, tx, op)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO tools (`+toolCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, NULL, NULL, $16, $16)`,
+		nt.ID, nullString(nt.WorkspaceID), nt.Name, nullString(nt.Description), nt.Target, nullString(nt.FunctionID),
+		nullString(nt.FunctionVersionID), nt.InputSchemaID, nt.OutputSchemaID, examples, nt.RequiresConfirmation,
+		nt.Enabled, nt.System, nullString(nt.CreatedBy), nullString(nt.RuntimeUserID), e.d.Time(now)); err != nil {
+		return err
+	}
+	nt.CreatedAt, nt.UpdatedAt = now, now
+	return nil
+}
+
+// checkToolCreator checks that a new tool's creator, if named, is a member of its workspace,
+// and that its runtime user, if any, is one the creator may name.
+func (e *Entities) checkToolCreator(ctx context.Context, tx Querier, op string, nt *store.Tool) error {
+	if nt.CreatedBy != "" {
+		role, err := e.memberRole(ctx, tx, op, nt.WorkspaceID, nt.CreatedBy)
+		if err != nil {
+			return err
+		}
+		if role == "" {
+			return e.d.failf(op, store.ErrInvalid, "creator %s is not a member of workspace %s", nt.CreatedBy, nt.WorkspaceID)
+		}
+	}
+	if nt.RuntimeUserID == "" {
+		return nil
+	}
+	return e.checkRuntimeUser(ctx, tx, op, nt.WorkspaceID, nt.CreatedBy, nt.RuntimeUserID, "a tool's runtime user")
 }
 
 // Tool returns a tool of the workspace (active or deleted) or a system tool, or
@@ -199,54 +223,66 @@ func (e *Entities) UpdateTool(ctx context.Context, workspaceID, toolID, callerUs
 	op := "update tool " + toolID
 	var out *store.Tool
 	err := e.write(ctx, func(ctx context.Context, tx Querier) error {
-		before, err := e.writableTool(ctx, tx, op, workspaceID, toolID)
-		if err != nil {
-			return err
-		}
-		t := before.Clone()
-		if err := fn(t); err != nil {
-			return err
-		}
-		if t.ID != before.ID || t.WorkspaceID != before.WorkspaceID || t.System != before.System || t.CreatedBy != before.CreatedBy ||
-			t.DeletedAt != nil || t.RetentionTier != "" || !t.CreatedAt.Equal(before.CreatedAt) || !t.UpdatedAt.Equal(before.UpdatedAt) {
-			return e.d.failf(op, store.ErrInvalid, "id, workspace, system, creator, deletion and times cannot be changed")
-		}
-		if err := t.Check(); err != nil {
-			return e.d.fail(op, err)
-		}
-		examples, err := encodeExamples(t.Examples)
-		if err != nil {
-			return e.d.fail(op, err)
-		}
-		if err := e.checkToolRefs(ctx, tx, op, t); err != nil {
-			return err
-		}
-		if t.RuntimeUserID != before.RuntimeUserID {
-			if err := e.checkRuntimeUser(ctx, tx, op, workspaceID, callerUserID, t.RuntimeUserID, "a tool's runtime user"); err != nil {
-				return err
-			}
-		}
-		now, err := e.now(ctx, tx, op)
-		if err != nil {
-			return err
-		}
-		now = notBefore(now, before.UpdatedAt)
-		if _, err := tx.ExecContext(ctx, `UPDATE tools SET name = $1, description = $2, target = $3, function_id = $4,
-			function_version_id = $5, input_schema_id = $6, output_schema_id = $7, examples = $8, requires_confirmation = $9,
-			enabled = $10, runtime_user_id = $11, updated_at = $12 WHERE id = $13`,
-			t.Name, nullString(t.Description), t.Target, nullString(t.FunctionID), nullString(t.FunctionVersionID),
-			t.InputSchemaID, t.OutputSchemaID, examples, t.RequiresConfirmation, t.Enabled, nullString(t.RuntimeUserID),
-			e.d.Time(now), toolID); err != nil {
-			return e.d.Err(op, err)
-		}
-		t.UpdatedAt = now
-		out = t
-		return nil
+		var err error
+		out, err = e.updateTool(ctx, tx, op, workspaceID, toolID, callerUserID, fn)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// updateTool is UpdateTool inside the write transaction.
+func (e *Entities) updateTool(ctx context.Context, tx Querier, op, workspaceID, toolID, callerUserID string, fn func(*store.Tool) error) (*store.Tool, error) {
+	before, err := e.writableTool(ctx, tx, op, workspaceID, toolID)
+	if err != nil {
+		return nil, err
+	}
+	t := before.Clone()
+	if err := fn(t); err != nil {
+		return nil, err
+	}
+	if !sameFixedFields(before, t) {
+		return nil, e.d.failf(op, store.ErrInvalid, "id, workspace, system, creator, deletion and times cannot be changed")
+	}
+	if err := t.Check(); err != nil {
+		return nil, e.d.fail(op, err)
+	}
+	examples, err := encodeExamples(t.Examples)
+	if err != nil {
+		return nil, e.d.fail(op, err)
+	}
+	if err := e.checkToolRefs(ctx, tx, op, t); err != nil {
+		return nil, err
+	}
+	if t.RuntimeUserID != before.RuntimeUserID {
+		if err := e.checkRuntimeUser(ctx, tx, op, workspaceID, callerUserID, t.RuntimeUserID, "a tool's runtime user"); err != nil {
+			return nil, err
+		}
+	}
+	now, err := e.now(ctx, tx, op)
+	if err != nil {
+		return nil, err
+	}
+	now = notBefore(now, before.UpdatedAt)
+	if _, err := tx.ExecContext(ctx, `UPDATE tools SET name = $1, description = $2, target = $3, function_id = $4,
+		function_version_id = $5, input_schema_id = $6, output_schema_id = $7, examples = $8, requires_confirmation = $9,
+		enabled = $10, runtime_user_id = $11, updated_at = $12 WHERE id = $13`,
+		t.Name, nullString(t.Description), t.Target, nullString(t.FunctionID), nullString(t.FunctionVersionID),
+		t.InputSchemaID, t.OutputSchemaID, examples, t.RequiresConfirmation, t.Enabled, nullString(t.RuntimeUserID),
+		e.d.Time(now), toolID); err != nil {
+		return nil, e.d.Err(op, err)
+	}
+	t.UpdatedAt = now
+	return t, nil
+}
+
+// sameFixedFields reports whether t, an update of before, leaves alone what an update may not
+// change: id, workspace, system, creator, deletion and times.
+func sameFixedFields(before, t *store.Tool) bool {
+	return t.ID == before.ID && t.WorkspaceID == before.WorkspaceID && t.System == before.System && t.CreatedBy == before.CreatedBy &&
+		t.DeletedAt == nil && t.RetentionTier == "" && t.CreatedAt.Equal(before.CreatedAt) && t.UpdatedAt.Equal(before.UpdatedAt)
 }
 
 // DeleteTool soft-deletes an active tool of the workspace, snapshotting the retention tier
@@ -258,36 +294,42 @@ func (e *Entities) DeleteTool(ctx context.Context, workspaceID, toolID string, t
 	}
 	var out *store.Tool
 	err := e.write(ctx, func(ctx context.Context, tx Querier) error {
-		t, err := e.writableTool(ctx, tx, op, workspaceID, toolID)
-		if err != nil {
-			return err
-		}
-		if tier == "" {
-			if err := tx.QueryRowContext(ctx, `SELECT retention_tier FROM workspaces WHERE id = $1`, workspaceID).Scan(&tier); err != nil {
-				return e.d.Err(op, err)
-			}
-		}
-		now, err := e.now(ctx, tx, op)
-		if err != nil {
-			return err
-		}
-		now = notBefore(now, t.UpdatedAt)
-		var purge any // the tier's days after the deletion; NULL: never purged
-		if keep, ok := tier.Keep(); ok {
-			purge = e.d.Time(now.Add(keep))
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tools SET deleted_at = $1, retention_tier = $2, purge_at = $3, updated_at = $1 WHERE id = $4`,
-			e.d.Time(now), tier, purge, toolID); err != nil {
-			return e.d.Err(op, err)
-		}
-		t.DeletedAt, t.RetentionTier, t.UpdatedAt = &now, tier, now
-		out = t
-		return nil
+		var err error
+		out, err = e.deleteTool(ctx, tx, op, workspaceID, toolID, tier)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// deleteTool is DeleteTool inside the write transaction.
+func (e *Entities) deleteTool(ctx context.Context, tx Querier, op, workspaceID, toolID string, tier store.RetentionTier) (*store.Tool, error) {
+	t, err := e.writableTool(ctx, tx, op, workspaceID, toolID)
+	if err != nil {
+		return nil, err
+	}
+	if tier == "" {
+		if err := tx.QueryRowContext(ctx, `SELECT retention_tier FROM workspaces WHERE id = $1`, workspaceID).Scan(&tier); err != nil {
+			return nil, e.d.Err(op, err)
+		}
+	}
+	now, err := e.now(ctx, tx, op)
+	if err != nil {
+		return nil, err
+	}
+	now = notBefore(now, t.UpdatedAt)
+	var purge any // the tier's days after the deletion; NULL: never purged
+	if keep, ok := tier.Keep(); ok {
+		purge = e.d.Time(now.Add(keep))
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tools SET deleted_at = $1, retention_tier = $2, purge_at = $3, updated_at = $1 WHERE id = $4`,
+		e.d.Time(now), tier, purge, toolID); err != nil {
+		return nil, e.d.Err(op, err)
+	}
+	t.DeletedAt, t.RetentionTier, t.UpdatedAt = &now, tier, now
+	return t, nil
 }
 
 // ListTools returns a page of tools, oldest first by (CreatedAt, ID). See store.ToolFilter.
@@ -300,58 +342,16 @@ func (e *Entities) ListTools(ctx context.Context, f store.ToolFilter) (*store.To
 	if err != nil {
 		return nil, e.d.fail(op, err)
 	}
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string { args = append(args, v); return "$" + strconv.Itoa(len(args)) }
-	switch {
-	case f.WorkspaceID == "":
-		where = append(where, `workspace_id IS NULL`)
-	case f.IncludeSystem:
-		where = append(where, `(workspace_id = `+arg(f.WorkspaceID)+` OR workspace_id IS NULL)`)
-	default:
-		where = append(where, `workspace_id = `+arg(f.WorkspaceID))
+	if f.Names != nil && len(f.Names) == 0 {
+		return &store.ToolPage{}, nil
 	}
-	if f.FunctionID != "" {
-		where = append(where, `function_id = `+arg(f.FunctionID))
-	}
-	if f.Target != "" {
-		where = append(where, `target = `+arg(string(f.Target)))
-	}
-	switch {
-	case f.NamePrefix:
-		// Not LIKE: a name may hold % and _.
-		p := arg(f.Name)
-		where = append(where, `substr(name, 1, length(CAST(`+p+` AS TEXT))) = `+p)
-	case f.Name != "":
-		where = append(where, `name = `+arg(f.Name))
-	}
-	if f.Names != nil {
-		if len(f.Names) == 0 {
-			return &store.ToolPage{}, nil
-		}
-		in := make([]string, len(f.Names))
-		for i, n := range f.Names {
-			in[i] = arg(n)
-		}
-		where = append(where, `name IN (`+strings.Join(in, ", ")+`)`)
-	}
-	if f.RequiresConfirmation != nil {
-		where = append(where, `requires_confirmation = `+arg(*f.RequiresConfirmation))
-	}
-	switch f.Deleted {
-	case "", store.DeletedExclude:
-		where = append(where, `deleted_at IS NULL`)
-	case store.DeletedOnly:
-		where = append(where, `deleted_at IS NOT NULL`)
-	}
+	q := toolQuery(f)
 	if hasCursor {
-		where = append(where, `(created_at, id) > (`+arg(e.d.Time(after.CreatedAt))+`, `+arg(after.ID)+`)`)
+		q.where(`(created_at, id) > (` + q.arg(e.d.Time(after.CreatedAt)) + `, ` + q.arg(after.ID) + `)`)
 	}
-	limit := arg(f.Limit + 1)
-	rows, err := e.read.QueryContext(ctx, `SELECT `+toolCols+` FROM tools WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY created_at, id LIMIT `+limit, args...)
+	limit := q.arg(f.Limit + 1)
+	rows, err := e.read.QueryContext(ctx, `SELECT `+toolCols+` FROM tools WHERE `+q.conditions()+`
+		ORDER BY created_at, id LIMIT `+limit, q.args...)
 	if err != nil {
 		return nil, e.d.Err(op, err)
 	}
@@ -421,12 +421,12 @@ func (e *Entities) PurgeExpired(ctx context.Context, now time.Time) ([]*store.To
 	return gone, nil
 }
 
-// ToolsStamp identifies the state of a workspace's tools, functions and OpenAPI sources, and of
-// who they run as: it changes when one is added, changed, deleted or purged, when the default
-// runtime user changes and when a member is added or removed (the count, or the newest
-// membership, moves).
+// ToolsStamp identifies the state of a workspace's tools, functions, OpenAPI sources,
+// governance rules and entitlements, and of who they run as: it changes when one is added,
+// changed, deleted or purged, when the default runtime user changes and when a member is added
+// or removed (the count, or the newest membership, moves).
 func (e *Entities) ToolsStamp(ctx context.Context, workspaceID string) (string, error) {
-	var nt, nf, nm, no int64
+	var nt, nf, nm, no, ng, ne int64
 	var mt, mf, mm, mo any
 	var runtime sql.NullString
 	err := e.read.QueryRowContext(ctx, `SELECT
@@ -434,10 +434,12 @@ func (e *Entities) ToolsStamp(ctx context.Context, workspaceID string) (string, 
 		(SELECT count(*) FROM functions WHERE workspace_id = $1), (SELECT max(updated_at) FROM functions WHERE workspace_id = $1),
 		(SELECT default_runtime_user_id FROM workspaces WHERE id = $1),
 		(SELECT count(*) FROM memberships WHERE workspace_id = $1), (SELECT max(created_at) FROM memberships WHERE workspace_id = $1),
-		(SELECT count(*) FROM openapi_sources WHERE workspace_id = $1), (SELECT max(updated_at) FROM openapi_sources WHERE workspace_id = $1)`,
-		workspaceID).Scan(&nt, &mt, &nf, &mf, &runtime, &nm, &mm, &no, &mo)
+		(SELECT count(*) FROM openapi_sources WHERE workspace_id = $1), (SELECT max(updated_at) FROM openapi_sources WHERE workspace_id = $1),
+		(SELECT coalesce(max(version), 0) FROM workspace_governance WHERE workspace_id = $1),
+		(SELECT coalesce(max(version), 0) FROM workspace_entitlements WHERE workspace_id = $1)`,
+		workspaceID).Scan(&nt, &mt, &nf, &mf, &runtime, &nm, &mm, &no, &mo, &ng, &ne)
 	if err != nil {
 		return "", e.d.Err("read the stamp of the tools", err)
 	}
-	return fmt.Sprintf("%d/%v/%d/%v/%s/%d/%v/%d/%v", nt, mt, nf, mf, runtime.String, nm, mm, no, mo), nil
+	return fmt.Sprintf("%d/%v/%d/%v/%s/%d/%v/%d/%v/%d/%d", nt, mt, nf, mf, runtime.String, nm, mm, no, mo, ng, ne), nil
 }

@@ -190,38 +190,51 @@ func (vs *VariableStore) LookupVariables(ctx context.Context, workspaceID string
 func (vs *VariableStore) RewriteSecrets(ctx context.Context, fn func(v *store.Variable) (string, error)) error {
 	op := "rewrite secrets"
 	return vs.write(ctx, func(ctx context.Context, tx Querier) error {
-		if vs.d.RowLocks {
-			// Reads go on, but no other node changes a variable until this commits. Where
-			// writers take turns, the write transaction is that lock already.
-			if _, err := tx.ExecContext(ctx, `LOCK TABLE variables IN EXCLUSIVE MODE`); err != nil {
-				return vs.d.Err(op, err)
-			}
+		if err := vs.lockVariables(ctx, tx, op); err != nil {
+			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+variableCols+` FROM variables WHERE secret
-			ORDER BY workspace_id, layer, owner_id, name`)
-		if err != nil {
-			return vs.d.Err(op, err)
-		}
-		all, err := collect(&vs.d, rows, op, scanVariable)
+		return vs.rewriteSecrets(ctx, tx, op, fn)
+	})
+}
+
+// lockVariables keeps every other node from changing a variable until tx commits; reads go
+// on. Where writers take turns, the write transaction is that lock already.
+func (vs *VariableStore) lockVariables(ctx context.Context, tx Querier, op string) error {
+	if !vs.d.RowLocks {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE variables IN EXCLUSIVE MODE`); err != nil {
+		return vs.d.Err(op, err)
+	}
+	return nil
+}
+
+// rewriteSecrets replaces, in tx, every secret value with what fn returns.
+func (vs *VariableStore) rewriteSecrets(ctx context.Context, tx Querier, op string, fn func(v *store.Variable) (string, error)) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+variableCols+` FROM variables WHERE secret
+		ORDER BY workspace_id, layer, owner_id, name`)
+	if err != nil {
+		return vs.d.Err(op, err)
+	}
+	all, err := collect(&vs.d, rows, op, scanVariable)
+	if err != nil {
+		return err
+	}
+	for _, v := range all {
+		c := *v
+		value, err := fn(&c)
 		if err != nil {
 			return err
 		}
-		for _, v := range all {
-			c := *v
-			value, err := fn(&c)
-			if err != nil {
-				return err
-			}
-			nv := *v
-			nv.Value = value
-			if err := store.CheckVariable(&nv); err != nil {
-				return vs.d.fail(op, err)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE variables SET value = $1 WHERE workspace_id = $2 AND layer = $3 AND owner_id = $4 AND name = $5`,
-				value, v.WorkspaceID, v.Layer, v.OwnerID, v.Name); err != nil {
-				return vs.d.Err(op, err)
-			}
+		nv := *v
+		nv.Value = value
+		if err := store.CheckVariable(&nv); err != nil {
+			return vs.d.fail(op, err)
 		}
-		return nil
-	})
+		if _, err := tx.ExecContext(ctx, `UPDATE variables SET value = $1 WHERE workspace_id = $2 AND layer = $3 AND owner_id = $4 AND name = $5`,
+			value, v.WorkspaceID, v.Layer, v.OwnerID, v.Name); err != nil {
+			return vs.d.Err(op, err)
+		}
+	}
+	return nil
 }

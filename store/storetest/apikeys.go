@@ -25,6 +25,8 @@ func RunAPIKeys(t *testing.T, open func(t *testing.T) APIKeysStore) {
 		{"FoundByHashWithTheUsersRoleNow", testKeyByHash},
 		{"ListedAndRevokedInTheirWorkspaceOnly", testKeyListRevoke},
 		{"TouchNeverMovesBack", testKeyTouch},
+		{"BoundToToolsets", testKeyToolsets},
+		{"RefusesBadToolsets", testKeyToolsetRefusals},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })

@@ -45,6 +45,8 @@ func RunEntities(t *testing.T, open OpenEntities) {
 		{"ConcurrentVersions", testConcurrentVersions},
 		{"ConcurrentMembership", testConcurrentMembership},
 		{"OpenAPISources", testOpenAPISources},
+		{"Governance", testGovernance},
+		{"Entitlements", testEntitlements},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })

@@ -50,6 +50,7 @@ func RunFiles(t *testing.T, open func(t *testing.T) FilesStore) {
 		{"Attachments", testFilesAttachments},
 		{"ReferencesPassThrough", testFilesReferences},
 		{"CopyFiles", testFilesCopyFiles},
+		{"OriginalName", testFilesOriginalName},
 		{"CopyFilesAllOrNothing", testFilesCopyFilesAtomic},
 		{"WorkspaceIsolation", testFilesIsolation},
 		{"MissingThread", testFilesMissingThread},

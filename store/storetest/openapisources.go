@@ -22,7 +22,7 @@ func testOpenAPISources(t *testing.T, s store.Entities) {
 	before := stamp()
 	src := &store.OpenAPISource{WorkspaceID: a.ws.ID, Name: "pets", Document: []byte("openapi: 3.0.3\n"), Servers: []string{"https://p.example/api"},
 		Operations: []string{"findPets"}, Credentials: map[string]string{"api_key": "PETS_KEY"}, Timeout: 5 * time.Second,
-		MaxResponseBytes: 1000, CreatedBy: a.member.ID}
+		MaxResponseBytes: 1000, MaxOperations: 1500, Strict: true, CreatedBy: a.member.ID}
 	created, err := s.PutOpenAPISource(ctx, src)
 	mustOK(t, "PutOpenAPISource", err)
 	if !created || src.CreatedAt.IsZero() || src.UpdatedAt.IsZero() {
@@ -35,7 +35,7 @@ func testOpenAPISources(t *testing.T, s store.Entities) {
 	got, err := s.OpenAPISource(ctx, a.ws.ID, "pets")
 	mustOK(t, "OpenAPISource", err)
 	if !bytes.Equal(got.Document, src.Document) || !slices.Equal(got.Servers, src.Servers) || !slices.Equal(got.Operations, src.Operations) ||
-		got.Credentials["api_key"] != "PETS_KEY" || got.Timeout != 5*time.Second || got.MaxResponseBytes != 1000 || got.CreatedBy != a.member.ID ||
+		got.Credentials["api_key"] != "PETS_KEY" || got.Timeout != 5*time.Second || got.MaxResponseBytes != 1000 || got.MaxOperations != 1500 || !got.Strict || got.CreatedBy != a.member.ID ||
 		!got.CreatedAt.Equal(src.CreatedAt) {
 		t.Fatalf("read back %+v, stored %+v", got, src)
 	}
@@ -45,7 +45,8 @@ func testOpenAPISources(t *testing.T, s store.Entities) {
 	if created || again.CreatedBy != a.member.ID || !again.CreatedAt.Equal(src.CreatedAt) || !again.UpdatedAt.After(src.UpdatedAt) {
 		t.Fatalf("replaced: created %v, %+v", created, again)
 	}
-	if got, _ := s.OpenAPISource(ctx, a.ws.ID, "pets"); string(got.Document) != "openapi: 3.1.0\n" || len(got.Servers) != 0 || len(got.Credentials) != 0 {
+	if got, _ := s.OpenAPISource(ctx, a.ws.ID, "pets"); string(got.Document) != "openapi: 3.1.0\n" || len(got.Servers) != 0 || len(got.Credentials) != 0 ||
+		got.MaxOperations != 0 || got.Strict {
 		t.Fatalf("after the replacement: %+v", got)
 	}
 	if stamp() == afterPut {
@@ -76,12 +77,13 @@ func testOpenAPISources(t *testing.T, s store.Entities) {
 	wantErr(t, "a deleted source", err, store.ErrNotFound)
 	wantErr(t, "deleting it again", s.DeleteOpenAPISource(ctx, a.ws.ID, "pets"), store.ErrNotFound)
 	for name, bad := range map[string]*store.OpenAPISource{
-		"no workspace":      {Name: "x", Document: []byte("{}")},
-		"a dotted name":     {WorkspaceID: a.ws.ID, Name: "a.b", Document: []byte("{}")},
-		"no document":       {WorkspaceID: a.ws.ID, Name: "x"},
-		"a large document":  {WorkspaceID: a.ws.ID, Name: "x", Document: make([]byte, store.MaxOpenAPIDocumentBytes+1)},
-		"a negative cap":    {WorkspaceID: a.ws.ID, Name: "x", Document: []byte("{}"), MaxResponseBytes: -1},
-		"unknown workspace": {WorkspaceID: "wsp_nope", Name: "x", Document: []byte("{}")},
+		"no workspace":              {Name: "x", Document: []byte("{}")},
+		"a dotted name":             {WorkspaceID: a.ws.ID, Name: "a.b", Document: []byte("{}")},
+		"no document":               {WorkspaceID: a.ws.ID, Name: "x"},
+		"a large document":          {WorkspaceID: a.ws.ID, Name: "x", Document: make([]byte, store.MaxOpenAPIDocumentBytes+1)},
+		"a negative cap":            {WorkspaceID: a.ws.ID, Name: "x", Document: []byte("{}"), MaxResponseBytes: -1},
+		"a negative operations cap": {WorkspaceID: a.ws.ID, Name: "x", Document: []byte("{}"), MaxOperations: -1},
+		"unknown workspace":         {WorkspaceID: "wsp_nope", Name: "x", Document: []byte("{}")},
 	} {
 		_, err := s.PutOpenAPISource(ctx, bad)
 		kind := store.ErrInvalid

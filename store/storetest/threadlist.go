@@ -38,6 +38,7 @@ func listAll(t *testing.T, s store.Store, workspace string, f store.ThreadFilter
 // keeps reports whether f keeps th.
 func keeps(f store.ThreadFilter, th *store.Thread) bool {
 	return (f.AgentID == "" || th.AgentID == f.AgentID) && (f.Tag == "" || slices.Contains(th.Tags, f.Tag)) &&
+		(f.AlsoTag == "" || slices.Contains(th.Tags, f.AlsoTag)) &&
 		(f.Status == "" || th.Status == f.Status) &&
 		(f.Name == "" || strings.Contains(strings.ToLower(th.Name()), strings.ToLower(f.Name)))
 }
@@ -131,6 +132,11 @@ func testThreadListFilters(t *testing.T, s store.Store) {
 		{Name: "report", Tag: "red"},
 		{Name: "plan", Status: store.StatusRunning},
 		{Name: "name:"},
+		// A second tag, alone or with the others.
+		{Tag: "red", AlsoTag: "blue"},
+		{AlsoTag: "blue"},
+		{AlsoTag: "red", Status: store.StatusIdle},
+		{Tag: "blue", AlsoTag: "green"},
 	}
 	for _, f := range filters {
 		var kept []*store.Thread
@@ -170,18 +176,20 @@ func testThreadListFilters(t *testing.T, s store.Store) {
 		workspace string
 		f         store.ThreadFilter
 	}{
-		"another tag":           {ws, store.ThreadFilter{Tag: "blue", Cursor: next}},
-		"no filter":             {ws, store.ThreadFilter{Cursor: next}},
-		"a filter added":        {ws, store.ThreadFilter{Tag: "red", Status: store.StatusIdle, Cursor: next}},
-		"another workspace":     {"wsp_other", store.ThreadFilter{Tag: "red", Cursor: next}},
-		"altered":               {ws, store.ThreadFilter{Tag: "red", Cursor: string(flipped)}},
-		"cut short":             {ws, store.ThreadFilter{Tag: "red", Cursor: next[:len(next)-2]}},
-		"made up":               {ws, store.ThreadFilter{Tag: "red", Cursor: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}},
-		"the format before v1":  {ws, store.ThreadFilter{Tag: "red", Cursor: "1700000000000000000.thr_1"}},
-		"an unknown status":     {ws, store.ThreadFilter{Status: "paused"}},
-		"a tag that is no text": {ws, store.ThreadFilter{Tag: "\xff"}},
-		"an agent with NUL":     {ws, store.ThreadFilter{AgentID: "a\x00b"}},
-		"a limit over the max":  {ws, store.ThreadFilter{Limit: store.MaxThreadPage + 1}},
+		"another tag":                  {ws, store.ThreadFilter{Tag: "blue", Cursor: next}},
+		"no filter":                    {ws, store.ThreadFilter{Cursor: next}},
+		"a filter added":               {ws, store.ThreadFilter{Tag: "red", Status: store.StatusIdle, Cursor: next}},
+		"a second tag added":           {ws, store.ThreadFilter{Tag: "red", AlsoTag: "blue", Cursor: next}},
+		"another workspace":            {"wsp_other", store.ThreadFilter{Tag: "red", Cursor: next}},
+		"altered":                      {ws, store.ThreadFilter{Tag: "red", Cursor: string(flipped)}},
+		"cut short":                    {ws, store.ThreadFilter{Tag: "red", Cursor: next[:len(next)-2]}},
+		"made up":                      {ws, store.ThreadFilter{Tag: "red", Cursor: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}},
+		"the format before v1":         {ws, store.ThreadFilter{Tag: "red", Cursor: "1700000000000000000.thr_1"}},
+		"an unknown status":            {ws, store.ThreadFilter{Status: "paused"}},
+		"a tag that is no text":        {ws, store.ThreadFilter{Tag: "\xff"}},
+		"a second tag that is no text": {ws, store.ThreadFilter{AlsoTag: "a\x00b"}},
+		"an agent with NUL":            {ws, store.ThreadFilter{AgentID: "a\x00b"}},
+		"a limit over the max":         {ws, store.ThreadFilter{Limit: store.MaxThreadPage + 1}},
 	} {
 		if _, _, err := s.Threads(ctx, bad.workspace, bad.f); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)

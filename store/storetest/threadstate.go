@@ -287,8 +287,8 @@ func testDecisions(t *testing.T, s store.Store) {
 	th := newThread(t, s, ws)
 	mustAppend(t, s, th.ID, assistant("c1", "c2", "c3", "c4"), result("c4", "already ran"))
 	ok := []*store.Decision{
-		{CallID: "c2", Action: store.Edit, Args: json.RawMessage(`{"text":"edited"}`), UserID: "usr_1"},
-		{CallID: "c1", Action: store.Approve},
+		{CallID: "c2", Action: store.Edit, Args: json.RawMessage(`{"text":"edited"}`), UserID: "usr_1", KeyID: "key_1"},
+		{CallID: "c1", Action: store.Approve, UserID: "usr_2", AccessToken: true},
 		{CallID: "c3", Action: store.Deny, Message: "not on a Friday"},
 	}
 	for _, d := range ok {
@@ -328,7 +328,7 @@ func testDecisions(t *testing.T, s store.Store) {
 	for i, d := range got {
 		w := ok[i]
 		if d.CallID != w.CallID || d.Action != w.Action || !jsonEqual(d.Args, w.Args) || d.Message != w.Message ||
-			d.UserID != w.UserID || !d.DecidedAt.Equal(w.DecidedAt) {
+			d.UserID != w.UserID || d.KeyID != w.KeyID || d.AccessToken != w.AccessToken || !d.DecidedAt.Equal(w.DecidedAt) {
 			t.Errorf("decision %d = %+v, want %+v", i, d, w)
 		}
 	}

@@ -73,7 +73,38 @@ type Rotation struct {
 // of values re-encrypted.
 func Rewrap(ctx context.Context, vs store.Variables, ring *secret.Keyring) (int, error) {
 	n := 0
-	err := vs.RewriteSecrets(ctx, func(v *store.Variable) (string, error) {
+	if err := vs.RewriteSecrets(ctx, reseal(ring, &n)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// rekey is Rewrap that, on a store recording the key of its secrets (store.SecretKeys), also
+// records ring's current key in the same transaction, so that the record names the key the
+// values are sealed with at every moment, a crash included. from are the keys the rotating
+// node may find recorded (the keys it holds): another means the node does not hold the
+// database's key, which a database without secrets (Rewrap then opens nothing) would not
+// show, and rotating would lock every other node out.
+func rekey(ctx context.Context, vs store.Variables, ring *secret.Keyring, from []string) (int, error) {
+	sk, ok := vs.(store.SecretKeys)
+	if !ok {
+		return Rewrap(ctx, vs, ring)
+	}
+	n := 0
+	err := sk.RekeySecrets(ctx, from, ring.Current().ID(), reseal(ring, &n))
+	if errors.Is(err, store.ErrConflict) {
+		return 0, fmt.Errorf("%w: this node does not hold the database's key; rotate on a node that has it", err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// reseal returns the function that re-encrypts one value under ring's current key, counting
+// the values in *n.
+func reseal(ring *secret.Keyring, n *int) func(v *store.Variable) (string, error) {
+	return func(v *store.Variable) (string, error) {
 		where := Where(v.WorkspaceID, v.Layer, v.OwnerID, v.Name)
 		plain, err := ring.Open(v.Value, where)
 		if err != nil {
@@ -84,13 +115,9 @@ func Rewrap(ctx context.Context, vs store.Variables, ring *secret.Keyring) (int,
 		if err != nil {
 			return "", err
 		}
-		n++
+		*n++
 		return sealed, nil
-	})
-	if err != nil {
-		return 0, err
 	}
-	return n, nil
 }
 
 // RotateKeyFile replaces the key in the key file keyPath with a new one and re-encrypts every
@@ -102,6 +129,14 @@ func Rewrap(ctx context.Context, vs store.Variables, ring *secret.Keyring) (int,
 //     with another new key), which makes the rotation resumable.
 //  2. Every secret is re-encrypted in one transaction (Rewrap), opening with the current key,
 //     keyPath.old and keyPath.new. Until it commits the database holds the old values only.
+//     On a store that records the key of its secrets (store.SecretKeys) the same transaction
+//     records the new key's id: the record changes exactly when the values do. A crash after
+//     the commit and before step 3 leaves the record naming the key in keyPath.new while
+//     keyPath holds the old one; a node starting then is refused (its key is not the
+//     recorded one) until the rotation is run again, which resumes (it holds both keys, so
+//     the record's check passes) and finishes. Recording after step 3 instead would, after
+//     a crash between, leave a record naming a key no value is sealed with, and refuse the
+//     nodes that hold the right one.
 //  3. After the commit, the old key is written to keyPath.old (atomically, replacing an older
 //     one), then keyPath.new is renamed over keyPath (atomic: keyPath always exists, holding
 //     the old key or the new one), and the directory is synced.
@@ -121,28 +156,74 @@ func RotateKeyFile(ctx context.Context, vs store.Variables, keyPath string) (*Ro
 		return nil, err
 	}
 	newPath, oldPath := keyPath+NewKeySuffix, keyPath+OldKeySuffix
-	// Temporary files never renamed hold keys nothing was sealed with.
-	for _, p := range []string{newPath, oldPath} {
+	removeUnnamed(newPath, oldPath)
+	opening, err := openingKeys(oldKey, oldPath)
+	if err != nil {
+		return nil, err
+	}
+	rot := &Rotation{OldKeyID: oldKey.ID(), OldKeyPath: oldPath}
+	newKey, err := nextKey(newPath, rot)
+	if err != nil {
+		return nil, err
+	}
+	if rot.Values, err = rekeyFile(ctx, vs, secret.NewKeyring(newKey, opening...), newPath, rot.Resumed); err != nil {
+		return nil, err
+	}
+	// A resumed rotation may find the swap done but key.new left.
+	if err := swapKeyFiles(keyPath, newPath, oldPath, oldText, newKey.ID() != oldKey.ID()); err != nil {
+		return nil, err
+	}
+	return rot, nil
+}
+
+// removeUnnamed removes the temporary files of paths never renamed: they hold keys nothing was
+// sealed with.
+func removeUnnamed(paths ...string) {
+	for _, p := range paths {
 		leftovers, _ := filepath.Glob(globEscape(p) + ".tmp-*")
 		for _, f := range leftovers {
 			os.Remove(f)
 		}
 	}
-	opening := []*secret.Key{oldKey}
-	if k, _, err := readKeyFile(oldPath); err == nil {
-		opening = append(opening, k)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+}
+
+// openingKeys are the keys values may be sealed with before a rotation: the current one, and
+// the one in oldPath when there is one.
+func openingKeys(current *secret.Key, oldPath string) ([]*secret.Key, error) {
+	k, _, err := readKeyFile(oldPath)
+	switch {
+	case err == nil:
+		return []*secret.Key{current, k}, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return []*secret.Key{current}, nil
 	}
-	rot := &Rotation{OldKeyID: oldKey.ID(), OldKeyPath: oldPath}
-	newKey, _, err := readKeyFile(newPath)
+	return nil, err
+}
+
+// swapKeyFiles is step 3 of RotateKeyFile: the old key (oldText) kept in oldPath when keepOld,
+// then the new key's file named keyPath.
+func swapKeyFiles(keyPath, newPath, oldPath, oldText string, keepOld bool) error {
+	if keepOld {
+		if err := writeKeyFile(oldPath, oldText); err != nil {
+			return fmt.Errorf("vars: the secrets are re-encrypted with the key in %s, but keeping the old key failed: %w (run the rotation again to finish)", newPath, err)
+		}
+	}
+	if err := os.Rename(newPath, keyPath); err != nil {
+		return fmt.Errorf("vars: the secrets are re-encrypted with the key in %s, but it could not replace %s: %w (run the rotation again to finish)", newPath, keyPath, err)
+	}
+	return secret.SyncDir(filepath.Dir(keyPath))
+}
+
+// nextKey is step 1 of RotateKeyFile: the key in newPath when a rotation was interrupted
+// (rot.Resumed), else a new one written there. It sets rot.NewKeyID.
+func nextKey(newPath string, rot *Rotation) (*secret.Key, error) {
+	k, _, err := readKeyFile(newPath)
 	switch {
 	case err == nil:
 		rot.Resumed = true
 	case errors.Is(err, fs.ErrNotExist):
 		var text string
-		newKey, text, err = secret.GenerateKey()
-		if err != nil {
+		if k, text, err = secret.GenerateKey(); err != nil {
 			return nil, err
 		}
 		if err := writeKeyFile(newPath, text+"\n"); err != nil {
@@ -151,29 +232,33 @@ func RotateKeyFile(ctx context.Context, vs store.Variables, keyPath string) (*Ro
 	default:
 		return nil, err
 	}
-	rot.NewKeyID = newKey.ID()
-	if rot.Values, err = Rewrap(ctx, vs, secret.NewKeyring(newKey, opening...)); err != nil {
-		return nil, fmt.Errorf("%w (the key file is unchanged; running the rotation again resumes it with the key in %s)", err, newPath)
+	rot.NewKeyID = k.ID()
+	return k, nil
+}
+
+// rekeyFile is step 2 of RotateKeyFile: rekey with ring, whose new key is in newPath (resumed:
+// from an interrupted rotation).
+func rekeyFile(ctx context.Context, vs store.Variables, ring *secret.Keyring, newPath string, resumed bool) (int, error) {
+	n, err := rekey(ctx, vs, ring, ring.IDs())
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, store.ErrConflict) && !resumed:
+		// Refused before anything was sealed with the new key, and never to be resumed on
+		// this node: the key in newPath is nobody's.
+		os.Remove(newPath)
+		return 0, fmt.Errorf("%w (the key file is unchanged)", err)
 	}
-	if newKey.ID() != oldKey.ID() { // a resumed rotation may find the swap done but key.new left
-		if err := writeKeyFile(oldPath, oldText); err != nil {
-			return nil, fmt.Errorf("vars: the secrets are re-encrypted with the key in %s, but keeping the old key failed: %w (run the rotation again to finish)", newPath, err)
-		}
-	}
-	if err := os.Rename(newPath, keyPath); err != nil {
-		return nil, fmt.Errorf("vars: the secrets are re-encrypted with the key in %s, but it could not replace %s: %w (run the rotation again to finish)", newPath, keyPath, err)
-	}
-	if err := secret.SyncDir(filepath.Dir(keyPath)); err != nil {
-		return nil, err
-	}
-	return rot, nil
+	return 0, fmt.Errorf("%w (the key file is unchanged; running the rotation again resumes it with the key in %s)", err, newPath)
 }
 
 // RotateKeyEnv rotates the key given in QUIVER_SECRET_KEY: it generates a new key, hands its
 // text to publish (which shows it to the operator) before anything is sealed with it, and
 // re-encrypts every secret under it in one transaction. The operator then sets
 // QUIVER_SECRET_KEY to the new key everywhere. If publish fails, nothing is changed; if the
-// re-encryption fails, nothing is changed and the published key must be discarded.
+// re-encryption fails, nothing is changed and the published key must be discarded. Where the
+// store records the key of its secrets, the re-encryption records the new key's id in its
+// transaction: a crash leaves the old values and id, or the new values and id.
 func RotateKeyEnv(ctx context.Context, vs store.Variables, publish func(newKey string) error) (*Rotation, error) {
 	text, ok := os.LookupEnv(secret.EnvKey)
 	if !ok {
@@ -190,7 +275,7 @@ func RotateKeyEnv(ctx context.Context, vs store.Variables, publish func(newKey s
 	if err := publish(newText); err != nil {
 		return nil, err
 	}
-	n, err := Rewrap(ctx, vs, secret.NewKeyring(newKey, oldKey))
+	n, err := rekey(ctx, vs, secret.NewKeyring(newKey, oldKey), []string{oldKey.ID()})
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@
 //     does not (it is C's ordinary environment, which scoped names do not inherit).
 //
 // Resolution reads the store every time and nothing is copied into descendants, so a change to
-// R's or C's value is seen at once by every active descendant (V5 "updates propagate").
+// R's or C's value is seen at once by every active descendant: updates propagate.
 //
 // # Secrets
 //
@@ -164,31 +164,47 @@ func (r *Resolver) seal(workspaceID string, layer store.VariableLayer, ownerID s
 	for _, v := range values {
 		sv := &store.Variable{WorkspaceID: workspaceID, Layer: layer, OwnerID: ownerID, Name: v.Name, Value: v.Value,
 			Secret: v.Secret, Scoped: v.Scoped}
-		if err := store.CheckVariable(sv); err != nil {
-			return nil, fmt.Errorf("vars: %w", err)
-		}
-		switch {
-		case len(v.Value) > MaxValueBytes:
-			return nil, fmt.Errorf("vars: variable %s: the value is %d bytes, more than the %d allowed: %w", v.Name, len(v.Value), MaxValueBytes, store.ErrInvalid)
-		case v.Scoped && layer != store.LayerThread:
-			return nil, fmt.Errorf("vars: variable %s: only thread values can be scoped, not %s values: %w", v.Name, layer, store.ErrInvalid)
-		case seen[v.Name]:
-			return nil, fmt.Errorf("vars: variable %s is given twice: %w", v.Name, store.ErrInvalid)
+		if err := checkValue(sv, seen); err != nil {
+			return nil, err
 		}
 		seen[v.Name] = true
 		if v.Secret {
-			if r.Keys == nil {
-				return nil, fmt.Errorf("vars: variable %s is a secret and the resolver has no keyring", v.Name)
+			if err := r.sealValue(sv); err != nil {
+				return nil, err
 			}
-			s, err := r.Keys.Seal([]byte(v.Value), Where(workspaceID, layer, ownerID, v.Name))
-			if err != nil {
-				return nil, fmt.Errorf("vars: sealing %s: %w", v.Name, err)
-			}
-			sv.Value = s
 		}
 		out = append(out, sv)
 	}
 	return out, nil
+}
+
+// checkValue checks a value about to be stored; seen are the names given before it.
+func checkValue(sv *store.Variable, seen map[string]bool) error {
+	if err := store.CheckVariable(sv); err != nil {
+		return fmt.Errorf("vars: %w", err)
+	}
+	switch {
+	case len(sv.Value) > MaxValueBytes:
+		return fmt.Errorf("vars: variable %s: the value is %d bytes, more than the %d allowed: %w", sv.Name, len(sv.Value), MaxValueBytes, store.ErrInvalid)
+	case sv.Scoped && sv.Layer != store.LayerThread:
+		return fmt.Errorf("vars: variable %s: only thread values can be scoped, not %s values: %w", sv.Name, sv.Layer, store.ErrInvalid)
+	case seen[sv.Name]:
+		return fmt.Errorf("vars: variable %s is given twice: %w", sv.Name, store.ErrInvalid)
+	}
+	return nil
+}
+
+// sealValue replaces a secret's plaintext with it sealed.
+func (r *Resolver) sealValue(sv *store.Variable) error {
+	if r.Keys == nil {
+		return fmt.Errorf("vars: variable %s is a secret and the resolver has no keyring", sv.Name)
+	}
+	s, err := r.Keys.Seal([]byte(sv.Value), Where(sv.WorkspaceID, sv.Layer, sv.OwnerID, sv.Name))
+	if err != nil {
+		return fmt.Errorf("vars: sealing %s: %w", sv.Name, err)
+	}
+	sv.Value = s
+	return nil
 }
 
 // Delete removes a value; store.ErrNotFound when the owner has none of that name.
@@ -267,15 +283,7 @@ func (r *Resolver) CreateThread(ctx context.Context, th *store.Thread, decls []q
 	if th.ID == "" {
 		th.ID = stamp.ID(ctx, store.PrefixThread) // the sealed values are bound to it
 	}
-	values = slices.Clone(values)
-	for i := range values {
-		for _, d := range decls {
-			if d.Name == values[i].Name && d.Scoped {
-				values[i].Scoped = true // provided where it is declared scoped: it flows down
-			}
-		}
-	}
-	sealed, err := r.seal(th.WorkspaceID, store.LayerThread, th.ID, values)
+	sealed, err := r.seal(th.WorkspaceID, store.LayerThread, th.ID, scopedAsDeclared(values, decls))
 	if err != nil {
 		return err
 	}
@@ -293,6 +301,18 @@ func (r *Resolver) CreateThread(ctx context.Context, th *store.Thread, decls []q
 		return fmt.Errorf("vars: thread %s was created but its variables were not stored: %w", th.ID, err)
 	}
 	return nil
+}
+
+// scopedAsDeclared is values with those of a variable decls declare scoped made scoped: a
+// value provided where its variable is declared scoped flows down.
+func scopedAsDeclared(values []Value, decls []quiver.Variable) []Value {
+	values = slices.Clone(values)
+	for i := range values {
+		if slices.ContainsFunc(decls, func(d quiver.Variable) bool { return d.Name == values[i].Name && d.Scoped }) {
+			values[i].Scoped = true
+		}
+	}
+	return values
 }
 
 // pending is a thread about to be created, with its values: the first of the ancestry, or
@@ -363,37 +383,16 @@ type ownerName struct {
 // resolve reads the values of decls for q (plus the threads about to be created under
 // q.ThreadID, nearest first) and picks each.
 func (r *Resolver) resolve(ctx context.Context, workspaceID string, q store.VariableQuery, decls []quiver.Variable, planned ...pending) (map[string]string, error) {
-	for _, d := range decls {
-		if !slices.Contains(q.Names, d.Name) {
-			q.Names = append(q.Names, d.Name)
-		}
-	}
-	if q.Names == nil {
-		q.Names = []string{} // no declarations: read no values
-	}
+	q.Names = declaredNames(q.Names, decls)
 	lookup, err := r.Values.LookupVariables(ctx, workspaceID, q)
 	if err != nil {
 		return nil, err
 	}
-	chain := lookup.Threads
-	index := make(map[ownerName]*store.Variable, len(lookup.Values))
-	for _, v := range lookup.Values {
-		index[ownerName{v.Layer, v.OwnerID, v.Name}] = v
-	}
-	if len(planned) > 0 {
-		ids := make([]string, len(planned), len(planned)+len(chain))
-		for i, p := range planned {
-			ids[i] = p.id
-			for _, v := range p.values {
-				index[ownerName{store.LayerThread, p.id, v.Name}] = v
-			}
-		}
-		chain = append(ids, chain...)
-	}
+	found := newFound(lookup, planned)
 	values := make(map[string]string, len(decls))
 	var missing []quiver.Variable
 	for _, d := range decls {
-		v := pick(index, chain, q, d)
+		v := found.pick(q, d)
 		if v == nil {
 			if d.Required {
 				missing = append(missing, d)
@@ -412,18 +411,51 @@ func (r *Resolver) resolve(ctx context.Context, workspaceID string, q store.Vari
 	return values, nil
 }
 
+// declaredNames adds the names of decls to names; no declarations read no values.
+func declaredNames(names []string, decls []quiver.Variable) []string {
+	for _, d := range decls {
+		if !slices.Contains(names, d.Name) {
+			names = append(names, d.Name)
+		}
+	}
+	if names == nil {
+		return []string{}
+	}
+	return names
+}
+
+// found are the values a resolution read, by layer, owner and name, and the thread chain
+// they are picked along, nearest first.
+type found struct {
+	index map[ownerName]*store.Variable
+	chain []string
+}
+
+// newFound indexes what a lookup read, and the values of the threads about to be created,
+// which come first in the chain.
+func newFound(lookup *store.VariableLookup, planned []pending) found {
+	f := found{index: make(map[ownerName]*store.Variable, len(lookup.Values)), chain: lookup.Threads}
+	for _, v := range lookup.Values {
+		f.index[ownerName{v.Layer, v.OwnerID, v.Name}] = v
+	}
+	if len(planned) == 0 {
+		return f
+	}
+	ids := make([]string, len(planned), len(planned)+len(f.chain))
+	for i, p := range planned {
+		ids[i] = p.id
+		for _, v := range p.values {
+			f.index[ownerName{store.LayerThread, p.id, v.Name}] = v
+		}
+	}
+	f.chain = append(ids, f.chain...)
+	return f
+}
+
 // pick applies the resolution order and the thread rules of the package documentation.
-func pick(index map[ownerName]*store.Variable, chain []string, q store.VariableQuery, d quiver.Variable) *store.Variable {
-	for depth, id := range chain {
-		v := index[ownerName{store.LayerThread, id, d.Name}]
-		if v == nil {
-			continue
-		}
-		if depth == 0 || v.Scoped || !d.Scoped {
-			return v
-		}
-		// An ancestor's ordinary value is not inherited by a scoped declaration: look further
-		// up for a value provided as scoped.
+func (f found) pick(q store.VariableQuery, d quiver.Variable) *store.Variable {
+	if v := f.pickThread(d); v != nil {
+		return v
 	}
 	for _, o := range []struct {
 		layer store.VariableLayer
@@ -432,7 +464,20 @@ func pick(index map[ownerName]*store.Variable, chain []string, q store.VariableQ
 		if o.owner == "" && o.layer != store.LayerInstance {
 			continue
 		}
-		if v := index[ownerName{o.layer, o.owner, d.Name}]; v != nil {
+		if v := f.index[ownerName{o.layer, o.owner, d.Name}]; v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// pickThread is the value of d along the thread chain: the thread's own, else an ancestor's;
+// an ancestor's ordinary value is not inherited by a scoped declaration, which looks further
+// up for a value provided as scoped.
+func (f found) pickThread(d quiver.Variable) *store.Variable {
+	for depth, id := range f.chain {
+		v := f.index[ownerName{store.LayerThread, id, d.Name}]
+		if v != nil && (depth == 0 || v.Scoped || !d.Scoped) {
 			return v
 		}
 	}

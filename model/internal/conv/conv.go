@@ -25,42 +25,68 @@ func Answer(msgs []model.Message) ([]model.Message, error) {
 	out := make([]model.Message, 0, len(msgs))
 	for i := 0; i < len(msgs); i++ {
 		m := msgs[i]
-		switch m.Role {
-		case model.RoleUser, model.RoleAssistant:
-		case model.RoleTool:
-			return nil, fmt.Errorf("message %d: a tool result for call %q follows no assistant message that made the call", i, m.ToolCallID)
-		default:
-			return nil, fmt.Errorf("message %d: unknown role %q (want user, assistant or tool)", i, m.Role)
+		if err := checkTurnRole(i, m); err != nil {
+			return nil, err
 		}
 		out = append(out, m)
 		if m.Role != model.RoleAssistant || len(m.ToolCalls) == 0 {
 			continue
 		}
-		results := map[string]model.Message{}
-		j := i + 1
-		for ; j < len(msgs) && msgs[j].Role == model.RoleTool; j++ {
-			r := msgs[j]
-			if !hasCall(m.ToolCalls, r.ToolCallID) {
-				return nil, fmt.Errorf("message %d: tool result for call %q, which message %d did not make", j, r.ToolCallID, i)
-			}
-			if _, dup := results[r.ToolCallID]; dup {
-				return nil, fmt.Errorf("message %d: a second result for call %q", j, r.ToolCallID)
-			}
-			results[r.ToolCallID] = r
+		results, next, err := turnResults(msgs, i)
+		if err != nil {
+			return nil, err
 		}
-		for _, c := range m.ToolCalls {
-			r, ok := results[c.ID]
-			if !ok {
-				r = model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: Unanswered, IsError: true}
-			}
-			if r.ToolName == "" {
-				r.ToolName = c.Name
-			}
-			out = append(out, r)
-		}
-		i = j - 1
+		out = append(out, answers(m.ToolCalls, results)...)
+		i = next - 1
 	}
 	return out, nil
+}
+
+// checkTurnRole checks the role of message i, which starts a turn: a tool message there
+// answers no call.
+func checkTurnRole(i int, m model.Message) error {
+	switch m.Role {
+	case model.RoleUser, model.RoleAssistant:
+		return nil
+	case model.RoleTool:
+		return fmt.Errorf("message %d: a tool result for call %q follows no assistant message that made the call", i, m.ToolCallID)
+	}
+	return fmt.Errorf("message %d: unknown role %q (want user, assistant or tool)", i, m.Role)
+}
+
+// turnResults are the tool messages after message i, the assistant's, by call, each answering
+// a call it made, once; next is the index of the message after them.
+func turnResults(msgs []model.Message, i int) (results map[string]model.Message, next int, err error) {
+	results = map[string]model.Message{}
+	j := i + 1
+	for ; j < len(msgs) && msgs[j].Role == model.RoleTool; j++ {
+		r := msgs[j]
+		if !hasCall(msgs[i].ToolCalls, r.ToolCallID) {
+			return nil, 0, fmt.Errorf("message %d: tool result for call %q, which message %d did not make", j, r.ToolCallID, i)
+		}
+		if _, dup := results[r.ToolCallID]; dup {
+			return nil, 0, fmt.Errorf("message %d: a second result for call %q", j, r.ToolCallID)
+		}
+		results[r.ToolCallID] = r
+	}
+	return results, j, nil
+}
+
+// answers are the results of calls, in their order; a call without one gets an error result
+// saying so.
+func answers(calls []model.ToolCall, results map[string]model.Message) []model.Message {
+	out := make([]model.Message, 0, len(calls))
+	for _, c := range calls {
+		r, ok := results[c.ID]
+		if !ok {
+			r = model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: Unanswered, IsError: true}
+		}
+		if r.ToolName == "" {
+			r.ToolName = c.Name
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func hasCall(calls []model.ToolCall, id string) bool {
@@ -102,19 +128,20 @@ func OutputName(req *model.Request) string {
 	if name == "" {
 		return "output"
 	}
-	var b strings.Builder
-	for _, r := range name {
-		if r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
+	s := strings.Map(func(r rune) rune {
+		if isNameRune(r) {
+			return r
 		}
-	}
-	s := b.String()
+		return '_'
+	}, name)
 	if len(s) > 64 {
 		s = s[:64]
 	}
 	return s
+}
+
+func isNameRune(r rune) bool {
+	return r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
 }
 
 // APIError builds the model.APIError for an HTTP error reply. The provider's message is cut
@@ -127,20 +154,23 @@ func APIError(provider string, status int, typ, msg string, err error, key, keyV
 	if len(msg) > 300 {
 		msg = msg[:300] + "..."
 	}
-	e := &model.APIError{Provider: provider, StatusCode: status, Type: typ, Message: msg, Err: err}
+	return &model.APIError{Provider: provider, StatusCode: status, Type: typ, Message: msg, Err: err, Hint: statusHint(status, keyVar)}
+}
+
+// statusHint says what to look at after an HTTP error status.
+func statusHint(status int, keyVar string) string {
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		if keyVar != "" {
-			e.Hint = "check the API key in " + keyVar
-		} else {
-			e.Hint = "the server wants an API key"
+			return "check the API key in " + keyVar
 		}
+		return "the server wants an API key"
 	case status == http.StatusNotFound:
-		e.Hint = "check the model name and the base URL"
+		return "check the model name and the base URL"
 	case status == http.StatusTooManyRequests:
-		e.Hint = "rate limited; try again later"
+		return "rate limited; try again later"
 	case status >= 500:
-		e.Hint = "the provider failed; try again later"
+		return "the provider failed; try again later"
 	}
-	return e
+	return ""
 }

@@ -2,13 +2,14 @@ package wiretest
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 
 	"github.com/quiverhq/quiver/schema"
 )
 
-// ComposedCase is a composed {calls, output} schema (schema.Compose, seed 002) as an agent
+// ComposedCase is a composed {calls, output} schema (schema.Compose) as an agent
 // sends it to a provider for structured output, with answers the schema must accept and
 // refuse however the provider carries it. The same cases run against every provider's
 // request, so that each one is shown to send a schema that still means what Compose meant.
@@ -34,8 +35,8 @@ func mustSchema(t testing.TB, doc string) *schema.Schema {
 	return s
 }
 
-// ComposedCases returns seed 002's own example, a richer set (reasoning, a latent tool,
-// meta-fields) and a text output.
+// ComposedCases returns the plain case (one tool, an object output), a richer set (reasoning,
+// a latent tool, meta-fields) and a text output.
 func ComposedCases(t testing.TB) []ComposedCase {
 	t.Helper()
 	greet := mustSchema(t, `{"type":"object","properties":{"userName":{"type":"string"}},"required":["userName"]}`)
@@ -50,7 +51,7 @@ func ComposedCases(t testing.TB) []ComposedCase {
 	}
 	return []ComposedCase{
 		{
-			Name:   "seed 002's example",
+			Name:   "one tool and an object output",
 			Schema: compose([]schema.ToolSchema{{Name: "greetUser", Description: "Greets a user.", Input: greet}}, summary),
 			Answer: `{"calls":[{"_tool":"greetUser","userName":"Ada"}],"output":null}`,
 			Valid: []string{
@@ -123,23 +124,24 @@ func CheckComposed(t testing.TB, c ComposedCase, sent json.RawMessage) {
 		t.Fatalf("the schema sent does not compile: %v\n%s", err, sent)
 	}
 	for _, doc := range c.Valid {
-		v, err := schema.Decode([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := compiled.Validate(v); err != nil {
+		if err := compiled.Validate(decodeDoc(t, doc)); err != nil {
 			t.Errorf("the schema sent refuses %s: %v", doc, err)
 		}
 	}
 	for _, doc := range c.Invalid {
-		v, err := schema.Decode([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if compiled.Validate(v) == nil {
+		if compiled.Validate(decodeDoc(t, doc)) == nil {
 			t.Errorf("the schema sent accepts %s", doc)
 		}
 	}
+}
+
+func decodeDoc(t testing.TB, doc string) any {
+	t.Helper()
+	v, err := schema.Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // Keywords lists the keywords of every schema in doc (a JSON Schema as plain JSON), sorted
@@ -150,38 +152,35 @@ func Keywords(t testing.TB, doc json.RawMessage) []string {
 	if err := json.Unmarshal(doc, &v); err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	var visit func(s any)
-	visit = func(s any) {
-		m, ok := s.(map[string]any)
-		if !ok {
-			return
-		}
-		for k, e := range m {
-			seen[k] = true
-			switch k {
-			case "properties", "$defs", "definitions", "patternProperties":
-				if named, ok := e.(map[string]any); ok {
-					for _, sub := range named {
-						visit(sub)
-					}
-				}
-			case "items", "additionalProperties", "not", "if", "then", "else":
-				visit(e)
-			case "anyOf", "oneOf", "allOf", "prefixItems":
-				if list, ok := e.([]any); ok {
-					for _, sub := range list {
-						visit(sub)
-					}
-				}
+	seen := keywordSet{}
+	seen.visit(v)
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// keywordSet collects the keywords of schemas.
+type keywordSet map[string]bool
+
+// visit adds the keywords of s and of the schemas in it.
+func (seen keywordSet) visit(s any) {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return
+	}
+	for k, e := range m {
+		seen[k] = true
+		switch k {
+		case "properties", "$defs", "definitions", "patternProperties":
+			named, _ := e.(map[string]any)
+			for _, sub := range named {
+				seen.visit(sub)
+			}
+		case "items", "additionalProperties", "not", "if", "then", "else":
+			seen.visit(e)
+		case "anyOf", "oneOf", "allOf", "prefixItems":
+			list, _ := e.([]any)
+			for _, sub := range list {
+				seen.visit(sub)
 			}
 		}
 	}
-	visit(v)
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -89,17 +89,7 @@ func (s *Server) Last(t testing.TB) Request {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
-	var rep Reply
-	if len(s.replies) == 0 {
-		rep = Reply{Status: 500, Body: `{"error":{"message":"wiretest: no reply left"}}`}
-	} else {
-		rep, s.replies = s.replies[0], s.replies[1:]
-	}
-	s.mu.Unlock()
-
+	rep := s.take(r)
 	if rep.Hang {
 		s.Hung <- struct{}{}
 		select {
@@ -125,8 +115,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(status)
+	writeEvents(w, rep.Events)
+}
+
+// take records the request and takes the next reply; a 500 when none is left.
+func (s *Server) take(r *http.Request) Reply {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
+	if len(s.replies) == 0 {
+		return Reply{Status: 500, Body: `{"error":{"message":"wiretest: no reply left"}}`}
+	}
+	rep := s.replies[0]
+	s.replies = s.replies[1:]
+	return rep
+}
+
+// writeEvents writes server-sent events, each flushed as it is written.
+func writeEvents(w http.ResponseWriter, events []Event) {
 	f, _ := w.(http.Flusher)
-	for _, e := range rep.Events {
+	for _, e := range events {
 		if e.Name != "" {
 			fmt.Fprintf(w, "event: %s\n", e.Name)
 		}

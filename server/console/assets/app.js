@@ -1,6 +1,6 @@
 // The console: sign-in, the navigation and the routes (#/threads, #/threads/ID, #/approvals,
-// #/tools, #/tools/NAME, #/variables, #/keys). Each page is a module of pages/ exporting
-// render(main, ctx, ...params), where ctx = {session, can(role), go(hash), error(err)}.
+// #/tools, #/tools/NAME, #/variables, #/governance, #/access, #/keys). Each page is a module of pages/
+// exporting render(main, ctx, ...params), where ctx = {session, can(role), go(hash), error(err)}.
 
 import { api, session, ApiError } from "./api.js";
 import { h, clear } from "./dom.js";
@@ -13,6 +13,8 @@ const routes = [
   [/^#\/tools\/([^/]+)$/, () => import("./pages/tool.js")],
   [/^#\/tools$/, () => import("./pages/tools.js")],
   [/^#\/variables$/, () => import("./pages/variables.js")],
+  [/^#\/governance$/, () => import("./pages/governance.js")],
+  [/^#\/access$/, () => import("./pages/access.js")],
   [/^#\/keys$/, () => import("./pages/keys.js")],
 ];
 

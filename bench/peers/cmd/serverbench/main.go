@@ -138,20 +138,47 @@ func run(ctx context.Context, cfg config, out, progress io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	targets, err := prepareTargets(ctx, &cfg, tmp, progress)
+	if err != nil {
+		return err
+	}
+	seed := filepath.Join(tmp, "quiver-seed")
+	if err := os.Mkdir(seed, 0o700); err != nil {
+		return err
+	}
+	key, err := seedQuiver(ctx, targets[2], seed, cfg.tools, progress)
+	if err != nil {
+		return err
+	}
+	rs := &rounds{ctx: ctx, cfg: cfg, tmp: tmp, seed: seed, key: key, out: out, progress: progress}
+	for r := 1; r <= cfg.rounds; r++ {
+		fmt.Fprintf(out, "# round %d\n", r)
+		for _, t := range targets {
+			if err := rs.measure(r, t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// prepareTargets builds quiver unless cfg names its binary, makes the profiles' directory, and
+// returns the servers to measure, each a copy of its binary in tmp.
+func prepareTargets(ctx context.Context, cfg *config, tmp string, progress io.Writer) ([]target, error) {
 	if cfg.quiver == "" {
 		cfg.quiver = filepath.Join(tmp, "quiver-built")
 		if err := buildQuiver(ctx, cfg.quiver, progress); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if cfg.profileDir != "" {
 		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	targets := []target{
 		{label: "bare-go-sdk", bin: self, role: roleBare},
@@ -161,48 +188,49 @@ func run(ctx context.Context, cfg config, out, progress io.Writer) error {
 	for i := range targets {
 		dst := filepath.Join(tmp, "bin-"+targets[i].label)
 		if err := copyFile(dst, targets[i].bin, 0o755); err != nil {
-			return fmt.Errorf("copying %s: %w", targets[i].bin, err)
+			return nil, fmt.Errorf("copying %s: %w", targets[i].bin, err)
 		}
 		targets[i].bin = dst
 	}
-	quiver := targets[2]
-	seed := filepath.Join(tmp, "quiver-seed")
-	if err := os.Mkdir(seed, 0o700); err != nil {
-		return err
+	return targets, nil
+}
+
+// rounds are the rounds of a run: each server measured on a directory of its own, quiver's
+// a copy of the seeded one (key is its admin key).
+type rounds struct {
+	ctx            context.Context
+	cfg            config
+	tmp, seed, key string
+	out, progress  io.Writer
+}
+
+// measure measures t in round r, and prints its lines.
+func (rs *rounds) measure(r int, t target) error {
+	dir := filepath.Join(rs.tmp, fmt.Sprintf("round%d-%s", r, t.label))
+	var err error
+	if t.isQuiver() {
+		err = copyTree(dir, rs.seed)
+	} else {
+		err = os.Mkdir(dir, 0o700)
 	}
-	key, err := seedQuiver(ctx, quiver, seed, cfg.tools, progress)
 	if err != nil {
 		return err
 	}
-	for r := 1; r <= cfg.rounds; r++ {
-		fmt.Fprintf(out, "# round %d\n", r)
-		for _, t := range targets {
-			dir := filepath.Join(tmp, fmt.Sprintf("round%d-%s", r, t.label))
-			if t.isQuiver() {
-				err = copyTree(dir, seed)
-			} else {
-				err = os.Mkdir(dir, 0o700)
-			}
-			if err != nil {
-				return err
-			}
-			profileDir := ""
-			if r == 1 {
-				profileDir = cfg.profileDir
-			}
-			res, err := measureFresh(ctx, t, dir, key, cfg, profileDir, func(ph phase) {
-				fmt.Fprintf(progress, "serverbench: round %d, %s, %s: %d ops, %.0f/s, p50 %.0f µs, p99 %.0f µs, %.0f server B/op\n",
-					r, t.label, ph.name, ph.ops, ph.perSecond(), ph.percentile(0.5), ph.percentile(0.99), ph.allocPerOp())
-			})
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", r, t.label, err)
-			}
-			printResult(out, t.label, res)
-			fmt.Fprintf(progress, "serverbench: round %d, %s: RSS idle %s MB, after calls %s MB, after sessions %s MB\n",
-				r, t.label, mb(res.idle.rss), mb(res.afterCalls.rss), mb(res.afterSessions.rss))
-			os.RemoveAll(dir)
-		}
+	profileDir := ""
+	if r == 1 {
+		profileDir = rs.cfg.profileDir
 	}
+	res, err := measureFresh(rs.ctx, t, dir, rs.key, rs.cfg, profileDir, func(ph phase) {
+		fmt.Fprintf(rs.progress, "serverbench: round %d, %s, %s: %d ops, %.0f/s, p50 %.0f µs, p99 %.0f µs, %.0f server B/op\n",
+			r, t.label, ph.name, ph.ops, ph.perSecond(), ph.percentile(0.5), ph.percentile(0.99), ph.allocPerOp())
+	})
+	if err != nil {
+		return fmt.Errorf("round %d, %s: %w", r, t.label, err)
+	}
+	printResult(rs.out, t.label, res)
+	fmt.Fprintf(rs.progress, "serverbench: round %d, %s: RSS idle %s MB, after calls %s MB, after sessions %s MB\n",
+		r, t.label, mb(res.idle.rss), mb(res.afterCalls.rss), mb(res.afterSessions.rss))
+	os.RemoveAll(dir)
 	return nil
 }
 

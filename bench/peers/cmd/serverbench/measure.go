@@ -40,45 +40,16 @@ type measurer struct {
 func measure(ctx context.Context, t target, p *proc, cfg config, profileDir string, report func(phase)) (result, error) {
 	m := &measurer{ctx: ctx, t: t, p: p, c: newClients(p.key), cfg: cfg, report: report}
 	defer m.c.close()
-	var err error
-	if err := sleep(ctx, cfg.settle); err != nil {
+	if err := m.settledMemory(&m.res.idle); err != nil {
 		return result{}, err
 	}
-	if m.res.idle, err = readMem(p.pid); err != nil {
+	if err := m.calls(profileDir); err != nil {
 		return result{}, err
 	}
-	if err := m.checkTools(); err != nil {
+	if err := m.settledMemory(&m.res.afterCalls); err != nil {
 		return result{}, err
 	}
-	if err := m.callPhase("call-seq", 1, 50, profileDir); err != nil {
-		return result{}, err
-	}
-	if err := m.callPhase("call-c16", concurrency, 2, profileDir); err != nil {
-		return result{}, err
-	}
-	if profileDir != "" {
-		allocs, err := fetch(m.ctx, m.p.pprofBase+"allocs")
-		if err != nil {
-			return result{}, fmt.Errorf("allocations profile: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(profileDir, m.t.label+"-allocs.pprof"), allocs, 0o644); err != nil {
-			return result{}, err
-		}
-	}
-	if err := sleep(ctx, cfg.settle); err != nil {
-		return result{}, err
-	}
-	if m.res.afterCalls, err = readMem(p.pid); err != nil {
-		return result{}, err
-	}
-	list := func(ctx context.Context, cs *mcp.ClientSession) error {
-		_, err := listAll(ctx, cs)
-		return err
-	}
-	if err := m.sessionPhase("list-seq", 1, cfg.lists, 3, nil, list); err != nil {
-		return result{}, err
-	}
-	if err := m.sessionPhase("list-c16", concurrency, cfg.lists, 1, nil, list); err != nil {
+	if err := m.lists(); err != nil {
 		return result{}, err
 	}
 	if t.isQuiver() {
@@ -86,9 +57,64 @@ func measure(ctx context.Context, t target, p *proc, cfg config, profileDir stri
 			return result{}, err
 		}
 	}
-	ph, err := timed(ctx, p.pprofBase, "sessions", func() ([]time.Duration, time.Duration, error) {
-		return runOps(ctx, 1, cfg.sessions, nil, func(ctx context.Context, _ int) error {
-			cs, err := m.c.connect(ctx, p.mcpURL)
+	if err := m.sessions(); err != nil {
+		return result{}, err
+	}
+	if err := m.settledMemory(&m.res.afterSessions); err != nil {
+		return result{}, err
+	}
+	return m.res, nil
+}
+
+// settledMemory reads the server's memory into dst, once it has settled.
+func (m *measurer) settledMemory(dst *mem) error {
+	if err := sleep(m.ctx, m.cfg.settle); err != nil {
+		return err
+	}
+	var err error
+	*dst, err = readMem(m.p.pid)
+	return err
+}
+
+// calls runs the call phases, after checking the server's tools, and saves the allocations
+// profile after them when profileDir is set.
+func (m *measurer) calls(profileDir string) error {
+	if err := m.checkTools(); err != nil {
+		return err
+	}
+	if err := m.callPhase("call-seq", 1, 50, profileDir); err != nil {
+		return err
+	}
+	if err := m.callPhase("call-c16", concurrency, 2, profileDir); err != nil {
+		return err
+	}
+	if profileDir == "" {
+		return nil
+	}
+	allocs, err := fetch(m.ctx, m.p.pprofBase+"allocs")
+	if err != nil {
+		return fmt.Errorf("allocations profile: %w", err)
+	}
+	return os.WriteFile(filepath.Join(profileDir, m.t.label+"-allocs.pprof"), allocs, 0o644)
+}
+
+// lists runs the tools/list phases.
+func (m *measurer) lists() error {
+	list := func(ctx context.Context, cs *mcp.ClientSession) error {
+		_, err := listAll(ctx, cs)
+		return err
+	}
+	if err := m.sessionPhase("list-seq", 1, m.cfg.lists, 3, nil, list); err != nil {
+		return err
+	}
+	return m.sessionPhase("list-c16", concurrency, m.cfg.lists, 1, nil, list)
+}
+
+// sessions runs the phase that opens and closes sessions one after the other.
+func (m *measurer) sessions() error {
+	ph, err := timed(m.ctx, m.p.pprofBase, "sessions", func() ([]time.Duration, time.Duration, error) {
+		return runOps(m.ctx, 1, m.cfg.sessions, nil, func(ctx context.Context, _ int) error {
+			cs, err := m.c.connect(ctx, m.p.mcpURL)
 			if err != nil {
 				return err
 			}
@@ -96,16 +122,10 @@ func measure(ctx context.Context, t target, p *proc, cfg config, profileDir stri
 		})
 	})
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	m.add(ph)
-	if err := sleep(ctx, cfg.settle); err != nil {
-		return result{}, err
-	}
-	if m.res.afterSessions, err = readMem(p.pid); err != nil {
-		return result{}, err
-	}
-	return m.res, nil
+	return nil
 }
 
 func (m *measurer) add(ph phase) {

@@ -50,7 +50,9 @@ type proc struct {
 	pprofBase string // http://127.0.0.1:PORT/debug/pprof/
 	key       string // the admin key, when the start printed one
 	tail      *lastLines
-	stop      func() // stops the server (SIGTERM, then SIGKILL) and waits for it
+	stop      func()         // stops the server (SIGTERM, then SIGKILL) and waits for it
+	found     chan [2]string // what its output says: {kind, value}
+	exited    chan struct{}  // closed once it has exited and its output is read
 }
 
 // start starts t with dir as its working (and, for quiver, data) directory, and returns once
@@ -60,6 +62,28 @@ func start(ctx context.Context, t target, dir string, tools int, wantKey bool) (
 		return nil, fmt.Errorf("dropping the page cache of %s: %w", t.bin, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	cmd := command(ctx, t, dir, tools)
+	p, err := launch(cmd, cancel)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := p.waitLogged(ctx, t, cmd, wantKey); err != nil {
+		p.stop()
+		return nil, err
+	}
+	if p.pprofBase == "" {
+		p.pprofBase = strings.TrimSuffix(p.mcpURL, "/mcp") + "/debug/pprof/"
+	}
+	if err := waitAnswers(ctx, p.mcpURL); err != nil {
+		p.stop()
+		return nil, fmt.Errorf("%s: %w; its log: %s", t.label, err, p.tail)
+	}
+	return p, nil
+}
+
+// command is the command that runs t in dir.
+func command(ctx context.Context, t target, dir string, tools int) *exec.Cmd {
 	var cmd *exec.Cmd
 	if t.isQuiver() {
 		// As its users run it: API keys on, the default configuration, its data in dir.
@@ -74,68 +98,69 @@ func start(ctx context.Context, t target, dir string, tools int, wantKey bool) (
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
+	return cmd
+}
+
+// launch starts cmd and follows its output; cancel stops it.
+func launch(cmd *exec.Cmd, cancel context.CancelFunc) (*proc, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		cancel()
 		return nil, err
 	}
-	p := &proc{pid: cmd.Process.Pid, tail: &lastLines{}}
-	found := make(chan [2]string, 8) // {kind, value}
-	exited := make(chan struct{})
+	p := &proc{pid: cmd.Process.Pid, tail: &lastLines{}, found: make(chan [2]string, 8), exited: make(chan struct{})}
 	var readers sync.WaitGroup
 	for _, r := range []io.Reader{stdout, stderr} {
-		readers.Go(func() { follow(r, p.tail, found) })
+		readers.Go(func() { follow(r, p.tail, p.found) })
 	}
 	go func() {
 		readers.Wait() // every line read before Wait closes the pipes
 		cmd.Wait()
-		close(exited)
+		close(p.exited)
 	}()
 	p.stop = func() {
 		cancel()
-		<-exited
+		<-p.exited
 	}
+	return p, nil
+}
+
+// waitLogged waits, two minutes at most, until the server has logged its MCP URL (and quiver
+// its pprof URL, and the admin key when wantKey).
+func (p *proc) waitLogged(ctx context.Context, t target, cmd *exec.Cmd, wantKey bool) error {
 	wantPprof := t.isQuiver()
 	deadline := time.After(2 * time.Minute)
 	for p.mcpURL == "" || wantPprof && p.pprofBase == "" || wantKey && p.key == "" {
 		select {
-		case f := <-found:
-			switch f[0] {
-			case "mcp":
-				p.mcpURL = f[1]
-			case "pprof":
-				p.pprofBase = f[1]
-			case "key":
-				p.key = f[1]
-			}
-		case <-exited:
-			p.stop()
-			return nil, fmt.Errorf("%s exited before serving (%s); its log: %s", t.label, cmd.ProcessState, p.tail)
+		case f := <-p.found:
+			p.note(f[0], f[1])
+		case <-p.exited:
+			return fmt.Errorf("%s exited before serving (%s); its log: %s", t.label, cmd.ProcessState, p.tail)
 		case <-deadline:
-			p.stop()
-			return nil, fmt.Errorf("%s: no MCP URL, pprof URL or key in its log after 2 minutes; its log: %s", t.label, p.tail)
+			return fmt.Errorf("%s: no MCP URL, pprof URL or key in its log after 2 minutes; its log: %s", t.label, p.tail)
 		case <-ctx.Done():
-			p.stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	if p.pprofBase == "" {
-		p.pprofBase = strings.TrimSuffix(p.mcpURL, "/mcp") + "/debug/pprof/"
+	return nil
+}
+
+// note takes what the server's output said.
+func (p *proc) note(kind, value string) {
+	switch kind {
+	case "mcp":
+		p.mcpURL = value
+	case "pprof":
+		p.pprofBase = value
+	case "key":
+		p.key = value
 	}
-	if err := waitAnswers(ctx, p.mcpURL); err != nil {
-		p.stop()
-		return nil, fmt.Errorf("%s: %w; its log: %s", t.label, err, p.tail)
-	}
-	return p, nil
 }
 
 // follow reads a server's output into tail until it ends, and reports the URLs and the key it

@@ -80,75 +80,101 @@ func seedQuiver(ctx context.Context, t target, dir string, tools int, progress i
 	defer p.stop()
 	c := newClients(p.key)
 	defer c.close()
-	base := strings.TrimSuffix(p.mcpURL, "/mcp")
-	fail := func(err error) (string, error) {
+	sd := &seeder{ctx: ctx, c: c, base: strings.TrimSuffix(p.mcpURL, "/mcp"), progress: progress}
+	err = sd.seed(tools)
+	if err == nil {
+		err = sd.checkServed(t, p.mcpURL, tools)
+	}
+	if err != nil {
 		return "", fmt.Errorf("storing the filler tools: %w; quiver's log: %s", err, p.tail)
 	}
+	return p.key, nil
+}
+
+// seeder stores the filler tools through quiver's API.
+type seeder struct {
+	ctx      context.Context
+	c        *clients
+	base     string // quiver's URL
+	progress io.Writer
+	fnID     string // the function the tools run
+	began    time.Time
+
+	mu    sync.Mutex
+	next  int   // the next tool to store
+	first error // the first failure
+}
+
+// seed stores the function, then the filler tools, four at a time: the order of the tools does
+// not matter, the time it takes does.
+func (sd *seeder) seed(tools int) error {
 	var fn struct {
 		ID string `json:"id"`
 	}
-	if err := c.apiJSON(ctx, base+"/v1/functions", map[string]any{"name": "filler"}, &fn); err != nil {
-		return fail(err)
+	if err := sd.c.apiJSON(sd.ctx, sd.base+"/v1/functions", map[string]any{"name": "filler"}, &fn); err != nil {
+		return err
 	}
 	version := map[string]any{"code": fillerCode, "input_schema": fillerSchema(0)}
-	if err := c.apiJSON(ctx, base+"/v1/functions/"+fn.ID+"/versions", version, nil); err != nil {
-		return fail(err)
+	if err := sd.c.apiJSON(sd.ctx, sd.base+"/v1/functions/"+fn.ID+"/versions", version, nil); err != nil {
+		return err
 	}
-	fmt.Fprintf(progress, "serverbench: storing %d filler tools in quiver\n", tools)
-	began := time.Now()
-	// Four at a time: the order of the tools does not matter, the time it takes does.
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  int
-	)
+	sd.fnID = fn.ID
+	fmt.Fprintf(sd.progress, "serverbench: storing %d filler tools in quiver\n", tools)
+	sd.began = time.Now()
+	var wg sync.WaitGroup
 	for range 4 {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil || i >= tools
-				mu.Unlock()
-				if stop {
-					return
-				}
-				tool := map[string]any{"name": fillerName(i), "description": fillerDesc(i), "target": "server",
-					"function_id": fn.ID, "input_schema": fillerSchema(i)}
-				if err := c.apiJSON(ctx, base+"/v1/tools", tool, nil); err != nil {
-					mu.Lock()
-					first = cmpErr(first, fmt.Errorf("tool %s: %w", fillerName(i), err))
-					mu.Unlock()
-					return
-				}
-				if (i+1)%100 == 0 {
-					mu.Lock() // progress is written from one goroutine at a time
-					fmt.Fprintf(progress, "serverbench: %d tools stored after %s\n", i+1, time.Since(began).Round(time.Millisecond))
-					mu.Unlock()
-				}
-			}
-		})
+		wg.Go(func() { sd.storeTools(tools) })
 	}
 	wg.Wait()
-	if first != nil {
-		return fail(first)
+	return sd.first
+}
+
+// storeTools stores the next tools, one after the other, until all are stored or one fails.
+func (sd *seeder) storeTools(tools int) {
+	for {
+		i, ok := sd.take(tools)
+		if !ok {
+			return
+		}
+		tool := map[string]any{"name": fillerName(i), "description": fillerDesc(i), "target": "server",
+			"function_id": sd.fnID, "input_schema": fillerSchema(i)}
+		if err := sd.c.apiJSON(sd.ctx, sd.base+"/v1/tools", tool, nil); err != nil {
+			sd.mu.Lock()
+			sd.first = cmpErr(sd.first, fmt.Errorf("tool %s: %w", fillerName(i), err))
+			sd.mu.Unlock()
+			return
+		}
+		if (i+1)%100 == 0 {
+			sd.mu.Lock() // progress is written from one goroutine at a time
+			fmt.Fprintf(sd.progress, "serverbench: %d tools stored after %s\n", i+1, time.Since(sd.began).Round(time.Millisecond))
+			sd.mu.Unlock()
+		}
 	}
-	cs, err := c.connect(ctx, p.mcpURL)
+}
+
+// take takes the next tool to store; false once all are taken or one failed.
+func (sd *seeder) take(tools int) (int, bool) {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	i := sd.next
+	sd.next++
+	return i, sd.first == nil && i < tools
+}
+
+// checkServed checks that quiver serves the tools over MCP.
+func (sd *seeder) checkServed(t target, mcpURL string, tools int) error {
+	cs, err := sd.c.connect(sd.ctx, mcpURL)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	names, err := listAll(ctx, cs)
+	names, err := listAll(sd.ctx, cs)
 	if err == nil {
-		err = c.closeAll([]*mcp.ClientSession{cs})
+		err = sd.c.closeAll([]*mcp.ClientSession{cs})
 	}
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	if err := checkListed(t, names, tools); err != nil {
-		return fail(err)
-	}
-	return p.key, nil
+	return checkListed(t, names, tools)
 }
 
 func cmpErr(a, b error) error {

@@ -9,6 +9,7 @@
 import { api, blob, events, ApiError } from "../api.js";
 import { h, clear, fold, pretty, when, toolName } from "../dom.js";
 import { standInTitle, wantsFirstMessage, firstAsked, isSession, plural } from "../titles.js";
+import { decisionEl } from "../decision.js";
 
 const PAGE = 100; // messages per page
 const CHILDREN_SHOWN = 100; // children listed at a time
@@ -31,12 +32,6 @@ function currentAgent(t) {
 }
 
 const threadHref = (id) => "#/threads/" + encodeURIComponent(id);
-
-// statusOf is the thread's status as the page shows it: "failed" for an idle thread whose
-// last run failed (the API's thread reads so; the stream's state says idle with the run).
-function statusOf(status, run) {
-  return status === "idle" && run?.status === "failed" ? "failed" : status;
-}
 
 // filePath is the API path of a file of the thread: /threads/ID/files/a/b.png.
 function filePath(threadID, path) {
@@ -84,15 +79,14 @@ export async function render(main, ctx, id) {
 
   const name = threadName(thread);
   const statusEl = h("span", { class: "status", "data-test": "status" });
-  const waitingEl = h("a", { class: "status waiting", href: "#/approvals", "data-test": "waiting", hidden: true }, "waiting");
-  const setStatus = (status, waiting) => {
+  // A waiting thread links to the approvals, where its call is decided.
+  const waitingEl = h("a", { class: "small", href: "#/approvals", "data-test": "waiting", hidden: true }, "approvals →");
+  const setStatus = (status) => {
     statusEl.className = "status " + (status || "idle");
     statusEl.textContent = status || "idle";
-    waitingEl.hidden = !waiting;
+    waitingEl.hidden = status !== "waiting";
   };
-  // The thread reads "waiting" where the stream's state reads idle with a pending call: shown alike.
-  const waitingNow = thread.status === "waiting";
-  setStatus(waitingNow ? "idle" : thread.status, waitingNow || (thread.tags || []).includes("state:waiting"));
+  setStatus(thread.status);
   const agentNow = currentAgent(thread);
   const tags = (thread.tags || []).filter((t) => !t.startsWith("name:"));
   // The title: the thread's name, else the first thing asked of it, else what it is.
@@ -279,11 +273,11 @@ export async function render(main, ctx, id) {
         }
         break;
       case "state":
-        setStatus(statusOf(data.status, data.run), !!data.pending);
+        setStatus(data.status);
         showPending(data.pending);
         if (data.run) showOutcome(data.run);
         if (data.status !== "running") stopTyping();
-        if (statusOf(data.status, data.run) !== shownStatus) { shownStatus = statusOf(data.status, data.run); refreshChildren(); }
+        if (data.status !== shownStatus) { shownStatus = data.status; refreshChildren(); }
         updateRunButton(data);
         break;
       case "run":
@@ -291,7 +285,7 @@ export async function render(main, ctx, id) {
         if (data.type === "retrying") showOutcome(null, data.error || "retrying");
         else if (data.outcome) showOutcome(data.outcome);
         else if (data.type === "failed") showOutcome({ status: "failed", reason: "", error: data.error || "see the server's log" });
-        if (data.outcome?.status === "failed") setStatus("failed", false);
+        if (data.outcome?.status === "failed") setStatus("failed");
         refreshChildren();
         break;
     }
@@ -461,6 +455,9 @@ function resultEl(m, files) {
     if (m.content) el.append(fold(m.content));
     return el;
   }
+  // A person's decision first: it says why the call ran (or did not) as it did.
+  const decided = decisionEl(r.meta?.decision);
+  if (decided) el.append(decided);
   if (r.error) el.append(h("div", { class: "error-text" }, fold(r.error)));
   if (Array.isArray(r.problems) && r.problems.length) {
     el.append(h("ul", { class: "problems" }, r.problems.map((p) => h("li", {}, h("code", {}, p.pointer || "/"), " ", p.message || ""))));
@@ -576,7 +573,8 @@ async function listFiles(threadID, box, files, fail) {
     const list = (data.files || []).filter((f) => !f.is_dir);
     clear(box).append(list.length
       ? h("ul", { class: "file-list" }, list.map((f) => h("li", { "data-test": "file", "data-path": f.path },
-        files.download(f.path, f.name || f.path.split("/").pop(), `${f.path}${typeof f.size === "number" ? " (" + size(f.size) + ")" : ""}`))))
+        files.download(f.path, f.original_name || f.name || f.path.split("/").pop(),
+          `${f.original_name ? f.original_name + " · " : ""}${f.path}${typeof f.size === "number" ? " (" + size(f.size) + ")" : ""}`))))
       : h("p", { class: "muted" }, "No files."),
     data.truncated ? h("p", { class: "muted small" }, `The first ${FILES_LISTED} entries.`) : null);
   } catch (e) {

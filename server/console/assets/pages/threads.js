@@ -35,7 +35,7 @@ export async function render(main, ctx) {
   const agentIn = h("input", { id: "f-agent", name: "agent", list: "threads-agents", value: view.agent, maxlength: 128, autocomplete: "off", placeholder: "any agent", "data-test": "filter-agent" });
   const tagIn = h("input", { id: "f-tag", name: "tag", value: view.tag, maxlength: 1024, autocomplete: "off", placeholder: "tag", "data-test": "filter-tag" });
   const statusIn = h("select", { id: "f-status", name: "status", "data-test": "filter-status" },
-    ["", "idle", "running", "terminated"].map((s) => h("option", { value: s, selected: view.status === s }, s || "any")));
+    ["", "idle", "running", "waiting", "failed", "terminated"].map((s) => h("option", { value: s, selected: view.status === s }, s || "any")));
   const nameIn = h("input", { id: "f-name", name: "name", type: "search", value: view.name, maxlength: 128, autocomplete: "off", placeholder: "text in the name", "data-test": "filter-name" });
 
   const body = h("tbody", { "data-test": "threads" });
@@ -123,7 +123,6 @@ export async function render(main, ctx) {
 const titles = new Map();
 
 function row(t) {
-  const waiting = (t.tags || []).includes("state:waiting");
   const title = h("a", { href: "#/threads/" + encodeURIComponent(t.id), class: "thread-name", "data-test": "thread-title" }, standInTitle(t));
   titles.set(t.id, title);
   return h("tr", { "data-test": "thread-row", "data-id": t.id },
@@ -132,8 +131,8 @@ function row(t) {
       h("div", { class: "muted thread-id small" }, t.id),
       t.parent_id ? h("div", { class: "muted small" }, "child of ", h("a", { href: "#/threads/" + encodeURIComponent(t.parent_id) }, t.parent_id)) : null),
     h("td", {}, t.agent_id || h("span", { class: "muted" }, "none")),
-    h("td", {}, h("span", { class: "status " + (t.status || "idle"), "data-test": "status" }, t.status || "idle"),
-      waiting ? h("span", { class: "status waiting", title: "A call waits for a decision or a client's result" }, "waiting") : null),
+    h("td", {}, h("span", { class: "status " + (t.status || "idle"), "data-test": "status",
+      title: t.status === "waiting" ? "A call waits for a decision or a client's result" : t.run?.error || "" }, t.status || "idle")),
     h("td", {}, h("time", { datetime: t.created_at || "" }, when(t.created_at))));
 }
 

@@ -1,0 +1,130 @@
+package platform
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/store"
+)
+
+// The MCP door is served over HTTP (server/) and over standard input and output (quiver mcp
+// stdio); what it serves, whatever the transport, is assembled here once.
+
+// MCPOptions are opts (nil: the defaults) completed for the MCP server of workspace
+// workspaceID, at any transport: the catalog's prompts that other prompts may call as tools,
+// the threads' files as resources (read as the API reads them, for the call's actor: see
+// WithActor), and a thread per session, tagged "mcp", that its calls are recorded on
+// (SessionThread). A transport that keeps sessions across requests replaces Session with its
+// own, which calls SessionThread once per session.
+func (p *Platform) MCPOptions(workspaceID string, opts *mcp.ServerOptions) mcp.ServerOptions {
+	o := mcp.ServerOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Prompts = append(slices.Clip(o.Prompts), catalogPrompts(p.Catalog())...)
+	o.ThreadFiles = func(ctx context.Context, threadID, path string) ([]byte, string, error) {
+		return p.threadFileResource(ctx, workspaceID, threadID, path)
+	}
+	if o.MaxResourceBytes == 0 {
+		o.MaxResourceBytes = maxResourceBytes
+	}
+	o.Session = func(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
+		return p.SessionThread(ctx, workspaceID, info)
+	}
+	return o
+}
+
+// maxResourceBytes is the cap of a file resources/read answers with: the cap of a file in a
+// thread's file system, which a file the API serves was held to when it was written.
+var maxResourceBytes = store.DefaultFileLimits().MaxFileBytes
+
+// SessionThread makes the thread of workspace workspaceID that an MCP session's calls are
+// recorded on (CallThread), for the call's actor (WithActor; none: an operator of the
+// workspace), tagged "mcp" and "mcp-client:" with the name the client gave.
+func (p *Platform) SessionThread(ctx context.Context, workspaceID string, info mcp.SessionInfo) (quiver.Scope, error) {
+	tags := []string{"mcp"}
+	if info.ClientName != "" {
+		tags = append(tags, "mcp-client:"+truncate(info.ClientName, 100))
+	}
+	// A session whose first request is cancelled must still get its thread, once.
+	scope, err := p.CallThread(context.WithoutCancel(ctx), actorIn(ctx, workspaceID), "", tags...)
+	if err != nil {
+		return quiver.Scope{}, fmt.Errorf("creating the session's thread: %w", causeOf(err))
+	}
+	return scope, nil
+}
+
+// actorIn is the actor ctx carries, or an operator when it carries none, acting in
+// workspaceID: an MCP server is a workspace's, and never reaches another's.
+func actorIn(ctx context.Context, workspaceID string) Actor {
+	a, ok := ActorFrom(ctx)
+	if !ok {
+		a = Operator(workspaceID, "")
+	}
+	a.WorkspaceID = workspaceID
+	return a
+}
+
+// causeOf is what failed underneath an Error, whose words are for a client (an internal
+// failure's say nothing of it), for a door that logs it.
+func causeOf(err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Cause != nil {
+		return e.Cause
+	}
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// threadFileResource reads a thread's file for the MCP resource template of a workspace's MCP
+// server (mcp.ThreadFileTemplate), as GET /v1/threads/{id}/files/{path} does: the same read
+// (ThreadFile), authorized the same way, the thread being one of the workspace's. A thread of
+// another workspace, or a missing thread or file, is mcp.ErrResourceNotFound, which says
+// nothing more; a path the file system refuses (or a directory) is invalid params.
+func (p *Platform) threadFileResource(ctx context.Context, workspaceID, threadID, path string) ([]byte, string, error) {
+	data, fi, err := p.ThreadFile(ctx, actorIn(ctx, workspaceID), threadID, path)
+	var pe *Error
+	switch {
+	case err == nil:
+		return data, cmp.Or(fi.MimeType, "application/octet-stream"), nil
+	case errors.As(err, &pe) && pe.Kind == NotFound:
+		return nil, "", mcp.ErrResourceNotFound
+	case errors.As(err, &pe) && pe.Kind == Invalid:
+		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: pe.Error()}
+	}
+	return nil, "", err
+}
+
+// catalogPrompts are the catalog's prompts that other prompts may call as tools
+// (expose_as_tool: true), sorted by name, as every workspace's MCP server serves them: each
+// with its definition's system text (never resolved: no variable's value leaves Quiver) and
+// its argument schema.
+func catalogPrompts(c *agent.Catalog) []mcp.Prompt {
+	if c == nil {
+		return nil
+	}
+	var out []mcp.Prompt
+	for name, p := range c.Prompts {
+		if p == nil || !p.ExposeAsTool {
+			continue
+		}
+		out = append(out, mcp.Prompt{Name: cmp.Or(p.Name, name), Description: p.Description, System: p.System, Args: p.Args})
+	}
+	slices.SortFunc(out, func(a, b mcp.Prompt) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

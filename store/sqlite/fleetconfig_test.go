@@ -1,0 +1,15 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/storetest"
+)
+
+func TestFleetConfigs(t *testing.T) {
+	storetest.RunFleetConfigs(t, func(t *testing.T) store.FleetConfigs {
+		s, _ := openTemp(t)
+		return s
+	})
+}
