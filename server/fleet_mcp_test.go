@@ -143,6 +143,14 @@ func roundRobin(t *testing.T, bases ...string) (string, []*atomic.Int64) {
 	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := int(next.Add(1)) % len(bases)
 		served[i].Add(1)
+		// The node answers an MCP POST with its event stream as soon as it has read the
+		// request, while the proxy may still be at the end of the body it forwards: without
+		// full duplex, this server closes the body once the answer starts, the proxy's
+		// transport fails reading it and drops the connection, and the client sees its call
+		// end without an answer. Real balancers forward the body whole; so does this one.
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			t.Errorf("the balancer: %v", err)
+		}
 		proxies[i].ServeHTTP(w, r)
 	}))
 	t.Cleanup(lb.Close)
