@@ -176,6 +176,11 @@ type Dispatcher struct {
 	// and so is a name no tool has, in the same words; the tools an error lists are those it
 	// allows, and ToolsFor lists those alone.
 	Entitled func(ctx context.Context) func(*Tool) bool
+	// Admit, when set, is asked at each call of a tool the caller may call whether it may run
+	// now (a platform's limits on how often and how many at once): a refusal is answered in
+	// the call's stead, before its arguments are read, and is recorded like every result;
+	// otherwise done is called once the call has ended.
+	Admit func(ctx context.Context, t *Tool) (done func(), refusal *Result)
 	// Delegator runs calls that name _delegate; nil refuses them before they run.
 	Delegator Delegator
 	// Timeout bounds a tool that sets no timeout of its own; zero means no bound.

@@ -58,6 +58,12 @@ const (
 	// that name is there for them: the two are answered alike, so that a caller cannot learn
 	// of a tool hidden from it.
 	CodeNotEntitled Code = "not_entitled"
+	// CodeRateLimited: a limit on how often the caller may call (per second, minute or hour)
+	// is reached; the call did not run, and the error says when to try again.
+	CodeRateLimited Code = "rate_limited"
+	// CodeQuotaExhausted: a daily quota of calls is used up; the call did not run, and the
+	// error says when to try again.
+	CodeQuotaExhausted Code = "quota_exhausted"
 )
 
 // Result is what every call yields: a status, text for the model, an optional structured

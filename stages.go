@@ -29,6 +29,13 @@ func (d *Dispatcher) lookupAndPolicy(next Handler) Handler {
 		if r := d.lookup(ctx, c); r != nil {
 			return r
 		}
+		if d.Admit != nil {
+			done, refusal := d.Admit(ctx, c.tool)
+			if refusal != nil {
+				return refusal
+			}
+			defer done()
+		}
 		return next(ctx, c)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/platform/entitle"
+	"github.com/quiverhq/quiver/platform/limits"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -142,6 +143,10 @@ type File struct {
 	// they replace the workspace's stored document when they differ from it. Left out, the
 	// stored document stays, for admins to set through the API or the console.
 	Entitlements *entitle.Document `yaml:"entitlements,omitempty" json:"entitlements,omitempty"`
+	// Limits are the server's own workspace's limits on how often its callers may call,
+	// applied to the database as Entitlements are. Left out, the stored document stays, for
+	// admins to set through the API.
+	Limits *limits.Document `yaml:"limits,omitempty" json:"limits,omitempty"`
 
 	// dir is the directory of the file, which relative document paths are read from.
 	dir string
@@ -287,6 +292,9 @@ func Parse(r io.Reader, where string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := f.checkEntitlements(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := f.checkLimits(); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &f, nil

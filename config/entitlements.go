@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/quiverhq/quiver/platform/entitle"
+	"github.com/quiverhq/quiver/platform/limits"
 )
 
 // checkEntitlements reports an entitlements block that does not check, naming the field as
@@ -24,6 +25,23 @@ func (f *File) checkEntitlements() error {
 		return &FieldError{Field: "entitlements." + fe.Field, Message: fe.Message}
 	}
 	return fmt.Errorf("entitlements: %w", err)
+}
+
+// checkLimits reports a limits block that does not check, naming the field as the file has
+// it ("limits.limits[0].calls.per_minute").
+func (f *File) checkLimits() error {
+	if f.Limits == nil {
+		return nil
+	}
+	err := f.Limits.Check()
+	var fe *limits.FieldError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return &FieldError{Field: "limits." + fe.Field, Message: fe.Message}
+	}
+	return fmt.Errorf("limits: %w", err)
 }
 
 // FieldError is a part of the file that does not check, named by its path in the file

@@ -41,6 +41,7 @@ func (p *Platform) newDispatcher(w *Workspace) *quiver.Dispatcher {
 		Recorder:       &Recorder{Store: p.cfg.Store, Journal: p.journal.Load()},
 		Middleware:     []quiver.Middleware{actorMayCall},
 		Entitled:       w.entitled,
+		Admit:          w.admit,
 	}
 	if p.Jobs() != nil {
 		// A call naming _delegate runs its request with the catalog's prompts and models,

@@ -157,33 +157,6 @@ func (p *Platform) SetEntitlements(ctx context.Context, a Actor, doc entitle.Doc
 	return p.Entitlements(ctx, a)
 }
 
-// entitlementsSource names the configuration whose entitlements block is the workspace's
-// document ("" when none is: an admin sets it here): the fleet's latest version in the
-// database, which every node serves (read there, so that a command that serves none, quiver
-// access set, is refused as the API is), else the files this node serves without one.
-func (p *Platform) entitlementsSource(ctx context.Context, workspaceID string) (string, error) {
-	if workspaceID != p.cfg.ServerWorkspace {
-		return "", nil
-	}
-	hasBlock := func(c *Configuration) bool { return c != nil && c.File != nil && c.File.Entitlements != nil }
-	if fc := p.fleetConfigs(); fc != nil {
-		latest, version, err := LatestConfiguration(ctx, fc)
-		if err != nil {
-			return "", err
-		}
-		if version > 0 {
-			if hasBlock(latest) {
-				return versionWhere(version), nil
-			}
-			return "", nil
-		}
-	}
-	if cur := p.fleet.cur.Load(); cur != nil && hasBlock(cur.conf) {
-		return cmp.Or(strings.TrimPrefix(cur.where, "in "), "the configuration files"), nil
-	}
-	return "", nil
-}
-
 // workspaceTools are the workspace's tools now, for warnings; none when they cannot be read.
 func (p *Platform) workspaceTools(ctx context.Context, workspaceID string) []*quiver.Tool {
 	return p.Workspace(ctx, workspaceID).Dispatcher().Tools()

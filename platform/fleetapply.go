@@ -38,7 +38,7 @@ type ApplyOptions struct {
 // refused, whole. Only the operator may apply: the configuration is every workspace's. Every
 // node serves the new version within its watch interval (this platform too: LoadConfiguration
 // serves it at once); its entitlements block is stored as the server's own workspace's
-// document at once (see applyEntitlements).
+// document at once (see applyDocuments).
 func (p *Platform) ApplyConfiguration(ctx context.Context, a Actor, files *Configuration, o ApplyOptions) (*Applied, error) {
 	if !a.Operator {
 		return nil, &Error{Kind: Forbidden, Message: a.who() + " may not change the fleet's configuration: the operator applies it (quiver apply)"}
@@ -78,7 +78,7 @@ func (p *Platform) ApplyConfiguration(ctx context.Context, a Actor, files *Confi
 	p.fleet.keep(built)
 	out.Version = v.Version
 	// Stored now, the workspace's entitlements need no node serving the version to follow.
-	p.applyEntitlements(ctx, next.File, versionWhere(v.Version))
+	p.applyDocuments(ctx, next.File, versionWhere(v.Version))
 	return out, nil
 }
 
@@ -228,7 +228,7 @@ func (p *Platform) UseConfiguration(ctx context.Context, c *Configuration) error
 	p.sharedChanged()
 	// The workspace's entitlements are read from the database by every door, so the files'
 	// block is stored there even when the rest of the files is not.
-	p.applyEntitlements(ctx, conf.File, where)
+	p.applyDocuments(ctx, conf.File, where)
 	p.syncRemotes(ctx, conf)
 	return nil
 }

@@ -207,7 +207,7 @@ func (p *Platform) serve(ctx context.Context, v *store.FleetConfig) error {
 	p.runner.SetCatalog(catalog)
 	f.cur.Store(&served{version: v.Version, digest: v.Digest, conf: conf, catalog: catalog, where: "in " + where})
 	p.sharedChanged()
-	p.applyEntitlements(ctx, conf.File, where)
+	p.applyDocuments(ctx, conf.File, where)
 	p.logger.InfoContext(ctx, "platform: serving the fleet's configuration", "version", v.Version, "agents", len(catalog.Agents),
 		"prompts", len(catalog.Prompts), "tools", len(built.Tools))
 	p.syncRemotes(ctx, conf)

@@ -26,6 +26,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/platform/limits"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
@@ -88,6 +89,7 @@ type Platform struct {
 	imports    importSlots                   // the OpenAPI documents being imported
 	fleet      fleetState                    // the fleet's configuration served (fleetstate.go)
 	operator   atomic.Pointer[[]quiver.Rule] // the operator's governance rules (governance.go)
+	meter      *limits.Meter                 // counts the calls the workspaces' limits bound (limits.go)
 
 	// journal, when open, takes the records of the doors' calls (OpenJournal); dispatching
 	// says a workspace's dispatcher was made, after which the journal cannot be opened.
@@ -117,7 +119,7 @@ func New(cfg Config) (*Platform, error) {
 	if _, err := quiver.NewGovernance(cfg.Governance, nil); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
-	p := &Platform{cfg: cfg, logger: cfg.Logger}
+	p := &Platform{cfg: cfg, logger: cfg.Logger, meter: newMeter(cfg.Store)}
 	operator := append([]quiver.Rule(nil), cfg.Governance...)
 	p.operator.Store(&operator)
 	if p.logger == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/openapi"
 	"github.com/quiverhq/quiver/platform/entitle"
+	"github.com/quiverhq/quiver/platform/limits"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/schema"
 	"github.com/quiverhq/quiver/store"
@@ -55,6 +56,8 @@ type Workspace struct {
 	built map[string]builtTool
 	// entitlements are the workspace's, compiled when loaded with its tools; nil: none.
 	entitlements atomic.Pointer[entitle.Set]
+	// limits are the workspace's, compiled when loaded with its tools; nil: none.
+	limits atomic.Pointer[limits.Set]
 }
 
 // builtTool is a stored tool as a load built it, kept so that the next load builds again only
@@ -166,13 +169,9 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 	stamp, err := ent.ToolsStamp(ctx, w.id)
 	var tools []*quiver.Tool
 	var broken error
-	var gov *quiver.Governance
-	var ents *entitle.Set
+	var docs workspaceRules
 	if err == nil && (stamp != w.stamp || wasStale) {
-		gov, err = p.loadGovernance(ctx, w.id)
-	}
-	if err == nil && (stamp != w.stamp || wasStale) {
-		ents, err = p.loadEntitlements(ctx, w.id)
+		docs, err = p.loadRules(ctx, w)
 	}
 	if err == nil && (stamp != w.stamp || wasStale) {
 		var built map[string]builtTool
@@ -211,8 +210,9 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 		// The tools that load are served; the log names the ones that do not.
 		p.logger.WarnContext(ctx, "platform: some stored tools are not served", "workspace", w.id, "err", broken)
 	}
-	w.registry.SetGovernance(gov)
-	w.entitlements.Store(ents)
+	w.registry.SetGovernance(docs.governance)
+	w.entitlements.Store(docs.entitlements)
+	w.limits.Store(docs.limits)
 	if err := w.registry.Replace(tools...); err != nil {
 		p.logger.ErrorContext(ctx, "platform: serving a workspace's stored tools", "workspace", w.id, "err", err)
 		w.stale.Store(true)
@@ -221,6 +221,27 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 	w.stamp = stamp
 	w.loaded.Store(true)
 	w.generation.Add(1)
+}
+
+// workspaceRules are a workspace's documents that govern its tools, compiled.
+type workspaceRules struct {
+	governance   *quiver.Governance
+	entitlements *entitle.Set
+	limits       *limits.Set
+}
+
+// loadRules reads and compiles the workspace's governance, entitlements and limits.
+func (p *Platform) loadRules(ctx context.Context, w *Workspace) (workspaceRules, error) {
+	var r workspaceRules
+	var err error
+	if r.governance, err = p.loadGovernance(ctx, w.id); err != nil {
+		return r, err
+	}
+	if r.entitlements, err = p.loadEntitlements(ctx, w.id); err != nil {
+		return r, err
+	}
+	r.limits, err = p.loadLimits(ctx, w)
+	return r, err
 }
 
 // loadStoredTools builds the workspace's active stored tools: server tools run their function

@@ -565,6 +565,7 @@ type Entities interface {
 	OpenAPISources
 	Governances
 	Entitlements
+	Limits
 }
 
 // Directory stores workspaces, users and who is a member of which workspace with what role.

@@ -293,3 +293,14 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// CheckWho reports the first part of w that is malformed or over a limit, naming it under
+// field: for other documents that select callers as rules do (a workspace's limits).
+func CheckWho(w *Who, field string) error { return w.check(field) }
+
+// CheckSelector reports the first part of s that is malformed or over a limit, naming it
+// under field (its toolset is not checked: only rules select by toolset).
+func CheckSelector(s *Selector, field string) error { return s.check(field) }
+
+// Rule is the quiver.Rule that selects what s selects but its toolset.
+func (s *Selector) Rule() quiver.Rule { return s.rule() }

@@ -429,3 +429,17 @@ func clone(d *Document) Document {
 	}
 	return out
 }
+
+// Matches reports whether w names sub: every field it sets matches, its agent pattern any
+// agent of sub's run.
+func (w *Who) Matches(sub *Subject) bool {
+	if w.Agent == "" {
+		return w.matches(sub, "")
+	}
+	for _, a := range sub.Agents {
+		if w.matches(sub, a) {
+			return true
+		}
+	}
+	return false
+}

@@ -20,6 +20,7 @@ type docKind struct{ name, what string }
 var (
 	docGovernance   = docKind{"governance", "rules"}
 	docEntitlements = docKind{"entitlements", "entitlements"}
+	docLimits       = docKind{"limits", "limits"}
 )
 
 // docKey finds a workspace's document of a kind.
@@ -117,4 +118,22 @@ func (s *Store) PutWorkspaceEntitlements(ctx context.Context, e *store.Workspace
 		return entityOp("put entitlements").fail(err)
 	}
 	return s.putWorkspaceDoc(ctx, docEntitlements, e.WorkspaceID, e.Document, e.UpdatedBy, after, &e.Version, &e.UpdatedAt)
+}
+
+// WorkspaceLimits returns the workspace's limits document (see store.Limits).
+func (s *Store) WorkspaceLimits(_ context.Context, workspaceID string) (*store.WorkspaceLimits, error) {
+	d, err := s.workspaceDoc(docLimits, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return &store.WorkspaceLimits{WorkspaceID: workspaceID, Document: d.doc, Version: d.version, UpdatedBy: d.updatedBy, UpdatedAt: d.updatedAt}, nil
+}
+
+// PutWorkspaceLimits stores the workspace's next version of its limits document when its
+// current one is after (see store.Limits).
+func (s *Store) PutWorkspaceLimits(ctx context.Context, l *store.WorkspaceLimits, after int64) error {
+	if err := store.CheckLimits(l); err != nil {
+		return entityOp("put limits").fail(err)
+	}
+	return s.putWorkspaceDoc(ctx, docLimits, l.WorkspaceID, l.Document, l.UpdatedBy, after, &l.Version, &l.UpdatedAt)
 }

@@ -422,11 +422,11 @@ func (e *Entities) PurgeExpired(ctx context.Context, now time.Time) ([]*store.To
 }
 
 // ToolsStamp identifies the state of a workspace's tools, functions, OpenAPI sources,
-// governance rules and entitlements, and of who they run as: it changes when one is added,
+// governance rules, entitlements and limits, and of who they run as: it changes when one is added,
 // changed, deleted or purged, when the default runtime user changes and when a member is added
 // or removed (the count, or the newest membership, moves).
 func (e *Entities) ToolsStamp(ctx context.Context, workspaceID string) (string, error) {
-	var nt, nf, nm, no, ng, ne int64
+	var nt, nf, nm, no, ng, ne, nl int64
 	var mt, mf, mm, mo any
 	var runtime sql.NullString
 	err := e.read.QueryRowContext(ctx, `SELECT
@@ -436,10 +436,11 @@ func (e *Entities) ToolsStamp(ctx context.Context, workspaceID string) (string, 
 		(SELECT count(*) FROM memberships WHERE workspace_id = $1), (SELECT max(created_at) FROM memberships WHERE workspace_id = $1),
 		(SELECT count(*) FROM openapi_sources WHERE workspace_id = $1), (SELECT max(updated_at) FROM openapi_sources WHERE workspace_id = $1),
 		(SELECT coalesce(max(version), 0) FROM workspace_governance WHERE workspace_id = $1),
-		(SELECT coalesce(max(version), 0) FROM workspace_entitlements WHERE workspace_id = $1)`,
-		workspaceID).Scan(&nt, &mt, &nf, &mf, &runtime, &nm, &mm, &no, &mo, &ng, &ne)
+		(SELECT coalesce(max(version), 0) FROM workspace_entitlements WHERE workspace_id = $1),
+		(SELECT coalesce(max(version), 0) FROM workspace_limits WHERE workspace_id = $1)`,
+		workspaceID).Scan(&nt, &mt, &nf, &mf, &runtime, &nm, &mm, &no, &mo, &ng, &ne, &nl)
 	if err != nil {
 		return "", e.d.Err("read the stamp of the tools", err)
 	}
-	return fmt.Sprintf("%d/%v/%d/%v/%s/%d/%v/%d/%v/%d/%d", nt, mt, nf, mf, runtime.String, nm, mm, no, mo, ng, ne), nil
+	return fmt.Sprintf("%d/%v/%d/%v/%s/%d/%v/%d/%v/%d/%d/%d", nt, mt, nf, mf, runtime.String, nm, mm, no, mo, ng, ne, nl), nil
 }

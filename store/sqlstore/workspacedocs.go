@@ -22,6 +22,7 @@ type docTable struct{ table, column, name, what string }
 var (
 	governanceTable   = docTable{"workspace_governance", "rules", "governance", "rules"}
 	entitlementsTable = docTable{"workspace_entitlements", "document", "entitlements", "entitlements"}
+	limitsTable       = docTable{"workspace_limits", "document", "limits", "limits"}
 )
 
 // workspaceDoc is one version of a workspace's document as its table keeps it.
@@ -133,4 +134,22 @@ func (e *Entities) PutWorkspaceEntitlements(ctx context.Context, w *store.Worksp
 		return e.d.fail("put entitlements", err)
 	}
 	return e.putWorkspaceDoc(ctx, entitlementsTable, w.WorkspaceID, w.Document, w.UpdatedBy, after, &w.Version, &w.UpdatedAt)
+}
+
+// WorkspaceLimits returns the workspace's limits document (see store.Limits).
+func (e *Entities) WorkspaceLimits(ctx context.Context, workspaceID string) (*store.WorkspaceLimits, error) {
+	d, err := e.workspaceDoc(ctx, limitsTable, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return &store.WorkspaceLimits{WorkspaceID: workspaceID, Document: d.doc, Version: d.version, UpdatedBy: d.updatedBy, UpdatedAt: d.updatedAt}, nil
+}
+
+// PutWorkspaceLimits stores the workspace's next version of its limits document when its
+// current one is after (see store.Limits).
+func (e *Entities) PutWorkspaceLimits(ctx context.Context, l *store.WorkspaceLimits, after int64) error {
+	if err := store.CheckLimits(l); err != nil {
+		return e.d.fail("put limits", err)
+	}
+	return e.putWorkspaceDoc(ctx, limitsTable, l.WorkspaceID, l.Document, l.UpdatedBy, after, &l.Version, &l.UpdatedAt)
 }

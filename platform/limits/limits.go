@@ -1,0 +1,163 @@
+// Package limits holds a workspace's limits on calls: how many calls its callers may make per
+// second, minute, hour and day, and how many may run at once. A limit selects calls by who
+// makes them and which tool they call (as the entitlement rules do), and counts them together
+// or separately per key, user, agent, toolset or tool (Per): "each key 100 calls a minute",
+// "the refunds tool 10 a day for each user", "the workspace 50 calls at once".
+//
+// Every limit that matches a call applies; among the limits that count the same thing the
+// same way (one quantity, one Per), the most specific applies alone, so that a key's own limit
+// replaces the default every key has while the workspace's total still holds. A limit is
+// more specific than another when it sets more of who and which tools.
+//
+// A Document is compiled once, when it changes (Compile); a call is checked against the
+// compiled Set (Match) and counted by a Meter.
+package limits
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/quiverhq/quiver/platform/entitle"
+)
+
+// Document is a workspace's limits.
+type Document struct {
+	Limits []Limit `json:"limits,omitempty" yaml:"limits,omitempty"`
+}
+
+// Limit bounds the calls it selects.
+type Limit struct {
+	// Name names the limit in refusals and usage: 1 to 64 characters of [a-zA-Z0-9_.-].
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	// Who selects the callers it applies to (none set: every caller).
+	Who entitle.Who `json:"who,omitzero" yaml:"who,omitempty"`
+	// The tools it applies to (none set: every tool); a limit does not select by toolset: it
+	// names the callers who come through one with who.toolset.
+	entitle.Selector `yaml:",inline"`
+	// Per says what the limit counts separately: key, user, agent (the agent whose run
+	// calls), toolset (the address the call came through) or tool; none counts every call it
+	// selects together.
+	Per []string `json:"per,omitempty" yaml:"per,omitempty"`
+	// Calls bounds the calls it counts per second, minute, hour and day.
+	Calls Rates `json:"calls,omitzero" yaml:"calls,omitempty"`
+	// Concurrent bounds the calls it counts that run at once; 0: no bound.
+	Concurrent int `json:"concurrent,omitempty" yaml:"concurrent,omitempty"`
+}
+
+// Rates are counts per period; 0 leaves a period unbounded.
+type Rates struct {
+	PerSecond int `json:"per_second,omitempty" yaml:"per_second,omitempty"`
+	PerMinute int `json:"per_minute,omitempty" yaml:"per_minute,omitempty"`
+	PerHour   int `json:"per_hour,omitempty" yaml:"per_hour,omitempty"`
+	PerDay    int `json:"per_day,omitempty" yaml:"per_day,omitempty"`
+}
+
+// The dimensions a limit may count per.
+const (
+	PerKey     = "key"
+	PerUser    = "user"
+	PerAgent   = "agent"
+	PerToolset = "toolset"
+	PerTool    = "tool"
+)
+
+var dimensions = []string{PerKey, PerUser, PerAgent, PerToolset, PerTool}
+
+// Bounds of a Document.
+const (
+	MaxLimits = 1000 // limits a workspace
+	MaxCount  = 1_000_000_000
+)
+
+var limitName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+// FieldError is a Document that does not check: Field says where ("limits[2].calls").
+type FieldError = entitle.FieldError
+
+// Decode reads a Document from JSON, refusing fields it does not know (a misspelt
+// "per_minut" would otherwise bound nothing), and checks it.
+func Decode(data []byte) (*Document, error) {
+	var d Document
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return nil, &FieldError{Field: "document", Message: "not a limits document: " + err.Error()}
+	}
+	if dec.More() {
+		return nil, &FieldError{Field: "document", Message: "holds more than one JSON value"}
+	}
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Check reports the first part of d that is malformed or over a bound, naming it.
+func (d *Document) Check() error {
+	if len(d.Limits) > MaxLimits {
+		return &FieldError{Field: "limits", Message: fmt.Sprintf("%d limits are over the %d a workspace may have", len(d.Limits), MaxLimits)}
+	}
+	seen := make(map[string]bool, len(d.Limits))
+	for i := range d.Limits {
+		l := &d.Limits[i]
+		field := fmt.Sprintf("limits[%d]", i)
+		if err := l.check(field); err != nil {
+			return err
+		}
+		if seen[l.Name] {
+			return &FieldError{Field: field + ".name", Message: fmt.Sprintf("the limit %q is defined twice", l.Name)}
+		}
+		seen[l.Name] = true
+	}
+	return nil
+}
+
+func (l *Limit) check(field string) error {
+	switch {
+	case !limitName.MatchString(l.Name):
+		return &FieldError{Field: field + ".name", Message: fmt.Sprintf("%q is not 1 to 64 characters of a-z, A-Z, 0-9, _, . and -", truncate(l.Name, 80))}
+	case len(l.Description) > entitle.MaxText:
+		return &FieldError{Field: field + ".description", Message: fmt.Sprintf("over %d bytes", entitle.MaxText)}
+	case l.Toolset != "":
+		return &FieldError{Field: field + ".toolset", Message: "a limit does not select tools by toolset: name the callers who come through it with who.toolset, or count per toolset"}
+	case l.Calls == (Rates{}) && l.Concurrent == 0:
+		return &FieldError{Field: field, Message: "bounds nothing: give calls (per_second, per_minute, per_hour, per_day) or concurrent"}
+	}
+	if err := entitle.CheckWho(&l.Who, field+".who"); err != nil {
+		return err
+	}
+	if err := entitle.CheckSelector(&l.Selector, field); err != nil {
+		return err
+	}
+	for i, p := range l.Per {
+		if !slices.Contains(dimensions, p) {
+			return &FieldError{Field: fmt.Sprintf("%s.per[%d]", field, i), Message: fmt.Sprintf("%q is none of %s", truncate(p, 80), strings.Join(dimensions, ", "))}
+		}
+		if slices.Index(l.Per, p) != i {
+			return &FieldError{Field: fmt.Sprintf("%s.per[%d]", field, i), Message: fmt.Sprintf("%q is named twice", p)}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"calls.per_second", l.Calls.PerSecond}, {"calls.per_minute", l.Calls.PerMinute}, {"calls.per_hour", l.Calls.PerHour},
+		{"calls.per_day", l.Calls.PerDay}, {"concurrent", l.Concurrent}} {
+		if c.n < 0 || c.n > MaxCount {
+			return &FieldError{Field: field + "." + c.name, Message: fmt.Sprintf("%d is not between 0 and %d", c.n, MaxCount)}
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,291 @@
+package limits
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/quiverhq/quiver"
+)
+
+// A rate is counted in a sliding window of slots: a period of a minute is 60 slots of a
+// second, and a call is let through when the calls counted in the last 61 slots, its own
+// included, stay within the bound. 61 rather than 60 because any minute, however it falls
+// across the slots, lies within 61 of them: no minute ever sees more calls than the bound
+// (a fixed window lets twice the bound through across its edge; a token bucket, a burst
+// and the refill). The price is a little under the bound for a caller at exactly the rate:
+// 60/61 of it.
+//
+// The counts are kept by a Windows. In one process (a SQLite database, which one process
+// serves) they are this process's, and every call is counted as it comes: exact. On a fleet
+// they are in the database the nodes share, and a node takes a few calls' worth at a time
+// (Meter.Batch) and lets calls through from what it took until the slot ends: one write per
+// batch rather than per call, and never more than the bound in any period, since the
+// database hands out no more than the bound; what a node took and did not use is lost to
+// the others until its slot leaves the window (see docs/SCALING.md for the bound this
+// keeps).
+
+// Windows keeps the counts of rates (see store.LimitWindows).
+type Windows interface {
+	// Take counts up to want calls in slot of workspace's counter key, as many as keep the
+	// counts of the span slots ending at slot within max; it returns how many it counted and
+	// the counts of those slots after it, oldest first.
+	Take(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (taken int, counts []int, err error)
+}
+
+// Meter counts calls against their checks.
+type Meter struct {
+	// Windows keeps the counts of rates; nil keeps them in this process.
+	Windows Windows
+	// Batch takes calls from Windows a few at a time (a fleet's shared counts); otherwise one
+	// at a time.
+	Batch bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	counters map[string]*counter
+	inflight map[string]int
+	local    *memoryWindows
+	sweepAt  int
+}
+
+// counter is this process's share of one rate's counts: what it took in the current slot,
+// and how long the rate stays spent.
+type counter struct {
+	mu            sync.Mutex
+	slot          int64
+	taken, used   int
+	spentUntil    time.Time
+	lastSlotTaken int64
+	idleAfter     time.Time // the end of its slot, or of its being spent
+}
+
+// Refusal is a call a check refused.
+type Refusal struct {
+	Limit      string
+	Quantity   Quantity
+	Max        int
+	RetryAfter time.Duration
+}
+
+// Result is the refusal as the caller and a model read it: an error result with code
+// rate_limited (quota_exhausted for a daily bound) that names the limit and says when to try
+// again, also in its Meta ({"limit", "retry_after_seconds"}).
+func (r *Refusal) Result() *quiver.Result {
+	secs := r.RetryAfterSeconds()
+	when := fmt.Sprintf("try again in %d seconds", secs)
+	if r.Quantity == Concurrent {
+		when = "try again when one of them has ended"
+	}
+	res := quiver.Errorf(r.Quantity.code(), "the limit %q allows %d %s and is reached: %s", r.Limit, r.Max, r.Quantity, when)
+	res.Meta, _ = json.Marshal(map[string]any{"limit": r.Limit, "retry_after_seconds": secs})
+	return res
+}
+
+// RetryAfterSeconds is RetryAfter in whole seconds, at least 1.
+func (r *Refusal) RetryAfterSeconds() int {
+	return max(1, int(math.Ceil(r.RetryAfter.Seconds())))
+}
+
+func (m *Meter) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// Admit counts a call against checks: when every check lets it through, it returns the
+// function to call once the call has ended (which frees its place among concurrent calls);
+// otherwise the first refusal, and the call is counted nowhere. An error is the Windows'
+// (a database that cannot be reached): the caller decides whether to let calls through.
+func (m *Meter) Admit(ctx context.Context, workspaceID string, checks []Check) (release func(), refusal *Refusal, err error) {
+	if len(checks) == 0 {
+		return func() {}, nil, nil
+	}
+	now := m.now()
+	var held []string // concurrent places taken
+	var took []*counter
+	undo := func() {
+		m.releaseAll(workspaceID, held)
+		for _, c := range took {
+			c.giveBack()
+		}
+	}
+	for i := range checks {
+		ch := &checks[i]
+		if ch.Quantity == Concurrent {
+			if !m.hold(workspaceID, ch) {
+				undo()
+				return nil, &Refusal{Limit: ch.Limit, Quantity: Concurrent, Max: ch.Max, RetryAfter: time.Second}, nil
+			}
+			held = append(held, ch.Key)
+			continue
+		}
+		c := m.counter(workspaceID, ch.Key)
+		r, err := m.take(ctx, workspaceID, c, ch, now)
+		if err != nil || r != nil {
+			undo()
+			return nil, r, err
+		}
+		took = append(took, c)
+	}
+	return func() { m.releaseAll(workspaceID, held) }, nil, nil
+}
+
+// take counts one call in c for rate check ch, taking more from the Windows when this
+// process has used what it took in the slot.
+func (m *Meter) take(ctx context.Context, workspaceID string, c *counter, ch *Check, now time.Time) (*Refusal, error) {
+	w := windows[ch.Quantity]
+	slotLen := w.period / time.Duration(w.slots)
+	slot := now.UnixNano() / int64(slotLen)
+	span := w.slots + 1
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Before(c.spentUntil) {
+		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
+	}
+	if c.slot != slot {
+		if c.slot == slot-1 {
+			c.lastSlotTaken = int64(c.taken)
+		} else {
+			c.lastSlotTaken = 0
+		}
+		c.slot, c.taken, c.used = slot, 0, 0
+	}
+	if c.used < c.taken {
+		c.used++
+		return nil, nil
+	}
+	want := 1
+	if m.Batch {
+		// A few calls' worth: the bound's share of a slot, more for a caller that used more in
+		// the last slot, never more than a tenth of the bound (what is taken and not used is
+		// lost to the other nodes until it leaves the window).
+		want = min(max(1, ch.Max/span, int(c.lastSlotTaken)), max(1, ch.Max/10))
+	}
+	var taken int
+	var counts []int
+	if m.Windows != nil {
+		var err error
+		if taken, counts, err = m.Windows.Take(ctx, workspaceID, ch.Key, slot, span, ch.Max, want); err != nil {
+			return nil, err
+		}
+	} else {
+		taken, counts = m.memory().take(workspaceID, ch.Key, slot, span, ch.Max, want, now, slotLen)
+	}
+	c.taken += taken
+	c.idleAfter = time.Unix(0, (slot+1)*int64(slotLen))
+	if taken == 0 {
+		c.spentUntil = time.Unix(0, (slot+int64(slotsToFree(counts, ch.Max)))*int64(slotLen))
+		c.idleAfter = c.spentUntil
+		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
+	}
+	c.used++
+	return nil, nil
+}
+
+// slotsToFree is how many slots on from the current one a call fits again: when enough of
+// the oldest counts have left the window that the rest are under max.
+func slotsToFree(counts []int, max int) int {
+	sum := 0
+	for _, n := range counts {
+		sum += n
+	}
+	for k, n := range counts {
+		if sum < max {
+			return k
+		}
+		sum -= n
+	}
+	return len(counts)
+}
+
+// giveBack returns a call c counted at now that another check refused: this process lets
+// the next call of the slot through on it.
+func (c *counter) giveBack() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.used > 0 {
+		c.used--
+	}
+}
+
+func (m *Meter) memory() *memoryWindows {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.local == nil {
+		m.local = &memoryWindows{counts: map[string]*slots{}}
+	}
+	return m.local
+}
+
+// counter returns this process's counter of workspace's key.
+func (m *Meter) counter(workspaceID, key string) *counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counters == nil {
+		m.counters = map[string]*counter{}
+	}
+	k := workspaceID + "\x00" + key
+	c := m.counters[k]
+	if c == nil {
+		m.sweep()
+		c = &counter{}
+		m.counters[k] = c
+	}
+	return c
+}
+
+// sweep drops the counters no call needs now, once they are many (a limit per key or per
+// tool makes a counter per key or tool): those whose slot has ended and that are not spent.
+// What they counted is in the Windows.
+func (m *Meter) sweep() {
+	if len(m.counters) < max(m.sweepAt, 4096) {
+		return
+	}
+	now := m.now()
+	for k, c := range m.counters {
+		if c.mu.TryLock() {
+			if now.After(c.idleAfter) {
+				delete(m.counters, k)
+			}
+			c.mu.Unlock()
+		}
+	}
+	m.sweepAt = 2 * len(m.counters)
+}
+
+// hold takes a place among the concurrent calls ch bounds, in this process.
+func (m *Meter) hold(workspaceID string, ch *Check) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.inflight == nil {
+		m.inflight = map[string]int{}
+	}
+	k := workspaceID + "\x00" + ch.Key
+	if m.inflight[k] >= ch.Max {
+		return false
+	}
+	m.inflight[k]++
+	return true
+}
+
+func (m *Meter) releaseAll(workspaceID string, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, key := range keys {
+		k := workspaceID + "\x00" + key
+		if m.inflight[k] <= 1 {
+			delete(m.inflight, k)
+		} else {
+			m.inflight[k]--
+		}
+	}
+}

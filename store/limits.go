@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// WorkspaceLimits is a workspace's limits document: how often and how much its callers may
+// call (see platform/limits). The store keeps Document as the platform encodes it (a JSON
+// object) and never reads it. A change to it changes Entities.ToolsStamp, so that every node
+// serving the workspace sees it within a recheck.
+type WorkspaceLimits struct {
+	WorkspaceID string
+	// Document is a JSON object, at most MaxLimitsBytes.
+	Document json.RawMessage
+	// Version counts the workspace's changes to its document: 1, 2, ...; 0 when none was ever
+	// stored. Set by the store.
+	Version   int64
+	UpdatedBy string
+	UpdatedAt time.Time
+}
+
+// MaxLimitsBytes bounds a workspace's limits document.
+const MaxLimitsBytes = 2 << 20
+
+// Limits keeps each workspace's limits document, versioned as its entitlements are.
+type Limits interface {
+	// WorkspaceLimits returns the workspace's document; Version 0 and no Document when it
+	// never stored one. ErrNotFound for no such workspace.
+	WorkspaceLimits(ctx context.Context, workspaceID string) (*WorkspaceLimits, error)
+	// PutWorkspaceLimits stores l's Document as the workspace's next version when its current
+	// version is after (ErrConflict otherwise), setting l's Version and UpdatedAt. A Document
+	// that is not a JSON object, or over MaxLimitsBytes, is ErrInvalid; ErrNotFound for no
+	// such workspace.
+	PutWorkspaceLimits(ctx context.Context, l *WorkspaceLimits, after int64) error
+}
+
+// CheckLimits reports, wrapping ErrInvalid, a limits document no store keeps.
+func CheckLimits(l *WorkspaceLimits) error {
+	if l == nil {
+		return checkWorkspaceDocument("the limits document", "", nil, MaxLimitsBytes, '{')
+	}
+	return checkWorkspaceDocument("the limits document", l.WorkspaceID, l.Document, MaxLimitsBytes, '{')
+}
+
+// LimitWindows keeps the counts of rate limits where every node of a fleet finds them (see
+// platform/limits.Windows): a store that several processes share implements it (PostgreSQL);
+// over one that one process serves (SQLite), the platform counts in the process, exactly.
+type LimitWindows interface {
+	// TakeLimitWindow counts up to want calls in slot of the workspace's counter key, as many
+	// as keep the counts of the span slots ending at slot within max, and returns how many it
+	// counted and the counts of those slots after it, oldest first. Counters whose slots have
+	// all left their window are dropped as they are next counted in, or by PurgeLimitWindows.
+	TakeLimitWindow(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (taken int, counts []int, err error)
+}

@@ -1,0 +1,30 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+var _ store.LimitWindows = (*Store)(nil)
+
+// TakeLimitWindow counts calls in a counter of a rate limit the nodes share (see
+// store.LimitWindows): one statement, quiver_take_limit (migration 0019).
+func (s *Store) TakeLimitWindow(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (int, []int, error) {
+	if span < 1 || span > 1000 || max < 0 || want < 1 {
+		return 0, nil, fmt.Errorf("postgres: take limit window %s: span %d, max %d, want %d: %w", key, span, max, want, store.ErrInvalid)
+	}
+	var out []int64
+	if err := s.pool.QueryRow(ctx, `SELECT quiver_take_limit($1, $2, $3, $4, $5, $6)`, workspaceID, key, slot, span, max, want).Scan(&out); err != nil {
+		return 0, nil, fmt.Errorf("postgres: take limit window %s: %w", key, err)
+	}
+	if len(out) != span+1 {
+		return 0, nil, fmt.Errorf("postgres: take limit window %s: %d counts, want %d", key, len(out)-1, span)
+	}
+	counts := make([]int, span)
+	for i, n := range out[1:] {
+		counts[i] = int(n)
+	}
+	return int(out[0]), counts, nil
+}
