@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,6 +133,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	s.registerThreadLists(api)
 	s.registerEntities(api)
 	s.registerEntitlements(api)
+	s.registerLimits(api)
 	s.registerThreadReads(api)
 	s.registerRunEvents(api)
 	if s.runsOn() {
@@ -201,10 +203,25 @@ func (s *Server) registerCalls(api huma.API) {
 					fmt.Sprintf("the tool %s ran, but its record could not be stored (%v): its result is not answered unrecorded; "+
 						"look at the thread before calling it again", in.Name, err))
 			}
+			if r.Code == quiver.CodeRateLimited || r.Code == quiver.CodeQuotaExhausted {
+				return nil, limitedProblem(r)
+			}
 			out := &callOutput{}
 			out.Body.ThreadID, out.Body.Result = scope.ThreadID, r
 			return out, nil
 		})
+}
+
+// limitedProblem is the answer to a call a limit refused: 429, with Retry-After and the
+// result's words and code (rate_limited or quota_exhausted), which the thread records too.
+func limitedProblem(r *quiver.Result) error {
+	var meta struct {
+		RetryAfter int `json:"retry_after_seconds"`
+	}
+	_ = json.Unmarshal(r.Meta, &meta)
+	h := http.Header{}
+	h.Set("Retry-After", strconv.Itoa(max(1, meta.RetryAfter)))
+	return huma.ErrorWithHeaders(problemf(http.StatusTooManyRequests, string(r.Code), r.Error), h)
 }
 
 // remotesFor is the remote MCP servers as the caller's listing reports them: every one, as a

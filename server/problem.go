@@ -22,7 +22,7 @@ type ProblemDetails struct {
 	Status int    `json:"status,omitempty" doc:"The HTTP status code."`
 	Detail string `json:"detail,omitempty" doc:"What went wrong this time, in words."`
 	// Code is stable: clients switch on it, and the words in Detail may change.
-	Code   string          `json:"code" enum:"invalid_request,unauthorized,forbidden,not_found,conflict,too_large,missing_variables,not_pending,run_queued,too_many_streams,unavailable,internal" doc:"What went wrong, for programs: stable across versions."`
+	Code   string          `json:"code" enum:"invalid_request,unauthorized,forbidden,not_found,conflict,too_large,missing_variables,not_pending,run_queued,too_many_streams,rate_limited,quota_exhausted,unavailable,internal" doc:"What went wrong, for programs: stable across versions."`
 	Errors []*ProblemField `json:"errors,omitempty" doc:"The fields at fault, when the request broke the API's rules."`
 }
 
@@ -46,6 +46,8 @@ const (
 	CodeNotPending       = "not_pending"
 	CodeRunQueued        = "run_queued"
 	CodeTooManyStreams   = "too_many_streams"
+	CodeRateLimited      = "rate_limited"    // a limit on how often is reached (Retry-After says when)
+	CodeQuotaExhausted   = "quota_exhausted" // a daily quota is used up (Retry-After says when)
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
 )

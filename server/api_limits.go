@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/platform"
+	"github.com/quiverhq/quiver/platform/entitle"
+	"github.com/quiverhq/quiver/platform/limits"
+)
+
+// The workspace's limits: how often its callers may call which tools, and how many calls may
+// run at once (package limits has the rules, the platform counts them at every door).
+
+// limitsDocument is a limits.Document, written out for the OpenAPI document.
+type limitsDocument struct {
+	Limits []limitBody `json:"limits,omitempty" doc:"The limits, at most 1,000. Every limit that selects a call applies; among those counting one quantity the same way (same per), the most specific alone (the one setting more of who and which tools)."`
+}
+
+// limitBody is a limits.Limit, whose selector's fields are the limit's own.
+type limitBody struct {
+	Name        string         `json:"name" doc:"The limit's name, unique in the document: refusals and usage name it. 1 to 64 characters of a-z, A-Z, 0-9, _, . and -."`
+	Description string         `json:"description,omitempty" doc:"Why the limit is there, up to 1,024 bytes."`
+	Who         entitlementWho `json:"who,omitzero" doc:"The callers it applies to: those matching every field set, as entitlement rules match them; absent or {}: every caller."`
+	Tools       []string       `json:"tools,omitempty" doc:"The tools it applies to by name or path.Match pattern; with source and when, it selects the tools matching every one it sets (none: every tool)."`
+	Source      string         `json:"source,omitempty" doc:"A path.Match pattern over where the tool came from: openapi:NAME, mcp:NAME, a2a:NAME, stored, prompt:NAME, schema, go."`
+	When        quiver.Hints   `json:"when,omitzero" doc:"Annotations the tool must have, read with MCP's defaults: {\"destructiveHint\": true} selects the destructive tools."`
+	Per         []string       `json:"per,omitempty" doc:"What it counts separately: key, user, agent (the agent whose run calls), toolset (the MCP address the call came through), tool; absent: every call it selects together. A caller with an access token and no key counts as its user's."`
+	Calls       limits.Rates   `json:"calls,omitzero" doc:"Calls per_second, per_minute, per_hour and per_day (0 or absent: unbounded), each up to 1,000,000,000. No period, however it falls, sees more calls than its bound."`
+	Concurrent  int            `json:"concurrent,omitempty" minimum:"0" maximum:"1000000000" doc:"Calls it counts that may run at once (0: unbounded)."`
+}
+
+type limitsOutput struct {
+	Body struct {
+		Document  limitsDocument `json:"document" doc:"The limits; {} when none were ever set: nothing is limited."`
+		Version   int64          `json:"version" doc:"The version of the document (0: never set); give it back as after to change it."`
+		UpdatedBy *string        `json:"updated_by" nullable:"true"`
+		UpdatedAt *time.Time     `json:"updated_at" nullable:"true"`
+	}
+}
+
+type putLimitsInput struct {
+	Body struct {
+		Document limitsDocument `json:"document" doc:"The whole document, replacing the last."`
+		After    int64          `json:"after" minimum:"0" doc:"The version the document is changed from (as read; 0 when none was ever set): refused with 409 if another change came first."`
+	}
+}
+
+// registerLimits adds the workspace's limits.
+func (s *Server) registerLimits(api huma.API) {
+	register(api, huma.Operation{OperationID: "get-limits", Method: http.MethodGet, Path: "/v1/limits",
+		Summary: "The workspace's limits: how often its callers may call which tools, and how many at once (an admin's)"},
+		func(ctx context.Context, _ *struct{}) (*limitsOutput, error) {
+			l, err := s.p.Limits(ctx, s.actor(ctx))
+			if err != nil {
+				return nil, problem(err, "query")
+			}
+			return limitsOutputOf(l), nil
+		})
+	register(api, huma.Operation{OperationID: "put-limits", Method: http.MethodPut, Path: "/v1/limits",
+		Summary: "Replace the workspace's limits (an admin's); every door of every node follows within a second"},
+		func(ctx context.Context, in *putLimitsInput) (*limitsOutput, error) {
+			a := s.actor(ctx)
+			l, err := s.p.SetLimits(ctx, a, in.Body.Document.document(), in.Body.After)
+			if err != nil {
+				return nil, documentProblem(err)
+			}
+			s.toolsChanged(ctx, a.WorkspaceID)
+			return limitsOutputOf(l), nil
+		})
+}
+
+func limitsOutputOf(l *platform.Limits) *limitsOutput {
+	out := &limitsOutput{}
+	b := &out.Body
+	for _, lim := range l.Document.Limits {
+		b.Document.Limits = append(b.Document.Limits, limitBody{Name: lim.Name, Description: lim.Description, Who: entitlementWho(lim.Who),
+			Tools: lim.Tools, Source: lim.Source, When: lim.When, Per: lim.Per, Calls: lim.Calls, Concurrent: lim.Concurrent})
+	}
+	b.Version = l.Version
+	if l.Version > 0 {
+		b.UpdatedBy, b.UpdatedAt = orNull(l.UpdatedBy), &l.UpdatedAt
+	}
+	return out
+}
+
+func (d limitsDocument) document() limits.Document {
+	var doc limits.Document
+	for _, b := range d.Limits {
+		lim := limits.Limit{Name: b.Name, Description: b.Description, Who: entitle.Who(b.Who), Per: b.Per, Calls: b.Calls, Concurrent: b.Concurrent}
+		lim.Tools, lim.Source, lim.When = b.Tools, b.Source, b.When
+		doc.Limits = append(doc.Limits, lim)
+	}
+	return doc
+}

@@ -1,0 +1,96 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/internal/backendtest"
+	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+)
+
+// limitsDocument gives each key 3 calls a minute, and refunds 1 a day for the workspace.
+const limitsDocument = `{"limits": [
+  {"name": "each-key", "per": ["key"], "calls": {"per_minute": 3}},
+  {"name": "refunds", "tools": ["support_refund"], "calls": {"per_day": 1}}
+]}`
+
+// TestLimitsAtTheDoors: GET and PUT /v1/limits are an admin's and refuse a document that does
+// not check naming its part; a key over its limit is answered without running, with 429 and
+// Retry-After over /v1 and an error result carrying the code over MCP, whichever door it
+// used before; another key keeps its own count; a daily quota says quota_exhausted.
+func TestLimitsAtTheDoors(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		w := newEntitleWorld(t, st.(store.Backend))
+		status, body := w.send(t, "GET", "/v1/limits", "admin", nil)
+		if status != 200 || !strings.Contains(string(body), `"version":0`) {
+			t.Fatalf("limits never set: %d %s", status, body)
+		}
+		for _, who := range []string{"member", "viewer"} {
+			if status, body := w.send(t, "PUT", "/v1/limits", who, map[string]any{"document": json.RawMessage(limitsDocument), "after": 0}); status != 403 {
+				t.Errorf("PUT as %s: %d %s", who, status, body)
+			}
+		}
+		for _, c := range []struct{ doc, location string }{
+			{`{"limits": [{"name": "a", "calls": {"per_minute": -1}}]}`, "body.document.limits[0].calls.per_minute"},
+			{`{"limits": [{"name": "a", "per": ["team"], "concurrent": 1}]}`, "body.document.limits[0].per[0]"},
+			{`{"limits": [{"name": "a"}]}`, "body.document.limits[0]"},
+		} {
+			status, body := w.send(t, "PUT", "/v1/limits", "admin", map[string]any{"document": json.RawMessage(c.doc), "after": 0})
+			var p server.ProblemDetails
+			if status != 400 || json.Unmarshal(body, &p) != nil || len(p.Errors) != 1 || p.Errors[0].Location != c.location {
+				t.Errorf("%s: %d %s, want 400 naming %s", c.doc, status, body, c.location)
+			}
+		}
+		status, body = w.send(t, "PUT", "/v1/limits", "admin", map[string]any{"document": json.RawMessage(limitsDocument), "after": 0})
+		if status != 200 || !strings.Contains(string(body), `"version":1`) || !strings.Contains(string(body), `"per_minute":3`) {
+			t.Fatalf("setting the limits: %d %s", status, body)
+		}
+
+		call := func(who, tool string) (int, []byte, string) {
+			res, data := sendAPI(t, w.client, "POST", w.url+"/v1/tools/"+tool+"/call", w.key[who], map[string]any{"args": map[string]any{"text": "x"}})
+			return res.StatusCode, data, res.Header.Get("Retry-After")
+		}
+		for i := range 2 {
+			if status, body, _ := call("member", "echo"); status != 200 || !strings.Contains(string(body), "echo: x") {
+				t.Fatalf("the member's call %d: %d %s", i, status, body)
+			}
+		}
+		// The third over MCP, with the same key: the doors count together.
+		cs := w.mcpSession(t, "member", "/mcp")
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil || res.IsError {
+			t.Fatalf("the member's third call, over MCP: %v %+v", err, res)
+		}
+		res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil || !res.IsError || res.Meta[mcp.CodeMetaKey] != "rate_limited" ||
+			!strings.Contains(mcpText(res), `the limit "each-key" allows 3 calls per minute and is reached: try again in`) {
+			t.Fatalf("the member's fourth call, over MCP: %v %+v %q", err, res, mcpText(res))
+		}
+		if secs, _ := res.Meta["retry_after_seconds"].(float64); secs < 1 || secs > 61 {
+			t.Errorf("retry_after_seconds over MCP: %v", res.Meta["retry_after_seconds"])
+		}
+		status, body, retry := call("member", "echo")
+		var p server.ProblemDetails
+		if status != 429 || json.Unmarshal(body, &p) != nil || p.Code != server.CodeRateLimited || !strings.Contains(p.Detail, `"each-key"`) {
+			t.Fatalf("the member's fifth call, over /v1: %d %s", status, body)
+		}
+		if n, err := strconv.Atoi(retry); err != nil || n < 1 || n > 61 {
+			t.Errorf("Retry-After: %q", retry)
+		}
+		// The admin's key has its own count; the workspace's refunds their one a day.
+		if status, body, _ := call("admin", "support_refund"); status != 200 {
+			t.Fatalf("the admin's refund: %d %s", status, body)
+		}
+		status, body, retry = call("admin", "support_refund")
+		if status != 429 || json.Unmarshal(body, &p) != nil || p.Code != server.CodeQuotaExhausted || retry == "" {
+			t.Fatalf("a second refund in the day: %d %s (Retry-After %q)", status, body, retry)
+		}
+	})
+}
