@@ -57,11 +57,11 @@ func (p *Platform) loadLimits(ctx context.Context, w *Workspace) (*limits.Set, e
 }
 
 // newMeter is the platform's meter: in the database when the store is one a fleet shares.
-func newMeter(st store.Backend) *limits.Meter {
+func newMeter(st store.Backend, now func() time.Time) *limits.Meter {
 	if lw, ok := st.(store.LimitWindows); ok {
-		return &limits.Meter{Windows: storeWindows{lw}, Batch: true}
+		return &limits.Meter{Windows: storeWindows{lw}, Batch: true, Now: now}
 	}
-	return &limits.Meter{}
+	return &limits.Meter{Now: now}
 }
 
 // storeWindows are a store's limit windows as a Meter counts in them.

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -78,6 +79,9 @@ type Config struct {
 	ServerWorkspace string
 	// Logger receives what goes wrong in the background; nil means slog.Default().
 	Logger *slog.Logger
+	// Now is the clock the workspaces' limits count by; nil means time.Now. Every node of a
+	// fleet must read the same time, to within a small part of a second, as NTP keeps them.
+	Now func() time.Time
 }
 
 // Platform is an assembled Quiver. Make it with [New]; it is safe for concurrent use.
@@ -119,7 +123,7 @@ func New(cfg Config) (*Platform, error) {
 	if _, err := quiver.NewGovernance(cfg.Governance, nil); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
-	p := &Platform{cfg: cfg, logger: cfg.Logger, meter: newMeter(cfg.Store)}
+	p := &Platform{cfg: cfg, logger: cfg.Logger, meter: newMeter(cfg.Store, cfg.Now)}
 	operator := append([]quiver.Rule(nil), cfg.Governance...)
 	p.operator.Store(&operator)
 	if p.logger == nil {

@@ -100,7 +100,7 @@ func newBenchServerPostgres(b testing.TB, runs bool) *benchServer {
 }
 
 // postgresNode is a benchmark server on schema of dsn's database, which other nodes may share.
-func postgresNode(b testing.TB, dsn, schema string, runs bool) *benchServer {
+func postgresNode(b testing.TB, dsn, schema string, runs bool, adjust ...func(*platform.Config)) *benchServer {
 	b.Helper()
 	st, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(schema))
 	if err != nil {
@@ -124,7 +124,7 @@ func postgresNode(b testing.TB, dsn, schema string, runs bool) *benchServer {
 			return jobs.StartPostgres(ctx, pool, c)
 		}
 	}
-	bs := serveBench(b, st, "", start)
+	bs := serveBench(b, st, "", start, adjust...)
 	bs.dsn = u.String()
 	return bs
 }
@@ -135,7 +135,7 @@ type startJobs func(context.Context, jobs.Config) (*jobs.Jobs, error)
 // serveBench serves st as quiver serve would (see newBenchServer); path is its SQLite file, ""
 // for PostgreSQL (no journal then); start, when set, starts the runs of the bench agent. The
 // server stops, and st is closed, when the benchmark ends.
-func serveBench(b testing.TB, st benchStore, path string, start startJobs) *benchServer {
+func serveBench(b testing.TB, st benchStore, path string, start startJobs, adjust ...func(*platform.Config)) *benchServer {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -162,6 +162,9 @@ func serveBench(b testing.TB, st benchStore, path string, start startJobs) *benc
 		benchMust(b, os.WriteFile(script, []byte("turns:\n  - text: Hello.\n"), 0o600))
 		ag := &agent.Agent{Name: benchAgent, Prompt: &agent.Prompt{Name: benchAgent, Model: "scripted:" + script, Stop: agent.StopRules{MaxSteps: 4}}}
 		pcfg.Catalog = &agent.Catalog{Agents: map[string]*agent.Agent{benchAgent: ag}}
+	}
+	for _, f := range adjust {
+		f(&pcfg)
 	}
 	p, err := platform.New(pcfg)
 	benchMust(b, err)
