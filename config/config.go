@@ -123,6 +123,20 @@ const FileName = "quiver.yaml"
 //	    - who: {key: key_..., user: usr_..., toolset: support}
 //	      source: "mcp:*"
 //	      access: deny
+//	limits:                         # how often callers may call in the server's own workspace
+//	  limits:                       # (see docs/guides/limits.md)
+//	    - name: each-key            # refusals name it
+//	      description: Every key's share
+//	      per: [key]                # counted per key, user, agent, toolset or tool
+//	      calls: {per_second: 10, per_minute: 100, per_hour: 2000, per_day: 10000}
+//	    - name: refunds
+//	      who: {role: member}       # the callers it applies to, as entitlement rules name them
+//	      tools: ["refund_*"]       # the tools it applies to
+//	      source: "openapi:payments"
+//	      when: {destructiveHint: true}
+//	      per: [user]
+//	      calls: {per_day: 20}
+//	      concurrent: 2             # calls at once
 //
 // ${VAR} in env, header and oauth values (and an A2A agent's headers) is replaced by the environment variable VAR, so
 // secrets need not be written in the file.

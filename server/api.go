@@ -185,8 +185,12 @@ func (s *Server) registerCalls(api huma.API) {
 		return out, nil
 	})
 
+	limited := huma.SchemaFromType(api.OpenAPI().Components.Schemas, reflect.TypeFor[LimitProblem]())
 	register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
-		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread"},
+		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread",
+		Responses: map[string]*huma.Response{"429": {Description: "A limit on how often the caller may call is reached: the call did not run. Retry-After says when to try again.",
+			Headers: map[string]*huma.Param{"Retry-After": {Description: "Seconds to wait before calling again.", Schema: &huma.Schema{Type: "integer"}}},
+			Content: map[string]*huma.MediaType{"application/problem+json": {Schema: limited}}}}},
 		func(ctx context.Context, in *callInput) (*callOutput, error) {
 			a := s.actor(ctx)
 			scope, err := s.p.CallScope(ctx, a, in.Body.ThreadID)
@@ -221,7 +225,8 @@ func limitedProblem(r *quiver.Result) error {
 	_ = json.Unmarshal(r.Meta, &meta)
 	h := http.Header{}
 	h.Set("Retry-After", strconv.Itoa(max(1, meta.RetryAfter)))
-	return huma.ErrorWithHeaders(problemf(http.StatusTooManyRequests, string(r.Code), r.Error), h)
+	return huma.ErrorWithHeaders(&LimitProblem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests),
+		Status: http.StatusTooManyRequests, Detail: r.Error, Code: string(r.Code)}, h)
 }
 
 // remotesFor is the remote MCP servers as the caller's listing reports them: every one, as a

@@ -22,7 +22,7 @@ type ProblemDetails struct {
 	Status int    `json:"status,omitempty" doc:"The HTTP status code."`
 	Detail string `json:"detail,omitempty" doc:"What went wrong this time, in words."`
 	// Code is stable: clients switch on it, and the words in Detail may change.
-	Code   string          `json:"code" enum:"invalid_request,unauthorized,forbidden,not_found,conflict,too_large,missing_variables,not_pending,run_queued,too_many_streams,rate_limited,quota_exhausted,unavailable,internal" doc:"What went wrong, for programs: stable across versions."`
+	Code   string          `json:"code" enum:"invalid_request,unauthorized,forbidden,not_found,conflict,too_large,missing_variables,not_pending,run_queued,too_many_streams,unavailable,internal" doc:"What went wrong, for programs: stable across versions."`
 	Errors []*ProblemField `json:"errors,omitempty" doc:"The fields at fault, when the request broke the API's rules."`
 }
 
@@ -46,8 +46,6 @@ const (
 	CodeNotPending       = "not_pending"
 	CodeRunQueued        = "run_queued"
 	CodeTooManyStreams   = "too_many_streams"
-	CodeRateLimited      = "rate_limited"    // a limit on how often is reached (Retry-After says when)
-	CodeQuotaExhausted   = "quota_exhausted" // a daily quota is used up (Retry-After says when)
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
 )
@@ -226,4 +224,32 @@ func problem(err error, in string, pathParams ...string) error {
 		detail = loc + ": " + e.Message
 	}
 	return problemf(status, code, detail, &ProblemField{Location: loc, Message: e.Message})
+}
+
+// LimitProblem is the answer to a call a limit refused (429, with Retry-After): a problem
+// whose code is the call's result's, rate_limited or quota_exhausted. A type of its own, so that
+// the codes of every other answer (ProblemDetails.Code) stay the set a client was written for.
+type LimitProblem struct {
+	Type   string `json:"type,omitempty" doc:"A URI reference naming the problem's type: about:blank."`
+	Title  string `json:"title,omitempty" doc:"The HTTP status's words."`
+	Status int    `json:"status,omitempty" doc:"The HTTP status code: 429."`
+	Detail string `json:"detail,omitempty" doc:"The limit reached and when to try again, in words."`
+	Code   string `json:"code" enum:"rate_limited,quota_exhausted" doc:"rate_limited: a limit on how often (per second, minute or hour, or at once); quota_exhausted: a daily quota. The Retry-After header says when to try again."`
+}
+
+// Limit problem codes.
+const (
+	CodeRateLimited    = "rate_limited"
+	CodeQuotaExhausted = "quota_exhausted"
+)
+
+func (p *LimitProblem) Error() string  { return p.Detail }
+func (p *LimitProblem) GetStatus() int { return p.Status }
+
+// ContentType makes the answer application/problem+json, as RFC 9457 names it.
+func (p *LimitProblem) ContentType(ct string) string {
+	if ct == "application/json" {
+		return "application/problem+json"
+	}
+	return ct
 }

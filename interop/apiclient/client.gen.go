@@ -614,6 +614,24 @@ func (e DeleteToolParamsRetentionTier) Valid() bool {
 	}
 }
 
+// Defines values for CallTool429ApplicationProblemPlusJSONResponseBodyCode.
+const (
+	QuotaExhausted CallTool429ApplicationProblemPlusJSONResponseBodyCode = "quota_exhausted"
+	RateLimited    CallTool429ApplicationProblemPlusJSONResponseBodyCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the CallTool429ApplicationProblemPlusJSONResponseBodyCode enum.
+func (e CallTool429ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
+	switch e {
+	case QuotaExhausted:
+		return true
+	case RateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
 // APIKey defines model for APIKey.
 type APIKey struct {
 	CreatedAt   time.Time  `json:"created_at"`
@@ -1155,6 +1173,53 @@ type KeysOutputBody struct {
 	Keys *[]APIKey `json:"keys"`
 }
 
+// LimitBody defines model for LimitBody.
+type LimitBody struct {
+	// Calls Calls per_second, per_minute, per_hour and per_day (0 or absent: unbounded), each up to 1,000,000,000. No period, however it falls, sees more calls than its bound.
+	Calls *Rates `json:"calls,omitempty"`
+
+	// Concurrent Calls it counts that may run at once (0: unbounded).
+	Concurrent *int64 `json:"concurrent,omitempty"`
+
+	// Description Why the limit is there, up to 1,024 bytes.
+	Description *string `json:"description,omitempty"`
+
+	// Name The limit's name, unique in the document: refusals and usage name it. 1 to 64 characters of a-z, A-Z, 0-9, _, . and -.
+	Name string `json:"name"`
+
+	// Per What it counts separately: key, user, agent (the agent whose run calls), toolset (the MCP address the call came through), tool; absent: every call it selects together. A caller with an access token and no key counts as its user's.
+	Per *[]string `json:"per,omitempty"`
+
+	// Source A path.Match pattern over where the tool came from: openapi:NAME, mcp:NAME, a2a:NAME, stored, prompt:NAME, schema, go.
+	Source *string `json:"source,omitempty"`
+
+	// Tools The tools it applies to by name or path.Match pattern; with source and when, it selects the tools matching every one it sets (none: every tool).
+	Tools *[]string `json:"tools,omitempty"`
+
+	// When Annotations the tool must have, read with MCP's defaults: {"destructiveHint": true} selects the destructive tools.
+	When *Hints `json:"when,omitempty"`
+
+	// Who The callers it applies to: those matching every field set, as entitlement rules match them; absent or {}: every caller.
+	Who *EntitlementWho `json:"who,omitempty"`
+}
+
+// LimitsDocument defines model for LimitsDocument.
+type LimitsDocument struct {
+	// Limits The limits, at most 1,000. Every limit that selects a call applies; among those counting one quantity the same way (same per), the most specific alone (the one setting more of who and which tools).
+	Limits *[]LimitBody `json:"limits,omitempty"`
+}
+
+// LimitsOutputBody defines model for LimitsOutputBody.
+type LimitsOutputBody struct {
+	// Document The limits; {} when none were ever set: nothing is limited.
+	Document  LimitsDocument `json:"document"`
+	UpdatedAt *time.Time     `json:"updated_at"`
+	UpdatedBy *string        `json:"updated_by"`
+
+	// Version The version of the document (0: never set); give it back as after to change it.
+	Version int64 `json:"version"`
+}
+
 // ListOpenAPISourcesOutputBody defines model for ListOpenAPISourcesOutputBody.
 type ListOpenAPISourcesOutputBody struct {
 	Sources *[]OpenAPISourceRecord `json:"sources"`
@@ -1366,6 +1431,23 @@ type PutGovernanceInputBody struct {
 
 	// Version The version the rules are changed from (as read): refused with 409 if another change came first.
 	Version int64 `json:"version"`
+}
+
+// PutLimitsInputBody defines model for PutLimitsInputBody.
+type PutLimitsInputBody struct {
+	// After The version the document is changed from (as read; 0 when none was ever set): refused with 409 if another change came first.
+	After int64 `json:"after"`
+
+	// Document The whole document, replacing the last.
+	Document LimitsDocument `json:"document"`
+}
+
+// Rates defines model for Rates.
+type Rates struct {
+	PerDay    *int64 `json:"per_day,omitempty"`
+	PerHour   *int64 `json:"per_hour,omitempty"`
+	PerMinute *int64 `json:"per_minute,omitempty"`
+	PerSecond *int64 `json:"per_second,omitempty"`
 }
 
 // RequestedVariable defines model for RequestedVariable.
@@ -2093,6 +2175,9 @@ type DeleteToolParams struct {
 // DeleteToolParamsRetentionTier defines parameters for DeleteTool.
 type DeleteToolParamsRetentionTier string
 
+// CallTool429ApplicationProblemPlusJSONResponseBodyCode defines parameters for CallTool.
+type CallTool429ApplicationProblemPlusJSONResponseBodyCode string
+
 // SetUserVariableJSONBody defines parameters for SetUserVariable.
 type SetUserVariableJSONBody struct {
 	// Scoped Provide the value as scoped: it flows down to the thread's descendants, also for variables they declare scoped.
@@ -2125,6 +2210,9 @@ type PutGovernanceJSONRequestBody = PutGovernanceInputBody
 
 // CreateKeyJSONRequestBody defines body for CreateKey for application/json ContentType.
 type CreateKeyJSONRequestBody = CreateKeyInputBody
+
+// PutLimitsJSONRequestBody defines body for PutLimits for application/json ContentType.
+type PutLimitsJSONRequestBody = PutLimitsInputBody
 
 // AddMemberJSONRequestBody defines body for AddMember for application/json ContentType.
 type AddMemberJSONRequestBody = AddMemberInputBody
@@ -2643,6 +2731,25 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/keys/{id} (the `RevokeKey` operationId).
 	RevokeKey(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetLimits The workspace's limits: how often its callers may call which tools, and how many at once (an admin's)
+	//
+	// Corresponds with GET /v1/limits (the `GetLimits` operationId).
+	GetLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLimitsWithBody Replace the workspace's limits (an admin's); every door of every node follows within a second
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
+	PutLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLimits Replace the workspace's limits (an admin's); every door of every node follows within a second
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
+	PutLimits(ctx context.Context, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListMembers The workspace's members, oldest first
 	//
@@ -3384,6 +3491,55 @@ func (c *Client) CreateKey(ctx context.Context, body CreateKeyJSONRequestBody, r
 // Corresponds with DELETE /v1/keys/{id} (the `RevokeKey` operationId).
 func (c *Client) RevokeKey(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeKeyRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLimits The workspace's limits: how often its callers may call which tools, and how many at once (an admin's)
+//
+// Corresponds with GET /v1/limits (the `GetLimits` operationId).
+func (c *Client) GetLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLimitsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLimitsWithBody Replace the workspace's limits (an admin's); every door of every node follows within a second
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
+func (c *Client) PutLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLimitsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLimits Replace the workspace's limits (an admin's); every door of every node follows within a second
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
+func (c *Client) PutLimits(ctx context.Context, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLimitsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4996,6 +5152,73 @@ func NewRevokeKeyRequest(server string, id string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetLimitsRequest constructs an http.Request for the GetLimits method
+func NewGetLimitsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/limits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutLimitsRequest calls the generic PutLimits builder with application/json body
+func NewPutLimitsRequest(server string, body PutLimitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutLimitsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutLimitsRequestWithBody constructs an http.Request for the PutLimits method, with any body, and a specified content type
+func NewPutLimitsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/limits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -7221,6 +7444,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/keys/{id} (the `RevokeKey` operationId).
 	RevokeKeyWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RevokeKeyResponse, error)
 
+	// GetLimitsWithResponse The workspace's limits: how often its callers may call which tools, and how many at once (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/limits (the `GetLimits` operationId).
+	GetLimitsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLimitsResponse, error)
+
+	// PutLimitsWithBodyWithResponse Replace the workspace's limits (an admin's); every door of every node follows within a second
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
+	PutLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error)
+
+	// PutLimitsWithResponse Replace the workspace's limits (an admin's); every door of every node follows within a second
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
+	PutLimitsWithResponse(ctx context.Context, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error)
+
 	// ListMembersWithResponse The workspace's members, oldest first
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8440,6 +8684,102 @@ func (r RevokeKeyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LimitsOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLimitsResponse) GetJSON200() *LimitsOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetLimitsResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LimitsOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutLimitsResponse) GetJSON200() *LimitsOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutLimitsResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutLimitsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10102,13 +10442,35 @@ func (r UpdateToolResponse) ContentType() string {
 	return ""
 }
 
+// CallToolResponse429Headers the declared response headers of an HTTP 429 response for CallTool
+type CallToolResponse429Headers struct {
+	RetryAfter *int
+}
+
 type CallToolResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *CallOutputBody
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *ProblemDetails
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *struct {
+		// Code rate_limited: a limit on how often (per second, minute or hour, or at once); quota_exhausted: a daily quota. The Retry-After header says when to try again.
+		Code CallTool429ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
+
+		// Detail The limit reached and when to try again, in words.
+		Detail *string `json:"detail,omitempty"`
+
+		// Status The HTTP status code: 429.
+		Status *int64 `json:"status,omitempty"`
+
+		// Title The HTTP status's words.
+		Title *string `json:"title,omitempty"`
+
+		// Type A URI reference naming the problem's type: about:blank.
+		Type *string `json:"type,omitempty"`
+	}
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CallToolResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10116,9 +10478,24 @@ func (r CallToolResponse) GetJSON200() *CallOutputBody {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r CallToolResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CallToolResponse) GetApplicationproblemJSON429() *struct {
+	// Code rate_limited: a limit on how often (per second, minute or hour, or at once); quota_exhausted: a daily quota. The Retry-After header says when to try again.
+	Code CallTool429ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
+
+	// Detail The limit reached and when to try again, in words.
+	Detail *string `json:"detail,omitempty"`
+
+	// Status The HTTP status code: 429.
+	Status *int64 `json:"status,omitempty"`
+
+	// Title The HTTP status's words.
+	Title *string `json:"title,omitempty"`
+
+	// Type A URI reference naming the problem's type: about:blank.
+	Type *string `json:"type,omitempty"`
+} {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -10789,6 +11166,45 @@ func (c *ClientWithResponses) RevokeKeyWithResponse(ctx context.Context, id stri
 		return nil, err
 	}
 	return ParseRevokeKeyResponse(rsp)
+}
+
+// GetLimitsWithResponse The workspace's limits: how often its callers may call which tools, and how many at once (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/limits (the `GetLimits` operationId).
+func (c *ClientWithResponses) GetLimitsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLimitsResponse, error) {
+	rsp, err := c.GetLimits(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLimitsResponse(rsp)
+}
+
+// PutLimitsWithBodyWithResponse Replace the workspace's limits (an admin's); every door of every node follows within a second
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
+func (c *ClientWithResponses) PutLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error) {
+	rsp, err := c.PutLimitsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLimitsResponse(rsp)
+}
+
+// PutLimitsWithResponse Replace the workspace's limits (an admin's); every door of every node follows within a second
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
+func (c *ClientWithResponses) PutLimitsWithResponse(ctx context.Context, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error) {
+	rsp, err := c.PutLimits(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLimitsResponse(rsp)
 }
 
 // ListMembersWithResponse The workspace's members, oldest first
@@ -12117,6 +12533,72 @@ func ParseRevokeKeyResponse(rsp *http.Response) (*RevokeKeyResponse, error) {
 	return response, nil
 }
 
+// ParseGetLimitsResponse parses an HTTP response from a GetLimitsWithResponse call
+func ParseGetLimitsResponse(rsp *http.Response) (*GetLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LimitsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutLimitsResponse parses an HTTP response from a PutLimitsWithResponse call
+func ParsePutLimitsResponse(rsp *http.Response) (*PutLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LimitsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListMembersResponse parses an HTTP response from a ListMembersWithResponse call
 func ParseListMembersResponse(rsp *http.Response) (*ListMembersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13308,13 +13790,41 @@ func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest ProblemDetails
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest struct {
+			// Code rate_limited: a limit on how often (per second, minute or hour, or at once); quota_exhausted: a daily quota. The Retry-After header says when to try again.
+			Code CallTool429ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
+
+			// Detail The limit reached and when to try again, in words.
+			Detail *string `json:"detail,omitempty"`
+
+			// Status The HTTP status code: 429.
+			Status *int64 `json:"status,omitempty"`
+
+			// Title The HTTP status's words.
+			Title *string `json:"title,omitempty"`
+
+			// Type A URI reference naming the problem's type: about:blank.
+			Type *string `json:"type,omitempty"`
+		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationproblemJSON429 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CallToolResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/platform/entitle"
 )
 
@@ -36,9 +37,12 @@ type Limit struct {
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
 	// Who selects the callers it applies to (none set: every caller).
 	Who entitle.Who `json:"who,omitzero" yaml:"who,omitempty"`
-	// The tools it applies to (none set: every tool); a limit does not select by toolset: it
-	// names the callers who come through one with who.toolset.
-	entitle.Selector `yaml:",inline"`
+	// Tools, Source and When select the tools it applies to, as an entitlement rule's do (none
+	// set: every tool). A limit does not select tools by toolset: it names the callers who come
+	// through one with who.toolset, or counts per toolset.
+	Tools  []string     `json:"tools,omitempty" yaml:"tools,omitempty"`
+	Source string       `json:"source,omitempty" yaml:"source,omitempty"`
+	When   quiver.Hints `json:"when,omitzero" yaml:"when,omitempty"`
 	// Per says what the limit counts separately: key, user, agent (the agent whose run
 	// calls), toolset (the address the call came through) or tool; none counts every call it
 	// selects together.
@@ -123,15 +127,13 @@ func (l *Limit) check(field string) error {
 		return &FieldError{Field: field + ".name", Message: fmt.Sprintf("%q is not 1 to 64 characters of a-z, A-Z, 0-9, _, . and -", truncate(l.Name, 80))}
 	case len(l.Description) > entitle.MaxText:
 		return &FieldError{Field: field + ".description", Message: fmt.Sprintf("over %d bytes", entitle.MaxText)}
-	case l.Toolset != "":
-		return &FieldError{Field: field + ".toolset", Message: "a limit does not select tools by toolset: name the callers who come through it with who.toolset, or count per toolset"}
 	case l.Calls == (Rates{}) && l.Concurrent == 0:
 		return &FieldError{Field: field, Message: "bounds nothing: give calls (per_second, per_minute, per_hour, per_day) or concurrent"}
 	}
 	if err := entitle.CheckWho(&l.Who, field+".who"); err != nil {
 		return err
 	}
-	if err := entitle.CheckSelector(&l.Selector, field); err != nil {
+	if err := entitle.CheckSelector(l.selector(), field); err != nil {
 		return err
 	}
 	for i, p := range l.Per {
@@ -160,4 +162,9 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// selector is the entitlement rules' selector of the tools l applies to.
+func (l *Limit) selector() *entitle.Selector {
+	return &entitle.Selector{Tools: l.Tools, Source: l.Source, When: l.When}
 }

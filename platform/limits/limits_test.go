@@ -48,7 +48,7 @@ func TestDocumentChecks(t *testing.T) {
 		{"too large", `{"limits":[{"name":"a","concurrent":2000000000}]}`, "limits[0].concurrent"},
 		{"bad per", `{"limits":[{"name":"a","per":["team"],"concurrent":1}]}`, "limits[0].per[0]"},
 		{"per twice", `{"limits":[{"name":"a","per":["key","key"],"concurrent":1}]}`, "limits[0].per[1]"},
-		{"toolset selector", `{"limits":[{"name":"a","toolset":"x","concurrent":1}]}`, "limits[0].toolset"},
+		{"toolset selector", `{"limits":[{"name":"a","toolset":"x","concurrent":1}]}`, "document"},
 		{"bad role", `{"limits":[{"name":"a","who":{"role":"owner"},"concurrent":1}]}`, "limits[0].who.role"},
 		{"bad pattern", `{"limits":[{"name":"a","tools":["["],"concurrent":1}]}`, "limits[0].tools[0]"},
 	} {
@@ -76,7 +76,7 @@ func TestMatch(t *testing.T) {
 		{Name: "each-key", Per: []string{PerKey}, Calls: Rates{PerMinute: 100, PerDay: 1000}},
 		{Name: "big-key", Who: whoKey("key_big"), Per: []string{PerKey}, Calls: Rates{PerMinute: 5000}},
 		{Name: "workspace", Calls: Rates{PerSecond: 50}, Concurrent: 20},
-		{Name: "refunds", Selector: sel("refund_*"), Per: []string{PerUser}, Calls: Rates{PerDay: 10}},
+		{Name: "refunds", Tools: []string{"refund_*"}, Per: []string{PerUser}, Calls: Rates{PerDay: 10}},
 		{Name: "viewers", Who: whoRole("viewer"), Calls: Rates{PerMinute: 10}},
 	}})
 	if err != nil {
@@ -125,10 +125,6 @@ func TestMatch(t *testing.T) {
 
 func whoKey(k string) (w entitle.Who)  { w.Key = k; return }
 func whoRole(r string) (w entitle.Who) { w.Role = r; return }
-func sel(p string) (s entitle.Selector) {
-	s.Tools = []string{p}
-	return
-}
 
 // In one process the counts are exact: a minute's bound lets that many calls through in any
 // minute, however the calls fall, and no more.

@@ -100,7 +100,7 @@ func Compile(d *Document) (*Set, error) {
 				group = append(group, dim)
 			}
 		}
-		s.limits[i] = compiled{Limit: l, rule: l.Selector.Rule(), group: strings.Join(group, ","), specificity: specificity(l)}
+		s.limits[i] = compiled{Limit: l, rule: l.selector().Rule(), group: strings.Join(group, ","), specificity: specificity(l)}
 	}
 	return s, nil
 }
