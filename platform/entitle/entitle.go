@@ -133,16 +133,25 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 // Decode reads a Document from JSON, refusing fields it does not know (a misspelt predicate
 // such as "readOnly" would otherwise select every tool), and checks it.
 func Decode(data []byte) (*Document, error) {
-	var d Document
+	return DecodeChecked[Document](data, "an entitlements document")
+}
+
+// DecodeChecked reads a document of a workspace (what names it in the error) from JSON as
+// Decode reads one: strictly, one value, checked.
+func DecodeChecked[D any, P interface {
+	*D
+	Check() error
+}](data []byte, what string) (*D, error) {
+	var d D
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		return nil, &FieldError{Field: "document", Message: "not an entitlements document: " + err.Error()}
+		return nil, &FieldError{Field: "document", Message: "not " + what + ": " + err.Error()}
 	}
 	if dec.More() {
 		return nil, &FieldError{Field: "document", Message: "holds more than one JSON value"}
 	}
-	if err := d.Check(); err != nil {
+	if err := P(&d).Check(); err != nil {
 		return nil, err
 	}
 	return &d, nil

@@ -14,8 +14,6 @@
 package limits
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -86,19 +84,7 @@ type FieldError = entitle.FieldError
 // Decode reads a Document from JSON, refusing fields it does not know (a misspelt
 // "per_minut" would otherwise bound nothing), and checks it.
 func Decode(data []byte) (*Document, error) {
-	var d Document
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return nil, &FieldError{Field: "document", Message: "not a limits document: " + err.Error()}
-	}
-	if dec.More() {
-		return nil, &FieldError{Field: "document", Message: "holds more than one JSON value"}
-	}
-	if err := d.Check(); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return entitle.DecodeChecked[Document](data, "a limits document")
 }
 
 // Check reports the first part of d that is malformed or over a bound, naming it.
