@@ -252,3 +252,36 @@ func TestDailyQuotaCode(t *testing.T) {
 		t.Fatalf("over a daily quota: %+v", r)
 	}
 }
+
+// A limit per user holds across the user's keys and its access tokens: changing keys does not
+// dodge it; one per key counts a token's calls as its user's.
+func TestPerUserHoldsAcrossKeys(t *testing.T) {
+	set, err := Compile(&Document{Limits: []Limit{
+		{Name: "each-user", Per: []string{PerUser}, Calls: Rates{PerMinute: 2}},
+		{Name: "each-key", Per: []string{PerKey}, Calls: Rates{PerHour: 100}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := tool(t, "lookup")
+	m := &Meter{}
+	for i, sub := range []Subject{{Key: "key_1", User: "usr_1"}, {Key: "key_2", User: "usr_1"}, {User: "usr_1"}} {
+		_, r, err := m.Admit(context.Background(), "w", set.Match(&sub, lookup))
+		if err != nil || (i < 2) != (r == nil) {
+			t.Fatalf("call %d of usr_1 (%+v): refusal %+v, %v", i, sub, r, err)
+		}
+	}
+	if _, r, _ := m.Admit(context.Background(), "w", set.Match(&Subject{Key: "key_3", User: "usr_2"}, lookup)); r != nil {
+		t.Fatalf("another user was refused: %+v", r)
+	}
+	token := set.Match(&Subject{User: "usr_9"}, lookup)
+	keyless := ""
+	for _, c := range token {
+		if c.Limit == "each-key" {
+			keyless = c.Key
+		}
+	}
+	if keyless == "" || keyless == set.Match(&Subject{User: "usr_8"}, lookup)[0].Key {
+		t.Fatalf("a token's calls per key: %v", token)
+	}
+}
