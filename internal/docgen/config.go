@@ -1,9 +1,8 @@
-// Package docgen makes the reference pages that are generated from the code: the
-// configuration file's (docs/reference/config.md, from package config's Go types, their yaml
-// tags and doc comments, and the example in File's doc comment) and the metrics'
-// (docs/reference/metrics.md, from the instruments the code makes). go generate runs
-// internal/cmd/docgen, which writes them; this package's tests fail when a committed page is
-// not what the code makes.
+// Package docgen makes the reference page that is generated from the code, the configuration
+// file's (docs/reference/config.md, from package config's Go types, their yaml tags and doc
+// comments, and the example in File's doc comment), and checks the hand-written environment
+// and metrics pages against the code. go generate runs internal/cmd/docgen, which writes the
+// page; this package's tests fail when a committed page is not what the code makes.
 package docgen
 
 //go:generate go run ../cmd/docgen -root ../..

@@ -1,5 +1,5 @@
-// Command docgen writes the reference pages generated from the code (see package
-// internal/docgen): docs/reference/config.md and docs/reference/metrics.md.
+// Command docgen writes the reference page generated from the code (see package
+// internal/docgen): docs/reference/config.md.
 //
 //	go run ./internal/cmd/docgen            # from the repository's root
 //	go run ./internal/cmd/docgen -root DIR  # from elsewhere
