@@ -39,7 +39,7 @@ func imperfect(t *testing.T, strict bool) (*quiver.Dispatcher, *[]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(im.Skipped) > 0 || len(im.Tools) != 3 {
+	if len(im.Skipped) > 0 || len(im.Tools) != 4 {
 		t.Fatalf("tools %d, skipped %+v", len(im.Tools), im.Skipped)
 	}
 	reg := &quiver.Registry{}
@@ -54,7 +54,8 @@ func imperfect(t *testing.T, strict bool) (*quiver.Dispatcher, *[]string) {
 // that does not satisfy its own format is said, not checked nor sent; an answer that does not
 // match the document's schema is passed through with a warning (an error in strict mode); a
 // required query parameter given as "" or [] is refused before anything is sent, unless the
-// document allows an empty value (a list's schema says it takes one item at least).
+// document allows an empty value (a list's schema says it takes one item at least), and so is
+// a path parameter given as "" (it would leave an empty segment, naming another resource).
 func TestImperfectDocuments(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -75,6 +76,8 @@ func TestImperfectDocuments(t *testing.T) {
 		{"a required query list", false, "imp.search-parties", `{"party":["a","b"],"ref":["c"]}`, "", "", "party=a&party=b&ref=c"},
 		{"a required query list given empty", false, "imp.search-parties", `{"party":[],"ref":["c"]}`, "party", "", ""},
 		{"a required query list of a component given empty", false, "imp.search-parties", `{"party":["a"],"ref":[]}`, "the query parameter ref is required and may not be empty", "", ""},
+		{"path parameters", false, "imp.repos_get", `{"owner":"octo","repo":"quiver"}`, "", "", ""},
+		{"a path parameter given empty", false, "imp.repos_get", `{"owner":"","repo":"quiver"}`, "the path parameter owner): an empty value cannot be a part of a path", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
