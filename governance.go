@@ -43,10 +43,21 @@ const (
 // something for a tool that changes its environment. A rule matches the annotations a tool
 // was made with, not those rules give it, so that no rule can slip a tool past another.
 type Hints struct {
-	ReadOnly    *bool `json:"readOnlyHint,omitempty" yaml:"readOnlyHint,omitempty"`
+	// ReadOnly, when set, selects the tools that do not change their environment (true) or
+	// those that may (false). A tool that leaves the hint out is not read-only.
+	ReadOnly *bool `json:"readOnlyHint,omitempty" yaml:"readOnlyHint,omitempty"`
+	// Destructive, when set, selects the tools that may destroy or overwrite (true) or those
+	// that only add or read (false). A tool that leaves the hint out is destructive unless it
+	// is read-only.
 	Destructive *bool `json:"destructiveHint,omitempty" yaml:"destructiveHint,omitempty"`
-	Idempotent  *bool `json:"idempotentHint,omitempty" yaml:"idempotentHint,omitempty"`
-	OpenWorld   *bool `json:"openWorldHint,omitempty" yaml:"openWorldHint,omitempty"`
+	// Idempotent, when set, selects the tools that a second call with the same arguments
+	// leaves unchanged (true) or those it may change again (false). A tool that leaves the
+	// hint out is idempotent only if it is read-only.
+	Idempotent *bool `json:"idempotentHint,omitempty" yaml:"idempotentHint,omitempty"`
+	// OpenWorld, when set, selects the tools that reach an open world of outside entities, as
+	// a web search does (true), or a closed domain, as a memory does (false). A tool that
+	// leaves the hint out is open-world.
+	OpenWorld *bool `json:"openWorldHint,omitempty" yaml:"openWorldHint,omitempty"`
 }
 
 // matches reports whether a's hints, with MCP's defaults, are those h asks for.

@@ -141,17 +141,21 @@ const FileName = "quiver.yaml"
 // ${VAR} in env, header and oauth values (and an A2A agent's headers) is replaced by the environment variable VAR, so
 // secrets need not be written in the file.
 type File struct {
-	MCP struct {
-		Servers []MCPServer `yaml:"servers" json:"servers"`
-	} `yaml:"mcp" json:"mcp"`
+	// MCP holds the remote MCP servers whose tools every workspace shares.
+	MCP MCP `yaml:"mcp" json:"mcp"`
+	// OpenAPI are OpenAPI documents: each operation of one becomes a tool every workspace
+	// shares.
 	OpenAPI []OpenAPI `yaml:"openapi,omitempty" json:"openapi,omitempty"`
-	A2A     struct {
-		Agents []A2AAgent `yaml:"agents" json:"agents"`
-	} `yaml:"a2a" json:"a2a"`
+	// A2A holds the agents of other platforms, reached over A2A, that become tools every
+	// workspace shares.
+	A2A A2A `yaml:"a2a" json:"a2a"`
 	// Governance are the operator's rules over every workspace's tools, before those of each
 	// source's own governance list (see Rules).
 	Governance []quiver.Rule `yaml:"governance,omitempty" json:"governance,omitempty"`
-	OIDC       *OIDC         `yaml:"oidc,omitempty" json:"oidc,omitempty"`
+	// OIDC is the identity provider whose access tokens are accepted beside API keys, and the
+	// rules that give a token a workspace and a role. quiver serve's --oidc-* flags take
+	// precedence over it. Each node reads its own: quiver apply does not share it.
+	OIDC *OIDC `yaml:"oidc,omitempty" json:"oidc,omitempty"`
 	// Entitlements are the server's own workspace's entitlements (the workspace quiver serve
 	// serves by default): applied to the database like the rest of the fleet's configuration,
 	// they replace the workspace's stored document when they differ from it. Left out, the
@@ -164,6 +168,18 @@ type File struct {
 
 	// dir is the directory of the file, which relative document paths are read from.
 	dir string
+}
+
+// MCP is the file's mcp block.
+type MCP struct {
+	// Servers are the remote MCP servers, each reached over stdio or streamable HTTP.
+	Servers []MCPServer `yaml:"servers" json:"servers"`
+}
+
+// A2A is the file's a2a block.
+type A2A struct {
+	// Agents are the agents of other platforms: each one becomes a tool.
+	Agents []A2AAgent `yaml:"agents" json:"agents"`
 }
 
 // A2AAgent is one agent of another platform in the configuration file (see [a2a.Remote]).

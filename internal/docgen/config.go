@@ -43,9 +43,9 @@ type section struct {
 
 // Config is docs/reference/config.md: every object of the configuration file (config.File and
 // the types under it) with each field's key, type, default, example and description. The
-// descriptions are the fields' doc comments, else the comment beside the key in File's
-// example; the examples are the values of File's example; a default is what the description
+// descriptions are the fields' doc comments; the examples are the values of File's example; a default is what the description
 // says after "default". root is the repository's root, where the packages' sources are read.
+// A field with no doc comment or no example is an error naming it, so that no row is blank.
 func Config(root string) (string, error) {
 	comments, err := newComments(root)
 	if err != nil {
@@ -56,10 +56,13 @@ func Config(root string) (string, error) {
 		return "", err
 	}
 	var sections []section
-	var missing []string
-	walkConfig(reflect.TypeFor[config.File](), comments, example, &sections, &missing)
+	var missing, undocumented []string
+	walkConfig(reflect.TypeFor[config.File](), comments, example, &sections, &missing, &undocumented)
 	if len(missing) > 0 {
 		return "", fmt.Errorf("docgen: File's doc comment (config/config.go) has no example of %s: add one to its example file", strings.Join(missing, ", "))
+	}
+	if len(undocumented) > 0 {
+		return "", fmt.Errorf("docgen: %s: give each field a doc comment saying what it means (a field of an anonymous struct type has none: name the type)", strings.Join(undocumented, ", "))
 	}
 	var b strings.Builder
 	b.WriteString("# The configuration file\n\n")
@@ -87,7 +90,9 @@ func Config(root string) (string, error) {
 // walkConfig adds the section of struct type t at path, then those of the objects under it.
 // A type met again (the governance rules every source has) is described once, where it is
 // first met, and its examples are looked for at every path it is met at.
-func walkConfig(root reflect.Type, c *comments, ex *example, sections *[]section, missing *[]string) {
+// A field with no example is added to missing, one with no doc comment to undocumented
+// (Go type.Field: the file's key).
+func walkConfig(root reflect.Type, c *comments, ex *example, sections *[]section, missing, undocumented *[]string) {
 	type place struct {
 		t    reflect.Type
 		path string
@@ -127,8 +132,12 @@ func walkConfig(root reflect.Type, c *comments, ex *example, sections *[]section
 		}
 		for _, sf := range yamlFields(t) {
 			f, found := describeField(t, sf, append(slices.Clone(paths[t]), inlinedAt[t]...), first, c, ex)
+			key := strings.TrimPrefix(strings.ReplaceAll(path, "[]", "")+"."+f.key, ".")
 			if !found {
-				*missing = append(*missing, strings.TrimPrefix(strings.ReplaceAll(path, "[]", "")+"."+f.key, "."))
+				*missing = append(*missing, key)
+			}
+			if f.about == "" {
+				*undocumented = append(*undocumented, fmt.Sprintf("%s.%s (%s)", goTypeName(declaredIn(t, sf)), sf.Name, key))
 			}
 			s.fields = append(s.fields, f)
 		}
@@ -146,12 +155,14 @@ func describeField(t reflect.Type, sf reflect.StructField, paths []string, first
 		if v, ok := ex.values[p]; ok && !found {
 			f.example, found = "`"+strings.ReplaceAll(v, "|", `\|`)+"`", true
 		}
-		f.about = cmpOr(f.about, ex.comments[p])
 	}
-	f.about = cmpOr(oneLine(c.fieldDoc(declaredIn(t, sf), sf.Name)), f.about)
+	// The doc comment alone: the example's comments are fragments of sentences that run on
+	// over several keys.
+	f.about = oneLine(c.fieldDoc(declaredIn(t, sf), sf.Name))
 	// A comment opens with the field's name ("Default is ..."): not a default.
 	f.def = defaultOf(strings.TrimPrefix(f.about, sf.Name+" "))
-	if f.def == "none" && deref(sf.Type).Kind() == reflect.Bool {
+	// A pointer's absence is not false: an unset hint selects by neither value.
+	if f.def == "none" && sf.Type.Kind() == reflect.Bool {
 		f.def = "`false`"
 	}
 	if elem := objectType(sf.Type); elem != nil {
@@ -269,12 +280,11 @@ func defaultOf(about string) string {
 	return strings.TrimSuffix(strings.TrimSpace(m[1]), ".")
 }
 
-// example is File's example: the YAML text, each key's first value as YAML writes it (by
-// path, "mcp.servers.name") and the comment beside each key.
+// example is File's example: the YAML text and each key's first value as YAML writes it (by
+// path, "mcp.servers.name").
 type example struct {
-	text     string
-	values   map[string]string
-	comments map[string]string
+	text   string
+	values map[string]string
 }
 
 // fileExample reads the example file indented in File's doc comment.
@@ -287,7 +297,7 @@ func fileExample(docText string) (*example, error) {
 			break
 		}
 	}
-	ex := &example{text: strings.TrimRight(strings.Join(lines, ""), "\n") + "\n", values: map[string]string{}, comments: map[string]string{}}
+	ex := &example{text: strings.TrimRight(strings.Join(lines, ""), "\n") + "\n", values: map[string]string{}}
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(ex.text), &root); err != nil {
 		return nil, fmt.Errorf("docgen: File's example does not parse: %v", err)
@@ -311,11 +321,6 @@ func (ex *example) walk(n *yaml.Node, path string) {
 			p := strings.TrimPrefix(path+"."+k.Value, ".")
 			if _, seen := ex.values[p]; !seen {
 				ex.values[p] = flowText(v)
-			}
-			if _, seen := ex.comments[p]; !seen {
-				if c := strings.TrimSpace(strings.TrimLeft(cmpOr(v.LineComment, k.LineComment), "# ")); c != "" {
-					ex.comments[p] = c
-				}
 			}
 			ex.walk(v, p)
 		}

@@ -34,7 +34,8 @@ func TestPagesFresh(t *testing.T) {
 	}
 }
 
-// TestConfigCoversEveryField: the page names every key of the file, each with an example.
+// TestConfigCoversEveryField: the page names every key of the file, each with an example and
+// a description, and every object by its Go type.
 func TestConfigCoversEveryField(t *testing.T) {
 	page, err := Config(filepath.Join("..", ".."))
 	if err != nil {
@@ -51,6 +52,13 @@ func TestConfigCoversEveryField(t *testing.T) {
 			if strings.TrimSpace(cells[4]) == "``" {
 				t.Errorf("a row with no example: %s", line)
 			}
+			if strings.TrimSpace(cells[5]) == "" {
+				t.Errorf("a row with no description (give the field a doc comment): %s", line)
+			}
+		}
+		// An anonymous struct's fields have no doc comments to describe them by.
+		if line == "Go type: `struct`.\n" {
+			t.Error("a section of an anonymous struct type: name the type and document it")
 		}
 	}
 	if !slices.Contains(strings.Split(page, "\n"), "## mcp.servers[].oauth") {

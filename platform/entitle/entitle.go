@@ -62,6 +62,8 @@ type Who struct {
 	// claim (a dotted path for a nested one, as "realm_access.roles") is Value, or an array or
 	// a space-separated scope holding it.
 	Claim string `json:"claim,omitempty" yaml:"claim,omitempty"`
+	// Value is what the claim must be, or what an array or a space-separated scope in it must
+	// hold.
 	Value string `json:"value,omitempty" yaml:"value,omitempty"`
 	// Agent is the name or path.Match pattern of an agent or prompt whose run makes the call.
 	Agent string `json:"agent,omitempty" yaml:"agent,omitempty"`
@@ -88,6 +90,7 @@ type Selector struct {
 
 // Rule allows or denies the tools Selector selects to the callers Who names.
 type Rule struct {
+	// Who selects the callers the rule applies to (none set: every caller).
 	Who      Who `json:"who,omitzero" yaml:"who,omitempty"`
 	Selector `yaml:",inline"`
 	// Access is allow or deny.
@@ -98,9 +101,13 @@ type Rule struct {
 
 // Toolset is a named set of tools: those any of Include selects.
 type Toolset struct {
-	Name        string     `json:"name" yaml:"name"`
-	Description string     `json:"description,omitempty" yaml:"description,omitempty"`
-	Include     []Selector `json:"include" yaml:"include"`
+	// Name names the toolset: 1 to 64 characters of a-z, A-Z, 0-9, _ and -. The toolset is
+	// served at /mcp/NAME, and a key may be bound to it.
+	Name string `json:"name" yaml:"name"`
+	// Description says what the toolset holds; it is shown where toolsets are listed.
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	// Include are the toolset's selectors: it holds every tool any of them selects.
+	Include []Selector `json:"include" yaml:"include"`
 }
 
 // Limits of a Document.

@@ -25,22 +25,29 @@ import (
 
 // Document is a workspace's limits.
 type Document struct {
+	// Limits are the workspace's limits. Every limit that selects a call applies; among those
+	// that count the same thing the same way, the most specific applies alone.
 	Limits []Limit `json:"limits,omitempty" yaml:"limits,omitempty"`
 }
 
 // Limit bounds the calls it selects.
 type Limit struct {
 	// Name names the limit in refusals and usage: 1 to 64 characters of [a-zA-Z0-9_.-].
-	Name        string `json:"name" yaml:"name"`
+	Name string `json:"name" yaml:"name"`
+	// Description says what the limit is for; the API returns it with the limit.
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
 	// Who selects the callers it applies to (none set: every caller).
 	Who entitle.Who `json:"who,omitzero" yaml:"who,omitempty"`
 	// Tools, Source and When select the tools it applies to, as an entitlement rule's do (none
 	// set: every tool). A limit does not select tools by toolset: it names the callers who come
 	// through one with who.toolset, or counts per toolset.
-	Tools  []string     `json:"tools,omitempty" yaml:"tools,omitempty"`
-	Source string       `json:"source,omitempty" yaml:"source,omitempty"`
-	When   quiver.Hints `json:"when,omitzero" yaml:"when,omitempty"`
+	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+	// Source is a path.Match pattern over where a tool came from ("openapi:payments",
+	// "mcp:*"), as an entitlement rule's source is.
+	Source string `json:"source,omitempty" yaml:"source,omitempty"`
+	// When selects tools by the annotations they were made with, as an entitlement rule's
+	// when does (see quiver.Hints).
+	When quiver.Hints `json:"when,omitzero" yaml:"when,omitempty"`
 	// Per says what the limit counts separately: key, user, agent (the agent whose run
 	// calls), toolset (the address the call came through) or tool; none counts every call it
 	// selects together.
@@ -53,10 +60,14 @@ type Limit struct {
 
 // Rates are counts per period; 0 leaves a period unbounded.
 type Rates struct {
+	// PerSecond bounds the calls counted in a second; 0: no bound.
 	PerSecond int `json:"per_second,omitempty" yaml:"per_second,omitempty"`
+	// PerMinute bounds the calls counted in a minute; 0: no bound.
 	PerMinute int `json:"per_minute,omitempty" yaml:"per_minute,omitempty"`
-	PerHour   int `json:"per_hour,omitempty" yaml:"per_hour,omitempty"`
-	PerDay    int `json:"per_day,omitempty" yaml:"per_day,omitempty"`
+	// PerHour bounds the calls counted in an hour; 0: no bound.
+	PerHour int `json:"per_hour,omitempty" yaml:"per_hour,omitempty"`
+	// PerDay bounds the calls counted in a day; 0: no bound.
+	PerDay int `json:"per_day,omitempty" yaml:"per_day,omitempty"`
 }
 
 // The dimensions a limit may count per.
