@@ -120,3 +120,58 @@ func TestPagesLinks(t *testing.T) {
 	}
 	t.Logf("%d relative links checked in %d pages", checked, len(pages))
 }
+
+// TestREADMEShort: the README is the front door (issue 48): a paragraph, the two commands, a
+// tour and links. It grew to 1,600 lines once, an hour of reading before the first task, so a
+// page that outgrows the door fails here: move the text to a page under docs/ and link it.
+func TestREADMEShort(t *testing.T) {
+	const most = 200
+	md, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(md), "\n"); n > most {
+		t.Errorf("README.md has %d lines, more than %d: move the detail to a page under docs/ and link it from docs/index.md", n, most)
+	}
+}
+
+// TestPagesOneClickAway: every page under docs/ is linked from README.md or docs/index.md, and
+// the index from the README, so that a reader at the front door finds any page without
+// knowing the tree; a page added without a link fails here.
+func TestPagesOneClickAway(t *testing.T) {
+	root := filepath.Join("..", "..")
+	pages, err := Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]map[string]bool{} // by the page that links: the pages it links to
+	for _, from := range []string{"README.md", "docs/index.md"} {
+		md, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(from)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		linked[from] = map[string]bool{}
+		for _, l := range Links(string(md)) {
+			file, _, _ := strings.Cut(l.Target, "#")
+			if file != "" && !strings.Contains(file, "://") {
+				linked[from][path.Clean(path.Join(path.Dir(from), file))] = true
+			}
+		}
+	}
+	if !linked["README.md"]["docs/index.md"] {
+		t.Error("README.md does not link docs/index.md, the list of every page")
+	}
+	checked := 0
+	for _, page := range pages {
+		if !strings.HasPrefix(page, "docs/") || page == "docs/index.md" {
+			continue
+		}
+		checked++
+		if !linked["README.md"][page] && !linked["docs/index.md"][page] {
+			t.Errorf("%s is linked from neither README.md nor docs/index.md: add it to the index, under what a reader wants it for", page)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no page under docs/: is the test run from internal/mdblocks?")
+	}
+}
