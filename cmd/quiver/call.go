@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/stamp"
+	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store/memstore"
 )
@@ -95,7 +97,9 @@ func (a *app) parseCall(inv *invocation) (callRequest, error) {
 // callPlatform assembles the platform quiver call dispatches through: the app's tools and the
 // configuration's (its OpenAPI documents, A2A agents and remote MCP servers: disconnect ends
 // their connections) shared under the local workspace's stored ones, governed by the
-// configuration's rules. Without a database (withDB false), a store held in memory stands in
+// configuration's rules. The configuration is the fleet's when the database keeps one, as
+// every node serves it (a configuration file is then not read: quiver apply applies it), else
+// the configuration file. Without a database (withDB false), a store held in memory stands in
 // for it: no stored tools, no variables, nothing recorded.
 func (a *app) callPlatform(ctx context.Context, inv *invocation, config string, withDB bool) (_ *platform.Platform, disconnect func(), err error) {
 	reg := &quiver.Registry{Logger: a.registry.Logger}
@@ -103,8 +107,21 @@ func (a *app) callPlatform(ctx context.Context, inv *invocation, config string, 
 		return nil, nil, err
 	}
 	a.registry = reg // the configuration's tools join it, not quiver.Default
-	if disconnect, err = a.importConfigured(ctx, inv.store, config); err != nil {
-		return nil, nil, err
+	var db *opened
+	var fleet int64 // the version of the fleet's configuration the database keeps; 0: none
+	if withDB {
+		if db, err = inv.open(ctx); err != nil {
+			return nil, nil, err
+		}
+		if _, fleet, err = platform.LatestConfiguration(ctx, db); err != nil {
+			return nil, nil, err
+		}
+	}
+	disconnect = func() {}
+	if fleet == 0 {
+		if disconnect, err = a.importConfigured(ctx, inv.store, config); err != nil {
+			return nil, nil, err
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -113,10 +130,6 @@ func (a *app) callPlatform(ctx context.Context, inv *invocation, config string, 
 	}()
 	var p *platform.Platform
 	if withDB {
-		var db *opened
-		if db, err = inv.open(ctx); err != nil {
-			return nil, nil, err
-		}
 		p, err = assemble(db, reg, agents{}, nil, nil)
 	} else {
 		p, err = platform.New(platform.Config{Store: memstore.New(), Registry: reg})
@@ -127,7 +140,29 @@ func (a *app) callPlatform(ctx context.Context, inv *invocation, config string, 
 	if err := p.SetOperatorRules(ctx, a.rules); err != nil {
 		return nil, nil, err
 	}
-	return p, disconnect, nil
+	if fleet > 0 {
+		disconnect, err = a.serveFleet(ctx, p, db, config, fleet)
+	}
+	return p, disconnect, err
+}
+
+// serveFleet serves the fleet's configuration (version) on p, as a node does, with its remote
+// MCP servers connected (disconnect ends the connections). A configuration file the command
+// would otherwise read is named on stderr as not read.
+func (a *app) serveFleet(ctx context.Context, p *platform.Platform, db *opened, config string, version int64) (disconnect func(), err error) {
+	a.sayFleetConfiguration(config, version)
+	if err := p.LoadConfiguration(ctx); err != nil {
+		return nil, err
+	}
+	grants, err := oauthGrants(db.KeyPath)
+	if err != nil {
+		return nil, err
+	}
+	az := newTerminalAuthorizer(a.stderr)
+	stop := p.ConnectRemotes(ctx, platform.RemoteAccess{Authorizer: az, Tokens: grants, RedirectURL: defaultBaseURL() + mcp.OAuthCallbackPath,
+		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	a.fleetRemotes = p
+	return func() { stop(); az.Close() }, nil
 }
 
 // callScope is where quiver call records its call (platform.CallThread): on threadID, a thread
@@ -149,4 +184,13 @@ func callScope(ctx context.Context, p *platform.Platform, threadID, userID strin
 		return scope, fmt.Errorf("thread %s: %w", threadID, err)
 	}
 	return scope, fmt.Errorf("creating a thread to record the call on (--no-record calls without one): %w", err)
+}
+
+// sayFleetConfiguration says on stderr that the fleet's configuration (version) is used, when
+// a configuration file would otherwise be read.
+func (a *app) sayFleetConfiguration(config string, version int64) {
+	if file := nodeConfigFile(config); file != "" {
+		fmt.Fprintf(a.stderr, "quiver: the database keeps the fleet's configuration (version %d), which this command uses; %s is not read (quiver apply -f %s makes it the fleet's)\n",
+			version, file, file)
+	}
 }

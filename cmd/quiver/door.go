@@ -63,20 +63,40 @@ func (a *app) ownRegistry() error {
 	return nil
 }
 
-// configuredTools adds to the app's own registry (see ownRegistry) the tools of the
-// configuration's OpenAPI documents and A2A agents, as quiver serve serves them: the names a
-// stored tool may not take. A remote MCP server's tools are not, as they take a connection
-// (importConfigured makes one for the commands that call and list them).
-func (a *app) configuredTools(ctx context.Context, config string) error {
+// configuredPlatformForNames is localPlatform with the configuration's tools shared in it,
+// as quiver serve shares them: the names a stored tool may not take. The configuration is the
+// fleet's when the database keeps one (served as a node serves it), else the configuration
+// file's OpenAPI documents and A2A agents. A remote MCP server's tools are not connected for
+// this: they take a connection (callPlatform makes one for the commands that call and list
+// them).
+func (a *app) configuredPlatformForNames(ctx context.Context, inv *invocation, config string) (*platform.Platform, platform.Actor, *opened, error) {
 	if err := a.ownRegistry(); err != nil {
-		return err
+		return nil, platform.Actor{}, nil, err
 	}
-	file, err := loadConfig(config)
+	db, err := inv.open(ctx)
 	if err != nil {
-		return err
+		return nil, platform.Actor{}, nil, err
 	}
-	if err := registerOpenAPI(ctx, file, a.registry, a.stderr); err != nil {
-		return err
+	_, fleet, err := platform.LatestConfiguration(ctx, db)
+	if err != nil {
+		return nil, platform.Actor{}, nil, err
 	}
-	return registerA2A(ctx, file, a.registry, a.stderr)
+	if fleet == 0 {
+		file, err := loadConfig(config)
+		if err != nil {
+			return nil, platform.Actor{}, nil, err
+		}
+		if err := registerOpenAPI(ctx, file, a.registry, a.stderr); err != nil {
+			return nil, platform.Actor{}, nil, err
+		}
+		if err := registerA2A(ctx, file, a.registry, a.stderr); err != nil {
+			return nil, platform.Actor{}, nil, err
+		}
+	}
+	p, actor, db, err := a.localPlatform(ctx, inv)
+	if err != nil || fleet == 0 {
+		return p, actor, db, err
+	}
+	a.sayFleetConfiguration(config, fleet)
+	return p, actor, db, p.LoadConfiguration(ctx)
 }

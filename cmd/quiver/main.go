@@ -22,6 +22,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/sandbox"
 	"github.com/quiverhq/quiver/schema"
 	_ "github.com/quiverhq/quiver/tools/clock" // built-in tools register themselves
@@ -81,8 +82,10 @@ type app struct {
 	parents    map[string]string
 	progressMu sync.Mutex
 	// imported keeps the remote MCP servers of the configuration connected, once
-	// importConfigured has run: tools list says which are not, and why.
-	imported *mcp.Importer
+	// importConfigured has run: tools list says which are not, and why. fleetRemotes is the
+	// platform serving the fleet's configuration instead, whose servers it connected.
+	imported     *mcp.Importer
+	fleetRemotes *platform.Platform
 }
 
 // sandboxWorkers runs the code of run_code and of JavaScript tools in worker processes (this
@@ -238,10 +241,14 @@ func hintsText(a quiver.Annotations) string {
 // not connected, and why: their tools are missing from the list, and silence would make them
 // look like servers without tools.
 func (a *app) warnNotConnected() {
-	if a.imported == nil {
-		return
+	var status []mcp.RemoteStatus
+	switch {
+	case a.imported != nil:
+		status = a.imported.Status()
+	case a.fleetRemotes != nil:
+		status = a.fleetRemotes.RemoteStatus()
 	}
-	for _, st := range a.imported.Status() {
+	for _, st := range status {
 		if st.Connected {
 			continue
 		}

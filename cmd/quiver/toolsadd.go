@@ -34,10 +34,7 @@ func (a *app) toolsAdd(ctx context.Context, inv *invocation) (int, error) {
 	// Stored through the platform, as the API stores tools: the same rules (a name the
 	// workspace may not take: hostile input, a shared tool's, an OpenAPI document's) and the
 	// same words. The configuration's tools are shared ones, as quiver serve's.
-	if err := a.configuredTools(ctx, config); err != nil {
-		return exitError, err
-	}
-	p, actor, st, err := a.localPlatform(ctx, inv)
+	p, actor, st, err := a.configuredPlatformForNames(ctx, inv, config)
 	if err != nil {
 		return exitError, err
 	}
