@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -61,6 +62,24 @@ func firstDifference(have, want string) string {
 		}
 	}
 	return "they differ"
+}
+
+// TestAboutsReadOnAPage: the reference joins a command's description into one paragraph, so a
+// line that opens with a placeholder's legend ("D: openai, ...", written to sit under the
+// synopsis in the help) reads as a broken sentence there; name the flag instead ("--dialect
+// is openai, ...").
+func TestAboutsReadOnAPage(t *testing.T) {
+	legend := regexp.MustCompile(`^[A-Z][A-Z_]*: `)
+	for _, c := range commands {
+		if c.hidden {
+			continue
+		}
+		for i, line := range strings.Split(c.about, "\n") {
+			if legend.MatchString(line) {
+				t.Errorf("quiver %s: line %d of its description opens with a placeholder's legend: %q", c.name, i+1, line)
+			}
+		}
+	}
 }
 
 // TestEveryCommandDescribes: describe reaches every command's parse, so the reference and the
