@@ -402,3 +402,49 @@ func namedDefinitions(top map[string]any) []map[string]any {
 	}
 	return out
 }
+
+// TestKubernetesServiceNoAffinity: the manifest's Service spreads requests over every node, as
+// docs/DEPLOY.md says it may: any node continues any MCP session, event stream or run, since
+// they live in the database. An affinity put back "because sessions live on one node" would
+// hide a node that cannot continue them (TestFleetMCPSessionsContinueOnEveryNode shows they
+// can), and pin clients to a node that drains.
+func TestKubernetesServiceNoAffinity(t *testing.T) {
+	const manifest = "deploy/kubernetes/quiver.yaml"
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkYAML(t, "kubernetes", string(data)); err != nil {
+		t.Fatalf("%s: %v", manifest, err)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	services := 0
+	for {
+		var obj struct {
+			Kind     string
+			Metadata struct{ Name string }
+			Spec     map[string]any
+		}
+		err := dec.Decode(&obj)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", manifest, err)
+		}
+		if obj.Kind != "Service" {
+			continue
+		}
+		services++
+		// Kubernetes' default is None; ClientIP pins each client to one node.
+		if a, set := obj.Spec["sessionAffinity"]; set && a != "None" {
+			t.Errorf("%s: the Service %s sets sessionAffinity: %v; the nodes need none (docs/DEPLOY.md, What every node must be given)", manifest, obj.Metadata.Name, a)
+		}
+		if _, set := obj.Spec["sessionAffinityConfig"]; set {
+			t.Errorf("%s: the Service %s sets sessionAffinityConfig; the nodes need no affinity", manifest, obj.Metadata.Name)
+		}
+	}
+	if services == 0 {
+		t.Fatalf("%s has no Service: the test checks nothing", manifest)
+	}
+}
