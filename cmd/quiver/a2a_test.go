@@ -400,3 +400,42 @@ func TestA2ATasksStayInTheirWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// A run started over A2A that fails (its model is one no provider opens) ends its task failed,
+// the reason and the run's words as its status message, as every other door says it (no run
+// ends silently).
+func TestA2ATaskOfAFailedRun(t *testing.T) {
+	dir := t.TempDir()
+	agents := filepath.Join(dir, "agents")
+	writeTestFiles(t, map[string]string{
+		filepath.Join(agents, "broken.yaml"): "name: broken\nmodel: nosuch:model\nexpose_as_tool: true\n",
+	})
+	endpoint, _, _ := startServe(t, "--db", filepath.Join(dir, "q.db"), "--agents", agents)
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	c := a2aClient(t, base+"/a2a/broken", "")
+	res, err := c.SendMessage(context.Background(), &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "hi"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2asdk.Task)
+	waitUntil(t, "the task to settle", 20*time.Second, func() (bool, string) {
+		if task.Status.State != a2asdk.TaskStateSubmitted && task.Status.State != a2asdk.TaskStateWorking {
+			return true, ""
+		}
+		if task, err = c.GetTask(context.Background(), &a2asdk.TaskQueryParams{ID: task.ID}); err != nil {
+			t.Fatalf("tasks/get: %v", err)
+		}
+		return false, string(task.Status.State)
+	})
+	status, _, th := apiDo(t, "GET", base+"/v1/threads/"+task.ContextID, "", "")
+	run, _ := th["run"].(map[string]any)
+	why, _ := run["error"].(string)
+	var said string
+	if m := task.Status.Message; m != nil && len(m.Parts) > 0 {
+		said, _ = m.Parts[0].(a2asdk.TextPart).Text, true
+	}
+	if status != 200 || th["status"] != "failed" || why == "" || task.Status.State != a2asdk.TaskStateFailed ||
+		!strings.Contains(said, "The run failed ("+run["reason"].(string)+"): "+why) {
+		t.Fatalf("the failed run's task: %s %q; the thread: %d %v", task.Status.State, said, status, th)
+	}
+}
