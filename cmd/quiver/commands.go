@@ -54,7 +54,7 @@ changes nothing; --dry-run prints the difference only`, run: (*app).apply, store
 		{name: "tools add", synopsis: "--js FILE --schema FILE [--name N] [--description D] [--requires-confirmation] [--config FILE] | DEFINITION.yaml",
 			about: "store a JavaScript tool in the database (a new version\nif it exists); tools list, schema and call load them", run: (*app).toolsAdd, store: true},
 		{name: "tools import-openapi", synopsis: "FILE|URL --name N [--server URL]... [--operations LIST] [--credential SCHEME=VARIABLE]... [--requires-confirmation | --confirm-writes] [--dry-run]",
-			about: "make a tool of each operation of an OpenAPI document\n(NAME.operationId) and add it to the configuration file;\ncredentials come from secret variables", run: (*app).toolsImportOpenAPI},
+			about: "make a tool of each operation of an OpenAPI document\n(NAME.operationId) and add it to the configuration file;\ncredentials come from secret variables", run: (*app).toolsImportOpenAPI, store: true},
 		{name: "call", synopsis: "NAME [--args JSON|@FILE|-] [--config FILE] [--thread ID | --agent NAME | --user ID] [--no-record]",
 			about: "call a tool and print the result as JSON; its variables\nresolve on the thread, agent or user given, then the instance;\nrecorded on --thread or a new thread tagged cli (--no-record: not)", run: (*app).call, store: true},
 		{name: "vars set", synopsis: "NAME [VALUE] [--secret] [--thread ID | --agent NAME | --prompt NAME | --user ID]",

@@ -16,8 +16,9 @@ import (
 // The CLI uses the fleet's configuration the database keeps, as every node serves it: on a
 // database given one with quiver apply, quiver tools list lists its OpenAPI operation,
 // quiver call calls it under its governance (a confirmation the CLI cannot ask for: it waits,
-// and the service is not called), and quiver tools add refuses its name; a configuration file
-// the command would otherwise read is named as not read.
+// and the service is not called), and quiver tools add refuses its name; an import into a
+// file says how to make it the fleet's; a configuration file the command would otherwise read
+// is named as not read.
 func TestCLIUsesTheFleetsConfiguration(t *testing.T) {
 	var calls atomic.Int32
 	inventory := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -53,6 +54,13 @@ func TestCLIUsesTheFleetsConfiguration(t *testing.T) {
 	code, out, errOut = runOwn(t, "", "tools", "add", "--db", db, writeToolDefinition(t, dir, "inventory.listItems"))
 	if code == 0 || !strings.Contains(out+errOut, `"inventory.listItems"`) {
 		t.Fatalf("quiver tools add of the fleet's operation's name: %d\n%s%s", code, out, errOut)
+	}
+
+	// An import into a file says that the fleet's configuration is what is served, and how to
+	// change it.
+	code, out, errOut = runOwn(t, "", "tools", "import-openapi", doc, "--name", "more", "--server", inventory.URL, "--config", local, "--db", db)
+	if code != 0 || !strings.Contains(out, "The database keeps the fleet's configuration (version 1), which every node and command serves: quiver apply -f "+local) {
+		t.Fatalf("quiver tools import-openapi on the fleet's database: %d\n%s%s", code, out, errOut)
 	}
 
 	// A file given: said not to be read, and the fleet's configuration used still.

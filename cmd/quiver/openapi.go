@@ -152,8 +152,33 @@ func (a *app) toolsImportOpenAPI(ctx context.Context, inv *invocation) (int, err
 	if replaced {
 		verb = "replaced in"
 	}
+	fleet, err := a.fleetVersion(ctx, inv)
+	if err != nil {
+		return exitError, err
+	}
+	if fleet > 0 {
+		// Nodes, and the commands on this database, serve the fleet's configuration: the file
+		// is how to change it, not what is served.
+		fmt.Fprintf(a.stdout, "%s %s. The database keeps the fleet's configuration (version %d), which every node and command serves: "+
+			"quiver apply -f %s makes this import part of it (running nodes follow within a second).\n", verb, path, fleet, path)
+		return exitOK, nil
+	}
 	fmt.Fprintf(a.stdout, "%s %s: quiver serve, mcp stdio, call and tools list use them.\n", verb, path)
 	return exitOK, nil
+}
+
+// fleetVersion is the version of the fleet's configuration the command's database keeps; 0
+// when it keeps none, or when there is no database yet.
+func (a *app) fleetVersion(ctx context.Context, inv *invocation) (int64, error) {
+	if !inv.store.exists() {
+		return 0, nil
+	}
+	db, err := inv.open(ctx)
+	if err != nil {
+		return 0, err
+	}
+	_, version, err := platform.LatestConfiguration(ctx, db)
+	return version, err
 }
 
 // printImport lists the tools an import makes, the variables they read and what was left out.
