@@ -170,6 +170,10 @@ func TestPagesOneClickAway(t *testing.T) {
 		if !linked["README.md"][page] && !linked["docs/index.md"][page] {
 			t.Errorf("%s is linked from neither README.md nor docs/index.md: add it to the index, under what a reader wants it for", page)
 		}
+		// A task's page (a tutorial, a how-to guide) is one click from the front door itself.
+		if (strings.HasPrefix(page, "docs/tutorials/") || strings.HasPrefix(page, "docs/guides/")) && !linked["README.md"][page] {
+			t.Errorf("%s, a task's page, is not linked from README.md: a new user finds every task's page there in one click", page)
+		}
 	}
 	if checked == 0 {
 		t.Fatal("no page under docs/: is the test run from internal/mdblocks?")
