@@ -148,23 +148,31 @@ func (a *app) toolsImportOpenAPI(ctx context.Context, inv *invocation) (int, err
 	if err != nil {
 		return exitError, err
 	}
+	if err := a.sayImported(ctx, inv, path, replaced); err != nil {
+		return exitError, err
+	}
+	return exitOK, nil
+}
+
+// sayImported says where the import was written, and what serves it: the fleet's
+// configuration, when the database keeps one (the file is then how to change it, not what is
+// served), else the file.
+func (a *app) sayImported(ctx context.Context, inv *invocation, path string, replaced bool) error {
 	verb := "added to"
 	if replaced {
 		verb = "replaced in"
 	}
 	fleet, err := a.fleetVersion(ctx, inv)
 	if err != nil {
-		return exitError, err
+		return err
 	}
 	if fleet > 0 {
-		// Nodes, and the commands on this database, serve the fleet's configuration: the file
-		// is how to change it, not what is served.
 		fmt.Fprintf(a.stdout, "%s %s. The database keeps the fleet's configuration (version %d), which every node and command serves: "+
 			"quiver apply -f %s makes this import part of it (running nodes follow within a second).\n", verb, path, fleet, path)
-		return exitOK, nil
+		return nil
 	}
 	fmt.Fprintf(a.stdout, "%s %s: quiver serve, mcp stdio, call and tools list use them.\n", verb, path)
-	return exitOK, nil
+	return nil
 }
 
 // fleetVersion is the version of the fleet's configuration the command's database keeps; 0
