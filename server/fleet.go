@@ -39,12 +39,6 @@ func (s *Server) redirectURL() string {
 	return base + mcp.OAuthCallbackPath
 }
 
-// remoteStatus is the state of every remote MCP server the server imports: Config.Remotes'
-// and the fleet's.
-func (s *Server) remoteStatus() []mcp.RemoteStatus {
-	var out []mcp.RemoteStatus
-	if s.importer != nil {
-		out = append(out, s.importer.Status()...)
-	}
-	return append(out, s.p.RemoteStatus()...)
-}
+// remoteStatus is the state of every remote MCP server of the configuration the platform
+// serves.
+func (s *Server) remoteStatus() []mcp.RemoteStatus { return s.p.RemoteStatus() }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -38,11 +39,9 @@ func serveWithOAuth(t *testing.T, db, remoteURL string, grants *mcp.GrantFiles) 
 	}
 	base = "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Config{
-		Platform: newPlatform(t, st, &quiver.Registry{Logger: slog.New(slog.DiscardHandler)}), Logger: slog.New(slog.DiscardHandler),
-		Remotes:   []mcp.Remote{{Name: "prot", URL: remoteURL, OAuth: &mcp.OAuth{}}},
-		PublicURL: base, OAuthGrants: grants,
-	})
+	p := newPlatform(t, st, &quiver.Registry{Logger: slog.New(slog.DiscardHandler)})
+	serveConfiguration(t, p, "mcp:\n  servers:\n    - {name: prot, url: '"+remoteURL+"', oauth: {}}\n")
+	srv, err := server.New(ctx, server.Config{Platform: p, Logger: slog.New(slog.DiscardHandler), PublicURL: base, OAuthGrants: grants})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,16 +155,24 @@ func TestServeAuthorizesARemoteThroughItsCallback(t *testing.T) {
 	callWhoami()
 }
 
+// A remote MCP server that uses OAuth, on a server with a random port, no public URL and no
+// redirect_url of its own, is left unconnected, and the log says what to set.
 func TestServeNeedsAPlaceToComeBackTo(t *testing.T) {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "q.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	_, err = server.New(context.Background(), server.Config{Platform: newPlatform(t, st, &quiver.Registry{}), Addr: "127.0.0.1:0",
-		Remotes: []mcp.Remote{{Name: "prot", URL: "http://127.0.0.1:9/mcp", OAuth: &mcp.OAuth{}}}})
-	if err == nil || !strings.Contains(err.Error(), "redirect_url") || !strings.Contains(err.Error(), "public URL") {
-		t.Errorf("a random port and no redirect URL: err = %v, want it to say what to set", err)
+	p := newPlatform(t, st, &quiver.Registry{})
+	serveConfiguration(t, p, "mcp:\n  servers:\n    - {name: prot, url: 'http://127.0.0.1:9/mcp', oauth: {}}\n")
+	var log bytes.Buffer
+	srv, err := server.New(context.Background(), server.Config{Platform: p, Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if !strings.Contains(log.String(), "give its redirect_url, or the server a fixed port or a public URL") || !strings.Contains(log.String(), "mcp_server=prot") {
+		t.Errorf("a random port and no redirect URL: the log says\n%s\nwant what to set", log.String())
 	}
 }
 

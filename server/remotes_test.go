@@ -11,7 +11,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/internal/apicontract"
-	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/server"
 )
 
@@ -31,7 +30,7 @@ func closedURL(t *testing.T) string {
 // one of its tools over MCP and over the API answers that it is not connected (not "unknown
 // tool"), and the served tools' listing reports it.
 func TestDownRemoteIsReportedAtEveryDoor(t *testing.T) {
-	r := start(t, server.Config{Remotes: []mcp.Remote{{Name: "down", URL: closedURL(t)}}}, "")
+	r := startConfigured(t, server.Config{}, "mcp:\n  servers:\n    - {name: down, url: '"+closedURL(t)+"'}\n")
 	wants := []string{`"down.echo"`, `MCP server "down", which is not connected`, "connection refused", "(last tried "}
 	check := func(door, code, text string) {
 		t.Helper()

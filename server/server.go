@@ -51,11 +51,10 @@ type Config struct {
 	// when the server authenticates nothing (Auth nil); "wsp_local" when empty. With Auth,
 	// each request acts in its key's workspace.
 	WorkspaceID string
-	// Remotes are MCP servers whose tools are imported (see mcp.Import) into the platform's
-	// shared registry, their OAuth authorizations coming back to the server's callback.
-	Remotes []mcp.Remote
 	// StartRuns, when set, starts the platform's background runs (Platform.StartJobs) once
-	// the remotes have had their first connection attempt and before the doors are built: a
+	// the remote MCP servers of the platform's configuration (its tool sources: see
+	// Platform.ServeConfiguration) have had their first connection attempt and before the
+	// doors are built: a
 	// run that a restart resumes finds the remotes' tools there, as a call made at start-up
 	// does, rather than calling them while they connect.
 	StartRuns func(context.Context) error
@@ -130,7 +129,6 @@ type Server struct {
 	// describeRuns describes the run operations without a platform that runs them (OpenAPI).
 	describeRuns bool
 	logger       *slog.Logger
-	importer     *mcp.Importer
 	disconnect   func() // from the fleet's remote MCP servers (connectFleet)
 	mux          *http.ServeMux
 	guard        hostcheck.Policy // the names and origins every door but /healthz answers to
@@ -180,15 +178,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	callbacks := &mcp.Callbacks{Logger: s.logger}
-	if err := s.importRemotes(ctx, callbacks); err != nil {
-		return nil, err
-	}
 	s.connectFleet(ctx, callbacks)
 	if cfg.StartRuns != nil {
 		if err := cfg.StartRuns(ctx); err != nil {
-			if s.importer != nil {
-				s.importer.Close()
-			}
 			s.disconnect()
 			return nil, err
 		}
@@ -203,29 +195,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.own = s.tenant(ctx, cfg.WorkspaceID)
 	s.routes()
 	return s, nil
-}
-
-// importRemotes imports the tools of the configured remote MCP servers into the shared
-// registry; a remote that waits for a user's authorization sends them to callbacks.
-func (s *Server) importRemotes(ctx context.Context, callbacks *mcp.Callbacks) error {
-	if len(s.cfg.Remotes) == 0 {
-		return nil
-	}
-	remotes, err := s.withRedirects(s.cfg.Remotes)
-	if err != nil {
-		return err
-	}
-	im, err := mcp.Import(ctx, s.p.Registry(), remotes, &mcp.ImportOptions{
-		Logger:     s.logger,
-		OnChange:   func() { s.eachTenant(func(t *tenant) { t.mcp.ToolsChanged() }) },
-		Authorizer: cmp.Or[mcp.Authorizer](s.cfg.Authorizer, callbacks),
-		Tokens:     s.cfg.OAuthGrants,
-	})
-	if err != nil {
-		return err
-	}
-	s.importer = im
-	return nil
 }
 
 // routes adds the doors to the mux: /mcp and its toolsets' addresses, /v1, its document and
@@ -371,22 +340,6 @@ const maxSessionTTL = store.MaxLeaseTTL
 // minWorkspaceShare is the least default share of a workspace in the server's sessions.
 const minWorkspaceShare = 64
 
-// withRedirects gives remotes with OAuth and no redirect URL the server's callback.
-func (s *Server) withRedirects(remotes []mcp.Remote) ([]mcp.Remote, error) {
-	base := s.cfg.PublicURL
-	if base == "" {
-		if _, port, err := net.SplitHostPort(s.cfg.Addr); err != nil || port == "0" {
-			for _, r := range remotes {
-				if r.OAuth != nil && r.OAuth.RedirectURL == "" {
-					return nil, fmt.Errorf("MCP server %q uses OAuth: give its redirect_url, or the server a fixed port or a public URL, where users come back from authorizing", r.Name)
-				}
-			}
-		}
-		base = "http://" + s.cfg.Addr
-	}
-	return mcp.WithOAuthRedirect(remotes, base), nil
-}
-
 func (s *Server) ensureWorkspace(ctx context.Context) error {
 	ent := s.p.Store()
 	if _, err := ent.Workspace(ctx, s.cfg.WorkspaceID); !errors.Is(err, store.ErrNotFound) {
@@ -475,9 +428,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.eachTenant(func(t *tenant) { t.mcp.Close() })
-	if s.importer != nil {
-		_ = s.importer.Close()
-	}
 	if s.disconnect != nil {
 		s.disconnect()
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,6 +84,35 @@ func newPlatform(t testing.TB, st store.Backend, reg *quiver.Registry) *platform
 // platform of testRegistry's tools recording through a journal in journalDir ("": none).
 func start(t *testing.T, cfg server.Config, journalDir string) *running {
 	t.Helper()
+	return startWith(t, cfg, journalDir, "")
+}
+
+// startConfigured is start with the platform serving configuration (a quiver.yaml's text):
+// its tool sources, remote MCP servers included.
+func startConfigured(t *testing.T, cfg server.Config, configuration string) *running {
+	t.Helper()
+	return startWith(t, cfg, "", configuration)
+}
+
+// serveConfiguration has p serve configuration, a quiver.yaml's text, as a node started with
+// that file on a database without a fleet configuration does.
+func serveConfiguration(t *testing.T, p *platform.Platform, configuration string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "quiver.yaml")
+	if err := os.WriteFile(file, []byte(configuration), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files, err := platform.NodeConfiguration(context.Background(), "", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ServeConfiguration(context.Background(), files); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startWith(t *testing.T, cfg server.Config, journalDir, configuration string) *running {
+	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "quiver.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +123,9 @@ func start(t *testing.T, cfg server.Config, journalDir string) *running {
 		if err := p.OpenJournal(context.Background(), journalDir); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if configuration != "" {
+		serveConfiguration(t, p, configuration)
 	}
 	cfg.Platform = p
 	if cfg.Logger == nil {
