@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,9 +22,10 @@ import (
 )
 
 // The door-parity test: the same operations through every door that has them (the CLI, the
-// /v1 API, MCP and A2A) give the same outcome and, when refused, the same refusal, on each
-// backend. Rows are operations, columns doors: a door missing from a row has no such
-// operation. Every door works on one database and one workspace (the local one), so that what
+// /v1 API, MCP over HTTP and over standard input and output, and A2A) give the same outcome
+// and, when refused, the same refusal, on each backend. Rows are operations, columns doors: a
+// door missing from a row has no such operation (MCP serves an agent as a prompt, which a
+// client reads; it does not run it). Every door works on one database and one workspace (the local one), so that what
 // differs between two doors can only be the door.
 
 // doorOutcome is what one door made of an operation, in the terms the row compares.
@@ -180,6 +182,60 @@ func (s *paritySite) mcp(t *testing.T) *sdk.ClientSession {
 	return cs
 }
 
+// stdio starts quiver mcp stdio on the site's database and configuration, in this process
+// with pipes for its standard input and output, and connects an MCP client to it whose user
+// declines every confirmation it is asked for (counted); the server stops with the test.
+func (s *paritySite) stdio(t *testing.T) *sdk.ClientSession {
+	t.Helper()
+	t.Setenv(configEnv, s.config)
+	reg := &quiver.Registry{}
+	if err := reg.Register(quiver.Default.Tools()...); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr syncBuffer
+	a := &app{registry: reg, stdin: inR, stdout: outW, stderr: &stderr}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- a.run(ctx, append([]string{"mcp", "stdio"}, s.dbArgs...))
+		outW.Close()
+	}()
+	c := sdk.NewClient(&sdk.Implementation{Name: "parity-stdio", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			s.elicitationAsked.Add(1)
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		}})
+	cs, err := c.Connect(context.Background(), &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connecting to quiver mcp stdio: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		inW.Close()
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("quiver mcp stdio exited %d:\n%s", code, stderr.String())
+		}
+	})
+	return cs
+}
+
+// listedOver is the names of the tools an MCP session lists.
+func listedOver(t *testing.T, cs *sdk.ClientSession) doorOutcome {
+	t.Helper()
+	var o doorOutcome
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Names = append(o.Names, tool.Name)
+	}
+	return o
+}
+
 // refusedWith is a row's check that every door refused, saying words.
 func refusedWith(words ...string) func(t *testing.T, door string, o doorOutcome) {
 	return func(t *testing.T, door string, o doorOutcome) {
@@ -316,14 +372,10 @@ func listRow(s *paritySite) doorRow {
 				return o
 			},
 			"mcp": func(t *testing.T) doorOutcome {
-				var o doorOutcome
-				for tool, err := range s.mcp(t).Tools(context.Background(), nil) {
-					if err != nil {
-						t.Fatal(err)
-					}
-					o.Names = append(o.Names, tool.Name)
-				}
-				return o
+				return listedOver(t, s.mcp(t))
+			},
+			"stdio": func(t *testing.T) doorOutcome {
+				return listedOver(t, s.stdio(t))
 			},
 		},
 		want: func(t *testing.T, door string, o doorOutcome) {
@@ -375,6 +427,14 @@ func confirmRow(s *paritySite) doorRow {
 			"mcp": func(t *testing.T) doorOutcome {
 				before := s.elicitationAsked.Load()
 				res, err := s.mcp(t).CallTool(context.Background(), &sdk.CallToolParams{Name: "refund", Arguments: map[string]any{"amount": 5}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return doorOutcome{Ran: ran(asJSON(res)), Decision: s.elicitationAsked.Load() == before+1, Words: asJSON(res)}
+			},
+			"stdio": func(t *testing.T) doorOutcome {
+				before := s.elicitationAsked.Load()
+				res, err := s.stdio(t).CallTool(context.Background(), &sdk.CallToolParams{Name: "refund", Arguments: map[string]any{"amount": 5}})
 				if err != nil {
 					t.Fatal(err)
 				}
