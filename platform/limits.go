@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/ids"
 	"github.com/quiverhq/quiver/platform/limits"
 	"github.com/quiverhq/quiver/store"
 )
@@ -58,10 +59,14 @@ func (p *Platform) loadLimits(ctx context.Context, w *Workspace) (*limits.Set, e
 
 // newMeter is the platform's meter: in the database when the store is one a fleet shares.
 func newMeter(st store.Backend, now func() time.Time) *limits.Meter {
+	m := &limits.Meter{Now: now}
 	if lw, ok := st.(store.LimitWindows); ok {
-		return &limits.Meter{Windows: storeWindows{lw}, Batch: true, Now: now}
+		m.Windows, m.Batch = storeWindows{lw}, true
 	}
-	return &limits.Meter{Now: now}
+	if lh, ok := st.(store.LimitHolds); ok {
+		m.Holds = storeHolds{lh, ids.Random(12)}
+	}
+	return m
 }
 
 // storeWindows are a store's limit windows as a Meter counts in them.
@@ -69,6 +74,17 @@ type storeWindows struct{ store.LimitWindows }
 
 func (s storeWindows) Take(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (int, []int, error) {
 	return s.TakeLimitWindow(ctx, workspaceID, key, slot, span, max, want)
+}
+
+// storeHolds are a store's holdings of concurrent calls as a Meter keeps this process's, under
+// a name of its own (node).
+type storeHolds struct {
+	store.LimitHolds
+	node string
+}
+
+func (s storeHolds) Hold(ctx context.Context, workspaceID, key string, want, max int) (int, error) {
+	return s.HoldLimit(ctx, workspaceID, key, s.node, want, max, limits.HoldTTL)
 }
 
 // admit is every workspace dispatcher's Admit: the call of t by the call's actor counted

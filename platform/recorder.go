@@ -196,10 +196,12 @@ func (p *Platform) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close stores what the journal holds and closes it; calls recorded after that go to the store
+// Close gives back the places among limits' concurrent calls this node holds on a fleet, and
+// stores what the journal holds and closes it; calls recorded after that go to the store
 // directly. What the store would not take stays in the journal's directory, for the next
-// OpenJournal there. Without a journal it does nothing.
+// OpenJournal there.
 func (p *Platform) Close() error {
+	p.meter.Close()
 	j := p.journal.Load()
 	if j == nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
@@ -132,7 +133,92 @@ func TestFleetLimitsHoldAcrossNodes(t *testing.T) {
 
 // fleetCall calls the echo tool on node over /v1 with its key.
 func fleetCall(ctx context.Context, t *testing.T, node *benchServer) (int, string) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, node.base+"/v1/tools/echo/call", strings.NewReader(`{"args":{"text":"hi"}}`))
+	return fleetCallTool(ctx, t, node, "echo", `{"text":"hi"}`)
+}
+
+// span is when a call was sent and when its answer came.
+type span struct{ sent, answered time.Duration }
+
+// The fleet's nodes together keep a limit on concurrent calls: three nodes on one PostgreSQL,
+// 24 clients calling round-robin a tool that takes 100 ms, at most 4 of its calls at once. The
+// tool, which the three nodes of this process share, counts how many of its calls run at once:
+// never more than 4, and 4 at times. Then the places the nodes held and no longer use go back:
+// one node alone runs 4 at once.
+func TestFleetConcurrentLimitHoldsAcrossNodes(t *testing.T) {
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	var running, peak atomic.Int64
+	slow := quiver.Func("slow", "Takes a tenth of a second.", func(ctx context.Context, _ struct{}) (string, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return "done", nil
+	})
+	withSlow := func(c *platform.Config) {
+		if err := c.Registry.Register(slow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := []*benchServer{postgresNode(t, dsn, schema, false, withSlow), postgresNode(t, dsn, schema, false, withSlow), postgresNode(t, dsn, schema, false, withSlow)}
+	for _, n := range nodes[1:] {
+		n.key = nodes[0].key
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	doc, _ := json.Marshal(map[string]any{"limits": []map[string]any{{"name": "at-once", "tools": []string{"slow"}, "concurrent": 4}}})
+	if err := nodes[0].st.(store.Backend).PutWorkspaceLimits(ctx, &store.WorkspaceLimits{WorkspaceID: nodes[0].ws, Document: doc}, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // every node follows within a recheck
+	load := func(nodes []*benchServer, clients int, d time.Duration) (passed, refused int64) {
+		var p, r atomic.Int64
+		var wg sync.WaitGroup
+		until := time.Now().Add(d)
+		for c := range clients {
+			wg.Go(func() {
+				for i := c; time.Now().Before(until) && ctx.Err() == nil; i++ {
+					switch status, body := fleetCallTool(ctx, t, nodes[i%len(nodes)], "slow", "{}"); status {
+					case http.StatusOK:
+						p.Add(1)
+					case http.StatusTooManyRequests:
+						r.Add(1)
+						time.Sleep(10 * time.Millisecond)
+					default:
+						t.Errorf("a call: %d %s", status, body)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return p.Load(), r.Load()
+	}
+	passed, refused := load(nodes, 24, 3*time.Second)
+	t.Logf("three nodes: %d calls passed, %d refused, at most %d at once", passed, refused, peak.Load())
+	if peak.Load() > 4 || peak.Load() < 3 || passed < 20 || refused == 0 {
+		t.Fatalf("three nodes under a limit of 4 at once: %d passed, %d refused, %d at once at most", passed, refused, peak.Load())
+	}
+	// The places the nodes held go back once unused: one node alone runs 4 at once.
+	time.Sleep(3 * time.Second)
+	peak.Store(0)
+	passed, refused = load(nodes[2:], 8, 2*time.Second)
+	t.Logf("one node: %d calls passed, %d refused, at most %d at once", passed, refused, peak.Load())
+	if peak.Load() != 4 {
+		t.Fatalf("one node alone after the others stopped: at most %d at once, want 4 (the others' places given back)", peak.Load())
+	}
+}
+
+// fleetCallTool calls tool with args (JSON) on node over /v1 with its key.
+func fleetCallTool(ctx context.Context, t *testing.T, node *benchServer, tool, args string) (int, string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, node.base+"/v1/tools/"+tool+"/call", strings.NewReader(`{"args":`+args+`}`))
 	req.Header.Set("Authorization", "Bearer "+node.key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := node.client.Do(req)
@@ -147,6 +233,3 @@ func fleetCall(ctx context.Context, t *testing.T, node *benchServer) (int, strin
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return resp.StatusCode, string(body)
 }
-
-// span is when a call was sent and when its answer came.
-type span struct{ sent, answered time.Duration }

@@ -54,3 +54,14 @@ type LimitWindows interface {
 	// all left their window are dropped as they are next counted in, or by PurgeLimitWindows.
 	TakeLimitWindow(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (taken int, counts []int, err error)
 }
+
+// LimitHolds keeps the places among limits' concurrent calls that each process holds, where
+// every node of a fleet finds them (see platform/limits.Holds): a store that several
+// processes share implements it (PostgreSQL); over one that one process serves, the platform
+// counts concurrent calls in the process.
+type LimitHolds interface {
+	// HoldLimit sets what node holds of the workspace's counter key: want places, as many of
+	// them as the other nodes' live holdings leave within max, for ttl from now; it returns
+	// what node holds. A holding not set again within its ttl lapses.
+	HoldLimit(ctx context.Context, workspaceID, key, node string, want, max int, ttl time.Duration) (int, error)
+}

@@ -31,6 +31,11 @@ func (w *memoryWindows) take(workspaceID, key string, slot int64, span, max, wan
 		s = &slots{newest: slot, n: make([]int, span)}
 		w.counts[k] = s
 	}
+	// A take whose slot is older than one counted already (it waited on a lock) counts in the
+	// newest: a count is never put where it would leave the window before those it came after.
+	if slot < s.newest {
+		slot = s.newest
+	}
 	s.advance(slot)
 	s.expires = time.Unix(0, (slot+int64(span))*int64(slotLen))
 	sum := 0

@@ -43,13 +43,21 @@ type Meter struct {
 	// Batch takes calls from Windows a few at a time (a fleet's shared counts); otherwise one
 	// at a time.
 	Batch bool
+	// Holds keeps the places among concurrent calls each process holds, for a fleet; nil
+	// counts concurrent calls in this process. With it, Close gives back what the process
+	// holds when it stops.
+	Holds Holds
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
 	mu       sync.Mutex
 	counters map[string]*counter
 	inflight map[string]int
+	holdings map[string]*holding
 	local    *memoryWindows
+	// upkeep starts the upkeep of the holdings once; cancelUpkeep stops it (Close).
+	upkeep       sync.Once
+	cancelUpkeep func()
 	sweepAt  int
 }
 
@@ -106,7 +114,6 @@ func (m *Meter) Admit(ctx context.Context, workspaceID string, checks []Check) (
 	if len(checks) == 0 {
 		return func() {}, nil, nil
 	}
-	now := m.now()
 	var held []string // concurrent places taken
 	var took []*counter
 	undo := func() {
@@ -118,15 +125,19 @@ func (m *Meter) Admit(ctx context.Context, workspaceID string, checks []Check) (
 	for i := range checks {
 		ch := &checks[i]
 		if ch.Quantity == Concurrent {
-			if !m.hold(workspaceID, ch) {
+			ok, err := m.hold(ctx, workspaceID, ch)
+			if err != nil || !ok {
 				undo()
+				if err != nil {
+					return nil, nil, err
+				}
 				return nil, &Refusal{Limit: ch.Limit, Quantity: Concurrent, Max: ch.Max, RetryAfter: time.Second}, nil
 			}
 			held = append(held, ch.Key)
 			continue
 		}
 		c := m.counter(workspaceID, ch.Key)
-		r, err := m.take(ctx, workspaceID, c, ch, now)
+		r, err := m.take(ctx, workspaceID, c, ch)
 		if err != nil || r != nil {
 			undo()
 			return nil, r, err
@@ -138,13 +149,16 @@ func (m *Meter) Admit(ctx context.Context, workspaceID string, checks []Check) (
 
 // take counts one call in c for rate check ch, taking more from the Windows when this
 // process has used what it took in the slot.
-func (m *Meter) take(ctx context.Context, workspaceID string, c *counter, ch *Check, now time.Time) (*Refusal, error) {
+func (m *Meter) take(ctx context.Context, workspaceID string, c *counter, ch *Check) (*Refusal, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The time once the counter is this call's: a call that waited for another's take must not
+	// count in a slot that has ended.
+	now := m.now()
 	w := windows[ch.Quantity]
 	slotLen := w.period / time.Duration(w.slots)
 	slot := now.UnixNano() / int64(slotLen)
 	span := w.slots + 1
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if now.Before(c.spentUntil) {
 		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
 	}
@@ -259,8 +273,17 @@ func (m *Meter) sweep() {
 	m.sweepAt = 2 * len(m.counters)
 }
 
-// hold takes a place among the concurrent calls ch bounds, in this process.
-func (m *Meter) hold(workspaceID string, ch *Check) bool {
+// hold takes a place among the concurrent calls ch bounds: in Holds when the Meter has them,
+// else in this process.
+func (m *Meter) hold(ctx context.Context, workspaceID string, ch *Check) (bool, error) {
+	if m.Holds != nil {
+		return m.holdShared(ctx, workspaceID, ch)
+	}
+	return m.holdLocal(workspaceID, ch), nil
+}
+
+// holdLocal takes a place among the concurrent calls ch bounds, in this process.
+func (m *Meter) holdLocal(workspaceID string, ch *Check) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.inflight == nil {
@@ -276,6 +299,12 @@ func (m *Meter) hold(workspaceID string, ch *Check) bool {
 
 func (m *Meter) releaseAll(workspaceID string, keys []string) {
 	if len(keys) == 0 {
+		return
+	}
+	if m.Holds != nil {
+		for _, key := range keys {
+			m.releaseShared(workspaceID, key)
+		}
 		return
 	}
 	m.mu.Lock()

@@ -3,11 +3,15 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/quiverhq/quiver/store"
 )
 
-var _ store.LimitWindows = (*Store)(nil)
+var (
+	_ store.LimitWindows = (*Store)(nil)
+	_ store.LimitHolds   = (*Store)(nil)
+)
 
 // TakeLimitWindow counts calls in a counter of a rate limit the nodes share (see
 // store.LimitWindows): one statement, quiver_take_limit (migration 0019).
@@ -27,4 +31,17 @@ func (s *Store) TakeLimitWindow(ctx context.Context, workspaceID, key string, sl
 		counts[i] = int(n)
 	}
 	return int(out[0]), counts, nil
+}
+
+// HoldLimit sets a node's holding of a counter of concurrent calls (see store.LimitHolds): one
+// statement, quiver_hold_limit (migration 0019).
+func (s *Store) HoldLimit(ctx context.Context, workspaceID, key, node string, want, max int, ttl time.Duration) (int, error) {
+	if want < 0 || max < 0 || ttl <= 0 || node == "" {
+		return 0, fmt.Errorf("postgres: hold limit %s: want %d, max %d, ttl %s, node %q: %w", key, want, max, ttl, node, store.ErrInvalid)
+	}
+	var held int64
+	if err := s.pool.QueryRow(ctx, `SELECT quiver_hold_limit($1, $2, $3, $4, $5, $6)`, workspaceID, key, node, want, max, ttl.Milliseconds()).Scan(&held); err != nil {
+		return 0, fmt.Errorf("postgres: hold limit %s: %w", key, err)
+	}
+	return int(held), nil
 }
