@@ -185,12 +185,18 @@ func (s *Server) registerCalls(api huma.API) {
 		return out, nil
 	})
 
-	limited := huma.SchemaFromType(api.OpenAPI().Components.Schemas, reflect.TypeFor[LimitProblem]())
+	schemas := api.OpenAPI().Components.Schemas
+	// With a response of its own (429), huma adds no default one: the others are the
+	// problems every operation answers, given here as huma gives them.
+	problems := schemas.Schema(reflect.TypeFor[ProblemDetails](), true, "Error")
 	register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
 		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread",
-		Responses: map[string]*huma.Response{"429": {Description: "A limit on how often the caller may call is reached: the call did not run. Retry-After says when to try again.",
-			Headers: map[string]*huma.Param{"Retry-After": {Description: "Seconds to wait before calling again.", Schema: &huma.Schema{Type: "integer"}}},
-			Content: map[string]*huma.MediaType{"application/problem+json": {Schema: limited}}}}},
+		Responses: map[string]*huma.Response{
+			"429": {Description: "A limit on how often the caller may call is reached: the call did not run. Retry-After says when to try again.",
+				Headers: map[string]*huma.Param{"Retry-After": {Description: "Seconds to wait before calling again.", Schema: &huma.Schema{Type: "integer"}}},
+				Content: map[string]*huma.MediaType{"application/problem+json": {Schema: huma.SchemaFromType(schemas, reflect.TypeFor[LimitProblem]())}}},
+			"default": {Description: "Error", Content: map[string]*huma.MediaType{"application/problem+json": {Schema: problems}}},
+		}},
 		func(ctx context.Context, in *callInput) (*callOutput, error) {
 			a := s.actor(ctx)
 			scope, err := s.p.CallScope(ctx, a, in.Body.ThreadID)

@@ -339,6 +339,11 @@ func isoTable() map[string][]isoCase {
 			{query: "tool={a_echo}&subject=user:{user}", want: isoNotFound},
 		},
 		"GET /v1/toolsets": {{want: isoListed}},
+		// The limits: A's own, which may name B's keys, users and tools (who and tools select
+		// calls; a name that is not there selects none), and count A's calls alone.
+		"GET /v1/limits": {{want: isoListed}},
+		"PUT /v1/limits": {{body: `{"document":{"limits":[{"name":"b","who":{"key":"{key}","user":"{user}"},"tools":["{tool_name}"],"calls":{"per_minute":1}}]},"after":0}`,
+			want: isoCreated}},
 		"POST /v1/keys": {
 			{body: `{"user_id":"{user}","role":"viewer","name":"{key_name}"}`, want: isoRefused},
 			{body: `{"user_id":"{admin_user}","role":"admin","name":"from A"}`, want: isoRefused},

@@ -10469,6 +10469,8 @@ type CallToolResponse struct {
 		// Type A URI reference naming the problem's type: about:blank.
 		Type *string `json:"type,omitempty"`
 	}
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CallToolResponse429Headers
 }
@@ -10496,6 +10498,11 @@ func (r CallToolResponse) GetApplicationproblemJSON429() *struct {
 	Type *string `json:"type,omitempty"`
 } {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CallToolResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -13811,6 +13818,13 @@ func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
 
 	}
 

@@ -58,7 +58,7 @@ type Meter struct {
 	// upkeep starts the upkeep of the holdings once; cancelUpkeep stops it (Close).
 	upkeep       sync.Once
 	cancelUpkeep func()
-	sweepAt  int
+	sweepAt      int
 }
 
 // counter is this process's share of one rate's counts: what it took in the current slot,
