@@ -4,8 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
 	"strings"
+	"testing"
+
+	"github.com/quiverhq/quiver/schema"
 )
 
 // argsGen makes a tool's arguments from its input schema, as a careful client would: the
@@ -165,18 +172,103 @@ func (g *argsGen) composed(s map[string]any, depth int) (any, bool, error) {
 		if !ok {
 			continue
 		}
+		var first any
+		found := false
 		for _, b := range branches {
 			bs, _ := b.(map[string]any)
+			bs, err := g.resolve(bs)
+			if err != nil {
+				continue
+			}
+			bs = inherit(s, key, bs)
 			if typeOf(bs) == "null" {
 				continue
 			}
-			if v, err := g.value(bs, depth+1); err == nil {
+			v, err := g.value(bs, depth+1)
+			if err != nil {
+				continue
+			}
+			// A path or query parameter travels as text, which a mock server reading it
+			// may take for another branch too (1 for both oneOf's integer and its string):
+			// a value whose text no other branch takes is preferred.
+			if key == "anyOf" || !g.textFitsOther(v, bs, branches) {
 				return v, true, nil
 			}
+			if !found {
+				first, found = v, true
+			}
+		}
+		if found {
+			return first, true, nil
 		}
 		return nil, true, fmt.Errorf("no branch of %s: %w", key, errNoValue)
 	}
 	return nil, false, nil
+}
+
+// inherit is a branch of parent's oneOf or anyOf (key) read with the parent's own keywords: a
+// branch that only names required properties ({"required": ["state"]}) takes the parent's
+// type and properties, and the parent's required ones stay required.
+func inherit(parent map[string]any, key string, branch map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range parent {
+		if k != key && k != "oneOf" && k != "anyOf" && k != "allOf" {
+			out[k] = v
+		}
+	}
+	for k, v := range branch {
+		switch k {
+		case "required":
+			own, _ := out["required"].([]any)
+			more, _ := v.([]any)
+			out[k] = append(slices.Clone(own), more...)
+		case "properties":
+			merged := map[string]any{}
+			if own, ok := out[k].(map[string]any); ok {
+				maps.Copy(merged, own)
+			}
+			if more, ok := v.(map[string]any); ok {
+				maps.Copy(merged, more)
+			}
+			out[k] = merged
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// textFitsOther says whether v's text, as a parameter carries it, would also be read as a
+// value of a branch other than the one it was made for (compared by type: a string branch
+// without enum, const or pattern takes any text; a number branch, a number's text; a boolean
+// branch, true or false).
+func (g *argsGen) textFitsOther(v any, made map[string]any, branches []any) bool {
+	text := fmt.Sprint(v)
+	for _, b := range branches {
+		bs, _ := b.(map[string]any)
+		bs, err := g.resolve(bs)
+		if err != nil || typeOf(bs) == typeOf(made) {
+			continue
+		}
+		switch typeOf(bs) {
+		case "string":
+			_, enum := bs["enum"]
+			_, cnst := bs["const"]
+			_, pattern := bs["pattern"]
+			if !enum && !cnst && !pattern {
+				return true
+			}
+		case "integer", "number":
+			if _, err := strconv.ParseFloat(text, 64); err == nil {
+				return true
+			}
+		case "boolean":
+			if text == "true" || text == "false" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // object is an object of s's required properties.
@@ -265,6 +357,9 @@ func stringValue(s map[string]any) (any, error) {
 				}
 			}
 			if v == "" {
+				v = fromPattern(p)
+			}
+			if !re.MatchString(v) {
 				return nil, fmt.Errorf("pattern %q: %w", p, errNoValue)
 			}
 		}
@@ -275,7 +370,81 @@ func stringValue(s map[string]any) (any, error) {
 	if n := int(number(s, "maxLength", -1)); n >= 0 && len(v) > n {
 		v = v[:n]
 	}
+	if p, ok := s["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(v) {
+		return nil, fmt.Errorf("pattern %q with the length bounds: %w", p, errNoValue)
+	}
 	return v, nil
+}
+
+// fromPattern is a string the regular expression matches, made from its syntax: each
+// repetition its least count, each alternation its first branch, each class one of its
+// characters ('a', 'A' or '1' when it has them); "" when it cannot make one.
+func fromPattern(p string) string {
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	if !writeMatch(&b, re.Simplify()) {
+		return ""
+	}
+	return b.String()
+}
+
+func writeMatch(b *strings.Builder, re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpNoMatch:
+		return false
+	case syntax.OpLiteral:
+		b.WriteString(string(re.Rune))
+	case syntax.OpCharClass:
+		if len(re.Rune) < 2 {
+			return false
+		}
+		b.WriteRune(classRune(re.Rune))
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		b.WriteByte('a')
+	case syntax.OpCapture:
+		return writeMatch(b, re.Sub[0])
+	case syntax.OpPlus:
+		return writeMatch(b, re.Sub[0])
+	case syntax.OpRepeat:
+		for range re.Min {
+			if !writeMatch(b, re.Sub[0]) {
+				return false
+			}
+		}
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if !writeMatch(b, sub) {
+				return false
+			}
+		}
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			var alt strings.Builder
+			if writeMatch(&alt, sub) {
+				b.WriteString(alt.String())
+				return true
+			}
+		}
+		return false
+	}
+	// The rest match the empty string: *, ?, anchors, word boundaries, the empty match.
+	return true
+}
+
+// classRune is a character of a class (its ranges, lo-hi pairs): 'a', 'A' or '1' when the
+// class has one, its first otherwise.
+func classRune(ranges []rune) rune {
+	for _, want := range []rune{'a', 'A', '1'} {
+		for i := 0; i+1 < len(ranges); i += 2 {
+			if ranges[i] <= want && want <= ranges[i+1] {
+				return want
+			}
+		}
+	}
+	return ranges[0]
 }
 
 // numberValue is a number within s's bounds.
@@ -302,4 +471,56 @@ func number(s map[string]any, key string, def float64) float64 {
 		return f
 	}
 	return def
+}
+
+// TestGenerateArgs: the generator makes arguments that the schema compiler accepts for the
+// shapes of the real documents that it once could not meet (a pattern none of
+// patternCandidates matches, anyOf branches that only name required properties) and, for a
+// oneOf whose branches a parameter's text could match both of, the value only one takes.
+func TestGenerateArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema string
+		want         string // the arguments, as JSON; "" when any valid ones do
+	}{
+		{"ssh key pattern", `{"type":"object","required":["key"],"properties":{"key":{"type":"string",
+			"pattern":"^ssh-(rsa|dss|ed25519) |^ecdsa-sha2-nistp(256|384|521) "}}}`, `{"key":"ssh-rsa "}`},
+		{"digest", `{"type":"object","required":["d"],"properties":{"d":{"type":"string","pattern":"^sha256:[a-f0-9]{64}$"}}}`,
+			`{"d":"sha256:` + strings.Repeat("a", 64) + `"}`},
+		{"base64", `{"type":"object","required":["v"],"properties":{"v":{"type":"string",
+			"pattern":"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"}}}`, `{"v":"aa=="}`},
+		{"version", `{"type":"object","required":["v"],"properties":{"v":{"type":"string","pattern":"^\\d+\\.\\d+\\.\\d+$"}}}`, `{"v":"1.1.1"}`},
+		{"pattern and minLength", `{"type":"object","required":["r"],"properties":{"r":{"type":"string","pattern":"^refs/","minLength":8}}}`, ""},
+		{"anyOf of required names", `{"type":"object","required":["body"],"properties":{"body":{"type":"object",
+			"additionalProperties":false,"properties":{"state":{"type":"string","enum":["open"]},"note":{"type":"string"}},
+			"anyOf":[{"required":["state"]},{"required":["note"]}]}}}`, `{"body":{"state":"open"}}`},
+		{"oneOf of required names beside the parent's", `{"type":"object","required":["name"],"properties":{
+			"name":{"type":"string"},"alerts":{"type":"array","minItems":1,"items":{"type":"integer"}},"filter":{"type":"string"}},
+			"oneOf":[{"required":["alerts"]},{"required":["filter"]}]}`, `{"alerts":[1],"name":"a"}`},
+		{"oneOf integer or string", `{"type":"object","required":["id"],"properties":{"id":{"oneOf":[{"type":"integer"},{"type":"string"}]}}}`,
+			`{"id":"a"}`},
+		{"oneOf integer or an enum", `{"type":"object","required":["id"],"properties":{"id":{"oneOf":[{"type":"integer"},{"type":"string","enum":["latest"]}]}}}`,
+			`{"id":1}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := generateArgs(json.RawMessage(tc.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := schema.CompileJSON([]byte(tc.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(args)
+			var decoded any
+			if err := json.Unmarshal(raw, &decoded); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Validate(decoded); err != nil {
+				t.Fatalf("%s: %v", raw, err)
+			}
+			if tc.want != "" && string(raw) != tc.want {
+				t.Errorf("got %s, want %s", raw, tc.want)
+			}
+		})
+	}
 }
