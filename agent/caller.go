@@ -54,3 +54,14 @@ func (r *Runner) entitled(ctx context.Context, rs *run) func(context.Context) fu
 	chain, _ := rs.spawnInfo()
 	return r.Entitlements(ctx, rs.th.WorkspaceID(), rs.caller, chain)
 }
+
+// admit is the run's dispatcher's Admit (see quiver.Dispatcher.Admit): the run's calls counted
+// against its workspace's limits for its caller, as the agents of its chain; nil when the
+// runner has no Limits.
+func (r *Runner) admit(ctx context.Context, rs *run) func(context.Context, *quiver.Tool) (func(), *quiver.Result) {
+	if r.Limits == nil {
+		return nil
+	}
+	chain, _ := rs.spawnInfo()
+	return r.Limits(ctx, rs.th.WorkspaceID(), rs.caller, chain)
+}

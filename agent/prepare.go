@@ -132,6 +132,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	}
 	rs.d = rs.dispatcher(reg)
 	rs.d.Entitled = r.entitled(ctx, rs)
+	rs.d.Admit = r.admit(ctx, rs)
 	if !withModel {
 		return nil
 	}

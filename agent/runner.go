@@ -39,6 +39,11 @@ type Runner struct {
 	// dispatcher's Entitled (see quiver.Dispatcher.Entitled). The model is offered only what
 	// it allows, and a call of anything else is refused as not_entitled.
 	Entitlements func(ctx context.Context, workspaceID string, caller json.RawMessage, agents []string) func(context.Context) func(*quiver.Tool) bool
+	// Limits, when set, counts a run's calls against its workspace's limits (a platform's;
+	// see quiver.Dispatcher.Admit): asked as a run prepares, as Entitlements is, it returns the
+	// run's dispatcher's Admit. A call over a limit is answered with its refusal, which the
+	// model reads.
+	Limits func(ctx context.Context, workspaceID string, caller json.RawMessage, agents []string) func(context.Context, *quiver.Tool) (func(), *quiver.Result)
 	// Model is used for prompts that name no model.
 	Model model.Model
 	// OpenModel opens the model a prompt names; nil means model.Open.

@@ -356,22 +356,49 @@ func (a Actor) runCaller(w *Workspace) json.RawMessage {
 // record) is its workspace's operator's, whom entitlements do not restrict; a caller that
 // does not decode (written by another version) may call nothing, rather than everything.
 func (p *Platform) runEntitlements(ctx context.Context, workspaceID string, raw json.RawMessage, agents []string) func(context.Context) func(*quiver.Tool) bool {
-	if raw == nil {
-		return nil
-	}
-	var c caller
-	if err := json.Unmarshal(raw, &c); err != nil {
+	a, known, err := p.runActor(workspaceID, raw, agents)
+	switch {
+	case err != nil:
 		p.logger.ErrorContext(ctx, "platform: a run's caller cannot be read; it may call no tool", "workspace", workspaceID, "err", err)
 		return func(context.Context) func(*quiver.Tool) bool { return func(*quiver.Tool) bool { return false } }
-	}
-	if c.Unrestricted {
+	case !known:
 		return nil
 	}
-	// Who is set so that a caller kept without a key (a token's) is never taken for the
-	// unrestricted operator.
-	a := Actor{WorkspaceID: workspaceID, KeyID: c.Key, UserID: c.User, Role: c.Role, Claims: c.Claims, Toolsets: c.Toolsets,
-		Toolset: c.Toolset, Who: "the caller of a run", Agents: agents}
 	w := p.Workspace(ctx, workspaceID)
 	withActor := WithActor(ctx, a)
 	return func(context.Context) func(*quiver.Tool) bool { return w.entitled(withActor) }
+}
+
+// runLimits is the runner's Limits: a run's calls counted as its caller's, as the agents of its
+// chain; a run no door started counts as its workspace's operator's (the workspace's own
+// limits still hold), and so does one whose caller does not decode.
+func (p *Platform) runLimits(ctx context.Context, workspaceID string, raw json.RawMessage, agents []string) func(context.Context, *quiver.Tool) (func(), *quiver.Result) {
+	a, known, err := p.runActor(workspaceID, raw, agents)
+	if err != nil || !known {
+		a = Operator(workspaceID, "")
+		a.Agents = agents
+	}
+	w := p.Workspace(ctx, workspaceID)
+	return func(ctx context.Context, t *quiver.Tool) (func(), *quiver.Result) {
+		return w.admit(WithActor(ctx, a), t)
+	}
+}
+
+// runActor is a run's caller as an actor, as the agents of its chain; known is false for a
+// run no door started, or one whose caller is the unrestricted operator.
+func (p *Platform) runActor(workspaceID string, raw json.RawMessage, agents []string) (a Actor, known bool, err error) {
+	if raw == nil {
+		return Actor{}, false, nil
+	}
+	var c caller
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return Actor{}, false, err
+	}
+	if c.Unrestricted {
+		return Actor{}, false, nil
+	}
+	// Who is set so that a caller kept without a key (a token's) is never taken for the
+	// unrestricted operator.
+	return Actor{WorkspaceID: workspaceID, KeyID: c.Key, UserID: c.User, Role: c.Role, Claims: c.Claims, Toolsets: c.Toolsets,
+		Toolset: c.Toolset, Who: "the caller of a run", Agents: agents}, true, nil
 }

@@ -132,7 +132,7 @@ func New(cfg Config) (*Platform, error) {
 	p.initFleet()
 	p.runner = &agent.Runner{Store: cfg.Store, Registry: p.Registry(), Registries: p.registry, Model: cfg.Model,
 		OpenModel: cfg.OpenModel, Catalog: cfg.Catalog, Logger: cfg.Logger, VariablesRequestURL: cfg.VariablesRequestURL,
-		Entitlements: p.runEntitlements}
+		Entitlements: p.runEntitlements, Limits: p.runLimits}
 	if cfg.Resolver != nil {
 		p.runner.Resolver, p.runner.Variables = cfg.Resolver, cfg.Resolver
 	}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	a2asdk "github.com/a2aproject/a2a-go/a2a"
+)
+
+// A limit holds in agent runs as at every door: the configuration's limits block gives the
+// built-in clock one call a day in the server's workspace. A run of one agent started over /v1
+// calls it and reads the time; a run of another started over A2A calls it again, is answered
+// quota_exhausted without the tool running, and its model reads when to try again and says so.
+func TestLimitsHoldInRuns(t *testing.T) {
+	agents, script := scriptedAgentsDir(t)
+	config := filepath.Join(t.TempDir(), "quiver.yaml")
+	writeTestFiles(t, map[string]string{
+		config: "limits:\n  limits:\n    - {name: one-clock-a-day, tools: [get_current_time], calls: {per_day: 1}}\n",
+		script("timekeeper"): `turns:
+  - calls: [{name: get_current_time, args: {}}]
+  - expect: {result_is_error: false, result_contains: "timezone"}
+    text: It is now.
+`,
+		script("latecomer"): `turns:
+  - calls: [{name: get_current_time, args: {}}]
+  - expect: {result_is_error: true, result_contains: "the limit \"one-clock-a-day\" allows 1 calls per day and is reached: try again in"}
+    text: The clock's quota is used up; I will ask again tomorrow.
+`,
+		filepath.Join(agents, "timekeeper.yaml"): "name: timekeeper\ndescription: Tells the time.\nmodel: scripted:" + script("timekeeper") +
+			"\ntools: [get_current_time]\n",
+		filepath.Join(agents, "latecomer.yaml"): "name: latecomer\ndescription: Tells the time, later.\nmodel: scripted:" + script("latecomer") +
+			"\ntools: [get_current_time]\nexpose_as_tool: true\n",
+	})
+	endpoint, _, stderr := startServeWith(t, "--db", filepath.Join(t.TempDir(), "q.db"), "--agents", agents, "--config", config)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("quiver serve's log:\n%s", stderr.String())
+		}
+	})
+	base, admin := strings.TrimSuffix(endpoint, "/mcp"), firstKeyRE.FindString(stderr.String())
+	if status, _, out := apiDo(t, "GET", base+"/v1/limits", admin, ""); status != 200 || !strings.Contains(asJSON(out), "one-clock-a-day") {
+		t.Fatalf("the configuration's limits are not the workspace's: %d %v", status, out)
+	}
+
+	th := newAPIThread(t, base+"/v1", admin, "timekeeper")
+	startAPIRun(t, base+"/v1", admin, th, "timekeeper", "What time is it?")
+	if got := lastAnswer(t, base+"/v1", admin, th); got != "It is now." {
+		t.Fatalf("the first run answered %q", got)
+	}
+
+	c := a2aClient(t, base+"/a2a/latecomer", admin)
+	res, err := c.SendMessage(context.Background(), &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "And now?"})})
+	task, ok := res.(*a2asdk.Task)
+	if err != nil || !ok || task.Status.State != a2asdk.TaskStateCompleted || len(task.Artifacts) != 1 {
+		t.Fatalf("message/send: %+v %v", res, err)
+	}
+	if got := task.Artifacts[0].Parts[0].(a2asdk.TextPart).Text; got != "The clock's quota is used up; I will ask again tomorrow." {
+		_, raw := threadMessages(t, base+"/v1", admin, task.ContextID)
+		t.Fatalf("the run over A2A answered %q; its thread: %s", got, raw)
+	}
+	// The refusal is recorded on the run's thread like any result.
+	if _, raw := threadMessages(t, base+"/v1", admin, task.ContextID); !strings.Contains(raw, `"code":"quota_exhausted"`) {
+		t.Fatalf("the A2A run's thread does not record the refusal: %s", raw)
+	}
+}
