@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
 )
 
@@ -21,50 +22,68 @@ import (
 // the database: writes/call (write transactions, from the growth of the transaction ids) and
 // the connections the nodes hold at the end (conns). Nodes, clients and PostgreSQL share the
 // machine's cores: what scales and what does not is the point, not the absolute figures.
+//
+// With limits=true the workspace has limits that every call counts against and none reaches
+// (each key 600,000 calls a minute, the workspace 10,000 a second): what counting costs, in
+// writes and calls/s, beside limits=false.
 func BenchmarkFleetCalls(b *testing.B) {
 	dsn := pgtest.DSN(b)
-	for _, n := range []int{1, 2, 3} {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			nodes, nextXact := fleet(b, dsn, n, false)
-			ctx := context.Background()
-			call := func(bs *benchServer, thread string) (string, error) {
-				in := `{"args":{"text":"hi"}}`
-				if thread != "" {
-					in = `{"args":{"text":"hi"},"thread_id":"` + thread + `"}`
-				}
-				status, out, err := bs.do(ctx, "POST", "/v1/tools/echo/call", in)
-				var res struct {
-					ThreadID string `json:"thread_id"`
-					Result   struct{ Status string }
-				}
-				if err != nil || status != http.StatusOK || json.Unmarshal(out, &res) != nil || res.Result.Status != "success" {
-					return "", fmt.Errorf("API call: %d %s (%v)", status, out, err)
-				}
-				return res.ThreadID, nil
-			}
-			var next atomic.Int64
-			before := nextXact()
-			b.SetParallelism(benchParallelism)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				thread := ""
-				for pb.Next() {
-					bs := nodes[next.Add(1)%int64(n)]
-					t, err := call(bs, thread)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					thread = t
-				}
-			})
-			b.StopTimer()
-			// Every database of the server shares the counter: run this benchmark alone.
-			b.ReportMetric(float64(nextXact()-before)/float64(b.N), "writes/call")
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-			b.ReportMetric(float64(connections(b, dsn)-1), "conns") // but fleet's own, reading transaction ids
-		})
+	for _, limited := range []bool{false, true} {
+		for _, n := range []int{1, 2, 3} {
+			b.Run(fmt.Sprintf("limits=%v/nodes=%d", limited, n), func(b *testing.B) { benchFleetCalls(b, dsn, n, limited) })
+		}
 	}
+}
+
+// limitsNoneReach are limits every call counts against and none reaches.
+const limitsNoneReach = `{"limits":[{"name":"each-key","per":["key"],"calls":{"per_minute":600000}},{"name":"workspace","calls":{"per_second":10000}}]}`
+
+func benchFleetCalls(b *testing.B, dsn string, n int, limited bool) {
+	nodes, nextXact := fleet(b, dsn, n, false)
+	ctx := context.Background()
+	if limited {
+		lim := &store.WorkspaceLimits{WorkspaceID: nodes[0].ws, Document: json.RawMessage(limitsNoneReach)}
+		if err := nodes[0].st.(store.Backend).PutWorkspaceLimits(ctx, lim, 0); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond) // every node follows within a recheck
+	}
+	call := func(bs *benchServer, thread string) (string, error) {
+		in := `{"args":{"text":"hi"}}`
+		if thread != "" {
+			in = `{"args":{"text":"hi"},"thread_id":"` + thread + `"}`
+		}
+		status, out, err := bs.do(ctx, "POST", "/v1/tools/echo/call", in)
+		var res struct {
+			ThreadID string `json:"thread_id"`
+			Result   struct{ Status string }
+		}
+		if err != nil || status != http.StatusOK || json.Unmarshal(out, &res) != nil || res.Result.Status != "success" {
+			return "", fmt.Errorf("API call: %d %s (%v)", status, out, err)
+		}
+		return res.ThreadID, nil
+	}
+	var next atomic.Int64
+	before := nextXact()
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		thread := ""
+		for pb.Next() {
+			bs := nodes[next.Add(1)%int64(n)]
+			t, err := call(bs, thread)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			thread = t
+		}
+	})
+	b.StopTimer()
+	// Every database of the server shares the counter: run this benchmark alone.
+	b.ReportMetric(float64(nextXact()-before)/float64(b.N), "writes/call")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	b.ReportMetric(float64(connections(b, dsn)-1), "conns") // but fleet's own, reading transaction ids
 }
 
 // BenchmarkFleetRuns measures runs of a one-step scripted agent started over the API against 1,

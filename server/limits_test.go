@@ -24,7 +24,8 @@ const limitsDocument = `{"limits": [
 // TestLimitsAtTheDoors: GET and PUT /v1/limits are an admin's and refuse a document that does
 // not check naming its part; a key over its limit is answered without running, with 429 and
 // Retry-After over /v1 and an error result carrying the code over MCP, whichever door it
-// used before; another key keeps its own count; a daily quota says quota_exhausted.
+// used before; a limit raised takes effect at the next call; another key keeps its own count;
+// a daily quota says quota_exhausted.
 func TestLimitsAtTheDoors(t *testing.T) {
 	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
 		w := newEntitleWorld(t, st.(store.Backend))
@@ -83,6 +84,15 @@ func TestLimitsAtTheDoors(t *testing.T) {
 		}
 		if n, err := strconv.Atoi(retry); err != nil || n < 1 || n > 61 {
 			t.Errorf("Retry-After: %q", retry)
+		}
+		// The limit raised while the member's key is over it: the next call passes, without a
+		// restart, as every door follows a change of the document.
+		raised := strings.Replace(limitsDocument, `"per_minute": 3`, `"per_minute": 6`, 1)
+		if status, body := w.send(t, "PUT", "/v1/limits", "admin", map[string]any{"document": json.RawMessage(raised), "after": 1}); status != 200 {
+			t.Fatalf("raising the limit: %d %s", status, body)
+		}
+		if status, body, _ := call("member", "echo"); status != 200 {
+			t.Fatalf("the member's call after the limit was raised: %d %s", status, body)
 		}
 		// The admin's key has its own count; the workspace's refunds their one a day.
 		if status, body, _ := call("admin", "support_refund"); status != 200 {

@@ -68,6 +68,7 @@ type counter struct {
 	slot          int64
 	taken, used   int
 	spentUntil    time.Time
+	spentMax      int // the bound spentUntil was reckoned for
 	lastSlotTaken int64
 	idleAfter     time.Time // the end of its slot, or of its being spent
 }
@@ -159,7 +160,8 @@ func (m *Meter) take(ctx context.Context, workspaceID string, c *counter, ch *Ch
 	slotLen := w.period / time.Duration(w.slots)
 	slot := now.UnixNano() / int64(slotLen)
 	span := w.slots + 1
-	if now.Before(c.spentUntil) {
+	// Spent for the bound it was refused under: a bound raised since asks again.
+	if now.Before(c.spentUntil) && ch.Max <= c.spentMax {
 		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
 	}
 	if c.slot != slot {
@@ -194,7 +196,7 @@ func (m *Meter) take(ctx context.Context, workspaceID string, c *counter, ch *Ch
 	c.taken += taken
 	c.idleAfter = time.Unix(0, (slot+1)*int64(slotLen))
 	if taken == 0 {
-		c.spentUntil = time.Unix(0, (slot+int64(slotsToFree(counts, ch.Max)))*int64(slotLen))
+		c.spentUntil, c.spentMax = time.Unix(0, (slot+int64(slotsToFree(counts, ch.Max)))*int64(slotLen)), ch.Max
 		c.idleAfter = c.spentUntil
 		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
 	}
