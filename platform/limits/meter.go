@@ -64,13 +64,13 @@ type Meter struct {
 // counter is this process's share of one rate's counts: what it took in the current slot,
 // and how long the rate stays spent.
 type counter struct {
-	mu            sync.Mutex
-	slot          int64
-	taken, used   int
-	spentUntil    time.Time
-	spentMax      int // the bound spentUntil was reckoned for
-	lastSlotTaken int64
-	idleAfter     time.Time // the end of its slot, or of its being spent
+	mu           sync.Mutex
+	slot         int64
+	taken, used  int
+	spentUntil   time.Time
+	spentMax     int       // the bound spentUntil was reckoned for
+	lastSlotUsed int       // calls let through in the slot before, for the size of a take
+	idleAfter    time.Time // the end of its slot, or of its being spent
 }
 
 // Refusal is a call a check refused.
@@ -160,28 +160,31 @@ func (m *Meter) take(ctx context.Context, workspaceID string, c *counter, ch *Ch
 	slotLen := w.period / time.Duration(w.slots)
 	slot := now.UnixNano() / int64(slotLen)
 	span := w.slots + 1
-	// Spent for the bound it was refused under: a bound raised since asks again.
-	if now.Before(c.spentUntil) && ch.Max <= c.spentMax {
-		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
-	}
 	if c.slot != slot {
 		if c.slot == slot-1 {
-			c.lastSlotTaken = int64(c.taken)
+			c.lastSlotUsed = c.used
 		} else {
-			c.lastSlotTaken = 0
+			c.lastSlotUsed = 0
 		}
 		c.slot, c.taken, c.used = slot, 0, 0
 	}
 	if c.used < c.taken {
+		// What this process took in the slot and has not used (or another check gave back)
+		// goes first, spent or not.
 		c.used++
 		return nil, nil
 	}
+	// Spent for the bound it was refused under: a bound raised since asks again.
+	if now.Before(c.spentUntil) && ch.Max <= c.spentMax {
+		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
+	}
 	want := 1
 	if m.Batch {
-		// A few calls' worth: the bound's share of a slot, more for a caller that used more in
-		// the last slot, never more than a tenth of the bound (what is taken and not used is
-		// lost to the other nodes until it leaves the window).
-		want = min(max(1, ch.Max/span, int(c.lastSlotTaken)), max(1, ch.Max/10))
+		// As many as this process used in the last slot, then twice what it took in this one
+		// when that runs out: a few takes a slot whatever the rate, and what is taken and not
+		// used (lost to the other nodes until it leaves the window) about one slot's use at
+		// most; never more than a tenth of the bound.
+		want = min(max(1, c.lastSlotUsed, 2*c.taken), max(1, ch.Max/10))
 	}
 	var taken int
 	var counts []int
