@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/quiverhq/quiver/store"
 )
 
 // The retention purge: a periodic job that deletes for good the soft-deleted tools
@@ -47,6 +49,17 @@ func (w *purgeWorker) Work(ctx context.Context, _ *river.Job[PurgeArgs]) error {
 	}
 	if len(gone) > 0 {
 		w.cfg.Logger.InfoContext(ctx, "jobs: purge done", "removed", len(gone))
+	}
+	// The limits' counts that no longer count: a limit per key or per tool leaves a few rows
+	// for every key or tool that stops calling.
+	if lp, ok := w.cfg.Entities.(store.LimitPurger); ok {
+		n, err := lp.PurgeLimits(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			w.cfg.Logger.InfoContext(ctx, "jobs: purged the limits' counts that no longer count", "rows", n)
+		}
 	}
 	return nil
 }

@@ -65,3 +65,10 @@ type LimitHolds interface {
 	// what node holds. A holding not set again within its ttl lapses.
 	HoldLimit(ctx context.Context, workspaceID, key, node string, want, max int, ttl time.Duration) (int, error)
 }
+
+// LimitPurger drops the counts of limits that no longer count: slots that have left every
+// window (a counter no call counts in any more keeps them otherwise) and holdings that lapsed.
+// The retention purge runs it.
+type LimitPurger interface {
+	PurgeLimits(ctx context.Context) (int64, error)
+}

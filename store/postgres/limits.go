@@ -11,6 +11,7 @@ import (
 var (
 	_ store.LimitWindows = (*Store)(nil)
 	_ store.LimitHolds   = (*Store)(nil)
+	_ store.LimitPurger  = (*Store)(nil)
 )
 
 // TakeLimitWindow counts calls in a counter of a rate limit the nodes share (see
@@ -44,4 +45,25 @@ func (s *Store) HoldLimit(ctx context.Context, workspaceID, key, node string, wa
 		return 0, fmt.Errorf("postgres: hold limit %s: %w", key, err)
 	}
 	return int(held), nil
+}
+
+// PurgeLimits drops the slots that have left their window for good, by the database's clock,
+// and the holdings that lapsed (see store.LimitPurger). A counter's key says its period
+// (NAME/s, /m, /h, /d: see platform/limits), and so its slots' length and window; a slot
+// counted by a node whose clock runs ahead is newer than the cut, and stays.
+func (s *Store) PurgeLimits(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1e9)::bigint AS ns)
+		DELETE FROM limit_windows w USING now WHERE
+			(split_part(w.key, '/', 2) = 's' AND w.slot <= now.ns / 100000000 - 11) OR
+			(split_part(w.key, '/', 2) = 'm' AND w.slot <= now.ns / 1000000000 - 61) OR
+			(split_part(w.key, '/', 2) = 'h' AND w.slot <= now.ns / 60000000000 - 61) OR
+			(split_part(w.key, '/', 2) = 'd' AND w.slot <= now.ns / 900000000000 - 97)`)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: purge limit windows: %w", err)
+	}
+	held, err := s.pool.Exec(ctx, `DELETE FROM limit_holds WHERE expires_at <= clock_timestamp()`)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: purge limit holdings: %w", err)
+	}
+	return tag.RowsAffected() + held.RowsAffected(), nil
 }
