@@ -10,7 +10,7 @@
 // locks, is here.
 //
 // What is here so far: the entities (store.Entities), the thread file system (store.Files),
-// variables (store.Variables), API keys (store.APIKeys), leases (store.Leases) and part of the thread state (see
+// variables (store.Variables), API keys (store.APIKeys), leases (store.Leases), usage (store.Usage) and part of the thread state (see
 // ThreadState). Threads and their history, whose appends are the hot path, are still each
 // backend's own.
 //
@@ -47,6 +47,7 @@ type Store struct {
 	*APIKeyStore
 	*LeaseStore
 	*FleetConfigStore
+	*UsageStore
 }
 
 // New returns the shared part of a store on a database of dialect d: reads go to read (a
@@ -62,6 +63,7 @@ func New(d Dialect, read *sql.DB, write WriteFunc) *Store {
 		APIKeyStore:      &APIKeyStore{b},
 		LeaseStore:       &LeaseStore{b},
 		FleetConfigStore: &FleetConfigStore{b},
+		UsageStore:       &UsageStore{b},
 	}
 }
 
