@@ -105,6 +105,29 @@ func DecodeStoredMessage(m *Message, toolCalls, result []byte) error {
 	return nil
 }
 
+// EncodeUsage returns the JSON a backend stores for a message's usage, nil for none;
+// DecodeUsage reads it back.
+func EncodeUsage(u *ModelUsage) ([]byte, error) {
+	if u == nil {
+		return nil, nil
+	}
+	return marshal(u)
+}
+
+// DecodeUsage sets m's Usage from the JSON a backend stored for it (EncodeUsage; empty for
+// none).
+func DecodeUsage(m *Message, usage []byte) error {
+	if len(usage) == 0 {
+		return nil
+	}
+	var u ModelUsage
+	if err := json.Unmarshal(usage, &u); err != nil {
+		return fmt.Errorf("message %s: usage: %w", m.ID, err)
+	}
+	m.Usage = &u
+	return nil
+}
+
 // omitTexts returns the content items without the text of their text items, and the lengths
 // of those texts, when joined by newlines they are content.
 func omitTexts(raw json.RawMessage, content string) (json.RawMessage, []int, bool) {

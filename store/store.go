@@ -142,7 +142,23 @@ type Message struct {
 	ToolCallID string      `json:"tool_call_id,omitempty"`
 	ToolName   string      `json:"tool_name,omitempty"`
 	Result     *ToolResult `json:"result,omitempty"`
-	CreatedAt  time.Time   `json:"created_at"`
+	// Usage is what the model request that wrote an assistant message used: set by the agent
+	// run that made the request, absent on every other message and where it was not recorded.
+	Usage     *ModelUsage `json:"usage,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
+}
+
+// ModelUsage is what one model request used: the model, its tokens, and how long it took.
+type ModelUsage struct {
+	// Model is the model that answered, as "provider:model".
+	Model string `json:"model"`
+	// InputTokens and OutputTokens are the tokens the provider counted for the request (0 when
+	// it reported none).
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	// DurationMS is how long the request took, from sending it to the complete response, in
+	// milliseconds.
+	DurationMS float64 `json:"duration_ms"`
 }
 
 // Page bounds a listing of messages: the Limit newest with Seq below Before (0: from the end),

@@ -137,6 +137,9 @@ func CheckMessage(threadID string, m *Message) error {
 	if m.Side != "" && (m.Role != RoleAssistant || m.Side != SideA && m.Side != SideB) {
 		return fmt.Errorf("side %q on a %s message: only an assistant message has a side, side_a or side_b: %w", m.Side, m.Role, ErrInvalid)
 	}
+	if m.Usage != nil && m.Role != RoleAssistant {
+		return fmt.Errorf("usage on a %s message: only an assistant message records a model request: %w", m.Role, ErrInvalid)
+	}
 	if m.Role != RoleTool && (m.ToolCallID != "" || m.ToolName != "" || m.Result != nil) {
 		return fmt.Errorf("only a tool message answers a call, and this %s message has a call id, tool name or result: %w", m.Role, ErrInvalid)
 	}

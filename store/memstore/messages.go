@@ -315,6 +315,10 @@ func copyMessage(m *store.Message) *store.Message {
 		r.Content, r.Problems, r.Meta = bytes.Clone(r.Content), bytes.Clone(r.Problems), bytes.Clone(r.Meta)
 		c.Result = &r
 	}
+	if m.Usage != nil {
+		u := *m.Usage
+		c.Usage = &u
+	}
 	return &c
 }
 

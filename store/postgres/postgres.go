@@ -325,11 +325,11 @@ const appendSQL = `WITH t AS (
 	WHERE id = $1 AND workspace_id = $2
 	RETURNING last_seq - $3 AS base, COALESCE($17::timestamptz, clock_timestamp()) AS at
 ), m AS (
-	INSERT INTO messages (id, thread_id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at, side)
+	INSERT INTO messages (id, thread_id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at, side, usage)
 	SELECT u.id, $1, t.base + u.n, u.role, u.content, NULLIF(u.calls, '')::json, NULLIF(u.call_id, ''), u.tool_name,
-		NULLIF(u.result, '')::json, t.at, u.side
-	FROM t, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $18::text[])
-		WITH ORDINALITY AS u(id, role, content, calls, call_id, tool_name, result, side, n)
+		NULLIF(u.result, '')::json, t.at, u.side, NULLIF(u.usage, '')::json
+	FROM t, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $18::text[], $19::text[])
+		WITH ORDINALITY AS u(id, role, content, calls, call_id, tool_name, result, side, usage, n)
 ), c AS (
 	INSERT INTO tool_calls (thread_id, call_id, message_seq, idx, name, args, reasoning)
 	SELECT $1, u.call_id, t.base + u.pos, u.idx, u.name, NULLIF(u.args, '')::json, u.reasoning
@@ -340,7 +340,7 @@ SELECT base, at, EXISTS (SELECT FROM queued_messages WHERE thread_id = $1) FROM 
 
 // batch holds an Append's rows as columns, the shape appendSQL takes.
 type batch struct {
-	ids, roles, contents, calls, callIDs, toolNames, results, sides []string
+	ids, roles, contents, calls, callIDs, toolNames, results, sides, usages []string
 	// The tool calls: pos is the 1-based position of their message in the batch.
 	callCallIDs, callNames, callArgs, callReasoning []string
 	callPos                                         []int64
@@ -357,6 +357,7 @@ func newBatch(ctx context.Context, threadID string, msgs []*store.Message) (*bat
 	b := &batch{
 		ids: make([]string, n), roles: make([]string, n), contents: make([]string, n), calls: make([]string, n),
 		callIDs: make([]string, n), toolNames: make([]string, n), results: make([]string, n), sides: make([]string, n),
+		usages: make([]string, n),
 	}
 	seen := batchCalls{declared: map[string]bool{}, answered: map[string]bool{}}
 	for i, m := range msgs {
@@ -368,6 +369,13 @@ func newBatch(ctx context.Context, threadID string, msgs []*store.Message) (*bat
 			b.ids[i] = stamp.ID(ctx, store.PrefixMessage)
 		}
 		b.roles[i], b.contents[i], b.toolNames[i], b.sides[i] = string(m.Role), m.Content, m.ToolName, m.Side
+		if m.Usage != nil {
+			js, err := store.EncodeUsage(m.Usage)
+			if err != nil {
+				return nil, fmt.Errorf("message %d: usage: %v: %w", i, err, store.ErrInvalid)
+			}
+			b.usages[i] = string(js)
+		}
 		if err := b.addCalls(i, m.ToolCalls, seen); err != nil {
 			return nil, err
 		}
@@ -498,7 +506,7 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, workspaceID, threadID s
 func (b *batch) args(threadID, workspaceID string, at *time.Time) []any {
 	return []any{threadID, workspaceID, int64(len(b.ids)),
 		b.ids, b.roles, b.contents, b.calls, b.callIDs, b.toolNames, b.results,
-		b.callCallIDs, b.callPos, b.callIdx, b.callNames, b.callArgs, b.callReasoning, at, b.sides}
+		b.callCallIDs, b.callPos, b.callIdx, b.callNames, b.callArgs, b.callReasoning, at, b.sides, b.usages}
 }
 
 // fill sets what Append promises on messages stored from the batch.
@@ -574,7 +582,7 @@ func (s *Store) Messages(ctx context.Context, workspaceID, threadID string, page
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w", op, err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, seq, role, content, tool_calls, COALESCE(tool_call_id, ''), tool_name, result, created_at, side
+	rows, err := s.pool.Query(ctx, `SELECT id, seq, role, content, tool_calls, COALESCE(tool_call_id, ''), tool_name, result, created_at, side, usage
 FROM messages
 WHERE thread_id = $1 AND seq < $3 AND EXISTS (SELECT FROM threads WHERE id = $1 AND workspace_id = $2)
 ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
@@ -596,14 +604,17 @@ ORDER BY seq DESC LIMIT $4`, threadID, workspaceID, before, limit)
 }
 
 // scanMessages reads the rows of a query selecting id, seq, role, content, tool_calls,
-// tool_call_id, tool_name, result, created_at, side, and closes them.
+// tool_call_id, tool_name, result, created_at, side, usage, and closes them.
 func scanMessages(rows pgx.Rows, threadID string) ([]*store.Message, error) {
 	defer rows.Close()
 	var out []*store.Message
-	var calls, result []byte
+	var calls, result, usage []byte
 	for rows.Next() {
 		m := &store.Message{ThreadID: threadID}
-		if err := rows.Scan(&m.ID, &m.Seq, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &result, &m.CreatedAt, &m.Side); err != nil {
+		if err := rows.Scan(&m.ID, &m.Seq, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &result, &m.CreatedAt, &m.Side, &usage); err != nil {
+			return nil, err
+		}
+		if err := store.DecodeUsage(m, usage); err != nil {
 			return nil, err
 		}
 		m.CreatedAt = m.CreatedAt.UTC()

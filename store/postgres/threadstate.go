@@ -21,7 +21,7 @@ func (s *Store) UpdateMessage(ctx context.Context, workspaceID, threadID, messag
 	op := "update message " + messageID
 	var out *store.Message
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id, seq, role, content, tool_calls, COALESCE(tool_call_id, ''), tool_name, result, created_at, side
+		rows, err := tx.Query(ctx, `SELECT id, seq, role, content, tool_calls, COALESCE(tool_call_id, ''), tool_name, result, created_at, side, usage
 FROM messages m
 WHERE m.id = $1 AND m.thread_id = $2 AND EXISTS (SELECT FROM threads WHERE id = $2 AND workspace_id = $3)
 FOR UPDATE`, messageID, threadID, workspaceID)

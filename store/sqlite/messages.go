@@ -26,6 +26,7 @@ type row struct {
 	toolCallID sql.NullString
 	toolName   sql.NullString
 	result     sql.NullString // JSON
+	usage      sql.NullString // JSON
 }
 
 type callRow struct {
@@ -163,7 +164,7 @@ func (s *Store) appendRows(ctx context.Context, tx querier, threadID string, row
 		seq := first + int64(i)
 		m := r.msg
 		_, err := s.wInsertMessage.ExecContext(ctx, r.id, seq, string(m.Role), m.Content, r.toolCalls, r.toolCallID,
-			r.toolName, r.result, at.UnixNano(), m.Side, threadID)
+			r.toolName, r.result, at.UnixNano(), m.Side, r.usage, threadID)
 		if err != nil {
 			return s.insertError(ctx, tx, threadID, i, r, err)
 		}
@@ -237,6 +238,13 @@ func encodeMessage(ctx context.Context, threadID string, m *store.Message, r *ro
 		if err := r.encodeResult(m); err != nil {
 			return err
 		}
+	}
+	if m.Usage != nil {
+		b, err := store.EncodeUsage(m.Usage)
+		if err != nil {
+			return fmt.Errorf("usage: %v: %w", err, store.ErrInvalid)
+		}
+		r.usage = sql.NullString{String: string(b), Valid: true}
 	}
 	if len(m.ToolCalls) > 0 {
 		return r.encodeCalls(m.ToolCalls)
@@ -328,10 +336,14 @@ func scanMessage(rows *sql.Rows) (*store.Message, error) {
 		m                    store.Message
 		role                 string
 		toolCalls, result    []byte
+		usage                []byte
 		toolCallID, toolName sql.NullString
 		created              int64
 	)
-	if err := rows.Scan(&m.ID, &m.Seq, &role, &m.Content, &toolCalls, &toolCallID, &toolName, &result, &created, &m.Side); err != nil {
+	if err := rows.Scan(&m.ID, &m.Seq, &role, &m.Content, &toolCalls, &toolCallID, &toolName, &result, &created, &m.Side, &usage); err != nil {
+		return nil, err
+	}
+	if err := store.DecodeUsage(&m, usage); err != nil {
 		return nil, err
 	}
 	m.Role = store.Role(role)

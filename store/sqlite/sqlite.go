@@ -292,7 +292,7 @@ const (
 	threadCols = `id, workspace_id, agent_id, user_id, parent_id, tags, step_count, current_side, stopped, status, blocking, resumable, state, created_at, updated_at`
 	// threadColsT are threadCols of the table aliased t, for a statement that joins it.
 	threadColsT = `t.id, t.workspace_id, t.agent_id, t.user_id, t.parent_id, t.tags, t.step_count, t.current_side, t.stopped, t.status, t.blocking, t.resumable, t.state, t.created_at, t.updated_at`
-	messageCols = `id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at, side`
+	messageCols = `id, seq, role, content, tool_calls, tool_call_id, tool_name, result, created_at, side, usage`
 )
 
 func (s *Store) prepare() error {
@@ -312,7 +312,7 @@ func (s *Store) prepare() error {
 	prep(s.wc, &s.wRollback, `ROLLBACK`)
 	prep(s.wc, &s.wThreadSeq, `SELECT (SELECT max(seq) FROM messages WHERE thread_id = ?1),
 		EXISTS (SELECT 1 FROM queued_messages WHERE thread_id = ?1) FROM threads WHERE id = ?1 AND workspace_id = ?2`)
-	prep(s.wc, &s.wInsertMessage, `INSERT INTO messages (`+messageCols+`, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	prep(s.wc, &s.wInsertMessage, `INSERT INTO messages (`+messageCols+`, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	prep(s.wc, &s.wInsertCall, `INSERT INTO tool_calls (thread_id, call_id, seq, idx, name, args, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	prep(s.wc, &s.wCallState, `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE thread_id = ?1 AND call_id = ?2),
 		EXISTS (SELECT 1 FROM messages WHERE thread_id = ?1 AND tool_call_id = ?2)`)

@@ -103,7 +103,7 @@ func (s *Store) AppendQueued(ctx context.Context, workspaceID, threadID string) 
 		ins := s.wInsertMessage
 		for i, m := range out {
 			m.Seq, m.CreatedAt = last+1+int64(i), now
-			if _, err := ins.ExecContext(ctx, m.ID, m.Seq, string(m.Role), m.Content, nil, nil, nil, nil, now.UnixNano(), "", threadID); err != nil {
+			if _, err := ins.ExecContext(ctx, m.ID, m.Seq, string(m.Role), m.Content, nil, nil, nil, nil, now.UnixNano(), "", nil, threadID); err != nil {
 				return fmt.Errorf("sqlite: append queued to %s: %w", threadID, err)
 			}
 		}

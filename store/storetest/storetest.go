@@ -45,6 +45,7 @@ func Run(t *testing.T, open Open) {
 		{"PendingCalls", testPendingCalls},
 		{"MessageShapeRules", testMessageShapeRules},
 		{"RoundTripsEveryField", testRoundTrip},
+		{"MessageUsage", testMessageUsage},
 		{"WorkspaceIsolation", testIsolation},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentResultsForOneCall", testConcurrentResults},
