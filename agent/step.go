@@ -30,12 +30,17 @@ func (rs *run) step(ctx context.Context) error {
 	th := rs.th
 	stepNo := rs.steps + 1
 	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo, Side: rs.side})
+	start := time.Now()
 	resp, err := rs.generate(ctx, stepNo)
 	if err != nil {
 		return err
 	}
+	// What the request used rides on the message it wrote: a trace reads it from there, with
+	// no write of its own.
+	usage := &store.ModelUsage{Model: rs.model.Name(), InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+		DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 	text, calls, retry := rs.interpret(ctx, resp, rs.hist, stepNo)
-	am := &store.Message{Role: store.RoleAssistant, Content: text, Side: rs.side}
+	am := &store.Message{Role: store.RoleAssistant, Content: text, Side: rs.side, Usage: usage}
 	for i, c := range calls {
 		sc := thread.StoredCall(c)
 		if rs.composed == nil && i < len(resp.ToolCalls) {
