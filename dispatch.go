@@ -181,6 +181,11 @@ type Dispatcher struct {
 	// the call's stead, before its arguments are read, and is recorded like every result;
 	// otherwise done is called once the call has ended.
 	Admit func(ctx context.Context, t *Tool) (done func(), refusal *Result)
+	// Observe, when set, is told of every call once it has ended and its result is recorded:
+	// the call (Call.Tool is nil for a name no tool the caller may call has), the result, and
+	// how long the call took in the dispatcher. A platform meters usage with it; it must not
+	// block.
+	Observe func(ctx context.Context, c *Call, r *Result, took time.Duration)
 	// Delegator runs calls that name _delegate; nil refuses them before they run.
 	Delegator Delegator
 	// Timeout bounds a tool that sets no timeout of its own; zero means no bound.
@@ -279,11 +284,11 @@ func (d *Dispatcher) build() {
 func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 	d.once.Do(d.build)
 	c := &call
-	if d.tracer == nil && d.durations == nil {
+	if d.tracer == nil && d.durations == nil && d.Observe == nil {
 		return d.dispatch(ctx, c)
 	}
 	var start time.Time
-	if d.durations != nil {
+	if d.durations != nil || d.Observe != nil {
 		start = time.Now()
 	}
 	var span trace.Span
@@ -304,6 +309,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 			attrs = append(attrs, genai.ErrorType.String(string(r.Code)))
 		}
 		d.durations.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	}
+	if d.Observe != nil {
+		d.Observe(ctx, c, r, time.Since(start))
 	}
 	return r, err
 }

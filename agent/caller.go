@@ -3,17 +3,37 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/model"
 )
 
 // A run is entitled as its caller: whoever started it at a door (a key, a token's user), as
 // the platform encodes them, which this package keeps and passes on without reading. The
 // caller comes with the run's context (WithCaller) when a door starts it, else from the
 // thread (ThreadState.Caller: a run resumed after a decision or a restart continues its
-// caller's run), else, for a child, from its parent (Spawn.Caller). Runner.Entitlements says
-// what the caller may call, for every agent of the run's chain: a sub-agent is limited to its
-// parent's entitlements too.
+// caller's run), else, for a child, from its parent (Spawn.Caller). Runner.Rules says what the
+// caller may call and how often, for every agent of the run's chain (a sub-agent is limited to
+// its parent's entitlements too), and meters what the run uses.
+
+// CallerRules are what a platform decides for a run's caller (Runner.Rules). Each may be nil.
+type CallerRules struct {
+	// Entitled is the run's dispatcher's Entitled (see quiver.Dispatcher.Entitled): what the
+	// run's caller may call as the agents of its chain. The model is offered only what it
+	// allows, and a call of anything else is refused as not_entitled.
+	Entitled func(context.Context) func(*quiver.Tool) bool
+	// Admit is the run's dispatcher's Admit (see quiver.Dispatcher.Admit): the run's calls
+	// counted against its workspace's limits. A call over a limit is answered with its
+	// refusal, which the model reads.
+	Admit func(context.Context, *quiver.Tool) (func(), *quiver.Result)
+	// Observe is the run's dispatcher's Observe (see quiver.Dispatcher.Observe): the run's
+	// calls metered as its caller's.
+	Observe func(context.Context, *quiver.Call, *quiver.Result, time.Duration)
+	// Request is told of each model request of the run once it has ended: the model's name
+	// ("provider:model"), what it used (nil when it failed), how long it took and its error.
+	Request func(ctx context.Context, model string, usage *model.Usage, took time.Duration, err error)
+}
 
 type callerKey struct{}
 
@@ -45,23 +65,11 @@ func callerOf(ctx context.Context, st *ThreadState) json.RawMessage {
 	return nil
 }
 
-// entitled is the run's dispatcher's Entitled (see quiver.Dispatcher.Entitled): what the run's
-// caller may call as the agents of its chain; nil when the runner has no Entitlements.
-func (r *Runner) entitled(ctx context.Context, rs *run) func(context.Context) func(*quiver.Tool) bool {
-	if r.Entitlements == nil {
-		return nil
+// rules are what the runner's Rules decide for the run's caller; none without Rules.
+func (r *Runner) rules(ctx context.Context, rs *run) CallerRules {
+	if r.Rules == nil {
+		return CallerRules{}
 	}
 	chain, _ := rs.spawnInfo()
-	return r.Entitlements(ctx, rs.th.WorkspaceID(), rs.caller, chain)
-}
-
-// admit is the run's dispatcher's Admit (see quiver.Dispatcher.Admit): the run's calls counted
-// against its workspace's limits for its caller, as the agents of its chain; nil when the
-// runner has no Limits.
-func (r *Runner) admit(ctx context.Context, rs *run) func(context.Context, *quiver.Tool) (func(), *quiver.Result) {
-	if r.Limits == nil {
-		return nil
-	}
-	chain, _ := rs.spawnInfo()
-	return r.Limits(ctx, rs.th.WorkspaceID(), rs.caller, chain)
+	return r.Rules(ctx, rs.th.WorkspaceID(), rs.caller, chain)
 }

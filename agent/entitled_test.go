@@ -3,10 +3,12 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
@@ -14,7 +16,7 @@ import (
 )
 
 // A sub-agent is entitled as its parent's caller and for its whole chain: a rule on the parent
-// agent limits the child too. The runner asks the platform's Entitlements with the caller the
+// agent limits the child too. The runner asks the platform's Rules with the caller the
 // run's context carries and the chain of agents, the parent first; the child's model is
 // offered only what that allows, and its call of anything else is refused as not_entitled.
 func TestChildEntitledAsItsParentsCaller(t *testing.T) {
@@ -22,17 +24,17 @@ func TestChildEntitledAsItsParentsCaller(t *testing.T) {
 		f := moreTree(t, st)
 		var mu sync.Mutex
 		var asked []string
-		f.r.Entitlements = func(_ context.Context, _ string, caller json.RawMessage, agents []string) func(context.Context) func(*quiver.Tool) bool {
+		f.r.Rules = func(_ context.Context, _ string, caller json.RawMessage, agents []string) agent.CallerRules {
 			mu.Lock()
 			asked = append(asked, string(caller)+" as "+jsonOf(agents))
 			mu.Unlock()
 			if !slices.Contains(agents, "lead") {
-				return nil
+				return agent.CallerRules{}
 			}
 			// A rule on lead: no secret_tool for it, nor for anything it spawns.
-			return func(context.Context) func(*quiver.Tool) bool {
+			return agent.CallerRules{Entitled: func(context.Context) func(*quiver.Tool) bool {
 				return func(t *quiver.Tool) bool { return t.Name() != "secret_tool" }
-			}
+			}}
 		}
 		f.agent(&agent.Agent{Name: "snoop", Type: agent.DualAI, ExposeAsTool: true, Prompt: &agent.Prompt{Name: "snoop", Tools: []string{"echo", "secret_tool"}}})
 		sm := f.ms.add("snoop", model.Response{ToolCalls: calls(call("s1", "secret_tool", `{}`))}, model.Response{Text: "tried"})
@@ -66,4 +68,46 @@ func TestChildEntitledAsItsParentsCaller(t *testing.T) {
 func jsonOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// The rules' Observe is told of every call of the run, with its result, and Request of every
+// model request, with the model's name and usage: what a platform meters usage by.
+func TestRulesObserveCallsAndRequests(t *testing.T) {
+	backends(t, func(t *testing.T, st treeStore) {
+		f := newTree(t, st)
+		var mu sync.Mutex
+		var seen []string
+		f.r.Rules = func(_ context.Context, _ string, _ json.RawMessage, agents []string) agent.CallerRules {
+			return agent.CallerRules{
+				Observe: func(_ context.Context, c *quiver.Call, r *quiver.Result, took time.Duration) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen = append(seen, fmt.Sprintf("call %s %s %s by %v", c.Name, r.Status, r.Code, agents))
+					if took <= 0 {
+						t.Errorf("call %s took %v", c.Name, took)
+					}
+				},
+				Request: func(_ context.Context, name string, u *model.Usage, _ time.Duration, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen = append(seen, fmt.Sprintf("request %s %d/%d %v", name, u.InputTokens, u.OutputTokens, err))
+				},
+			}
+		}
+		lead := f.agent(&agent.Agent{Name: "lead", Prompt: &agent.Prompt{Name: "lead", Tools: []string{"echo"}}})
+		f.ms.add("lead", model.Response{ToolCalls: calls(call("c1", "echo", `{"text":"hi"}`), call("c2", "nothing", `{}`)), Usage: model.Usage{InputTokens: 100, OutputTokens: 7}},
+			model.Response{Text: "done", Usage: model.Usage{InputTokens: 130, OutputTokens: 2}})
+		th := f.root(t, lead)
+		if out, err := f.r.Run(context.Background(), th, lead, "go"); err != nil || out.Text != "done" {
+			t.Fatalf("outcome %+v, %v", out, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []string{"request t:lead 100/7 <nil>", "call echo success  by [lead]", "call nothing error unknown_tool by [lead]", "request t:lead 130/2 <nil>"}
+		slices.Sort(want)
+		slices.Sort(seen)
+		if !reflect.DeepEqual(seen, want) {
+			t.Errorf("observed\n%q\nwant\n%q", seen, want)
+		}
+	})
 }

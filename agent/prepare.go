@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -36,6 +37,8 @@ type run struct {
 	system              string
 	tracer              trace.Tracer // nil: no spans
 	meters              *meters      // nil: no metrics
+	// onRequest is told of each model request (CallerRules.Request); nil: no one is.
+	onRequest func(ctx context.Context, model string, usage *model.Usage, took time.Duration, err error)
 
 	// The thread as this run knows it: read once when the run starts, then kept up to date
 	// with what the run writes (a Runner runs a thread once at a time), so a step reads
@@ -131,8 +134,9 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 		rs.policy = rs.policy.Within(openFor(*rs.spawn.Ceiling, runtime))
 	}
 	rs.d = rs.dispatcher(reg)
-	rs.d.Entitled = r.entitled(ctx, rs)
-	rs.d.Admit = r.admit(ctx, rs)
+	rules := r.rules(ctx, rs)
+	rs.d.Entitled, rs.d.Admit, rs.d.Observe = rules.Entitled, rules.Admit, rules.Observe
+	rs.onRequest = rules.Request
 	if !withModel {
 		return nil
 	}

@@ -33,17 +33,10 @@ type Runner struct {
 	// platform.Platform.Workspace). A cache of them answers FreshRegistry(ctx) with the tools
 	// as stored now: a run asks so before it fails for a tool its prompt names.
 	Registries func(ctx context.Context, workspaceID string) (*quiver.Registry, error)
-	// Entitlements, when set, is what a run's caller may call (a platform's per-caller rules;
-	// see caller.go): asked as a run prepares, with its thread's workspace, its caller (nil:
-	// none known) and the agents of its chain, the outermost first; it returns the run's
-	// dispatcher's Entitled (see quiver.Dispatcher.Entitled). The model is offered only what
-	// it allows, and a call of anything else is refused as not_entitled.
-	Entitlements func(ctx context.Context, workspaceID string, caller json.RawMessage, agents []string) func(context.Context) func(*quiver.Tool) bool
-	// Limits, when set, counts a run's calls against its workspace's limits (a platform's;
-	// see quiver.Dispatcher.Admit): asked as a run prepares, as Entitlements is, it returns the
-	// run's dispatcher's Admit. A call over a limit is answered with its refusal, which the
-	// model reads.
-	Limits func(ctx context.Context, workspaceID string, caller json.RawMessage, agents []string) func(context.Context, *quiver.Tool) (func(), *quiver.Result)
+	// Rules, when set, are what a platform decides for a run's caller (see caller.go and
+	// CallerRules): asked once as a run prepares, with the thread's workspace, the run's
+	// caller (nil: none known) and the agents of its chain, the outermost first.
+	Rules func(ctx context.Context, workspaceID string, caller json.RawMessage, agents []string) CallerRules
 	// Model is used for prompts that name no model.
 	Model model.Model
 	// OpenModel opens the model a prompt names; nil means model.Open.

@@ -77,7 +77,7 @@ func (rs *run) generate(ctx context.Context, stepNo int) (*model.Response, error
 	req := rs.request(hist)
 	mctx, span := rs.chatSpan(ctx)
 	var start time.Time
-	if rs.meters != nil {
+	if rs.meters != nil || rs.onRequest != nil {
 		start = time.Now()
 	}
 	resp, err := rs.model.Generate(mctx, req, func(d model.Delta) {
@@ -86,6 +86,13 @@ func (rs *run) generate(ctx context.Context, stepNo int) (*model.Response, error
 	endChatSpan(span, resp, err)
 	if rs.meters != nil {
 		rs.meters.chat(ctx, rs.model.Name(), time.Since(start), resp, err)
+	}
+	if rs.onRequest != nil {
+		var used *model.Usage
+		if resp != nil {
+			used = &resp.Usage
+		}
+		rs.onRequest(ctx, rs.model.Name(), used, time.Since(start), err)
 	}
 	if err != nil {
 		return nil, &modelCallError{model: rs.model.Name(), err: err}

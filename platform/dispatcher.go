@@ -43,6 +43,9 @@ func (p *Platform) newDispatcher(w *Workspace) *quiver.Dispatcher {
 		Entitled:       w.entitled,
 		Admit:          w.admit,
 	}
+	if p.usage != nil {
+		d.Observe = w.observe
+	}
 	if p.Jobs() != nil {
 		// A call naming _delegate runs its request with the catalog's prompts and models,
 		// under this dispatcher's policy.

@@ -28,6 +28,7 @@ import (
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/platform/limits"
+	"github.com/quiverhq/quiver/platform/usage"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/journal"
@@ -82,6 +83,9 @@ type Config struct {
 	// Now is the clock the workspaces' limits count by; nil means time.Now. Every node of a
 	// fleet must read the same time, to within a small part of a second, as NTP keeps them.
 	Now func() time.Time
+	// UsageEvery is how often each process writes the usage it metered (see package usage);
+	// 0 means usage.DefaultEvery.
+	UsageEvery time.Duration
 }
 
 // Platform is an assembled Quiver. Make it with [New]; it is safe for concurrent use.
@@ -94,6 +98,7 @@ type Platform struct {
 	fleet      fleetState                    // the fleet's configuration served (fleetstate.go)
 	operator   atomic.Pointer[[]quiver.Rule] // the operator's governance rules (governance.go)
 	meter      *limits.Meter                 // counts the calls the workspaces' limits bound (limits.go)
+	usage      *usage.Meter                  // meters what the workspaces use (usage.go); nil: not kept
 
 	// journal, when open, takes the records of the doors' calls (OpenJournal); dispatching
 	// says a workspace's dispatcher was made, after which the journal cannot be opened.
@@ -123,7 +128,7 @@ func New(cfg Config) (*Platform, error) {
 	if _, err := quiver.NewGovernance(cfg.Governance, nil); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
-	p := &Platform{cfg: cfg, logger: cfg.Logger, meter: newMeter(cfg.Store, cfg.Now)}
+	p := &Platform{cfg: cfg, logger: cfg.Logger, meter: newMeter(cfg.Store, cfg.Now), usage: newUsage(cfg.Store, &cfg)}
 	operator := append([]quiver.Rule(nil), cfg.Governance...)
 	p.operator.Store(&operator)
 	if p.logger == nil {
@@ -132,7 +137,7 @@ func New(cfg Config) (*Platform, error) {
 	p.initFleet()
 	p.runner = &agent.Runner{Store: cfg.Store, Registry: p.Registry(), Registries: p.registry, Model: cfg.Model,
 		OpenModel: cfg.OpenModel, Catalog: cfg.Catalog, Logger: cfg.Logger, VariablesRequestURL: cfg.VariablesRequestURL,
-		Entitlements: p.runEntitlements, Limits: p.runLimits}
+		Rules: p.runRules}
 	if cfg.Resolver != nil {
 		p.runner.Resolver, p.runner.Variables = cfg.Resolver, cfg.Resolver
 	}

@@ -196,12 +196,18 @@ func (p *Platform) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close gives back the places among limits' concurrent calls this node holds on a fleet, and
-// stores what the journal holds and closes it; calls recorded after that go to the store
-// directly. What the store would not take stays in the journal's directory, for the next
+// Close gives back the places among limits' concurrent calls this node holds on a fleet,
+// writes the usage it metered since its last write, and stores what the journal holds and
+// closes it; calls recorded after that go to the store directly. What the store would not take stays in the journal's directory, for the next
 // OpenJournal there.
 func (p *Platform) Close() error {
 	p.meter.Close()
+	if p.usage != nil {
+		// What was metered since the last write; a store that is down loses it (logged).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = p.usage.Close(ctx)
+		cancel()
+	}
 	j := p.journal.Load()
 	if j == nil {
 		return nil

@@ -134,6 +134,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	s.registerEntities(api)
 	s.registerEntitlements(api)
 	s.registerLimits(api)
+	s.registerUsage(api)
 	s.registerThreadReads(api)
 	s.registerRunEvents(api)
 	if s.runsOn() {

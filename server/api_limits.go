@@ -19,6 +19,14 @@ import (
 // limitsDocument is a limits.Document, written out for the OpenAPI document.
 type limitsDocument struct {
 	Limits []limitBody `json:"limits,omitempty" doc:"The limits, at most 1,000. Every limit that selects a call applies; among those counting one quantity the same way (same per), the most specific alone (the one setting more of who and which tools)."`
+	Prices []priceBody `json:"prices,omitempty" doc:"The price table, at most 1,000 prices: what model requests cost, which usage's cost reads. Quiver has no prices built in; a model without a price costs nothing."`
+}
+
+// priceBody is a limits.Price.
+type priceBody struct {
+	Model            string  `json:"model" maxLength:"200" doc:"A path.Match pattern over model names, provider:model (openai:gpt-4o*, anthropic:*); the first price that matches applies." example:"openai:gpt-4o*"`
+	InputPerMillion  float64 `json:"input_per_million" minimum:"0" maximum:"1000000" doc:"The price of a million input (prompt) tokens, in the unit you choose."`
+	OutputPerMillion float64 `json:"output_per_million" minimum:"0" maximum:"1000000" doc:"The price of a million output tokens."`
 }
 
 // limitBody is a limits.Limit, whose selector's fields are the limit's own.
@@ -81,6 +89,9 @@ func limitsOutputOf(l *platform.Limits) *limitsOutput {
 		b.Document.Limits = append(b.Document.Limits, limitBody{Name: lim.Name, Description: lim.Description, Who: entitlementWho(lim.Who),
 			Tools: lim.Tools, Source: lim.Source, When: lim.When, Per: lim.Per, Calls: lim.Calls, Concurrent: lim.Concurrent})
 	}
+	for _, p := range l.Document.Prices {
+		b.Document.Prices = append(b.Document.Prices, priceBody(p))
+	}
 	b.Version = l.Version
 	if l.Version > 0 {
 		b.UpdatedBy, b.UpdatedAt = orNull(l.UpdatedBy), &l.UpdatedAt
@@ -94,6 +105,9 @@ func (d limitsDocument) document() limits.Document {
 		lim := limits.Limit{Name: b.Name, Description: b.Description, Who: entitle.Who(b.Who), Per: b.Per, Calls: b.Calls, Concurrent: b.Concurrent}
 		lim.Tools, lim.Source, lim.When = b.Tools, b.Source, b.When
 		doc.Limits = append(doc.Limits, lim)
+	}
+	for _, p := range d.Prices {
+		doc.Prices = append(doc.Prices, limits.Price(p))
 	}
 	return doc
 }

@@ -342,6 +342,10 @@ func isoTable() map[string][]isoCase {
 		// The limits: A's own, which may name B's keys, users and tools (who and tools select
 		// calls; a name that is not there selects none), and count A's calls alone.
 		"GET /v1/limits": {{want: isoListed}},
+		// Usage: A's calls alone, whatever it is grouped by (B's keys, users and tools have
+		// calls of their own in B).
+		"GET /v1/usage": {{query: "bucket=all&group_by=key,user,agent,tool,model", want: isoListed},
+			{query: "bucket=minute&group_by=tool", want: isoListed}, {query: "format=csv&group_by=key,user", want: isoListed}},
 		"PUT /v1/limits": {{body: `{"document":{"limits":[{"name":"b","who":{"key":"{key}","user":"{user}"},"tools":["{tool_name}"],"calls":{"per_minute":1}}]},"after":0}`,
 			want: isoCreated}},
 		"POST /v1/keys": {

@@ -15,6 +15,8 @@ package limits
 
 import (
 	"fmt"
+	"math"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,6 +30,23 @@ type Document struct {
 	// Limits are the workspace's limits. Every limit that selects a call applies; among those
 	// that count the same thing the same way, the most specific applies alone.
 	Limits []Limit `json:"limits,omitempty" yaml:"limits,omitempty"`
+	// Prices are what model requests cost, by model: the workspace's price table, which
+	// usage's cost reads. Quiver has no prices built in, so none go stale; a model without a
+	// price costs nothing.
+	Prices []Price `json:"prices,omitempty" yaml:"prices,omitempty"`
+}
+
+// Price is what a model's tokens cost, in the unit the operator chooses (dollars, euros,
+// credits), per million tokens.
+type Price struct {
+	// Model is a path.Match pattern over the model's name as a prompt gives it,
+	// "provider:model" ("openai:gpt-4o*", "anthropic:*"); the first price whose pattern
+	// matches applies.
+	Model string `json:"model" yaml:"model"`
+	// InputPerMillion and OutputPerMillion are the price of a million input (prompt) and
+	// output (completion) tokens.
+	InputPerMillion  float64 `json:"input_per_million" yaml:"input_per_million"`
+	OutputPerMillion float64 `json:"output_per_million" yaml:"output_per_million"`
 }
 
 // Limit bounds the calls it selects.
@@ -85,6 +104,8 @@ var dimensions = []string{PerKey, PerUser, PerAgent, PerToolset, PerTool}
 const (
 	MaxLimits = 1000 // limits a workspace
 	MaxCount  = 1_000_000_000
+	MaxPrices = 1000      // prices a workspace's table
+	MaxPrice  = 1_000_000 // the price of a million tokens
 )
 
 var limitName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
@@ -115,7 +136,36 @@ func (d *Document) Check() error {
 		}
 		seen[l.Name] = true
 	}
+	return checkPrices(d.Prices)
+}
+
+func checkPrices(prices []Price) error {
+	if len(prices) > MaxPrices {
+		return &FieldError{Field: "prices", Message: fmt.Sprintf("%d prices are over the %d a workspace may have", len(prices), MaxPrices)}
+	}
+	for i, p := range prices {
+		field := fmt.Sprintf("prices[%d]", i)
+		if _, err := path.Match(p.Model, ""); err != nil || p.Model == "" || len(p.Model) > 200 {
+			return &FieldError{Field: field + ".model", Message: fmt.Sprintf("%q is not a pattern of up to 200 bytes over model names (provider:model, * and ? as wildcards)", truncate(p.Model, 80))}
+		}
+		for name, v := range map[string]float64{"input_per_million": p.InputPerMillion, "output_per_million": p.OutputPerMillion} {
+			if !(v >= 0 && v <= MaxPrice) { // NaN fails both
+				return &FieldError{Field: field + "." + name, Message: fmt.Sprintf("%v is not between 0 and %d", v, MaxPrice)}
+			}
+		}
+	}
 	return nil
+}
+
+// CostMicros is what a request of model that used input and output tokens costs, in
+// millionths of the price table's unit: its first matching price's, or 0.
+func (d *Document) CostMicros(model string, input, output int64) int64 {
+	for _, p := range d.Prices {
+		if ok, _ := path.Match(p.Model, model); ok {
+			return int64(math.Round(float64(input)*p.InputPerMillion + float64(output)*p.OutputPerMillion))
+		}
+	}
+	return 0
 }
 
 func (l *Limit) check(field string) error {

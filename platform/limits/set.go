@@ -249,3 +249,12 @@ func valueOf(dim string, sub *Subject, t *quiver.Tool) string {
 		return t.Name()
 	}
 }
+
+// CostMicros is what a request of model that used input and output tokens costs by the
+// document's price table (see Document.CostMicros); 0 for a nil Set.
+func (s *Set) CostMicros(model string, input, output int64) int64 {
+	if s == nil {
+		return 0
+	}
+	return s.doc.CostMicros(model, input, output)
+}
