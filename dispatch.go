@@ -304,7 +304,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 		span.End()
 	}
 	if d.durations != nil {
-		attrs := []attribute.KeyValue{genai.ToolName.String(c.Name), genai.Door.String(string(DoorFrom(ctx))), genai.CallStatus.String(string(r.Status))}
+		attrs := []attribute.KeyValue{genai.ToolName.String(d.metricName(c)), genai.Door.String(string(DoorFrom(ctx))), genai.CallStatus.String(string(r.Status))}
 		if r.IsError() {
 			attrs = append(attrs, genai.ErrorType.String(string(r.Code)))
 		}
@@ -314,6 +314,22 @@ func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (*Result, error) {
 		d.Observe(ctx, c, r, time.Since(start))
 	}
 	return r, err
+}
+
+// UnknownToolName is the tool name a call's metrics carry when no tool has the name it called:
+// a label takes the registry's names alone, so that callers inventing names cannot make a
+// series each (Prometheus keeps every label value it is given).
+const UnknownToolName = "(unknown)"
+
+// metricName is c's tool name as its metrics label it.
+func (d *Dispatcher) metricName(c *Call) string {
+	if c.tool != nil {
+		return c.Name
+	}
+	if _, ok := d.registry().Lookup(c.Name); ok {
+		return c.Name
+	}
+	return UnknownToolName
 }
 
 // describe sets what a call's span says about the call and its result.

@@ -120,6 +120,9 @@ type Config struct {
 	// and every PurgeEvery (0 means DefaultPurgeEvery); each tool removed is logged.
 	Entities   store.Entities
 	PurgeEvery time.Duration
+	// UsageRetention is how long the purge keeps the usage Entities keeps (store.Usage): hour
+	// and day rows this long, minute rows usage.MinuteRetention. 0 keeps it all.
+	UsageRetention time.Duration
 	// Now is the purge's clock; nil means time.Now (tests move it).
 	Now func() time.Time
 	// pollInterval, when set, is how often River looks for new jobs (tests shorten it).

@@ -61,6 +61,23 @@ func (w *purgeWorker) Work(ctx context.Context, _ *river.Job[PurgeArgs]) error {
 			w.cfg.Logger.InfoContext(ctx, "jobs: purged the limits' counts that no longer count", "rows", n)
 		}
 	}
+	return w.purgeUsage(ctx)
+}
+
+// purgeUsage deletes the usage past its retention.
+func (w *purgeWorker) purgeUsage(ctx context.Context) error {
+	us, ok := w.cfg.Entities.(store.Usage)
+	if !ok || w.cfg.UsageRetention <= 0 {
+		return nil
+	}
+	now := w.cfg.now()
+	n, err := us.PurgeUsage(ctx, now.Add(-store.UsageMinuteRetention), now.Add(-w.cfg.UsageRetention))
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.cfg.Logger.InfoContext(ctx, "jobs: purged usage past its retention", "rows", n)
+	}
 	return nil
 }
 

@@ -54,12 +54,25 @@ func TestPurgeJob(t *testing.T) {
 			_, err = ent.DeleteTool(ctx, w.ID, kept.ID, store.RetentionNone)
 			must(err)
 
+			// Usage: a minute row past its 48 hours and an hour row past the retention go; the
+			// others stay.
+			at := time.Now().Add(8 * 24 * time.Hour)
+			usageRow := func(span int64, age time.Duration, calls int64) *store.UsageRow {
+				start := at.Add(-age).Unix() / span * span
+				return &store.UsageRow{WorkspaceID: w.ID, Span: span, Dims: store.UsageAllDims, Start: start, Tool: "t",
+					UsageCounts: store.UsageCounts{Calls: calls}}
+			}
+			us := b.st.(store.Usage)
+			must(us.AddUsage(ctx, []*store.UsageRow{usageRow(60, time.Hour, 1), usageRow(60, 72*time.Hour, 2),
+				usageRow(3600, 30*24*time.Hour, 4), usageRow(3600, 100*24*time.Hour, 8)}))
+
 			logs := &lockedBuffer{}
 			_, reg := newTools(t)
 			cfg := config(b.st, reg, &stepModel{})
 			cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 			cfg.Entities = ent
 			cfg.Now = func() time.Time { return time.Now().Add(8 * 24 * time.Hour) } // past the short tier's 7 days
+			cfg.UsageRetention = 90 * 24 * time.Hour
 			b.start(t, cfg)
 
 			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -79,6 +92,22 @@ func TestPurgeJob(t *testing.T) {
 				if _, err := ent.Tool(ctx, w.ID, tl.ID); err != nil {
 					t.Errorf("%s: %v, want it kept", tl.Name, err)
 				}
+			}
+			for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "purged usage"); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the purge did not purge usage:\n%s", logs)
+				}
+			}
+			left := 0
+			for _, span := range []int64{60, 3600} {
+				rows, err := us.UsageSums(ctx, &store.UsageQuery{WorkspaceID: w.ID, Span: span, Dims: store.UsageAllDims, From: 0, To: at.Unix() + 3600})
+				must(err)
+				for _, r := range rows {
+					left += int(r.Calls)
+				}
+			}
+			if left != 1+4 {
+				t.Errorf("usage left: %d calls, want the recent minute's 1 and the 30-day-old hour's 4", left)
 			}
 			if strings.Contains(logs.String(), kept.ID) {
 				t.Errorf("the purge logged a tool it kept:\n%s", logs)

@@ -13,6 +13,7 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,13 @@ type Config struct {
 	// UsageEvery is how often each process writes the usage it metered (see package usage);
 	// 0 means usage.DefaultEvery.
 	UsageEvery time.Duration
+	// UsageRetention is how long hour and day rows of usage are kept (minute rows: 48 hours);
+	// the retention purge deletes older ones. 0 means DefaultUsageRetention.
+	UsageRetention time.Duration
 }
+
+// DefaultUsageRetention is how long usage is kept unless Config.UsageRetention says otherwise.
+const DefaultUsageRetention = 90 * 24 * time.Hour
 
 // Platform is an assembled Quiver. Make it with [New]; it is safe for concurrent use.
 type Platform struct {
@@ -232,6 +239,7 @@ func (p *Platform) JobsConfig() jobs.Config {
 	c := jobs.Config{Runner: p.runner, Agents: p.runnable, Logger: p.cfg.Logger}
 	// The retention purge (deleted tools whose tier has passed) runs with the background runs.
 	c.Entities = p.cfg.Store
+	c.UsageRetention = cmp.Or(p.cfg.UsageRetention, DefaultUsageRetention)
 	return c
 }
 

@@ -27,6 +27,10 @@ type Usage interface {
 	PurgeUsage(ctx context.Context, minutes, others time.Time) (int64, error)
 }
 
+// UsageMinuteRetention is how long rows of a minute are kept: the retention purge deletes
+// older ones, and queries for minutes reach this far back.
+const UsageMinuteRetention = 48 * time.Hour
+
 // UsageDurationBuckets is how many buckets a row's histogram of call durations has. Bucket i
 // counts the calls that took at most UsageBucketBound(i); the last counts all slower ones.
 const UsageDurationBuckets = 32

@@ -265,7 +265,7 @@ type serveRequest struct {
 	maxBody                                 int64
 	maxResult, maxSessions, maxPerWorkspace int
 	maxPerClient                            int
-	idleTimeout, drainDelay                 time.Duration
+	idleTimeout, drainDelay, usageRetention time.Duration
 	insecure                                bool
 	flags                                   serveFlags
 	oidc                                    *oidcFlags
@@ -285,6 +285,8 @@ func parseServe(inv *invocation) (serveRequest, error) {
 	fs.IntVar(&r.maxPerClient, "max-sessions-per-client", mcp.DefaultMaxSessionsPerOwner, "MCP sessions one client (IP address) has open at once; beyond it, 429 (0: no limit)")
 	fs.DurationVar(&r.idleTimeout, "session-idle-timeout", mcp.DefaultSessionIdleTimeout, "close an MCP session after this long without a request (0: never)")
 	fs.DurationVar(&r.drainDelay, "drain-delay", 0, "on SIGTERM, keep serving this long with /readyz answering 503 before stopping: the time a load balancer takes to send new work elsewhere (0: stop at once)")
+	fs.DurationVar(&r.usageRetention, "usage-retention", platform.DefaultUsageRetention, "how long usage (GET /v1/usage) is kept by the hour and the day; "+
+		"by the minute, 48 hours")
 	fs.StringVar(&r.agentsDir, "agents", "", "the directory of agent and prompt definitions the API runs (default: $QUIVER_AGENTS, else ./"+defaultAgentsDir+" when it exists)")
 	fs.BoolVar(&r.insecure, "insecure-local", false, "serve without API keys: anyone who can reach the port calls every tool, run_code included; "+
 		"refused unless --addr is a loopback address")
@@ -309,6 +311,9 @@ func parseServe(inv *invocation) (serveRequest, error) {
 func (r *serveRequest) checkLimits() error {
 	if r.maxResult < 0 {
 		return usagef("--max-result-bytes must not be negative (0: the default, 1 MiB)")
+	}
+	if r.usageRetention < time.Hour {
+		return usagef("--usage-retention must be at least 1h, like 2160h for 90 days")
 	}
 	if r.maxBody < 0 {
 		return usagef("--max-request-bytes must not be negative")
@@ -364,7 +369,9 @@ func (a *app) serve(ctx context.Context, inv *invocation) (int, error) {
 	// through the API.
 	ag.variablesAt = server.VariablesRequestPath
 	ag.applyFiles = true
-	sv, err := a.prepareServed(ctx, inv, f, ag, func(c *platform.Config) { c.MaxResultBytes = r.maxResult })
+	sv, err := a.prepareServed(ctx, inv, f, ag, func(c *platform.Config) {
+		c.MaxResultBytes, c.UsageRetention = r.maxResult, r.usageRetention
+	})
 	if err != nil {
 		return exitError, err
 	}

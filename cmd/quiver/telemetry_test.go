@@ -165,7 +165,7 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatalf("serve did not say where its metrics are:\n%s", stderr.String())
 	}
 	cs := connectServe(t, endpoint)
-	for _, name := range []string{"get_current_time", "get_current_time", "no_such_tool"} {
+	for _, name := range []string{"get_current_time", "get_current_time", "no_such_tool", "another_made_up_name"} {
 		if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{}}); err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestServeMetrics(t *testing.T) {
 		}
 		counts[labels["gen_ai_tool_name"]+"/"+labels["quiver_door"]+"/"+labels["quiver_call_status"]+"/"+labels["error_type"]] = metric.GetHistogram().GetSampleCount()
 	}
-	for key, want := range map[string]uint64{"get_current_time/mcp/success/": 2, "no_such_tool/mcp/error/unknown_tool": 1} {
+	for key, want := range map[string]uint64{"get_current_time/mcp/success/": 2, "(unknown)/mcp/error/unknown_tool": 2} {
 		if counts[key] != want {
 			t.Errorf("calls %s: %d, want %d (all: %v)", key, counts[key], want, counts)
 		}

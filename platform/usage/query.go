@@ -20,7 +20,7 @@ const (
 
 // MinuteRetention is how long minute rows are kept: buckets of a minute reach this far back.
 // Hour and day rows are kept for the platform's usage retention.
-const MinuteRetention = 48 * time.Hour
+const MinuteRetention = store.UsageMinuteRetention
 
 // MaxRange bounds a query's range.
 const MaxRange = 400 * 24 * time.Hour
