@@ -38,6 +38,7 @@ func (s *Server) registerThreadLists(api huma.API) {
 	s.registerThreadVariables(api)
 	s.registerVariablesRequests(api)
 	s.registerConsoleAPI(api)
+	s.registerTrace(api)
 }
 
 // ---- the thread list

@@ -231,6 +231,7 @@ func isoTable() map[string][]isoCase {
 		// A deferred sub-agent's variables request: B's thread as the parent, or as the
 		// request under A's own thread, is not found.
 		"GET /v1/threads/{id}/children": each("id", threads, "", "", isoNotFound),
+		"GET /v1/threads/{id}/trace":    each("id", threads, "", "", isoNotFound),
 		// The inbox lists A's waiting calls only (B has two paused runs), and the session is A's.
 		"GET /v1/pending": {{query: "limit=100", want: isoListed}, {query: "limit=1&cursor={threads_cursor}", want: isoListedOrRefused}},
 		"GET /v1/session": {{want: isoListed}},

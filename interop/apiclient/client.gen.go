@@ -295,16 +295,16 @@ func (e ProblemDetailsCode) Valid() bool {
 
 // Defines values for ResultInputBodyStatus.
 const (
-	Error   ResultInputBodyStatus = "error"
-	Success ResultInputBodyStatus = "success"
+	ResultInputBodyStatusError   ResultInputBodyStatus = "error"
+	ResultInputBodyStatusSuccess ResultInputBodyStatus = "success"
 )
 
 // Valid indicates whether the value is a known member of the ResultInputBodyStatus enum.
 func (e ResultInputBodyStatus) Valid() bool {
 	switch e {
-	case Error:
+	case ResultInputBodyStatusError:
 		return true
-	case Success:
+	case ResultInputBodyStatusSuccess:
 		return true
 	default:
 		return false
@@ -359,6 +359,72 @@ func (e SetRoleInputBodyRole) Valid() bool {
 	case SetRoleInputBodyRoleAdmin:
 		return true
 	case SetRoleInputBodyRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SpanDecision.
+const (
+	SpanDecisionApprove SpanDecision = "approve"
+	SpanDecisionDeny    SpanDecision = "deny"
+	SpanDecisionEdit    SpanDecision = "edit"
+)
+
+// Valid indicates whether the value is a known member of the SpanDecision enum.
+func (e SpanDecision) Valid() bool {
+	switch e {
+	case SpanDecisionApprove:
+		return true
+	case SpanDecisionDeny:
+		return true
+	case SpanDecisionEdit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SpanKind.
+const (
+	Approval SpanKind = "approval"
+	Model    SpanKind = "model"
+	Subagent SpanKind = "subagent"
+	Tool     SpanKind = "tool"
+)
+
+// Valid indicates whether the value is a known member of the SpanKind enum.
+func (e SpanKind) Valid() bool {
+	switch e {
+	case Approval:
+		return true
+	case Model:
+		return true
+	case Subagent:
+		return true
+	case Tool:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SpanStatus.
+const (
+	SpanStatusError   SpanStatus = "error"
+	SpanStatusOk      SpanStatus = "ok"
+	SpanStatusPending SpanStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the SpanStatus enum.
+func (e SpanStatus) Valid() bool {
+	switch e {
+	case SpanStatusError:
+		return true
+	case SpanStatusOk:
+		return true
+	case SpanStatusPending:
 		return true
 	default:
 		return false
@@ -458,6 +524,33 @@ func (e ToolRecordTarget) Valid() bool {
 	case ToolRecordTargetClient:
 		return true
 	case ToolRecordTargetServer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TraceStatus.
+const (
+	TraceStatusFailed     TraceStatus = "failed"
+	TraceStatusIdle       TraceStatus = "idle"
+	TraceStatusRunning    TraceStatus = "running"
+	TraceStatusTerminated TraceStatus = "terminated"
+	TraceStatusWaiting    TraceStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the TraceStatus enum.
+func (e TraceStatus) Valid() bool {
+	switch e {
+	case TraceStatusFailed:
+		return true
+	case TraceStatusIdle:
+		return true
+	case TraceStatusRunning:
+		return true
+	case TraceStatusTerminated:
+		return true
+	case TraceStatusWaiting:
 		return true
 	default:
 		return false
@@ -626,6 +719,48 @@ func (e CallTool429ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 	case QuotaExhausted:
 		return true
 	case RateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetUsageParamsBucket.
+const (
+	All    GetUsageParamsBucket = "all"
+	Day    GetUsageParamsBucket = "day"
+	Hour   GetUsageParamsBucket = "hour"
+	Minute GetUsageParamsBucket = "minute"
+)
+
+// Valid indicates whether the value is a known member of the GetUsageParamsBucket enum.
+func (e GetUsageParamsBucket) Valid() bool {
+	switch e {
+	case All:
+		return true
+	case Day:
+		return true
+	case Hour:
+		return true
+	case Minute:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetUsageParamsFormat.
+const (
+	Csv  GetUsageParamsFormat = "csv"
+	Json GetUsageParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetUsageParamsFormat enum.
+func (e GetUsageParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Json:
 		return true
 	default:
 		return false
@@ -1207,6 +1342,9 @@ type LimitBody struct {
 type LimitsDocument struct {
 	// Limits The limits, at most 1,000. Every limit that selects a call applies; among those counting one quantity the same way (same per), the most specific alone (the one setting more of who and which tools).
 	Limits *[]LimitBody `json:"limits,omitempty"`
+
+	// Prices The price table, at most 1,000 prices: what model requests cost, which usage's cost reads. Quiver has no prices built in; a model without a price costs nothing.
+	Prices *[]PriceBody `json:"prices,omitempty"`
 }
 
 // LimitsOutputBody defines model for LimitsOutputBody.
@@ -1266,6 +1404,7 @@ type Message struct {
 	ToolCallId *string      `json:"tool_call_id,omitempty"`
 	ToolCalls  *[]ToolCall  `json:"tool_calls,omitempty"`
 	ToolName   *string      `json:"tool_name,omitempty"`
+	Usage      *ModelUsage  `json:"usage,omitempty"`
 }
 
 // MessageSide defines model for Message.Side.
@@ -1274,6 +1413,14 @@ type MessageSide string
 // MessagesOutputBody defines model for MessagesOutputBody.
 type MessagesOutputBody struct {
 	Messages *[]Message `json:"messages"`
+}
+
+// ModelUsage defines model for ModelUsage.
+type ModelUsage struct {
+	DurationMs   float64 `json:"duration_ms"`
+	InputTokens  int64   `json:"input_tokens"`
+	Model        string  `json:"model"`
+	OutputTokens int64   `json:"output_tokens"`
 }
 
 // OpenAPIImportBody defines model for OpenAPIImportBody.
@@ -1365,6 +1512,20 @@ type Pending struct {
 type PendingOutputBody struct {
 	// Pending The calls the thread waits on: at most one (the first of its step), the rest wait their turn.
 	Pending *[]Pending `json:"pending"`
+}
+
+// PriceBody defines model for PriceBody.
+type PriceBody struct {
+	// InputPerMillion The price of a million input (prompt) tokens, in the unit you choose.
+	InputPerMillion float64 `json:"input_per_million"`
+
+	// Model A path.Match pattern over model names, provider:model (openai:gpt-4o*, anthropic:*); the first price that matches applies.
+	//
+	// Examples: openai:gpt-4o*
+	Model string `json:"model"`
+
+	// OutputPerMillion The price of a million output tokens.
+	OutputPerMillion float64 `json:"output_per_million"`
 }
 
 // Problem defines model for Problem.
@@ -1621,6 +1782,60 @@ type SetRoleInputBody struct {
 
 // SetRoleInputBodyRole The member's new role.
 type SetRoleInputBodyRole string
+
+// Span defines model for Span.
+type Span struct {
+	// CallId The call a tool span runs, or an approval decides.
+	CallId *string `json:"call_id,omitempty"`
+
+	// Decision An approval's decision.
+	Decision *SpanDecision `json:"decision,omitempty"`
+
+	// DurationMs How long the span took, in milliseconds: a model request's own measure where it was recorded, else end - start; 0 while pending.
+	DurationMs float64 `json:"duration_ms"`
+
+	// End When the span ended; absent while it is pending.
+	End *time.Time `json:"end,omitempty"`
+
+	// Error The error, in words safe to show.
+	Error *string `json:"error,omitempty"`
+
+	// ErrorCode The error's code: a tool result's (invalid_args, timeout...), denied for a denied call, a failed run's reason.
+	ErrorCode *string `json:"error_code,omitempty"`
+
+	// InputTokens The input tokens of a model request, as the provider counted them.
+	InputTokens *int64 `json:"input_tokens,omitempty"`
+
+	// Kind model: a model request; tool: a tool call, from the message that asked for it to its result; approval: a person's decision on a call that required one; subagent: a child thread a call spawned.
+	Kind SpanKind `json:"kind"`
+
+	// Name The model (provider:model) of a model request, the tool of a tool call or an approval, the agent of a sub-agent (with its name when it has one).
+	Name string `json:"name"`
+
+	// OutputTokens The output tokens of a model request, as the provider counted them.
+	OutputTokens *int64 `json:"output_tokens,omitempty"`
+
+	// Parent The call an approval or a sub-agent belongs to.
+	Parent *string `json:"parent,omitempty"`
+
+	// Start When the span began.
+	Start time.Time `json:"start"`
+
+	// Status ok; error (a tool's error result, a denied call, a failed child or model request); pending (no result, decision or end yet).
+	Status SpanStatus `json:"status"`
+
+	// ThreadId A sub-agent's thread (the child).
+	ThreadId *string `json:"thread_id,omitempty"`
+}
+
+// SpanDecision An approval's decision.
+type SpanDecision string
+
+// SpanKind model: a model request; tool: a tool call, from the message that asked for it to its result; approval: a person's decision on a call that required one; subagent: a child thread a call spawned.
+type SpanKind string
+
+// SpanStatus ok; error (a tool's error result, a denied call, a failed child or model request); pending (no result, decision or end yet).
+type SpanStatus string
 
 // Thread defines model for Thread.
 type Thread struct {
@@ -1924,6 +2139,42 @@ type ToolsetsOutputBody struct {
 	Toolsets *[]ToolsetSummary `json:"toolsets"`
 }
 
+// Trace defines model for Trace.
+type Trace struct {
+	// AgentId The thread's agent.
+	AgentId *string `json:"agent_id,omitempty"`
+
+	// End When the last span ended, or the time of this answer while a span is pending.
+	End time.Time `json:"end"`
+
+	// InputTokens The input tokens of the model requests of the trace.
+	InputTokens int64 `json:"input_tokens"`
+
+	// OutputTokens The output tokens of the model requests of the trace.
+	OutputTokens int64 `json:"output_tokens"`
+
+	// Run How the thread's last run ended.
+	Run *Outcome `json:"run,omitempty"`
+
+	// Spans The spans, by start.
+	Spans *[]Span `json:"spans"`
+
+	// Start When the first span began (the thread's creation when it has none).
+	Start time.Time `json:"start"`
+
+	// Status The thread's status, as every door shows it.
+	Status TraceStatus `json:"status"`
+
+	// ThreadId The thread.
+	ThreadId string `json:"thread_id"`
+
+	// Truncated Whether the thread has more messages than a trace reads (the newest 2,000): the older ones are left out.
+	Truncated bool `json:"truncated"`
+}
+
+// TraceStatus The thread's status, as every door shows it.
+type TraceStatus string
+
 // UpdateToolInputBody defines model for UpdateToolInputBody.
 type UpdateToolInputBody struct {
 	// Description null or empty: the input schema's description.
@@ -1969,6 +2220,74 @@ type UpdateWorkspaceInputBody struct {
 
 // UpdateWorkspaceInputBodyRetentionTier The tier snapshotted onto what is deleted from now on.
 type UpdateWorkspaceInputBodyRetentionTier string
+
+// UsageFigures defines model for UsageFigures.
+type UsageFigures struct {
+	// Calls Calls of tools.
+	Calls int64 `json:"calls"`
+
+	// Cost What the requests cost by the workspace's price table (the prices of its limits document), in the table's unit; 0 for models without a price.
+	Cost float64 `json:"cost"`
+
+	// Errors Calls that ended with an error result other than a refusal.
+	Errors       int64 `json:"errors"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+
+	// P50Ms The calls' median duration in milliseconds, read from a histogram (within 41%); 0 without calls.
+	P50Ms float64 `json:"p50_ms"`
+
+	// P95Ms The calls' 95th percentile duration in milliseconds, as p50_ms.
+	P95Ms float64 `json:"p95_ms"`
+
+	// Refusals Calls refused before they ran: a limit (rate_limited, quota_exhausted), an entitlement (not_entitled), a policy.
+	Refusals int64 `json:"refusals"`
+
+	// Requests Requests to models, by the workspace's agent runs.
+	Requests int64 `json:"requests"`
+}
+
+// UsageRow defines model for UsageRow.
+type UsageRow struct {
+	// Agent The agent whose run called or asked the model; "" for calls at a door.
+	Agent *string `json:"agent,omitempty"`
+
+	// Calls Calls of tools.
+	Calls int64 `json:"calls"`
+
+	// Cost What the requests cost by the workspace's price table (the prices of its limits document), in the table's unit; 0 for models without a price.
+	Cost float64 `json:"cost"`
+
+	// Errors Calls that ended with an error result other than a refusal.
+	Errors      int64 `json:"errors"`
+	InputTokens int64 `json:"input_tokens"`
+
+	// Key The API key, when grouped by key; "" for calls without one (an access token's, the operator's).
+	Key *string `json:"key,omitempty"`
+
+	// Model The model (provider:model); "" for calls.
+	Model        *string `json:"model,omitempty"`
+	OutputTokens int64   `json:"output_tokens"`
+
+	// P50Ms The calls' median duration in milliseconds, read from a histogram (within 41%); 0 without calls.
+	P50Ms float64 `json:"p50_ms"`
+
+	// P95Ms The calls' 95th percentile duration in milliseconds, as p50_ms.
+	P95Ms float64 `json:"p95_ms"`
+
+	// Refusals Calls refused before they ran: a limit (rate_limited, quota_exhausted), an entitlement (not_entitled), a policy.
+	Refusals int64 `json:"refusals"`
+
+	// Requests Requests to models, by the workspace's agent runs.
+	Requests int64 `json:"requests"`
+
+	// Start The bucket's start.
+	Start time.Time `json:"start"`
+
+	// Tool The tool; (unknown) for names no tool of the workspace has, "" for model requests.
+	Tool *string `json:"tool,omitempty"`
+	User *string `json:"user,omitempty"`
+}
 
 // Variable defines model for Variable.
 type Variable struct {
@@ -2177,6 +2496,30 @@ type DeleteToolParamsRetentionTier string
 
 // CallTool429ApplicationProblemPlusJSONResponseBodyCode defines parameters for CallTool.
 type CallTool429ApplicationProblemPlusJSONResponseBodyCode string
+
+// GetUsageParams defines parameters for GetUsage.
+type GetUsageParams struct {
+	// From The range's start (RFC 3339), moved back to its bucket's start. Default: 24 hours before to.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The range's end (RFC 3339), excluded, moved on to its bucket's end. Default: now. At most 400 days after from.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// Bucket The buckets the range is summed into (UTC): minute (the last 48 hours only), hour, day, or all (one bucket).
+	Bucket *GetUsageParamsBucket `form:"bucket,omitempty" json:"bucket,omitempty"`
+
+	// GroupBy Comma-separated dimensions the rows keep: key, user, agent (the agent whose run called), tool, model. Absent: the workspace's totals per bucket.
+	GroupBy *string `form:"group_by,omitempty" json:"group_by,omitempty"`
+
+	// Format json, or csv: one line per row, with a header line.
+	Format *GetUsageParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetUsageParamsBucket defines parameters for GetUsage.
+type GetUsageParamsBucket string
+
+// GetUsageParamsFormat defines parameters for GetUsage.
+type GetUsageParamsFormat string
 
 // SetUserVariableJSONBody defines parameters for SetUserVariable.
 type SetUserVariableJSONBody struct {
@@ -2926,6 +3269,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/threads/{id}/runs (the `StartRun` operationId).
 	StartRun(ctx context.Context, id string, body StartRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetThreadTrace The trace of the thread's runs: model requests, tool calls, approvals and sub-agents in time
+	//
+	// A timeline built from what the thread records: each model request (the assistant message it wrote, with its model, input and output tokens and duration where they were recorded), each tool call (from the message that asked for it to its result; an error result is an error span with its code), each person's decision on a call that required one, and each sub-agent a call spawned (its own thread, whose trace is its own). Spans are ordered by start; one with no end yet (a call without a result, an approval not given, a child still running) is pending. The newest 2,000 messages are read; truncated says when older ones were left out. A thread of another workspace is a 404.
+	//
+	// Corresponds with GET /v1/threads/{id}/trace (the `GetThreadTrace` operationId).
+	GetThreadTrace(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListThreadVariables The variables set on the thread (not those it inherits), secrets without their value
 	//
 	// Corresponds with GET /v1/threads/{id}/variables (the `ListThreadVariables` operationId).
@@ -3054,6 +3404,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/toolsets (the `ListToolsets` operationId).
 	ListToolsets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetUsage The workspace's usage: calls, errors, refusals, durations, model tokens and cost, by bucket and by key, user, agent, tool or model (an admin's)
+	//
+	// Every node meters the calls and model requests it serves and writes them every few seconds: the node asked answers with its own so far, the others' within their period (5 seconds unless configured). Hour and day rows are kept for the server's usage retention, minute rows for 48 hours.
+	//
+	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+	GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUserVariables The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin
 	//
@@ -4015,6 +4372,23 @@ func (c *Client) StartRun(ctx context.Context, id string, body StartRunJSONReque
 	return c.Client.Do(req)
 }
 
+// GetThreadTrace The trace of the thread's runs: model requests, tool calls, approvals and sub-agents in time
+//
+// A timeline built from what the thread records: each model request (the assistant message it wrote, with its model, input and output tokens and duration where they were recorded), each tool call (from the message that asked for it to its result; an error result is an error span with its code), each person's decision on a call that required one, and each sub-agent a call spawned (its own thread, whose trace is its own). Spans are ordered by start; one with no end yet (a call without a result, an approval not given, a child still running) is pending. The newest 2,000 messages are read; truncated says when older ones were left out. A thread of another workspace is a 404.
+//
+// Corresponds with GET /v1/threads/{id}/trace (the `GetThreadTrace` operationId).
+func (c *Client) GetThreadTrace(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetThreadTraceRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListThreadVariables The variables set on the thread (not those it inherits), secrets without their value
 //
 // Corresponds with GET /v1/threads/{id}/variables (the `ListThreadVariables` operationId).
@@ -4344,6 +4718,23 @@ func (c *Client) CallTool(ctx context.Context, name string, body CallToolJSONReq
 // Corresponds with GET /v1/toolsets (the `ListToolsets` operationId).
 func (c *Client) ListToolsets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListToolsetsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetUsage The workspace's usage: calls, errors, refusals, durations, model tokens and cost, by bucket and by key, user, agent, tool or model (an admin's)
+//
+// Every node meters the calls and model requests it serves and writes them every few seconds: the node asked answers with its own so far, the others' within their period (5 seconds unless configured). Hour and day rows are kept for the server's usage retention, minute rows for 48 hours.
+//
+// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+func (c *Client) GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUsageRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6232,6 +6623,40 @@ func NewStartRunRequestWithBody(server string, id string, contentType string, bo
 	return req, nil
 }
 
+// NewGetThreadTraceRequest constructs an http.Request for the GetThreadTrace method
+func NewGetThreadTraceRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/threads/%s/trace", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListThreadVariablesRequest constructs an http.Request for the ListThreadVariables method
 func NewListThreadVariablesRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -6982,6 +7407,108 @@ func NewListToolsetsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetUsageRequest constructs an http.Request for the GetUsage method
+func NewGetUsageRequest(server string, params *GetUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/usage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Bucket != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "bucket", *params.Bucket, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GroupBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "group_by", *params.GroupBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListUserVariablesRequest constructs an http.Request for the ListUserVariables method
 func NewListUserVariablesRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -7670,6 +8197,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/threads/{id}/runs (the `StartRun` operationId).
 	StartRunWithResponse(ctx context.Context, id string, body StartRunJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRunResponse, error)
 
+	// GetThreadTraceWithResponse The trace of the thread's runs: model requests, tool calls, approvals and sub-agents in time
+	//
+	// A timeline built from what the thread records: each model request (the assistant message it wrote, with its model, input and output tokens and duration where they were recorded), each tool call (from the message that asked for it to its result; an error result is an error span with its code), each person's decision on a call that required one, and each sub-agent a call spawned (its own thread, whose trace is its own). Spans are ordered by start; one with no end yet (a call without a result, an approval not given, a child still running) is pending. The newest 2,000 messages are read; truncated says when older ones were left out. A thread of another workspace is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/threads/{id}/trace (the `GetThreadTrace` operationId).
+	GetThreadTraceWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetThreadTraceResponse, error)
+
 	// ListThreadVariablesWithResponse The variables set on the thread (not those it inherits), secrets without their value
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7816,6 +8352,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/toolsets (the `ListToolsets` operationId).
 	ListToolsetsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListToolsetsResponse, error)
+
+	// GetUsageWithResponse The workspace's usage: calls, errors, refusals, durations, model tokens and cost, by bucket and by key, user, agent, tool or model (an admin's)
+	//
+	// Every node meters the calls and model requests it serves and writes them every few seconds: the node asked answers with its own so far, the others' within their period (5 seconds unless configured). Hour and day rows are kept for the server's usage retention, minute rows for 48 hours.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+	GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
 
 	// ListUserVariablesWithResponse The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin
 	//
@@ -9825,6 +10370,54 @@ func (r StartRunResponse) ContentType() string {
 	return ""
 }
 
+type GetThreadTraceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Trace
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetThreadTraceResponse) GetJSON200() *Trace {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetThreadTraceResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetThreadTraceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetThreadTraceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetThreadTraceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetThreadTraceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListThreadVariablesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10576,6 +11169,92 @@ func (r ListToolsetsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListToolsetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetUsageResponse200Headers the declared response headers of an HTTP 200 response for GetUsage
+type GetUsageResponse200Headers struct {
+	ContentDisposition *string
+	ContentType        *string
+}
+
+type GetUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Bucket string `json:"bucket"`
+
+		// From The range summed: from, moved back to its bucket's start.
+		From    time.Time `json:"from"`
+		GroupBy *[]string `json:"group_by"`
+
+		// Rows By bucket, then busiest first. (other) stands for every value a node counted past its bound of distinct rows between writes.
+		Rows *[]UsageRow `json:"rows"`
+
+		// To The range's end, moved on to its bucket's end.
+		To time.Time `json:"to"`
+
+		// Totals The rows together.
+		Totals UsageFigures `json:"totals"`
+	}
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUsageResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetUsageResponse) GetJSON200() *struct {
+	Bucket string `json:"bucket"`
+
+	// From The range summed: from, moved back to its bucket's start.
+	From    time.Time `json:"from"`
+	GroupBy *[]string `json:"group_by"`
+
+	// Rows By bucket, then busiest first. (other) stands for every value a node counted past its bound of distinct rows between writes.
+	Rows *[]UsageRow `json:"rows"`
+
+	// To The range's end, moved on to its bucket's end.
+	To time.Time `json:"to"`
+
+	// Totals The rows together.
+	Totals UsageFigures `json:"totals"`
+} {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetUsageResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUsageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11593,6 +12272,21 @@ func (c *ClientWithResponses) StartRunWithResponse(ctx context.Context, id strin
 	return ParseStartRunResponse(rsp)
 }
 
+// GetThreadTraceWithResponse The trace of the thread's runs: model requests, tool calls, approvals and sub-agents in time
+//
+// A timeline built from what the thread records: each model request (the assistant message it wrote, with its model, input and output tokens and duration where they were recorded), each tool call (from the message that asked for it to its result; an error result is an error span with its code), each person's decision on a call that required one, and each sub-agent a call spawned (its own thread, whose trace is its own). Spans are ordered by start; one with no end yet (a call without a result, an approval not given, a child still running) is pending. The newest 2,000 messages are read; truncated says when older ones were left out. A thread of another workspace is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/threads/{id}/trace (the `GetThreadTrace` operationId).
+func (c *ClientWithResponses) GetThreadTraceWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetThreadTraceResponse, error) {
+	rsp, err := c.GetThreadTrace(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetThreadTraceResponse(rsp)
+}
+
 // ListThreadVariablesWithResponse The variables set on the thread (not those it inherits), secrets without their value
 //
 // Returns a wrapper object for the known response body format(s).
@@ -11864,6 +12558,21 @@ func (c *ClientWithResponses) ListToolsetsWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseListToolsetsResponse(rsp)
+}
+
+// GetUsageWithResponse The workspace's usage: calls, errors, refusals, durations, model tokens and cost, by bucket and by key, user, agent, tool or model (an admin's)
+//
+// Every node meters the calls and model requests it serves and writes them every few seconds: the node asked answers with its own so far, the others' within their period (5 seconds unless configured). Hour and day rows are kept for the server's usage retention, minute rows for 48 hours.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error) {
+	rsp, err := c.GetUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUsageResponse(rsp)
 }
 
 // ListUserVariablesWithResponse The variables set on a member of the workspace, secrets without their value: the key's own user's, or any member's for an admin
@@ -13351,6 +14060,39 @@ func ParseStartRunResponse(rsp *http.Response) (*StartRunResponse, error) {
 	return response, nil
 }
 
+// ParseGetThreadTraceResponse parses an HTTP response from a GetThreadTraceWithResponse call
+func ParseGetThreadTraceResponse(rsp *http.Response) (*GetThreadTraceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetThreadTraceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Trace
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListThreadVariablesResponse parses an HTTP response from a ListThreadVariablesWithResponse call
 func ParseListThreadVariablesResponse(rsp *http.Response) (*ListThreadVariablesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13872,6 +14614,77 @@ func ParseListToolsetsResponse(rsp *http.Response) (*ListToolsetsResponse, error
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetUsageResponse parses an HTTP response from a GetUsageWithResponse call
+func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Bucket string `json:"bucket"`
+
+			// From The range summed: from, moved back to its bucket's start.
+			From    time.Time `json:"from"`
+			GroupBy *[]string `json:"group_by"`
+
+			// Rows By bucket, then busiest first. (other) stands for every value a node counted past its bound of distinct rows between writes.
+			Rows *[]UsageRow `json:"rows"`
+
+			// To The range's end, moved on to its bucket's end.
+			To time.Time `json:"to"`
+
+			// Totals The rows together.
+			Totals UsageFigures `json:"totals"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUsageResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Content-Type"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Type", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentType = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
