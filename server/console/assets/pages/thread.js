@@ -10,6 +10,7 @@ import { api, blob, events, ApiError } from "../api.js";
 import { h, clear, fold, pretty, when, toolName } from "../dom.js";
 import { standInTitle, wantsFirstMessage, firstAsked, isSession, plural } from "../titles.js";
 import { decisionEl } from "../decision.js";
+import { traceView } from "../trace.js";
 
 const PAGE = 100; // messages per page
 const CHILDREN_SHOWN = 100; // children listed at a time
@@ -257,6 +258,7 @@ export async function render(main, ctx, id) {
   };
 
   let shownStatus = thread.status;
+  let refreshTrace = () => {}; // set with the trace view below
   const onEvent = ({ event, data }) => {
     if (left || !data || typeof data !== "object") return;
     switch (event) {
@@ -277,7 +279,7 @@ export async function render(main, ctx, id) {
         showPending(data.pending);
         if (data.run) showOutcome(data.run);
         if (data.status !== "running") stopTyping();
-        if (data.status !== shownStatus) { shownStatus = data.status; refreshChildren(); }
+        if (data.status !== shownStatus) { shownStatus = data.status; refreshChildren(); refreshTrace(); }
         updateRunButton(data);
         break;
       case "run":
@@ -287,6 +289,7 @@ export async function render(main, ctx, id) {
         else if (data.type === "failed") showOutcome({ status: "failed", reason: "", error: data.error || "see the server's log" });
         if (data.outcome?.status === "failed") setStatus("failed");
         refreshChildren();
+        refreshTrace();
         break;
     }
   };
@@ -343,6 +346,30 @@ export async function render(main, ctx, id) {
       hint, sent, formErr);
   }
 
+  // ---- the views: the conversation, or the trace of the runs (read when shown, again as runs end)
+
+  const trace = traceView(id, fail);
+  const convView = h("div", { class: "conv-view", "data-test": "conversation-view" });
+  const tabs = h("div", { class: "view-tabs", role: "tablist", "aria-label": "View" });
+  let traceTimer = 0;
+  cleanups.push(() => clearTimeout(traceTimer));
+  const showView = (which) => {
+    convView.hidden = which !== "conversation";
+    trace.el.hidden = which !== "trace";
+    for (const b of tabs.children) b.setAttribute("aria-selected", String(b.dataset.view === which));
+    if (which === "trace") trace.load();
+  };
+  for (const [view, label] of [["conversation", "Conversation"], ["trace", "Trace"]]) {
+    tabs.append(h("button", { type: "button", role: "tab", class: "view-tab", "data-view": view, "data-test": "view-" + view,
+      onclick: () => showView(view) }, label));
+  }
+  refreshTrace = () => {
+    if (trace.el.hidden) return;
+    clearTimeout(traceTimer);
+    traceTimer = setTimeout(trace.load, 300);
+  };
+  showView("conversation");
+
   // ---- the side: children, variables, files
 
   const childrenBox = h("div", { "data-test": "children" }, h("p", { class: "loading" }, "Loading…"));
@@ -373,9 +400,8 @@ export async function render(main, ctx, id) {
   main.append(h("div", { class: "thread-page", "data-test": "thread-page", "data-id": thread.id },
     header,
     h("div", { class: "thread-layout" },
-      h("section", { class: "thread-main", "aria-label": "Conversation" },
-        h("h2", {}, "Conversation"),
-        earlier, convProblem, conv, emptyNote, typing,
+      h("section", { class: "thread-main", "aria-label": "Thread" },
+        tabs, convView, trace.el,
         h("section", { class: "live", "aria-label": "Live", "data-test": "live" },
           h("div", { class: "row live-head" }, h("h2", {}, "Live"), streamEl),
           pendingBox, outcomeBox, runForm)),
@@ -384,6 +410,7 @@ export async function render(main, ctx, id) {
         h("section", { "aria-label": "Variables" }, h("h2", {}, "Variables"), variablesBox),
         h("section", { "aria-label": "Files" }, filesDetails)))));
 
+  convView.append(h("h2", {}, "Conversation"), earlier, convProblem, conv, emptyNote, typing);
   pChildren.then(showChildren, (e) => fail(childrenBox, e));
   pVariables.then((data) => { if (!left) clear(variablesBox).append(variableList(data.variables || [])); }, (e) => fail(variablesBox, e));
 
