@@ -19,8 +19,14 @@ import (
 const localWorkspaceID = "wsp_local"
 
 // backend is everything the CLI keeps in a database; both store/sqlite and store/postgres
-// provide all of it.
-type backend = store.Backend
+// provide all of it. It names store.Usage besides store.Backend because the platform and the
+// retention purge find the usage store by asserting it (st.(store.Usage)) on the opened
+// database, which embeds this interface: a method left out here is hidden from them, and
+// quiver serve would meter no usage.
+type backend interface {
+	store.Backend
+	store.Usage
+}
 
 // storeFlags are the flags of every command that opens the database: the SQLite file in the
 // data directory by default, or a PostgreSQL DSN (flag or QUIVER_POSTGRES).
