@@ -110,8 +110,8 @@ func PageBounds(page Page) (limit int, before int64, err error) {
 
 // CheckMessage reports, wrapping ErrInvalid, what Append refuses in a message for thread
 // threadID by itself, whatever else the batch and the stored history hold: no message, an
-// unknown role, a ThreadID of another thread, tool calls on a message other than an
-// assistant's, a call without an id or a tool name or whose arguments are not JSON, and a
+// unknown role, a ThreadID of another thread, tool calls, a side or a model request's usage on
+// a message other than an assistant's, a side other than side_a or side_b, a call without an id or a tool name or whose arguments are not JSON, and a
 // tool message without a call id or another message with a call id, a tool name or a result.
 // Every writer of messages checks this (both backends, store/journal), so that they refuse the
 // same messages in the same words; what needs the batch or the history (a call answered
@@ -134,11 +134,8 @@ func CheckMessage(threadID string, m *Message) error {
 	if m.Role == RoleTool && m.ToolCallID == "" {
 		return fmt.Errorf("a tool message answers a call, and this one names none: %w", ErrInvalid)
 	}
-	if m.Side != "" && (m.Role != RoleAssistant || m.Side != SideA && m.Side != SideB) {
-		return fmt.Errorf("side %q on a %s message: only an assistant message has a side, side_a or side_b: %w", m.Side, m.Role, ErrInvalid)
-	}
-	if m.Usage != nil && m.Role != RoleAssistant {
-		return fmt.Errorf("usage on a %s message: only an assistant message records a model request: %w", m.Role, ErrInvalid)
+	if err := checkAssistantFields(m); err != nil {
+		return err
 	}
 	if m.Role != RoleTool && (m.ToolCallID != "" || m.ToolName != "" || m.Result != nil) {
 		return fmt.Errorf("only a tool message answers a call, and this %s message has a call id, tool name or result: %w", m.Role, ErrInvalid)
@@ -150,6 +147,18 @@ func CheckMessage(threadID string, m *Message) error {
 		case len(c.Args) > 0 && !json.Valid(c.Args):
 			return fmt.Errorf("tool call %q: the arguments are not JSON: %w", c.ID, ErrInvalid)
 		}
+	}
+	return nil
+}
+
+// checkAssistantFields refuses what only an assistant message may have, on any other: a side
+// (side_a or side_b, nothing else) and the usage of a model request.
+func checkAssistantFields(m *Message) error {
+	if m.Side != "" && (m.Role != RoleAssistant || m.Side != SideA && m.Side != SideB) {
+		return fmt.Errorf("side %q on a %s message: only an assistant message has a side, side_a or side_b: %w", m.Side, m.Role, ErrInvalid)
+	}
+	if m.Usage != nil && m.Role != RoleAssistant {
+		return fmt.Errorf("usage on a %s message: only an assistant message records a model request: %w", m.Role, ErrInvalid)
 	}
 	return nil
 }
