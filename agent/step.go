@@ -30,15 +30,18 @@ func (rs *run) step(ctx context.Context) error {
 	th := rs.th
 	stepNo := rs.steps + 1
 	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo, Side: rs.side})
-	start := time.Now()
+	// The request is timed by the run's clock (stamp), as its records are: a replay under a
+	// clock of its own records the same durations.
+	start := stamp.Now(ctx)
 	resp, err := rs.generate(ctx, stepNo)
 	if err != nil {
 		return err
 	}
 	// What the request used rides on the message it wrote: a trace reads it from there, with
 	// no write of its own.
+	took := max(0, stamp.Now(ctx).Sub(start))
 	usage := &store.ModelUsage{Model: rs.model.Name(), InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-		DurationMS: float64(time.Since(start).Microseconds()) / 1000}
+		DurationMS: float64(took.Microseconds()) / 1000}
 	text, calls, retry := rs.interpret(ctx, resp, rs.hist, stepNo)
 	am := &store.Message{Role: store.RoleAssistant, Content: text, Side: rs.side, Usage: usage}
 	for i, c := range calls {
