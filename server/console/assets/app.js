@@ -1,5 +1,5 @@
 // The console: sign-in, the navigation and the routes (#/threads, #/threads/ID, #/approvals,
-// #/tools, #/tools/NAME, #/variables, #/governance, #/access, #/keys, #/limits). Each page is a module of pages/
+// #/tools, #/tools/NAME, #/variables, #/governance, #/access, #/keys, #/limits, #/usage). Each page is a module of pages/
 // exporting render(main, ctx, ...params), where ctx = {session, can(role), go(hash), error(err)}.
 
 import { api, session, ApiError } from "./api.js";
@@ -17,6 +17,7 @@ const routes = [
   [/^#\/access$/, () => import("./pages/access.js")],
   [/^#\/keys$/, () => import("./pages/keys.js")],
   [/^#\/limits$/, () => import("./pages/limits.js")],
+  [/^#\/usage$/, () => import("./pages/usage.js")],
 ];
 
 const ranks = { viewer: 1, member: 2, admin: 3 };
