@@ -154,6 +154,14 @@ func TestConsoleUsage(t *testing.T) {
 	if !tab.bool(fitsWidth) {
 		t.Errorf("the usage page is wider than a desktop's window")
 	}
+	// uPlot, served by Quiver, runs under the console's policy, unchanged: nothing it does is
+	// blocked (it styles through the DOM, never with inline style or script).
+	if v := tab.string(`window.__csp.join("\n")`); v != "" {
+		t.Errorf("the usage page broke the Content-Security-Policy:\n%s", v)
+	}
+	if n := tab.string(`performance.getEntriesByType("resource").filter((e) => !e.name.startsWith(location.origin)).map((e) => e.name).join(" ")`); n != "" {
+		t.Errorf("the usage page loaded from another origin: %s", n)
+	}
 	shot(t, tab, "usage", true)
 
 	// A phone: the charts shrink to the window, and nothing is wider than it.
