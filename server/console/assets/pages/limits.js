@@ -56,14 +56,14 @@ function limitTable(limits) {
   if (!limits.length) return h("p", { class: "muted", "data-test": "limits-empty" }, "No limits.");
   return h("table", { class: "limits", "data-test": "limits" },
     h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Who"), h("th", {}, "Tools"), h("th", {}, "Counted per"),
-      RATES.map(([, words]) => h("th", { class: "num" }, "Calls " + words)), h("th", { class: "num" }, "At once"))),
+      RATES.map(([, , short]) => h("th", { class: "num" }, "Calls " + short)), h("th", { class: "num" }, "At once"))),
     h("tbody", {}, limits.map((l) => h("tr", { "data-test": "limit" },
       h("td", {}, h("strong", { class: "mono" }, l.name), l.description ? h("div", { class: "muted small-text" }, l.description) : null),
       h("td", { class: "mono small-text" }, whoText(l.who) || h("span", { class: "muted" }, "every caller")),
-      h("td", {}, which(l)),
-      h("td", {}, l.per?.length ? l.per.join(", ") : h("span", { class: "muted" }, "all together")),
-      RATES.map(([k, , short]) => h("td", { class: "num", "data-test": "limit-" + k }, bound(l.calls?.[k], short))),
-      h("td", { class: "num", "data-test": "limit-concurrent" }, bound(l.concurrent, "at once"))))));
+      h("td", {}, l.tools?.length ? h("span", { class: "muted unit" }, "tools ") : null, which(l)),
+      h("td", {}, h("span", { class: "muted unit" }, "counted "), l.per?.length ? "per " + l.per.join(", ") : h("span", { class: "muted" }, "all together")),
+      RATES.map(([k, , short]) => bound(l.calls?.[k], short, "limit-" + k)),
+      bound(l.concurrent, "at once", "limit-concurrent")))));
 }
 
 // priceTable shows the document's price table, which usage's cost reads (none: nothing).
@@ -79,11 +79,11 @@ function priceTable(prices) {
     h("p", { class: "muted small-text" }, "Saving the limits here keeps the prices as they are."));
 }
 
-// bound is a number with what it bounds, for the narrow screen where a row's cells stack
-// without their column's heading; none: a dash.
-function bound(n, unit) {
-  if (!n) return h("span", { class: "muted" }, "—");
-  return [n.toLocaleString("en"), h("span", { class: "muted unit" }, " " + unit)];
+// bound is the cell of a number with what it bounds, for the narrow screen where a row's cells
+// stack without their column's heading (and an empty one is not shown); none: a dash.
+function bound(n, unit, test) {
+  if (!n) return h("td", { class: "num none", "data-test": test }, h("span", { class: "muted" }, "—"));
+  return h("td", { class: "num", "data-test": test }, n.toLocaleString("en"), h("span", { class: "muted unit" }, " " + unit));
 }
 
 // whoText is a limit's callers as the editor takes them: key:ID, role:ROLE, claim:NAME=VALUE.
