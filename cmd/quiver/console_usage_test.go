@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/quiverhq/quiver/server/console"
 )
 
 // The console's usage page (issue 50) in Chromium, against quiver serve after a real workload:
@@ -226,4 +228,44 @@ func statusOf(t *testing.T, url, key string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// The usage page's shaping of the API's rows (usage-data.js), run in Chromium as the page runs
+// it: buckets zero-filled across the period, the smaller groups folded into "others", stacked
+// bars summed from the last series, rankings summed across rows with the busiest row's
+// percentiles, and callers named.
+func TestConsoleUsageShaping(t *testing.T) {
+	chromiumPath(t)
+	srv := httptest.NewServer(console.Handler())
+	t.Cleanup(srv.Close)
+	tab := newBrowser(t)
+	tab.do("opening the console", chromedp.Navigate(srv.URL+"/"))
+	cases := []struct{ name, expr, want string }{
+		{"hour buckets from a time within the first", `m.starts("2026-11-29T10:30:00Z", "2026-11-29T13:00:00Z", 3600).map((s) => new Date(s * 1000).toISOString())`,
+			`["2026-11-29T10:00:00.000Z","2026-11-29T11:00:00.000Z","2026-11-29T12:00:00.000Z"]`},
+		{"rows summed into their buckets, zero elsewhere", `(() => { const xs = m.starts("2026-11-29T10:00:00Z", "2026-11-29T10:04:00Z", 60);
+			return m.overTime([{start: "2026-11-29T10:01:00Z", calls: 2}, {start: "2026-11-29T10:01:00Z", calls: 3}, {start: "2026-11-29T10:03:00Z", calls: 1},
+				{start: "2026-11-29T11:00:00Z", calls: 9}], xs, 60, (r) => r.calls); })()`, `[0,5,0,1]`},
+		{"the largest groups first, the rest as others, none without any", `(() => { const xs = [0, 60];
+			const rows = ["a", "b", "c", "d", ""].map((model, i) => ({start: "1970-01-01T00:01:00Z", model, input_tokens: (i + 1) * 10}));
+			rows.push({start: "1970-01-01T00:00:00Z", model: "z", input_tokens: 0});
+			return m.seriesBy(rows, "model", (r) => r.input_tokens, xs, 60, {max: 3, label: "none"}).map((s) => [s.name, s.total, s.values]); })()`,
+			`[["none",50,[0,50]],["d",40,[0,40]],["others",60,[0,60]]]`},
+		{"stacked bars: each the sum of it and those after it", `m.stacked([{values: [1, 2]}, {values: [3, 0]}, {values: [5, 1]}])`, `[[9,3],[8,1],[5,1]]`},
+		{"rankings summed, the busiest row's percentiles", `m.ranked([{tool: "t", calls: 2, errors: 1, p50_ms: 5, p95_ms: 9}, {tool: "t", calls: 7, p50_ms: 3, p95_ms: 4},
+			{tool: "u", calls: 8}, {tool: "v", calls: 0}], (r) => r.tool).map((g) => [g.name, g.calls, g.errors, g.p50_ms, g.p95_ms])`,
+			`[["t",9,1,3,4],["u",8,0,0,0]]`},
+		{"callers by their names", `[m.callerName({key: "key_1", user: "usr_1"}, new Map([["key_1", "ci"], ["usr_1", "Ann"]])), m.callerName({user: "usr_2"}), m.callerName({})]`,
+			`["ci (Ann)","usr_2","(no key or user: the operator)"]`},
+		{"limits, the closest to its bound first", `m.closeness([{name: "a", used: 1, max: 10}, {name: "b", used: 9, max: 10}, {name: "c", used: 0, max: 0}]).map((l) => l.name)`,
+			`["b","a","c"]`},
+		{"numbers as people read them", `[m.fmt.compact(1234), m.fmt.compact(2500000), m.fmt.cost(0.012), m.fmt.cost(0.0004), m.fmt.cost(12.5), m.fmt.ms(1500), m.fmt.ms(42.4)]`,
+			`["1.2k","2.5M","0.012","0.00040","12.50","1.5 s","42 ms"]`},
+	}
+	for _, c := range cases {
+		got := evalIn[string](tab, `import("/console/usage-data.js").then((m) => JSON.stringify(`+c.expr+`))`)
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
 }
