@@ -35,7 +35,9 @@ export async function render(main, ctx) {
     return;
   }
 
+  let asked = 0; // the last load's number: an earlier period's answer that comes later is dropped
   async function load() {
+    const mine = ++asked;
     for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.period === period.id));
     removeCharts();
     clear(body).append(h("p", { class: "loading" }, "Loading…"));
@@ -43,14 +45,14 @@ export async function render(main, ctx) {
     try {
       got = await fetchUsage(period);
     } catch (err) {
-      if (left) return;
+      if (left || mine !== asked) return;
       if (err instanceof ApiError && err.status === 401) return ctx.error(err);
       clear(body).append(h("p", { class: "error", role: "alert", "data-test": "usage-error" }, err instanceof ApiError && err.status === 403
         ? "Your key may not read the workspace's usage: " + err.message
         : "The usage could not be read: " + err.message));
       return;
     }
-    if (left) return;
+    if (left || mine !== asked) return;
     clear(body);
     undraw = draw(body, got);
   }
