@@ -62,6 +62,9 @@ func newMeter(st store.Backend, now func() time.Time) *limits.Meter {
 	m := &limits.Meter{Now: now}
 	if lw, ok := st.(store.LimitWindows); ok {
 		m.Windows, m.Batch = storeWindows{lw}, true
+		if lc, ok := st.(store.LimitCounts); ok {
+			m.Windows = countedWindows{storeWindows{lw}, lc}
+		}
 	}
 	if lh, ok := st.(store.LimitHolds); ok {
 		m.Holds = storeHolds{lh, ids.Random(12)}
@@ -74,6 +77,16 @@ type storeWindows struct{ store.LimitWindows }
 
 func (s storeWindows) Take(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (int, []int, error) {
 	return s.TakeLimitWindow(ctx, workspaceID, key, slot, span, max, want)
+}
+
+// countedWindows are a store's limit windows whose counts can be read (limits.Counts).
+type countedWindows struct {
+	storeWindows
+	store.LimitCounts
+}
+
+func (c countedWindows) Counts(ctx context.Context, workspaceID string) (map[string]int, error) {
+	return c.LimitCounts.LimitCounts(ctx, workspaceID)
 }
 
 // storeHolds are a store's holdings of concurrent calls as a Meter keeps this process's, under
@@ -135,6 +148,18 @@ func (p *Platform) Limits(ctx context.Context, a Actor) (*Limits, error) {
 	}
 	out.Document = *doc
 	return out, nil
+}
+
+// LimitStatus is how close each bound of the actor's workspace's limits is now (admins only).
+func (p *Platform) LimitStatus(ctx context.Context, a Actor) ([]limits.Status, error) {
+	if err := a.mayAdminister("call within the limits, not read how close they are"); err != nil {
+		return nil, err
+	}
+	st, err := p.meter.Status(ctx, a.WorkspaceID, p.Workspace(ctx, a.WorkspaceID).limitsOf())
+	if err != nil {
+		return nil, storeError(err, "the limits' counts", "")
+	}
+	return st, nil
 }
 
 // SetLimits replaces the actor's workspace's limits (admins only) when they are at version

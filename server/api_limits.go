@@ -58,6 +58,21 @@ type putLimitsInput struct {
 	}
 }
 
+// LimitStatus is how close one bound of a limit is.
+type LimitStatus struct {
+	Name     string `json:"name" doc:"The limit's name."`
+	Period   string `json:"period" enum:"second,minute,hour,day,concurrent" doc:"Which of its bounds: calls per second, minute, hour or day, or concurrent calls."`
+	Max      int    `json:"max" doc:"The bound."`
+	Used     int    `json:"used" doc:"The fullest counter's count now: calls in the last period (a sliding window), or calls running. On a fleet, what the nodes took or hold, a little ahead of what they let through."`
+	Counters int    `json:"counters" doc:"How many of its counters have counts now: one per key, user, agent, toolset or tool it counts per, or one."`
+}
+
+type limitStatusOutput struct {
+	Body struct {
+		Limits []LimitStatus `json:"limits" doc:"Each bound of each limit, in the document's order."`
+	}
+}
+
 // registerLimits adds the workspace's limits.
 func (s *Server) registerLimits(api huma.API) {
 	register(api, huma.Operation{OperationID: "get-limits", Method: http.MethodGet, Path: "/v1/limits",
@@ -68,6 +83,20 @@ func (s *Server) registerLimits(api huma.API) {
 				return nil, problem(err, "query")
 			}
 			return limitsOutputOf(l), nil
+		})
+	register(api, huma.Operation{OperationID: "get-limit-status", Method: http.MethodGet, Path: "/v1/limits/status",
+		Summary: "How close each of the workspace's limits is now: the fullest counter of each bound (an admin's)"},
+		func(ctx context.Context, _ *struct{}) (*limitStatusOutput, error) {
+			st, err := s.p.LimitStatus(ctx, s.actor(ctx))
+			if err != nil {
+				return nil, problem(err, "query")
+			}
+			out := &limitStatusOutput{}
+			out.Body.Limits = make([]LimitStatus, len(st))
+			for i, l := range st {
+				out.Body.Limits[i] = LimitStatus{Name: l.Limit, Period: l.Quantity.Period(), Max: l.Max, Used: l.Used, Counters: l.Counters}
+			}
+			return out, nil
 		})
 	register(api, huma.Operation{OperationID: "put-limits", Method: http.MethodPut, Path: "/v1/limits",
 		Summary: "Replace the workspace's limits (an admin's); every door of every node follows within a second"},

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,6 +102,36 @@ func TestLimitsAtTheDoors(t *testing.T) {
 		status, body, retry = call("admin", "support_refund")
 		if status != 429 || json.Unmarshal(body, &p) != nil || p.Code != server.CodeQuotaExhausted || retry == "" {
 			t.Fatalf("a second refund in the day: %d %s (Retry-After %q)", status, body, retry)
+		}
+	})
+}
+
+// TestLimitStatus: GET /v1/limits/status says, for each bound of each limit, the fullest
+// counter's count now and how many counters have counts; an admin's only.
+func TestLimitStatus(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		w := newEntitleWorld(t, st.(store.Backend))
+		if status, body := w.send(t, "PUT", "/v1/limits", "admin", map[string]any{"document": json.RawMessage(limitsDocument), "after": 0}); status != 200 {
+			t.Fatalf("limits: %d %s", status, body)
+		}
+		for _, who := range []string{"member", "member", "admin"} {
+			if status, body := w.send(t, "POST", "/v1/tools/echo/call", who, map[string]any{"args": map[string]any{"text": "x"}}); status != 200 {
+				t.Fatalf("call: %d %s", status, body)
+			}
+		}
+		status, body := w.send(t, "GET", "/v1/limits/status", "admin", nil)
+		var got struct{ Limits []server.LimitStatus }
+		if status != 200 || json.Unmarshal(body, &got) != nil {
+			t.Fatalf("status: %d %s", status, body)
+		}
+		want := []server.LimitStatus{{Name: "each-key", Period: "minute", Max: 3, Used: 2, Counters: 2}, {Name: "refunds", Period: "day", Max: 1}}
+		if !reflect.DeepEqual(got.Limits, want) {
+			t.Errorf("status %+v, want %+v", got.Limits, want)
+		}
+		for _, who := range []string{"member", "viewer"} {
+			if status, body := w.send(t, "GET", "/v1/limits/status", who, nil); status != 403 {
+				t.Errorf("status as %s: %d %s", who, status, body)
+			}
 		}
 	})
 }

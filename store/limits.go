@@ -55,6 +55,19 @@ type LimitWindows interface {
 	TakeLimitWindow(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (taken int, counts []int, err error)
 }
 
+// LimitCounts reads a fleet's counts of a workspace's limits (what a console shows of how close
+// each is): a store that implements LimitWindows and LimitHolds implements it too.
+type LimitCounts interface {
+	// LimitCounts returns, by counter key, the counts of the slots still in each counter's
+	// window by the database's clock, and the places of concurrent calls the nodes hold;
+	// at most MaxLimitCounters of them.
+	LimitCounts(ctx context.Context, workspaceID string) (map[string]int, error)
+}
+
+// MaxLimitCounters bounds what LimitCounts returns: a limit per key of a workspace with many
+// keys has as many counters.
+const MaxLimitCounters = 10_000
+
 // LimitHolds keeps the places among limits' concurrent calls that each process holds, where
 // every node of a fleet finds them (see platform/limits.Holds): a store that several
 // processes share implements it (PostgreSQL); over one that one process serves, the platform

@@ -242,6 +242,13 @@ func (m *Meter) memory() *memoryWindows {
 	return m.local
 }
 
+// memoryIfAny is the process's counts, nil when none were made.
+func (m *Meter) memoryIfAny() *memoryWindows {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.local
+}
+
 // counter returns this process's counter of workspace's key.
 func (m *Meter) counter(workspaceID, key string) *counter {
 	m.mu.Lock()

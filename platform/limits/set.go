@@ -216,7 +216,7 @@ func (l *compiled) bound(q Quantity) int {
 // quantity, and a hash of the call's values of the limit's Per (a tool's name may be long, a
 // counter's key is stored).
 func (l *compiled) key(q Quantity, sub *Subject, t *quiver.Tool) string {
-	k := l.Name + "/" + [...]string{"s", "m", "h", "d", "c"}[q]
+	k := l.Name + "/" + quantityKeys[q]
 	if l.group == "" {
 		return k
 	}

@@ -12,7 +12,41 @@ var (
 	_ store.LimitWindows = (*Store)(nil)
 	_ store.LimitHolds   = (*Store)(nil)
 	_ store.LimitPurger  = (*Store)(nil)
+	_ store.LimitCounts  = (*Store)(nil)
 )
+
+// LimitCounts returns the counts of the workspace's counters now (see store.LimitCounts): the
+// slots still in their window, by the database's clock and each key's period (as
+// PurgeLimits reads them), and the live holdings.
+func (s *Store) LimitCounts(ctx context.Context, workspaceID string) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1e9)::bigint AS ns)
+		(SELECT w.key, sum(w.n)::bigint FROM limit_windows w, now WHERE w.workspace_id = $1 AND (
+			(split_part(w.key, '/', 2) = 's' AND w.slot > now.ns / 100000000 - 11) OR
+			(split_part(w.key, '/', 2) = 'm' AND w.slot > now.ns / 1000000000 - 61) OR
+			(split_part(w.key, '/', 2) = 'h' AND w.slot > now.ns / 60000000000 - 61) OR
+			(split_part(w.key, '/', 2) = 'd' AND w.slot > now.ns / 900000000000 - 97))
+		GROUP BY w.key)
+		UNION ALL
+		(SELECT key, sum(held)::bigint FROM limit_holds WHERE workspace_id = $1 AND expires_at > clock_timestamp() GROUP BY key)
+		LIMIT $2`, workspaceID, store.MaxLimitCounters)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: limit counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var key string
+		var n int64
+		if err := rows.Scan(&key, &n); err != nil {
+			return nil, fmt.Errorf("postgres: limit counts: %w", err)
+		}
+		out[key] += int(n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: limit counts: %w", err)
+	}
+	return out, nil
+}
 
 // TakeLimitWindow counts calls in a counter of a rate limit the nodes share (see
 // store.LimitWindows): one statement, quiver_take_limit (migration 0019).

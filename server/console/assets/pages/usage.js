@@ -193,7 +193,7 @@ function limitsPanel(limits) {
       h("div", { class: "row usage-limit-head" }, h("strong", { class: "mono" }, l.name),
         h("span", {}, `${fmt.int(l.used)} of ${fmt.int(l.max)} ${l.period === "concurrent" ? "at once" : "a " + l.period} (${fmt.pct(share)})`)),
       h("div", { class: "usage-bar", role: "meter", "aria-valuemin": "0", "aria-valuemax": String(l.max), "aria-valuenow": String(l.used), "aria-label": l.name }, bar),
-      l.counter ? h("div", { class: "muted small-text" }, "closest: ", h("span", { class: "mono" }, l.counter)) : null);
+      l.counters > 1 ? h("div", { class: "muted small-text", "data-test": "usage-limit-counters" }, `the fullest of ${fmt.int(l.counters)} counters (one per caller or tool it counts per)`) : null);
   })));
   return section;
 }
