@@ -113,6 +113,31 @@ func TestUsageMatchesTheRecords(t *testing.T) {
 			t.Fatalf("csv: %d %v %q", status, err, body)
 		}
 
+		// Names no tool has count under one tool, whoever invents them.
+		for _, name := range []string{"made_up_1", "MADE_UP_2", "made-up-3"} {
+			call("admin", name)
+		}
+		status, body = w.send(t, "GET", "/v1/usage?bucket=all&group_by=tool", "admin", nil)
+		got = server.UsageBody{}
+		if status != 200 || json.Unmarshal(body, &got) != nil {
+			t.Fatalf("usage: %d %s", status, body)
+		}
+		unknown := false
+		for _, r := range got.Rows {
+			unknown = unknown || r.Tool == "(unknown)"
+			if strings.Contains(strings.ToLower(r.Tool), "made") {
+				t.Errorf("a made-up name has a row of its own: %+v", r)
+			}
+			// Where entitlements restrict, a name no tool has is answered not_entitled, as a
+			// hidden tool is: a refusal.
+			if r.Tool == "(unknown)" && (r.Calls != 3 || r.Refusals != 3) {
+				t.Errorf("(unknown): %+v, want the 3 calls of made-up names, refused", r)
+			}
+		}
+		if !unknown {
+			t.Errorf("no (unknown) row among %+v", got.Rows)
+		}
+
 		for _, who := range []string{"member", "viewer"} {
 			if status, body := w.send(t, "GET", "/v1/usage", who, nil); status != 403 {
 				t.Errorf("usage as %s: %d %s", who, status, body)

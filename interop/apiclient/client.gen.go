@@ -170,6 +170,33 @@ func (e EventStateStatus) Valid() bool {
 	}
 }
 
+// Defines values for LimitStatusPeriod.
+const (
+	LimitStatusPeriodConcurrent LimitStatusPeriod = "concurrent"
+	LimitStatusPeriodDay        LimitStatusPeriod = "day"
+	LimitStatusPeriodHour       LimitStatusPeriod = "hour"
+	LimitStatusPeriodMinute     LimitStatusPeriod = "minute"
+	LimitStatusPeriodSecond     LimitStatusPeriod = "second"
+)
+
+// Valid indicates whether the value is a known member of the LimitStatusPeriod enum.
+func (e LimitStatusPeriod) Valid() bool {
+	switch e {
+	case LimitStatusPeriodConcurrent:
+		return true
+	case LimitStatusPeriodDay:
+		return true
+	case LimitStatusPeriodHour:
+		return true
+	case LimitStatusPeriodMinute:
+		return true
+	case LimitStatusPeriodSecond:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MemberRecordRole.
 const (
 	MemberRecordRoleAdmin  MemberRecordRole = "admin"
@@ -727,22 +754,22 @@ func (e CallTool429ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 
 // Defines values for GetUsageParamsBucket.
 const (
-	All    GetUsageParamsBucket = "all"
-	Day    GetUsageParamsBucket = "day"
-	Hour   GetUsageParamsBucket = "hour"
-	Minute GetUsageParamsBucket = "minute"
+	GetUsageParamsBucketAll    GetUsageParamsBucket = "all"
+	GetUsageParamsBucketDay    GetUsageParamsBucket = "day"
+	GetUsageParamsBucketHour   GetUsageParamsBucket = "hour"
+	GetUsageParamsBucketMinute GetUsageParamsBucket = "minute"
 )
 
 // Valid indicates whether the value is a known member of the GetUsageParamsBucket enum.
 func (e GetUsageParamsBucket) Valid() bool {
 	switch e {
-	case All:
+	case GetUsageParamsBucketAll:
 		return true
-	case Day:
+	case GetUsageParamsBucketDay:
 		return true
-	case Hour:
+	case GetUsageParamsBucketHour:
 		return true
-	case Minute:
+	case GetUsageParamsBucketMinute:
 		return true
 	default:
 		return false
@@ -1336,6 +1363,33 @@ type LimitBody struct {
 
 	// Who The callers it applies to: those matching every field set, as entitlement rules match them; absent or {}: every caller.
 	Who *EntitlementWho `json:"who,omitempty"`
+}
+
+// LimitStatus defines model for LimitStatus.
+type LimitStatus struct {
+	// Counters How many of its counters have counts now: one per key, user, agent, toolset or tool it counts per, or one.
+	Counters int64 `json:"counters"`
+
+	// Max The bound.
+	Max int64 `json:"max"`
+
+	// Name The limit's name.
+	Name string `json:"name"`
+
+	// Period Which of its bounds: calls per second, minute, hour or day, or concurrent calls.
+	Period LimitStatusPeriod `json:"period"`
+
+	// Used The fullest counter's count now: calls in the last period (a sliding window), or calls running. On a fleet, what the nodes took or hold, a little ahead of what they let through.
+	Used int64 `json:"used"`
+}
+
+// LimitStatusPeriod Which of its bounds: calls per second, minute, hour or day, or concurrent calls.
+type LimitStatusPeriod string
+
+// LimitStatusOutputBody defines model for LimitStatusOutputBody.
+type LimitStatusOutputBody struct {
+	// Limits Each bound of each limit, in the document's order.
+	Limits *[]LimitStatus `json:"limits"`
 }
 
 // LimitsDocument defines model for LimitsDocument.
@@ -3094,6 +3148,11 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
 	PutLimits(ctx context.Context, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetLimitStatus How close each of the workspace's limits is now: the fullest counter of each bound (an admin's)
+	//
+	// Corresponds with GET /v1/limits/status (the `GetLimitStatus` operationId).
+	GetLimitStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListMembers The workspace's members, oldest first
 	//
 	// Corresponds with GET /v1/members (the `ListMembers` operationId).
@@ -3897,6 +3956,21 @@ func (c *Client) PutLimitsWithBody(ctx context.Context, contentType string, body
 // Corresponds with PUT /v1/limits (the `PutLimits` operationId).
 func (c *Client) PutLimits(ctx context.Context, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutLimitsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLimitStatus How close each of the workspace's limits is now: the fullest counter of each bound (an admin's)
+//
+// Corresponds with GET /v1/limits/status (the `GetLimitStatus` operationId).
+func (c *Client) GetLimitStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLimitStatusRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5610,6 +5684,33 @@ func NewPutLimitsRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetLimitStatusRequest constructs an http.Request for the GetLimitStatus method
+func NewGetLimitStatusRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/limits/status")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -7992,6 +8093,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/limits (the `PutLimits` operationId).
 	PutLimitsWithResponse(ctx context.Context, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error)
 
+	// GetLimitStatusWithResponse How close each of the workspace's limits is now: the fullest counter of each bound (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/limits/status (the `GetLimitStatus` operationId).
+	GetLimitStatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLimitStatusResponse, error)
+
 	// ListMembersWithResponse The workspace's members, oldest first
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9325,6 +9433,54 @@ func (r PutLimitsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PutLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetLimitStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LimitStatusOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLimitStatusResponse) GetJSON200() *LimitStatusOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetLimitStatusResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLimitStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLimitStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLimitStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLimitStatusResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11893,6 +12049,19 @@ func (c *ClientWithResponses) PutLimitsWithResponse(ctx context.Context, body Pu
 	return ParsePutLimitsResponse(rsp)
 }
 
+// GetLimitStatusWithResponse How close each of the workspace's limits is now: the fullest counter of each bound (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/limits/status (the `GetLimitStatus` operationId).
+func (c *ClientWithResponses) GetLimitStatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLimitStatusResponse, error) {
+	rsp, err := c.GetLimitStatus(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLimitStatusResponse(rsp)
+}
+
 // ListMembersWithResponse The workspace's members, oldest first
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13298,6 +13467,39 @@ func ParsePutLimitsResponse(rsp *http.Response) (*PutLimitsResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest LimitsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetLimitStatusResponse parses an HTTP response from a GetLimitStatusWithResponse call
+func ParseGetLimitStatusResponse(rsp *http.Response) (*GetLimitStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLimitStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LimitStatusOutputBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
