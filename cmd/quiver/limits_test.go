@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,6 +33,20 @@ func TestLimitsHoldInRuns(t *testing.T) {
 			"\ntools: [get_current_time]\n",
 		filepath.Join(agents, "latecomer.yaml"): "name: latecomer\ndescription: Tells the time, later.\nmodel: scripted:" + script("latecomer") +
 			"\ntools: [get_current_time]\nexpose_as_tool: true\n",
+		// A lead whose sub-agent (dual_ai, in a child thread) is refused as any run is.
+		script("helper"): `turns:
+  - calls: [{name: get_current_time, args: {}}]
+  - expect: {result_is_error: true, result_contains: "the limit \"one-clock-a-day\" allows 1 calls per day and is reached"}
+    text: The clock's quota is used up.
+`,
+		filepath.Join(agents, "helper.yaml"): "name: helper\ntype: dual_ai\ndescription: Tells the time to a lead.\nmodel: scripted:" + script("helper") +
+			"\ntools: [get_current_time]\nexpose_as_tool: true\n",
+		script("lead"): `turns:
+  - calls: [{name: helper, args: {message: "What time is it?"}}]
+  - expect: {result_is_error: false, result_contains: "quota is used up"}
+    text: My helper could not tell.
+`,
+		filepath.Join(agents, "lead.yaml"): "name: lead\ndescription: Asks its helper.\nmodel: scripted:" + script("lead") + "\ntools: [helper, get_current_time]\n",
 	})
 	endpoint, _, stderr := startServeWith(t, "--db", filepath.Join(t.TempDir(), "q.db"), "--agents", agents, "--config", config)
 	t.Cleanup(func() {
@@ -63,5 +78,31 @@ func TestLimitsHoldInRuns(t *testing.T) {
 	// The refusal is recorded on the run's thread like any result.
 	if _, raw := threadMessages(t, base+"/v1", admin, task.ContextID); !strings.Contains(raw, `"code":"quota_exhausted"`) {
 		t.Fatalf("the A2A run's thread does not record the refusal: %s", raw)
+	}
+
+	// A sub-agent's call is counted and refused as its run's caller's: the child reads the
+	// refusal and its parent reads the child's answer.
+	lead := newAPIThread(t, base+"/v1", admin, "lead")
+	startAPIRun(t, base+"/v1", admin, lead, "lead", "Ask your helper the time.")
+	if got := lastAnswer(t, base+"/v1", admin, lead); got != "My helper could not tell." {
+		_, raw := threadMessages(t, base+"/v1", admin, lead)
+		t.Fatalf("the lead answered %q; its thread: %s", got, raw)
+	}
+	// Usage says the same, by the agent whose run called: the timekeeper's one call, the
+	// latecomer's refusal over A2A, and the helper's as the lead's sub-agent.
+	status, _, out := apiDo(t, "GET", base+"/v1/usage?bucket=all&group_by=agent,tool", admin, "")
+	if status != 200 {
+		t.Fatalf("usage: %d %v", status, out)
+	}
+	byAgent := map[string]string{}
+	rows, _ := out["rows"].([]any)
+	for _, r := range rows {
+		row := r.(map[string]any)
+		if row["tool"] == "get_current_time" {
+			byAgent[fmt.Sprint(row["agent"])] = fmt.Sprintf("%v calls, %v refusals", row["calls"], row["refusals"])
+		}
+	}
+	if byAgent["timekeeper"] != "1 calls, 0 refusals" || byAgent["latecomer"] != "1 calls, 1 refusals" || byAgent["helper"] != "1 calls, 1 refusals" {
+		t.Errorf("usage by agent: %v", byAgent)
 	}
 }
