@@ -27,7 +27,8 @@ var (
 
 // dialect is what sqlstore needs to know of PostgreSQL.
 var dialect = sqlstore.Dialect{
-	Name: "postgres",
+	Name:          "postgres",
+	RowsPerInsert: 200, // 48 parameters a usage row: within PostgreSQL's 65,535
 	// Transactions run side by side at READ COMMITTED, on several nodes: a write locks the
 	// rows its checks read.
 	RowLocks: true,

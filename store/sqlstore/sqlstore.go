@@ -130,6 +130,11 @@ type Dialect struct {
 	// cap) needs, where no one row can be locked. PostgreSQL takes a transaction-level advisory
 	// lock; nil where writers take turns anyway (SQLite).
 	TakeTurns func(ctx context.Context, tx Querier, key string) error
+	// RowsPerInsert is how many rows a multi-row INSERT of many carries; 0 means one. Each
+	// statement is a round trip to PostgreSQL, where many rows a statement are cheaper; SQLite's
+	// driver binds every parameter by its name in time that grows with the statement's
+	// parameters, so that a statement of many rows costs more a row than one of one.
+	RowsPerInsert int
 }
 
 // takeTurns runs the dialect's TakeTurns, if any.

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,13 +56,10 @@ func usageInsert(n int) string {
 	return b.String()
 }
 
-// usageRowsPerStatement keeps a statement's parameters (48 a row) within both databases'
-// bounds (SQLite's 32,766; PostgreSQL's 65,535).
-const usageRowsPerStatement = 200
-
 // AddUsage adds rows to the sums; see store.Usage. Rows with the same key are added together
 // first (PostgreSQL refuses an upsert that meets one row twice), and the rows are written in
-// key order, so that two nodes adding at once lock rows in the same order.
+// key order, so that two nodes adding at once lock rows in the same order. Each statement of
+// a size is prepared once a transaction.
 func (s *UsageStore) AddUsage(ctx context.Context, rows []*store.UsageRow) error {
 	const op = "add usage"
 	rows, err := mergeUsage(rows)
@@ -72,22 +70,46 @@ func (s *UsageStore) AddUsage(ctx context.Context, rows []*store.UsageRow) error
 		return nil
 	}
 	err = s.write(ctx, func(ctx context.Context, tx Querier) error {
-		for chunk := range slices.Chunk(rows, usageRowsPerStatement) {
-			args := make([]any, 0, len(chunk)*(9+len(usageCountCols)))
-			for _, r := range chunk {
-				args = append(args, r.WorkspaceID, r.Span, r.Dims, r.Start, r.Key, r.User, r.Agent, r.Tool, r.Model,
-					r.Calls, r.Errors, r.Refusals, r.Requests, r.InputTokens, r.OutputTokens, r.CostMicros)
-				for _, d := range r.Durations {
-					args = append(args, d)
-				}
+		stmts := map[int]*sql.Stmt{}
+		defer func() {
+			for _, st := range stmts {
+				st.Close()
 			}
-			if _, err := tx.ExecContext(ctx, usageInsert(len(chunk)), args...); err != nil {
+		}()
+		for chunk := range slices.Chunk(rows, max(1, s.d.RowsPerInsert)) {
+			st := stmts[len(chunk)]
+			if st == nil {
+				p, ok := tx.(interface {
+					PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+				})
+				if !ok {
+					return fmt.Errorf("the write transaction (%T) cannot prepare statements", tx)
+				}
+				if st, err = p.PrepareContext(ctx, usageInsert(len(chunk))); err != nil {
+					return err
+				}
+				stmts[len(chunk)] = st
+			}
+			if _, err := st.ExecContext(ctx, usageArgs(chunk)...); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	return s.d.Err(op, err)
+}
+
+// usageArgs are the parameters of usageInsert(len(rows)).
+func usageArgs(rows []*store.UsageRow) []any {
+	args := make([]any, 0, len(rows)*(9+len(usageCountCols)))
+	for _, r := range rows {
+		args = append(args, r.WorkspaceID, r.Span, r.Dims, r.Start, r.Key, r.User, r.Agent, r.Tool, r.Model,
+			r.Calls, r.Errors, r.Refusals, r.Requests, r.InputTokens, r.OutputTokens, r.CostMicros)
+		for _, d := range r.Durations {
+			args = append(args, d)
+		}
+	}
+	return args
 }
 
 // mergeUsage checks rows, adds those of the same key together and sorts them by key.
