@@ -13,7 +13,7 @@ import (
 //
 // Rows come at three spans (a minute, an hour, a day) and with the dimensions they keep
 // (UsageRow.Dims): every dimension (the finest rows, which any grouping can be summed from),
-// one, or none (the workspace's totals). The coarse rows are what a query over a month reads:
+// two (day rows only), one, or none (the workspace's totals). The coarse rows are what a query over a month reads:
 // a few thousand rows rather than one per caller, tool and hour.
 type Usage interface {
 	// AddUsage adds rows to the sums, in one transaction: a row whose workspace, span, dims,
@@ -78,8 +78,9 @@ type UsageRow struct {
 	// Span is the bucket's length in seconds: 60, 3600 or 86400 as stored; what a query asked
 	// for in its answers (0 for one bucket over the whole range).
 	Span int64
-	// Dims says which dimensions the row keeps: UsageAllDims, one of UsageDimensions, or ""
-	// for the workspace's totals. The values of the others are "".
+	// Dims says which dimensions the row keeps: UsageAllDims, one of UsageDimensions, two of
+	// them joined by a comma in UsageDimensions' order ("key,tool"), or "" for the
+	// workspace's totals. The values of the others are "".
 	Dims string
 	// Start is the bucket's start, a multiple of Span in Unix seconds (UTC).
 	Start int64

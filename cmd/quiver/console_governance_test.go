@@ -30,16 +30,7 @@ func startGovernanceConsole(t *testing.T) (site *consoleSite, member string) {
 	site = &consoleSite{origin: base, api: base + "/v1", admin: firstKeyRE.FindString(stderr.String())}
 	createJSTool(t, site.api, site.admin, "charge", `export default ({ amount }) => "charged " + amount`,
 		`{"type":"object","description":"Charges an amount.","properties":{"amount":{"type":"integer"}},"required":["amount"]}`, false)
-	keys := map[string]string{}
-	for _, role := range []string{"member", "viewer"} {
-		status, _, out := apiDo(t, "POST", site.api+"/keys", site.admin, `{"role":"`+role+`","name":"a `+role+`"}`)
-		keys[role], _ = out["secret"].(string)
-		if status != 201 || keys[role] == "" {
-			t.Fatalf("a %s's key: %d %v", role, status, out)
-		}
-	}
-	site.viewer = keys["viewer"]
-	return site, keys["member"]
+	return site, site.addRoleKeys(t)
 }
 
 // An admin sees the operator's rules, read-only, adds a rule requiring confirmation of charge
@@ -108,4 +99,19 @@ func TestConsoleGovernance(t *testing.T) {
 			t.Errorf("a %s is not told that only an admin changes the rules", role)
 		}
 	}
+}
+
+// addRoleKeys gives the site a viewer's key (site.viewer) and returns a member's.
+func (site *consoleSite) addRoleKeys(t *testing.T) (member string) {
+	t.Helper()
+	keys := map[string]string{}
+	for _, role := range []string{"member", "viewer"} {
+		status, _, out := apiDo(t, "POST", site.api+"/keys", site.admin, `{"role":"`+role+`","name":"a `+role+`"}`)
+		keys[role], _ = out["secret"].(string)
+		if status != 201 || keys[role] == "" {
+			t.Fatalf("a %s's key: %d %v", role, status, out)
+		}
+	}
+	site.viewer = keys["viewer"]
+	return keys["member"]
 }

@@ -32,16 +32,7 @@ func startLimitsConsole(t *testing.T, config string) (site *consoleSite, member 
 	})
 	base := strings.TrimSuffix(endpoint, "/mcp")
 	site = &consoleSite{origin: base, api: base + "/v1", admin: firstKeyRE.FindString(stderr.String())}
-	keys := map[string]string{}
-	for _, role := range []string{"member", "viewer"} {
-		status, _, out := apiDo(t, "POST", site.api+"/keys", site.admin, `{"role":"`+role+`","name":"a `+role+`"}`)
-		keys[role], _ = out["secret"].(string)
-		if status != 201 || keys[role] == "" {
-			t.Fatalf("a %s's key: %d %v", role, status, out)
-		}
-	}
-	site.viewer = keys["viewer"]
-	return site, keys["member"]
+	return site, site.addRoleKeys(t)
 }
 
 func TestConsoleLimits(t *testing.T) {

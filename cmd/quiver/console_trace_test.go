@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,37 +89,14 @@ func TestConsoleTrace(t *testing.T) {
 	} {
 		tab.waitFor(c.what, c.cond, 5*time.Second)
 	}
-	traceShot(t, tab, "trace", true)
+	shot(t, tab, "trace", true)
 
 	tab.do("a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
 	tab.waitFor("the timeline fits the window", `document.documentElement.scrollWidth <= window.innerWidth && `+
 		testEls("span")+`.every((s) => s.getBoundingClientRect().right <= window.innerWidth)`, 0)
-	traceShot(t, tab, "trace-phone", false)
+	shot(t, tab, "trace-phone", false)
 
 	tab.click("the sub-agent's thread", span("subagent", "scout")+`.querySelector('[data-test="span-child"]')`)
 	tab.waitFor("the child's page", `document.querySelector('[data-test="thread-page"]')?.dataset.id !== `+js(threadID)+` && `+
 		hasText("Nothing here."), 0)
-}
-
-// traceShot saves what the tab shows (the whole page, or the window) as docs/console/NAME.png,
-// with QUIVER_SCREENSHOTS=1.
-func traceShot(t *testing.T, tab *browserTab, name string, whole bool) {
-	t.Helper()
-	if os.Getenv("QUIVER_SCREENSHOTS") != "1" {
-		return
-	}
-	time.Sleep(300 * time.Millisecond) // fonts and layout settle
-	var png []byte
-	var err error
-	if whole {
-		png, err = chromedp.Run(tab.ctx, chromedp.FullScreenshot(100))
-	} else {
-		png, err = chromedp.Run(tab.ctx, chromedp.CaptureScreenshot())
-	}
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join("..", "..", "docs", "console", name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

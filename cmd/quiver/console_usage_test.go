@@ -148,8 +148,8 @@ func TestConsoleUsage(t *testing.T) {
 	tab.waitFor("the top callers, by their keys' names", rows("usage-callers")+`.some((r) => r.includes("a member") && r.includes("7 calls") && r.includes("1 refusals"))`, 0)
 	tab.waitFor("the cost by agent", rows("usage-agents")+`.some((r) => r.includes("writer") && r.includes("0.012"))`, 0)
 	tab.waitFor("the models", rows("usage-models")+`.some((r) => r.includes("openai:gpt-test") && r.includes("2.4k"))`, 0)
-	if status := statusOf(t, site.api+"/limits/status", site.admin); status != 200 {
-		t.Fatalf("GET /v1/limits/status: %d", status)
+	if status, _, out := apiDo(t, "GET", site.api+"/limits/status", site.admin, ""); status != 200 {
+		t.Fatalf("GET /v1/limits/status: %d %v", status, out)
 	}
 	tab.waitFor("the limits' closeness", testEls("usage-limit")+`.some((l) => l.textContent.includes("refund-rate") && /\d+ of \d+ a (second|minute|hour|day)/.test(l.textContent))`, 0)
 	if !tab.bool(fitsWidth) {
@@ -210,23 +210,6 @@ func shot(t *testing.T, tab *browserTab, name string, whole bool) {
 	if err := os.WriteFile(filepath.Join("..", "..", "docs", "console", name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// statusOf is the status GET url answers with (an API that may not be there yet answers 404
-// as text, which apiDo refuses).
-func statusOf(t *testing.T, url, key string) int {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // The usage page's shaping of the API's rows (usage-data.js), run in Chromium as the page runs

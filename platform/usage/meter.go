@@ -220,7 +220,9 @@ func (m *Meter) logger() *slog.Logger {
 }
 
 // rows are the stored rows a minute's counts add to: the minute's, hour's and day's rows of
-// every dimension, and the hour's and day's rows of each dimension alone and of none.
+// every dimension, the hour's and day's rows of each dimension alone and of none, and the
+// day's rows of each pair of dimensions (what the console asks of a month: callers by key and
+// user, tokens by agent and model).
 func rows(counts map[rowKey]*store.UsageCounts) []*store.UsageRow {
 	merged := map[store.UsageRow]*store.UsageRow{}
 	var out []*store.UsageRow
@@ -244,11 +246,20 @@ func rows(counts map[rowKey]*store.UsageCounts) []*store.UsageRow {
 		for _, span := range []int64{3600, 86400} {
 			one := store.UsageRow{WorkspaceID: k.ws, Span: span, Start: k.minute / span * span}
 			add(one, c) // the totals
-			for _, dim := range store.UsageDimensions {
+			for i, dim := range store.UsageDimensions {
 				one := one
 				one.Dims = dim
 				one.SetValue(dim, all.Value(dim))
 				add(one, c)
+				if span != 86400 {
+					continue
+				}
+				for _, other := range store.UsageDimensions[i+1:] {
+					two := one
+					two.Dims = dim + "," + other
+					two.SetValue(other, all.Value(other))
+					add(two, c)
+				}
 			}
 		}
 	}

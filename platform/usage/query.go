@@ -100,6 +100,8 @@ func plan(q *Query, now time.Time) (*store.UsageQuery, error) {
 	}
 	sq := &store.UsageQuery{WorkspaceID: q.WorkspaceID, Span: span, From: from, To: to, Bucket: bucket, GroupBy: q.GroupBy}
 	switch {
+	case span == 86400 && len(q.GroupBy) == 2:
+		sq.Dims = pair(q.GroupBy)
 	case span == 60 || len(q.GroupBy) > 1:
 		sq.Dims = store.UsageAllDims
 	case len(q.GroupBy) == 1:
@@ -109,6 +111,16 @@ func plan(q *Query, now time.Time) (*store.UsageQuery, error) {
 		return nil, &QueryError{"from", fmt.Sprintf("buckets of a minute reach back %d hours; ask for hours or days further back", int(MinuteRetention.Hours()))}
 	}
 	return sq, nil
+}
+
+// pair is the Dims of the day rows of two dimensions: their names in store.UsageDimensions'
+// order, joined by a comma.
+func pair(groups []string) string {
+	a, b := groups[0], groups[1]
+	if slices.Index(store.UsageDimensions, a) > slices.Index(store.UsageDimensions, b) {
+		a, b = b, a
+	}
+	return a + "," + b
 }
 
 func checkGroups(groups []string) error {

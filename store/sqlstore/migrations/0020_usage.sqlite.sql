@@ -1,8 +1,9 @@
 -- 0020: what each workspace's callers used (store.Usage): calls of tools and model requests,
 -- summed in buckets of a minute, an hour or a day (span, in seconds; start is the bucket's
 -- start in Unix seconds, UTC) by the dimensions the row keeps (dims: 'all', one dimension's
--- name, or '' for the workspace's totals; the values of the dimensions a row does not keep are
--- ''). d0 to d31 are the histogram of the calls' durations (see store.UsageBucketBound).
+-- name, two names joined by a comma ('key,tool', day rows only), or '' for the workspace's
+-- totals; the values of the dimensions a row does not keep are ''). d0 to d31 are the
+-- histogram of the calls' durations (see store.UsageBucketBound).
 --
 -- Each process adds what it metered every few seconds: a row is added to, never rewritten.
 
