@@ -342,7 +342,7 @@ func isoTable() map[string][]isoCase {
 		"GET /v1/toolsets": {{want: isoListed}},
 		// The limits: A's own, which may name B's keys, users and tools (who and tools select
 		// calls; a name that is not there selects none), and count A's calls alone.
-		"GET /v1/limits": {{want: isoListed}},
+		"GET /v1/limits":        {{want: isoListed}},
 		"GET /v1/limits/status": {{want: isoListed}},
 		// Usage: A's calls alone, whatever it is grouped by (B's keys, users and tools have
 		// calls of their own in B).
