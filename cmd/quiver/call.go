@@ -141,9 +141,15 @@ func (a *app) callPlatform(ctx context.Context, inv *invocation, config string, 
 		return nil, nil, err
 	}
 	if fleet > 0 {
-		disconnect, err = a.serveFleet(ctx, p, db, config, fleet)
+		stopRemotes, err := a.serveFleet(ctx, p, db, config, fleet)
+		if err != nil {
+			return nil, nil, err
+		}
+		disconnect = stopRemotes
 	}
-	return p, disconnect, err
+	stop := disconnect
+	// Closing the platform writes the usage the command metered (see platform.Close).
+	return p, func() { stop(); _ = p.Close() }, nil
 }
 
 // serveFleet serves the fleet's configuration (version) on p, as a node does, with its remote

@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/sqlite"
 )
 
 // A limit holds in agent runs as at every door: the configuration's limits block gives the
@@ -104,5 +107,31 @@ func TestLimitsHoldInRuns(t *testing.T) {
 	}
 	if byAgent["timekeeper"] != "1 calls, 0 refusals" || byAgent["latecomer"] != "1 calls, 1 refusals" || byAgent["helper"] != "1 calls, 1 refusals" {
 		t.Errorf("usage by agent: %v", byAgent)
+	}
+}
+
+// quiver call meters its call as every door does: the usage is written when the command ends,
+// and a server on the same database answers it.
+func TestCallIsMetered(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "q.db")
+	for _, tool := range []string{"get_current_time", "get_current_time", "no_such_tool"} {
+		runCLI(t, "", "call", tool, "--db", db)
+	}
+	st, err := sqlite.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.UsageSums(context.Background(), &store.UsageQuery{WorkspaceID: localWorkspaceID, Span: 3600, Dims: store.UsageTool,
+		From: 0, To: time.Now().Unix() + 3600, GroupBy: []string{store.UsageTool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.Tool] = fmt.Sprintf("%d calls, %d errors", r.Calls, r.Errors)
+	}
+	if got["get_current_time"] != "2 calls, 0 errors" || got["(unknown)"] != "1 calls, 1 errors" {
+		t.Errorf("usage of quiver call: %v", got)
 	}
 }
