@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -144,14 +145,18 @@ func ceil(t, unit int64) int64 {
 	return t
 }
 
-// Read answers q from st; now is the clock's time (how far back minutes reach). A query over
-// more rows than the store answers at once is a QueryError on bucket.
+// Read answers q from st; now is the clock's time (how far back minutes reach). A query whose
+// answer has more rows than the store gives at once (store.MaxUsageRows) is a QueryError on
+// bucket.
 func Read(ctx context.Context, st store.Usage, q Query, now time.Time) (*Answer, error) {
 	sq, err := plan(&q, now)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := st.UsageSums(ctx, sq)
+	if errors.Is(err, store.ErrTooLarge) {
+		return nil, &QueryError{"bucket", fmt.Sprintf("the answer would have more than %d rows: ask for larger buckets, a shorter range or fewer groups", store.MaxUsageRows)}
+	}
 	if err != nil {
 		return nil, err
 	}

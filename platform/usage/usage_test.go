@@ -3,7 +3,9 @@ package usage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,5 +210,22 @@ func TestPercentile(t *testing.T) {
 		if d == time.Minute && p != store.UsageBucketBound(store.UsageDurationBuckets-2) {
 			t.Errorf("calls over the last bound read as %v", p)
 		}
+	}
+}
+
+// tooLarge is a store whose every answer is over its bound.
+type tooLarge struct{ store.Usage }
+
+func (tooLarge) UsageSums(context.Context, *store.UsageQuery) ([]*store.UsageRow, error) {
+	return nil, fmt.Errorf("usage sums: more than %d rows: %w", store.MaxUsageRows, store.ErrTooLarge)
+}
+
+// TestAnswerTooLarge: an answer over the store's bound is the caller's to narrow, said as such.
+func TestAnswerTooLarge(t *testing.T) {
+	now := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	_, err := usage.Read(ctx, tooLarge{}, usage.Query{WorkspaceID: "wsp_1", From: now.Add(-time.Hour), To: now}, now)
+	var qe *usage.QueryError
+	if !errors.As(err, &qe) || qe.Field != "bucket" || !strings.Contains(qe.Message, "100000 rows") {
+		t.Fatalf("%v, want a QueryError on bucket", err)
 	}
 }
