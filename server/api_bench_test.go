@@ -277,6 +277,15 @@ const benchParallelism = 8
 func BenchmarkAPICall(b *testing.B) {
 	bs := newBenchServer(b, false)
 	ctx := context.Background()
+	if os.Getenv("QUIVER_BENCH_LIMITS") == "1" {
+		// Limits every call counts against and none reaches (bench/compare's measure of what
+		// limits and usage metering add to a call, against a commit without them).
+		lim := &store.WorkspaceLimits{WorkspaceID: bs.ws, Document: json.RawMessage(limitsNoneReach)}
+		if err := bs.st.(store.Backend).PutWorkspaceLimits(ctx, lim, 0); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond) // the server follows within a recheck
+	}
 	const body = `{"args":{"text":"hi"}}`
 	// apiCall makes one call over the API; thread "" makes a new thread.
 	apiCall := func(thread string) error {
