@@ -137,6 +137,10 @@ const FileName = "quiver.yaml"
 //	      per: [user]
 //	      calls: {per_day: 20}
 //	      concurrent: 2             # calls at once
+//	  prices:                       # what model requests cost, for usage (docs/guides/usage.md)
+//	    - model: "openai:gpt-4o*"   # a pattern over provider:model; the first that matches
+//	      input_per_million: 2.5    # the price of a million input tokens, in your unit
+//	      output_per_million: 10
 //
 // ${VAR} in env, header and oauth values (and an A2A agent's headers) is replaced by the environment variable VAR, so
 // secrets need not be written in the file.

@@ -43,9 +43,9 @@ type Price struct {
 	// "provider:model" ("openai:gpt-4o*", "anthropic:*"); the first price whose pattern
 	// matches applies.
 	Model string `json:"model" yaml:"model"`
-	// InputPerMillion and OutputPerMillion are the price of a million input (prompt) and
-	// output (completion) tokens.
-	InputPerMillion  float64 `json:"input_per_million" yaml:"input_per_million"`
+	// InputPerMillion is the price of a million input (prompt) tokens.
+	InputPerMillion float64 `json:"input_per_million" yaml:"input_per_million"`
+	// OutputPerMillion is the price of a million output (completion) tokens.
 	OutputPerMillion float64 `json:"output_per_million" yaml:"output_per_million"`
 }
 
