@@ -51,6 +51,11 @@ func TestDocumentChecks(t *testing.T) {
 		{"toolset selector", `{"limits":[{"name":"a","toolset":"x","concurrent":1}]}`, "document"},
 		{"bad role", `{"limits":[{"name":"a","who":{"role":"owner"},"concurrent":1}]}`, "limits[0].who.role"},
 		{"bad pattern", `{"limits":[{"name":"a","tools":["["],"concurrent":1}]}`, "limits[0].tools[0]"},
+		{"price of no model", `{"prices":[{"model":"","input_per_million":1,"output_per_million":1}]}`, "prices[0].model"},
+		{"price's bad pattern", `{"prices":[{"model":"openai:[","input_per_million":1,"output_per_million":1}]}`, "prices[0].model"},
+		{"negative price", `{"prices":[{"model":"a:*","input_per_million":-1,"output_per_million":1}]}`, "prices[0].input_per_million"},
+		{"price too large", `{"prices":[{"model":"a:*","input_per_million":1,"output_per_million":2000000}]}`, "prices[0].output_per_million"},
+		{"price of an unknown field", `{"prices":[{"model":"a:*","input_per_1k":1}]}`, "document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode([]byte(tc.doc))
