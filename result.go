@@ -64,6 +64,9 @@ const (
 	// CodeQuotaExhausted: a daily quota of calls is used up; the call did not run, and the
 	// error says when to try again.
 	CodeQuotaExhausted Code = "quota_exhausted"
+	// CodeBudgetExhausted: a bound on the model tokens or cost of the caller's runs is
+	// reached; an agent run stops, resumably, until it has room again.
+	CodeBudgetExhausted Code = "budget_exhausted"
 )
 
 // Result is what every call yields: a status, text for the model, an optional structured

@@ -44,6 +44,10 @@ func (r *Runner) runBlocking(ctx context.Context, parent, child *thread.Thread, 
 	if err != nil {
 		return nil, err
 	}
+	if out.Budget != nil {
+		return &quiver.Result{Status: quiver.StatusSuccess, Text: fmt.Sprintf("%s (%s) stopped before its next model request (budget_exhausted): %s. It goes "+
+			"on by itself then, and its result will arrive as a message once it has finished.", t.agent.Name, child.ID(), out.Budget.Message)}, nil
+	}
 	if out.Status == RunPaused {
 		return &quiver.Result{Status: quiver.StatusSuccess, Text: fmt.Sprintf("%s (%s) is waiting for %s on its call %s to %s. Its result "+
 			"will arrive as a message once it has finished.", t.agent.Name, child.ID(), pauseWhat(out.Pending), out.Pending.Call.ID,

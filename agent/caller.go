@@ -33,6 +33,23 @@ type CallerRules struct {
 	// Request is told of each model request of the run once it has ended: the model's name
 	// ("provider:model"), what it used (nil when it failed), how long it took and its error.
 	Request func(ctx context.Context, model string, usage *model.Usage, took time.Duration, err error)
+	// Spend is asked before each model request of the run: nil lets it go, and charge is
+	// called once it has ended with what it used (nil when it failed); a Budget stops the run
+	// before the request, paused with ReasonBudgetExhausted until the budget has room again
+	// (Budget.RetryAt, when the runner's Background can run a thread later), or until the
+	// thread is resumed.
+	Spend func(ctx context.Context, model string) (charge func(context.Context, *model.Usage), exhausted *Budget)
+}
+
+// Budget is a bound on the model requests of a run's caller that is reached: the run stops
+// before its next request (Outcome.Budget).
+type Budget struct {
+	// Limit names the bound.
+	Limit string `json:"limit" doc:"The limit whose bound is reached."`
+	// Message says which bound and when it has room again, in words safe to show.
+	Message string `json:"message" doc:"Which bound is reached and when it has room again."`
+	// RetryAt is when the bound has room again: the run goes on then.
+	RetryAt time.Time `json:"retry_at" doc:"When the bound has room again: the run goes on by itself then, or when an admin raises the limit."`
 }
 
 type callerKey struct{}

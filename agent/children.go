@@ -56,6 +56,27 @@ type Background interface {
 	Wake(ctx context.Context, workspaceID, threadID, agent string) error
 }
 
+// Scheduler is a Background that also runs a thread later: a run paused for its budget goes
+// on when the budget has room again (Budget.RetryAt). jobs.Jobs's is one. Without it, such a
+// run goes on when it is resumed.
+type Scheduler interface {
+	// RunAt queues a run of a thread by agent for at: it goes on if the thread is still paused
+	// for its budget then.
+	RunAt(ctx context.Context, workspaceID, threadID, agent string, at time.Time) error
+}
+
+// resumeAt has the runner's Background go on with the run rs paused for its budget at at.
+func (r *Runner) resumeAt(ctx context.Context, rs *run, at time.Time) {
+	s, ok := r.Background.(Scheduler)
+	if !ok {
+		return
+	}
+	if err := s.RunAt(ctx, rs.th.WorkspaceID(), rs.th.ID(), rs.agentName, at); err != nil {
+		r.logger().Warn("agent: a run paused for its budget could not be scheduled to go on; it goes on when resumed",
+			"thread", rs.th.ID(), "at", at, "err", err)
+	}
+}
+
 // VariableWriter stores variable values; *vars.Resolver is one. The runner copies an immediate
 // sub-agent's scopedEnv values into its child with it.
 type VariableWriter interface {

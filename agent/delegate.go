@@ -165,6 +165,9 @@ func delegatedResult(call *quiver.Call, child *thread.Thread, out *Outcome) *qui
 	switch {
 	case out == nil:
 		return quiver.Errorf(quiver.CodeToolError, "the delegated request of %s (%s) ended without an answer", call.Name, child.ID())
+	case out.Budget != nil:
+		return quiver.Errorf(quiver.CodeBudgetExhausted, "the delegated request of %s (%s) stopped before its next model request: %s; "+
+			"a delegated request cannot wait, so the call has no output", call.Name, child.ID(), out.Budget.Message)
 	case out.Status == RunPaused:
 		return quiver.Errorf(quiver.CodeToolError, "the delegated request of %s (%s) stopped waiting for %s on its call to %s; a delegated "+
 			"request cannot wait, so the call has no output", call.Name, child.ID(), pauseWhat(out.Pending), out.Pending.Call.Name)

@@ -72,6 +72,11 @@ func (rs *run) loop(ctx context.Context) (*Outcome, error) {
 			return rs.finish(RunFinished, ReasonMaxSteps, nil)
 		}
 		if err := rs.nextStep(ctx); err != nil {
+			if b, ok := errors.AsType[*budgetError](err); ok {
+				out := rs.outcome(RunPaused, ReasonBudgetExhausted, nil)
+				out.Budget = b.budget
+				return rs.finished(out), nil
+			}
 			return nil, err
 		}
 		steps++
@@ -304,6 +309,11 @@ func (rs *run) recordOnly(ctx context.Context, c quiver.Call, res *quiver.Result
 
 // finish builds the outcome from the thread as it now is.
 func (rs *run) finish(status RunStatus, reason Reason, p *Pending) (*Outcome, error) {
+	return rs.finished(rs.outcome(status, reason, p)), nil
+}
+
+// outcome is the run's outcome as it ends now: how, and its last answer.
+func (rs *run) outcome(status RunStatus, reason Reason, p *Pending) *Outcome {
 	out := &Outcome{ThreadID: rs.th.ID(), Status: status, Reason: reason, Pending: p, Steps: rs.steps}
 	m, output := rs.lastAnswer()
 	if m != nil {
@@ -315,7 +325,7 @@ func (rs *run) finish(status RunStatus, reason Reason, p *Pending) (*Outcome, er
 			out.Text = m.Content
 		}
 	}
-	return rs.finished(out), nil
+	return out
 }
 
 // lastAnswer is the answer a run ends with, and the output it carries: the acting side's, or

@@ -39,6 +39,8 @@ type run struct {
 	meters              *meters      // nil: no metrics
 	// onRequest is told of each model request (CallerRules.Request); nil: no one is.
 	onRequest func(ctx context.Context, model string, usage *model.Usage, took time.Duration, err error)
+	// onSpend is asked before each model request (CallerRules.Spend); nil: nothing is.
+	onSpend func(ctx context.Context, model string) (func(context.Context, *model.Usage), *Budget)
 
 	// The thread as this run knows it: read once when the run starts, then kept up to date
 	// with what the run writes (a Runner runs a thread once at a time), so a step reads
@@ -136,7 +138,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	rs.d = rs.dispatcher(reg)
 	rules := r.rules(ctx, rs)
 	rs.d.Entitled, rs.d.Admit, rs.d.Observe = rules.Entitled, rules.Admit, rules.Observe
-	rs.onRequest = rules.Request
+	rs.onRequest, rs.onSpend = rules.Request, rules.Spend
 	if !withModel {
 		return nil
 	}

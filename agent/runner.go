@@ -130,13 +130,16 @@ const (
 	ReasonMaxSteps     Reason = "max_steps"
 	ReasonConfirmation Reason = "confirmation"
 	ReasonClientTool   Reason = "client_tool"
+	// ReasonBudgetExhausted: a bound on the caller's model tokens or cost is reached
+	// (Outcome.Budget says which, and when the run goes on).
+	ReasonBudgetExhausted Reason = "budget_exhausted"
 )
 
 // Outcome is where a run stopped.
 type Outcome struct {
 	ThreadID string    `json:"thread_id"`
-	Status   RunStatus `json:"status" enum:"finished,paused,failed" doc:"finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending); failed: the run could not start or go on (reason, error)."`
-	Reason   Reason    `json:"reason" doc:"Why it stopped (no_calls, output, stop_tool, max_steps, max_turns, until), paused (confirmation, client_tool) or failed: unknown_agent, bad_definition, missing_variables, secret_unreadable, model_not_configured, model_refused, empty_thread (for good at once), tools_unavailable, model_unavailable, timeout, internal (once its retries were spent)."`
+	Status   RunStatus `json:"status" enum:"finished,paused,failed" doc:"finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending), or the caller's budget of model tokens or cost is reached (budget); failed: the run could not start or go on (reason, error)."`
+	Reason   Reason    `json:"reason" doc:"Why it stopped (no_calls, output, stop_tool, max_steps, max_turns, until), paused (confirmation, client_tool, budget_exhausted) or failed: unknown_agent, bad_definition, missing_variables, secret_unreadable, model_not_configured, model_refused, empty_thread (for good at once), tools_unavailable, model_unavailable, timeout, internal (once its retries were spent)."`
 	// Error says why a failed run failed, in words safe to show: no secret value, no
 	// internal detail (the server's log has those).
 	Error string `json:"error,omitempty" doc:"Why the run failed (status failed), safe to show: the server's log has the details."`
@@ -147,6 +150,8 @@ type Outcome struct {
 	// Pending is the call the run waits on (paused): the first call of the step that cannot
 	// run yet; the calls after it wait their turn.
 	Pending *Pending `json:"pending,omitempty"`
+	// Budget is the bound a run paused for its budget waits on (ReasonBudgetExhausted).
+	Budget *Budget `json:"budget,omitempty"`
 	// Steps is the thread's model turns so far.
 	Steps int `json:"steps"`
 	// Side is the side whose answer Text (or Output) is, for a two-sided dual-AI agent.

@@ -231,6 +231,9 @@ func (rs *run) settle(ctx context.Context, info *store.Thread, deliver bool, out
 	if err == nil && serr != nil {
 		out, err = nil, serr
 	}
+	if err == nil && out != nil && out.Budget != nil {
+		rs.r.resumeAt(idle, rs, out.Budget.RetryAt)
+	}
 	err = rs.reportFailure(err, failure, serr)
 	if deliver {
 		rs.deliverEnd(idle, out, err)
@@ -262,7 +265,10 @@ func (rs *run) endThread(t *store.Thread, out, failure *Outcome, terminate bool)
 	st.Attempts = rs.attemptsAtEnd(st)
 	dropStateTags(t)
 	if out.Status == RunPaused {
-		t.Tags = append(t.Tags, WaitingTag) // indexed: what an inbox of waiting calls lists
+		t.Tags = append(t.Tags, WaitingTag) // indexed: what an inbox of waiting runs lists
+	}
+	if out.Budget != nil {
+		t.Tags = append(t.Tags, BudgetTag)
 	}
 	return writeState(t, st)
 }

@@ -112,13 +112,17 @@ var ReservedTagPrefixes = []string{"call:", "immediate:", "prompt:", "state:"}
 // result: listing the threads with it is the workspace's inbox of waiting calls.
 const WaitingTag = "state:waiting"
 
+// BudgetTag marks a thread whose last run paused for its caller's budget of model requests:
+// listing the threads with it finds the runs to go on when an admin raises the limits.
+const BudgetTag = "state:budget"
+
 // FailedTag marks a thread whose last run failed for good: listing the threads with it (and
 // idle) lists the failed ones. A later run's end takes it off.
 const FailedTag = "state:failed"
 
 // dropStateTags takes the tags of the last run's ending off t.
 func dropStateTags(t *store.Thread) {
-	t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool { return tag == WaitingTag || tag == FailedTag })
+	t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool { return tag == WaitingTag || tag == FailedTag || tag == BudgetTag })
 }
 
 // ReservedTag reports whether tag is one of the runtime's.

@@ -29,11 +29,22 @@ import (
 func (rs *run) step(ctx context.Context) error {
 	th := rs.th
 	stepNo := rs.steps + 1
+	charge, err := rs.spend(ctx)
+	if err != nil {
+		return err
+	}
 	rs.r.events.emit(Event{Type: EventStepStarted, ThreadID: th.ID(), Step: stepNo, Side: rs.side})
 	// The request is timed by the run's clock (stamp), as its records are: a replay under a
 	// clock of its own records the same durations.
 	start := stamp.Now(ctx)
 	resp, err := rs.generate(ctx, stepNo)
+	if charge != nil {
+		var used *model.Usage
+		if err == nil {
+			used = &resp.Usage
+		}
+		charge(ctx, used)
+	}
 	if err != nil {
 		return err
 	}
@@ -69,6 +80,24 @@ func (rs *run) step(ctx context.Context) error {
 	}
 	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: th.ID(), Step: stepNo, Side: rs.side, Text: text, Calls: rs.pending})
 	return nil
+}
+
+// budgetError is a step that was not taken: the caller's budget of model requests is reached.
+type budgetError struct{ budget *Budget }
+
+func (e *budgetError) Error() string { return "agent: " + e.budget.Message }
+
+// spend asks the caller's rules whether the next model request may go (CallerRules.Spend):
+// the function that charges what it used, or a budgetError.
+func (rs *run) spend(ctx context.Context) (func(context.Context, *model.Usage), error) {
+	if rs.onSpend == nil {
+		return nil, nil
+	}
+	charge, exhausted := rs.onSpend(ctx, rs.model.Name())
+	if exhausted != nil {
+		return nil, &budgetError{exhausted}
+	}
+	return charge, nil
 }
 
 // generate asks the model for step stepNo, its text announced as it comes.

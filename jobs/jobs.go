@@ -469,6 +469,9 @@ type WakeArgs struct {
 	// Answered makes the wake a watch (Jobs.Watch): it also runs a thread paused on a call
 	// that has been answered since.
 	Answered bool `json:"answered,omitempty"`
+	// Budget makes the wake the end of a pause for a budget (agent.Scheduler): it runs the
+	// thread if its last run is still paused for its budget.
+	Budget bool `json:"budget,omitempty"`
 	// Trace: see RunArgs.
 	Trace map[string]string `json:"trace,omitempty"`
 }
@@ -491,6 +494,9 @@ func (w *wakeWorker) Work(ctx context.Context, job *river.Job[WakeArgs]) error {
 	ctx = withTrace(ctx, a.Trace)
 	if a.Answered {
 		return w.watch(ctx, a)
+	}
+	if a.Budget {
+		return w.budget(ctx, a)
 	}
 	return w.run.work(ctx, RunArgs{WorkspaceID: a.WorkspaceID, ThreadID: a.ThreadID, Agent: a.Agent}, job.JobRow, true)
 }
@@ -522,6 +528,25 @@ func (w *wakeWorker) watch(ctx context.Context, a WakeArgs) error {
 	return cfg.Runner.Background.Run(ctx, a.WorkspaceID, a.ThreadID, a.Agent)
 }
 
+// budget queues the run of a thread paused for its budget (agent.Scheduler): unless a run
+// since went on, ended otherwise or paused again for a budget with a later time to go on.
+// The run checks the budget again: one still reached pauses the thread again, and schedules
+// the next try.
+func (w *wakeWorker) budget(ctx context.Context, a WakeArgs) error {
+	cfg := w.run.cfg
+	t, err := cfg.Runner.Store.Thread(ctx, a.WorkspaceID, a.ThreadID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st := agent.ReadState(t); t.Status != store.StatusIdle || st.Outcome == nil || st.Outcome.Budget == nil {
+		return nil
+	}
+	return cfg.Runner.Background.Run(ctx, a.WorkspaceID, a.ThreadID, a.Agent)
+}
+
 // background is agent.Background on River: the runner's non-blocking children run as jobs, and
 // a parent given a child's result is woken by one, so both survive a crash and, on PostgreSQL,
 // run on any node.
@@ -531,7 +556,10 @@ type background struct {
 	}
 }
 
-var _ agent.Background = background{}
+var (
+	_ agent.Background = background{}
+	_ agent.Scheduler  = background{}
+)
 
 // Run queues a run of the thread; one already queued or running does (a child started again
 // after a crash).
@@ -545,6 +573,15 @@ func (b background) Run(ctx context.Context, workspaceID, threadID, agentName st
 		// was just given to the thread (a resumable child's next message). A wake runs it
 		// after that run, if anything is still queued.
 		return b.Wake(ctx, workspaceID, threadID, agentName)
+	}
+	return nil
+}
+
+// RunAt queues a wake of a thread paused for its budget, for at (see WakeArgs.Budget).
+func (b background) RunAt(ctx context.Context, workspaceID, threadID, agentName string, at time.Time) error {
+	args := WakeArgs{WorkspaceID: workspaceID, ThreadID: threadID, Agent: agentName, Budget: true, Trace: traceOf(ctx)}
+	if _, err := b.client.Insert(ctx, args, &river.InsertOpts{Queue: queue, ScheduledAt: at}); err != nil {
+		return fmt.Errorf("jobs: scheduling the run of thread %s for %s: %w", threadID, at.Format(time.RFC3339), err)
 	}
 	return nil
 }

@@ -369,21 +369,6 @@ func (p *Platform) runEntitlements(ctx context.Context, workspaceID string, raw 
 	return func(context.Context) func(*quiver.Tool) bool { return w.entitled(withActor) }
 }
 
-// runLimits is the runner's Limits: a run's calls counted as its caller's, as the agents of its
-// chain; a run no door started counts as its workspace's operator's (the workspace's own
-// limits still hold), and so does one whose caller does not decode.
-func (p *Platform) runLimits(ctx context.Context, workspaceID string, raw json.RawMessage, agents []string) func(context.Context, *quiver.Tool) (func(), *quiver.Result) {
-	a, known, err := p.runActor(workspaceID, raw, agents)
-	if err != nil || !known {
-		a = Operator(workspaceID, "")
-		a.Agents = agents
-	}
-	w := p.Workspace(ctx, workspaceID)
-	return func(ctx context.Context, t *quiver.Tool) (func(), *quiver.Result) {
-		return w.admit(WithActor(ctx, a), t)
-	}
-}
-
 // runActor is a run's caller as an actor, as the agents of its chain; known is false for a
 // run no door started, or one whose caller is the unrestricted operator.
 func (p *Platform) runActor(workspaceID string, raw json.RawMessage, agents []string) (a Actor, known bool, err error) {

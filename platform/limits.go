@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/model"
 	"github.com/quiverhq/quiver/platform/limits"
 	"github.com/quiverhq/quiver/store"
 )
@@ -128,6 +130,42 @@ func (w *Workspace) admit(ctx context.Context, t *quiver.Tool) (func(), *quiver.
 	return done, nil
 }
 
+// spend is a run's CallerRules.Spend: a model request of the run by ctx's actor, checked
+// against the workspace's limits of tokens and cost before it goes, and charged once it has
+// ended. When the counts cannot be reached the request goes, as a call does (see admit).
+func (w *Workspace) spend(ctx context.Context, modelName string) (func(context.Context, *model.Usage), *agent.Budget) {
+	set := w.limitsOf()
+	if set.Empty() {
+		return nil, nil
+	}
+	var sub limits.Subject
+	if a, ok := ActorFrom(ctx); ok {
+		sub = a.subject()
+	}
+	checks := set.MatchModel(&sub)
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	refusal, err := w.p.meter.Room(ctx, w.id, checks)
+	if err != nil {
+		w.p.logger.WarnContext(ctx, "platform: the limits' counts cannot be read; the model request goes", "workspace", w.id, "err", err)
+	}
+	if refusal != nil {
+		at := w.p.now().Add(refusal.RetryAfter).UTC().Truncate(time.Second).Add(time.Second)
+		return nil, &agent.Budget{Limit: refusal.Limit, RetryAt: at,
+			Message: refusal.Reached() + ": the run goes on at " + at.Format(time.RFC3339) + ", or when an admin raises the limit"}
+	}
+	return func(ctx context.Context, u *model.Usage) {
+		if u == nil {
+			return
+		}
+		cost := set.CostMicros(modelName, u.InputTokens, u.OutputTokens)
+		if err := w.p.meter.Charge(context.WithoutCancel(ctx), w.id, checks, u.InputTokens, u.OutputTokens, cost); err != nil {
+			w.p.logger.WarnContext(ctx, "platform: a model request's tokens and cost could not be counted against the limits", "workspace", w.id, "err", err)
+		}
+	}, nil
+}
+
 // Limits returns the actor's workspace's limits (admins only: they say what every caller may
 // do).
 func (p *Platform) Limits(ctx context.Context, a Actor) (*Limits, error) {
@@ -165,7 +203,8 @@ func (p *Platform) LimitStatus(ctx context.Context, a Actor) ([]limits.Status, e
 // SetLimits replaces the actor's workspace's limits (admins only) when they are at version
 // after (Conflict otherwise). A document that does not check is refused naming the part
 // (limits[3].calls.per_minute), and nothing changes. Every door of every node follows within
-// a second; what was counted under a limit of the same name and kind still counts.
+// a second; what was counted under a limit of the same name and kind still counts. The runs
+// paused for their budget go on, and check it again.
 func (p *Platform) SetLimits(ctx context.Context, a Actor, doc limits.Document, after int64) (*Limits, error) {
 	if err := a.mayAdminister("call within the limits, not change them"); err != nil {
 		return nil, err
@@ -192,5 +231,6 @@ func (p *Platform) SetLimits(ctx context.Context, a Actor, doc limits.Document, 
 		return nil, storeError(err, "workspace "+a.WorkspaceID, "version")
 	}
 	p.ToolsChanged(ctx, a.WorkspaceID)
+	p.resumeBudgets(ctx, a.WorkspaceID)
 	return p.Limits(ctx, a)
 }

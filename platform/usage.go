@@ -92,18 +92,26 @@ func (w *Workspace) request(ctx context.Context, modelName string, u *model.Usag
 }
 
 // runRules are the runner's Rules: a run's caller, decoded once per run, as the agents of its
-// chain (see runEntitlements and runLimits).
+// chain (see runEntitlements). Its calls and model requests are limited and metered as its
+// caller's; a run no door started, as its workspace's operator's (the workspace's own limits
+// still hold), and so is one whose caller does not decode.
 func (p *Platform) runRules(ctx context.Context, workspaceID string, raw json.RawMessage, agents []string) agent.CallerRules {
-	rules := agent.CallerRules{Entitled: p.runEntitlements(ctx, workspaceID, raw, agents), Admit: p.runLimits(ctx, workspaceID, raw, agents)}
-	if p.usage == nil {
-		return rules
-	}
 	a, known, err := p.runActor(workspaceID, raw, agents)
 	if err != nil || !known {
 		a = Operator(workspaceID, "")
 		a.Agents = agents
 	}
 	w := p.Workspace(ctx, workspaceID)
+	rules := agent.CallerRules{
+		Entitled: p.runEntitlements(ctx, workspaceID, raw, agents),
+		Admit:    func(ctx context.Context, t *quiver.Tool) (func(), *quiver.Result) { return w.admit(WithActor(ctx, a), t) },
+		Spend: func(ctx context.Context, name string) (func(context.Context, *model.Usage), *agent.Budget) {
+			return w.spend(WithActor(ctx, a), name)
+		},
+	}
+	if p.usage == nil {
+		return rules
+	}
 	rules.Observe = func(ctx context.Context, c *quiver.Call, r *quiver.Result, took time.Duration) {
 		w.observe(WithActor(ctx, a), c, r, took)
 	}

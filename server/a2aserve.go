@@ -419,6 +419,15 @@ func (h *a2aRequests) state(ctx context.Context, id taskID) (*a2asdk.Task, bool,
 		t.Status.Message = agentText("The run failed, and was given up.")
 	case st.Status == platform.StatusTerminated:
 		t.Status.State = a2asdk.TaskStateCanceled
+	case st.Status == platform.StatusRunning:
+		// The run went on as another (a decision, a budget with room again): still working.
+		t.Status.State = a2asdk.TaskStateWorking
+		return t, false, nil
+	case st.Run != nil && st.Run.Budget != nil:
+		// No one is asked: the run goes on by itself, and the task with it.
+		t.Status.State = a2asdk.TaskStateWorking
+		t.Status.Message = agentText("The run stopped before its next model request (budget_exhausted): " + st.Run.Budget.Message + ".")
+		return t, false, nil
 	case st.Pending != nil:
 		t.Status.State = a2asdk.TaskStateInputRequired
 		t.Status.Message = agentText("The run waits on the call " + st.Pending.Call.Name + " (" + string(st.Pending.Reason) +

@@ -50,7 +50,8 @@ func CheckLimits(l *WorkspaceLimits) error {
 type LimitWindows interface {
 	// TakeLimitWindow counts up to want calls in slot of the workspace's counter key, as many
 	// as keep the counts of the span slots ending at slot within max, and returns how many it
-	// counted and the counts of those slots after it, oldest first. Counters whose slots have
+	// counted and the counts of those slots after it, oldest first (want 0 reads them).
+	// Counters whose slots have
 	// all left their window are dropped as they are next counted in, or by PurgeLimitWindows.
 	TakeLimitWindow(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (taken int, counts []int, err error)
 }

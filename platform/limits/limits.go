@@ -1,8 +1,11 @@
-// Package limits holds a workspace's limits on calls: how many calls its callers may make per
-// second, minute, hour and day, and how many may run at once. A limit selects calls by who
-// makes them and which tool they call (as the entitlement rules do), and counts them together
-// or separately per key, user, agent, toolset or tool (Per): "each key 100 calls a minute",
-// "the refunds tool 10 a day for each user", "the workspace 50 calls at once".
+// Package limits holds a workspace's limits on calls and on model requests: how many calls its
+// callers may make per second, minute, hour and day, and how many may run at once; how many
+// model tokens their agent runs may use per minute and day, and what those may cost per day and
+// month. A limit selects calls by who makes them and which tool they call (as the entitlement
+// rules do), and counts them together or separately per key, user, agent, toolset or tool
+// (Per): "each key 100 calls a minute", "the refunds tool 10 a day for each user", "the
+// workspace 50 calls at once", "each user 2 million input tokens a day", "the support team 40
+// a month".
 //
 // Every limit that matches a call applies; among the limits that count the same thing the
 // same way (one quantity, one Per), the most specific applies alone, so that a key's own limit
@@ -75,7 +78,39 @@ type Limit struct {
 	Calls Rates `json:"calls,omitzero" yaml:"calls,omitempty"`
 	// Concurrent bounds the calls it counts that run at once; 0: no bound.
 	Concurrent int `json:"concurrent,omitempty" yaml:"concurrent,omitempty"`
+	// Tokens bounds the model tokens of the agent runs it selects, per minute and day. A run
+	// whose next model request would go past a bound already reached stops, resumably, until
+	// the bound has room again (budget_exhausted). A limit with tokens or cost selects by
+	// who alone: a model request calls no tool.
+	Tokens Tokens `json:"tokens,omitzero" yaml:"tokens,omitempty"`
+	// Cost bounds what the model requests of the runs it selects cost by the price table
+	// (Prices), per day and month, in the table's unit, as Tokens do.
+	Cost Cost `json:"cost,omitzero" yaml:"cost,omitempty"`
 }
+
+// Tokens are bounds on model tokens; 0 leaves one unbounded.
+type Tokens struct {
+	// InputPerMinute bounds the input (prompt) tokens of a minute; 0: no bound.
+	InputPerMinute int64 `json:"input_per_minute,omitempty" yaml:"input_per_minute,omitempty"`
+	// InputPerDay bounds the input tokens of a day; 0: no bound.
+	InputPerDay int64 `json:"input_per_day,omitempty" yaml:"input_per_day,omitempty"`
+	// OutputPerMinute bounds the output (completion) tokens of a minute; 0: no bound.
+	OutputPerMinute int64 `json:"output_per_minute,omitempty" yaml:"output_per_minute,omitempty"`
+	// OutputPerDay bounds the output tokens of a day; 0: no bound.
+	OutputPerDay int64 `json:"output_per_day,omitempty" yaml:"output_per_day,omitempty"`
+}
+
+// Cost are bounds on what model requests cost, in the price table's unit; 0 leaves one
+// unbounded.
+type Cost struct {
+	// PerDay bounds the cost of a day (the last 24 hours); 0: no bound.
+	PerDay float64 `json:"per_day,omitempty" yaml:"per_day,omitempty"`
+	// PerMonth bounds the cost of a month (the last 30 days); 0: no bound.
+	PerMonth float64 `json:"per_month,omitempty" yaml:"per_month,omitempty"`
+}
+
+// models reports whether l bounds model requests.
+func (l *Limit) models() bool { return l.Tokens != (Tokens{}) || l.Cost != (Cost{}) }
 
 // Rates are counts per period; 0 leaves a period unbounded.
 type Rates struct {
@@ -104,6 +139,8 @@ var dimensions = []string{PerKey, PerUser, PerAgent, PerToolset, PerTool}
 const (
 	MaxLimits = 1000 // limits a workspace
 	MaxCount  = 1_000_000_000
+	MaxTokens = 1_000_000_000_000 // a bound of tokens
+	MaxCost   = 1_000_000_000     // a bound of cost, in the price table's unit
 	MaxPrices = 1000      // prices a workspace's table
 	MaxPrice  = 1_000_000 // the price of a million tokens
 )
@@ -174,8 +211,8 @@ func (l *Limit) check(field string) error {
 		return &FieldError{Field: field + ".name", Message: fmt.Sprintf("%q is not 1 to 64 characters of a-z, A-Z, 0-9, _, . and -", truncate(l.Name, 80))}
 	case len(l.Description) > entitle.MaxText:
 		return &FieldError{Field: field + ".description", Message: fmt.Sprintf("over %d bytes", entitle.MaxText)}
-	case l.Calls == (Rates{}) && l.Concurrent == 0:
-		return &FieldError{Field: field, Message: "bounds nothing: give calls (per_second, per_minute, per_hour, per_day) or concurrent"}
+	case l.Calls == (Rates{}) && l.Concurrent == 0 && !l.models():
+		return &FieldError{Field: field, Message: "bounds nothing: give calls (per_second, per_minute, per_hour, per_day), concurrent, tokens or cost"}
 	}
 	if err := entitle.CheckWho(&l.Who, field+".who"); err != nil {
 		return err
@@ -191,13 +228,48 @@ func (l *Limit) check(field string) error {
 			return &FieldError{Field: fmt.Sprintf("%s.per[%d]", field, i), Message: fmt.Sprintf("%q is named twice", p)}
 		}
 	}
+	if err := l.checkModels(field); err != nil {
+		return err
+	}
+	return l.checkBounds(field)
+}
+
+// checkModels refuses a limit of model requests that selects or counts by tool: a model
+// request calls none, so such a limit would never count one.
+func (l *Limit) checkModels(field string) error {
+	if !l.models() {
+		return nil
+	}
+	if len(l.Tools) > 0 || l.Source != "" || l.When != (quiver.Hints{}) {
+		return &FieldError{Field: field, Message: "bounds tokens or cost, which model requests use, and selects tools (tools, source, when): " +
+			"a model request calls no tool; give the tokens and cost in a limit that selects by who alone"}
+	}
+	if i := slices.Index(l.Per, PerTool); i >= 0 {
+		return &FieldError{Field: fmt.Sprintf("%s.per[%d]", field, i), Message: "a limit of tokens or cost cannot count per tool: a model request calls none"}
+	}
+	return nil
+}
+
+// checkBounds refuses a bound below 0 or over its maximum.
+func (l *Limit) checkBounds(field string) error {
+	for _, c := range []struct {
+		name   string
+		n, max int64
+	}{{"calls.per_second", int64(l.Calls.PerSecond), MaxCount}, {"calls.per_minute", int64(l.Calls.PerMinute), MaxCount},
+		{"calls.per_hour", int64(l.Calls.PerHour), MaxCount}, {"calls.per_day", int64(l.Calls.PerDay), MaxCount},
+		{"concurrent", int64(l.Concurrent), MaxCount}, {"tokens.input_per_minute", l.Tokens.InputPerMinute, MaxTokens},
+		{"tokens.input_per_day", l.Tokens.InputPerDay, MaxTokens}, {"tokens.output_per_minute", l.Tokens.OutputPerMinute, MaxTokens},
+		{"tokens.output_per_day", l.Tokens.OutputPerDay, MaxTokens}} {
+		if c.n < 0 || c.n > c.max {
+			return &FieldError{Field: field + "." + c.name, Message: fmt.Sprintf("%d is not between 0 and %d", c.n, c.max)}
+		}
+	}
 	for _, c := range []struct {
 		name string
-		n    int
-	}{{"calls.per_second", l.Calls.PerSecond}, {"calls.per_minute", l.Calls.PerMinute}, {"calls.per_hour", l.Calls.PerHour},
-		{"calls.per_day", l.Calls.PerDay}, {"concurrent", l.Concurrent}} {
-		if c.n < 0 || c.n > MaxCount {
-			return &FieldError{Field: field + "." + c.name, Message: fmt.Sprintf("%d is not between 0 and %d", c.n, MaxCount)}
+		v    float64
+	}{{"cost.per_day", l.Cost.PerDay}, {"cost.per_month", l.Cost.PerMonth}} {
+		if !(c.v >= 0 && c.v <= MaxCost) { // NaN fails both
+			return &FieldError{Field: field + "." + c.name, Message: fmt.Sprintf("%v is not between 0 and %d", c.v, MaxCost)}
 		}
 	}
 	return nil

@@ -56,6 +56,14 @@ func TestDocumentChecks(t *testing.T) {
 		{"negative price", `{"prices":[{"model":"a:*","input_per_million":-1,"output_per_million":1}]}`, "prices[0].input_per_million"},
 		{"price too large", `{"prices":[{"model":"a:*","input_per_million":1,"output_per_million":2000000}]}`, "prices[0].output_per_million"},
 		{"price of an unknown field", `{"prices":[{"model":"a:*","input_per_1k":1}]}`, "document"},
+		{"tokens of a tool", `{"limits":[{"name":"a","tools":["x"],"tokens":{"input_per_day":9}}]}`, "limits[0]"},
+		{"cost of a source", `{"limits":[{"name":"a","source":"mcp:*","cost":{"per_day":9}}]}`, "limits[0]"},
+		{"tokens per tool", `{"limits":[{"name":"a","per":["user","tool"],"tokens":{"output_per_minute":9}}]}`, "limits[0].per[1]"},
+		{"negative tokens", `{"limits":[{"name":"a","tokens":{"input_per_minute":-1}}]}`, "limits[0].tokens.input_per_minute"},
+		{"too many tokens", `{"limits":[{"name":"a","tokens":{"output_per_day":2000000000000}}]}`, "limits[0].tokens.output_per_day"},
+		{"negative cost", `{"limits":[{"name":"a","cost":{"per_month":-0.5}}]}`, "limits[0].cost.per_month"},
+		{"too large a cost", `{"limits":[{"name":"a","cost":{"per_day":1e10}}]}`, "limits[0].cost.per_day"},
+		{"unknown token bound", `{"limits":[{"name":"a","tokens":{"total_per_day":9}}]}`, "document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode([]byte(tc.doc))
@@ -288,5 +296,96 @@ func TestPerUserHoldsAcrossKeys(t *testing.T) {
 	}
 	if keyless == "" || keyless == set.Match(&Subject{User: "usr_8"}, lookup)[0].Key {
 		t.Fatalf("a token's calls per key: %v", token)
+	}
+}
+
+// Limits of model requests: chosen by who alone, the most specific of a kind, counted by
+// amount once a request ends; a request goes while a window has room and is refused, with the
+// time it has room again, once it is full.
+func TestModelRequests(t *testing.T) {
+	c := &clock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	set, err := Compile(&Document{Limits: []Limit{
+		{Name: "each-user", Per: []string{PerUser}, Tokens: Tokens{InputPerMinute: 1000, OutputPerDay: 500}},
+		{Name: "alice", Who: entitle.Who{User: "alice"}, Per: []string{PerUser}, Tokens: Tokens{InputPerMinute: 5000}},
+		{Name: "team", Cost: Cost{PerDay: 2, PerMonth: 10}},
+		{Name: "calls-only", Calls: Rates{PerMinute: 1}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(checks []Check) []string {
+		var out []string
+		for _, ch := range checks {
+			out = append(out, ch.Limit+" "+ch.Quantity.String())
+		}
+		slices.Sort(out)
+		return out
+	}
+	bob, alice := &Subject{User: "bob"}, &Subject{User: "alice"}
+	if got := names(set.MatchModel(bob)); !slices.Equal(got, []string{"each-user input tokens per minute", "each-user output tokens per day",
+		"team cost per day", "team cost per month"}) {
+		t.Fatalf("bob's checks: %v", got)
+	}
+	// alice's own limit replaces the default input bound; the output bound and the team's stay.
+	if got := names(set.MatchModel(alice)); !slices.Equal(got, []string{"alice input tokens per minute", "each-user output tokens per day",
+		"team cost per day", "team cost per month"}) {
+		t.Fatalf("alice's checks: %v", got)
+	}
+	m := &Meter{Now: c.Now}
+	ctx := context.Background()
+	room := func(sub *Subject) *Refusal {
+		t.Helper()
+		r, err := m.Room(ctx, "ws", set.MatchModel(sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := room(bob); r != nil {
+		t.Fatalf("a first request refused: %+v", r)
+	}
+	// A request past the bound is counted whole: it was made.
+	if err := m.Charge(ctx, "ws", set.MatchModel(bob), 1200, 100, 1_500_000); err != nil {
+		t.Fatal(err)
+	}
+	r := room(bob)
+	if r == nil || r.Limit != "each-user" || r.Quantity != InputTokensPerMinute || r.RetryAfter < 55*time.Second || r.RetryAfter > 61*time.Second {
+		t.Fatalf("bob over his input tokens: %+v", r)
+	}
+	if r := room(&Subject{User: "carol"}); r != nil {
+		t.Fatalf("carol is refused for bob's tokens: %+v", r)
+	}
+	c.add(62 * time.Second)
+	if r := room(bob); r != nil {
+		t.Fatalf("bob a minute later: %+v", r)
+	}
+	// The team's 2 a day: 1.5 spent, another 0.6 by alice passes it; both are refused, until
+	// the spent quarter-hour slots leave the day's window.
+	if err := m.Charge(ctx, "ws", set.MatchModel(alice), 10, 10, 600_000); err != nil {
+		t.Fatal(err)
+	}
+	r = room(alice)
+	if r == nil || r.Limit != "team" || r.Quantity != CostPerDay || r.Max != 2_000_000 {
+		t.Fatalf("alice over the team's day: %+v", r)
+	}
+	if r.RetryAfter < 23*time.Hour || r.RetryAfter > 24*time.Hour+15*time.Minute {
+		t.Fatalf("the day has room again in %s", r.RetryAfter)
+	}
+	c.add(r.RetryAfter)
+	if r := room(alice); r != nil {
+		t.Fatalf("after the day: %+v", r)
+	}
+	st, err := m.Status(ctx, "ws", set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.Limit == "team" && s.Quantity == CostPerMonth && (s.Used != 2_100_000 || s.Quantity.Period() != "month" || s.Quantity.Measure() != "cost") {
+			t.Fatalf("the team's month: %+v", s)
+		}
+	}
+	// Calls are no model requests, and model requests no calls.
+	if checks := set.Match(bob, tool(t, "x")); len(checks) != 1 || checks[0].Limit != "calls-only" {
+		t.Fatalf("a call's checks: %v", checks)
 	}
 }

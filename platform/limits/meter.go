@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -90,9 +91,19 @@ func (r *Refusal) Result() *quiver.Result {
 	if r.Quantity == Concurrent {
 		when = "try again when one of them has ended"
 	}
-	res := quiver.Errorf(r.Quantity.code(), "the limit %q allows %d %s and is reached: %s", r.Limit, r.Max, r.Quantity, when)
+	res := quiver.Errorf(r.Quantity.code(), "%s: %s", r.Reached(), when)
 	res.Meta, _ = json.Marshal(map[string]any{"limit": r.Limit, "retry_after_seconds": secs})
 	return res
+}
+
+// Reached says which bound is reached: "the limit "x" allows 5 calls per minute and is
+// reached" (a cost in the price table's unit).
+func (r *Refusal) Reached() string {
+	if r.Quantity == CostPerDay || r.Quantity == CostPerMonth {
+		return fmt.Sprintf("the limit %q allows a cost of %s per %s and is reached", r.Limit,
+			strconv.FormatFloat(float64(r.Max)/1e6, 'f', -1, 64), r.Quantity.Period())
+	}
+	return fmt.Sprintf("the limit %q allows %d %s and is reached", r.Limit, r.Max, r.Quantity)
 }
 
 // RetryAfterSeconds is RetryAfter in whole seconds, at least 1.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -17,14 +18,25 @@ import (
 // Quantity is what a check counts.
 type Quantity uint8
 
-// The quantities a limit bounds.
+// The quantities a limit bounds: of calls (CallsPerSecond to Concurrent), and of model
+// requests (InputTokensPerMinute to CostPerMonth).
 const (
 	CallsPerSecond Quantity = iota
 	CallsPerMinute
 	CallsPerHour
 	CallsPerDay
 	Concurrent
+	InputTokensPerMinute
+	InputTokensPerDay
+	OutputTokensPerMinute
+	OutputTokensPerDay
+	CostPerDay // in millionths of the price table's unit
+	CostPerMonth
+	lastQuantity = CostPerMonth
 )
+
+// Model reports whether q is a quantity of model requests.
+func (q Quantity) Model() bool { return q > Concurrent }
 
 // window is how a rate is counted: its period in slots of equal length (see Meter).
 type window struct {
@@ -33,14 +45,22 @@ type window struct {
 }
 
 var windows = [...]window{
-	CallsPerSecond: {time.Second, 10},
-	CallsPerMinute: {time.Minute, 60},
-	CallsPerHour:   {time.Hour, 60},
-	CallsPerDay:    {24 * time.Hour, 96},
+	CallsPerSecond:        {time.Second, 10},
+	CallsPerMinute:        {time.Minute, 60},
+	CallsPerHour:          {time.Hour, 60},
+	CallsPerDay:           {24 * time.Hour, 96},
+	InputTokensPerMinute:  {time.Minute, 60},
+	InputTokensPerDay:     {24 * time.Hour, 96},
+	OutputTokensPerMinute: {time.Minute, 60},
+	OutputTokensPerDay:    {24 * time.Hour, 96},
+	CostPerDay:            {24 * time.Hour, 96},
+	CostPerMonth:          {30 * 24 * time.Hour, 30},
 }
 
 func (q Quantity) String() string {
-	return [...]string{"calls per second", "calls per minute", "calls per hour", "calls per day", "concurrent calls"}[q]
+	return [...]string{"calls per second", "calls per minute", "calls per hour", "calls per day", "concurrent calls",
+		"input tokens per minute", "input tokens per day", "output tokens per minute", "output tokens per day",
+		"cost per day", "cost per month"}[q]
 }
 
 // code is the refusal's code: a call over a daily bound has used its quota; over a shorter
@@ -131,50 +151,78 @@ func (s *Set) Match(sub *Subject, t *quiver.Tool) []Check {
 	if s.Empty() {
 		return nil
 	}
-	type best struct {
-		specificity int
-		limits      []*compiled
-	}
-	var groups map[string]*best
+	var p picker
 	for _, i := range s.selecting(t) {
 		l := &s.limits[i]
 		if !l.Who.Matches(sub) {
 			continue
 		}
-		for q := CallsPerSecond; q <= Concurrent; q++ {
-			if l.bound(q) == 0 {
-				continue
-			}
-			if groups == nil {
-				groups = map[string]*best{}
-			}
-			g := l.group + "/" + q.String()
-			b := groups[g]
-			switch {
-			case b == nil || l.specificity > b.specificity:
-				groups[g] = &best{l.specificity, []*compiled{l}}
-			case l.specificity == b.specificity:
-				b.limits = append(b.limits, l)
-			}
+		p.add(l, CallsPerSecond, Concurrent)
+	}
+	return p.checks(sub, t)
+}
+
+// MatchModel returns the checks a model request of a run by sub must keep, as Match does for a
+// call: every limit of tokens or cost whose who selects sub, the most specific alone among
+// those counting one quantity the same way.
+func (s *Set) MatchModel(sub *Subject) []Check {
+	if s.Empty() {
+		return nil
+	}
+	var p picker
+	for i := range s.limits {
+		if l := &s.limits[i]; l.models() && l.Who.Matches(sub) {
+			p.add(l, InputTokensPerMinute, lastQuantity)
 		}
 	}
+	return p.checks(sub, nil)
+}
+
+// picker keeps, for each quantity and way of counting it, the most specific limits that bound
+// it.
+type picker struct {
+	groups map[groupKey]*best
+}
+
+type groupKey struct {
+	per      string
+	quantity Quantity
+}
+
+type best struct {
+	specificity int
+	limits      []*compiled
+}
+
+// add considers l's bounds of the quantities from first to last.
+func (p *picker) add(l *compiled, first, last Quantity) {
+	for q := first; q <= last; q++ {
+		if l.bound(q) == 0 {
+			continue
+		}
+		if p.groups == nil {
+			p.groups = map[groupKey]*best{}
+		}
+		g := groupKey{l.group, q}
+		b := p.groups[g]
+		switch {
+		case b == nil || l.specificity > b.specificity:
+			p.groups[g] = &best{l.specificity, []*compiled{l}}
+		case l.specificity == b.specificity:
+			b.limits = append(b.limits, l)
+		}
+	}
+}
+
+// checks are the chosen limits' checks for a call of t (nil: a model request) by sub.
+func (p *picker) checks(sub *Subject, t *quiver.Tool) []Check {
 	var checks []Check
-	for g, b := range groups {
-		q := quantityOf(g)
+	for g, b := range p.groups {
 		for _, l := range b.limits {
-			checks = append(checks, Check{Limit: l.Name, Quantity: q, Max: l.bound(q), Key: l.key(q, sub, t)})
+			checks = append(checks, Check{Limit: l.Name, Quantity: g.quantity, Max: l.bound(g.quantity), Key: l.key(g.quantity, sub, t)})
 		}
 	}
 	return checks
-}
-
-func quantityOf(group string) Quantity {
-	for q := CallsPerSecond; q <= Concurrent; q++ {
-		if strings.HasSuffix(group, "/"+q.String()) {
-			return q
-		}
-	}
-	return Concurrent
 }
 
 // selecting returns the limits whose tool selector selects t.
@@ -196,7 +244,7 @@ func (s *Set) selecting(t *quiver.Tool) []int {
 	return sel
 }
 
-// bound is l's bound of q; 0: none.
+// bound is l's bound of q (a cost in millionths of the price table's unit); 0: none.
 func (l *compiled) bound(q Quantity) int {
 	switch q {
 	case CallsPerSecond:
@@ -207,9 +255,30 @@ func (l *compiled) bound(q Quantity) int {
 		return l.Calls.PerHour
 	case CallsPerDay:
 		return l.Calls.PerDay
-	default:
+	case Concurrent:
 		return l.Concurrent
+	case InputTokensPerMinute:
+		return int(l.Tokens.InputPerMinute)
+	case InputTokensPerDay:
+		return int(l.Tokens.InputPerDay)
+	case OutputTokensPerMinute:
+		return int(l.Tokens.OutputPerMinute)
+	case OutputTokensPerDay:
+		return int(l.Tokens.OutputPerDay)
+	case CostPerDay:
+		return micros(l.Cost.PerDay)
+	default:
+		return micros(l.Cost.PerMonth)
 	}
+}
+
+// micros is v in millionths, rounded, at least 1 when v is above 0 (a bound of 0.0000001
+// bounds, it does not vanish).
+func micros(v float64) int {
+	if v <= 0 {
+		return 0
+	}
+	return max(1, int(math.Round(v*1e6)))
 }
 
 // key is the counter of q that a call of t by sub counts in: the limit's name and the
@@ -246,6 +315,9 @@ func valueOf(dim string, sub *Subject, t *quiver.Tool) string {
 	case PerToolset:
 		return sub.Toolset
 	default:
+		if t == nil {
+			return "" // a model request: Check refuses limits of them that count per tool
+		}
 		return t.Name()
 	}
 }

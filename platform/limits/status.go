@@ -25,9 +25,23 @@ type Counts interface {
 	Counts(ctx context.Context, workspaceID string) (map[string]int, error)
 }
 
-// Period is q's period as a word: second, minute, hour, day, or concurrent.
+// Period is q's period as a word: second, minute, hour, day, month (30 days), or concurrent.
 func (q Quantity) Period() string {
-	return [...]string{"second", "minute", "hour", "day", "concurrent"}[q]
+	return [...]string{"second", "minute", "hour", "day", "concurrent", "minute", "day", "minute", "day", "day", "month"}[q]
+}
+
+// Measure is what q counts: calls, input_tokens, output_tokens or cost (in millionths of the
+// price table's unit).
+func (q Quantity) Measure() string {
+	switch q {
+	case InputTokensPerMinute, InputTokensPerDay:
+		return "input_tokens"
+	case OutputTokensPerMinute, OutputTokensPerDay:
+		return "output_tokens"
+	case CostPerDay, CostPerMonth:
+		return "cost"
+	}
+	return "calls"
 }
 
 // Status returns how close each bound of set's limits is in workspace now, in the
@@ -43,7 +57,7 @@ func (m *Meter) Status(ctx context.Context, workspaceID string, set *Set) ([]Sta
 	var out []Status
 	for i := range set.limits {
 		l := &set.limits[i]
-		for q := CallsPerSecond; q <= Concurrent; q++ {
+		for q := CallsPerSecond; q <= lastQuantity; q++ {
 			if l.bound(q) == 0 {
 				continue
 			}
@@ -61,8 +75,9 @@ func (m *Meter) Status(ctx context.Context, workspaceID string, set *Set) ([]Sta
 	return out, nil
 }
 
-// quantityKeys are the quantities as a counter's key names them (see compiled.key).
-var quantityKeys = [...]string{"s", "m", "h", "d", "c"}
+// quantityKeys are the quantities as a counter's key names them (see compiled.key): the
+// period's letter first (s, m, h, d, mo: the store's purge reads it), then what is counted.
+var quantityKeys = [...]string{"s", "m", "h", "d", "c", "m.in", "d.in", "m.out", "d.out", "d.cost", "mo.cost"}
 
 // counts are the counts of the workspace's counters now: the fleet's, from the store, when
 // the Windows keep them; else this process's.
@@ -101,9 +116,9 @@ func windowOf(key string) window {
 	if len(parts) < 2 {
 		return window{}
 	}
-	for q, k := range quantityKeys[:Concurrent] {
+	for q, k := range quantityKeys {
 		if parts[1] == k {
-			return windows[q]
+			return windows[q] // none for Concurrent
 		}
 	}
 	return window{}

@@ -21,10 +21,11 @@ var (
 func (s *Store) LimitCounts(ctx context.Context, workspaceID string) (map[string]int, error) {
 	rows, err := s.pool.Query(ctx, `WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1e9)::bigint AS ns)
 		(SELECT w.key, sum(w.n)::bigint FROM limit_windows w, now WHERE w.workspace_id = $1 AND (
-			(split_part(w.key, '/', 2) = 's' AND w.slot > now.ns / 100000000 - 11) OR
-			(split_part(w.key, '/', 2) = 'm' AND w.slot > now.ns / 1000000000 - 61) OR
-			(split_part(w.key, '/', 2) = 'h' AND w.slot > now.ns / 60000000000 - 61) OR
-			(split_part(w.key, '/', 2) = 'd' AND w.slot > now.ns / 900000000000 - 97))
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 's' AND w.slot > now.ns / 100000000 - 11) OR
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 'm' AND w.slot > now.ns / 1000000000 - 61) OR
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 'h' AND w.slot > now.ns / 60000000000 - 61) OR
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 'd' AND w.slot > now.ns / 900000000000 - 97) OR
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 'mo' AND w.slot > now.ns / 86400000000000 - 31))
 		GROUP BY w.key)
 		UNION ALL
 		(SELECT key, sum(held)::bigint FROM limit_holds WHERE workspace_id = $1 AND expires_at > clock_timestamp() GROUP BY key)
@@ -51,7 +52,7 @@ func (s *Store) LimitCounts(ctx context.Context, workspaceID string) (map[string
 // TakeLimitWindow counts calls in a counter of a rate limit the nodes share (see
 // store.LimitWindows): one statement, quiver_take_limit (migration 0019).
 func (s *Store) TakeLimitWindow(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (int, []int, error) {
-	if span < 1 || span > 1000 || max < 0 || want < 1 {
+	if span < 1 || span > 1000 || max < 0 || want < 0 {
 		return 0, nil, fmt.Errorf("postgres: take limit window %s: span %d, max %d, want %d: %w", key, span, max, want, store.ErrInvalid)
 	}
 	var out []int64
@@ -83,15 +84,16 @@ func (s *Store) HoldLimit(ctx context.Context, workspaceID, key, node string, wa
 
 // PurgeLimits drops the slots that have left their window for good, by the database's clock,
 // and the holdings that lapsed (see store.LimitPurger). A counter's key says its period
-// (NAME/s, /m, /h, /d: see platform/limits), and so its slots' length and window; a slot
+// (NAME/s, /m, /h, /d, /mo, before any dot: see platform/limits), and so its slots' length and window; a slot
 // counted by a node whose clock runs ahead is newer than the cut, and stays.
 func (s *Store) PurgeLimits(ctx context.Context) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1e9)::bigint AS ns)
 		DELETE FROM limit_windows w USING now WHERE
-			(split_part(w.key, '/', 2) = 's' AND w.slot <= now.ns / 100000000 - 11) OR
-			(split_part(w.key, '/', 2) = 'm' AND w.slot <= now.ns / 1000000000 - 61) OR
-			(split_part(w.key, '/', 2) = 'h' AND w.slot <= now.ns / 60000000000 - 61) OR
-			(split_part(w.key, '/', 2) = 'd' AND w.slot <= now.ns / 900000000000 - 97)`)
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 's' AND w.slot <= now.ns / 100000000 - 11) OR
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 'm' AND w.slot <= now.ns / 1000000000 - 61) OR
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 'h' AND w.slot <= now.ns / 60000000000 - 61) OR
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 'd' AND w.slot <= now.ns / 900000000000 - 97) OR
+			(split_part(split_part(w.key, '/', 2), '.', 1) = 'mo' AND w.slot <= now.ns / 86400000000000 - 31)`)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: purge limit windows: %w", err)
 	}

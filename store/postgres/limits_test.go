@@ -57,3 +57,36 @@ func TestLimitCounts(t *testing.T) {
 		t.Error("a window of 5,000 slots was taken")
 	}
 }
+
+// The counters of model requests' tokens and cost: an amount counted whatever the bound, a
+// take of 0 that reads, and periods read from the key's letters before the dot (a month's
+// slots are days).
+func TestLimitCountsOfModelRequests(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	now := time.Now().UnixNano()
+	day := now / int64(24*time.Hour)
+	quarter := now / int64(15*time.Minute)
+	if taken, counts, err := s.TakeLimitWindow(ctx, "wsp_1", "b/mo.cost", day, 31, 1<<60, 7_500_000); err != nil || taken != 7_500_000 || counts[30] != 7_500_000 {
+		t.Fatalf("a cost counted: %d %v", taken, err)
+	}
+	if taken, counts, err := s.TakeLimitWindow(ctx, "wsp_1", "b/mo.cost", day, 31, 1<<60, 0); err != nil || taken != 0 || counts[30] != 7_500_000 {
+		t.Fatalf("a read: %d %v %v", taken, counts[30], err)
+	}
+	for _, k := range []struct {
+		key  string
+		slot int64
+		span int
+	}{{"b/d.in", quarter, 97}, {"old/d.out", quarter - 200, 97}, {"old/mo.cost", day - 40, 31}, {"live/mo.cost", day - 20, 31}} {
+		if _, _, err := s.TakeLimitWindow(ctx, "wsp_1", k.key, k.slot, k.span, 1<<60, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts, err := s.LimitCounts(ctx, "wsp_1")
+	if err != nil || counts["b/mo.cost"] != 7_500_000 || counts["b/d.in"] != 10 || counts["live/mo.cost"] != 10 || counts["old/d.out"] != 0 || counts["old/mo.cost"] != 0 {
+		t.Fatalf("counts: %v %v", counts, err)
+	}
+	if n, err := s.PurgeLimits(ctx); err != nil || n != 2 {
+		t.Fatalf("the purge removed %d rows (%v), want the two old counters' slots", n, err)
+	}
+}
