@@ -104,7 +104,9 @@ func (p *Platform) runRules(ctx context.Context, workspaceID string, raw json.Ra
 	w := p.Workspace(ctx, workspaceID)
 	rules := agent.CallerRules{
 		Entitled: p.runEntitlements(ctx, workspaceID, raw, agents),
-		Admit:    func(ctx context.Context, t *quiver.Tool) (func(), *quiver.Result) { return w.admit(WithActor(ctx, a), t) },
+		Admit: func(ctx context.Context, t *quiver.Tool) (func(), *quiver.Result) {
+			return w.admit(WithActor(ctx, a), t)
+		},
 		Spend: func(ctx context.Context, name string) (func(context.Context, *model.Usage), *agent.Budget) {
 			return w.spend(WithActor(ctx, a), name)
 		},

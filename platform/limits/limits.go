@@ -141,8 +141,8 @@ const (
 	MaxCount  = 1_000_000_000
 	MaxTokens = 1_000_000_000_000 // a bound of tokens
 	MaxCost   = 1_000_000_000     // a bound of cost, in the price table's unit
-	MaxPrices = 1000      // prices a workspace's table
-	MaxPrice  = 1_000_000 // the price of a million tokens
+	MaxPrices = 1000              // prices a workspace's table
+	MaxPrice  = 1_000_000         // the price of a million tokens
 )
 
 var limitName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
