@@ -123,7 +123,8 @@ type Config struct {
 	// UsageRetention is how long the purge keeps the usage Entities keeps (store.Usage): hour
 	// and day rows this long, minute rows usage.MinuteRetention. 0 keeps it all.
 	UsageRetention time.Duration
-	// Now is the purge's clock; nil means time.Now (tests move it).
+	// Now is the jobs' clock: the purge's, and River's (when a job scheduled for later, such
+	// as a run paused for its budget, is due); nil means time.Now. Tests move it.
 	Now func() time.Time
 	// pollInterval, when set, is how often River looks for new jobs (tests shorten it).
 	pollInterval time.Duration
@@ -200,10 +201,24 @@ func (c *Config) riverConfig(workers *river.Workers) *river.Config {
 		rc.MaxAttempts = c.maxAttempts
 	}
 	rc.Hooks = c.hooks
+	if c.Now != nil {
+		rc.Test.Time = clock(c.Now)
+	}
 	if pj := c.purgeJob(); pj != nil {
 		rc.PeriodicJobs = []*river.PeriodicJob{pj}
 	}
 	return rc
+}
+
+// clock is River's time as Config.Now says: a stubbed time, which River also gives the
+// database where it compares with its own (a job due, a lease expired).
+type clock func() time.Time
+
+func (c clock) Now() time.Time { return c() }
+
+func (c clock) NowOrNil() *time.Time {
+	t := c()
+	return &t
 }
 
 // runRetry is when a failed run is tried again. A run fails mostly for what passes in

@@ -2,7 +2,6 @@ package platform
 
 import (
 	"context"
-	"time"
 
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/store"
@@ -30,7 +29,7 @@ func (p *Platform) resumeBudgets(ctx context.Context, workspaceID string) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	at := time.Now().Add(budgetResumeDelay)
+	at := p.now().Add(budgetResumeDelay)
 	f := store.ThreadFilter{Tag: agent.BudgetTag, Status: store.StatusIdle, Limit: store.MaxThreadPage}
 	for n := 0; ; {
 		threads, next, err := p.cfg.Store.Threads(ctx, workspaceID, f)

@@ -151,7 +151,7 @@ func (w *Workspace) spend(ctx context.Context, modelName string) (func(context.C
 		w.p.logger.WarnContext(ctx, "platform: the limits' counts cannot be read; the model request goes", "workspace", w.id, "err", err)
 	}
 	if refusal != nil {
-		at := w.p.now().Add(refusal.RetryAfter).UTC().Truncate(time.Second).Add(time.Second)
+		at := w.p.now().Add(refusal.RetryAfter).UTC().Truncate(time.Second).Add(time.Second) // the platform's clock: the jobs' too
 		return nil, &agent.Budget{Limit: refusal.Limit, RetryAt: at,
 			Message: refusal.Reached() + ": the run goes on at " + at.Format(time.RFC3339) + ", or when an admin raises the limit"}
 	}

@@ -60,6 +60,15 @@ type Turn struct {
 	// Fail makes Generate return this error message instead of a reply, as a failing
 	// provider would.
 	Fail string `yaml:"fail" json:"fail"`
+	// Usage is the tokens the reply says it used, as a provider's does: what limits of tokens
+	// and cost count.
+	Usage Usage `yaml:"usage" json:"usage"`
+}
+
+// Usage is a reply's token usage.
+type Usage struct {
+	InputTokens  int64 `yaml:"input_tokens" json:"input_tokens"`
+	OutputTokens int64 `yaml:"output_tokens" json:"output_tokens"`
 }
 
 // Call is a tool call of a turn.
@@ -224,7 +233,7 @@ func (m *Model) nextTurn(req *model.Request) (Turn, int, error) {
 // play is turn n's reply: its text or output, and its calls under the names the tool set
 // gives them.
 func (m *Model) play(t Turn, n int, tools *schema.ToolSet) (*model.Response, error) {
-	r := &model.Response{Text: t.Text, StopReason: "stop"}
+	r := &model.Response{Text: t.Text, StopReason: "stop", Usage: model.Usage{InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens}}
 	if t.Output != nil {
 		b, err := json.Marshal(t.Output)
 		if err != nil {

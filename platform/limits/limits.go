@@ -42,9 +42,10 @@ type Document struct {
 // Price is what a model's tokens cost, in the unit the operator chooses (dollars, euros,
 // credits), per million tokens.
 type Price struct {
-	// Model is a path.Match pattern over the model's name as a prompt gives it,
-	// "provider:model" ("openai:gpt-4o*", "anthropic:*"); the first price whose pattern
-	// matches applies.
+	// Model is a pattern over the model's name as a prompt gives it, "provider:model"
+	// ("openai:gpt-4o*", "anthropic:*", "openrouter:meta-llama/*"): path.Match's, but for *
+	// and ? matching / too, which model names hold. The first price whose pattern matches
+	// applies.
 	Model string `json:"model" yaml:"model"`
 	// InputPerMillion is the price of a million input (prompt) tokens.
 	InputPerMillion float64 `json:"input_per_million" yaml:"input_per_million"`
@@ -198,11 +199,19 @@ func checkPrices(prices []Price) error {
 // millionths of the price table's unit: its first matching price's, or 0.
 func (d *Document) CostMicros(model string, input, output int64) int64 {
 	for _, p := range d.Prices {
-		if ok, _ := path.Match(p.Model, model); ok {
+		if matchModel(p.Model, model) {
 			return int64(math.Round(float64(input)*p.InputPerMillion + float64(output)*p.OutputPerMillion))
 		}
 	}
 	return 0
+}
+
+// matchModel reports whether a price's pattern matches a model's name: as path.Match does, but
+// with / an ordinary character, as it is in a model's name ("openrouter:meta-llama/llama-3").
+func matchModel(pattern, name string) bool {
+	const sep = "\x1f" // a character no model name or pattern holds, in place of /
+	ok, _ := path.Match(strings.ReplaceAll(pattern, "/", sep), strings.ReplaceAll(name, "/", sep))
+	return ok
 }
 
 func (l *Limit) check(field string) error {

@@ -389,3 +389,30 @@ func TestModelRequests(t *testing.T) {
 		t.Fatalf("a call's checks: %v", checks)
 	}
 }
+
+// A price's pattern matches model names with / in them, as a provider's names are
+// ("openrouter:meta-llama/llama-3.1-8b"); the first match applies.
+func TestPriceMatch(t *testing.T) {
+	doc := Document{Prices: []Price{
+		{Model: "openai:gpt-4o-mini*", InputPerMillion: 0.15, OutputPerMillion: 0.6},
+		{Model: "openai:*", InputPerMillion: 2.5, OutputPerMillion: 10},
+		{Model: "openrouter:meta-llama/*", InputPerMillion: 0.1},
+		{Model: "local:models/?b", InputPerMillion: 1},
+	}}
+	for _, c := range []struct {
+		model string
+		want  int64
+	}{
+		{"openai:gpt-4o-mini-2024-07-18", 750_000},
+		{"openai:gpt-4o", 12_500_000},
+		{"openrouter:meta-llama/llama-3.1-8b", 100_000},
+		{"openrouter:mistral/large", 0},
+		{"local:models/7b", 1_000_000},
+		{"local:models/70b", 0},
+		{"anthropic:claude", 0},
+	} {
+		if got := doc.CostMicros(c.model, 1_000_000, 1_000_000); got != c.want {
+			t.Errorf("%s costs %d, want %d", c.model, got, c.want)
+		}
+	}
+}
