@@ -24,7 +24,7 @@ type limitsDocument struct {
 
 // priceBody is a limits.Price.
 type priceBody struct {
-	Model            string  `json:"model" maxLength:"200" doc:"A path.Match pattern over model names, provider:model (openai:gpt-4o*, anthropic:*); the first price that matches applies." example:"openai:gpt-4o*"`
+	Model            string  `json:"model" maxLength:"200" doc:"A pattern over model names, provider:model (openai:gpt-4o*, anthropic:*, openrouter:meta-llama/*): path.Match's, with * and ? matching / too. The first price that matches applies." example:"openai:gpt-4o*"`
 	InputPerMillion  float64 `json:"input_per_million" minimum:"0" maximum:"1000000" doc:"The price of a million input (prompt) tokens, in the unit you choose."`
 	OutputPerMillion float64 `json:"output_per_million" minimum:"0" maximum:"1000000" doc:"The price of a million output tokens."`
 }
@@ -40,6 +40,8 @@ type limitBody struct {
 	Per         []string       `json:"per,omitempty" doc:"What it counts separately: key, user, agent (the agent whose run calls), toolset (the MCP address the call came through), tool; absent: every call it selects together. A caller with an access token and no key counts as its user's."`
 	Calls       limits.Rates   `json:"calls,omitzero" doc:"Calls per_second, per_minute, per_hour and per_day (0 or absent: unbounded), each up to 1,000,000,000. No period, however it falls, sees more calls than its bound."`
 	Concurrent  int            `json:"concurrent,omitempty" minimum:"0" maximum:"1000000000" doc:"Calls it counts that may run at once (0: unbounded)."`
+	Tokens      limits.Tokens  `json:"tokens,omitzero" doc:"Model tokens of the agent runs it selects: input_per_minute, input_per_day, output_per_minute, output_per_day (0 or absent: unbounded), each up to 1,000,000,000,000. A run whose bound is reached stops before its next model request, paused with budget_exhausted, and goes on when the bound has room again or an admin raises it. A limit with tokens or cost selects by who alone (no tools, source, when, nor per tool)."`
+	Cost        limits.Cost    `json:"cost,omitzero" doc:"What the model requests of the runs it selects cost by the price table, per_day (the last 24 hours) and per_month (the last 30 days), in the table's unit, each up to 1,000,000,000; as tokens are."`
 }
 
 type limitsOutput struct {
@@ -61,9 +63,10 @@ type putLimitsInput struct {
 // LimitStatus is how close one bound of a limit is.
 type LimitStatus struct {
 	Name     string `json:"name" doc:"The limit's name."`
-	Period   string `json:"period" enum:"second,minute,hour,day,concurrent" doc:"Which of its bounds: calls per second, minute, hour or day, or concurrent calls."`
-	Max      int    `json:"max" doc:"The bound."`
-	Used     int    `json:"used" doc:"The fullest counter's count now: calls in the last period (a sliding window), or calls running. On a fleet, what the nodes took or hold, a little ahead of what they let through."`
+	Measure  string `json:"measure" enum:"calls,input_tokens,output_tokens,cost" doc:"What the bound counts: calls, model input or output tokens, or cost in millionths of the price table's unit."`
+	Period   string `json:"period" enum:"second,minute,hour,day,month,concurrent" doc:"Which of its bounds: per second, minute, hour, day or month (the last 30 days), or concurrent calls."`
+	Max      int    `json:"max" doc:"The bound (a cost in millionths of the price table's unit)."`
+	Used     int    `json:"used" doc:"The fullest counter's count now: calls, tokens or cost in the last period (a sliding window), or calls running. On a fleet, what the nodes took or hold of calls, a little ahead of what they let through."`
 	Counters int    `json:"counters" doc:"How many of its counters have counts now: one per key, user, agent, toolset or tool it counts per, or one."`
 }
 
@@ -94,7 +97,8 @@ func (s *Server) registerLimits(api huma.API) {
 			out := &limitStatusOutput{}
 			out.Body.Limits = make([]LimitStatus, len(st))
 			for i, l := range st {
-				out.Body.Limits[i] = LimitStatus{Name: l.Limit, Period: l.Quantity.Period(), Max: l.Max, Used: l.Used, Counters: l.Counters}
+				out.Body.Limits[i] = LimitStatus{Name: l.Limit, Measure: l.Quantity.Measure(), Period: l.Quantity.Period(), Max: l.Max, Used: l.Used,
+					Counters: l.Counters}
 			}
 			return out, nil
 		})
@@ -116,7 +120,7 @@ func limitsOutputOf(l *platform.Limits) *limitsOutput {
 	b := &out.Body
 	for _, lim := range l.Document.Limits {
 		b.Document.Limits = append(b.Document.Limits, limitBody{Name: lim.Name, Description: lim.Description, Who: entitlementWho(lim.Who),
-			Tools: lim.Tools, Source: lim.Source, When: lim.When, Per: lim.Per, Calls: lim.Calls, Concurrent: lim.Concurrent})
+			Tools: lim.Tools, Source: lim.Source, When: lim.When, Per: lim.Per, Calls: lim.Calls, Concurrent: lim.Concurrent, Tokens: lim.Tokens, Cost: lim.Cost})
 	}
 	for _, p := range l.Document.Prices {
 		b.Document.Prices = append(b.Document.Prices, priceBody(p))
@@ -131,7 +135,8 @@ func limitsOutputOf(l *platform.Limits) *limitsOutput {
 func (d limitsDocument) document() limits.Document {
 	var doc limits.Document
 	for _, b := range d.Limits {
-		lim := limits.Limit{Name: b.Name, Description: b.Description, Who: entitle.Who(b.Who), Per: b.Per, Calls: b.Calls, Concurrent: b.Concurrent}
+		lim := limits.Limit{Name: b.Name, Description: b.Description, Who: entitle.Who(b.Who), Per: b.Per, Calls: b.Calls, Concurrent: b.Concurrent,
+			Tokens: b.Tokens, Cost: b.Cost}
 		lim.Tools, lim.Source, lim.When = b.Tools, b.Source, b.When
 		doc.Limits = append(doc.Limits, lim)
 	}

@@ -124,7 +124,7 @@ func TestLimitStatus(t *testing.T) {
 		if status != 200 || json.Unmarshal(body, &got) != nil {
 			t.Fatalf("status: %d %s", status, body)
 		}
-		want := []server.LimitStatus{{Name: "each-key", Period: "minute", Max: 3, Used: 2, Counters: 2}, {Name: "refunds", Period: "day", Max: 1}}
+		want := []server.LimitStatus{{Name: "each-key", Measure: "calls", Period: "minute", Max: 3, Used: 2, Counters: 2}, {Name: "refunds", Measure: "calls", Period: "day", Max: 1}}
 		if !reflect.DeepEqual(got.Limits, want) {
 			t.Errorf("status %+v, want %+v", got.Limits, want)
 		}

@@ -151,7 +151,7 @@ func TestConsoleUsage(t *testing.T) {
 	if status, _, out := apiDo(t, "GET", site.api+"/limits/status", site.admin, ""); status != 200 {
 		t.Fatalf("GET /v1/limits/status: %d %v", status, out)
 	}
-	tab.waitFor("the limits' closeness", testEls("usage-limit")+`.some((l) => l.textContent.includes("refund-rate") && /\d+ of \d+ a (second|minute|hour|day)/.test(l.textContent))`, 0)
+	tab.waitFor("the limits' closeness", testEls("usage-limit")+`.some((l) => l.textContent.includes("refund-rate") && /\d+ of \d+ calls a (second|minute|hour|day)/.test(l.textContent))`, 0)
 	if !tab.bool(fitsWidth) {
 		t.Errorf("the usage page is wider than a desktop's window")
 	}

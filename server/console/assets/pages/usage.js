@@ -178,6 +178,15 @@ function table(title, test, first, groups, columns) {
   return section;
 }
 
+// boundText says how much of a bound is used: "3 of 5 calls a minute", "1.2 of 5 in cost a
+// day" (a cost comes in millionths of the price table's unit).
+function boundText(l) {
+  const per = l.period === "concurrent" ? "at once" : "a " + l.period;
+  if (l.measure === "cost") return `${fmt.cost(l.used / 1e6)} of ${fmt.cost(l.max / 1e6)} in cost ${per}`;
+  const what = { input_tokens: "input tokens", output_tokens: "output tokens" }[l.measure] || "calls";
+  return `${fmt.int(l.used)} of ${fmt.int(l.max)} ${what} ${per}`;
+}
+
 // limitsPanel shows each limit and how close it is to its bound, the closest first.
 function limitsPanel(limits) {
   const section = h("section", { class: "usage-section", "data-test": "usage-limits" }, h("h2", {}, "Limits: how close each is"));
@@ -191,7 +200,7 @@ function limitsPanel(limits) {
     bar.style.width = (share * 100).toFixed(1) + "%";
     return h("li", { "data-test": "usage-limit", class: share >= 0.9 ? "near" : share >= 0.6 ? "half" : "" },
       h("div", { class: "row usage-limit-head" }, h("strong", { class: "mono" }, l.name),
-        h("span", {}, `${fmt.int(l.used)} of ${fmt.int(l.max)} ${l.period === "concurrent" ? "at once" : "a " + l.period} (${fmt.pct(share)})`)),
+        h("span", {}, `${boundText(l)} (${fmt.pct(share)})`)),
       h("div", { class: "usage-bar", role: "meter", "aria-valuemin": "0", "aria-valuemax": String(l.max), "aria-valuenow": String(l.used), "aria-label": l.name }, bar),
       l.counters > 1 ? h("div", { class: "muted small-text", "data-test": "usage-limit-counters" }, `the fullest of ${fmt.int(l.counters)} counters (one per caller or tool it counts per)`) : null);
   })));
