@@ -137,6 +137,10 @@ const FileName = "quiver.yaml"
 //	      per: [user]
 //	      calls: {per_day: 20}
 //	      concurrent: 2             # calls at once
+//	    - name: each-user-budget    # model tokens and cost of agent runs (who alone selects)
+//	      per: [user]
+//	      tokens: {input_per_minute: 200000, input_per_day: 5000000, output_per_minute: 20000, output_per_day: 500000}
+//	      cost: {per_day: 20, per_month: 300}  # by the prices below; a run over it pauses
 //	  prices:                       # what model requests cost, for usage (docs/guides/usage.md)
 //	    - model: "openai:gpt-4o*"   # a pattern over provider:model; the first that matches
 //	      input_per_million: 2.5    # the price of a million input tokens, in your unit
