@@ -170,12 +170,37 @@ func (e EventStateStatus) Valid() bool {
 	}
 }
 
+// Defines values for LimitStatusMeasure.
+const (
+	LimitStatusMeasureCalls        LimitStatusMeasure = "calls"
+	LimitStatusMeasureCost         LimitStatusMeasure = "cost"
+	LimitStatusMeasureInputTokens  LimitStatusMeasure = "input_tokens"
+	LimitStatusMeasureOutputTokens LimitStatusMeasure = "output_tokens"
+)
+
+// Valid indicates whether the value is a known member of the LimitStatusMeasure enum.
+func (e LimitStatusMeasure) Valid() bool {
+	switch e {
+	case LimitStatusMeasureCalls:
+		return true
+	case LimitStatusMeasureCost:
+		return true
+	case LimitStatusMeasureInputTokens:
+		return true
+	case LimitStatusMeasureOutputTokens:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LimitStatusPeriod.
 const (
 	LimitStatusPeriodConcurrent LimitStatusPeriod = "concurrent"
 	LimitStatusPeriodDay        LimitStatusPeriod = "day"
 	LimitStatusPeriodHour       LimitStatusPeriod = "hour"
 	LimitStatusPeriodMinute     LimitStatusPeriod = "minute"
+	LimitStatusPeriodMonth      LimitStatusPeriod = "month"
 	LimitStatusPeriodSecond     LimitStatusPeriod = "second"
 )
 
@@ -189,6 +214,8 @@ func (e LimitStatusPeriod) Valid() bool {
 	case LimitStatusPeriodHour:
 		return true
 	case LimitStatusPeriodMinute:
+		return true
+	case LimitStatusPeriodMonth:
 		return true
 	case LimitStatusPeriodSecond:
 		return true
@@ -903,6 +930,18 @@ type Attachment struct {
 	Width       *int64  `json:"width,omitempty"`
 }
 
+// Budget defines model for Budget.
+type Budget struct {
+	// Limit The limit whose bound is reached.
+	Limit string `json:"limit"`
+
+	// Message Which bound is reached and when it has room again.
+	Message string `json:"message"`
+
+	// RetryAt When the bound has room again: the run goes on by itself then, or when an admin raises the limit.
+	RetryAt time.Time `json:"retry_at"`
+}
+
 // Call defines model for Call.
 type Call struct {
 	Args      interface{}             `json:"args,omitempty"`
@@ -949,6 +988,12 @@ type Content struct {
 	Text     *string `json:"text,omitempty"`
 	Type     string  `json:"type"`
 	Uri      *string `json:"uri,omitempty"`
+}
+
+// Cost defines model for Cost.
+type Cost struct {
+	PerDay   *float64 `json:"per_day,omitempty"`
+	PerMonth *float64 `json:"per_month,omitempty"`
 }
 
 // CreateFunctionInputBody defines model for CreateFunctionInputBody.
@@ -1343,6 +1388,9 @@ type LimitBody struct {
 	// Concurrent Calls it counts that may run at once (0: unbounded).
 	Concurrent *int64 `json:"concurrent,omitempty"`
 
+	// Cost What the model requests of the runs it selects cost by the price table, per_day (the last 24 hours) and per_month (the last 30 days), in the table's unit, each up to 1,000,000,000; as tokens are.
+	Cost *Cost `json:"cost,omitempty"`
+
 	// Description Why the limit is there, up to 1,024 bytes.
 	Description *string `json:"description,omitempty"`
 
@@ -1354,6 +1402,9 @@ type LimitBody struct {
 
 	// Source A path.Match pattern over where the tool came from: openapi:NAME, mcp:NAME, a2a:NAME, stored, prompt:NAME, schema, go.
 	Source *string `json:"source,omitempty"`
+
+	// Tokens Model tokens of the agent runs it selects: input_per_minute, input_per_day, output_per_minute, output_per_day (0 or absent: unbounded), each up to 1,000,000,000,000. A run whose bound is reached stops before its next model request, paused with budget_exhausted, and goes on when the bound has room again or an admin raises it. A limit with tokens or cost selects by who alone (no tools, source, when, nor per tool).
+	Tokens *Tokens `json:"tokens,omitempty"`
 
 	// Tools The tools it applies to by name or path.Match pattern; with source and when, it selects the tools matching every one it sets (none: every tool).
 	Tools *[]string `json:"tools,omitempty"`
@@ -1370,20 +1421,26 @@ type LimitStatus struct {
 	// Counters How many of its counters have counts now: one per key, user, agent, toolset or tool it counts per, or one.
 	Counters int64 `json:"counters"`
 
-	// Max The bound.
+	// Max The bound (a cost in millionths of the price table's unit).
 	Max int64 `json:"max"`
+
+	// Measure What the bound counts: calls, model input or output tokens, or cost in millionths of the price table's unit.
+	Measure LimitStatusMeasure `json:"measure"`
 
 	// Name The limit's name.
 	Name string `json:"name"`
 
-	// Period Which of its bounds: calls per second, minute, hour or day, or concurrent calls.
+	// Period Which of its bounds: per second, minute, hour, day or month (the last 30 days), or concurrent calls.
 	Period LimitStatusPeriod `json:"period"`
 
-	// Used The fullest counter's count now: calls in the last period (a sliding window), or calls running. On a fleet, what the nodes took or hold, a little ahead of what they let through.
+	// Used The fullest counter's count now: calls, tokens or cost in the last period (a sliding window), or calls running. On a fleet, what the nodes took or hold of calls, a little ahead of what they let through.
 	Used int64 `json:"used"`
 }
 
-// LimitStatusPeriod Which of its bounds: calls per second, minute, hour or day, or concurrent calls.
+// LimitStatusMeasure What the bound counts: calls, model input or output tokens, or cost in millionths of the price table's unit.
+type LimitStatusMeasure string
+
+// LimitStatusPeriod Which of its bounds: per second, minute, hour, day or month (the last 30 days), or concurrent calls.
 type LimitStatusPeriod string
 
 // LimitStatusOutputBody defines model for LimitStatusOutputBody.
@@ -1533,16 +1590,18 @@ type OpenAPISourceRecord struct {
 
 // Outcome defines model for Outcome.
 type Outcome struct {
+	Budget *Budget `json:"budget,omitempty"`
+
 	// Error Why the run failed (status failed), safe to show: the server's log has the details.
 	Error   *string     `json:"error,omitempty"`
 	Output  interface{} `json:"output,omitempty"`
 	Pending *Pending    `json:"pending,omitempty"`
 
-	// Reason Why it stopped (no_calls, output, stop_tool, max_steps, max_turns, until), paused (confirmation, client_tool) or failed: unknown_agent, bad_definition, missing_variables, secret_unreadable, model_not_configured, model_refused, empty_thread (for good at once), tools_unavailable, model_unavailable, timeout, internal (once its retries were spent).
+	// Reason Why it stopped (no_calls, output, stop_tool, max_steps, max_turns, until), paused (confirmation, client_tool, budget_exhausted) or failed: unknown_agent, bad_definition, missing_variables, secret_unreadable, model_not_configured, model_refused, empty_thread (for good at once), tools_unavailable, model_unavailable, timeout, internal (once its retries were spent).
 	Reason string       `json:"reason"`
 	Side   *OutcomeSide `json:"side,omitempty"`
 
-	// Status finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending); failed: the run could not start or go on (reason, error).
+	// Status finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending), or the caller's budget of model tokens or cost is reached (budget); failed: the run could not start or go on (reason, error).
 	Status   OutcomeStatus `json:"status"`
 	Steps    int64         `json:"steps"`
 	Text     *string       `json:"text,omitempty"`
@@ -1552,7 +1611,7 @@ type Outcome struct {
 // OutcomeSide defines model for Outcome.Side.
 type OutcomeSide string
 
-// OutcomeStatus finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending); failed: the run could not start or go on (reason, error).
+// OutcomeStatus finished: a stop rule holds; paused: a call waits for a person's decision or a client's result (pending), or the caller's budget of model tokens or cost is reached (budget); failed: the run could not start or go on (reason, error).
 type OutcomeStatus string
 
 // Pending defines model for Pending.
@@ -1573,7 +1632,7 @@ type PriceBody struct {
 	// InputPerMillion The price of a million input (prompt) tokens, in the unit you choose.
 	InputPerMillion float64 `json:"input_per_million"`
 
-	// Model A path.Match pattern over model names, provider:model (openai:gpt-4o*, anthropic:*); the first price that matches applies.
+	// Model A pattern over model names, provider:model (openai:gpt-4o*, anthropic:*, openrouter:meta-llama/*): path.Match's, with * and ? matching / too. The first price that matches applies.
 	//
 	// Examples: openai:gpt-4o*
 	Model string `json:"model"`
@@ -2043,6 +2102,14 @@ type ThreadsOutputBody struct {
 	// NextCursor The cursor of the next page; absent on the last.
 	NextCursor *string       `json:"next_cursor,omitempty"`
 	Threads    *[]ThreadItem `json:"threads"`
+}
+
+// Tokens defines model for Tokens.
+type Tokens struct {
+	InputPerDay     *int64 `json:"input_per_day,omitempty"`
+	InputPerMinute  *int64 `json:"input_per_minute,omitempty"`
+	OutputPerDay    *int64 `json:"output_per_day,omitempty"`
+	OutputPerMinute *int64 `json:"output_per_minute,omitempty"`
 }
 
 // ToolCall defines model for ToolCall.
