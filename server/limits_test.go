@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -131,6 +132,60 @@ func TestLimitStatus(t *testing.T) {
 		for _, who := range []string{"member", "viewer"} {
 			if status, body := w.send(t, "GET", "/v1/limits/status", who, nil); status != 403 {
 				t.Errorf("status as %s: %d %s", who, status, body)
+			}
+		}
+	})
+}
+
+// TestClientsWaitOutTheLimit: a client that does what a refusal says gets through. An MCP
+// client (an agent's loop) over a limit of 2 calls a second reads rate_limited and
+// retry_after_seconds from the result's _meta, waits that long and calls again, and an HTTP
+// client waits Retry-After; each is let through on its next try, and no call is lost or runs
+// twice.
+func TestClientsWaitOutTheLimit(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		w := newEntitleWorld(t, st.(store.Backend))
+		doc := `{"limits": [{"name": "two-a-second", "per": ["key"], "calls": {"per_second": 2}}]}`
+		if status, body := w.send(t, "PUT", "/v1/limits", "admin", map[string]any{"document": json.RawMessage(doc), "after": 0}); status != 200 {
+			t.Fatalf("limits: %d %s", status, body)
+		}
+		cs := w.mcpSession(t, "member", "/mcp")
+		answered, waited := 0, 0
+		for i := range 6 {
+			for try := 0; ; try++ {
+				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": strconv.Itoa(i)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.IsError {
+					if got := mcpText(res); got != "echo: "+strconv.Itoa(i) {
+						t.Fatalf("call %d answered %q", i, got)
+					}
+					answered++
+					break
+				}
+				secs, _ := res.Meta["retry_after_seconds"].(float64)
+				if res.Meta[mcp.CodeMetaKey] != "rate_limited" || secs < 1 || try > 0 {
+					t.Fatalf("call %d, try %d: %+v %q", i, try, res.Meta, mcpText(res))
+				}
+				waited++
+				time.Sleep(time.Duration(secs) * time.Second)
+			}
+		}
+		if answered != 6 || waited == 0 {
+			t.Fatalf("answered %d, waited %d times", answered, waited)
+		}
+		for i := range 4 {
+			for try := 0; ; try++ {
+				res, body := sendAPI(t, w.client, "POST", w.url+"/v1/tools/echo/call", w.key["admin"], map[string]any{"args": map[string]any{"text": "x"}})
+				if res.StatusCode == 200 {
+					break
+				}
+				secs, err := strconv.Atoi(res.Header.Get("Retry-After"))
+				if res.StatusCode != 429 || err != nil || try > 0 {
+					t.Fatalf("the admin's call %d, try %d: %d %s (Retry-After %q)", i, try, res.StatusCode, body, res.Header.Get("Retry-After"))
+				}
+				time.Sleep(time.Duration(secs) * time.Second)
 			}
 		}
 	})
