@@ -424,10 +424,11 @@ func (h *a2aRequests) state(ctx context.Context, id taskID) (*a2asdk.Task, bool,
 		t.Status.State = a2asdk.TaskStateWorking
 		return t, false, nil
 	case st.Run != nil && st.Run.Budget != nil:
-		// No one is asked: the run goes on by itself, and the task with it.
+		// No one is asked: the run goes on by itself, and the task with it. A request that
+		// waits for the run is answered now: the budget may have room only tomorrow.
 		t.Status.State = a2asdk.TaskStateWorking
 		t.Status.Message = agentText("The run stopped before its next model request (budget_exhausted): " + st.Run.Budget.Message + ".")
-		return t, false, nil
+		return t, true, nil
 	case st.Pending != nil:
 		t.Status.State = a2asdk.TaskStateInputRequired
 		t.Status.Message = agentText("The run waits on the call " + st.Pending.Call.Name + " (" + string(st.Pending.Reason) +

@@ -135,3 +135,75 @@ func TestCallIsMetered(t *testing.T) {
 		t.Errorf("usage of quiver call: %v", got)
 	}
 }
+
+// A budget holds at every door that runs an agent: a run started over A2A and one over /v1
+// by the same agent share its day's tokens; once they are spent, the next run stops before
+// its request, and /v1 (the thread waiting, its run budget_exhausted with the limit) and A2A
+// (the task working, saying so) both show it. An admin who raises the budget has the runs go
+// on, and the A2A task completes.
+func TestBudgetAtTheDoors(t *testing.T) {
+	agents, script := scriptedAgentsDir(t)
+	writeTestFiles(t, map[string]string{
+		script("thrifty"): `turns:
+  - calls: [{name: get_current_time, args: {}}]
+    usage: {input_tokens: 6, output_tokens: 2}
+  - text: It is now.
+    usage: {input_tokens: 6, output_tokens: 2}
+  - text: Still now.
+    usage: {input_tokens: 6}
+`,
+		filepath.Join(agents, "thrifty.yaml"): "name: thrifty\ndescription: Tells the time on a budget.\nmodel: scripted:" + script("thrifty") +
+			"\ntools: [get_current_time]\nexpose_as_tool: true\n",
+	})
+	endpoint, _, stderr := startServeWith(t, "--db", filepath.Join(t.TempDir(), "q.db"), "--agents", agents)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("quiver serve's log:\n%s", stderr.String())
+		}
+	})
+	base, admin := strings.TrimSuffix(endpoint, "/mcp"), firstKeyRE.FindString(stderr.String())
+	limitsDoc := func(perDay int) string {
+		return fmt.Sprintf(`{"document": {"limits": [{"name": "day-tokens", "who": {"agent": "thrifty"}, "tokens": {"input_per_day": %d}}]}, "after": %d}`,
+			perDay, map[int]int{10: 0, 100: 1}[perDay])
+	}
+	if status, _, out := apiDo(t, "PUT", base+"/v1/limits", admin, limitsDoc(10)); status != 200 {
+		t.Fatalf("limits: %d %v", status, out)
+	}
+
+	c := a2aClient(t, base+"/a2a/thrifty", admin)
+	res, err := c.SendMessage(context.Background(), &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "What time is it?"})})
+	if task, ok := res.(*a2asdk.Task); err != nil || !ok || task.Status.State != a2asdk.TaskStateCompleted {
+		t.Fatalf("the first task: %+v %v", res, err)
+	}
+	// 12 of the day's 10 input tokens are spent: the next run stops before its request.
+	th := newAPIThread(t, base+"/v1", admin, "thrifty")
+	startAPIRun(t, base+"/v1", admin, th, "thrifty", "And now?")
+	waitUntil(t, "the /v1 run to stop for its budget", 30*time.Second, func() (bool, string) {
+		_, _, out := apiDo(t, "GET", base+"/v1/threads/"+th, admin, "")
+		run, _ := out["run"].(map[string]any)
+		budget, _ := run["budget"].(map[string]any)
+		return out["status"] == "waiting" && run["reason"] == "budget_exhausted" && budget["limit"] == "day-tokens" &&
+			strings.Contains(fmt.Sprint(budget["message"]), "allows 10 input tokens per day and is reached"), asJSON(out)
+	})
+	res, err = c.SendMessage(context.Background(), &a2asdk.MessageSendParams{Message: a2asdk.NewMessage(a2asdk.MessageRoleUser, a2asdk.TextPart{Text: "Once more?"})})
+	task, ok := res.(*a2asdk.Task)
+	if err != nil || !ok || task.Status.State != a2asdk.TaskStateWorking || task.Status.Message == nil ||
+		!strings.Contains(task.Status.Message.Parts[0].(a2asdk.TextPart).Text, "budget_exhausted") {
+		t.Fatalf("the A2A task over the budget: %+v %v", res, err)
+	}
+
+	// Raised, the budget has room: both runs go on by themselves.
+	if status, _, out := apiDo(t, "PUT", base+"/v1/limits", admin, limitsDoc(100)); status != 200 {
+		t.Fatalf("raising the budget: %d %v", status, out)
+	}
+	if got := lastAnswer(t, base+"/v1", admin, th); got == "" {
+		t.Fatal("the /v1 run did not go on")
+	}
+	waitUntil(t, "the A2A task to complete", 30*time.Second, func() (bool, string) {
+		got, err := c.GetTask(context.Background(), &a2asdk.TaskQueryParams{ID: task.ID})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.State == a2asdk.TaskStateCompleted, string(got.Status.State)
+	})
+}
