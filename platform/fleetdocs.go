@@ -38,6 +38,9 @@ type fleetDoc struct {
 	canonical func(stored json.RawMessage) []byte
 	read      func(ctx context.Context, st store.Backend, ws string) (json.RawMessage, int64, error)
 	put       func(ctx context.Context, st store.Backend, ws string, doc json.RawMessage, after int64) (int64, error)
+	// stored, when set, follows a change stored (the limits': the runs paused for their budget
+	// go on, and check it again).
+	stored func(p *Platform, ctx context.Context, ws string)
 }
 
 var entitlementsDoc = fleetDoc{
@@ -90,6 +93,7 @@ var limitsDoc = fleetDoc{
 		err := st.PutWorkspaceLimits(ctx, l, after)
 		return l.Version, err
 	},
+	stored: (*Platform).resumeBudgets,
 }
 
 // canonicalDoc is a fleetDoc's canonical for documents decode reads.
@@ -152,6 +156,9 @@ func (p *Platform) applyDocument(ctx context.Context, kind fleetDoc, f *config.F
 		next, err := kind.put(ctx, p.cfg.Store, ws, want, version)
 		if err == nil {
 			p.ToolsChanged(ctx, ws)
+			if kind.stored != nil {
+				kind.stored(p, ctx, ws)
+			}
 			p.logger.InfoContext(ctx, "platform: the configuration's "+kind.name+" are the workspace's", "workspace", ws,
 				"configuration", where, "version", next)
 			return
