@@ -1,5 +1,6 @@
-// The limits page: how often the workspace's callers may call which tools, and how many calls
-// may run at once (GET /v1/limits, docs/guides/limits.md). The limits say what every caller may
+// The limits page: how often the workspace's callers may call which tools, how many calls may
+// run at once, and the budgets of their agent runs: model tokens per minute and day, cost per
+// day and month (GET /v1/limits, docs/guides/limits.md). The limits say what every caller may
 // do, so only an admin reads them: the API refuses anyone else, and the page tells them so.
 // An admin sees the document in force as a table, and edits it a card per limit; saving sends
 // the whole document with the version read (PUT /v1/limits, after), so that another admin's
@@ -13,12 +14,22 @@ import { errorBox } from "../schemaform.js";
 
 // RATES are a limit's calls bounds, with the words a column or a field says.
 const RATES = [["per_second", "per second", "/ s"], ["per_minute", "per minute", "/ min"], ["per_hour", "per hour", "/ h"], ["per_day", "per day", "/ day"]];
+// BUDGET are a limit's bounds of its runs' model requests: the object and field, the words a
+// field says, and those the table says. Cost is in the price table's unit, and may be fractional.
+const BUDGET = [
+  ["tokens", "input_per_minute", "Input tokens per minute", "input tokens / min"],
+  ["tokens", "input_per_day", "Input tokens per day", "input tokens / day"],
+  ["tokens", "output_per_minute", "Output tokens per minute", "output tokens / min"],
+  ["tokens", "output_per_day", "Output tokens per day", "output tokens / day"],
+  ["cost", "per_day", "Cost per day", "cost / day"],
+  ["cost", "per_month", "Cost per month (30 days)", "cost / month"],
+];
 // PER is what a limit may count separately.
 const PER = ["key", "user", "agent", "toolset", "tool"];
 // WHO is the callers' fields a limit's who sets as "field:value" (claim as claim:NAME=VALUE).
 const WHO = ["key", "role", "user", "agent", "toolset"];
 // SHOWN are the fields of a limit its card edits.
-const SHOWN = ["name", "description", "who", "tools", "per", "calls", "concurrent"];
+const SHOWN = ["name", "description", "who", "tools", "per", "calls", "concurrent", "tokens", "cost"];
 const HINTS = [["readOnlyHint", "read-only"], ["destructiveHint", "destructive"], ["idempotentHint", "idempotent"], ["openWorldHint", "open world"]];
 
 export async function render(main, ctx) {
@@ -28,7 +39,10 @@ export async function render(main, ctx) {
     h("h1", {}, "Limits"),
     h("p", { class: "muted" }, "How often this workspace's callers may call which tools, per second, minute, hour and day, and how many of their calls " +
       "may run at once. A call over a limit is answered without running: rate_limited (or quota_exhausted for a daily bound) with when to try again. " +
-      "Every limit that selects a call applies; among those that count the same way, the most specific alone."));
+      "Every limit that selects a call applies; among those that count the same way, the most specific alone."),
+    h("p", { class: "muted" }, "A limit may also set a budget for its callers' agent runs: model tokens per minute and day, and their cost by the price table " +
+      "per day and month. A run over its budget pauses before its next model request (budget_exhausted), and goes on by itself when the budget " +
+      "has room again, or as soon as an admin raises the limit."));
   main.append(page);
   if (!ctx.can("admin")) {
     page.append(h("p", { class: "muted", "data-test": "not-admin" }, "Only a workspace admin's key reads and changes the limits: they say what every caller may do."));
@@ -42,7 +56,7 @@ export async function render(main, ctx) {
     version.textContent = doc.version === 0
       ? "None set yet: nothing is limited."
       : `Version ${doc.version}, changed ${doc.updated_by ? "by " + doc.updated_by + " " : ""}on ${when(doc.updated_at)}.`;
-    clear(table).append(limitTable(doc.document.limits || []), priceTable(doc.document.prices || []));
+    clear(table).append(...[limitTable(doc.document.limits || []), priceTable(doc.document.prices || [])].filter(Boolean));
   };
   page.append(h("h2", {}, "In force"), version, table);
   showInForce(l);
@@ -56,14 +70,24 @@ function limitTable(limits) {
   if (!limits.length) return h("p", { class: "muted", "data-test": "limits-empty" }, "No limits.");
   return h("table", { class: "limits", "data-test": "limits" },
     h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Who"), h("th", {}, "Tools"), h("th", {}, "Counted per"),
-      RATES.map(([, , short]) => h("th", { class: "num" }, "Calls " + short)), h("th", { class: "num" }, "At once"))),
+      RATES.map(([, , short]) => h("th", { class: "num" }, "Calls " + short)), h("th", { class: "num" }, "At once"), h("th", {}, "Model budget"))),
     h("tbody", {}, limits.map((l) => h("tr", { "data-test": "limit" },
       h("td", {}, h("strong", { class: "mono" }, l.name), l.description ? h("div", { class: "muted small-text" }, l.description) : null),
       h("td", { class: "mono small-text" }, whoText(l.who) || h("span", { class: "muted" }, "every caller")),
       h("td", {}, l.tools?.length ? h("span", { class: "muted unit" }, "tools ") : null, which(l)),
       h("td", {}, h("span", { class: "muted unit" }, "counted "), l.per?.length ? "per " + l.per.join(", ") : h("span", { class: "muted" }, "all together")),
       RATES.map(([k, , short]) => bound(l.calls?.[k], short, "limit-" + k)),
-      bound(l.concurrent, "at once", "limit-concurrent")))));
+      bound(l.concurrent, "at once", "limit-concurrent"),
+      budgetCell(l)))));
+}
+
+// budgetCell is a limit's bounds of tokens and cost, a line each ("2,000,000 input tokens / day",
+// "5 cost / month"); none: a dash, not shown on a narrow screen.
+function budgetCell(l) {
+  const set = BUDGET.filter(([o, k]) => l[o]?.[k]);
+  if (!set.length) return h("td", { class: "budget none", "data-test": "limit-budget" }, h("span", { class: "muted" }, "—"));
+  return h("td", { class: "budget", "data-test": "limit-budget" },
+    set.map(([o, k, , short]) => h("div", { "data-test": "limit-budget-bound" }, l[o][k].toLocaleString("en", { maximumFractionDigits: 6 }) + " " + short)));
 }
 
 // priceTable shows the document's price table, which usage's cost reads (none: nothing).
@@ -178,7 +202,8 @@ function editor(box, ctx, l, showInForce) {
   } },
   h("p", { class: "muted" }, "A limit selects callers (who: key:ID, role:viewer, user:ID, agent:NAME, toolset:NAME, claim:NAME=VALUE; empty: every caller) " +
     "and tools (names or patterns like refund_*; empty: every tool), counts them separately per key, user, agent, toolset or tool (none: all together), " +
-    "and bounds their calls per period and how many run at once. 0 or empty: no bound."),
+    "and bounds their calls per period and how many run at once. 0 or empty: no bound. A limit with a model budget (tokens, cost) selects by who alone: " +
+    "a model request calls no tool, so it has no tools and does not count per tool."),
   cards,
   h("div", { class: "row" }, add, save),
   saved, problem));
@@ -220,10 +245,12 @@ function editor(box, ctx, l, showInForce) {
 
 // limitCard is the fields of one limit, and a line under them for what the API says of it.
 function limitCard(lim, remove) {
+  let sentPer = lim.per || []; // what the card last sent as per, which an error's per[i] indexes
   const field = (name, label, input, wide) => h("div", { class: wide ? "limit-field wide" : "limit-field" },
     h("label", { class: "small-text" }, label, input));
   const text = (name, value, placeholder) => h("input", { type: "text", name, value: value || "", placeholder, autocomplete: "off", spellcheck: "false", class: "mono" });
   const count = (name, value) => h("input", { type: "number", name, min: 0, step: 1, value: value || "", placeholder: "—", inputmode: "numeric" });
+  const amount = (name, value) => h("input", { type: "number", name, min: 0, step: "any", value: value || "", placeholder: "—", inputmode: "decimal" });
   const name = text("name", lim.name, "each-key");
   const description = text("description", lim.description, "why it is there");
   const who = text("who", whoText(lim.who), "every caller (role:viewer, key:key_…)");
@@ -232,6 +259,7 @@ function limitCard(lim, remove) {
     h("input", { type: "checkbox", name: "per." + p, checked: (lim.per || []).includes(p) }), p));
   const rates = RATES.map(([k, words]) => field("calls." + k, "Calls " + words, count("calls." + k, lim.calls?.[k])));
   const concurrent = count("concurrent", lim.concurrent);
+  const budget = BUDGET.map(([o, k, words]) => field(o + "." + k, words, (o === "cost" ? amount : count)(o + "." + k, lim[o]?.[k])));
   const error = h("p", { class: "field-error", "data-test": "limit-error", hidden: true });
   const other = Object.keys(lim).filter((k) => !SHOWN.includes(k) && k !== "source" && k !== "when");
   const kept = lim.source || lim.when || other.length ? h("p", { class: "muted small-text" }, "Kept as it is (the API sets it): ",
@@ -242,18 +270,20 @@ function limitCard(lim, remove) {
       field("name", "Name", name), field("description", "Why", description, true),
       field("who", "Who", who, true), field("tools", "Tools", tools, true),
       h("div", { class: "limit-field wide" }, h("span", { class: "small-text label" }, "Counted separately per"), h("div", { class: "row" }, per)),
-      rates, field("concurrent", "At once", concurrent)),
+      rates, field("concurrent", "At once", concurrent),
+      h("div", { class: "limit-field full" }, h("span", { class: "small-text label" }, "Model budget of the runs it selects (cost by the price table)")),
+      budget),
     kept,
     h("div", { class: "row" }, h("button", { type: "button", class: "secondary", "data-test": "limit-remove", onclick: remove }, "Remove"), error));
   return {
     el,
-    // showError shows msg on the card and marks the field it names (calls.per_minute), if any.
+    // showError shows msg on the card and marks the field it names (calls.per_minute, per[1]),
+    // if any.
     showError: (msg, at = "") => {
       error.textContent = msg;
       error.hidden = !msg;
       for (const f of el.querySelectorAll("[aria-invalid]")) f.removeAttribute("aria-invalid");
-      const top = at.replace(/\[\d+\]$/, "");
-      const target = msg && top ? el.querySelector(`[name="${top}"]`) || el.querySelector(`[name^="${top}."]`) : null;
+      const target = msg && at ? fieldAt(el, at, sentPer) : null;
       target?.setAttribute("aria-invalid", "true");
     },
     // read is the limit as the fields say ({limit}), or why it cannot be ({error}).
@@ -268,17 +298,43 @@ function limitCard(lim, remove) {
       if (description.value.trim()) r.description = description.value.trim();
       const names = tools.value.split(",").map((s) => s.trim()).filter(Boolean);
       if (names.length) r.tools = names;
-      const p = PER.filter((x) => el.querySelector(`[name="per.${x}"]`).checked);
-      if (p.length) r.per = p;
-      const calls = { ...lim.calls };
-      for (const [k] of RATES) delete calls[k];
-      for (const [k] of RATES) {
-        const v = el.querySelector(`[name="calls.${k}"]`).value.trim();
-        if (v !== "") calls[k] = Number(v);
+      sentPer = PER.filter((x) => el.querySelector(`[name="per.${x}"]`).checked);
+      if (sentPer.length) r.per = sentPer;
+      for (const [o, keys] of [["calls", RATES.map(([k]) => k)], ["tokens", budgetKeys("tokens")], ["cost", budgetKeys("cost")]]) {
+        const v = numbers(el, o, keys, lim[o]);
+        if (Object.keys(v).length) r[o] = v;
       }
-      if (Object.keys(calls).length) r.calls = calls;
       if (concurrent.value.trim() !== "") r.concurrent = Number(concurrent.value.trim());
       return { limit: r };
     },
   };
+}
+
+// budgetKeys are the fields of a limit's tokens or cost the card edits.
+function budgetKeys(o) {
+  return BUDGET.filter(([x]) => x === o).map(([, k]) => k);
+}
+
+// numbers is a limit's object o (calls, tokens, cost) as the card's fields o.KEY say, as numbers,
+// an empty field left out; what the card does not edit of it (as read) is kept.
+function numbers(el, o, keys, read) {
+  const v = { ...read };
+  for (const k of keys) {
+    delete v[k];
+    const text = el.querySelector(`[name="${o}.${k}"]`).value.trim();
+    if (text !== "") v[k] = Number(text);
+  }
+  return v;
+}
+
+// fieldAt is the field of a card that an error's location names: calls.per_minute,
+// tokens.input_per_day, cost.per_month, tools[0], per[1] (the second counted as sent); or null.
+function fieldAt(el, at, per) {
+  const p = /^per\[(\d+)\]$/.exec(at);
+  if (p) {
+    const counted = per[Number(p[1])];
+    return counted ? el.querySelector(`[name="per.${counted}"]`) : null;
+  }
+  const top = at.replace(/\[\d+\]$/, "");
+  return el.querySelector(`[name="${top}"]`) || el.querySelector(`[name^="${top}."]`);
 }

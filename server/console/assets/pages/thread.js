@@ -80,14 +80,18 @@ export async function render(main, ctx, id) {
 
   const name = threadName(thread);
   const statusEl = h("span", { class: "status", "data-test": "status" });
-  // A waiting thread links to the approvals, where its call is decided.
+  // A waiting thread links to the approvals, where its call is decided; one whose run waits for
+  // its budget says which, and when it goes on.
   const waitingEl = h("a", { class: "small", href: "#/approvals", "data-test": "waiting", hidden: true }, "approvals →");
-  const setStatus = (status) => {
+  const budgetEl = h("div", { class: "budget-wait", "data-test": "budget", role: "status", hidden: true });
+  const setStatus = (status, run) => {
     statusEl.className = "status " + (status || "idle");
     statusEl.textContent = status || "idle";
-    waitingEl.hidden = status !== "waiting";
+    const budget = status === "waiting" && run?.reason === "budget_exhausted" ? run.budget || {} : null;
+    waitingEl.hidden = status !== "waiting" || budget !== null;
+    showBudget(budgetEl, budget);
   };
-  setStatus(thread.status);
+  setStatus(thread.status, thread.run);
   const agentNow = currentAgent(thread);
   const tags = (thread.tags || []).filter((t) => !t.startsWith("name:"));
   // The title: the thread's name, else the first thing asked of it, else what it is.
@@ -115,6 +119,7 @@ export async function render(main, ctx, id) {
       h("code", { class: "muted small", "data-test": "thread-id" }, thread.id),
       h("span", { class: "muted small" }, `created ${when(thread.created_at)} · `, countEl),
       thread.parent_id ? h("span", { class: "small" }, "child of ", h("a", { href: threadHref(thread.parent_id) }, thread.parent_id)) : null),
+    budgetEl,
     tags.length ? h("ul", { class: "tags", "data-test": "tags" }, tags.map((t) => h("li", { class: "tag" }, t))) : null,
     stateEl(thread));
 
@@ -275,7 +280,7 @@ export async function render(main, ctx, id) {
         }
         break;
       case "state":
-        setStatus(data.status);
+        setStatus(data.status, data.run);
         showPending(data.pending);
         if (data.run) showOutcome(data.run);
         if (data.status !== "running") stopTyping();
@@ -444,6 +449,20 @@ export async function render(main, ctx, id) {
     streamEl.className = "status " + s;
   }, { lastEventID: lastSeq ? String(lastSeq) : "" });
   cleanups.push(stop);
+}
+
+// showBudget shows in el what a run paused for its budget waits on (b: the run's budget): the
+// limit's words, and when the run goes on by itself; b null: nothing.
+function showBudget(el, b) {
+  clear(el);
+  el.hidden = !b;
+  if (!b) return;
+  const limit = b.limit ? [" (", h("code", { "data-test": "budget-limit" }, b.limit), ")"] : null;
+  const goesOn = b.retry_at
+    ? ["It goes on by itself on ", h("time", { datetime: b.retry_at, "data-test": "budget-retry" }, when(b.retry_at)), ", or as soon as an admin raises the limit."]
+    : "It goes on as soon as an admin raises the limit.";
+  el.append(h("div", {}, h("strong", {}, "The run waits for its budget"), limit, b.message ? [": ", b.message, "."] : "."),
+    h("div", { class: "muted small" }, goesOn));
 }
 
 // ---- messages

@@ -131,9 +131,16 @@ function row(t) {
       h("div", { class: "muted thread-id small" }, t.id),
       t.parent_id ? h("div", { class: "muted small" }, "child of ", h("a", { href: "#/threads/" + encodeURIComponent(t.parent_id) }, t.parent_id)) : null),
     h("td", {}, t.agent_id || h("span", { class: "muted" }, "none")),
-    h("td", {}, h("span", { class: "status " + (t.status || "idle"), "data-test": "status",
-      title: t.status === "waiting" ? "A call waits for a decision or a client's result" : t.run?.error || "" }, t.status || "idle")),
+    h("td", {}, h("span", { class: "status " + (t.status || "idle"), "data-test": "status", title: statusTitle(t) }, t.status || "idle")),
     h("td", {}, h("time", { datetime: t.created_at || "" }, when(t.created_at))));
+}
+
+// statusTitle says what a thread's status means: what a waiting thread waits for (a call's
+// decision or result, or its run's budget), why a failed one failed.
+function statusTitle(t) {
+  if (t.status !== "waiting") return t.run?.error || "";
+  if (t.run?.reason === "budget_exhausted") return "The run waits for its budget: " + (t.run.budget?.message || "budget_exhausted");
+  return "A call waits for a decision or a client's result";
 }
 
 // titleRows titles the rows of threads without a name by their first user message, a few
