@@ -71,10 +71,10 @@ func TestConsoleBudget(t *testing.T) {
 	refused("a cost over the maximum marked", ".cost.per_month: ", marked("cost.per_month")+` && !`+marked("tokens.input_per_day"))
 	tab.fill("cost per month", input("cost.per_month"), "2.5")
 
-	// A budget selects by who alone: a tool selector is refused naming the limit, said on its
-	// card; counting per tool is refused at that one of per, the tool's box marked.
+	// A budget selects by who alone: a tool selector is refused at tools, that input marked;
+	// counting per tool is refused at that one of per, the tool's box marked.
 	tab.fill("tools", input("tools"), "get_current_time")
-	refused("tools with tokens refused", ": ", testEls("limit-error")+`[0].textContent.includes("selects by who alone")`)
+	refused("tools with tokens refused", ".tools: ", marked("tools")+` && `+testEls("limit-error")+`[0].textContent.includes("selects by who alone")`)
 	tab.fill("tools", input("tools"), "")
 	tab.click("per key", input("per.key"))
 	tab.click("per tool", input("per.tool"))

@@ -249,9 +249,14 @@ func (l *Limit) checkModels(field string) error {
 	if !l.models() {
 		return nil
 	}
-	if len(l.Tools) > 0 || l.Source != "" || l.When != (quiver.Hints{}) {
-		return &FieldError{Field: field, Message: "bounds tokens or cost, which model requests use, and selects tools (tools, source, when): " +
-			"a model request calls no tool; give the tokens and cost in a limit that selects by who alone"}
+	for _, sel := range []struct {
+		name string
+		set  bool
+	}{{"tools", len(l.Tools) > 0}, {"source", l.Source != ""}, {"when", l.When != (quiver.Hints{})}} {
+		if sel.set {
+			return &FieldError{Field: field + "." + sel.name, Message: "a limit that bounds tokens or cost, which model requests use, selects no tools " +
+				"(tools, source, when): a model request calls none; give the tokens and cost in a limit that selects by who alone"}
+		}
 	}
 	if i := slices.Index(l.Per, PerTool); i >= 0 {
 		return &FieldError{Field: fmt.Sprintf("%s.per[%d]", field, i), Message: "a limit of tokens or cost cannot count per tool: a model request calls none"}
