@@ -64,7 +64,7 @@ var areas = []area{
 	{"limits in agent runs: a run's calls counted as its caller's, a refusal the model reads", "./cmd/quiver", "^TestLimitsHoldInRuns$"},
 	{"budgets: a user's tokens across keys, tokens and sub-agents, runs of no known caller bound as one, 50 runs at once, workspaces apart; a run stopped for its budget goes on without running a call again", "./platform",
 		"^(TestBudgetAttacks|TestBudgetsInRuns)$"},
-	{"budgets' documents: tokens and cost on tools refused at the part, amounts past a bound counted, model names with / priced", "./platform/limits",
+	{"budgets' counts: the most specific budget of each kind, a request past a bound counted whole, refused until the window has room, model names with / priced", "./platform/limits",
 		"^(TestModelRequests|TestPriceMatch)$"},
 	{"usage: an admin's alone, every call at every door metered as the records say, made-up tool names folded into one, CSV cells never formulas", "./server",
 		"^(TestUsageMatchesTheRecords|TestUsageCSVDefusesFormulas|TestLimitStatus)$"},
