@@ -1,4 +1,4 @@
-package openapi
+package netguard
 
 import (
 	"net/netip"
@@ -15,8 +15,8 @@ func TestPublicAddresses(t *testing.T) {
 		"64:ff9b::a00:1": false, "64:ff9b:1::1": false, "2002:7f00:1::1": false, "2001:0:4136:e378::1": false, "2001:db8::1": false,
 	} {
 		ip := netip.MustParseAddr(addr).Unmap()
-		if got := public(ip); got != want {
-			t.Errorf("public(%s) = %v, want %v", addr, got, want)
+		if got := Public(ip); got != want {
+			t.Errorf("Public(%s) = %v, want %v", addr, got, want)
 		}
 	}
 }
