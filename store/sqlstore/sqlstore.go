@@ -48,6 +48,7 @@ type Store struct {
 	*LeaseStore
 	*FleetConfigStore
 	*UsageStore
+	*ConnectionStore
 }
 
 // New returns the shared part of a store on a database of dialect d: reads go to read (a
@@ -64,6 +65,7 @@ func New(d Dialect, read *sql.DB, write WriteFunc) *Store {
 		LeaseStore:       &LeaseStore{b},
 		FleetConfigStore: &FleetConfigStore{b},
 		UsageStore:       &UsageStore{b},
+		ConnectionStore:  &ConnectionStore{b},
 	}
 }
 
