@@ -318,6 +318,9 @@ func Fail(code Code, format string, args ...any) error {
 func errorResult(err error) *Result {
 	code := CodeToolError
 	var te *ToolError
+	if are, ok := errors.AsType[*AuthorizationRequiredError](err); ok {
+		return authorizationResult(are)
+	}
 	switch {
 	case errors.As(err, &te):
 		code = te.Code

@@ -39,7 +39,7 @@ func (p *Platform) newDispatcher(w *Workspace) *quiver.Dispatcher {
 		// What a tool returns is cut to this before it is answered or stored.
 		MaxResultBytes: p.cfg.MaxResultBytes,
 		Recorder:       &Recorder{Store: p.cfg.Store, Journal: p.journal.Load()},
-		Middleware:     []quiver.Middleware{actorMayCall},
+		Middleware:     []quiver.Middleware{actorMayCall, w.withUserTokens},
 		Entitled:       w.entitled,
 		Admit:          w.admit,
 	}

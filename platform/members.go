@@ -211,5 +211,11 @@ func (p *Platform) RemoveMember(ctx context.Context, a Actor, userID string) err
 		return storeError(err, "member "+userID, "")
 	}
 	p.ToolsChanged(ctx, a.WorkspaceID) // no tool runs as them any more
+	if _, ok := p.cfg.Store.(store.Connections); ok {
+		// Their connections go, revoked at the providers: no tool acts as them any more.
+		if _, err := p.dropConnections(ctx, a.WorkspaceID, userID, ""); err != nil {
+			p.logger.WarnContext(ctx, "platform: a removed member's connections could not be deleted", "user", userID, "err", err)
+		}
+	}
 	return nil
 }

@@ -97,15 +97,17 @@ const DefaultUsageRetention = 90 * 24 * time.Hour
 
 // Platform is an assembled Quiver. Make it with [New]; it is safe for concurrent use.
 type Platform struct {
-	cfg        Config
-	logger     *slog.Logger
-	runner     *agent.Runner
-	workspaces workspaces
-	imports    importSlots                   // the OpenAPI documents being imported
-	fleet      fleetState                    // the fleet's configuration served (fleetstate.go)
-	operator   atomic.Pointer[[]quiver.Rule] // the operator's governance rules (governance.go)
-	meter      *limits.Meter                 // counts the calls the workspaces' limits bound (limits.go)
-	usage      *usage.Meter                  // meters what the workspaces use (usage.go); nil: not kept
+	cfg    Config
+	logger *slog.Logger
+	runner *agent.Runner
+	// connectLink is where a person connects a provider (SetConnectLink).
+	connectLink atomic.Pointer[func(provider string, scopes []string) string]
+	workspaces  workspaces
+	imports     importSlots                   // the OpenAPI documents being imported
+	fleet       fleetState                    // the fleet's configuration served (fleetstate.go)
+	operator    atomic.Pointer[[]quiver.Rule] // the operator's governance rules (governance.go)
+	meter       *limits.Meter                 // counts the calls the workspaces' limits bound (limits.go)
+	usage       *usage.Meter                  // meters what the workspaces use (usage.go); nil: not kept
 
 	// journal, when open, takes the records of the doors' calls (OpenJournal); dispatching
 	// says a workspace's dispatcher was made, after which the journal cannot be opened.

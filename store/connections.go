@@ -58,6 +58,9 @@ type ConnectionFlow struct {
 	Scopes []string
 	// ReturnTo is where the user goes once connected: a path of the console, or "".
 	ReturnTo string
+	// BrowserHash, when set, is the SHA-256 (hex) of a nonce the browser that started the flow
+	// holds in a cookie: the flow is finished only in that browser.
+	BrowserHash string
 	// ExpiresAt is when the flow can no longer be finished.
 	ExpiresAt time.Time
 }

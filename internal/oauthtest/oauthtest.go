@@ -33,7 +33,7 @@ type AuthServer struct {
 	ExpiresIn atomic.Int64 // seconds
 	Deny      atomic.Bool  // the user refuses: /authorize answers access_denied
 
-	Registers, Authorizes, CodeGrants, RefreshGrants atomic.Int64
+	Registers, Authorizes, CodeGrants, RefreshGrants, Revocations atomic.Int64
 
 	mu       sync.Mutex
 	clients  map[string][]string // client id -> registered redirect URIs
@@ -52,6 +52,7 @@ func NewAuthServer(t testing.TB) *AuthServer {
 	mux.HandleFunc("POST /register", as.register)
 	mux.HandleFunc("GET /authorize", as.authorize)
 	mux.HandleFunc("POST /token", as.token)
+	mux.HandleFunc("POST /revoke", as.revoke)
 	as.Server = httptest.NewServer(mux)
 	t.Cleanup(as.Close)
 	return as
@@ -166,6 +167,28 @@ func (as *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 	default:
 		oauthError(w, "unsupported_grant_type")
 	}
+}
+
+// revoke is RFC 7009's revocation endpoint: the token, access or refresh, is no longer valid.
+func (as *AuthServer) revoke(w http.ResponseWriter, r *http.Request) {
+	as.Revocations.Add(1)
+	_ = r.ParseForm()
+	tok := r.PostForm.Get("token")
+	as.mu.Lock()
+	delete(as.access, tok)
+	delete(as.refreshs, tok)
+	as.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+// Register registers a client with redirect URIs, as dynamic registration does, and returns
+// its id.
+func (as *AuthServer) Register(redirectURIs ...string) string {
+	id := "client-" + rand.Text()
+	as.mu.Lock()
+	as.clients[id] = redirectURIs
+	as.mu.Unlock()
+	return id
 }
 
 // Mint issues an access token and a refresh token to client.

@@ -202,8 +202,8 @@ func (s *ConnectionStore) StartConnectionFlow(ctx context.Context, f *store.Conn
 			return s.d.Err(op, err)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO connection_flows (state_hash, workspace_id, user_id, provider, verifier, scopes, return_to,
-			expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, f.StateHash, f.WorkspaceID, f.UserID, f.Provider, f.Verifier,
-			strings.Join(f.Scopes, " "), f.ReturnTo, s.d.Time(f.ExpiresAt), s.d.Time(now))
+			browser_hash, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, f.StateHash, f.WorkspaceID, f.UserID,
+			f.Provider, f.Verifier, strings.Join(f.Scopes, " "), f.ReturnTo, f.BrowserHash, s.d.Time(f.ExpiresAt), s.d.Time(now))
 		return s.d.Err(op, err)
 	})
 }
@@ -218,8 +218,8 @@ func (s *ConnectionStore) TakeConnectionFlow(ctx context.Context, stateHash stri
 		var expires time.Time
 		got := &store.ConnectionFlow{}
 		err := tx.QueryRowContext(ctx, `DELETE FROM connection_flows WHERE state_hash = $1
-			RETURNING state_hash, workspace_id, user_id, provider, verifier, scopes, return_to, expires_at`, stateHash).Scan(
-			&got.StateHash, &got.WorkspaceID, &got.UserID, &got.Provider, &got.Verifier, &scopes, &got.ReturnTo, scanTime{&expires})
+			RETURNING state_hash, workspace_id, user_id, provider, verifier, scopes, return_to, browser_hash, expires_at`, stateHash).Scan(
+			&got.StateHash, &got.WorkspaceID, &got.UserID, &got.Provider, &got.Verifier, &scopes, &got.ReturnTo, &got.BrowserHash, scanTime{&expires})
 		if errors.Is(err, sql.ErrNoRows) {
 			return s.d.failf(op, store.ErrNotFound, "no such connection under way")
 		}

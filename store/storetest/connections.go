@@ -172,13 +172,13 @@ func testConnectionFlows(t *testing.T, s ConnectionStore) {
 	now := time.Now()
 	flow := func(hash string, expires time.Time) *store.ConnectionFlow {
 		return &store.ConnectionFlow{StateHash: hash, WorkspaceID: "wsp_c1", UserID: "usr_1", Provider: "github", Verifier: "sealed-v",
-			Scopes: []string{"repo"}, ReturnTo: "/console/#/connections", ExpiresAt: expires}
+			Scopes: []string{"repo"}, ReturnTo: "/console/#/connections", BrowserHash: "bh", ExpiresAt: expires}
 	}
 	if err := s.StartConnectionFlow(ctx, flow("h1", now.Add(10*time.Minute))); err != nil {
 		t.Fatal(err)
 	}
 	f, err := s.TakeConnectionFlow(ctx, "h1", now)
-	if err != nil || f.UserID != "usr_1" || f.Verifier != "sealed-v" || !slices.Equal(f.Scopes, []string{"repo"}) || f.ReturnTo != "/console/#/connections" {
+	if err != nil || f.UserID != "usr_1" || f.Verifier != "sealed-v" || !slices.Equal(f.Scopes, []string{"repo"}) || f.ReturnTo != "/console/#/connections" || f.BrowserHash != "bh" {
 		t.Fatalf("taken: %+v %v", f, err)
 	}
 	if _, err := s.TakeConnectionFlow(ctx, "h1", now); !errors.Is(err, store.ErrNotFound) {

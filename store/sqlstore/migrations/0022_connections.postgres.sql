@@ -4,7 +4,8 @@
 -- workspace_connections: a workspace's providers document (store.WorkspaceConnections),
 -- versioned as its limits are. user_connections: each user's connection to a provider, its
 -- tokens sealed by the platform (the database never sees them in the clear). connection_flows:
--- the connections being made, found by the hash of their state, each finished once.
+-- the connections being made, found by the hash of their state, each finished once (and,
+-- for one started in a browser, only in that browser: browser_hash).
 
 CREATE TABLE workspace_connections (
 	workspace_id text        NOT NULL REFERENCES workspaces (id),
@@ -37,6 +38,7 @@ CREATE TABLE connection_flows (
 	verifier     text        NOT NULL,
 	scopes       text        NOT NULL DEFAULT '',
 	return_to    text        NOT NULL DEFAULT '',
+	browser_hash text        NOT NULL DEFAULT '',
 	expires_at   timestamptz NOT NULL,
 	created_at   timestamptz NOT NULL,
 	CONSTRAINT connection_flows_pkey PRIMARY KEY (state_hash)

@@ -4,7 +4,8 @@
 -- workspace_connections: a workspace's providers document (store.WorkspaceConnections),
 -- versioned as its limits are. user_connections: each user's connection to a provider, its
 -- tokens sealed by the platform (the database never sees them in the clear). connection_flows:
--- the connections being made, found by the hash of their state, each finished once. Times are
+-- the connections being made, found by the hash of their state, each finished once (and,
+-- for one started in a browser, only in that browser: browser_hash). Times are
 -- Unix nanoseconds (UTC).
 
 CREATE TABLE workspace_connections (
@@ -36,6 +37,7 @@ CREATE TABLE connection_flows (
     verifier     TEXT    NOT NULL,
     scopes       TEXT    NOT NULL DEFAULT '',
     return_to    TEXT    NOT NULL DEFAULT '',
+    browser_hash TEXT    NOT NULL DEFAULT '',
     expires_at   INTEGER NOT NULL,
     created_at   INTEGER NOT NULL
 ) STRICT;

@@ -1,0 +1,551 @@
+package platform
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/netguard"
+	"github.com/quiverhq/quiver/platform/connect"
+	"github.com/quiverhq/quiver/store"
+)
+
+// Each person connects their own accounts at the providers a workspace declares, and the tools
+// that act as them call with their token (quiver.UserToken). The providers are a versioned
+// document of the workspace, an admin's; a connection is its user's, in the workspace, its
+// tokens sealed with the server's keys like secret variables. A connection is made with the
+// authorization code flow and PKCE: the user starts it (the flow's state is one-time, bound to
+// the user, and for a flow started in a browser to that browser), the provider sends the
+// browser back to the callback any node serves, and the callback exchanges the code. A token
+// is refreshed once, fleet-wide, when it is about to expire; a connection is revoked at the
+// provider when its user disconnects or leaves the workspace.
+
+// Bounds of connections.
+const (
+	// connectionFlowTTL is how long a person has to finish a connection they started.
+	connectionFlowTTL = 10 * time.Minute
+	// refreshAhead is how long before its expiry an access token is refreshed.
+	refreshAhead = time.Minute
+)
+
+// ConnectionProviders is a workspace's providers document as a door shows it.
+type ConnectionProviders struct {
+	Document connect.Document
+	// Version counts the changes (0: never set); UpdatedBy and UpdatedAt are the last one's.
+	Version   int64
+	UpdatedBy string
+	UpdatedAt time.Time
+}
+
+// connections is the store's connections, or an Unavailable error.
+func (p *Platform) connections() (store.Connections, error) {
+	if c, ok := p.cfg.Store.(store.Connections); ok {
+		return c, nil
+	}
+	return nil, &Error{Kind: Unavailable, Message: "this server's store keeps no connections"}
+}
+
+// ConnectionProviders returns the actor's workspace's providers. Every member reads them (they
+// connect to them); the client's secret is a variable's name, never a value.
+func (p *Platform) ConnectionProviders(ctx context.Context, a Actor) (*ConnectionProviders, error) {
+	cs, err := p.connections()
+	if err != nil {
+		return nil, err
+	}
+	doc, err := cs.WorkspaceConnections(ctx, a.WorkspaceID)
+	if err != nil {
+		return nil, storeError(err, "workspace "+a.WorkspaceID, "")
+	}
+	out := &ConnectionProviders{Version: doc.Version, UpdatedBy: doc.UpdatedBy, UpdatedAt: doc.UpdatedAt}
+	if doc.Version == 0 {
+		return out, nil
+	}
+	d, err := connect.Decode(doc.Document)
+	if err != nil {
+		return nil, &Error{Kind: Internal, Message: "the workspace's connection providers cannot be read: set them again", Cause: err}
+	}
+	out.Document = *d
+	return out, nil
+}
+
+// SetConnectionProviders replaces the actor's workspace's providers (admins only) when they are
+// at version after (Conflict otherwise). A document that does not check is refused naming the
+// part (providers[1].token_url). Connections to a provider no longer declared stay stored, unused,
+// until their users disconnect.
+func (p *Platform) SetConnectionProviders(ctx context.Context, a Actor, doc connect.Document, after int64) (*ConnectionProviders, error) {
+	if err := a.mayAdminister("connect accounts, not declare the providers"); err != nil {
+		return nil, err
+	}
+	cs, err := p.connections()
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Check(); err != nil {
+		var fe *connect.FieldError
+		if errors.As(err, &fe) {
+			return nil, invalid(fe.Field, fe.Message)
+		}
+		return nil, invalid("document", err.Error())
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, &Error{Kind: Internal, Message: "encoding the connection providers", Cause: err}
+	}
+	if err := cs.PutWorkspaceConnections(ctx, &store.WorkspaceConnections{WorkspaceID: a.WorkspaceID, Document: raw, UpdatedBy: a.UserID}, after); err != nil {
+		return nil, storeError(err, "workspace "+a.WorkspaceID, "version")
+	}
+	return p.ConnectionProviders(ctx, a)
+}
+
+// provider returns the workspace's provider called name, NotFound naming field when it has
+// none.
+func (p *Platform) provider(ctx context.Context, workspaceID, name, field string) (*connect.Provider, error) {
+	cs, err := p.connections()
+	if err != nil {
+		return nil, err
+	}
+	doc, err := cs.WorkspaceConnections(ctx, workspaceID)
+	if err != nil {
+		return nil, storeError(err, "workspace "+workspaceID, "")
+	}
+	var d *connect.Document
+	if doc.Version > 0 {
+		if d, err = connect.Decode(doc.Document); err != nil {
+			return nil, &Error{Kind: Internal, Message: "the workspace's connection providers cannot be read: set them again", Cause: err}
+		}
+	}
+	if d != nil {
+		if pr, ok := d.Provider(name); ok {
+			return pr, nil
+		}
+	}
+	return nil, &Error{Kind: NotFound, Field: field, Message: fmt.Sprintf("the workspace declares no provider %q", clipText(name))}
+}
+
+// NewConnection is a connection a user starts.
+type NewConnection struct {
+	Provider string
+	// Scopes are those asked for, of the provider's; none: every scope it offers.
+	Scopes []string
+	// RedirectURI is the callback the provider sends the browser back to: the door's, exactly
+	// as registered at the provider.
+	RedirectURI string
+	// ReturnTo is where the browser goes once connected: a path on this server, or "".
+	ReturnTo string
+	// BindBrowser binds the flow to the browser that starts it: StartedConnection.Nonce is
+	// to be kept in a cookie, and the callback must bring it.
+	BindBrowser bool
+}
+
+// StartedConnection is a connection under way.
+type StartedConnection struct {
+	// URL is the provider's authorization page to send the user to.
+	URL       string
+	ExpiresAt time.Time
+	// Nonce is what the starting browser keeps (BindBrowser), "" otherwise.
+	Nonce string
+}
+
+// StartConnection starts the actor's connection to a provider: the user's own (an actor
+// without a user, an operator's key, has no connections to make).
+func (p *Platform) StartConnection(ctx context.Context, a Actor, in NewConnection) (*StartedConnection, error) {
+	if a.UserID == "" {
+		return nil, &Error{Kind: Forbidden, Message: "a connection is a person's: this key belongs to no user"}
+	}
+	if err := a.mayChange("read, not connect accounts"); err != nil {
+		return nil, err
+	}
+	pr, err := p.provider(ctx, a.WorkspaceID, in.Provider, "provider")
+	if err != nil {
+		return nil, err
+	}
+	scopes := in.Scopes
+	if len(scopes) == 0 {
+		scopes = pr.Scopes
+	}
+	for i, s := range scopes {
+		if !slices.Contains(pr.Scopes, s) {
+			return nil, invalid(fmt.Sprintf("scopes[%d]", i), fmt.Sprintf("%q is not a scope %s offers (%s)", clipText(s), pr.Name, strings.Join(pr.Scopes, " ")))
+		}
+	}
+	if in.ReturnTo != "" && (!strings.HasPrefix(in.ReturnTo, "/") || strings.HasPrefix(in.ReturnTo, "//") || strings.ContainsAny(in.ReturnTo, "\\\r\n")) {
+		return nil, invalid("return_to", "a path on this server (/console/...) is needed: the browser goes nowhere else")
+	}
+	state, verifier := randomText(), connect.Verifier()
+	sealed, err := p.seal([]byte(verifier), "connection-flow/"+hashText(state))
+	if err != nil {
+		return nil, err
+	}
+	f := &store.ConnectionFlow{StateHash: hashText(state), WorkspaceID: a.WorkspaceID, UserID: a.UserID, Provider: pr.Name, Verifier: sealed,
+		Scopes: scopes, ReturnTo: in.ReturnTo, ExpiresAt: p.now().Add(connectionFlowTTL)}
+	out := &StartedConnection{URL: connect.AuthURL(pr, in.RedirectURI, state, verifier, scopes), ExpiresAt: f.ExpiresAt}
+	if in.BindBrowser {
+		out.Nonce = randomText()
+		f.BrowserHash = hashText(out.Nonce)
+	}
+	cs, _ := p.connections()
+	if err := cs.StartConnectionFlow(ctx, f); err != nil {
+		return nil, storeError(err, "connection to "+pr.Name, "")
+	}
+	return out, nil
+}
+
+// ConnectionCallback is what the provider's redirect brings back to the door's callback.
+type ConnectionCallback struct {
+	State, Code string
+	// Error and ErrorDescription are the provider's refusal (the user said no).
+	Error, ErrorDescription string
+	// RedirectURI is the callback's own URI, as the flow was started with.
+	RedirectURI string
+	// Nonce is the browser's cookie, for a flow bound to a browser.
+	Nonce string
+}
+
+// FinishedConnection is a connection made.
+type FinishedConnection struct {
+	WorkspaceID, UserID, Provider string
+	Scopes                        []string
+	ReturnTo                      string
+}
+
+// FinishConnection finishes a connection: the flow of the state, once, in the browser that
+// started it when it was bound to one; the code exchanged at the provider, and the tokens
+// sealed and stored as the flow's user's. Anyone may bring a callback: what it finishes is
+// the flow's, and a state is good for one try.
+func (p *Platform) FinishConnection(ctx context.Context, in ConnectionCallback) (*FinishedConnection, error) {
+	cs, err := p.connections()
+	if err != nil {
+		return nil, err
+	}
+	if in.State == "" || len(in.State) > 200 {
+		return nil, invalid("state", "the provider's answer carries no state of a connection under way")
+	}
+	f, err := cs.TakeConnectionFlow(ctx, hashText(in.State), p.now())
+	if err != nil {
+		return nil, storeError(err, "the connection under way (start it again)", "state")
+	}
+	if f.BrowserHash != "" && hashText(in.Nonce) != f.BrowserHash {
+		return nil, &Error{Kind: Forbidden, Field: "state", Message: "this connection was started in another browser: start it again here"}
+	}
+	if in.Error != "" {
+		return nil, &Error{Kind: Forbidden, Field: "error", Message: fmt.Sprintf("the provider did not connect the account: %s %s", clipText(in.Error), clipText(in.ErrorDescription))}
+	}
+	pr, err := p.provider(ctx, f.WorkspaceID, f.Provider, "state")
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := p.open(f.Verifier, "connection-flow/"+f.StateHash)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := p.clientSecret(ctx, f.WorkspaceID, pr)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := p.connectClient().Exchange(ctx, pr, secret, in.RedirectURI, in.Code, string(verifier), f.Scopes)
+	if err != nil {
+		return nil, &Error{Kind: Unavailable, Field: "code", Message: err.Error()}
+	}
+	c, err := p.sealedConnection(f.WorkspaceID, f.UserID, pr.Name, tok)
+	if err != nil {
+		return nil, err
+	}
+	if err := cs.PutConnection(ctx, c); err != nil {
+		return nil, storeError(err, "connection to "+pr.Name, "")
+	}
+	return &FinishedConnection{WorkspaceID: f.WorkspaceID, UserID: f.UserID, Provider: pr.Name, Scopes: tok.Scopes, ReturnTo: f.ReturnTo}, nil
+}
+
+// UserConnection is a connection as its user sees it: never its tokens.
+type UserConnection struct {
+	Provider    string
+	Scopes      []string
+	ExpiresAt   time.Time
+	ConnectedAt time.Time
+	RefreshedAt time.Time
+}
+
+// Connections returns the actor's own connections in the workspace.
+func (p *Platform) Connections(ctx context.Context, a Actor) ([]UserConnection, error) {
+	cs, err := p.connections()
+	if err != nil {
+		return nil, err
+	}
+	if a.UserID == "" {
+		return []UserConnection{}, nil
+	}
+	list, err := cs.UserConnections(ctx, a.WorkspaceID, a.UserID)
+	if err != nil {
+		return nil, storeError(err, "connections", "")
+	}
+	out := make([]UserConnection, len(list))
+	for i, c := range list {
+		out[i] = UserConnection{Provider: c.Provider, Scopes: c.Scopes, ExpiresAt: c.ExpiresAt, ConnectedAt: c.CreatedAt, RefreshedAt: c.UpdatedAt}
+	}
+	return out, nil
+}
+
+// Disconnect deletes the actor's connection to the provider and revokes its tokens at the
+// provider (a provider that cannot be reached is logged: the connection is gone from Quiver
+// all the same).
+func (p *Platform) Disconnect(ctx context.Context, a Actor, provider string) error {
+	if a.UserID == "" {
+		return &Error{Kind: Forbidden, Message: "a connection is a person's: this key belongs to no user"}
+	}
+	if err := a.mayChange("read, not disconnect accounts"); err != nil {
+		return err
+	}
+	gone, err := p.dropConnections(ctx, a.WorkspaceID, a.UserID, provider)
+	if err != nil {
+		return err
+	}
+	if len(gone) == 0 {
+		return &Error{Kind: NotFound, Field: "provider", Message: fmt.Sprintf("you have no connection to %q", clipText(provider))}
+	}
+	return nil
+}
+
+// dropConnections deletes the user's connections (to provider, or all for "") and revokes
+// their tokens at the providers.
+func (p *Platform) dropConnections(ctx context.Context, workspaceID, userID, provider string) ([]*store.Connection, error) {
+	cs, err := p.connections()
+	if err != nil {
+		return nil, err
+	}
+	gone, err := cs.DeleteConnections(ctx, workspaceID, userID, provider)
+	if err != nil {
+		return nil, storeError(err, "connections", "")
+	}
+	for _, c := range gone {
+		p.revoke(context.WithoutCancel(ctx), c)
+	}
+	return gone, nil
+}
+
+// revoke revokes a deleted connection's tokens at its provider, the refresh token first (it
+// revokes the access tokens it granted, at most providers).
+func (p *Platform) revoke(ctx context.Context, c *store.Connection) {
+	pr, err := p.provider(ctx, c.WorkspaceID, c.Provider, "")
+	if err != nil || pr.RevocationURL == "" {
+		return
+	}
+	secret, err := p.clientSecret(ctx, c.WorkspaceID, pr)
+	if err != nil {
+		p.logger.WarnContext(ctx, "platform: a connection's tokens could not be revoked", "provider", c.Provider, "err", err)
+		return
+	}
+	for _, t := range []struct{ sealed, hint, what string }{{c.RefreshToken, "refresh_token", "refresh"}, {c.AccessToken, "access_token", "access"}} {
+		if t.sealed == "" {
+			continue
+		}
+		tok, err := p.open(t.sealed, connectionWhere(c.WorkspaceID, c.UserID, c.Provider, t.what))
+		if err == nil {
+			err = p.connectClient().Revoke(ctx, pr, secret, string(tok), t.hint)
+		}
+		if err != nil {
+			p.logger.WarnContext(ctx, "platform: a connection's token could not be revoked at its provider", "provider", c.Provider, "token", t.hint, "err", err)
+		}
+	}
+}
+
+// userToken is a user's access token at a provider with at least the scopes (see
+// quiver.UserToken): refreshed first when it is about to expire, once however many calls ask.
+func (w *Workspace) userToken(ctx context.Context, userID, provider string, scopes []string) (string, error) {
+	p := w.p
+	cs, err := p.connections()
+	if err != nil {
+		return "", err
+	}
+	c, err := cs.Connection(ctx, w.id, userID, provider)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", p.authorizationRequired(provider, scopes, "")
+	}
+	if err != nil {
+		return "", err
+	}
+	if missing := missingScopes(c.Scopes, scopes); len(missing) > 0 {
+		return "", p.authorizationRequired(provider, scopes, "your connection lacks the scopes "+strings.Join(missing, " "))
+	}
+	if !c.ExpiresAt.IsZero() && c.ExpiresAt.Before(p.now().Add(refreshAhead)) {
+		if c, err = w.refresh(ctx, userID, provider, scopes); err != nil {
+			return "", err
+		}
+	}
+	tok, err := p.open(c.AccessToken, connectionWhere(w.id, userID, provider, "access"))
+	return string(tok), err
+}
+
+// refresh refreshes the user's connection to provider, unless another call did while this one
+// waited for it; a connection the provider no longer refreshes is deleted, and the user asked
+// to connect again.
+func (w *Workspace) refresh(ctx context.Context, userID, provider string, scopes []string) (*store.Connection, error) {
+	p := w.p
+	cs, _ := p.connections()
+	var gone bool
+	c, err := cs.UpdateConnection(ctx, w.id, userID, provider, func(cur *store.Connection) (*store.Connection, error) {
+		if cur.ExpiresAt.IsZero() || !cur.ExpiresAt.Before(p.now().Add(refreshAhead)) {
+			return cur, nil // refreshed by another call meanwhile
+		}
+		if cur.RefreshToken == "" {
+			gone = true
+			return nil, nil
+		}
+		pr, err := p.provider(ctx, w.id, provider, "")
+		if err != nil {
+			return nil, err
+		}
+		refresh, err := p.open(cur.RefreshToken, connectionWhere(w.id, userID, provider, "refresh"))
+		if err != nil {
+			return nil, err
+		}
+		secret, err := p.clientSecret(ctx, w.id, pr)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := p.connectClient().Refresh(ctx, pr, secret, string(refresh), cur.Scopes)
+		if err != nil {
+			if strings.Contains(err.Error(), "invalid_grant") {
+				gone = true
+				return nil, nil
+			}
+			return nil, err
+		}
+		return p.sealedConnection(w.id, userID, provider, tok)
+	})
+	if gone {
+		return nil, p.authorizationRequired(provider, scopes, "your connection has expired and cannot be renewed")
+	}
+	return c, err
+}
+
+// authorizationRequired is the error of a call that needs the user's connection: it says where
+// to make it, on the console's connections page, which starts the flow in the user's browser.
+func (p *Platform) authorizationRequired(provider string, scopes []string, reason string) error {
+	e := &quiver.AuthorizationRequiredError{Provider: provider, Scopes: scopes, Reason: reason}
+	if link := p.connectLink.Load(); link != nil {
+		e.URL = (*link)(provider, scopes)
+	}
+	return e
+}
+
+// SetConnectLink sets where the platform sends a person to connect a provider (the console's
+// connections page, which the door that serves it knows).
+func (p *Platform) SetConnectLink(link func(provider string, scopes []string) string) {
+	p.connectLink.Store(&link)
+}
+
+// withUserTokens is the workspace dispatcher's middleware that gives a user's call their
+// tokens (quiver.UserToken).
+func (w *Workspace) withUserTokens(next quiver.Handler) quiver.Handler {
+	return func(ctx context.Context, c *quiver.Call) *quiver.Result {
+		if a, ok := ActorFrom(ctx); ok && a.UserID != "" {
+			user := a.UserID
+			ctx = quiver.WithUserTokens(ctx, func(ctx context.Context, provider string, scopes []string) (string, error) {
+				return w.userToken(ctx, user, provider, scopes)
+			})
+		}
+		return next(ctx, c)
+	}
+}
+
+func missingScopes(granted, wanted []string) []string {
+	var out []string
+	for _, s := range wanted {
+		if !slices.Contains(granted, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sealedConnection is tok as the store keeps it: its tokens sealed.
+func (p *Platform) sealedConnection(workspaceID, userID, provider string, tok *connect.Token) (*store.Connection, error) {
+	access, err := p.seal([]byte(tok.Access), connectionWhere(workspaceID, userID, provider, "access"))
+	if err != nil {
+		return nil, err
+	}
+	c := &store.Connection{WorkspaceID: workspaceID, UserID: userID, Provider: provider, AccessToken: access, Scopes: tok.Scopes, ExpiresAt: tok.Expiry}
+	if tok.Refresh != "" {
+		if c.RefreshToken, err = p.seal([]byte(tok.Refresh), connectionWhere(workspaceID, userID, provider, "refresh")); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// connectionWhere is what a connection's token is sealed for: a token sealed for one user's
+// connection does not open as another's.
+func connectionWhere(workspaceID, userID, provider, which string) string {
+	return "connection/" + workspaceID + "/" + userID + "/" + provider + "/" + which
+}
+
+// clientSecret is the provider's client secret: the workspace's secret variable it names, or
+// "" for a public client.
+func (p *Platform) clientSecret(ctx context.Context, workspaceID string, pr *connect.Provider) (string, error) {
+	if pr.ClientSecretVariable == "" {
+		return "", nil
+	}
+	if p.cfg.Resolver == nil {
+		return "", &Error{Kind: Unavailable, Message: "this server keeps no variables: the client secret of " + pr.Name + " cannot be read"}
+	}
+	v := quiver.Variable{Name: pr.ClientSecretVariable, Type: quiver.VarSecret}
+	val, ok, err := p.cfg.Resolver.ResolveVariable(ctx, quiver.Scope{WorkspaceID: workspaceID}, v)
+	if err != nil || !ok || val == "" {
+		return "", &Error{Kind: Unavailable, Message: fmt.Sprintf("the client secret of %s, the workspace's secret variable %s, is not set", pr.Name, pr.ClientSecretVariable), Cause: err}
+	}
+	return val, nil
+}
+
+// connectClient makes the providers' requests, off the networks behind the server but for the
+// hosts the operator allows.
+func (p *Platform) connectClient() *connect.Client {
+	return &connect.Client{Transport: netguard.Transport(p.cfg.OpenAPIInternal, "quiver serve --openapi-internal-hosts")}
+}
+
+func (p *Platform) seal(plain []byte, where string) (string, error) {
+	if p.cfg.Resolver == nil || p.cfg.Resolver.Keys == nil {
+		return "", &Error{Kind: Unavailable, Message: "this server has no secret keys: connections cannot be kept"}
+	}
+	return p.cfg.Resolver.Keys.Seal(plain, where)
+}
+
+func (p *Platform) open(sealed, where string) ([]byte, error) {
+	if p.cfg.Resolver == nil || p.cfg.Resolver.Keys == nil {
+		return nil, &Error{Kind: Unavailable, Message: "this server has no secret keys: connections cannot be read"}
+	}
+	b, err := p.cfg.Resolver.Keys.Open(sealed, where)
+	if err != nil {
+		return nil, &Error{Kind: Internal, Message: "a connection's token cannot be opened with this server's keys", Cause: err}
+	}
+	return b, nil
+}
+
+// randomText is 32 random bytes, base64url: a state or a nonce.
+func randomText() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// hashText is the SHA-256 of s, hex: what is stored of a state or a nonce.
+func hashText(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func clipText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
