@@ -134,6 +134,7 @@ func (s *Server) apiHandler() (http.Handler, huma.API) {
 	s.registerEntities(api)
 	s.registerEntitlements(api)
 	s.registerLimits(api)
+	s.registerConnections(api)
 	s.registerUsage(api)
 	s.registerThreadReads(api)
 	s.registerRunEvents(api)
@@ -193,6 +194,8 @@ func (s *Server) registerCalls(api huma.API) {
 	register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
 		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread",
 		Responses: map[string]*huma.Response{
+			"403": {Description: "The tool acts as the caller at a provider they have not connected (or not with the scopes it needs): the problem says where to connect. The call is recorded, and calling again once connected runs it.",
+				Content: map[string]*huma.MediaType{"application/problem+json": {Schema: huma.SchemaFromType(schemas, reflect.TypeFor[AuthorizationProblem]())}}},
 			"429": {Description: "A limit on how often the caller may call is reached: the call did not run. Retry-After says when to try again.",
 				Headers: map[string]*huma.Param{"Retry-After": {Description: "Seconds to wait before calling again.", Schema: &huma.Schema{Type: "integer"}}},
 				Content: map[string]*huma.MediaType{"application/problem+json": {Schema: huma.SchemaFromType(schemas, reflect.TypeFor[LimitProblem]())}}},
@@ -217,6 +220,9 @@ func (s *Server) registerCalls(api huma.API) {
 			if r.Code == quiver.CodeRateLimited || r.Code == quiver.CodeQuotaExhausted {
 				return nil, limitedProblem(r)
 			}
+			if r.Code == quiver.CodeAuthorizationRequired {
+				return nil, authorizationProblem(r)
+			}
 			out := &callOutput{}
 			out.Body.ThreadID, out.Body.Result = scope.ThreadID, r
 			return out, nil
@@ -234,6 +240,19 @@ func limitedProblem(r *quiver.Result) error {
 	h.Set("Retry-After", strconv.Itoa(max(1, meta.RetryAfter)))
 	return huma.ErrorWithHeaders(&LimitProblem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests),
 		Status: http.StatusTooManyRequests, Detail: r.Error, Code: string(r.Code)}, h)
+}
+
+// authorizationProblem is the answer to a call that needs the caller's connection to a
+// provider: 403, with the provider and where to connect.
+func authorizationProblem(r *quiver.Result) error {
+	var meta struct {
+		Provider string   `json:"provider"`
+		URL      string   `json:"authorization_url"`
+		Scopes   []string `json:"scopes"`
+	}
+	_ = json.Unmarshal(r.Meta, &meta)
+	return &AuthorizationProblem{Type: "about:blank", Title: http.StatusText(http.StatusForbidden), Status: http.StatusForbidden, Detail: r.Error,
+		Code: string(r.Code), Provider: meta.Provider, AuthorizationURL: meta.URL, Scopes: meta.Scopes}
 }
 
 // remotesFor is the remote MCP servers as the caller's listing reports them: every one, as a

@@ -348,6 +348,14 @@ func isoTable() map[string][]isoCase {
 		// calls of their own in B).
 		"GET /v1/usage": {{query: "bucket=all&group_by=key,user,agent,tool,model", want: isoListed},
 			{query: "bucket=minute&group_by=tool", want: isoListed}, {query: "format=csv&group_by=key,user", want: isoListed}},
+		// Connections: A's providers (which may name B's), A's people's connections alone; B's
+		// provider is not A's to connect to or disconnect from.
+		"GET /v1/connection-providers": {{want: isoListed}},
+		"PUT /v1/connection-providers": {{body: `{"document":{"providers":[{"name":"a-provider","description":"{provider}","authorization_url":"https://auth.example/a",` +
+			`"token_url":"https://auth.example/t","client_id":"{key}"}]},"after":0}`, want: isoCreated}},
+		"GET /v1/connections":               {{want: isoListed}},
+		"POST /v1/connections/{provider}":   each("provider", []string{"provider"}, "", `{"scopes":[]}`, isoNotFound),
+		"DELETE /v1/connections/{provider}": each("provider", []string{"provider"}, "", "", isoNotFound),
 		"PUT /v1/limits": {{body: `{"document":{"limits":[{"name":"b","who":{"key":"{key}","user":"{user}"},"tools":["{tool_name}"],"calls":{"per_minute":1}}]},"after":0}`,
 			want: isoCreated}},
 		"POST /v1/keys": {
@@ -611,6 +619,12 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 	must(resolver.Set(ctx, b.ID, quiver.LayerInstance, "", vars.Value{Name: "ZULU_REGION", Value: "zulu-region"}))
 	must(resolver.Set(ctx, b.ID, quiver.LayerAgent, "iso_client", vars.Value{Name: "ZULU_AGENT", Value: "zulu agent value"}))
 
+	// B's provider, and Mel's connection to it.
+	B("PUT", "/v1/connection-providers", `{"document":{"providers":[{"name":"zulu-provider","authorization_url":"https://auth.zulu.example/a",`+
+		`"token_url":"https://auth.zulu.example/t","client_id":"zulu-client"}]},"after":0}`, 200, nil)
+	must(st.(store.Connections).PutConnection(ctx, &store.Connection{WorkspaceID: b.ID, UserID: mel.UserID, Provider: "zulu-provider",
+		AccessToken: "zulu-conn-sealed", Scopes: []string{"zulu-scope"}}))
+
 	// A sub-agent of B's deferred for a variable, as subagent_create leaves it.
 	deferred := &store.Thread{WorkspaceID: b.ID, ParentID: thread, AgentID: "iso_client", Tags: []string{"name:zulu-child"},
 		State: json.RawMessage(`{"spawn":{"agent":"iso_client","path":["iso_client","iso_client"],"deferred":[{"name":"ZULU_REPO",` +
@@ -680,7 +694,7 @@ func newIsoWorld(t *testing.T, be isoBackend) *isoWorld {
 		"threads_cursor": threadsCursor, "tag_cursor": tagCursor, "tools_cursor": toolsCursor,
 		"a_workspace": a.ID, "a_function": acmeFn.ID, "a_tool": acmeTool.ID, "a_echo": "iso_echo", "a_thread": acmeCall.ThreadID,
 		"agent_var": "ZULU_AGENT", "user_var": "ZULU_SAM_TOKEN", "a_agent": "iso_client", "a_sam": sam.ID, "a_var": "ACME_CONSOLE",
-		"openapi_source": "zulu_pets", "openapi_tool_name": "zulu_pets.zuluFind",
+		"openapi_source": "zulu_pets", "openapi_tool_name": "zulu_pets.zuluFind", "provider": "zulu-provider",
 	}
 	w.secrets = []string{w.keyB, melKey.Secret, samKey.Secret, bAdminKey.Prefix, melKey.Key.Prefix, samKey.Key.Prefix,
 		threadSecret, samSecret, w.bSession.ID()}

@@ -237,6 +237,30 @@ type LimitProblem struct {
 	Code   string `json:"code" enum:"rate_limited,quota_exhausted" doc:"rate_limited: a limit on how often (per second, minute or hour, or at once); quota_exhausted: a daily quota. The Retry-After header says when to try again."`
 }
 
+// AuthorizationProblem is the answer to a call of a tool that acts as the caller at a provider
+// they have not connected (403): where to connect, and the provider.
+type AuthorizationProblem struct {
+	Type             string   `json:"type,omitempty" doc:"A URI reference naming the problem's type: about:blank."`
+	Title            string   `json:"title,omitempty" doc:"The HTTP status's words."`
+	Status           int      `json:"status,omitempty" doc:"The HTTP status code: 403."`
+	Detail           string   `json:"detail,omitempty" doc:"What the call needs, in words."`
+	Code             string   `json:"code" enum:"authorization_required" doc:"authorization_required: connect the provider, then call again."`
+	Provider         string   `json:"provider" doc:"The provider to connect."`
+	AuthorizationURL string   `json:"authorization_url,omitempty" doc:"Where the person connects it: the console's connections page."`
+	Scopes           []string `json:"scopes,omitempty" doc:"The scopes the call needs."`
+}
+
+func (p *AuthorizationProblem) Error() string  { return p.Detail }
+func (p *AuthorizationProblem) GetStatus() int { return p.Status }
+
+// ContentType makes the answer application/problem+json, as RFC 9457 names it.
+func (p *AuthorizationProblem) ContentType(ct string) string {
+	if ct == "application/json" {
+		return "application/problem+json"
+	}
+	return ct
+}
+
 // Limit problem codes.
 const (
 	CodeRateLimited    = "rate_limited"

@@ -193,6 +193,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.streams = streamSlots{leases: s.p.Store(), node: s.node, logger: s.logger}
 	// The server's own workspace is served from the start; others from their first request.
 	s.own = s.tenant(ctx, cfg.WorkspaceID)
+	s.p.SetConnectLink(s.connectLink)
 	s.routes()
 	return s, nil
 }
@@ -246,6 +247,9 @@ func (s *Server) routes() {
 			s.mux.HandleFunc("GET "+root, serveMeta)
 		}
 	}
+	// Where providers send people back once they connected an account: no key, the flow's
+	// state says whose connection it finishes.
+	s.mux.HandleFunc("GET "+ConnectionsCallbackPath, s.connectionsCallback)
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("GET /readyz", s.ready)
 	// The console: a client of /v1 like any other, its key or token in each request's header.

@@ -761,6 +761,21 @@ func (e DeleteToolParamsRetentionTier) Valid() bool {
 	}
 }
 
+// Defines values for CallTool403ApplicationProblemPlusJSONResponseBodyCode.
+const (
+	AuthorizationRequired CallTool403ApplicationProblemPlusJSONResponseBodyCode = "authorization_required"
+)
+
+// Valid indicates whether the value is a known member of the CallTool403ApplicationProblemPlusJSONResponseBodyCode enum.
+func (e CallTool403ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
+	switch e {
+	case AuthorizationRequired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CallTool429ApplicationProblemPlusJSONResponseBodyCode.
 const (
 	QuotaExhausted CallTool429ApplicationProblemPlusJSONResponseBodyCode = "quota_exhausted"
@@ -979,6 +994,46 @@ type CheckArgsInputBody struct {
 type CheckArgsOutputBody struct {
 	// Args The arguments as the tool would receive them: defaults applied.
 	Args interface{} `json:"args"`
+}
+
+// ConnectionBody defines model for ConnectionBody.
+type ConnectionBody struct {
+	ConnectedAt time.Time `json:"connected_at"`
+
+	// ExpiresAt When the access token expires (it is refreshed before), null when the provider did not say.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Provider The provider connected.
+	Provider string `json:"provider"`
+
+	// RefreshedAt When the tokens last changed.
+	RefreshedAt time.Time `json:"refreshed_at"`
+
+	// Scopes The scopes granted.
+	Scopes *[]string `json:"scopes"`
+}
+
+// ConnectionProvidersBody defines model for ConnectionProvidersBody.
+type ConnectionProvidersBody struct {
+	// Providers The providers, at most 100.
+	Providers *[]ProviderBody `json:"providers,omitempty"`
+}
+
+// ConnectionProvidersOutputBody defines model for ConnectionProvidersOutputBody.
+type ConnectionProvidersOutputBody struct {
+	// Document The providers; {} when none were ever declared.
+	Document  ConnectionProvidersBody `json:"document"`
+	UpdatedAt *time.Time              `json:"updated_at"`
+	UpdatedBy *string                 `json:"updated_by"`
+
+	// Version The version of the document (0: never set); give it back as after to change it.
+	Version int64 `json:"version"`
+}
+
+// ConnectionsOutputBody defines model for ConnectionsOutputBody.
+type ConnectionsOutputBody struct {
+	// Connections The caller's own connections in the workspace, by provider.
+	Connections *[]ConnectionBody `json:"connections"`
 }
 
 // Content defines model for Content.
@@ -1689,6 +1744,42 @@ type ProvideVariablesInputBody struct {
 	Values map[string]string `json:"values"`
 }
 
+// ProviderBody defines model for ProviderBody.
+type ProviderBody struct {
+	// AuthorizationUrl The authorization endpoint people are sent to: https (http only on loopback).
+	AuthorizationUrl string `json:"authorization_url"`
+
+	// ClientId Quiver's client id at the provider. Register PublicURL + /connections/callback as its redirect URI.
+	ClientId string `json:"client_id"`
+
+	// ClientSecretVariable The workspace's secret variable holding the client's secret; absent: a public client (PKCE alone).
+	ClientSecretVariable *string `json:"client_secret_variable,omitempty"`
+
+	// Description What the provider is, for the people connecting, up to 1,024 bytes.
+	Description *string `json:"description,omitempty"`
+
+	// Name The provider's name, which tools' requirements and the connections name.
+	Name string `json:"name"`
+
+	// RevocationUrl The revocation endpoint (RFC 7009) a connection's tokens are revoked at when its user disconnects or leaves the workspace.
+	RevocationUrl *string `json:"revocation_url,omitempty"`
+
+	// Scopes The scopes on offer.
+	Scopes *[]string `json:"scopes,omitempty"`
+
+	// TokenUrl The token endpoint codes and refresh tokens are exchanged at: https (http only on loopback). An internal address is refused unless the operator allows its host (quiver serve --openapi-internal-hosts).
+	TokenUrl string `json:"token_url"`
+}
+
+// PutConnectionProvidersInputBody defines model for PutConnectionProvidersInputBody.
+type PutConnectionProvidersInputBody struct {
+	// After The version the document is changed from: refused with 409 if another change came first.
+	After int64 `json:"after"`
+
+	// Document The whole document, replacing the last.
+	Document ConnectionProvidersBody `json:"document"`
+}
+
 // PutEntitlementsInputBody defines model for PutEntitlementsInputBody.
 type PutEntitlementsInputBody struct {
 	// After The version the document is changed from (as read; 0 when none was ever set): refused with 409 if another change came first.
@@ -1949,6 +2040,25 @@ type SpanKind string
 
 // SpanStatus ok; error (a tool's error result, a denied call, a failed child or model request); pending (no result, decision or end yet).
 type SpanStatus string
+
+// StartConnectionInputBody defines model for StartConnectionInputBody.
+type StartConnectionInputBody struct {
+	// BindBrowser Bind the flow to the browser that makes this request (a cookie): it can be finished in that browser alone. The console sets it.
+	BindBrowser *bool `json:"bind_browser,omitempty"`
+
+	// ReturnTo Where the browser goes once connected: a path on this server (/console/...).
+	ReturnTo *string `json:"return_to,omitempty"`
+
+	// Scopes The scopes to ask for, of those the provider offers; absent: all of them.
+	Scopes *[]string `json:"scopes,omitempty"`
+}
+
+// StartConnectionOutputBody defines model for StartConnectionOutputBody.
+type StartConnectionOutputBody struct {
+	// AuthorizationUrl The provider's page to send the person to. It is good once, for ten minutes.
+	AuthorizationUrl string    `json:"authorization_url"`
+	ExpiresAt        time.Time `json:"expires_at"`
+}
 
 // Thread defines model for Thread.
 type Thread struct {
@@ -2615,6 +2725,9 @@ type DeleteToolParams struct {
 // DeleteToolParamsRetentionTier defines parameters for DeleteTool.
 type DeleteToolParamsRetentionTier string
 
+// CallTool403ApplicationProblemPlusJSONResponseBodyCode defines parameters for CallTool.
+type CallTool403ApplicationProblemPlusJSONResponseBodyCode string
+
 // CallTool429ApplicationProblemPlusJSONResponseBodyCode defines parameters for CallTool.
 type CallTool429ApplicationProblemPlusJSONResponseBodyCode string
 
@@ -2656,6 +2769,12 @@ type SetUserVariableJSONBody struct {
 
 // SetAgentVariableJSONRequestBody defines body for SetAgentVariable for application/json ContentType.
 type SetAgentVariableJSONRequestBody SetAgentVariableJSONBody
+
+// PutConnectionProvidersJSONRequestBody defines body for PutConnectionProviders for application/json ContentType.
+type PutConnectionProvidersJSONRequestBody = PutConnectionProvidersInputBody
+
+// StartConnectionJSONRequestBody defines body for StartConnection for application/json ContentType.
+type StartConnectionJSONRequestBody = StartConnectionInputBody
 
 // PutEntitlementsJSONRequestBody defines body for PutEntitlements for application/json ContentType.
 type PutEntitlementsJSONRequestBody = PutEntitlementsInputBody
@@ -3071,6 +3190,49 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/agents/{agent}/variables/{name} (the `SetAgentVariable` operationId).
 	SetAgentVariable(ctx context.Context, agent string, name string, body SetAgentVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetConnectionProviders The providers the workspace's people connect their own accounts at
+	//
+	// Corresponds with GET /v1/connection-providers (the `GetConnectionProviders` operationId).
+	GetConnectionProviders(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutConnectionProvidersWithBody Replace the workspace's connection providers (an admin's)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/connection-providers (the `PutConnectionProviders` operationId).
+	PutConnectionProvidersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutConnectionProviders Replace the workspace's connection providers (an admin's)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/connection-providers (the `PutConnectionProviders` operationId).
+	PutConnectionProviders(ctx context.Context, body PutConnectionProvidersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConnections The caller's own connections
+	//
+	// Corresponds with GET /v1/connections (the `ListConnections` operationId).
+	ListConnections(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteConnection Disconnect the caller's account at a provider: its tokens are revoked there
+	//
+	// Corresponds with DELETE /v1/connections/{provider} (the `DeleteConnection` operationId).
+	DeleteConnection(ctx context.Context, provider string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartConnectionWithBody Start connecting the caller's account at a provider: the page to send them to
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/connections/{provider} (the `StartConnection` operationId).
+	StartConnectionWithBody(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartConnection Start connecting the caller's account at a provider: the page to send them to
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/connections/{provider} (the `StartConnection` operationId).
+	StartConnection(ctx context.Context, provider string, body StartConnectionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetEntitlements The workspace's entitlements: which tools each caller may see and call (an admin's)
 	//
@@ -3650,6 +3812,119 @@ func (c *Client) SetAgentVariableWithBody(ctx context.Context, agent string, nam
 // Corresponds with PUT /v1/agents/{agent}/variables/{name} (the `SetAgentVariable` operationId).
 func (c *Client) SetAgentVariable(ctx context.Context, agent string, name string, body SetAgentVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetAgentVariableRequest(c.Server, agent, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetConnectionProviders The providers the workspace's people connect their own accounts at
+//
+// Corresponds with GET /v1/connection-providers (the `GetConnectionProviders` operationId).
+func (c *Client) GetConnectionProviders(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetConnectionProvidersRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutConnectionProvidersWithBody Replace the workspace's connection providers (an admin's)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/connection-providers (the `PutConnectionProviders` operationId).
+func (c *Client) PutConnectionProvidersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutConnectionProvidersRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutConnectionProviders Replace the workspace's connection providers (an admin's)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/connection-providers (the `PutConnectionProviders` operationId).
+func (c *Client) PutConnectionProviders(ctx context.Context, body PutConnectionProvidersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutConnectionProvidersRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConnections The caller's own connections
+//
+// Corresponds with GET /v1/connections (the `ListConnections` operationId).
+func (c *Client) ListConnections(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConnectionsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteConnection Disconnect the caller's account at a provider: its tokens are revoked there
+//
+// Corresponds with DELETE /v1/connections/{provider} (the `DeleteConnection` operationId).
+func (c *Client) DeleteConnection(ctx context.Context, provider string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteConnectionRequest(c.Server, provider)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartConnectionWithBody Start connecting the caller's account at a provider: the page to send them to
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/connections/{provider} (the `StartConnection` operationId).
+func (c *Client) StartConnectionWithBody(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartConnectionRequestWithBody(c.Server, provider, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartConnection Start connecting the caller's account at a provider: the page to send them to
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/connections/{provider} (the `StartConnection` operationId).
+func (c *Client) StartConnection(ctx context.Context, provider string, body StartConnectionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartConnectionRequest(c.Server, provider, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5153,6 +5428,181 @@ func NewSetAgentVariableRequestWithBody(server string, agent string, name string
 	}
 
 	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetConnectionProvidersRequest constructs an http.Request for the GetConnectionProviders method
+func NewGetConnectionProvidersRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/connection-providers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutConnectionProvidersRequest calls the generic PutConnectionProviders builder with application/json body
+func NewPutConnectionProvidersRequest(server string, body PutConnectionProvidersJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutConnectionProvidersRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutConnectionProvidersRequestWithBody constructs an http.Request for the PutConnectionProviders method, with any body, and a specified content type
+func NewPutConnectionProvidersRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/connection-providers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListConnectionsRequest constructs an http.Request for the ListConnections method
+func NewListConnectionsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/connections")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteConnectionRequest constructs an http.Request for the DeleteConnection method
+func NewDeleteConnectionRequest(server string, provider string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider", provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/connections/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStartConnectionRequest calls the generic StartConnection builder with application/json body
+func NewStartConnectionRequest(server string, provider string, body StartConnectionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartConnectionRequestWithBody(server, provider, "application/json", bodyReader)
+}
+
+// NewStartConnectionRequestWithBody constructs an http.Request for the StartConnection method, with any body, and a specified content type
+func NewStartConnectionRequestWithBody(server string, provider string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider", provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/connections/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -7999,6 +8449,55 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/agents/{agent}/variables/{name} (the `SetAgentVariable` operationId).
 	SetAgentVariableWithResponse(ctx context.Context, agent string, name string, body SetAgentVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*SetAgentVariableResponse, error)
 
+	// GetConnectionProvidersWithResponse The providers the workspace's people connect their own accounts at
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/connection-providers (the `GetConnectionProviders` operationId).
+	GetConnectionProvidersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetConnectionProvidersResponse, error)
+
+	// PutConnectionProvidersWithBodyWithResponse Replace the workspace's connection providers (an admin's)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/connection-providers (the `PutConnectionProviders` operationId).
+	PutConnectionProvidersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutConnectionProvidersResponse, error)
+
+	// PutConnectionProvidersWithResponse Replace the workspace's connection providers (an admin's)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/connection-providers (the `PutConnectionProviders` operationId).
+	PutConnectionProvidersWithResponse(ctx context.Context, body PutConnectionProvidersJSONRequestBody, reqEditors ...RequestEditorFn) (*PutConnectionProvidersResponse, error)
+
+	// ListConnectionsWithResponse The caller's own connections
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/connections (the `ListConnections` operationId).
+	ListConnectionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListConnectionsResponse, error)
+
+	// DeleteConnectionWithResponse Disconnect the caller's account at a provider: its tokens are revoked there
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/connections/{provider} (the `DeleteConnection` operationId).
+	DeleteConnectionWithResponse(ctx context.Context, provider string, reqEditors ...RequestEditorFn) (*DeleteConnectionResponse, error)
+
+	// StartConnectionWithBodyWithResponse Start connecting the caller's account at a provider: the page to send them to
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/connections/{provider} (the `StartConnection` operationId).
+	StartConnectionWithBodyWithResponse(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartConnectionResponse, error)
+
+	// StartConnectionWithResponse Start connecting the caller's account at a provider: the page to send them to
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/connections/{provider} (the `StartConnection` operationId).
+	StartConnectionWithResponse(ctx context.Context, provider string, body StartConnectionJSONRequestBody, reqEditors ...RequestEditorFn) (*StartConnectionResponse, error)
+
 	// GetEntitlementsWithResponse The workspace's entitlements: which tools each caller may see and call (an admin's)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8732,6 +9231,246 @@ func (r SetAgentVariableResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetAgentVariableResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetConnectionProvidersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConnectionProvidersOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetConnectionProvidersResponse) GetJSON200() *ConnectionProvidersOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetConnectionProvidersResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetConnectionProvidersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetConnectionProvidersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetConnectionProvidersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetConnectionProvidersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutConnectionProvidersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConnectionProvidersOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutConnectionProvidersResponse) GetJSON200() *ConnectionProvidersOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutConnectionProvidersResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutConnectionProvidersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutConnectionProvidersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutConnectionProvidersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutConnectionProvidersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListConnectionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConnectionsOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConnectionsResponse) GetJSON200() *ConnectionsOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListConnectionsResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConnectionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConnectionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConnectionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConnectionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteConnectionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteConnectionResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteConnectionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteConnectionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteConnectionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteConnectionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartConnectionResponse200Headers the declared response headers of an HTTP 200 response for StartConnection
+type StartConnectionResponse200Headers struct {
+	SetCookie *string
+}
+
+type StartConnectionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *StartConnectionOutputBody
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemDetails
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartConnectionResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartConnectionResponse) GetJSON200() *StartConnectionOutputBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r StartConnectionResponse) GetApplicationproblemJSONDefault() *ProblemDetails {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StartConnectionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartConnectionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartConnectionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartConnectionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11268,6 +12007,32 @@ type CallToolResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *CallOutputBody
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *struct {
+		// AuthorizationUrl Where the person connects it: the console's connections page.
+		AuthorizationUrl *string `json:"authorization_url,omitempty"`
+
+		// Code authorization_required: connect the provider, then call again.
+		Code CallTool403ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
+
+		// Detail What the call needs, in words.
+		Detail *string `json:"detail,omitempty"`
+
+		// Provider The provider to connect.
+		Provider string `json:"provider"`
+
+		// Scopes The scopes the call needs.
+		Scopes *[]string `json:"scopes,omitempty"`
+
+		// Status The HTTP status code: 403.
+		Status *int64 `json:"status,omitempty"`
+
+		// Title The HTTP status's words.
+		Title *string `json:"title,omitempty"`
+
+		// Type A URI reference naming the problem's type: about:blank.
+		Type *string `json:"type,omitempty"`
+	}
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *struct {
 		// Code rate_limited: a limit on how often (per second, minute or hour, or at once); quota_exhausted: a daily quota. The Retry-After header says when to try again.
@@ -11294,6 +12059,35 @@ type CallToolResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r CallToolResponse) GetJSON200() *CallOutputBody {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CallToolResponse) GetApplicationproblemJSON403() *struct {
+	// AuthorizationUrl Where the person connects it: the console's connections page.
+	AuthorizationUrl *string `json:"authorization_url,omitempty"`
+
+	// Code authorization_required: connect the provider, then call again.
+	Code CallTool403ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
+
+	// Detail What the call needs, in words.
+	Detail *string `json:"detail,omitempty"`
+
+	// Provider The provider to connect.
+	Provider string `json:"provider"`
+
+	// Scopes The scopes the call needs.
+	Scopes *[]string `json:"scopes,omitempty"`
+
+	// Status The HTTP status code: 403.
+	Status *int64 `json:"status,omitempty"`
+
+	// Title The HTTP status's words.
+	Title *string `json:"title,omitempty"`
+
+	// Type A URI reference naming the problem's type: about:blank.
+	Type *string `json:"type,omitempty"`
+} {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11815,6 +12609,97 @@ func (c *ClientWithResponses) SetAgentVariableWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseSetAgentVariableResponse(rsp)
+}
+
+// GetConnectionProvidersWithResponse The providers the workspace's people connect their own accounts at
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/connection-providers (the `GetConnectionProviders` operationId).
+func (c *ClientWithResponses) GetConnectionProvidersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetConnectionProvidersResponse, error) {
+	rsp, err := c.GetConnectionProviders(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetConnectionProvidersResponse(rsp)
+}
+
+// PutConnectionProvidersWithBodyWithResponse Replace the workspace's connection providers (an admin's)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/connection-providers (the `PutConnectionProviders` operationId).
+func (c *ClientWithResponses) PutConnectionProvidersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutConnectionProvidersResponse, error) {
+	rsp, err := c.PutConnectionProvidersWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutConnectionProvidersResponse(rsp)
+}
+
+// PutConnectionProvidersWithResponse Replace the workspace's connection providers (an admin's)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/connection-providers (the `PutConnectionProviders` operationId).
+func (c *ClientWithResponses) PutConnectionProvidersWithResponse(ctx context.Context, body PutConnectionProvidersJSONRequestBody, reqEditors ...RequestEditorFn) (*PutConnectionProvidersResponse, error) {
+	rsp, err := c.PutConnectionProviders(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutConnectionProvidersResponse(rsp)
+}
+
+// ListConnectionsWithResponse The caller's own connections
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/connections (the `ListConnections` operationId).
+func (c *ClientWithResponses) ListConnectionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListConnectionsResponse, error) {
+	rsp, err := c.ListConnections(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConnectionsResponse(rsp)
+}
+
+// DeleteConnectionWithResponse Disconnect the caller's account at a provider: its tokens are revoked there
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/connections/{provider} (the `DeleteConnection` operationId).
+func (c *ClientWithResponses) DeleteConnectionWithResponse(ctx context.Context, provider string, reqEditors ...RequestEditorFn) (*DeleteConnectionResponse, error) {
+	rsp, err := c.DeleteConnection(ctx, provider, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteConnectionResponse(rsp)
+}
+
+// StartConnectionWithBodyWithResponse Start connecting the caller's account at a provider: the page to send them to
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/connections/{provider} (the `StartConnection` operationId).
+func (c *ClientWithResponses) StartConnectionWithBodyWithResponse(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartConnectionResponse, error) {
+	rsp, err := c.StartConnectionWithBody(ctx, provider, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartConnectionResponse(rsp)
+}
+
+// StartConnectionWithResponse Start connecting the caller's account at a provider: the page to send them to
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/connections/{provider} (the `StartConnection` operationId).
+func (c *ClientWithResponses) StartConnectionWithResponse(ctx context.Context, provider string, body StartConnectionJSONRequestBody, reqEditors ...RequestEditorFn) (*StartConnectionResponse, error) {
+	rsp, err := c.StartConnection(ctx, provider, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartConnectionResponse(rsp)
 }
 
 // GetEntitlementsWithResponse The workspace's entitlements: which tools each caller may see and call (an admin's)
@@ -13018,6 +13903,180 @@ func ParseSetAgentVariableResponse(rsp *http.Response) (*SetAgentVariableRespons
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetConnectionProvidersResponse parses an HTTP response from a GetConnectionProvidersWithResponse call
+func ParseGetConnectionProvidersResponse(rsp *http.Response) (*GetConnectionProvidersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetConnectionProvidersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConnectionProvidersOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutConnectionProvidersResponse parses an HTTP response from a PutConnectionProvidersWithResponse call
+func ParsePutConnectionProvidersResponse(rsp *http.Response) (*PutConnectionProvidersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutConnectionProvidersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConnectionProvidersOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListConnectionsResponse parses an HTTP response from a ListConnectionsWithResponse call
+func ParseListConnectionsResponse(rsp *http.Response) (*ListConnectionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConnectionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConnectionsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteConnectionResponse parses an HTTP response from a DeleteConnectionWithResponse call
+func ParseDeleteConnectionResponse(rsp *http.Response) (*DeleteConnectionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteConnectionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStartConnectionResponse parses an HTTP response from a StartConnectionWithResponse call
+func ParseStartConnectionResponse(rsp *http.Response) (*StartConnectionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartConnectionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StartConnectionOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemDetails
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartConnectionResponse200Headers
+		if values := rsp.Header.Values("Set-Cookie"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Set-Cookie", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.SetCookie = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
@@ -14807,6 +15866,37 @@ func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest struct {
+			// AuthorizationUrl Where the person connects it: the console's connections page.
+			AuthorizationUrl *string `json:"authorization_url,omitempty"`
+
+			// Code authorization_required: connect the provider, then call again.
+			Code CallTool403ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
+
+			// Detail What the call needs, in words.
+			Detail *string `json:"detail,omitempty"`
+
+			// Provider The provider to connect.
+			Provider string `json:"provider"`
+
+			// Scopes The scopes the call needs.
+			Scopes *[]string `json:"scopes,omitempty"`
+
+			// Status The HTTP status code: 403.
+			Status *int64 `json:"status,omitempty"`
+
+			// Title The HTTP status's words.
+			Title *string `json:"title,omitempty"`
+
+			// Type A URI reference naming the problem's type: about:blank.
+			Type *string `json:"type,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest struct {

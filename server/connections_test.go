@@ -1,0 +1,211 @@
+package server_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/backendtest"
+	"github.com/quiverhq/quiver/internal/oauthtest"
+	"github.com/quiverhq/quiver/platform"
+	"github.com/quiverhq/quiver/server"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/secret"
+	"github.com/quiverhq/quiver/store/vars"
+)
+
+// connectServer is a server at a known public URL whose workspace declares a provider served
+// by an OAuth server on loopback, with a tool that acts as its caller there.
+type connectServer struct {
+	*entitleWorld
+	as *oauthtest.AuthServer
+}
+
+func newConnectServer(t *testing.T, st store.Backend) *connectServer {
+	t.Helper()
+	ctx := context.Background()
+	w := &connectServer{entitleWorld: &entitleWorld{key: map[string]string{}, rec: map[string]*store.APIKey{}}, as: oauthtest.NewAuthServer(t)}
+	ws := &store.Workspace{Name: "acme"}
+	must(t, st.CreateWorkspace(ctx, ws))
+	w.ws = ws.ID
+	for _, u := range []struct{ who, role string }{{"admin", "admin"}, {"ada", "member"}, {"bob", "member"}} {
+		user := &store.User{Email: u.who + "@acme.test", Name: u.who}
+		must(t, st.CreateUser(ctx, user))
+		must(t, st.AddMember(ctx, &store.Membership{WorkspaceID: ws.ID, UserID: user.ID, Role: store.MemberRole(u.role)}))
+		rec := &store.APIKey{WorkspaceID: ws.ID, UserID: user.ID, Name: u.who, Role: store.KeyRole(u.role)}
+		key, err := platform.IssueAPIKey(ctx, st, rec)
+		must(t, err)
+		w.key[u.who], w.rec[u.who] = key, rec
+	}
+	// whoami acts as its caller at acme: it answers which token it was given, by its hash
+	// (the token itself would be masked), once the provider confirms the token is its own.
+	reg := &quiver.Registry{}
+	must(t, reg.Register(quiver.Func("whoami", "Who the caller is at acme.", func(ctx context.Context, _ struct{}) (string, error) {
+		tok, err := quiver.UserToken(ctx, "acme", "read")
+		if err != nil {
+			return "", err
+		}
+		if _, ok := w.as.Valid(tok); !ok {
+			return "", quiver.Fail(quiver.CodeToolError, "acme does not know the token")
+		}
+		h := sha256.Sum256([]byte(tok))
+		return "token " + hex.EncodeToString(h[:6]), nil
+	})))
+	key, _, err := secret.GenerateKey()
+	must(t, err)
+	asURL, _ := url.Parse(w.as.URL)
+	p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: vars.New(st, secret.NewKeyring(key)),
+		Logger: slog.New(slog.DiscardHandler), OpenAPIInternal: []string{asURL.Host}})
+	must(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	public := "http://" + ln.Addr().String()
+	srv, err := server.New(ctx, server.Config{Platform: p, Auth: &server.Authenticator{Keys: st}, WorkspaceID: ws.ID, PublicURL: public,
+		Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(func() { ts.Close(); srv.Close(); p.Close() })
+	w.url, w.client = public, ts.Client()
+	client := w.as.Register(public + server.ConnectionsCallbackPath)
+	doc := map[string]any{"providers": []map[string]any{{"name": "acme", "authorization_url": w.as.URL + "/authorize", "token_url": w.as.URL + "/token",
+		"revocation_url": w.as.URL + "/revoke", "client_id": client, "scopes": []string{"read", "write"}}}}
+	if status, body := w.send(t, "PUT", "/v1/connection-providers", "admin", map[string]any{"document": doc, "after": 0}); status != 200 {
+		t.Fatalf("declaring acme: %d %s", status, body)
+	}
+	return w
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// browser is a person's browser: its own cookies, following redirects.
+func browser(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	must(t, err)
+	return &http.Client{Jar: jar}
+}
+
+// startConnection starts who's connection to acme from their browser (as the console does)
+// and returns the provider's page.
+func (w *connectServer) startConnection(t *testing.T, b *http.Client, who string, in map[string]any) (int, map[string]any) {
+	t.Helper()
+	res, body := sendAPI(t, b, "POST", w.url+"/v1/connections/acme", w.key[who], in)
+	var out map[string]any
+	_ = json.Unmarshal(body, &out)
+	return res.StatusCode, out
+}
+
+// TestConnectionsAtTheDoors: a person connects their account from their browser (the start
+// over /v1, the provider's page, the callback, back to the console), and the tool that acts as
+// them gets their token over MCP; another person's call gets their own token, or, not connected,
+// an error result over MCP and a 403 over /v1 that say where to connect. A flow started in one
+// browser cannot be finished in another; a return path off the server is refused; the
+// connections list holds no token; disconnecting revokes.
+func TestConnectionsAtTheDoors(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, bs backendtest.Store) {
+		w := newConnectServer(t, bs.(store.Backend))
+		ctx := context.Background()
+
+		// Bob is not connected: MCP says so in a result a model reads, /v1 in a 403 problem.
+		bob := w.mcpSession(t, "bob", "/mcp")
+		res, err := bob.CallTool(ctx, &sdk.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		if err != nil || !res.IsError || res.Meta["io.quiver/code"] != "authorization_required" ||
+			res.Meta["authorization_url"] != w.url+"/console/#/connections?connect=acme&scopes=read" || !strings.Contains(mcpText(res), "connect it at") {
+			t.Fatalf("bob's call over MCP: %v %+v %q", err, res, mcpText(res))
+		}
+		r, body := sendAPI(t, w.client, "POST", w.url+"/v1/tools/whoami/call", w.key["bob"], map[string]any{"args": map[string]any{}})
+		var p server.AuthorizationProblem
+		if r.StatusCode != 403 || json.Unmarshal(body, &p) != nil || p.Code != "authorization_required" || p.Provider != "acme" ||
+			!strings.HasPrefix(p.AuthorizationURL, w.url+"/console/") {
+			t.Fatalf("bob's call over /v1: %d %s", r.StatusCode, body)
+		}
+
+		// Ada connects from her browser, and lands back on the console.
+		adaBrowser := browser(t)
+		if status, out := w.startConnection(t, adaBrowser, "ada", map[string]any{"bind_browser": true, "return_to": "/console/#/connections"}); status != 200 {
+			t.Fatalf("ada's start: %d %v", status, out)
+		} else {
+			landed, err := adaBrowser.Get(out["authorization_url"].(string))
+			must(t, err)
+			landed.Body.Close()
+			if landed.StatusCode != 200 || landed.Request.URL.Path != "/console/" || !strings.Contains(landed.Request.URL.RawQuery, "connected=acme") &&
+				!strings.Contains(landed.Request.URL.Fragment, "connected=acme") {
+				t.Fatalf("ada's browser landed on %s (%d)", landed.Request.URL, landed.StatusCode)
+			}
+		}
+		ada := w.mcpSession(t, "ada", "/mcp")
+		res, err = ada.CallTool(ctx, &sdk.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		if err != nil || res.IsError || !strings.HasPrefix(mcpText(res), "token ") {
+			t.Fatalf("ada's call: %v %+v %q", err, res, mcpText(res))
+		}
+		adaToken := mcpText(res)
+
+		// Bob's flow, started in his browser, is refused in another's: the state alone is not
+		// enough. He then connects in his own, and his token is his.
+		bobBrowser := browser(t)
+		_, out := w.startConnection(t, bobBrowser, "bob", map[string]any{"bind_browser": true})
+		stolen, err := browser(t).Get(out["authorization_url"].(string))
+		must(t, err)
+		stolen.Body.Close()
+		if stolen.StatusCode != 403 {
+			t.Fatalf("bob's flow in another browser: %d", stolen.StatusCode)
+		}
+		_, out = w.startConnection(t, bobBrowser, "bob", map[string]any{"bind_browser": true})
+		done, err := bobBrowser.Get(out["authorization_url"].(string))
+		must(t, err)
+		done.Body.Close()
+		if done.StatusCode != 200 {
+			t.Fatalf("bob's connection in his browser: %d", done.StatusCode)
+		}
+		res, err = bob.CallTool(ctx, &sdk.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		if err != nil || res.IsError || mcpText(res) == adaToken {
+			t.Fatalf("bob's call once connected: %v %+v %q (ada's: %q)", err, res, mcpText(res), adaToken)
+		}
+
+		// Refusals at the start: a way back off the server, a scope not offered, a viewer.
+		if status, _ := w.startConnection(t, browser(t), "ada", map[string]any{"return_to": "https://evil.example/"}); status != 400 {
+			t.Errorf("a return off the server: %d", status)
+		}
+		if status, _ := w.startConnection(t, browser(t), "ada", map[string]any{"scopes": []string{"admin"}}); status != 400 {
+			t.Errorf("a scope not offered: %d", status)
+		}
+		if status, body := w.send(t, "PUT", "/v1/connection-providers", "ada", map[string]any{"document": map[string]any{}, "after": 1}); status != 403 {
+			t.Errorf("a member declaring providers: %d %s", status, body)
+		}
+
+		// Ada's list names acme and holds no token; she disconnects and her tokens are revoked.
+		status, body := w.send(t, "GET", "/v1/connections", "ada", nil)
+		if status != 200 || !strings.Contains(string(body), `"provider":"acme"`) || strings.Contains(string(body), "at-") || strings.Contains(string(body), "rt-") {
+			t.Fatalf("ada's connections: %d %s", status, body)
+		}
+		before := w.as.Revocations.Load()
+		if status, body := w.send(t, "DELETE", "/v1/connections/acme", "ada", nil); status != 204 {
+			t.Fatalf("disconnecting: %d %s", status, body)
+		}
+		if w.as.Revocations.Load() != before+2 {
+			t.Errorf("disconnecting revoked %d tokens", w.as.Revocations.Load()-before)
+		}
+		if status, _ := w.send(t, "DELETE", "/v1/connections/acme", "ada", nil); status != 404 {
+			t.Errorf("disconnecting twice: %d", status)
+		}
+	})
+}
