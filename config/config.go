@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quiverhq/quiver/openapi"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/quiverhq/quiver"
@@ -222,6 +224,10 @@ type OpenAPI struct {
 	// Credentials name a security scheme's secret variable, by scheme (default: NAME_SCHEME in
 	// capitals).
 	Credentials map[string]string `yaml:"credentials,omitempty"`
+	// Connections send the calling person's token at a provider of the workspace's
+	// connections, by security scheme (bearer, OAuth 2 or OpenID Connect), in place of a
+	// variable: a person who has not connected it is asked to (see docs/guides/connections.md).
+	Connections map[string]openapi.Connection `yaml:"connections,omitempty"`
 	// Timeout is how long a call may take, as a Go duration (default 30s).
 	Timeout string `yaml:"timeout,omitempty"`
 	// MaxResponseBytes is the largest answer a call reads, in bytes (default 1 MiB).

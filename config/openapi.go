@@ -68,7 +68,8 @@ func (c OpenAPI) source(ctx context.Context, dir string) (openapi.Source, error)
 		return openapi.Source{}, err
 	}
 	src := openapi.Source{Name: c.Name, Document: doc, Location: location, Servers: c.Servers, Operations: c.Operations,
-		Credentials: c.Credentials, MaxResponseBytes: c.MaxResponseBytes, MaxOperations: c.MaxOperations, Strict: c.Strict}
+		Credentials: c.Credentials, Connections: c.Connections, MaxResponseBytes: c.MaxResponseBytes, MaxOperations: c.MaxOperations,
+		Strict: c.Strict}
 	if c.Timeout != "" {
 		src.Timeout, _ = time.ParseDuration(c.Timeout) // checked by checkOpenAPI
 	}

@@ -56,7 +56,8 @@ func ParseShared(shared []byte, where string) (*File, error) {
 // OpenAPISources where it was applied); the entry's document names it in errors.
 func (c OpenAPI) Source(doc []byte) openapi.Source {
 	src := openapi.Source{Name: c.Name, Document: doc, Location: c.Document, Servers: c.Servers, Operations: c.Operations,
-		Credentials: c.Credentials, MaxResponseBytes: c.MaxResponseBytes, MaxOperations: c.MaxOperations, Strict: c.Strict}
+		Credentials: c.Credentials, Connections: c.Connections, MaxResponseBytes: c.MaxResponseBytes, MaxOperations: c.MaxOperations,
+		Strict: c.Strict}
 	if c.Timeout != "" {
 		src.Timeout, _ = time.ParseDuration(c.Timeout) // checked by checkOpenAPI
 	}

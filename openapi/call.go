@@ -250,13 +250,21 @@ func (c *caller) authorize(ctx context.Context, query url.Values, header http.He
 		return nil
 	}
 	var missing []string
+	var unconnected error // a person's connection an alternative needs and they have not made
 	anonymous := false
 	for _, alt := range c.auth {
 		if len(alt) == 0 {
 			anonymous = true // {}: none needed, if no alternative with credentials is met
 			continue
 		}
-		values, unset := credentialValues(ctx, alt)
+		values, unset, err := credentialValues(ctx, alt)
+		if _, ok := errors.AsType[*quiver.AuthorizationRequiredError](err); ok {
+			unconnected = cmp.Or(unconnected, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
 		if len(unset) > 0 {
 			missing = appendNew(missing, unset...)
 			continue
@@ -269,22 +277,32 @@ func (c *caller) authorize(ctx context.Context, query url.Values, header http.He
 	if anonymous {
 		return nil
 	}
+	if unconnected != nil && len(missing) == 0 {
+		return unconnected
+	}
 	return quiver.Fail(quiver.CodeMissingVariable, "%s %s needs credentials: set the secret variable %s", c.method, c.path,
 		strings.Join(missing, " or "))
 }
 
-// credentialValues are the values of the variables of a security alternative, and the
-// variables of it that are not set.
-func credentialValues(ctx context.Context, alt []credential) (values, unset []string) {
+// credentialValues are the values of a security alternative's credentials, and the variables
+// of it that are not set; a person's token of a connection they have not made is an
+// *quiver.AuthorizationRequiredError.
+func credentialValues(ctx context.Context, alt []credential) (values, unset []string, err error) {
 	values = make([]string, len(alt))
 	for i, cr := range alt {
+		if cr.connection != nil {
+			if values[i], err = quiver.UserToken(ctx, cr.connection.Provider, cr.connection.Scopes...); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		v, set := quiver.Var(ctx, cr.variable)
 		if !set || v == "" {
 			unset = append(unset, cr.variable)
 		}
 		values[i] = v
 	}
-	return values, unset
+	return values, unset, nil
 }
 
 // appendNew appends to list the names it does not hold yet.

@@ -321,6 +321,9 @@ func (b *builder) cache(dir direction) *components {
 type credential struct {
 	scheme   *openapi3.SecurityScheme
 	variable string
+	// connection, when set, is where the credential comes from instead of variable: the
+	// calling person's token, with scopes.
+	connection *Connection
 }
 
 // security is the operation's security requirements as alternatives of credentials (an empty
@@ -359,6 +362,16 @@ func (b *builder) alternative(req openapi3.SecurityRequirement) ([]credential, b
 		if !sendable(ref.Value) {
 			return nil, false, nil
 		}
+		if conn, ok := b.src.Connections[name]; ok {
+			if !bearerLike(ref.Value) {
+				return nil, false, fmt.Errorf("security scheme %q is %s: only a bearer, OAuth 2 or OpenID Connect scheme takes a person's connection", name, schemeText(ref.Value))
+			}
+			if len(conn.Scopes) == 0 {
+				conn.Scopes = req[name]
+			}
+			alt = append(alt, credential{scheme: ref.Value, connection: &conn})
+			continue
+		}
 		alt = append(alt, credential{scheme: ref.Value, variable: b.variableFor(name)})
 	}
 	return alt, true, nil
@@ -371,7 +384,7 @@ func (b *builder) credentialVariables(alts [][]credential) []quiver.Variable {
 	declared := map[string]bool{}
 	for _, alt := range alts {
 		for _, c := range alt {
-			if declared[c.variable] {
+			if c.connection != nil || declared[c.variable] {
 				continue
 			}
 			declared[c.variable] = true
@@ -395,6 +408,12 @@ func sendable(s *openapi3.SecurityScheme) bool {
 		return true
 	}
 	return false
+}
+
+// bearerLike reports whether a scheme's credential is a bearer token a person's connection
+// gives: HTTP bearer, OAuth 2, OpenID Connect.
+func bearerLike(s *openapi3.SecurityScheme) bool {
+	return s.Type == "oauth2" || s.Type == "openIdConnect" || (s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"))
 }
 
 func schemeText(s *openapi3.SecurityScheme) string {

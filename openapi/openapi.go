@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -92,6 +93,11 @@ type Source struct {
 	// reads the variable named after the source and the scheme in capitals
 	// (petstore and api_key: PETSTORE_API_KEY).
 	Credentials map[string]string
+	// Connections maps the name of a security scheme of the document (bearer, OAuth 2 or
+	// OpenID Connect) to a provider of users' connections: the tools send the calling
+	// person's access token there (quiver.UserToken), and a person who has not connected is
+	// asked to (authorization_required). A scheme in Connections reads no variable.
+	Connections map[string]Connection
 	// Timeout bounds a call (DefaultTimeout when zero).
 	Timeout time.Duration
 	// MaxResponseBytes caps the body of an answer (DefaultMaxResponseBytes when zero).
@@ -123,6 +129,15 @@ type Source struct {
 	// Settings are the names the errors give the source's settings: the configuration file's
 	// (servers, operations, max_operations) when empty. A command line names its flags.
 	Settings Settings
+}
+
+// Connection is a provider of users' connections a security scheme's token comes from.
+type Connection struct {
+	// Provider names the workspace's provider (see platform/connect).
+	Provider string `json:"provider" yaml:"provider"`
+	// Scopes the token must have; none: those the operation's requirement names for the
+	// scheme.
+	Scopes []string `json:"scopes,omitempty" yaml:"scopes,omitempty"`
 }
 
 // Settings names a source's settings as the door that sets them calls them, for its errors.
@@ -196,6 +211,9 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 	if err := checkSelection(doc, src.limits()); err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", where, err)
 	}
+	if err := checkConnections(doc, src.Connections); err != nil {
+		return nil, fmt.Errorf("openapi: %s: %w", where, err)
+	}
 	b := &builder{ctx: ctx, src: src, doc: doc, servers: servers, names: map[string]int{}}
 	b.client = newClient(src, servers)
 	sel := newSelector(src.Operations)
@@ -214,6 +232,22 @@ func Tools(ctx context.Context, src Source) (*Import, error) {
 	}
 	return im, nil
 }
+
+// checkConnections refuses connections that name a scheme the document does not have, or a
+// provider that is no provider's name.
+func checkConnections(doc *openapi3.T, conns map[string]Connection) error {
+	for _, scheme := range slices.Sorted(maps.Keys(conns)) {
+		if doc.Components == nil || doc.Components.SecuritySchemes[scheme] == nil {
+			return fmt.Errorf("connections names the security scheme %q, which the document does not have", scheme)
+		}
+		if p := conns[scheme].Provider; !providerName.MatchString(p) {
+			return fmt.Errorf("connections of %q: %q is not a provider's name (1 to 64 characters of a-z, 0-9, _ and -)", scheme, p)
+		}
+	}
+	return nil
+}
+
+var providerName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
 // build makes the tools of the operations sel selects, in the document's order, stopping
 // once their schemas pass the source's cap. It works in two steps, so that the document is

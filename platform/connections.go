@@ -448,8 +448,14 @@ func (p *Platform) SetConnectLink(link func(provider string, scopes []string) st
 func (w *Workspace) withUserTokens(next quiver.Handler) quiver.Handler {
 	return func(ctx context.Context, c *quiver.Call) *quiver.Result {
 		if a, ok := ActorFrom(ctx); ok && a.UserID != "" {
-			user := a.UserID
+			caller := a.UserID
 			ctx = quiver.WithUserTokens(ctx, func(ctx context.Context, provider string, scopes []string) (string, error) {
+				// A tool that runs as a user (its runtime user) calls with that user's
+				// connection, as it resolves that user's variables.
+				user := caller
+				if c := quiver.CallFrom(ctx); c != nil && c.Tool() != nil && c.Tool().Spec().RunAs != "" {
+					user = c.Tool().Spec().RunAs
+				}
 				return w.userToken(ctx, user, provider, scopes)
 			})
 		}

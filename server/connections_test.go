@@ -11,6 +11,8 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,9 +68,16 @@ func newConnectServer(t *testing.T, st store.Backend) *connectServer {
 	key, _, err := secret.GenerateKey()
 	must(t, err)
 	asURL, _ := url.Parse(w.as.URL)
+	api := w.resourceServer(t)
+	apiURL, _ := url.Parse(api)
 	p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: vars.New(st, secret.NewKeyring(key)),
-		Logger: slog.New(slog.DiscardHandler), OpenAPIInternal: []string{asURL.Host}})
+		Logger: slog.New(slog.DiscardHandler), OpenAPIInternal: []string{asURL.Host, apiURL.Host}, ServerWorkspace: ws.ID})
 	must(t, err)
+	// An OpenAPI source whose oauth scheme is the person's connection to acme.
+	docPath := filepath.Join(t.TempDir(), "acmeapi.json")
+	must(t, os.WriteFile(docPath, []byte(acmeAPIDocument), 0o600))
+	serveConfiguration(t, p, "openapi:\n  - name: acmeapi\n    document: "+docPath+"\n    servers: ['"+api+"']\n"+
+		"    connections: {oauth: {provider: acme}}\n")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	public := "http://" + ln.Addr().String()
@@ -88,6 +97,31 @@ func newConnectServer(t *testing.T, st store.Backend) *connectServer {
 		t.Fatalf("declaring acme: %d %s", status, body)
 	}
 	return w
+}
+
+// acmeAPIDocument is Acme's API: one operation behind its OAuth scheme.
+const acmeAPIDocument = `{"openapi":"3.0.3","info":{"title":"Acme","version":"1"},
+ "components":{"securitySchemes":{"oauth":{"type":"oauth2","flows":{"authorizationCode":{"authorizationUrl":"https://acme.example/a",
+   "tokenUrl":"https://acme.example/t","scopes":{"read":"Read."}}}}}},
+ "security":[{"oauth":["read"]}],
+ "paths":{"/me":{"get":{"operationId":"me","summary":"Who the token is.","responses":{"200":{"description":"ok",
+   "content":{"application/json":{"schema":{"type":"object","properties":{"token":{"type":"string"}}}}}}}}}}}`
+
+// resourceServer is Acme's API: it answers /me with the hash of a bearer token acme issued,
+// and 401 to any other.
+func (w *connectServer) resourceServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, valid := w.as.Valid(tok); !ok || !valid {
+			http.Error(rw, "unknown token", http.StatusUnauthorized)
+			return
+		}
+		h := sha256.Sum256([]byte(tok))
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = rw.Write([]byte(`{"token":"` + hex.EncodeToString(h[:6]) + `"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func must(t *testing.T, err error) {
@@ -132,6 +166,10 @@ func TestConnectionsAtTheDoors(t *testing.T) {
 			res.Meta["authorization_url"] != w.url+"/console/#/connections?connect=acme&scopes=read" || !strings.Contains(mcpText(res), "connect it at") {
 			t.Fatalf("bob's call over MCP: %v %+v %q", err, res, mcpText(res))
 		}
+		res, err = bob.CallTool(ctx, &sdk.CallToolParams{Name: "acmeapi.me", Arguments: map[string]any{}})
+		if err != nil || !res.IsError || res.Meta["io.quiver/code"] != "authorization_required" || res.Meta["provider"] != "acme" {
+			t.Fatalf("bob's call of Acme's API: %v %+v %q", err, res, mcpText(res))
+		}
 		r, body := sendAPI(t, w.client, "POST", w.url+"/v1/tools/whoami/call", w.key["bob"], map[string]any{"args": map[string]any{}})
 		var p server.AuthorizationProblem
 		if r.StatusCode != 403 || json.Unmarshal(body, &p) != nil || p.Code != "authorization_required" || p.Provider != "acme" ||
@@ -158,6 +196,11 @@ func TestConnectionsAtTheDoors(t *testing.T) {
 			t.Fatalf("ada's call: %v %+v %q", err, res, mcpText(res))
 		}
 		adaToken := mcpText(res)
+		// The OpenAPI source's tool sends her token to Acme's API, which knows it.
+		res, err = ada.CallTool(ctx, &sdk.CallToolParams{Name: "acmeapi.me", Arguments: map[string]any{}})
+		if err != nil || res.IsError || !strings.Contains(mcpText(res), strings.TrimPrefix(adaToken, "token ")) {
+			t.Fatalf("ada's call of Acme's API: %v %+v %q (her token %s)", err, res, mcpText(res), adaToken)
+		}
 
 		// Bob's flow, started in his browser, is refused in another's: the state alone is not
 		// enough. He then connects in his own, and his token is his.
