@@ -17,6 +17,7 @@ import (
 	"github.com/quiverhq/quiver/internal/netguard"
 	"github.com/quiverhq/quiver/platform/connect"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/vars"
 )
 
 // Each person connects their own accounts at the providers a workspace declares, and the tools
@@ -181,7 +182,7 @@ func (p *Platform) StartConnection(ctx context.Context, a Actor, in NewConnectio
 		return nil, invalid("return_to", "a path on this server (/console/...) is needed: the browser goes nowhere else")
 	}
 	state, verifier := randomText(), connect.Verifier()
-	sealed, err := p.seal([]byte(verifier), "connection-flow/"+hashText(state))
+	sealed, err := p.seal([]byte(verifier), flowWhere(a.WorkspaceID, hashText(state)))
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +244,7 @@ func (p *Platform) FinishConnection(ctx context.Context, in ConnectionCallback) 
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := p.open(f.Verifier, "connection-flow/"+f.StateHash)
+	verifier, err := p.open(f.Verifier, flowWhere(f.WorkspaceID, f.StateHash))
 	if err != nil {
 		return nil, err
 	}
@@ -489,9 +490,15 @@ func (p *Platform) sealedConnection(workspaceID, userID, provider string, tok *c
 }
 
 // connectionWhere is what a connection's token is sealed for: a token sealed for one user's
-// connection does not open as another's.
+// connection does not open as another's. A key rotation re-seals it there (see
+// store.LayerConnection).
 func connectionWhere(workspaceID, userID, provider, which string) string {
-	return "connection/" + workspaceID + "/" + userID + "/" + provider + "/" + which
+	return vars.Where(workspaceID, store.LayerConnection, userID+"/"+provider, which)
+}
+
+// flowWhere is what a flow's verifier is sealed for.
+func flowWhere(workspaceID, stateHash string) string {
+	return vars.Where(workspaceID, store.LayerConnectionFlow, "", stateHash)
 }
 
 // clientSecret is the provider's client secret: the workspace's secret variable it names, or

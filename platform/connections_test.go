@@ -30,6 +30,8 @@ type connectWorld struct {
 	st     store.Backend
 	as     *oauthtest.AuthServer
 	ws     string
+	key    *secret.Key
+	reg    *quiver.Registry
 	admin  platform.Actor
 	member func(user string) platform.Actor
 }
@@ -53,6 +55,7 @@ func newConnectWorld(t *testing.T, st store.Backend) *connectWorld {
 		return "known=" + map[bool]string{true: "yes", false: "no"}[ok] + " token=" + tok, nil
 	})))
 	host, _ := url.Parse(w.as.URL)
+	w.key, w.reg = key, reg
 	w.p, err = platform.New(platform.Config{Store: st, Registry: reg, Resolver: vars.New(st, secret.NewKeyring(key)),
 		Logger: slog.New(slog.DiscardHandler), OpenAPIInternal: []string{host.Host}})
 	must(t, err)
@@ -137,6 +140,23 @@ func TestConnections(t *testing.T) {
 		wg.Wait()
 		if n := w.as.RefreshGrants.Load(); n != 1 {
 			t.Errorf("five calls of a token about to expire refreshed it %d times, want once", n)
+		}
+
+		// The server's key is rotated: the tokens are sealed again with the new one, and a
+		// node that holds only the new key calls as Ada.
+		next, _, err := secret.GenerateKey()
+		must(t, err)
+		n, err := vars.Rewrap(ctx, w.st, secret.NewKeyring(next, w.key))
+		if err != nil || n < 2 {
+			t.Fatalf("rotating the key re-sealed %d values: %v", n, err)
+		}
+		host, _ := url.Parse(w.as.URL)
+		rotated, err := platform.New(platform.Config{Store: w.st, Registry: w.reg, Resolver: vars.New(w.st, secret.NewKeyring(next)),
+			Logger: slog.New(slog.DiscardHandler), OpenAPIInternal: []string{host.Host}})
+		must(t, err)
+		defer rotated.Close()
+		if r, err := rotated.Workspace(ctx, w.ws).Dispatcher().Call(platform.WithActor(ctx, w.member("usr_ada")), "whoami", nil); err != nil || r.IsError() {
+			t.Fatalf("ada's call on a node with the new key alone: %+v %v", r, err)
 		}
 
 		// Bob has not connected: he is told where to.

@@ -101,6 +101,16 @@ type Connections interface {
 	TakeConnectionFlow(ctx context.Context, stateHash string, now time.Time) (*ConnectionFlow, error)
 }
 
+// The tokens of connections and the verifiers of flows are sealed as secret variables are, and
+// re-sealed with them by a key rotation (Variables.RewriteSecrets), which hands each to its
+// function as a Variable of one of these layers: a connection's token as
+// {WorkspaceID, LayerConnection, "USER/PROVIDER", "access" or "refresh"}, a flow's verifier as
+// {WorkspaceID, LayerConnectionFlow, "", StateHash}. The platform seals them at those places.
+const (
+	LayerConnection     VariableLayer = "connection"
+	LayerConnectionFlow VariableLayer = "connection-flow"
+)
+
 // CheckConnections reports, wrapping ErrInvalid, a providers document no store keeps.
 func CheckConnections(c *WorkspaceConnections) error {
 	if c == nil {

@@ -238,3 +238,66 @@ func (s *ConnectionStore) TakeConnectionFlow(ctx context.Context, stateHash stri
 	}
 	return f, err
 }
+
+// rewriteConnectionSecrets re-seals, in tx, every connection's tokens and every flow's
+// verifier with fn, as rewriteSecrets does the secret variables (see store.LayerConnection).
+func (vs *VariableStore) rewriteConnectionSecrets(ctx context.Context, tx Querier, op string, fn func(v *store.Variable) (string, error)) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+connectionCols+` FROM user_connections ORDER BY workspace_id, user_id, provider`)
+	if err != nil {
+		return vs.d.Err(op, err)
+	}
+	conns, err := collectConnections(vs.d, rows, op)
+	if err != nil {
+		return err
+	}
+	for _, c := range conns {
+		owner := c.UserID + "/" + c.Provider
+		access, err := fn(&store.Variable{WorkspaceID: c.WorkspaceID, Layer: store.LayerConnection, OwnerID: owner, Name: "access", Value: c.AccessToken, Secret: true})
+		if err != nil {
+			return err
+		}
+		refresh := ""
+		if c.RefreshToken != "" {
+			if refresh, err = fn(&store.Variable{WorkspaceID: c.WorkspaceID, Layer: store.LayerConnection, OwnerID: owner, Name: "refresh", Value: c.RefreshToken, Secret: true}); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE user_connections SET access_token = $4, refresh_token = $5
+			WHERE workspace_id = $1 AND user_id = $2 AND provider = $3`, c.WorkspaceID, c.UserID, c.Provider, access, refresh); err != nil {
+			return vs.d.Err(op, err)
+		}
+	}
+	return vs.rewriteFlowSecrets(ctx, tx, op, fn)
+}
+
+// rewriteFlowSecrets re-seals, in tx, every flow's verifier with fn.
+func (vs *VariableStore) rewriteFlowSecrets(ctx context.Context, tx Querier, op string, fn func(v *store.Variable) (string, error)) error {
+	rows, err := tx.QueryContext(ctx, `SELECT workspace_id, state_hash, verifier FROM connection_flows ORDER BY state_hash`)
+	if err != nil {
+		return vs.d.Err(op, err)
+	}
+	type flow struct{ ws, hash, verifier string }
+	var flows []flow
+	for rows.Next() {
+		var f flow
+		if err := rows.Scan(&f.ws, &f.hash, &f.verifier); err != nil {
+			rows.Close()
+			return vs.d.Err(op, err)
+		}
+		flows = append(flows, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return vs.d.Err(op, err)
+	}
+	for _, f := range flows {
+		v, err := fn(&store.Variable{WorkspaceID: f.ws, Layer: store.LayerConnectionFlow, Name: f.hash, Value: f.verifier, Secret: true})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE connection_flows SET verifier = $2 WHERE state_hash = $1`, f.hash, v); err != nil {
+			return vs.d.Err(op, err)
+		}
+	}
+	return nil
+}

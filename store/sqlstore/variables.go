@@ -203,8 +203,10 @@ func (vs *VariableStore) lockVariables(ctx context.Context, tx Querier, op strin
 	if !vs.d.RowLocks {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `LOCK TABLE variables IN EXCLUSIVE MODE`); err != nil {
-		return vs.d.Err(op, err)
+	for _, table := range []string{"variables", "user_connections", "connection_flows"} {
+		if _, err := tx.ExecContext(ctx, `LOCK TABLE `+table+` IN EXCLUSIVE MODE`); err != nil {
+			return vs.d.Err(op, err)
+		}
 	}
 	return nil
 }
@@ -218,6 +220,9 @@ func (vs *VariableStore) rewriteSecrets(ctx context.Context, tx Querier, op stri
 	}
 	all, err := collect(&vs.d, rows, op, scanVariable)
 	if err != nil {
+		return err
+	}
+	if err := vs.rewriteConnectionSecrets(ctx, tx, op, fn); err != nil {
 		return err
 	}
 	for _, v := range all {
