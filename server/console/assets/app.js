@@ -1,5 +1,5 @@
 // The console: sign-in, the navigation and the routes (#/threads, #/threads/ID, #/approvals,
-// #/tools, #/tools/NAME, #/variables, #/governance, #/access, #/keys, #/limits, #/usage). Each page is a module of pages/
+// #/tools, #/tools/NAME, #/variables, #/governance, #/access, #/connections, #/keys, #/limits, #/usage). Each page is a module of pages/
 // exporting render(main, ctx, ...params), where ctx = {session, can(role), go(hash), error(err)}.
 
 import { api, session, ApiError } from "./api.js";
@@ -15,6 +15,8 @@ const routes = [
   [/^#\/variables$/, () => import("./pages/variables.js")],
   [/^#\/governance$/, () => import("./pages/governance.js")],
   [/^#\/access$/, () => import("./pages/access.js")],
+  // #/connections?connect=NAME&scopes=A%20B and ?connected=NAME: the page reads its query itself.
+  [/^#\/connections(?:\?.*)?$/, () => import("./pages/connections.js")],
   [/^#\/keys$/, () => import("./pages/keys.js")],
   [/^#\/limits$/, () => import("./pages/limits.js")],
   [/^#\/usage$/, () => import("./pages/usage.js")],
