@@ -26,6 +26,7 @@ const localWorkspaceID = "wsp_local"
 type backend interface {
 	store.Backend
 	store.Usage
+	store.Connections
 }
 
 // storeFlags are the flags of every command that opens the database: the SQLite file in the
