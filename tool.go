@@ -89,6 +89,10 @@ type Spec struct {
 	// "mcp:github"). Empty means a Go function (SourceGo). The code that makes tools from a
 	// source sets it; nothing else branches on it.
 	Source string
+	// Connections are the providers the tool acts as its caller at (UserToken), with the scopes
+	// it needs: a call by a person who has not connected one waits for them to (an agent run
+	// pauses, waiting_for_authorization) instead of failing when the tool asks.
+	Connections []ConnectionNeed
 	// OutputAdvisory makes OutputSchema another party's description of what the tool returns
 	// (an OpenAPI document's of a service's answer) rather than a contract: a structured result
 	// that does not match it is passed through, with what differs in the result's Meta under
@@ -334,6 +338,18 @@ func WithTimeout(d time.Duration) Option { return func(sp *Spec) { sp.Timeout = 
 
 // WithConfirmation makes every call wait for a person's approval.
 func WithConfirmation() Option { return func(sp *Spec) { sp.RequiresConfirmation = true } }
+
+// ConnectionNeed is a provider a tool acts as its caller at, and the scopes it needs there.
+type ConnectionNeed struct {
+	Provider string   `json:"provider"`
+	Scopes   []string `json:"scopes,omitempty"`
+}
+
+// WithConnection declares that the tool acts as its caller at provider with the scopes (see
+// Spec.Connections and UserToken).
+func WithConnection(provider string, scopes ...string) Option {
+	return func(sp *Spec) { sp.Connections = append(sp.Connections, ConnectionNeed{Provider: provider, Scopes: scopes}) }
+}
 
 // WithMetaFields enables stateful meta-fields on the tool (schema.OutputPathField,
 // schema.InstanceField, schema.DelegateField); see Spec.MetaFields.

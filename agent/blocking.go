@@ -88,6 +88,9 @@ func pauseWhat(p *Pending) string {
 	if p != nil && p.Reason == ReasonClientTool {
 		return "a client's result"
 	}
+	if p != nil && p.Authorization != nil {
+		return "its person to connect " + p.Authorization.Provider + " (waiting_for_authorization)"
+	}
 	return "a person's decision"
 }
 

@@ -39,6 +39,20 @@ type CallerRules struct {
 	// (Budget.RetryAt, when the runner's Background can run a thread later), or until the
 	// thread is resumed.
 	Spend func(ctx context.Context, model string) (charge func(context.Context, *model.Usage), exhausted *Budget)
+	// UserTokens gives the run's calls its caller's tokens at providers (quiver.UserToken).
+	UserTokens quiver.UserTokens
+	// Unconnected says, for a call of a tool that acts as its caller at providers
+	// (Spec.Connections), the first connection the caller has not made: the run pauses
+	// (ReasonAuthorization) until they make it. nil: every one is made.
+	Unconnected func(ctx context.Context, t *quiver.Tool) (*Authorization, error)
+}
+
+// Authorization is a connection a paused call waits for its person to make (Pending).
+type Authorization struct {
+	Provider string   `json:"provider" doc:"The provider to connect."`
+	Scopes   []string `json:"scopes,omitempty" doc:"The scopes the call needs."`
+	// URL is where the person connects it.
+	URL string `json:"url,omitempty" doc:"Where the person connects it: the console's connections page."`
 }
 
 // Budget is a bound on the model requests of a run's caller that is reached: the run stops

@@ -181,6 +181,9 @@ func (rs *run) switchAgent(ctx context.Context, a *Agent) error {
 func (rs *run) runPending(ctx context.Context) (paused *Pending, stopTool bool, err error) {
 	ctx = context.WithValue(ctx, runKey{}, rs)
 	ctx = thread.WithParentNotifier(ctx, NotifyParent) // for tools that cannot import agent (JavaScript's state.notifyParent)
+	if rs.userTokens != nil {
+		ctx = quiver.WithUserTokens(ctx, rs.userTokens)
+	}
 	for len(rs.pending) > 0 {
 		c := rs.pending[0]
 		if rs.handedOver(c) {

@@ -39,6 +39,9 @@ type run struct {
 	meters              *meters      // nil: no metrics
 	// onRequest is told of each model request (CallerRules.Request); nil: no one is.
 	onRequest func(ctx context.Context, model string, usage *model.Usage, took time.Duration, err error)
+	// userTokens and unconnected are the caller's connections (CallerRules).
+	userTokens  quiver.UserTokens
+	unconnected func(ctx context.Context, t *quiver.Tool) (*Authorization, error)
 	// onSpend is asked before each model request (CallerRules.Spend); nil: nothing is.
 	onSpend func(ctx context.Context, model string) (func(context.Context, *model.Usage), *Budget)
 
@@ -139,6 +142,7 @@ func (r *Runner) prepareInto(ctx context.Context, rs *run, a *Agent, withModel b
 	rules := r.rules(ctx, rs)
 	rs.d.Entitled, rs.d.Admit, rs.d.Observe = rules.Entitled, rules.Admit, rules.Observe
 	rs.onRequest, rs.onSpend = rules.Request, rules.Spend
+	rs.userTokens, rs.unconnected = rules.UserTokens, rules.Unconnected
 	if !withModel {
 		return nil
 	}

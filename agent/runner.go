@@ -130,6 +130,10 @@ const (
 	ReasonMaxSteps     Reason = "max_steps"
 	ReasonConfirmation Reason = "confirmation"
 	ReasonClientTool   Reason = "client_tool"
+	// ReasonAuthorization: a call acts as the run's person at a provider they have not
+	// connected (Pending.Authorization says which, and where): the run goes on, and runs the
+	// call, once they have.
+	ReasonAuthorization Reason = "waiting_for_authorization"
 	// ReasonBudgetExhausted: a bound on the caller's model tokens or cost is reached
 	// (Outcome.Budget says which, and when the run goes on).
 	ReasonBudgetExhausted Reason = "budget_exhausted"
@@ -161,7 +165,9 @@ type Outcome struct {
 // Pending is a call waiting for a person's decision or a client's result.
 type Pending struct {
 	Call   quiver.Call `json:"call"`
-	Reason Reason      `json:"reason"` // confirmation or client_tool
+	Reason Reason      `json:"reason"` // confirmation, client_tool or waiting_for_authorization
+	// Authorization is the connection the call waits for (ReasonAuthorization).
+	Authorization *Authorization `json:"authorization,omitempty"`
 	// Description is the tool's, to show the person deciding.
 	Description string `json:"description,omitempty"`
 }
@@ -320,6 +326,16 @@ func (rs *run) mustWait(ctx context.Context, c quiver.Call) (*Pending, error) {
 		return nil, nil
 	}
 	spec := t.Spec()
+	if len(spec.Connections) > 0 && rs.unconnected != nil {
+		// Before anyone is asked to confirm it: the call cannot run until it can act as them.
+		auth, err := rs.unconnected(ctx, t)
+		if err != nil || auth != nil {
+			if auth == nil {
+				return nil, err
+			}
+			return &Pending{Call: c, Reason: ReasonAuthorization, Description: spec.Description, Authorization: auth}, nil
+		}
+	}
 	if spec.Target != quiver.TargetClient && !spec.RequiresConfirmation {
 		return nil, nil
 	}

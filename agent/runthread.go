@@ -270,6 +270,9 @@ func (rs *run) endThread(t *store.Thread, out, failure *Outcome, terminate bool)
 	if out.Budget != nil {
 		t.Tags = append(t.Tags, BudgetTag)
 	}
+	if out.Pending != nil && out.Pending.Authorization != nil {
+		t.Tags = append(t.Tags, AuthorizationTag)
+	}
 	return writeState(t, st)
 }
 

@@ -112,6 +112,10 @@ var ReservedTagPrefixes = []string{"call:", "immediate:", "prompt:", "state:"}
 // result: listing the threads with it is the workspace's inbox of waiting calls.
 const WaitingTag = "state:waiting"
 
+// AuthorizationTag marks a thread whose last run paused for its person to connect a provider:
+// listing the threads with it finds the runs to go on once they have.
+const AuthorizationTag = "state:authorization"
+
 // BudgetTag marks a thread whose last run paused for its caller's budget of model requests:
 // listing the threads with it finds the runs to go on when an admin raises the limits.
 const BudgetTag = "state:budget"
@@ -122,7 +126,9 @@ const FailedTag = "state:failed"
 
 // dropStateTags takes the tags of the last run's ending off t.
 func dropStateTags(t *store.Thread) {
-	t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool { return tag == WaitingTag || tag == FailedTag || tag == BudgetTag })
+	t.Tags = slices.DeleteFunc(t.Tags, func(tag string) bool {
+		return tag == WaitingTag || tag == FailedTag || tag == BudgetTag || tag == AuthorizationTag
+	})
 }
 
 // ReservedTag reports whether tag is one of the runtime's.

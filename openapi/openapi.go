@@ -539,8 +539,24 @@ func (b *builder) operation(method, path string, item *openapi3.PathItem, op *op
 		Source:      quiver.SourceOpenAPI + ":" + b.src.Name,
 		// The document describes the service's answers; the service is what answers.
 		OutputAdvisory: !b.src.Strict,
+		Connections:    connectionNeeds(auth),
 	}
 	return madeOp{spec: spec, call: c.call, input: in.schema, output: output}, "", nil
+}
+
+// connectionNeeds are the connections a tool cannot be called without: those of its one way
+// in, when it has one (with another, a person without the connection may use that).
+func connectionNeeds(auth [][]credential) []quiver.ConnectionNeed {
+	if len(auth) != 1 {
+		return nil
+	}
+	var out []quiver.ConnectionNeed
+	for _, cr := range auth[0] {
+		if cr.connection != nil {
+			out = append(out, quiver.ConnectionNeed{Provider: cr.connection.Provider, Scopes: cr.connection.Scopes})
+		}
+	}
+	return out
 }
 
 // outputRaw is a tool's output schema as JSON (nil for none), its input schema being inRaw, or

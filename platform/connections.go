@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,7 +15,9 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/internal/netguard"
+	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/platform/connect"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/vars"
@@ -260,9 +263,11 @@ func (p *Platform) FinishConnection(ctx context.Context, in ConnectionCallback) 
 	if err != nil {
 		return nil, err
 	}
+	waiting := p.waitingFor(ctx, f.WorkspaceID, f.UserID, pr.Name)
 	if err := cs.PutConnection(ctx, c); err != nil {
 		return nil, storeError(err, "connection to "+pr.Name, "")
 	}
+	p.resumeAuthorized(ctx, waiting)
 	return &FinishedConnection{WorkspaceID: f.WorkspaceID, UserID: f.UserID, Provider: pr.Name, Scopes: tok.Scopes, ReturnTo: f.ReturnTo}, nil
 }
 
@@ -449,19 +454,105 @@ func (p *Platform) SetConnectLink(link func(provider string, scopes []string) st
 func (w *Workspace) withUserTokens(next quiver.Handler) quiver.Handler {
 	return func(ctx context.Context, c *quiver.Call) *quiver.Result {
 		if a, ok := ActorFrom(ctx); ok && a.UserID != "" {
-			caller := a.UserID
-			ctx = quiver.WithUserTokens(ctx, func(ctx context.Context, provider string, scopes []string) (string, error) {
-				// A tool that runs as a user (its runtime user) calls with that user's
-				// connection, as it resolves that user's variables.
-				user := caller
-				if c := quiver.CallFrom(ctx); c != nil && c.Tool() != nil && c.Tool().Spec().RunAs != "" {
-					user = c.Tool().Spec().RunAs
-				}
-				return w.userToken(ctx, user, provider, scopes)
-			})
+			ctx = quiver.WithUserTokens(ctx, w.tokensOf(a.UserID))
 		}
 		return next(ctx, c)
 	}
+}
+
+// tokensOf are the tokens of a call by caller: theirs, or, for a tool that runs as a user
+// (its runtime user), that user's, as it resolves that user's variables.
+func (w *Workspace) tokensOf(caller string) quiver.UserTokens {
+	return func(ctx context.Context, provider string, scopes []string) (string, error) {
+		user := caller
+		if c := quiver.CallFrom(ctx); c != nil && c.Tool() != nil && c.Tool().Spec().RunAs != "" {
+			user = c.Tool().Spec().RunAs
+		}
+		return w.userToken(ctx, user, provider, scopes)
+	}
+}
+
+// unconnected is a run's CallerRules.Unconnected: the first connection a call of t needs that
+// its person (the caller, or the tool's runtime user) has not made, with where to make it.
+func (w *Workspace) unconnected(caller string) func(ctx context.Context, t *quiver.Tool) (*agent.Authorization, error) {
+	return func(ctx context.Context, t *quiver.Tool) (*agent.Authorization, error) {
+		cs, err := w.p.connections()
+		if err != nil {
+			return nil, nil // no connections kept: the tool's own UserToken says so
+		}
+		user := cmp.Or(t.Spec().RunAs, caller)
+		for _, need := range t.Spec().Connections {
+			c, err := cs.Connection(ctx, w.id, user, need.Provider)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			if err != nil || len(missingScopes(c.Scopes, need.Scopes)) > 0 {
+				auth := &agent.Authorization{Provider: need.Provider, Scopes: need.Scopes}
+				if link := w.p.connectLink.Load(); link != nil {
+					auth.URL = (*link)(need.Provider, need.Scopes)
+				}
+				return auth, nil
+			}
+		}
+		return nil, nil
+	}
+}
+
+// waitingFor lists the runs of the workspace that wait for user to connect provider, and
+// queues for each the watch that runs it once the connection is stored (jobs.Watch: it goes on
+// even when this node dies before it queues the run itself).
+func (p *Platform) waitingFor(ctx context.Context, workspaceID, userID, provider string) []*store.Thread {
+	j := p.Jobs()
+	if j == nil {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	var out []*store.Thread
+	f := store.ThreadFilter{Tag: agent.AuthorizationTag, Status: store.StatusIdle, Limit: store.MaxThreadPage}
+	for n := 0; n < maxBudgetResumes; {
+		threads, next, err := p.cfg.Store.Threads(ctx, workspaceID, f)
+		if err != nil {
+			p.logger.WarnContext(ctx, "platform: the runs waiting for a connection could not be listed", "workspace", workspaceID, "err", err)
+			return out
+		}
+		for _, t := range threads {
+			if !waitsFor(t, userID, provider) {
+				continue
+			}
+			if _, err := j.Watch(ctx, jobs.RunArgs{WorkspaceID: workspaceID, ThreadID: t.ID, Agent: agent.CurrentAgent(t)}, answerWatch); err != nil {
+				p.logger.WarnContext(ctx, "platform: a run waiting for a connection could not be watched", "thread", t.ID, "err", err)
+			}
+			out = append(out, t)
+		}
+		if n += len(threads); next == "" {
+			return out
+		}
+		f.Cursor = next
+	}
+	return out
+}
+
+// resumeAuthorized has the runs that waited for a connection, now made, go on: each runs the
+// call it waited with, once.
+func (p *Platform) resumeAuthorized(ctx context.Context, threads []*store.Thread) {
+	j := p.Jobs()
+	for _, t := range threads {
+		if _, err := j.Continue(context.WithoutCancel(ctx), jobs.RunArgs{WorkspaceID: t.WorkspaceID, ThreadID: t.ID, Agent: agent.CurrentAgent(t)}); err != nil {
+			p.logger.WarnContext(ctx, "platform: a run waiting for a connection could not be queued; its watch queues it", "thread", t.ID, "err", err)
+		}
+	}
+}
+
+// waitsFor reports whether thread t's last run waits for user to connect provider.
+func waitsFor(t *store.Thread, userID, provider string) bool {
+	st := agent.ReadState(t)
+	if st.Outcome == nil || st.Outcome.Pending == nil || st.Outcome.Pending.Authorization == nil ||
+		st.Outcome.Pending.Authorization.Provider != provider {
+		return false
+	}
+	var c caller
+	_ = json.Unmarshal(st.Caller, &c)
+	return c.User == userID || (c.User == "" && t.UserID == userID)
 }
 
 func missingScopes(granted, wanted []string) []string {

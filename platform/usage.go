@@ -111,6 +111,9 @@ func (p *Platform) runRules(ctx context.Context, workspaceID string, raw json.Ra
 			return w.spend(WithActor(ctx, a), name)
 		},
 	}
+	if a.UserID != "" {
+		rules.UserTokens, rules.Unconnected = w.tokensOf(a.UserID), w.unconnected(a.UserID)
+	}
 	if p.usage == nil {
 		return rules
 	}
