@@ -60,7 +60,9 @@ func TestRunWaitsForAuthorization(t *testing.T) {
 			Logger: slog.New(slog.DiscardHandler), OpenAPIInternal: []string{host.Host}, Catalog: &agent.Catalog{Agents: agents}})
 		must(t, err)
 		t.Cleanup(func() { p.Close() })
-		p.SetConnectLink(func(provider string, _ []string) string { return "https://quiver.example/console/#/connections?connect=" + provider })
+		p.SetConnectLink(func(provider string, _ []string) string {
+			return "https://quiver.example/console/#/connections?connect=" + provider
+		})
 		must(t, p.StartJobs(ctx, w.startJobs))
 		t.Cleanup(func() { _ = p.Stop(context.Background()) })
 		admin := platform.Actor{WorkspaceID: ws.ID, Role: store.KeyRoleAdmin, KeyID: "key_admin", UserID: "usr_admin"}

@@ -945,6 +945,18 @@ type Attachment struct {
 	Width       *int64  `json:"width,omitempty"`
 }
 
+// Authorization defines model for Authorization.
+type Authorization struct {
+	// Provider The provider to connect.
+	Provider string `json:"provider"`
+
+	// Scopes The scopes the call needs.
+	Scopes *[]string `json:"scopes,omitempty"`
+
+	// Url Where the person connects it: the console's connections page.
+	Url *string `json:"url,omitempty"`
+}
+
 // Budget defines model for Budget.
 type Budget struct {
 	// Limit The limit whose bound is reached.
@@ -1671,9 +1683,10 @@ type OutcomeStatus string
 
 // Pending defines model for Pending.
 type Pending struct {
-	Call        Call    `json:"call"`
-	Description *string `json:"description,omitempty"`
-	Reason      string  `json:"reason"`
+	Authorization *Authorization `json:"authorization,omitempty"`
+	Call          Call           `json:"call"`
+	Description   *string        `json:"description,omitempty"`
+	Reason        string         `json:"reason"`
 }
 
 // PendingOutputBody defines model for PendingOutputBody.
