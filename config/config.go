@@ -60,6 +60,7 @@ const FileName = "quiver.yaml"
 //	    servers: [https://petstore.example.com/api] # default: the document's
 //	    operations: [findPets, "tag:pets", "DELETE /pets/{id}"] # default: all
 //	    credentials: {api_key: PETSTORE_KEY} # scheme: secret variable (default PETSTORE_API_KEY)
+//	    connections: {oauth: {provider: petstore-id, scopes: [read]}} # scheme: the caller's own token
 //	    timeout: 30s                # per call; default 30s
 //	    max_response_bytes: 1048576 # default 1 MiB
 //	    max_operations: 2000        # the cap of tools it makes; default 1000, at most 10000
