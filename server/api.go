@@ -194,8 +194,9 @@ func (s *Server) registerCalls(api huma.API) {
 	register(api, huma.Operation{OperationID: "call-tool", Method: http.MethodPost, Path: "/v1/tools/{name}/call",
 		Summary: "Call a tool through the dispatcher, as every other door does, recorded on a thread",
 		Responses: map[string]*huma.Response{
-			"403": {Description: "The tool acts as the caller at a provider they have not connected (or not with the scopes it needs): the problem says where to connect. The call is recorded, and calling again once connected runs it.",
-				Content: map[string]*huma.MediaType{"application/problem+json": {Schema: huma.SchemaFromType(schemas, reflect.TypeFor[AuthorizationProblem]())}}},
+			"403": {Description: "The caller may not call (a viewer's key), or the tool acts as the caller at a provider they have not connected (or not with the scopes it needs): that problem's code is authorization_required, and it says where to connect. The call is recorded, and calling again once connected runs it.",
+				Content: map[string]*huma.MediaType{"application/problem+json": {Schema: &huma.Schema{OneOf: []*huma.Schema{
+					huma.SchemaFromType(schemas, reflect.TypeFor[AuthorizationProblem]()), problems}}}}},
 			"429": {Description: "A limit on how often the caller may call is reached: the call did not run. Retry-After says when to try again.",
 				Headers: map[string]*huma.Param{"Retry-After": {Description: "Seconds to wait before calling again.", Schema: &huma.Schema{Type: "integer"}}},
 				Content: map[string]*huma.MediaType{"application/problem+json": {Schema: huma.SchemaFromType(schemas, reflect.TypeFor[LimitProblem]())}}},

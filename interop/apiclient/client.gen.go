@@ -761,13 +761,13 @@ func (e DeleteToolParamsRetentionTier) Valid() bool {
 	}
 }
 
-// Defines values for CallTool403ApplicationProblemPlusJSONResponseBodyCode.
+// Defines values for CallTool403ApplicationProblemPlusJSONResponseBody0Code.
 const (
-	AuthorizationRequired CallTool403ApplicationProblemPlusJSONResponseBodyCode = "authorization_required"
+	AuthorizationRequired CallTool403ApplicationProblemPlusJSONResponseBody0Code = "authorization_required"
 )
 
-// Valid indicates whether the value is a known member of the CallTool403ApplicationProblemPlusJSONResponseBodyCode enum.
-func (e CallTool403ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
+// Valid indicates whether the value is a known member of the CallTool403ApplicationProblemPlusJSONResponseBody0Code enum.
+func (e CallTool403ApplicationProblemPlusJSONResponseBody0Code) Valid() bool {
 	switch e {
 	case AuthorizationRequired:
 		return true
@@ -2738,8 +2738,40 @@ type DeleteToolParams struct {
 // DeleteToolParamsRetentionTier defines parameters for DeleteTool.
 type DeleteToolParamsRetentionTier string
 
-// CallTool403ApplicationProblemPlusJSONResponseBodyCode defines parameters for CallTool.
-type CallTool403ApplicationProblemPlusJSONResponseBodyCode string
+// CallTool403ApplicationProblemPlusJSONResponseBody0 defines parameters for CallTool.
+type CallTool403ApplicationProblemPlusJSONResponseBody0 struct {
+	// AuthorizationUrl Where the person connects it: the console's connections page.
+	AuthorizationUrl *string `json:"authorization_url,omitempty"`
+
+	// Code authorization_required: connect the provider, then call again.
+	Code CallTool403ApplicationProblemPlusJSONResponseBody0Code `json:"code"`
+
+	// Detail What the call needs, in words.
+	Detail *string `json:"detail,omitempty"`
+
+	// Provider The provider to connect.
+	Provider string `json:"provider"`
+
+	// Scopes The scopes the call needs.
+	Scopes *[]string `json:"scopes,omitempty"`
+
+	// Status The HTTP status code: 403.
+	Status *int64 `json:"status,omitempty"`
+
+	// Title The HTTP status's words.
+	Title *string `json:"title,omitempty"`
+
+	// Type A URI reference naming the problem's type: about:blank.
+	Type *string `json:"type,omitempty"`
+}
+
+// CallTool403ApplicationProblemPlusJSONResponseBody0Code defines parameters for CallTool.
+type CallTool403ApplicationProblemPlusJSONResponseBody0Code string
+
+// CallTool403ApplicationProblemPlusJSONResponseBody defines parameters for CallTool.
+type CallTool403ApplicationProblemPlusJSONResponseBody struct {
+	union json.RawMessage
+}
 
 // CallTool429ApplicationProblemPlusJSONResponseBodyCode defines parameters for CallTool.
 type CallTool429ApplicationProblemPlusJSONResponseBodyCode string
@@ -3102,6 +3134,68 @@ func (t ServedTool_OutputSchema) MarshalJSON() ([]byte, error) {
 }
 
 func (t *ServedTool_OutputSchema) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsCallTool403ApplicationProblemPlusJSONResponseBody0 returns the union data inside the CallTool403ApplicationProblemPlusJSONResponseBody as a CallTool403ApplicationProblemPlusJSONResponseBody0
+func (t CallTool403ApplicationProblemPlusJSONResponseBody) AsCallTool403ApplicationProblemPlusJSONResponseBody0() (CallTool403ApplicationProblemPlusJSONResponseBody0, error) {
+	var body CallTool403ApplicationProblemPlusJSONResponseBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCallTool403ApplicationProblemPlusJSONResponseBody0 overwrites any union data inside the CallTool403ApplicationProblemPlusJSONResponseBody as the provided CallTool403ApplicationProblemPlusJSONResponseBody0
+func (t *CallTool403ApplicationProblemPlusJSONResponseBody) FromCallTool403ApplicationProblemPlusJSONResponseBody0(v CallTool403ApplicationProblemPlusJSONResponseBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCallTool403ApplicationProblemPlusJSONResponseBody0 performs a merge with any union data inside the CallTool403ApplicationProblemPlusJSONResponseBody, using the provided CallTool403ApplicationProblemPlusJSONResponseBody0
+func (t *CallTool403ApplicationProblemPlusJSONResponseBody) MergeCallTool403ApplicationProblemPlusJSONResponseBody0(v CallTool403ApplicationProblemPlusJSONResponseBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsProblemDetails returns the union data inside the CallTool403ApplicationProblemPlusJSONResponseBody as a ProblemDetails
+func (t CallTool403ApplicationProblemPlusJSONResponseBody) AsProblemDetails() (ProblemDetails, error) {
+	var body ProblemDetails
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProblemDetails overwrites any union data inside the CallTool403ApplicationProblemPlusJSONResponseBody as the provided ProblemDetails
+func (t *CallTool403ApplicationProblemPlusJSONResponseBody) FromProblemDetails(v ProblemDetails) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProblemDetails performs a merge with any union data inside the CallTool403ApplicationProblemPlusJSONResponseBody, using the provided ProblemDetails
+func (t *CallTool403ApplicationProblemPlusJSONResponseBody) MergeProblemDetails(v ProblemDetails) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CallTool403ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CallTool403ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -12021,31 +12115,7 @@ type CallToolResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *CallOutputBody
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *struct {
-		// AuthorizationUrl Where the person connects it: the console's connections page.
-		AuthorizationUrl *string `json:"authorization_url,omitempty"`
-
-		// Code authorization_required: connect the provider, then call again.
-		Code CallTool403ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
-
-		// Detail What the call needs, in words.
-		Detail *string `json:"detail,omitempty"`
-
-		// Provider The provider to connect.
-		Provider string `json:"provider"`
-
-		// Scopes The scopes the call needs.
-		Scopes *[]string `json:"scopes,omitempty"`
-
-		// Status The HTTP status code: 403.
-		Status *int64 `json:"status,omitempty"`
-
-		// Title The HTTP status's words.
-		Title *string `json:"title,omitempty"`
-
-		// Type A URI reference naming the problem's type: about:blank.
-		Type *string `json:"type,omitempty"`
-	}
+	ApplicationproblemJSON403 *CallTool403ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *struct {
 		// Code rate_limited: a limit on how often (per second, minute or hour, or at once); quota_exhausted: a daily quota. The Retry-After header says when to try again.
@@ -12075,31 +12145,7 @@ func (r CallToolResponse) GetJSON200() *CallOutputBody {
 }
 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r CallToolResponse) GetApplicationproblemJSON403() *struct {
-	// AuthorizationUrl Where the person connects it: the console's connections page.
-	AuthorizationUrl *string `json:"authorization_url,omitempty"`
-
-	// Code authorization_required: connect the provider, then call again.
-	Code CallTool403ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
-
-	// Detail What the call needs, in words.
-	Detail *string `json:"detail,omitempty"`
-
-	// Provider The provider to connect.
-	Provider string `json:"provider"`
-
-	// Scopes The scopes the call needs.
-	Scopes *[]string `json:"scopes,omitempty"`
-
-	// Status The HTTP status code: 403.
-	Status *int64 `json:"status,omitempty"`
-
-	// Title The HTTP status's words.
-	Title *string `json:"title,omitempty"`
-
-	// Type A URI reference naming the problem's type: about:blank.
-	Type *string `json:"type,omitempty"`
-} {
+func (r CallToolResponse) GetApplicationproblemJSON403() *CallTool403ApplicationProblemPlusJSONResponseBody {
 	return r.ApplicationproblemJSON403
 }
 
@@ -15881,31 +15927,7 @@ func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest struct {
-			// AuthorizationUrl Where the person connects it: the console's connections page.
-			AuthorizationUrl *string `json:"authorization_url,omitempty"`
-
-			// Code authorization_required: connect the provider, then call again.
-			Code CallTool403ApplicationProblemPlusJSONResponseBodyCode `json:"code"`
-
-			// Detail What the call needs, in words.
-			Detail *string `json:"detail,omitempty"`
-
-			// Provider The provider to connect.
-			Provider string `json:"provider"`
-
-			// Scopes The scopes the call needs.
-			Scopes *[]string `json:"scopes,omitempty"`
-
-			// Status The HTTP status code: 403.
-			Status *int64 `json:"status,omitempty"`
-
-			// Title The HTTP status's words.
-			Title *string `json:"title,omitempty"`
-
-			// Type A URI reference naming the problem's type: about:blank.
-			Type *string `json:"type,omitempty"`
-		}
+		var dest CallTool403ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
