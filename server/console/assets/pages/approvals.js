@@ -85,6 +85,19 @@ export async function render(main, ctx) {
     }, POLL);
   }
 
+  // waitsFor says what a pending call waits for.
+  function waitsFor(p) {
+    if (p.authorization) return "waits for a connection to " + p.authorization.provider;
+    return p.reason === "confirmation" ? "waits for a decision" : "waits for the client's result";
+  }
+
+  // connectHref is the connections page, the provider highlighted, asking for the scopes.
+  function connectHref(a) {
+    const q = new URLSearchParams({ connect: a.provider });
+    if (a.scopes?.length) q.set("scopes", a.scopes.join(" "));
+    return "#/connections?" + q.toString();
+  }
+
   // item is one waiting call, with what a member may do about it.
   function item(w) {
     const p = w.pending || {};
@@ -95,13 +108,20 @@ export async function render(main, ctx) {
     const outcome = h("div", { class: "pending-outcome", "aria-live": "polite", "data-test": "pending-outcome" });
     const el = h("article", { class: "pending-item", "data-test": "pending-item", "data-call-id": call.id, "data-thread-id": w.thread_id, "data-reason": p.reason },
       h("div", { class: "row pending-meta" },
-        h("span", { class: "status waiting" }, confirmation ? "waits for a decision" : "waits for the client's result"),
+        h("span", { class: "status waiting" }, waitsFor(p)),
         h("a", { href: threadHref, "data-test": "thread-link" }, w.thread_name || w.thread_id),
         w.agent ? h("span", { class: "muted" }, "agent ", h("span", { class: "mono" }, w.agent)) : null),
       h("h2", { class: "pending-tool mono", "data-test": "tool-name" }, toolName(call.name || "?")),
       p.description ? h("p", { class: "pending-desc" }, p.description) : null,
       h("div", { class: "pending-args" }, h("span", { class: "muted" }, "Arguments"), fold(pretty(call.args ?? {}), 1200)),
       actions, outcome);
+    if (p.authorization) {
+      // Only the person whose account it is can connect it: the call runs once they have.
+      actions.append(h("p", { class: "muted", "data-test": "pending-authorization" }, "The run goes on, and runs this call, once ",
+        "its person connects ", h("strong", {}, p.authorization.provider), ". ",
+        h("a", { href: connectHref(p.authorization) }, "Connect it →")));
+      return el;
+    }
     if (!member) return el;
 
     // done replaces the actions with what happened.
