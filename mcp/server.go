@@ -82,6 +82,11 @@ type ServerOptions struct {
 	// MaxResourceBytes caps the size of a file resources/read answers with; a larger one is
 	// refused. Zero or less: DefaultMaxResourceBytes.
 	MaxResourceBytes int64
+	// AwaitConnection, when set, waits until the caller of ctx has connected provider with the
+	// scopes (a person's connection, see quiver.UserToken), or ctx ends. With it, a call answered
+	// authorization_required is put to a client that supports URL-mode elicitation: its user is
+	// sent to connect, and the call is made again once they have (see [ElicitationTimeout]).
+	AwaitConnection func(ctx context.Context, provider string, scopes []string) error
 }
 
 // Server serves the tools of a [quiver.Dispatcher] over MCP. The tool list is read from the
@@ -466,6 +471,9 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	ctx = context.WithValue(ctx, requestKey{}, req)
 	ctx = quiver.WithReporter(ctx, &reporter{session: req.Session, token: req.Params.GetProgressToken(), tool: name})
 	r, err := s.d.Dispatch(ctx, quiver.Call{ID: newCallID(), Name: name, Args: args})
+	if err == nil && r.Code == quiver.CodeAuthorizationRequired {
+		r, err = s.connectAndRetry(ctx, req.Session, name, args, r)
+	}
 	if err != nil {
 		// The call ran, but its record could not be stored (the recorder tries again for a
 		// while first): what is answered is recorded, so the client hears that instead.
@@ -474,6 +482,38 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 			Message: fmt.Sprintf("the tool %s ran, but its record could not be stored (%v); look at the session's thread before calling it again", name, err)}
 	}
 	return ToResult(r), nil
+}
+
+// connectAndRetry puts a call that needs its person's connection (r) to the client's user, when
+// the client supports URL-mode elicitation: the user is sent to connect, and once they have
+// (their connection stored, by whichever node served the callback) the call is made again,
+// and that result answered. Otherwise, or if the user declines, r is answered: it says where
+// to connect.
+func (s *Server) connectAndRetry(ctx context.Context, ss *sdk.ServerSession, name string, args json.RawMessage, r *quiver.Result) (*quiver.Result, error) {
+	var need struct {
+		Provider string   `json:"provider"`
+		URL      string   `json:"authorization_url"`
+		Scopes   []string `json:"scopes"`
+	}
+	_ = json.Unmarshal(r.Meta, &need)
+	p := ss.InitializeParams()
+	if s.opts.AwaitConnection == nil || need.URL == "" || p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil ||
+		p.Capabilities.Elicitation.URL == nil {
+		return r, nil
+	}
+	ectx, cancel := context.WithTimeout(ctx, ElicitationTimeout)
+	defer cancel()
+	id := ids.New("elicit")
+	res, err := ss.Elicit(ectx, &sdk.ElicitParams{Mode: "url", ElicitationID: id, URL: need.URL,
+		Message: fmt.Sprintf("The tool %s acts as you at %s. Connect your account there, and the call goes on.", name, need.Provider)})
+	if err != nil || res.Action != "accept" {
+		return r, nil
+	}
+	if err := s.opts.AwaitConnection(ectx, need.Provider, need.Scopes); err != nil {
+		return r, nil
+	}
+	_ = ss.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: id})
+	return s.d.Dispatch(ctx, quiver.Call{ID: newCallID(), Name: name, Args: args})
 }
 
 // inbound maps a tools/call's name, as tools/list served it, back to the registered name, and

@@ -555,6 +555,36 @@ func waitsFor(t *store.Thread, userID, provider string) bool {
 	return c.User == userID || (c.User == "" && t.UserID == userID)
 }
 
+// awaitConnection waits until the caller of ctx has connected provider with the scopes, or ctx
+// ends: the connection is stored by whichever node served the callback, so the store is asked,
+// every connectionPoll.
+func (p *Platform) awaitConnection(ctx context.Context, workspaceID, provider string, scopes []string) error {
+	a, ok := ActorFrom(ctx)
+	if !ok || a.UserID == "" {
+		return &Error{Kind: Forbidden, Message: "a connection is a person's: this call belongs to no user"}
+	}
+	cs, err := p.connections()
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(connectionPoll)
+	defer tick.Stop()
+	for {
+		c, err := cs.Connection(ctx, workspaceID, a.UserID, provider)
+		if err == nil && len(missingScopes(c.Scopes, scopes)) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// connectionPoll is how often a call waiting for its person's connection asks the store.
+const connectionPoll = 500 * time.Millisecond
+
 func missingScopes(granted, wanted []string) []string {
 	var out []string
 	for _, s := range wanted {

@@ -40,6 +40,11 @@ func (p *Platform) MCPOptions(workspaceID string, opts *mcp.ServerOptions) mcp.S
 	o.Session = func(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
 		return p.SessionThread(ctx, workspaceID, info)
 	}
+	if _, ok := p.cfg.Store.(store.Connections); ok {
+		o.AwaitConnection = func(ctx context.Context, provider string, scopes []string) error {
+			return p.awaitConnection(ctx, workspaceID, provider, scopes)
+		}
+	}
 	return o
 }
 

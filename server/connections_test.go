@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,13 +33,14 @@ import (
 // by an OAuth server on loopback, with a tool that acts as its caller there.
 type connectServer struct {
 	*entitleWorld
-	as *oauthtest.AuthServer
+	as    *oauthtest.AuthServer
+	store store.Backend
 }
 
 func newConnectServer(t *testing.T, st store.Backend) *connectServer {
 	t.Helper()
 	ctx := context.Background()
-	w := &connectServer{entitleWorld: &entitleWorld{key: map[string]string{}, rec: map[string]*store.APIKey{}}, as: oauthtest.NewAuthServer(t)}
+	w := &connectServer{entitleWorld: &entitleWorld{key: map[string]string{}, rec: map[string]*store.APIKey{}}, as: oauthtest.NewAuthServer(t), store: st}
 	ws := &store.Workspace{Name: "acme"}
 	must(t, st.CreateWorkspace(ctx, ws))
 	w.ws = ws.ID
@@ -122,6 +124,20 @@ func (w *connectServer) resourceServer(t *testing.T) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// addMember adds a member with a key of their own, named who.
+func (w *connectServer) addMember(t *testing.T, who string) {
+	t.Helper()
+	ctx := context.Background()
+	st := w.store
+	user := &store.User{Email: who + "@acme.test", Name: who}
+	must(t, st.CreateUser(ctx, user))
+	must(t, st.AddMember(ctx, &store.Membership{WorkspaceID: w.ws, UserID: user.ID, Role: store.MemberRoleMember}))
+	rec := &store.APIKey{WorkspaceID: w.ws, UserID: user.ID, Name: who, Role: store.KeyRoleMember}
+	key, err := platform.IssueAPIKey(ctx, st, rec)
+	must(t, err)
+	w.key[who], w.rec[who] = key, rec
 }
 
 func must(t *testing.T, err error) {
@@ -222,6 +238,36 @@ func TestConnectionsAtTheDoors(t *testing.T) {
 		res, err = bob.CallTool(ctx, &sdk.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
 		if err != nil || res.IsError || mcpText(res) == adaToken {
 			t.Fatalf("bob's call once connected: %v %+v %q (ada's: %q)", err, res, mcpText(res), adaToken)
+		}
+
+		// A client whose user can be sent to a URL (MCP's URL-mode elicitation): Carol is
+		// asked to connect in the middle of her call, connects in her browser, and the call
+		// goes on with her token, in the same tools/call.
+		w.addMember(t, "carol")
+		var asked atomic.Int64
+		carolBrowser := browser(t)
+		carol, err := sdk.NewClient(&sdk.Implementation{Name: "carol's agent", Version: "1"}, &sdk.ClientOptions{
+			Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
+			ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				asked.Add(1)
+				if req.Params.Mode != "url" || !strings.HasPrefix(req.Params.URL, w.url+"/console/#/connections?connect=acme") {
+					return &sdk.ElicitResult{Action: "decline"}, nil
+				}
+				// Carol follows the link: the console starts the flow in her browser.
+				_, out := w.startConnection(t, carolBrowser, "carol", map[string]any{"bind_browser": true, "scopes": []string{"read"}})
+				go func() {
+					if res, err := carolBrowser.Get(out["authorization_url"].(string)); err == nil {
+						res.Body.Close()
+					}
+				}()
+				return &sdk.ElicitResult{Action: "accept"}, nil
+			}}).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: w.url + "/mcp", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: isoBearer{w.key["carol"]}}}, nil)
+		must(t, err)
+		t.Cleanup(func() { _ = carol.Close() })
+		res, err = carol.CallTool(ctx, &sdk.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		if err != nil || res.IsError || !strings.HasPrefix(mcpText(res), "token ") || asked.Load() != 1 {
+			t.Fatalf("carol's call, asked %d times: %v %+v %q", asked.Load(), err, res, mcpText(res))
 		}
 
 		// Refusals at the start: a way back off the server, a scope not offered, a viewer.
