@@ -348,7 +348,9 @@ type ConnectionNeed struct {
 // WithConnection declares that the tool acts as its caller at provider with the scopes (see
 // Spec.Connections and UserToken).
 func WithConnection(provider string, scopes ...string) Option {
-	return func(sp *Spec) { sp.Connections = append(sp.Connections, ConnectionNeed{Provider: provider, Scopes: scopes}) }
+	return func(sp *Spec) {
+		sp.Connections = append(sp.Connections, ConnectionNeed{Provider: provider, Scopes: scopes})
+	}
 }
 
 // WithMetaFields enables stateful meta-fields on the tool (schema.OutputPathField,

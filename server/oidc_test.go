@@ -11,7 +11,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/quiverhq/quiver/config"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/quiverhq/quiver/config"
 
 	jose "github.com/go-jose/go-jose/v4"
 

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
-	"github.com/quiverhq/quiver/config"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quiverhq/quiver/config"
 
 	"github.com/chromedp/chromedp"
 	jose "github.com/go-jose/go-jose/v4"

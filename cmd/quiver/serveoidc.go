@@ -7,11 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/quiverhq/quiver/config"
 	"net"
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/quiverhq/quiver/config"
 
 	"go.yaml.in/yaml/v3"
 

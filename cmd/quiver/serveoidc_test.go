@@ -4,11 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/quiverhq/quiver/config"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quiverhq/quiver/config"
 
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/memstore"
