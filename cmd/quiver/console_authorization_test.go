@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,8 +22,7 @@ import (
 // token, which Acme's API knows.
 func TestConsoleRunWaitsForConnection(t *testing.T) {
 	timed(t)
-	chromiumPath(t)
-	as := oauthtest.NewAuthServer(t)
+	var as *oauthtest.AuthServer // the test OAuth server startConnectionsConsole starts
 	acme := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if _, ok := as.Valid(tok); !ok {
@@ -54,29 +52,8 @@ func TestConsoleRunWaitsForConnection(t *testing.T) {
 `,
 		filepath.Join(agents, "clerk.yaml"): "name: clerk\ndescription: Counts your orders.\nmodel: scripted:" + script("clerk") + "\ntools: [acme.orders]\n",
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	asURL, _ := url.Parse(as.URL)
 	acmeURL, _ := url.Parse(acme.URL)
-	endpoint, _, stderr := startServeWith(t, "--db", filepath.Join(t.TempDir(), "q.db"), "--addr", addr, "--public-url", "http://"+addr,
-		"--openapi-internal-hosts", asURL.Host+","+acmeURL.Host, "--agents", agents, "--config", config)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("quiver serve's log:\n%s", stderr.String())
-		}
-	})
-	base := strings.TrimSuffix(endpoint, "/mcp")
-	site := &consoleSite{origin: base, api: base + "/v1", admin: firstKeyRE.FindString(stderr.String())}
-	member := site.addRoleKeys(t)
-	doc := map[string]any{"providers": []map[string]any{{"name": "acme", "authorization_url": as.URL + "/authorize", "token_url": as.URL + "/token",
-		"client_id": as.Register(base + "/connections/callback"), "scopes": []string{"read"}}}}
-	if status, _, out := apiDo(t, "PUT", site.api+"/connection-providers", site.admin, asJSON(map[string]any{"document": doc, "after": 0})); status != 200 {
-		t.Fatalf("declaring acme: %d %v", status, out)
-	}
+	site, as, member := startConnectionsConsole(t, "--openapi-internal-hosts", acmeURL.Host, "--agents", agents, "--config", config)
 
 	th := newAPIThread(t, site.api, member, "clerk")
 	startAPIRun(t, site.api, member, th, "clerk", "How many open orders do I have?")

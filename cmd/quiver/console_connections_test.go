@@ -26,8 +26,9 @@ import (
 // startConnectionsConsole starts quiver serve with its public URL its own address (the
 // callback providers send people back to is on it) and the auth server's host allowed although
 // it is on loopback, and declares acme and globex at the auth server. It returns the site (with
-// a viewer's key), the auth server and a member's key.
-func startConnectionsConsole(t *testing.T) (site *consoleSite, as *oauthtest.AuthServer, member string) {
+// a viewer's key), the auth server and a member's key. extra are more of quiver serve's
+// arguments; hosts it allows first (--openapi-internal-hosts) join the auth server's.
+func startConnectionsConsole(t *testing.T, extra ...string) (site *consoleSite, as *oauthtest.AuthServer, member string) {
 	t.Helper()
 	chromiumPath(t)
 	as = oauthtest.NewAuthServer(t)
@@ -38,8 +39,12 @@ func startConnectionsConsole(t *testing.T) (site *consoleSite, as *oauthtest.Aut
 	addr := ln.Addr().String()
 	ln.Close()
 	asURL, _ := url.Parse(as.URL)
-	endpoint, _, stderr := startServeWith(t, "--db", filepath.Join(t.TempDir(), "q.db"), "--addr", addr, "--public-url", "http://"+addr,
-		"--openapi-internal-hosts", asURL.Host)
+	internal := asURL.Host
+	if len(extra) >= 2 && extra[0] == "--openapi-internal-hosts" {
+		internal, extra = internal+","+extra[1], extra[2:]
+	}
+	endpoint, _, stderr := startServeWith(t, append([]string{"--db", filepath.Join(t.TempDir(), "q.db"), "--addr", addr, "--public-url", "http://" + addr,
+		"--openapi-internal-hosts", internal}, extra...)...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("quiver serve's log:\n%s", stderr.String())
