@@ -23,6 +23,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/mcp"
+	"github.com/quiverhq/quiver/platform/connect"
 	"github.com/quiverhq/quiver/platform/entitle"
 	"github.com/quiverhq/quiver/platform/limits"
 	"github.com/quiverhq/quiver/store"
@@ -126,6 +127,17 @@ const FileName = "quiver.yaml"
 //	    - who: {key: key_..., user: usr_..., toolset: support}
 //	      source: "mcp:*"
 //	      access: deny
+//	connections:                    # where the server's own workspace's people connect their own
+//	  providers:                    # accounts (see docs/guides/connections.md)
+//	    - name: github              # tools name it; its redirect URI: PUBLIC_URL/connections/callback
+//	      description: Your GitHub account
+//	      authorization_url: https://github.com/login/oauth/authorize
+//	      token_url: https://github.com/login/oauth/access_token
+//	      revocation_url: https://auth.example.com/oauth2/revoke # tokens revoked on disconnect
+//	      client_id: Iv1.0123456789abcdef
+//	      client_secret_variable: GITHUB_CLIENT_SECRET # a workspace secret variable
+//	      scopes: [repo, read:user]  # the scopes on offer
+//
 //	limits:                         # how often callers may call in the server's own workspace
 //	  limits:                       # (see docs/guides/limits.md)
 //	    - name: each-key            # refusals name it
@@ -176,6 +188,11 @@ type File struct {
 	// applied to the database as Entitlements are. Left out, the stored document stays, for
 	// admins to set through the API.
 	Limits *limits.Document `yaml:"limits,omitempty" json:"limits,omitempty"`
+	// Connections are the providers the server's own workspace's people connect their own
+	// accounts at (see docs/guides/connections.md), applied to the database as Entitlements
+	// are. Left out, the stored document stays, for admins to set through the API or the
+	// console.
+	Connections *connect.Document `yaml:"connections,omitempty" json:"connections,omitempty"`
 
 	// dir is the directory of the file, which relative document paths are read from.
 	dir string
@@ -337,6 +354,9 @@ func Parse(r io.Reader, where string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := f.checkEntitlements(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := f.checkConnections(); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := f.checkLimits(); err != nil {

@@ -47,10 +47,21 @@ func TestConnectionsGuideExamples(t *testing.T) {
 	if docs != 1 || problems != 1 {
 		t.Fatalf("found %d providers documents and %d problems", docs, problems)
 	}
+	var sources, blocks int
 	for _, block := range docBlocks(string(md), "yaml") {
 		f, err := config.Parse(strings.NewReader(block), "connections.md")
-		if err != nil || len(f.OpenAPI) != 1 || f.OpenAPI[0].Connections["oauth"].Provider != "acme" {
-			t.Fatalf("the guide's configuration: %v %+v", err, f)
+		switch {
+		case err != nil:
+			t.Fatalf("the guide's configuration: %v\n%s", err, block)
+		case len(f.OpenAPI) == 1 && f.OpenAPI[0].Connections["oauth"].Provider == "acme":
+			sources++
+		case f.Connections != nil && len(f.Connections.Providers) == 1 && f.Connections.Providers[0].ClientSecretVariable == "ACME_CLIENT_SECRET":
+			blocks++
+		default:
+			t.Errorf("a configuration of the guide shows neither a source nor providers:\n%s", block)
 		}
+	}
+	if sources != 1 || blocks != 1 {
+		t.Errorf("found %d sources and %d providers blocks", sources, blocks)
 	}
 }

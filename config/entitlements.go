@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/quiverhq/quiver/platform/connect"
 	"github.com/quiverhq/quiver/platform/entitle"
 	"github.com/quiverhq/quiver/platform/limits"
 )
@@ -42,6 +43,21 @@ func (f *File) checkLimits() error {
 		return &FieldError{Field: "limits." + fe.Field, Message: fe.Message}
 	}
 	return fmt.Errorf("limits: %w", err)
+}
+
+func (f *File) checkConnections() error {
+	if f.Connections == nil {
+		return nil
+	}
+	err := f.Connections.Check()
+	var fe *connect.FieldError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return &FieldError{Field: "connections." + fe.Field, Message: fe.Message}
+	}
+	return fmt.Errorf("connections: %w", err)
 }
 
 // FieldError is a part of the file that does not check, named by its path in the file

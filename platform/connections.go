@@ -93,6 +93,12 @@ func (p *Platform) SetConnectionProviders(ctx context.Context, a Actor, doc conn
 	if err != nil {
 		return nil, err
 	}
+	if where, err := p.connectionsSource(ctx, a.WorkspaceID); err != nil {
+		return nil, storeError(err, "the fleet's configuration", "")
+	} else if where != "" {
+		return nil, &Error{Kind: Conflict, Field: "document", Message: "the workspace's connection providers are the connections block of " +
+			where + ": change them there and run quiver apply, or apply a configuration without the block to manage them here"}
+	}
 	if err := doc.Check(); err != nil {
 		var fe *connect.FieldError
 		if errors.As(err, &fe) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/quiverhq/quiver/config"
+	"github.com/quiverhq/quiver/platform/connect"
 	"github.com/quiverhq/quiver/platform/entitle"
 	"github.com/quiverhq/quiver/platform/limits"
 	"github.com/quiverhq/quiver/store"
@@ -96,6 +97,36 @@ var limitsDoc = fleetDoc{
 	stored: (*Platform).resumeBudgets,
 }
 
+var connectionsDoc = fleetDoc{
+	name: "connection providers",
+	block: func(f *config.File) (json.RawMessage, error) {
+		if f == nil || f.Connections == nil {
+			return nil, nil
+		}
+		if err := f.Connections.Check(); err != nil { // config.Parse checked it: a bug
+			return nil, err
+		}
+		return json.Marshal(f.Connections)
+	},
+	canonical: canonicalDoc(connect.Decode),
+	read: func(ctx context.Context, st store.Backend, ws string) (json.RawMessage, int64, error) {
+		cs, ok := st.(store.Connections)
+		if !ok {
+			return nil, 0, errors.New("the store keeps no connections")
+		}
+		c, err := cs.WorkspaceConnections(ctx, ws)
+		if err != nil {
+			return nil, 0, err
+		}
+		return c.Document, c.Version, nil
+	},
+	put: func(ctx context.Context, st store.Backend, ws string, doc json.RawMessage, after int64) (int64, error) {
+		c := &store.WorkspaceConnections{WorkspaceID: ws, Document: doc}
+		err := st.(store.Connections).PutWorkspaceConnections(ctx, c, after)
+		return c.Version, err
+	},
+}
+
 // canonicalDoc is a fleetDoc's canonical for documents decode reads.
 func canonicalDoc[D any](decode func([]byte) (*D, error)) func(json.RawMessage) []byte {
 	return func(stored json.RawMessage) []byte {
@@ -123,6 +154,7 @@ const docAttempts = 3
 func (p *Platform) applyDocuments(ctx context.Context, f *config.File, where string) {
 	p.applyDocument(ctx, entitlementsDoc, f, where)
 	p.applyDocument(ctx, limitsDoc, f, where)
+	p.applyDocument(ctx, connectionsDoc, f, where)
 }
 
 // applyDocument stores f's block of kind as the server's own workspace's document when it
@@ -208,6 +240,11 @@ func (p *Platform) documentSource(ctx context.Context, kind fleetDoc, workspaceI
 // entitlementsSource is documentSource of the entitlements.
 func (p *Platform) entitlementsSource(ctx context.Context, workspaceID string) (string, error) {
 	return p.documentSource(ctx, entitlementsDoc, workspaceID)
+}
+
+// connectionsSource is documentSource of the connection providers.
+func (p *Platform) connectionsSource(ctx context.Context, workspaceID string) (string, error) {
+	return p.documentSource(ctx, connectionsDoc, workspaceID)
 }
 
 // limitsSource is documentSource of the limits.

@@ -35,6 +35,7 @@ type connectServer struct {
 	*entitleWorld
 	as    *oauthtest.AuthServer
 	store store.Backend
+	p     *platform.Platform
 }
 
 func newConnectServer(t *testing.T, st store.Backend) *connectServer {
@@ -91,7 +92,7 @@ func newConnectServer(t *testing.T, st store.Backend) *connectServer {
 	ts.Listener = ln
 	ts.Start()
 	t.Cleanup(func() { ts.Close(); srv.Close(); p.Close() })
-	w.url, w.client = public, ts.Client()
+	w.url, w.client, w.p = public, ts.Client(), p
 	client := w.as.Register(public + server.ConnectionsCallbackPath)
 	doc := map[string]any{"providers": []map[string]any{{"name": "acme", "authorization_url": w.as.URL + "/authorize", "token_url": w.as.URL + "/token",
 		"revocation_url": w.as.URL + "/revoke", "client_id": client, "scopes": []string{"read", "write"}}}}
@@ -295,6 +296,26 @@ func TestConnectionsAtTheDoors(t *testing.T) {
 		}
 		if status, _ := w.send(t, "DELETE", "/v1/connections/acme", "ada", nil); status != 404 {
 			t.Errorf("disconnecting twice: %d", status)
+		}
+	})
+}
+
+// TestConnectionProvidersFromTheConfiguration: the configuration's connections block is the
+// server's own workspace's providers, applied to the database as the next version; while it is
+// there, the API refuses a change, naming the configuration.
+func TestConnectionProvidersFromTheConfiguration(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, bs backendtest.Store) {
+		w := newConnectServer(t, bs.(store.Backend))
+		serveConfiguration(t, w.p, "connections:\n  providers:\n    - name: globex\n      authorization_url: https://auth.globex.example/a\n"+
+			"      token_url: https://auth.globex.example/t\n      client_id: quiver\n      scopes: [calendar.read]\n")
+		status, body := w.send(t, "GET", "/v1/connection-providers", "ada", nil)
+		if status != 200 || !strings.Contains(string(body), `"name":"globex"`) || strings.Contains(string(body), `"name":"acme"`) ||
+			!strings.Contains(string(body), `"version":2`) {
+			t.Fatalf("the providers after the configuration: %d %s", status, body)
+		}
+		status, body = w.send(t, "PUT", "/v1/connection-providers", "admin", map[string]any{"document": map[string]any{}, "after": 2})
+		if status != 409 || !strings.Contains(string(body), "connections block") {
+			t.Fatalf("a change while the configuration has the block: %d %s", status, body)
 		}
 	})
 }
