@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -36,12 +37,34 @@ type connectServer struct {
 	as    *oauthtest.AuthServer
 	store store.Backend
 	p     *platform.Platform
+	// log is what the platform and the server logged, at debug level.
+	log *lockedLog
+}
+
+// lockedLog is a log many goroutines write.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newConnectServer(t *testing.T, st store.Backend) *connectServer {
 	t.Helper()
 	ctx := context.Background()
-	w := &connectServer{entitleWorld: &entitleWorld{key: map[string]string{}, rec: map[string]*store.APIKey{}}, as: oauthtest.NewAuthServer(t), store: st}
+	w := &connectServer{entitleWorld: &entitleWorld{key: map[string]string{}, rec: map[string]*store.APIKey{}}, as: oauthtest.NewAuthServer(t), store: st,
+		log: &lockedLog{}}
+	logger := slog.New(slog.NewTextHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ws := &store.Workspace{Name: "acme"}
 	must(t, st.CreateWorkspace(ctx, ws))
 	w.ws = ws.ID
@@ -74,7 +97,7 @@ func newConnectServer(t *testing.T, st store.Backend) *connectServer {
 	api := w.resourceServer(t)
 	apiURL, _ := url.Parse(api)
 	p, err := platform.New(platform.Config{Store: st, Registry: reg, Resolver: vars.New(st, secret.NewKeyring(key)),
-		Logger: slog.New(slog.DiscardHandler), OpenAPIInternal: []string{asURL.Host, apiURL.Host}, ServerWorkspace: ws.ID})
+		Logger: logger, OpenAPIInternal: []string{asURL.Host, apiURL.Host}, ServerWorkspace: ws.ID})
 	must(t, err)
 	// An OpenAPI source whose oauth scheme is the person's connection to acme.
 	docPath := filepath.Join(t.TempDir(), "acmeapi.json")
@@ -85,7 +108,7 @@ func newConnectServer(t *testing.T, st store.Backend) *connectServer {
 	must(t, err)
 	public := "http://" + ln.Addr().String()
 	srv, err := server.New(ctx, server.Config{Platform: p, Auth: &server.Authenticator{Keys: st}, WorkspaceID: ws.ID, PublicURL: public,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: logger})
 	must(t, err)
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.Listener.Close()
@@ -296,6 +319,16 @@ func TestConnectionsAtTheDoors(t *testing.T) {
 		}
 		if status, _ := w.send(t, "DELETE", "/v1/connections/acme", "ada", nil); status != 404 {
 			t.Errorf("disconnecting twice: %d", status)
+		}
+		// No token the provider issued is in anything the platform and the server logged.
+		log := w.log.String()
+		for _, tok := range w.as.Issued() {
+			if strings.Contains(log, tok) {
+				t.Fatalf("a token is in the log:\n%s", log)
+			}
+		}
+		if !strings.Contains(log, "connection could not be finished") {
+			t.Errorf("the log says nothing of the refused flows; is it the server's?\n%s", log)
 		}
 	})
 }

@@ -201,6 +201,21 @@ func (as *AuthServer) Mint(client string) (access, refresh string) {
 	return access, refresh
 }
 
+// Issued returns every access and refresh token the server issued and still knows: what a test
+// looks for where no token may appear (logs, answers).
+func (as *AuthServer) Issued() []string {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	var out []string
+	for t := range as.access {
+		out = append(out, t)
+	}
+	for t := range as.refreshs {
+		out = append(out, t)
+	}
+	return out
+}
+
 // Valid reports whether the access token is one the server issued and when it expires.
 func (as *AuthServer) Valid(token string) (time.Time, bool) {
 	as.mu.Lock()
