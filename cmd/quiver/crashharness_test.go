@@ -33,6 +33,9 @@ type crashServer struct {
 	// envConfig, when set, names the variable by which the parent gives the configuration
 	// file (TestMain clears QUIVER_CONFIG in every test process).
 	envConfig string
+	// envArgs, when set, names the variable by which the parent gives more of quiver serve's
+	// arguments, separated by spaces (a later --addr replaces the random port).
+	envArgs string
 }
 
 // life returns the life this process serves as, and false when it is no crash test's child (a
@@ -66,6 +69,9 @@ func (s crashServer) serve() {
 	}
 	if config := os.Getenv(s.envConfig); s.envConfig != "" && config != "" {
 		args = append(args, "--config", config)
+	}
+	if s.envArgs != "" {
+		args = append(args, strings.Fields(os.Getenv(s.envArgs))...)
 	}
 	code := run(context.Background(), args, strings.NewReader(""), os.Stdout, os.Stderr)
 	crashtest.Fail("quiver serve exited with %d", code)
