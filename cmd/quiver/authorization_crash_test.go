@@ -67,7 +67,7 @@ func testAuthorizationSurvivesKills(t *testing.T, db string) {
 	dir := t.TempDir()
 	agents, script := filepath.Join(dir, "agents"), filepath.Join(dir, "mailer.yaml")
 	writeTestFiles(t, map[string]string{
-		script: "turns:\n  - calls: [{name: read_mail, args: {}}]\n  - expect: {result_is_error: false, result_contains: tallied}\n    text: Done.\n",
+		script:                               "turns:\n  - calls: [{name: read_mail, args: {}}]\n  - expect: {result_is_error: false, result_contains: tallied}\n    text: Done.\n",
 		filepath.Join(agents, "mailer.yaml"): "name: mailer\nmodel: scripted:" + script + "\ntools: [read_mail]\n",
 	})
 	h := newCrashHarness(t, authCrashServer, db, agents)
