@@ -341,8 +341,10 @@ func WithConfirmation() Option { return func(sp *Spec) { sp.RequiresConfirmation
 
 // ConnectionNeed is a provider a tool acts as its caller at, and the scopes it needs there.
 type ConnectionNeed struct {
-	Provider string   `json:"provider"`
-	Scopes   []string `json:"scopes,omitempty"`
+	// Provider names the workspace's provider (see platform/connect).
+	Provider string `json:"provider" yaml:"provider"`
+	// Scopes are those the caller's connection must have been granted.
+	Scopes []string `json:"scopes,omitempty" yaml:"scopes,omitempty"`
 }
 
 // WithConnection declares that the tool acts as its caller at provider with the scopes (see

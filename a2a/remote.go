@@ -49,6 +49,11 @@ type Remote struct {
 	Timeout time.Duration
 	// RequiresConfirmation makes every call wait for a person's approval.
 	RequiresConfirmation bool
+	// Connection, when set, has each call carry the calling person's token at a provider of
+	// the workspace's connections (quiver.UserToken) as its bearer token, in place of an
+	// Authorization header of Headers; the card is read without it. A person who has not
+	// connected the provider is asked to, as for any tool that needs a connection.
+	Connection *quiver.ConnectionNeed
 	// Transport sends the requests (http.DefaultTransport when nil).
 	Transport http.RoundTripper
 }
@@ -102,7 +107,12 @@ func (l *lazy) call(ctx context.Context, args json.RawMessage) (any, error) {
 }
 
 func spec(r Remote, description, title string) quiver.Spec {
+	var needs []quiver.ConnectionNeed
+	if r.Connection != nil {
+		needs = []quiver.ConnectionNeed{*r.Connection}
+	}
 	return quiver.Spec{
+		Connections:          needs,
 		Name:                 r.Name,
 		Description:          description,
 		InputSchema:          inputSchema(),
@@ -150,14 +160,14 @@ func connect(ctx context.Context, r Remote) (*caller, *card, error) {
 	}
 	callClient := &http.Client{Transport: client.Transport, CheckRedirect: client.CheckRedirect}
 	if at.version == "1" {
-		return &caller{name: r.Name, version: a2av1.Version, agent: &v1Agent{c: &a2av1.Client{Endpoint: at.url, HTTP: callClient}}}, c, nil
+		return &caller{name: r.Name, version: a2av1.Version, need: r.Connection, agent: &v1Agent{c: &a2av1.Client{Endpoint: at.url, HTTP: callClient}}}, c, nil
 	}
 	sdk, err := a2aclient.NewFromEndpoints(ctx, []a2asdk.AgentInterface{{Transport: a2asdk.TransportProtocolJSONRPC, URL: at.url}},
 		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(callClient))
 	if err != nil {
 		return nil, nil, fmt.Errorf("a2a: %s: %w", r.Name, err)
 	}
-	return &caller{name: r.Name, version: a2av1.LegacyVersion, agent: &legacyAgent{c: sdk}}, c, nil
+	return &caller{name: r.Name, version: a2av1.LegacyVersion, need: r.Connection, agent: &legacyAgent{c: sdk}}, c, nil
 }
 
 func inputSchema() *schema.Schema {
@@ -172,6 +182,7 @@ func inputSchema() *schema.Schema {
 type caller struct {
 	name    string
 	version string
+	need    *quiver.ConnectionNeed // the person's connection each call carries, if any
 	agent   remoteAgent
 }
 
@@ -208,6 +219,13 @@ func (c *caller) call(ctx context.Context, args json.RawMessage) (any, error) {
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
 		return nil, quiver.Fail(quiver.CodeInvalidArguments, "the arguments are not an object: %v", err)
+	}
+	if c.need != nil {
+		tok, err := quiver.UserToken(ctx, c.need.Provider, c.need.Scopes...)
+		if err != nil {
+			return nil, err
+		}
+		ctx = context.WithValue(ctx, bearerKey{}, tok)
 	}
 	out, err := c.agent.send(ctx, in.Message, in.ContextID, in.TaskID)
 	// A task answered before it settled is read until it does, within the call's time.
@@ -343,6 +361,9 @@ func withoutURL(err error) error {
 	return err
 }
 
+// bearerKey is the context key of the person's token a call's requests carry.
+type bearerKey struct{}
+
 // headers adds a Remote's headers to the requests to its origin (only), and caps the bodies
 // of the answers.
 type headers struct {
@@ -356,10 +377,14 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	if len(h.set) > 0 && req.URL.Scheme == h.origin.Scheme && req.URL.Host == h.origin.Host {
+	bearer, _ := req.Context().Value(bearerKey{}).(string)
+	if (len(h.set) > 0 || bearer != "") && req.URL.Scheme == h.origin.Scheme && req.URL.Host == h.origin.Host {
 		req = req.Clone(req.Context())
 		for k, v := range h.set {
 			req.Header.Set(k, v)
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
 		}
 	}
 	resp, err := next.RoundTrip(req)

@@ -14,7 +14,7 @@ func (f *File) A2ARemotes() ([]a2a.Remote, error) {
 	var out []a2a.Remote
 	seen := map[string]bool{}
 	for i, c := range f.A2A.Agents {
-		r := a2a.Remote{Name: c.Name, URL: c.URL, RequiresConfirmation: c.RequiresConfirmation}
+		r := a2a.Remote{Name: c.Name, URL: c.URL, RequiresConfirmation: c.RequiresConfirmation, Connection: c.Connection}
 		switch {
 		case c.Name == "":
 			return nil, fmt.Errorf("a2a.agents[%d]: name is missing: it is the tool's name", i)
@@ -22,6 +22,8 @@ func (f *File) A2ARemotes() ([]a2a.Remote, error) {
 			return nil, fmt.Errorf("a2a.agents[%d]: the name %q is used twice; names must be unique", i, c.Name)
 		case c.URL == "":
 			return nil, fmt.Errorf("a2a.agents[%d] (%s): url is missing: the agent's URL (its card under it) or its card's", i, c.Name)
+		case c.Connection != nil && c.Connection.Provider == "":
+			return nil, fmt.Errorf("a2a.agents[%d] (%s): connection.provider is missing: the provider whose token each call carries", i, c.Name)
 		}
 		seen[c.Name] = true
 		if c.Timeout != "" {

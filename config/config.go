@@ -54,6 +54,10 @@ const FileName = "quiver.yaml"
 //	        redirect_url: https://quiver.example.com/oauth/callback     # default: this server's
 //	        scopes: [read, write]     # default: what the server asks for
 //	      requires_confirmation: true # every call of its tools waits for a person's decision
+//	    - name: github
+//	      url: https://api.githubcopilot.com/mcp/
+//	      headers: {Authorization: "Bearer ${GITHUB_LIST_TOKEN}"} # lists the tools...
+//	      connection: {provider: github, scopes: [repo]} # ...each call carries its person's token
 //
 //	openapi:                        # each operation of an OpenAPI document becomes a tool
 //	  - name: petstore              # tools are petstore.<operationId>
@@ -80,6 +84,7 @@ const FileName = "quiver.yaml"
 //	      headers: {X-API-Key: "${WEATHER_AGENT_KEY}"}
 //	      timeout: 5m               # per call; default 5m
 //	      requires_confirmation: true
+//	      connection: {provider: acme-id, scopes: [agents]} # the caller's own token as bearer
 //
 //	governance:                     # rules over every tool of every workspace, whatever its
 //	  - source: "mcp:*"             # source: a Go function, a stored tool, an OpenAPI
@@ -137,6 +142,9 @@ const FileName = "quiver.yaml"
 //	      client_id: Iv1.0123456789abcdef
 //	      client_secret_variable: GITHUB_CLIENT_SECRET # a workspace secret variable
 //	      scopes: [repo, read:user]  # the scopes on offer
+//	    - name: acme
+//	      issuer: https://auth.acme.example # the endpoints left out: from its metadata
+//	      client_id: quiver
 //
 //	limits:                         # how often callers may call in the server's own workspace
 //	  limits:                       # (see docs/guides/limits.md)
@@ -223,6 +231,9 @@ type A2AAgent struct {
 	Timeout string `yaml:"timeout,omitempty"`
 	// RequiresConfirmation: every call waits for a person's decision.
 	RequiresConfirmation bool `yaml:"requires_confirmation,omitempty"`
+	// Connection: each call carries the calling person's token at a provider of the
+	// workspace's connections as its bearer token (see docs/guides/connections.md).
+	Connection *quiver.ConnectionNeed `yaml:"connection,omitempty"`
 	// Governance are rules over this agent's tool (their source is a2a:NAME).
 	Governance []quiver.Rule `yaml:"governance,omitempty"`
 }
@@ -305,6 +316,10 @@ type MCPServer struct {
 	Timeout string `yaml:"timeout,omitempty"`
 	// OAuth: OAuth 2.1 authorization for the server: a user authorizes Quiver once.
 	OAuth *OAuth `yaml:"oauth,omitempty"`
+	// Connection: each call carries the calling person's token at a provider of the
+	// workspace's connections as its bearer token, in a session of their own (url servers
+	// only; headers or oauth still list the tools; see docs/guides/connections.md).
+	Connection *quiver.ConnectionNeed `yaml:"connection,omitempty"`
 	// RequiresConfirmation makes every call of the server's tools wait for a person's decision.
 	RequiresConfirmation bool `yaml:"requires_confirmation,omitempty"`
 	// Governance are rules over the server's tools (their source is mcp:NAME).
@@ -390,7 +405,7 @@ func (f *File) Remotes() ([]mcp.Remote, error) {
 	var out []mcp.Remote
 	seen := map[string]bool{}
 	for i, rc := range f.MCP.Servers {
-		r := mcp.Remote{Name: rc.Name, Command: rc.Command, Args: rc.Args, Dir: rc.Dir, URL: rc.URL}
+		r := mcp.Remote{Name: rc.Name, Command: rc.Command, Args: rc.Args, Dir: rc.Dir, URL: rc.URL, Connection: rc.Connection}
 		if len(rc.Env) > 0 {
 			r.Env = map[string]string{}
 			for k, v := range rc.Env {

@@ -47,7 +47,7 @@ func TestConnectionsGuideExamples(t *testing.T) {
 	if docs != 1 || problems != 1 {
 		t.Fatalf("found %d providers documents and %d problems", docs, problems)
 	}
-	var sources, blocks int
+	var sources, blocks, imports int
 	for _, block := range docBlocks(string(md), "yaml") {
 		f, err := config.Parse(strings.NewReader(block), "connections.md")
 		switch {
@@ -57,11 +57,21 @@ func TestConnectionsGuideExamples(t *testing.T) {
 			sources++
 		case f.Connections != nil && len(f.Connections.Providers) == 1 && f.Connections.Providers[0].ClientSecretVariable == "ACME_CLIENT_SECRET":
 			blocks++
+		case len(f.MCP.Servers) == 1 && f.MCP.Servers[0].Connection != nil && len(f.A2A.Agents) == 1 && f.A2A.Agents[0].Connection != nil:
+			remotes, err := f.Remotes()
+			if err != nil || remotes[0].Connection.Provider != "acme" {
+				t.Fatalf("the guide's remote MCP server: %v", err)
+			}
+			agents, err := f.A2ARemotes()
+			if err != nil || agents[0].Connection.Provider != "acme" {
+				t.Fatalf("the guide's A2A agent: %v", err)
+			}
+			imports++
 		default:
 			t.Errorf("a configuration of the guide shows neither a source nor providers:\n%s", block)
 		}
 	}
-	if sources != 1 || blocks != 1 {
-		t.Errorf("found %d sources and %d providers blocks", sources, blocks)
+	if sources != 1 || blocks != 1 || imports != 1 {
+		t.Errorf("found %d sources, %d providers blocks and %d imports", sources, blocks, imports)
 	}
 }

@@ -36,6 +36,11 @@ type Remote struct {
 	// OAuth, when set, authorizes Quiver with the remote's authorization server (URL remotes
 	// only); see [OAuth].
 	OAuth *OAuth
+	// Connection, when set, has each call carry the calling person's token at a provider of
+	// the workspace's connections (quiver.UserToken) as its bearer token, in a session of that
+	// person's own; Headers and OAuth still list the tools. URL remotes only. A person who has
+	// not connected the provider is asked to, as for any tool that needs a connection.
+	Connection *quiver.ConnectionNeed
 	// Timeout bounds one call of an imported tool; zero means 60 seconds. A call that runs
 	// longer is cancelled (the remote is told) and gets a timeout error result.
 	Timeout time.Duration
@@ -118,6 +123,9 @@ func (r *Remote) Validate() error {
 	}
 	if r.Timeout < 0 {
 		return fmt.Errorf("MCP server %q: timeout must not be negative", r.Name)
+	}
+	if c := r.Connection; c != nil && (r.URL == "" || c.Provider == "") {
+		return fmt.Errorf("MCP server %q: connection needs a url (a person's token is sent over HTTP) and a provider", r.Name)
 	}
 	return r.checkOAuth()
 }
@@ -316,6 +324,7 @@ func (im *Importer) Close() error {
 		if cs != nil {
 			_ = cs.Close()
 		}
+		r.people.closeAll()
 	}
 	im.wg.Wait()
 	for _, r := range im.remotes {

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,6 +45,7 @@ type remote struct {
 	tools    map[string]*importedTool // by Quiver name
 	progress sync.Map                 // progress token -> context of the call it belongs to
 	syncMu   sync.Mutex               // one tool list synchronisation at a time
+	people   people                   // the sessions of people, with a Connection
 }
 
 type importedTool struct {
@@ -170,14 +172,7 @@ func (r *remote) awaitSession(ctx context.Context) *sdk.ClientSession {
 }
 
 func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
-	name, version := r.im.opts.ClientName, r.im.opts.ClientVersion
-	if name == "" {
-		name = "quiver"
-	}
-	if version == "" {
-		version = "dev"
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: name, Version: version}, r.clientOptions(ctx))
+	client := sdk.NewClient(r.implementation(), r.clientOptions(ctx))
 	// The attempt's timeout stops while a user authorizes (OAuth), which takes minutes.
 	cctx, cancel := withPausableTimeout(ctx, r.im.opts.ConnectTimeout)
 	defer cancel()
@@ -201,6 +196,11 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	r.mu.Unlock()
 	r.im.changed()
 	return cs, nil
+}
+
+// implementation is how Quiver names itself to the remote.
+func (r *remote) implementation() *sdk.Implementation {
+	return &sdk.Implementation{Name: cmp.Or(r.im.opts.ClientName, "quiver"), Version: cmp.Or(r.im.opts.ClientVersion, "dev")}
 }
 
 // clientOptions are the options of the client that connects to the remote: its handlers of
@@ -428,6 +428,9 @@ func (r *remote) quiverName(remoteName string) string {
 func (r *remote) toolFor(name string, rt *sdk.Tool) (*quiver.Tool, error) {
 	spec := quiver.Spec{Name: name, Description: strings.TrimSpace(rt.Description), Timeout: r.cfg.Timeout, Imported: true,
 		Annotations: importedAnnotations(rt), Source: quiver.SourceMCP + ":" + r.cfg.Name}
+	if need := r.cfg.Connection; need != nil {
+		spec.Connections = []quiver.ConnectionNeed{*need}
+	}
 	if spec.Description == "" {
 		spec.Description = fmt.Sprintf("The tool %s of the MCP server %s.", rt.Name, r.cfg.Name)
 	}

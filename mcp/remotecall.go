@@ -23,12 +23,9 @@ const progressLinger = 2 * time.Second
 
 // call runs one call of a remote tool.
 func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	cs := r.awaitSession(ctx)
-	if cs == nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err() // the dispatcher reports the timeout or cancellation
-		}
-		return nil, r.notConnected(r.quiverName(name))
+	cs, err := r.sessionFor(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
 	token := newCallID()
@@ -48,7 +45,8 @@ func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (a
 		if errors.As(err, &rpcErr) {
 			return nil, quiver.Fail(quiver.CodeToolError, "the MCP server %q refused the call to %s: %s", r.cfg.Name, name, rpcErr.Message)
 		}
-		// The connection is broken: drop it so that the loop reconnects.
+		// The connection is broken: drop it so that the loop (or the person's next call)
+		// reconnects.
 		r.mu.Lock()
 		if r.session == cs {
 			r.session = nil
@@ -62,6 +60,21 @@ func (r *remote) call(ctx context.Context, name string, args json.RawMessage) (a
 		return nil, quiver.Fail(quiver.CodeToolError, "the MCP server %q could not be reached (%v); Quiver is reconnecting, so try again shortly", r.cfg.Name, err)
 	}
 	return FromResult(res), nil
+}
+
+// sessionFor is the session a call goes through: the person's, for a remote with a
+// Connection, else the remote's own, waiting for it while it connects.
+func (r *remote) sessionFor(ctx context.Context, name string) (*sdk.ClientSession, error) {
+	if r.cfg.Connection != nil {
+		return r.personalSession(ctx)
+	}
+	if cs := r.awaitSession(ctx); cs != nil {
+		return cs, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // the dispatcher reports the timeout or cancellation
+	}
+	return nil, r.notConnected(r.quiverName(name))
 }
 
 // FromResult converts an MCP tools/call result into a Quiver result: isError becomes an error

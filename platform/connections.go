@@ -135,7 +135,11 @@ func (p *Platform) provider(ctx context.Context, workspaceID, name, field string
 	}
 	if d != nil {
 		if pr, ok := d.Provider(name); ok {
-			return pr, nil
+			resolved, err := p.discovery.Resolve(ctx, p.connectClient(), pr, p.now())
+			if err != nil {
+				return nil, &Error{Kind: Unavailable, Field: field, Message: err.Error()}
+			}
+			return resolved, nil
 		}
 	}
 	return nil, &Error{Kind: NotFound, Field: field, Message: fmt.Sprintf("the workspace declares no provider %q", clipText(name))}

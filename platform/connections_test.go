@@ -264,3 +264,37 @@ func isKind(err error, kind platform.Kind) bool {
 	var e *platform.Error
 	return errors.As(err, &e) && e.Kind == kind
 }
+
+// TestConnectionsThroughTheIssuer: a provider declared by its issuer alone is connected, called
+// and revoked at the endpoints of the issuer's metadata; an issuer on an internal address the
+// operator did not allow is never asked.
+func TestConnectionsThroughTheIssuer(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, bs backendtest.Store) {
+		ctx := context.Background()
+		w := newConnectWorld(t, bs.(store.Backend))
+		client := w.as.Register(callbackURI)
+		_, err := w.p.SetConnectionProviders(ctx, w.admin, connect.Document{Providers: []connect.Provider{{Name: "acme", Issuer: w.as.URL,
+			ClientID: client, Scopes: []string{"read"}}}}, 1)
+		must(t, err)
+		cb, _ := w.authorize(t, "usr_ada", false)
+		if _, err := w.p.FinishConnection(ctx, cb); err != nil {
+			t.Fatalf("finishing through the issuer's endpoints: %v", err)
+		}
+		if r := w.call(t, "usr_ada"); r.IsError() || !strings.Contains(r.Text, "known=yes") {
+			t.Fatalf("ada's call: %+v", r)
+		}
+		before := w.as.Revocations.Load()
+		must(t, w.p.Disconnect(ctx, w.member("usr_ada"), "acme"))
+		if got := w.as.Revocations.Load() - before; got != 2 {
+			t.Errorf("disconnecting revoked %d tokens at the issuer's revocation endpoint", got)
+		}
+
+		_, err = w.p.SetConnectionProviders(ctx, w.admin, connect.Document{Providers: []connect.Provider{{Name: "acme", Issuer: "http://localhost:9",
+			ClientID: client, Scopes: []string{"read"}}}}, 2)
+		must(t, err)
+		_, err = w.p.StartConnection(ctx, w.member("usr_ada"), platform.NewConnection{Provider: "acme", RedirectURI: callbackURI})
+		if !isKind(err, platform.Unavailable) || !strings.Contains(err.Error(), "not allowed") {
+			t.Fatalf("an issuer on an internal address: %v", err)
+		}
+	})
+}

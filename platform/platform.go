@@ -28,6 +28,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/platform/connect"
 	"github.com/quiverhq/quiver/platform/limits"
 	"github.com/quiverhq/quiver/platform/usage"
 	"github.com/quiverhq/quiver/sandbox/jsfunc"
@@ -100,6 +101,8 @@ type Platform struct {
 	cfg    Config
 	logger *slog.Logger
 	runner *agent.Runner
+	// discovery keeps the endpoints of the providers that name their issuer.
+	discovery connect.Discovery
 	// connectLink is where a person connects a provider (SetConnectLink).
 	connectLink atomic.Pointer[func(provider string, scopes []string) string]
 	workspaces  workspaces

@@ -29,8 +29,9 @@ const ConnectionsCallbackPath = "/connections/callback"
 type providerBody struct {
 	Name                 string   `json:"name" pattern:"^[a-z0-9_-]{1,64}$" doc:"The provider's name, which tools' requirements and the connections name."`
 	Description          string   `json:"description,omitempty" doc:"What the provider is, for the people connecting, up to 1,024 bytes."`
-	AuthorizationURL     string   `json:"authorization_url" doc:"The authorization endpoint people are sent to: https (http only on loopback)."`
-	TokenURL             string   `json:"token_url" doc:"The token endpoint codes and refresh tokens are exchanged at: https (http only on loopback). An internal address is refused unless the operator allows its host (quiver serve --openapi-internal-hosts)."`
+	Issuer               string   `json:"issuer,omitempty" doc:"The authorization server's issuer identifier: the endpoints left out are read from its metadata (RFC 8414 or OpenID Connect discovery), which must name the same issuer, and kept an hour."`
+	AuthorizationURL     string   `json:"authorization_url,omitempty" doc:"The authorization endpoint people are sent to: https (http only on loopback). Required without an issuer."`
+	TokenURL             string   `json:"token_url,omitempty" doc:"The token endpoint codes and refresh tokens are exchanged at: https (http only on loopback). An internal address is refused unless the operator allows its host (quiver serve --openapi-internal-hosts). Required without an issuer."`
 	RevocationURL        string   `json:"revocation_url,omitempty" doc:"The revocation endpoint (RFC 7009) a connection's tokens are revoked at when its user disconnects or leaves the workspace."`
 	ClientID             string   `json:"client_id" doc:"Quiver's client id at the provider. Register PublicURL + /connections/callback as its redirect URI."`
 	ClientSecretVariable string   `json:"client_secret_variable,omitempty" doc:"The workspace's secret variable holding the client's secret; absent: a public client (PKCE alone)."`

@@ -39,6 +39,8 @@ type connectServer struct {
 	p     *platform.Platform
 	// log is what the platform and the server logged, at debug level.
 	log *lockedLog
+	// remotes are Acme's MCP server and agent, imported with the connection.
+	remotes *acmeRemotes
 }
 
 // lockedLog is a log many goroutines write.
@@ -102,8 +104,9 @@ func newConnectServer(t *testing.T, st store.Backend) *connectServer {
 	// An OpenAPI source whose oauth scheme is the person's connection to acme.
 	docPath := filepath.Join(t.TempDir(), "acmeapi.json")
 	must(t, os.WriteFile(docPath, []byte(acmeAPIDocument), 0o600))
+	w.remotes = serveAcmeRemotes(t, w.as)
 	serveConfiguration(t, p, "openapi:\n  - name: acmeapi\n    document: "+docPath+"\n    servers: ['"+api+"']\n"+
-		"    connections: {oauth: {provider: acme}}\n")
+		"    connections: {oauth: {provider: acme}}\n"+w.remotes.configuration())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	public := "http://" + ln.Addr().String()

@@ -74,6 +74,7 @@ func (as *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
 		"authorization_endpoint":                as.URL + "/authorize",
 		"token_endpoint":                        as.URL + "/token",
 		"registration_endpoint":                 as.URL + "/register",
+		"revocation_endpoint":                   as.URL + "/revoke",
 		"response_types_supported":              []string{"code"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
 		"code_challenge_methods_supported":      []string{"S256"},

@@ -1759,8 +1759,8 @@ type ProvideVariablesInputBody struct {
 
 // ProviderBody defines model for ProviderBody.
 type ProviderBody struct {
-	// AuthorizationUrl The authorization endpoint people are sent to: https (http only on loopback).
-	AuthorizationUrl string `json:"authorization_url"`
+	// AuthorizationUrl The authorization endpoint people are sent to: https (http only on loopback). Required without an issuer.
+	AuthorizationUrl *string `json:"authorization_url,omitempty"`
 
 	// ClientId Quiver's client id at the provider. Register PublicURL + /connections/callback as its redirect URI.
 	ClientId string `json:"client_id"`
@@ -1771,6 +1771,9 @@ type ProviderBody struct {
 	// Description What the provider is, for the people connecting, up to 1,024 bytes.
 	Description *string `json:"description,omitempty"`
 
+	// Issuer The authorization server's issuer identifier: the endpoints left out are read from its metadata (RFC 8414 or OpenID Connect discovery), which must name the same issuer, and kept an hour.
+	Issuer *string `json:"issuer,omitempty"`
+
 	// Name The provider's name, which tools' requirements and the connections name.
 	Name string `json:"name"`
 
@@ -1780,8 +1783,8 @@ type ProviderBody struct {
 	// Scopes The scopes on offer.
 	Scopes *[]string `json:"scopes,omitempty"`
 
-	// TokenUrl The token endpoint codes and refresh tokens are exchanged at: https (http only on loopback). An internal address is refused unless the operator allows its host (quiver serve --openapi-internal-hosts).
-	TokenUrl string `json:"token_url"`
+	// TokenUrl The token endpoint codes and refresh tokens are exchanged at: https (http only on loopback). An internal address is refused unless the operator allows its host (quiver serve --openapi-internal-hosts). Required without an issuer.
+	TokenUrl *string `json:"token_url,omitempty"`
 }
 
 // PutConnectionProvidersInputBody defines model for PutConnectionProvidersInputBody.

@@ -31,12 +31,18 @@ type Provider struct {
 	Name string `json:"name" yaml:"name"`
 	// Description says what the provider is, for the people connecting.
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
-	// AuthorizationURL is the authorization endpoint people are sent to.
-	AuthorizationURL string `json:"authorization_url" yaml:"authorization_url"`
-	// TokenURL is the token endpoint codes and refresh tokens are exchanged at.
-	TokenURL string `json:"token_url" yaml:"token_url"`
+	// Issuer, when set, is the authorization server's issuer identifier: the endpoints left
+	// out are read from its metadata (RFC 8414 or OpenID Connect discovery), and kept an hour.
+	Issuer string `json:"issuer,omitempty" yaml:"issuer,omitempty"`
+	// AuthorizationURL is the authorization endpoint people are sent to (read from the
+	// issuer's metadata when left out).
+	AuthorizationURL string `json:"authorization_url,omitempty" yaml:"authorization_url,omitempty"`
+	// TokenURL is the token endpoint codes and refresh tokens are exchanged at (read from the
+	// issuer's metadata when left out).
+	TokenURL string `json:"token_url,omitempty" yaml:"token_url,omitempty"`
 	// RevocationURL, when set, is the revocation endpoint (RFC 7009) a connection's tokens are
-	// revoked at when its user disconnects or leaves the workspace.
+	// revoked at when its user disconnects or leaves the workspace (read from the issuer's
+	// metadata when left out).
 	RevocationURL string `json:"revocation_url,omitempty" yaml:"revocation_url,omitempty"`
 	// ClientID is Quiver's client id at the provider.
 	ClientID string `json:"client_id" yaml:"client_id"`
@@ -114,7 +120,8 @@ func (p *Provider) check(field string) error {
 	for _, u := range []struct {
 		name, value string
 		required    bool
-	}{{"authorization_url", p.AuthorizationURL, true}, {"token_url", p.TokenURL, true}, {"revocation_url", p.RevocationURL, false}} {
+	}{{"issuer", p.Issuer, false}, {"authorization_url", p.AuthorizationURL, p.Issuer == ""}, {"token_url", p.TokenURL, p.Issuer == ""},
+		{"revocation_url", p.RevocationURL, false}} {
 		if err := checkEndpoint(u.value, u.required); err != nil {
 			return &FieldError{Field: field + "." + u.name, Message: err.Error()}
 		}
@@ -132,7 +139,7 @@ func (p *Provider) check(field string) error {
 func checkEndpoint(s string, required bool) error {
 	if s == "" {
 		if required {
-			return fmt.Errorf("an https URL is needed")
+			return fmt.Errorf("an https URL is needed (or the provider's issuer, to read it from its metadata)")
 		}
 		return nil
 	}
