@@ -256,7 +256,7 @@ function editor(box, ctx, doc, changed) {
     }
   } },
   h("p", { class: "muted" }, "providers, each: name (a-z, 0-9, _ and -), description, authorization_url, token_url, revocation_url (https; http " +
-    "on loopback alone), client_id, client_secret_variable (the name of the workspace's secret variable holding the client's secret; none: a public " +
+    "on loopback alone; or issuer, to read those left out from the issuer's metadata), client_id, client_secret_variable (the name of the workspace's secret variable holding the client's secret; none: a public " +
     "client) and scopes (those on offer). Register ", h("span", { class: "mono", "data-test": "redirect-uri" }, location.origin + "/connections/callback"),
   " (the server's public URL and /connections/callback) as the client's redirect URI at each provider."),
   text,
