@@ -120,6 +120,7 @@ func (helloAgent) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Que
 // tokens, never the listing token Quiver lists the tools with.
 func TestConnectionsOfRemoteServersAndAgents(t *testing.T) {
 	backendtest.Each(t, func(t *testing.T, bs backendtest.Store) {
+		spans := recordSpans(t)
 		w := newConnectServer(t, bs.(store.Backend))
 		ctx := context.Background()
 		bob := w.mcpSession(t, "bob", "/mcp")
@@ -160,11 +161,12 @@ func TestConnectionsOfRemoteServersAndAgents(t *testing.T) {
 		if tokens["ada"] == tokens["bob"] {
 			t.Fatalf("ada and bob called with one token: %v", tokens)
 		}
-		// The listing token was never a caller's: the remote MCP server ran no call of it.
+		// No person's token is in the log or a span.
 		for _, tok := range w.as.Issued() {
 			if strings.Contains(w.log.String(), tok) {
 				t.Fatal("a person's token is in the log")
 			}
 		}
+		spansHoldNone(t, spans, w.as.Issued())
 	})
 }

@@ -13,12 +13,16 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/backendtest"
@@ -199,6 +203,7 @@ func (w *connectServer) startConnection(t *testing.T, b *http.Client, who string
 // connections list holds no token; disconnecting revokes.
 func TestConnectionsAtTheDoors(t *testing.T) {
 	backendtest.Each(t, func(t *testing.T, bs backendtest.Store) {
+		spans := recordSpans(t)
 		w := newConnectServer(t, bs.(store.Backend))
 		ctx := context.Background()
 
@@ -333,6 +338,8 @@ func TestConnectionsAtTheDoors(t *testing.T) {
 		if !strings.Contains(log, "connection could not be finished") {
 			t.Errorf("the log says nothing of the refused flows; is it the server's?\n%s", log)
 		}
+		// Nor in any span of the calls, the flows and the requests.
+		spansHoldNone(t, spans, w.as.Issued())
 	})
 }
 
@@ -354,4 +361,48 @@ func TestConnectionProvidersFromTheConfiguration(t *testing.T) {
 			t.Fatalf("a change while the configuration has the block: %d %s", status, body)
 		}
 	})
+}
+
+// recordSpans sends the spans of everything the test does to a recorder, and back to the
+// provider before it at the end.
+func recordSpans(t *testing.T) *tracetest.SpanRecorder {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	before := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(before)
+		_ = tp.Shutdown(context.Background())
+	})
+	return rec
+}
+
+// spansHoldNone fails the test when a span (its name, attributes, events or status) holds
+// one of the secrets, or when there are no spans to look at.
+func spansHoldNone(t *testing.T, rec *tracetest.SpanRecorder, secrets []string) {
+	t.Helper()
+	spans := rec.Ended()
+	if !slices.ContainsFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return strings.Contains(s.Name(), "whoami") }) {
+		t.Fatalf("no span of a call was recorded (%d spans): the scan would find nothing", len(spans))
+	}
+	for _, s := range spans {
+		texts := []string{s.Name(), s.Status().Description}
+		for _, kv := range s.Attributes() {
+			texts = append(texts, kv.Value.Emit())
+		}
+		for _, e := range s.Events() {
+			texts = append(texts, e.Name)
+			for _, kv := range e.Attributes {
+				texts = append(texts, kv.Value.Emit())
+			}
+		}
+		for _, text := range texts {
+			for _, secret := range secrets {
+				if strings.Contains(text, secret) {
+					t.Fatalf("the span %q holds a token: %q", s.Name(), text)
+				}
+			}
+		}
+	}
 }
