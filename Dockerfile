@@ -15,6 +15,8 @@ FROM golang:1.26 AS build
 WORKDIR /src
 # Modules first, so that a change to the source does not download them again.
 COPY go.mod go.sum ./
+# The patched MCP go-sdk go.mod's replace names (third_party/README.md): its requirements too.
+COPY third_party/go-sdk/go.mod third_party/go-sdk/go.sum ./third_party/go-sdk/
 RUN go mod download
 COPY . .
 ARG VERSION=dev

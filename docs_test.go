@@ -188,6 +188,8 @@ func goBlocksModule(t *testing.T, blocks []mdblocks.Block) string {
 		t.Fatal(err)
 	}
 	_, requires, _ := strings.Cut(string(goMod), "\n")
+	// The module's own replacements (the patched go-sdk) point into this checkout.
+	requires = strings.ReplaceAll(requires, "=> ./", "=> "+repo+"/")
 	dir := t.TempDir()
 	files := map[string]string{
 		"go.mod": "module example.com/docs\n" + requires + "\nrequire github.com/quiverhq/quiver v0.0.0\n\nreplace github.com/quiverhq/quiver => " + repo + "\n",

@@ -98,3 +98,5 @@ replace (
 	github.com/quiverhq/quiver => ../..
 	github.com/quiverhq/quiver/bench/forecast => ../forecast
 )
+
+replace github.com/modelcontextprotocol/go-sdk => ../../third_party/go-sdk
