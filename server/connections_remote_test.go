@@ -130,6 +130,13 @@ func TestConnectionsOfRemoteServersAndAgents(t *testing.T) {
 				t.Fatalf("bob's call of %s, not connected: %v %+v %q", name, err, res, mcpText(res))
 			}
 		}
+		// The imported tools declare the need, so that a run pauses before calling them.
+		for _, name := range []string{"acmemcp.whoami", "acmeagent"} {
+			tool, ok := w.p.Workspace(ctx, w.ws).Registry().Lookup(name)
+			if !ok || len(tool.Spec().Connections) != 1 || tool.Spec().Connections[0].Provider != "acme" {
+				t.Fatalf("%s declares no connection to acme: %v", name, ok)
+			}
+		}
 		tokens := map[string]string{}
 		for _, who := range []string{"ada", "bob"} {
 			b := browser(t)
