@@ -101,6 +101,22 @@ func TestDiscovery(t *testing.T) {
 		}
 	}
 
+	// An endless answer: read up to the go-sdk's 1 MiB, then refused, never held whole.
+	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"issuer":"`))
+		chunk := []byte(strings.Repeat("a", 64<<10))
+		for range 1024 { // 64 MiB, if it were all read
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(endless.Close)
+	if _, err := d.Resolve(ctx, c, &Provider{Name: "endless", Issuer: endless.URL, ClientID: "c"}, now); err == nil || !strings.Contains(err.Error(), "could not be read") {
+		t.Errorf("an endless issuer: %v", err)
+	}
+
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
