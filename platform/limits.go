@@ -77,8 +77,9 @@ func newMeter(st store.Backend, now func() time.Time) *limits.Meter {
 // storeWindows are a store's limit windows as a Meter counts in them.
 type storeWindows struct{ store.LimitWindows }
 
-func (s storeWindows) Take(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (int, []int, error) {
-	return s.TakeLimitWindow(ctx, workspaceID, key, slot, span, max, want)
+func (s storeWindows) Take(ctx context.Context, workspaceID string, t limits.Take) (limits.Taken, error) {
+	got, err := s.TakeLimitWindow(ctx, store.LimitTake{WorkspaceID: workspaceID, Key: t.Key, Slot: t.Slot, Span: t.Span, Slots: t.Slots, Max: t.Max, Want: t.Want})
+	return limits.Taken{Taken: got.Taken, Until: got.Until, Counts: got.Counts}, err
 }
 
 // countedWindows are a store's limit windows whose counts can be read (limits.Counts).

@@ -48,13 +48,41 @@ func CheckLimits(l *WorkspaceLimits) error {
 // platform/limits.Windows): a store that several processes share implements it (PostgreSQL);
 // over one that one process serves (SQLite), the platform counts in the process, exactly.
 type LimitWindows interface {
-	// TakeLimitWindow counts up to want calls in slot of the workspace's counter key, as many
-	// as keep the counts of the span slots ending at slot within max, and returns how many it
-	// counted and the counts of those slots after it, oldest first (want 0 reads them).
-	// Counters whose slots have
-	// all left their window are dropped as they are next counted in, or by PurgeLimitWindows.
-	TakeLimitWindow(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (taken int, counts []int, err error)
+	// TakeLimitWindow counts up to t.Want calls in a lease of the workspace's counter t.Key:
+	// t.Slots slots from t.Slot when every window of t.Span slots the lease meets keeps a
+	// quarter of t.Max free after it (each window holds every lease that meets it, since a
+	// lease's calls may fall in any of its slots); else the slot t.Slot alone, in which it
+	// counts up to t.Want/t.Slots, as many as keep those windows within t.Max. It returns how many it counted, the last slot of the lease and the counts of the
+	// t.Span slots ending at t.Slot after it, oldest first (want 0 reads them). Counters whose
+	// slots have all left their window are dropped as they are next counted in, or by
+	// PurgeLimits.
+	TakeLimitWindow(ctx context.Context, t LimitTake) (LimitTaken, error)
 }
+
+// LimitTake is what a node asks of a counter of a rate limit (see LimitWindows).
+type LimitTake struct {
+	WorkspaceID, Key string
+	// Slot is the node's current slot; Span the slots of a window (at most MaxLimitSpan).
+	Slot int64
+	Span int
+	// Slots is how many slots from Slot the calls taken may be used in (1 to Span).
+	Slots int
+	// Max is the bound of every window; Want how many calls the node asks for.
+	Max, Want int
+}
+
+// LimitTaken is what a take counted (see LimitWindows).
+type LimitTaken struct {
+	// Taken is how many calls were counted; they may be used up to slot Until, inclusive.
+	Taken int
+	Until int64
+	// Counts are the counts of the Span slots ending at the take's slot, oldest first; counts
+	// of leases that end later are in the last.
+	Counts []int
+}
+
+// MaxLimitSpan bounds the slots of a limit's window a take reads.
+const MaxLimitSpan = 1000
 
 // LimitCounts reads a fleet's counts of a workspace's limits (what a console shows of how close
 // each is): a store that implements LimitWindows and LimitHolds implements it too.

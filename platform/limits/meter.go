@@ -23,18 +23,45 @@ import (
 // The counts are kept by a Windows. In one process (a SQLite database, which one process
 // serves) they are this process's, and every call is counted as it comes: exact. On a fleet
 // they are in the database the nodes share, and a node takes a few calls' worth at a time
-// (Meter.Batch) and lets calls through from what it took until the slot ends: one write per
-// batch rather than per call, and never more than the bound in any period, since the
-// database hands out no more than the bound; what a node took and did not use is lost to
-// the others until its slot leaves the window (see docs/SCALING.md for the bound this
-// keeps).
+// (Meter.Batch) and lets calls through from what it took until its lease ends (up to ten
+// slots far from the bound, one slot near it): one write per lease rather than per call, and
+// never more than the bound in any period, since the database hands out no more than the
+// bound to the windows a lease meets; what a node took and did not use is lost to the others
+// until its lease leaves the window (see docs/SCALING.md for the bound this keeps).
 
 // Windows keeps the counts of rates (see store.LimitWindows).
 type Windows interface {
-	// Take counts up to want calls in slot of workspace's counter key, as many as keep the
-	// counts of the span slots ending at slot within max; it returns how many it counted and
-	// the counts of those slots after it, oldest first.
-	Take(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (taken int, counts []int, err error)
+	// Take counts up to t.Want calls of workspace's counter t.Key in a lease of t.Slots slots
+	// from t.Slot (of one slot when that lease would take fewer), as many as keep every window
+	// of t.Span slots the lease meets within t.Max.
+	Take(ctx context.Context, workspaceID string, t Take) (Taken, error)
+}
+
+// Take is what a process asks of a counter in Windows.
+type Take struct {
+	Key   string
+	Slot  int64 // the current slot
+	Span  int   // the slots of a window
+	Slots int   // the slots from Slot the calls taken may be used in
+	Max   int   // the bound of every window
+	Want  int
+}
+
+// Taken is what a Take counted: Taken calls, to be used up to slot Until, and the counts of
+// the Span slots ending at the take's slot after it, oldest first (leases that end later in
+// the last).
+type Taken struct {
+	Taken  int
+	Until  int64
+	Counts []int
+}
+
+// leaseSlots is how many slots a lease of a process that takes a few calls at a time reaches
+// over: up to ten, as long as they last no more than ten seconds. A per-second limit is then
+// taken about once a second rather than ten times, a per-minute one once in ten seconds.
+func leaseSlots(w window) int {
+	slotLen := w.period / time.Duration(w.slots)
+	return max(1, min(10, w.slots, int(10*time.Second/slotLen)))
 }
 
 // Meter counts calls against their checks.
@@ -62,16 +89,20 @@ type Meter struct {
 	sweepAt      int
 }
 
-// counter is this process's share of one rate's counts: what it took in the current slot,
-// and how long the rate stays spent.
+// counter is this process's share of one rate's counts: the calls it took in its lease, and
+// how long the rate stays spent.
 type counter struct {
-	mu           sync.Mutex
-	slot         int64
-	taken, used  int
-	spentUntil   time.Time
-	spentMax     int       // the bound spentUntil was reckoned for
-	lastSlotUsed int       // calls let through in the slot before, for the size of a take
-	idleAfter    time.Time // the end of its slot, or of its being spent
+	mu sync.Mutex
+	// The calls taken from slot from, for use up to slot until, and how many were let through.
+	// A new lease is taken only once those taken are used, so that none is let through past
+	// the end of the lease it came with.
+	from, until int64
+	taken, used int
+	lease       int // counts the leases, so that a call given back goes back to its own
+	rate        int // calls a slot let through in the lease before, for the size of a take
+	spentUntil  time.Time
+	spentMax    int       // the bound spentUntil was reckoned for
+	idleAfter   time.Time // the end of its lease, or of its being spent
 }
 
 // Refusal is a call a check refused.
@@ -126,12 +157,12 @@ func (m *Meter) Admit(ctx context.Context, workspaceID string, checks []Check) (
 	if len(checks) == 0 {
 		return func() {}, nil, nil
 	}
-	var held []string // concurrent places taken
-	var took []*counter
+	var held []string  // concurrent places taken
+	var took []counted // calls counted in this process's leases
 	undo := func() {
 		m.releaseAll(workspaceID, held)
-		for _, c := range took {
-			c.giveBack()
+		for _, t := range took {
+			t.c.giveBack(t.lease)
 		}
 	}
 	for i := range checks {
@@ -149,73 +180,91 @@ func (m *Meter) Admit(ctx context.Context, workspaceID string, checks []Check) (
 			continue
 		}
 		c := m.counter(workspaceID, ch.Key)
-		r, err := m.take(ctx, workspaceID, c, ch)
+		lease, r, err := m.take(ctx, workspaceID, c, ch)
 		if err != nil || r != nil {
 			undo()
 			return nil, r, err
 		}
-		took = append(took, c)
+		took = append(took, counted{c, lease})
 	}
 	return func() { m.releaseAll(workspaceID, held) }, nil, nil
 }
 
+// counted is a call counted in a counter's lease.
+type counted struct {
+	c     *counter
+	lease int
+}
+
 // take counts one call in c for rate check ch, taking more from the Windows when this
-// process has used what it took in the slot.
-func (m *Meter) take(ctx context.Context, workspaceID string, c *counter, ch *Check) (*Refusal, error) {
+// process has used what it took; it returns the lease the call was counted in.
+func (m *Meter) take(ctx context.Context, workspaceID string, c *counter, ch *Check) (int, *Refusal, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// The time once the counter is this call's: a call that waited for another's take must not
-	// count in a slot that has ended.
+	// count in a lease that has ended.
 	now := m.now()
 	w := windows[ch.Quantity]
 	slotLen := w.period / time.Duration(w.slots)
 	slot := now.UnixNano() / int64(slotLen)
 	span := w.slots + 1
-	if c.slot != slot {
-		if c.slot == slot-1 {
-			c.lastSlotUsed = c.used
-		} else {
-			c.lastSlotUsed = 0
-		}
-		c.slot, c.taken, c.used = slot, 0, 0
+	if slot > c.until {
+		c.endLease(slot)
 	}
 	if c.used < c.taken {
-		// What this process took in the slot and has not used (or another check gave back)
-		// goes first, spent or not.
+		// What this process took and has not used (or another check gave back) goes first,
+		// spent or not.
 		c.used++
-		return nil, nil
+		return c.lease, nil, nil
 	}
 	// Spent for the bound it was refused under: a bound raised since asks again.
 	if now.Before(c.spentUntil) && ch.Max <= c.spentMax {
-		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
+		return 0, &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
 	}
-	want := 1
+	t := Take{Key: ch.Key, Slot: slot, Span: span, Slots: 1, Max: ch.Max, Want: 1}
 	if m.Batch {
-		// As many as this process used in the last slot, then twice what it took in this one
-		// when that runs out: a few takes a slot whatever the rate, and what is taken and not
-		// used (lost to the other nodes until it leaves the window) about one slot's use at
-		// most; never more than a tenth of the bound.
-		want = min(max(1, c.lastSlotUsed, 2*c.taken), max(1, ch.Max/10))
+		// As many as this process let through in a lease's slots before, then twice what it
+		// took in this one when that runs out: a few takes a lease whatever the rate, and what
+		// is taken and not used (lost to the other nodes until it leaves the window) about one
+		// lease's use at most; never more than a tenth of the bound.
+		t.Slots = leaseSlots(w)
+		if c.until == slot {
+			// Near the bound the last take was of this slot alone: so is the next.
+			t.Slots = 1
+		}
+		t.Want = min(max(1, c.rate*t.Slots, 2*c.taken), max(1, ch.Max/10))
 	}
-	var taken int
-	var counts []int
+	var got Taken
 	if m.Windows != nil {
 		var err error
-		if taken, counts, err = m.Windows.Take(ctx, workspaceID, ch.Key, slot, span, ch.Max, want); err != nil {
-			return nil, err
+		if got, err = m.Windows.Take(ctx, workspaceID, t); err != nil {
+			return 0, nil, err
 		}
 	} else {
-		taken, counts = m.memory().take(workspaceID, ch.Key, slot, span, ch.Max, want, now, slotLen)
+		got.Taken, got.Counts = m.memory().take(workspaceID, ch.Key, slot, span, ch.Max, t.Want, now, slotLen)
+		got.Until = slot
 	}
-	c.taken += taken
-	c.idleAfter = time.Unix(0, (slot+1)*int64(slotLen))
-	if taken == 0 {
-		c.spentUntil, c.spentMax = time.Unix(0, (slot+int64(slotsToFree(counts, ch.Max)))*int64(slotLen)), ch.Max
+	if got.Taken == 0 {
+		c.spentUntil, c.spentMax = time.Unix(0, (slot+int64(slotsToFree(got.Counts, ch.Max)))*int64(slotLen)), ch.Max
 		c.idleAfter = c.spentUntil
-		return &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
+		return 0, &Refusal{Limit: ch.Limit, Quantity: ch.Quantity, Max: ch.Max, RetryAfter: c.spentUntil.Sub(now)}, nil
 	}
+	c.taken += got.Taken
+	c.until, c.lease = got.Until, c.lease+1
+	c.idleAfter = time.Unix(0, (got.Until+1)*int64(slotLen))
 	c.used++
-	return nil, nil
+	return c.lease, nil, nil
+}
+
+// endLease starts the counter over at slot, after its lease has ended: the calls a slot it
+// let through, when the lease ended just before slot, size the next take.
+func (c *counter) endLease(slot int64) {
+	c.rate = 0
+	if c.until == slot-1 && c.used > 0 {
+		c.rate = (c.used + int(c.until-c.from)) / int(c.until-c.from+1)
+	}
+	c.from, c.until, c.taken, c.used = slot, slot-1, 0, 0
+	c.lease++
 }
 
 // slotsToFree is how many slots on from the current one a call fits again: when enough of
@@ -234,12 +283,12 @@ func slotsToFree(counts []int, max int) int {
 	return len(counts)
 }
 
-// giveBack returns a call c counted at now that another check refused: this process lets
-// the next call of the slot through on it.
-func (c *counter) giveBack() {
+// giveBack returns a call counted in lease that another check refused: this process lets
+// the next call through on it, if that lease is still the counter's.
+func (c *counter) giveBack(lease int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.used > 0 {
+	if c.lease == lease && c.used > 0 {
 		c.used--
 	}
 }

@@ -74,8 +74,8 @@ func (m *Meter) add(ctx context.Context, workspaceID string, ch *Check, n int, n
 	slot = now.UnixNano() / int64(slotLen)
 	span := w.slots + 1
 	if m.Windows != nil {
-		_, counts, err = m.Windows.Take(ctx, workspaceID, ch.Key, slot, span, unbounded, n)
-		return counts, slot, slotLen, err
+		got, err := m.Windows.Take(ctx, workspaceID, Take{Key: ch.Key, Slot: slot, Span: span, Slots: 1, Max: unbounded, Want: n})
+		return got.Counts, slot, slotLen, err
 	}
 	_, counts = m.memory().take(workspaceID, ch.Key, slot, span, unbounded, n, now, slotLen)
 	return counts, slot, slotLen, nil

@@ -50,23 +50,23 @@ func (s *Store) LimitCounts(ctx context.Context, workspaceID string) (map[string
 }
 
 // TakeLimitWindow counts calls in a counter of a rate limit the nodes share (see
-// store.LimitWindows): one statement, quiver_take_limit (migration 0019).
-func (s *Store) TakeLimitWindow(ctx context.Context, workspaceID, key string, slot int64, span, max, want int) (int, []int, error) {
-	if span < 1 || span > 1000 || max < 0 || want < 0 {
-		return 0, nil, fmt.Errorf("postgres: take limit window %s: span %d, max %d, want %d: %w", key, span, max, want, store.ErrInvalid)
+// store.LimitWindows): one statement, quiver_take_lease (migration 0023).
+func (s *Store) TakeLimitWindow(ctx context.Context, t store.LimitTake) (store.LimitTaken, error) {
+	if t.Span < 1 || t.Span > store.MaxLimitSpan || t.Slots < 1 || t.Slots > t.Span || t.Max < 0 || t.Want < 0 {
+		return store.LimitTaken{}, fmt.Errorf("postgres: take limit window %s: span %d, slots %d, max %d, want %d: %w", t.Key, t.Span, t.Slots, t.Max, t.Want, store.ErrInvalid)
 	}
 	var out []int64
-	if err := s.pool.QueryRow(ctx, `SELECT quiver_take_limit($1, $2, $3, $4, $5, $6)`, workspaceID, key, slot, span, max, want).Scan(&out); err != nil {
-		return 0, nil, fmt.Errorf("postgres: take limit window %s: %w", key, err)
+	if err := s.pool.QueryRow(ctx, `SELECT quiver_take_lease($1, $2, $3, $4, $5, $6, $7)`, t.WorkspaceID, t.Key, t.Slot, t.Span, t.Slots, t.Max, t.Want).Scan(&out); err != nil {
+		return store.LimitTaken{}, fmt.Errorf("postgres: take limit window %s: %w", t.Key, err)
 	}
-	if len(out) != span+1 {
-		return 0, nil, fmt.Errorf("postgres: take limit window %s: %d counts, want %d", key, len(out)-1, span)
+	if len(out) != t.Span+2 {
+		return store.LimitTaken{}, fmt.Errorf("postgres: take limit window %s: %d counts, want %d", t.Key, len(out)-2, t.Span)
 	}
-	counts := make([]int, span)
-	for i, n := range out[1:] {
+	counts := make([]int, t.Span)
+	for i, n := range out[2:] {
 		counts[i] = int(n)
 	}
-	return int(out[0]), counts, nil
+	return store.LimitTaken{Taken: int(out[0]), Until: out[1], Counts: counts}, nil
 }
 
 // HoldLimit sets a node's holding of a counter of concurrent calls (see store.LimitHolds): one

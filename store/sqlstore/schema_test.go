@@ -27,7 +27,7 @@ var onlyIn = map[string][]string{
 		"tool_calls.message_seq", // the asking message's seq, under PostgreSQL's name
 		// The counts of limits the nodes of a fleet share: one process serves a SQLite
 		// database, and counts them in memory (platform/limits).
-		"limit_windows.workspace_id", "limit_windows.key", "limit_windows.slot", "limit_windows.n",
+		"limit_windows.workspace_id", "limit_windows.key", "limit_windows.slot", "limit_windows.back", "limit_windows.n",
 		"limit_holds.workspace_id", "limit_holds.key", "limit_holds.node", "limit_holds.held", "limit_holds.expires_at",
 	},
 	"sqlite": {

@@ -1,0 +1,3 @@
+-- 0023: leases of a rate limit's counts over several slots. The counts are not kept in a
+-- SQLite database (one process serves it and counts them in memory, exactly: see 0019), so
+-- nothing changes here.
