@@ -38,6 +38,11 @@ const (
 func main() {
 	// First: this program is also the sandbox's worker process (see sandboxWorkers).
 	sandbox.WorkerMain()
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		// Set here rather than in serve, so that the tests that serve in their own process
+		// keep the collector they were started with.
+		tuneGC()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
