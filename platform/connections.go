@@ -402,8 +402,46 @@ func (w *Workspace) userToken(ctx context.Context, userID, provider string, scop
 
 // refresh refreshes the user's connection to provider, unless another call did while this one
 // waited for it; a connection the provider no longer refreshes is deleted, and the user asked
-// to connect again.
+// to connect again. The calls of this process that want the same connection refreshed wait
+// for one refresh (p.refreshes); those of other nodes wait for its row's lock.
 func (w *Workspace) refresh(ctx context.Context, userID, provider string, scopes []string) (*store.Connection, error) {
+	p := w.p
+	// What the refresh needs from the store is read before the row is locked: read through the
+	// pool inside the row's transaction, it waited for ever once the calls waiting for the row
+	// held every connection of the pool.
+	pr, err := p.provider(ctx, w.id, provider, "")
+	if err != nil {
+		return nil, err
+	}
+	secret, err := p.clientSecret(ctx, w.id, pr)
+	if err != nil {
+		return nil, err
+	}
+	key := w.id + "\x00" + userID + "\x00" + provider
+	v, err, _ := p.refreshes.Do(key, func() (any, error) {
+		// Shared by every call waiting for it: no one caller's end stops it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+		defer cancel()
+		return w.refreshRow(ctx, userID, provider, pr, secret)
+	})
+	if errors.Is(err, errConnectionGone) {
+		return nil, p.authorizationRequired(provider, scopes, "your connection has expired and cannot be renewed")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.(*store.Connection), nil
+}
+
+// refreshTimeout bounds a refresh: the row's lock, the provider's answer and the write.
+const refreshTimeout = 30 * time.Second
+
+// errConnectionGone is a connection the provider no longer refreshes, now deleted.
+var errConnectionGone = errors.New("platform: the connection cannot be renewed")
+
+// refreshRow refreshes the connection with its row locked, unless another call did while this
+// one waited for the lock; nothing in it reads the store but through the row's transaction.
+func (w *Workspace) refreshRow(ctx context.Context, userID, provider string, pr *connect.Provider, secret string) (*store.Connection, error) {
 	p := w.p
 	cs, _ := p.connections()
 	var gone bool
@@ -415,15 +453,7 @@ func (w *Workspace) refresh(ctx context.Context, userID, provider string, scopes
 			gone = true
 			return nil, nil
 		}
-		pr, err := p.provider(ctx, w.id, provider, "")
-		if err != nil {
-			return nil, err
-		}
 		refresh, err := p.open(cur.RefreshToken, connectionWhere(w.id, userID, provider, "refresh"))
-		if err != nil {
-			return nil, err
-		}
-		secret, err := p.clientSecret(ctx, w.id, pr)
 		if err != nil {
 			return nil, err
 		}
@@ -438,7 +468,7 @@ func (w *Workspace) refresh(ctx context.Context, userID, provider string, scopes
 		return p.sealedConnection(w.id, userID, provider, tok)
 	})
 	if gone {
-		return nil, p.authorizationRequired(provider, scopes, "your connection has expired and cannot be renewed")
+		return nil, errConnectionGone
 	}
 	return c, err
 }

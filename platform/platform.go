@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
@@ -103,6 +104,8 @@ type Platform struct {
 	runner *agent.Runner
 	// discovery keeps the endpoints of the providers that name their issuer.
 	discovery connect.Discovery
+	// refreshes has the calls that want one connection refreshed wait for one refresh.
+	refreshes singleflight.Group
 	// connectLink is where a person connects a provider (SetConnectLink).
 	connectLink atomic.Pointer[func(provider string, scopes []string) string]
 	workspaces  workspaces
