@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -128,8 +127,9 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	}
 	server := func(*http.Request) *sdk.Server { return s.srv }
 	h := sdk.NewStreamableHTTPHandler(server, o.sdkOptions())
+	stateless := sdk.NewStreamableHTTPHandler(server, o.statelessOptions())
 	guard := hostcheck.Policy{Hosts: o.AllowedHosts, Origins: o.AllowedOrigins}
-	d := &httpDoor{h: h, guard: guard, lim: o.limiter(logger), o: o, maxBody: maxBody}
+	d := &httpDoor{h: h, stateless: stateless, guard: guard, lim: o.limiter(logger), o: o, maxBody: maxBody}
 	if o.Sessions != nil {
 		d.shared = &sharedSessions{store: o.Sessions, relay: o.Relay, h: h, idle: o.SessionTimeout, logger: logger,
 			copies: map[string]*sessionCopy{}}
@@ -176,6 +176,19 @@ func (o *HTTPOptions) sdkOptions() *sdk.StreamableHTTPOptions {
 	return sdkOpts
 }
 
+// statelessOptions are the options of the SDK's handler of the sessionless protocol.
+func (o *HTTPOptions) statelessOptions() *sdk.StreamableHTTPOptions {
+	return &sdk.StreamableHTTPOptions{
+		Stateless: true,
+		// A request of that protocol is its POST: a client that goes away has cancelled it,
+		// as a client of a session does with notifications/cancelled.
+		PropagateRequestCancellation: true,
+		MaxRequestBodyBytes:          o.MaxRequestBytes,
+		Logger:                       o.Logger,
+		DisableLocalhostProtection:   true, // as in sdkOptions: the guard checks Host
+	}
+}
+
 // limiter is the sessions' limiter, sharing its pool's count when the options give one.
 func (o *HTTPOptions) limiter(logger *slog.Logger) *sessionLimiter {
 	lim := &sessionLimiter{max: o.MaxSessions, perOwner: o.MaxSessionsPerOwner, idle: o.SessionTimeout, logger: logger, owners: map[string]int{}}
@@ -192,12 +205,13 @@ func (o *HTTPOptions) limiter(logger *slog.Logger) *sessionLimiter {
 // behind the Host and Origin check, the session limits, and JSON-RPC answers to what the SDK
 // refuses in plain text.
 type httpDoor struct {
-	h       http.Handler
-	shared  *sharedSessions
-	guard   hostcheck.Policy
-	lim     *sessionLimiter
-	o       HTTPOptions
-	maxBody int64
+	h         http.Handler // sessions (initialize, Mcp-Session-Id)
+	stateless http.Handler // requests of the sessionless protocol (2026-07-28 on)
+	shared    *sharedSessions
+	guard     hostcheck.Policy
+	lim       *sessionLimiter
+	o         HTTPOptions
+	maxBody   int64
 }
 
 func (d *httpDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -252,10 +266,8 @@ func (d *httpDoor) open(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	sr := needsSession(r, body)
 	id := sr.id
-	if sr.discover {
-		writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound,
-			"server/discover: over HTTP this server speaks MCP with sessions (protocol versions up to 2025-11-25); "+
-				"send initialize, then the Mcp-Session-Id its answer carries with every request")
+	if sr.stateless {
+		d.serveStateless(w, r, id, sr.listens)
 		return
 	}
 	if sr.needs {
@@ -265,9 +277,7 @@ func (d *httpDoor) open(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !sr.opens {
-		// A request of the sessionless protocol: the SDK answers it without a session (it
-		// refuses the version), so it takes no place. (Taking one made a client's initialize, sent
-		// right after its discover was answered, find the place still taken: 503.)
+		// Notifications or responses only, which open nothing: the SDK answers them.
 		d.h.ServeHTTP(w, r)
 		return
 	}
@@ -275,12 +285,8 @@ func (d *httpDoor) open(w http.ResponseWriter, r *http.Request) {
 		d.shared.open(d, w, r, body, id)
 		return
 	}
-	slot, refusal := d.lim.acquire(d.o.Owner(r))
-	if refusal != nil {
-		if secs := int(math.Ceil(d.o.SessionTimeout.Seconds())); secs > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-		}
-		writeRPCError(w, refusal.status, id, CodeTooManySessions, refusal.message)
+	slot, ok := d.takePlace(w, r, id)
+	if !ok {
 		return
 	}
 	defer slot.settle()
@@ -290,108 +296,26 @@ func (d *httpDoor) open(w http.ResponseWriter, r *http.Request) {
 	ew.finish(body)
 }
 
+// takePlace takes a place in the limiter for what a request opens (a session, a listening
+// stream), or answers why there is none.
+func (d *httpDoor) takePlace(w http.ResponseWriter, r *http.Request, id json.RawMessage) (*sessionSlot, bool) {
+	slot, refusal := d.lim.acquire(d.o.Owner(r))
+	if refusal != nil {
+		if secs := int(math.Ceil(d.o.SessionTimeout.Seconds())); secs > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
+		writeRPCError(w, refusal.status, id, CodeTooManySessions, refusal.message)
+		return nil, false
+	}
+	return slot, true
+}
+
 // remoteIP is the default owner of a session: the client's IP address.
 func remoteIP(r *http.Request) string {
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		return host
 	}
 	return r.RemoteAddr
-}
-
-// protocolVersionSessionless is the first MCP version whose requests need no session
-// (SEP-2575). Over HTTP this server speaks the versions before it, with sessions (which any
-// node of a fleet continues, see HTTPOptions.Sessions): the SDK serves the sessionless
-// protocol only from a handler without sessions, where a server cannot ask its client
-// anything but through multi round-trip requests (SEP-2322), which confirmations do not use
-// yet. Its server/discover is therefore answered as a server of those versions does (method
-// not found), so that clients fall back to initialize; over stdio every version is served.
-const protocolVersionSessionless = "2026-07-28"
-
-// sessionRequest is what needsSession found in a body posted without a session id.
-type sessionRequest struct {
-	id       json.RawMessage // of its first request, for the answer
-	needs    bool            // it holds a request that needs a session (anything but initialize)
-	opens    bool            // it holds an initialize, which opens a session
-	discover bool            // it holds a server/discover
-}
-
-// needsSession reads a body posted without a session id. Bodies it cannot read, and requests
-// of the sessionless protocol, are left to the SDK, which answers them; a body it cannot read
-// is counted as opening a session, so that it is held to the limits whatever the SDK makes of
-// it.
-func needsSession(r *http.Request, body []byte) sessionRequest {
-	unread := sessionRequest{opens: true}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return unread
-	}
-	raw, ok := messages(body)
-	if !ok {
-		return unread
-	}
-	var sr sessionRequest
-	needs := r.Header.Get("Mcp-Protocol-Version") < protocolVersionSessionless
-	calls := false
-	for _, m := range raw {
-		req, ok := readRequest(m)
-		if !ok {
-			return unread
-		}
-		if req == nil {
-			continue // a notification or a response
-		}
-		calls = true
-		if req.sessionless() {
-			needs = false
-		}
-		sr.add(req)
-	}
-	sr.needs = needs && calls
-	return sr
-}
-
-// rpcRequest is a JSON-RPC request of a body, as far as needsSession reads it.
-type rpcRequest struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
-// readRequest reads a message of a body: nil for a notification or a response; false when it
-// does not decode.
-func readRequest(m json.RawMessage) (*rpcRequest, bool) {
-	var msg rpcRequest
-	if json.Unmarshal(m, &msg) != nil {
-		return nil, false
-	}
-	if msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null" {
-		return nil, true
-	}
-	return &msg, true
-}
-
-// sessionless reports whether a request goes without a session: an initialize, a
-// server/discover, or one that names its protocol version in its _meta.
-func (msg *rpcRequest) sessionless() bool {
-	var params struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	_ = json.Unmarshal(msg.Params, &params)
-	_, ok := params.Meta["io.modelcontextprotocol/protocolVersion"]
-	return ok || msg.Method == "initialize" || msg.Method == "server/discover"
-}
-
-// add notes a request of the body: the first one's id, and whether one opens a session or
-// discovers the server.
-func (sr *sessionRequest) add(req *rpcRequest) {
-	if sr.id == nil {
-		sr.id = req.ID
-	}
-	switch req.Method {
-	case "initialize":
-		sr.opens = true
-	case "server/discover":
-		sr.discover = true
-	}
 }
 
 // writeRPCError answers with a JSON-RPC error in the body of an HTTP error, as the streamable

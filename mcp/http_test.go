@@ -168,14 +168,17 @@ func TestSessionLimits(t *testing.T) {
 }
 
 // The official client is refused a session over the limit, and the clients already connected
-// are still served.
+// are still served. A client of the sessionless protocol takes no place, and is served with
+// every place taken, unless it listens for notifications: a listening stream stays open, and
+// takes a place while it does.
 func TestSessionLimitWithTheSDKClient(t *testing.T) {
 	_, url := serveHTTP(t, &qmcp.HTTPOptions{MaxSessions: 1})
 	ctx := context.Background()
-	connect := func() (*sdk.ClientSession, error) {
-		c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0"}, nil)
-		return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	connectAt := func(version string, opts *sdk.ClientOptions) (*sdk.ClientSession, error) {
+		c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0"}, opts)
+		return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	}
+	connect := func() (*sdk.ClientSession, error) { return connectAt(protoSession, nil) }
 	first, err := connect()
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +194,42 @@ func TestSessionLimitWithTheSDKClient(t *testing.T) {
 	if err != nil || texts(res) != "Hello, first!" {
 		t.Fatalf("the open session is not served: %v %v", err, res)
 	}
+	stateless, err := connectAt(protoSessionless, nil)
+	if err != nil {
+		t.Fatalf("a client of the sessionless protocol with every place taken: %v", err)
+	}
+	defer stateless.Close()
+	if res, err := stateless.CallTool(ctx, &sdk.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "anyone"}}); err != nil || texts(res) != "Hello, anyone!" {
+		t.Fatalf("a client of the sessionless protocol is not served: %v %v", err, res)
+	}
+	if status := listen(t, url); status != http.StatusServiceUnavailable {
+		t.Errorf("subscriptions/listen over MaxSessions 1: %d, want 503", status)
+	}
+	first.Close()
+	waitFor(t, func() bool { return listen(t, url) == http.StatusOK }, "subscriptions/listen once the session's place was free")
+	// A stream gives its place back when its client leaves.
+	waitFor(t, func() bool { return listen(t, url) == http.StatusOK }, "subscriptions/listen once the last stream was closed")
+}
+
+// listen opens a subscriptions/listen stream of the sessionless protocol, and closes it as
+// soon as its status came; it returns the status.
+func listen(t *testing.T, url string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // liveHeap is the heap in use by objects that garbage collection leaves.
@@ -428,16 +467,14 @@ func TestRequestsThatOpenNoSessionTakeNoPlace(t *testing.T) {
 	if a := post(t, http.DefaultClient, url, nil, initBody); a.status != http.StatusOK {
 		t.Fatalf("initialize: %d %s", a.status, a.body)
 	}
-	a := post(t, http.DefaultClient, url, http.Header{"Mcp-Protocol-Version": {"2026-07-28"}},
+	a := post(t, http.DefaultClient, url, http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"server/discover"}},
 		`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	if a.status == http.StatusServiceUnavailable || !strings.Contains(a.body, `"id":7`) {
+	if a.status != http.StatusOK || !strings.Contains(a.body, `"id":7`) {
 		t.Fatalf("server/discover with every place taken: %d %s", a.status, a.body)
 	}
-	// Over HTTP the server speaks the protocol with sessions: its discover says so as a server
-	// of those versions does, so that a client falls back to initialize (mcp-go's did not
-	// when the discover succeeded, and every later request was refused).
-	if a.status != http.StatusOK || !strings.Contains(a.body, `"code":-32601`) {
-		t.Errorf("server/discover over HTTP: %d %s, want 200 with a JSON-RPC error -32601 (method not found)", a.status, a.body)
+	// The sessionless protocol is served over HTTP: the answer names it among the versions.
+	if !strings.Contains(a.body, `"supportedVersions":["2026-07-28"`) {
+		t.Errorf("server/discover over HTTP: %s, want 2026-07-28 first among the supported versions", a.body)
 	}
 	if a := post(t, http.DefaultClient, url, nil, initBody); a.status != http.StatusServiceUnavailable {
 		t.Errorf("a second initialize over MaxSessions 1: %d, want 503", a.status)
@@ -482,5 +519,17 @@ func TestSessionPoolCapsHandlersTogether(t *testing.T) {
 	}
 	if a := post(t, http.DefaultClient, urlB, nil, initBody); a.status != 200 {
 		t.Errorf("B after A closed one: %d %s, want 200", a.status, a.body)
+	}
+}
+
+// waitFor waits until ok holds, for up to ten seconds, and fails the test naming what.
+func waitFor(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

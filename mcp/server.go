@@ -28,9 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
@@ -46,8 +44,13 @@ type SessionInfo struct {
 	// ID is the session's id (the Mcp-Session-Id header over HTTP; empty over stdio and for
 	// requests of the sessionless protocol, each of which is a session of its own).
 	ID string
-	// ClientName and ClientVersion are what the client said it is when it initialized.
+	// ClientName and ClientVersion are what the client said it is when it initialized (in
+	// each request's _meta, for the sessionless protocol).
 	ClientName, ClientVersion string
+	// ThreadID, for a request of the sessionless protocol, is the thread its call is to be
+	// recorded on: the one the client named ([ThreadMetaKey]), or the one its confirmation was
+	// asked on. Empty: a new thread. Check that it is one the caller may record on.
+	ThreadID string
 }
 
 // ServerOptions configures a [Server]. The zero value serves the dispatcher's tools with the
@@ -87,6 +90,11 @@ type ServerOptions struct {
 	// authorization_required is put to a client that supports URL-mode elicitation: its user is
 	// sent to connect, and the call is made again once they have (see [ElicitationTimeout]).
 	AwaitConnection func(ctx context.Context, provider string, scopes []string) error
+	// States seals the request state a client of the sessionless protocol hands back with its
+	// user's answer to a confirmation (see [Confirm]). Give the nodes of a fleet the same one
+	// (their secret keyring), so that any node takes an answer to another's question. Nil: a
+	// key of this server's own.
+	States Sealer
 }
 
 // Server serves the tools of a [quiver.Dispatcher] over MCP. The tool list is read from the
@@ -122,6 +130,9 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 	s := &Server{d: d, sessions: map[*sdk.ServerSession]*sessionState{}}
 	if opts != nil {
 		s.opts = *opts
+	}
+	if s.opts.States == nil {
+		s.opts.States = newStateKeys()
 	}
 	s.logger = s.opts.Logger
 	if s.logger == nil {
@@ -236,13 +247,22 @@ func bindSlot(ctx context.Context, req sdk.Request) {
 }
 
 // answerCall answers a tools/call from the dispatcher, as the sessionless protocol says
-// answers when r follows it.
+// answers when r follows it: a call that waits for its client's input (a confirmation) is
+// answered with the question, resultType "input_required".
 func (s *Server) answerCall(ctx context.Context, r *sdk.CallToolRequest) (sdk.Result, error) {
-	res, err := s.callTool(ctx, r)
-	if err == nil && sessionless(r) {
-		return completeCall{res}, nil
+	if !sessionless(r) {
+		return s.callTool(ctx, r, nil)
 	}
-	return res, err
+	round := &inputRound{states: s.opts.States}
+	res, err := s.callTool(ctx, r, round)
+	switch {
+	case err != nil:
+		return nil, err
+	case round.asked():
+		ask := &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{confirmInputID: round.ask}, RequestState: round.state}
+		return typedCall{ask, "input_required"}, nil
+	}
+	return typedCall{res, "complete"}, nil
 }
 
 // passOn has the SDK answer req; a cacheable result in a session's protocol leaves out the
@@ -276,20 +296,24 @@ func sessionless(req sdk.Request) bool {
 	return ok && v.ProtocolVersion() >= protocolVersionSessionless
 }
 
-// completeCall is a tools/call answer of the sessionless protocol, which must say
-// "resultType": "complete" (the official TypeScript SDK refuses one that does not). The SDK
-// sets it only on answers of the tools it runs itself; this server answers tools/call from
-// the dispatcher.
-type completeCall struct{ *sdk.CallToolResult }
+// typedCall is a tools/call answer of the sessionless protocol, which must say its
+// resultType: "complete" (the official TypeScript SDK refuses an answer without it) or
+// "input_required". The SDK sets it only on answers of the tools it runs itself; this server
+// answers tools/call from the dispatcher.
+type typedCall struct {
+	*sdk.CallToolResult
+	resultType string
+}
 
-func (c completeCall) MarshalJSON() ([]byte, error) {
+func (c typedCall) MarshalJSON() ([]byte, error) {
 	b, err := c.CallToolResult.MarshalJSON()
 	if err != nil || bytes.Contains(b, []byte(`"resultType":`)) {
 		return b, err
 	}
-	out := make([]byte, 0, len(b)+len(`"resultType":"complete",`))
+	field := `"resultType":"` + c.resultType + `"`
+	out := make([]byte, 0, len(b)+len(field)+1)
 	out = append(out, '{')
-	out = append(out, `"resultType":"complete"`...)
+	out = append(out, field...)
 	if len(b) > 2 {
 		out = append(out, ',')
 	}
@@ -457,8 +481,10 @@ func Request(ctx context.Context) *sdk.CallToolRequest {
 	return r
 }
 
-func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	scope, err := s.sessionScope(ctx, req.Session)
+// callTool dispatches a tools/call; round, for a request of the sessionless protocol, takes
+// what the call asks its client for.
+func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, round *inputRound) (*sdk.CallToolResult, error) {
+	scope, err := s.scope(ctx, req)
 	if err != nil {
 		s.logger.ErrorContext(ctx, "mcp: preparing the session", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server could not prepare this session: " + err.Error()}
@@ -470,8 +496,13 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	ctx = quiver.WithDoor(traceContext(ctx, req), quiver.DoorMCP)
 	ctx = context.WithValue(ctx, requestKey{}, req)
 	ctx = quiver.WithReporter(ctx, &reporter{session: req.Session, token: req.Params.GetProgressToken(), tool: name})
-	r, err := s.d.Dispatch(ctx, quiver.Call{ID: newCallID(), Name: name, Args: args})
-	if err == nil && r.Code == quiver.CodeAuthorizationRequired {
+	call := quiver.Call{ID: newCallID(), Name: name, Args: args}
+	if round != nil {
+		round.callID = call.ID
+		ctx = context.WithValue(ctx, roundKey{}, round)
+	}
+	r, err := s.d.Dispatch(ctx, call)
+	if err == nil && r.Code == quiver.CodeAuthorizationRequired && round == nil {
 		r, err = s.connectAndRetry(ctx, req.Session, name, args, r)
 	}
 	if err != nil {
@@ -542,6 +573,33 @@ func (s *Server) inbound(name string, args json.RawMessage) (string, json.RawMes
 	return name, args
 }
 
+// ThreadMetaKey is the key of a tools/call's _meta under which a client of the sessionless
+// protocol names the thread (of the workspace) its call is recorded on; without it, each call
+// is recorded on a thread of its own. A client of a session has its session's thread.
+const ThreadMetaKey = "io.quiver/threadId"
+
+// scope is the scope a tools/call runs in: its session's, or, for a request of the sessionless
+// protocol, one of its own (see ServerOptions.Session).
+func (s *Server) scope(ctx context.Context, req *sdk.CallToolRequest) (quiver.Scope, error) {
+	if !sessionless(req) {
+		return s.sessionScope(ctx, req.Session)
+	}
+	if s.opts.Session == nil {
+		return quiver.Scope{}, nil
+	}
+	info := SessionInfo{}
+	if c := req.ClientInfo(); c != nil {
+		info.ClientName, info.ClientVersion = c.Name, c.Version
+	}
+	if st, err := openState(s.opts.States, req.Params.RequestState); err == nil {
+		// The answer to a question: recorded where the asking was.
+		info.ThreadID = st.Thread
+	} else if id, ok := req.Params.Meta[ThreadMetaKey].(string); ok {
+		info.ThreadID = id
+	}
+	return s.opts.Session(ctx, info)
+}
+
 func (s *Server) sessionScope(ctx context.Context, ss *sdk.ServerSession) (quiver.Scope, error) {
 	if s.opts.Session == nil {
 		return quiver.Scope{}, nil
@@ -597,67 +655,6 @@ func (r *reporter) Progress(ctx context.Context, done, total float64, msg string
 func (r *reporter) Log(ctx context.Context, level quiver.LogLevel, msg string) {
 	//lint:ignore SA1019 logging notifications are what MCP clients of this protocol version read.
 	_ = r.session.Log(ctx, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(level), Logger: r.tool, Data: msg})
-}
-
-// ElicitationTimeout bounds how long [Confirm] waits for the client's user to answer; the call
-// is refused then, saying so.
-const ElicitationTimeout = 10 * time.Minute
-
-// Confirm returns a [quiver.Confirmer] for dispatchers that serve MCP clients: a call that came
-// over MCP and needs confirmation is put to the client's user through elicitation. Accepting
-// runs it; declining or cancelling denies it (an error result saying so). A client that does
-// not support elicitation cannot ask its user, so the call is refused with an error result
-// that says why. Calls that did not come over MCP go to fallback, or stay paused when it is nil.
-func Confirm(fallback quiver.Confirmer) quiver.Confirmer {
-	return func(ctx context.Context, call *quiver.Call) (quiver.Decision, error) {
-		req := Request(ctx)
-		if req != nil {
-			return askUser(ctx, req.Session, call)
-		}
-		if fallback != nil {
-			return fallback(ctx, call)
-		}
-		return quiver.Decision{Action: quiver.Pause}, nil
-	}
-}
-
-// askUser puts call to the user of the session's client through elicitation.
-func askUser(ctx context.Context, ss *sdk.ServerSession, call *quiver.Call) (quiver.Decision, error) {
-	if err := canElicit(ss.InitializeParams()); err != nil {
-		return quiver.Decision{}, err
-	}
-	msg := fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", call.Name, truncate(string(quiver.ArgsForHistory(call.Args)), 2000))
-	// A lost answer must not hold the call (and its session) for ever.
-	ectx, cancel := context.WithTimeout(ctx, ElicitationTimeout)
-	defer cancel()
-	res, err := ss.Elicit(ectx, &sdk.ElicitParams{
-		Message:         msg,
-		RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}},
-	})
-	if err != nil {
-		return quiver.Decision{}, fmt.Errorf("asking the MCP client's user: %w", err)
-	}
-	switch res.Action {
-	case "accept":
-		return quiver.Decision{Action: quiver.Approve}, nil
-	case "decline":
-		return quiver.Decision{Action: quiver.Deny, Message: "the user declined it in the MCP client"}, nil
-	default:
-		return quiver.Decision{Action: quiver.Deny, Message: "the user cancelled the confirmation in the MCP client"}, nil
-	}
-}
-
-// canElicit refuses a client that does not support elicitation: its user cannot be asked.
-func canElicit(p *sdk.InitializeParams) error {
-	if p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
-		return nil
-	}
-	client := "the MCP client"
-	if p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
-		client = fmt.Sprintf("the MCP client %q", p.ClientInfo.Name)
-	}
-	return fmt.Errorf("%s does not support elicitation, so its user cannot be asked to approve the call; "+
-		"use a client that supports elicitation, or have the tool's confirmation requirement lifted", client)
 }
 
 func truncate(s string, n int) string {

@@ -114,7 +114,9 @@ func fixtureTools(t testing.TB, sig *blockSignals) *quiver.Registry {
 		quiver.Func("delete_all", "Deletes everything (denied by policy).", func(context.Context, struct{}) (string, error) {
 			return "deleted", nil
 		}),
-		quiver.Func("dangerous", "Needs the user's confirmation.", func(context.Context, struct{}) (string, error) {
+		quiver.Func("dangerous", "Needs the user's confirmation.", func(context.Context, struct {
+			Note string `json:"note,omitempty"`
+		}) (string, error) {
 			return "done it", nil
 		}, quiver.WithConfirmation()),
 		quiver.Func("steps", "Reports progress and logs in three steps.", func(ctx context.Context, _ struct{}) (string, error) {
@@ -161,6 +163,9 @@ func newFixture(t *testing.T) *fixture {
 	f.srv = qmcp.NewServer(d, &qmcp.ServerOptions{Session: func(_ context.Context, s qmcp.SessionInfo) (quiver.Scope, error) {
 		n++
 		f.sessions <- s
+		if s.ThreadID != "" {
+			return quiver.Scope{WorkspaceID: "wsp_test", ThreadID: s.ThreadID}, nil
+		}
 		return quiver.Scope{WorkspaceID: "wsp_test", ThreadID: fmt.Sprintf("thr_%d", n)}, nil
 	}})
 	ts := httptest.NewServer(f.srv.HTTPHandler(&qmcp.HTTPOptions{MaxRequestBytes: 64 << 10}))
@@ -169,10 +174,26 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// connect connects a client at the SDK's default protocol: the sessionless one (2026-07-28).
 func (f *fixture) connect(t *testing.T, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return f.connectAt(t, "", opts)
+}
+
+// The protocol versions a test runs at: the newest with sessions, and the sessionless one.
+const (
+	protoSession     = "2025-11-25"
+	protoSessionless = "2026-07-28"
+)
+
+var protocols = []string{protoSession, protoSessionless}
+
+// connectAt connects a client at protocol version ("": the SDK's default).
+func (f *fixture) connectAt(t *testing.T, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0"}, opts)
-	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: f.url, MaxRetries: -1}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: f.url, MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,9 +247,18 @@ func TestToolsList(t *testing.T) {
 	}
 }
 
+// Every kind of call and result, at both protocols. A session's calls are recorded on its
+// thread, the session hook asked once; a call of the sessionless protocol is a session of its
+// own, on a thread of its own.
 func TestToolsCall(t *testing.T) {
+	for _, version := range protocols {
+		t.Run(version, func(t *testing.T) { testToolsCall(t, version) })
+	}
+}
+
+func testToolsCall(t *testing.T, version string) {
 	f := newFixture(t)
-	cs := f.connect(t, nil)
+	cs := f.connectAt(t, version, nil)
 	cases := []struct {
 		name       string
 		tool       string
@@ -281,11 +311,12 @@ func TestToolsCall(t *testing.T) {
 	if len(recs) != len(cases) {
 		t.Fatalf("recorded %d calls, want %d", len(recs), len(cases))
 	}
-	ids := map[string]bool{}
+	ids, threads := map[string]bool{}, map[string]bool{}
 	for i, r := range recs {
-		if r.Scope.ThreadID != "thr_1" || r.Scope.WorkspaceID != "wsp_test" {
+		if r.Scope.WorkspaceID != "wsp_test" || (version == protoSession && r.Scope.ThreadID != "thr_1") {
 			t.Errorf("call %d recorded with scope %+v, want the session's", i, r.Scope)
 		}
+		threads[r.Scope.ThreadID] = true
 		if r.Call.ID == "" || ids[r.Call.ID] {
 			t.Errorf("call %d has id %q: want a unique id", i, r.Call.ID)
 		}
@@ -294,11 +325,20 @@ func TestToolsCall(t *testing.T) {
 			t.Errorf("call %d recorded as %s, want %s", i, r.Call.Name, cases[i].tool)
 		}
 	}
-	if s := <-f.sessions; s.ClientName != "test-client" || s.ID == "" {
-		t.Errorf("session info = %+v", s)
+	asked := 1 // the session hook runs once per session
+	if version == protoSessionless {
+		asked = len(cases) // each request is a session of its own
+		if len(threads) != len(cases) {
+			t.Errorf("%d calls of the sessionless protocol were recorded on %d threads, want one each", len(cases), len(threads))
+		}
 	}
-	if len(f.sessions) != 0 {
-		t.Errorf("the session hook ran %d more times; want once per session", len(f.sessions))
+	if len(f.sessions) != asked {
+		t.Fatalf("the session hook ran %d times, want %d", len(f.sessions), asked)
+	}
+	for range asked {
+		if s := <-f.sessions; s.ClientName != "test-client" || (s.ID == "") != (version == protoSessionless) {
+			t.Errorf("session info = %+v", s)
+		}
 	}
 }
 
@@ -333,12 +373,20 @@ func kinds(res *sdk.CallToolResult) []string {
 	return out
 }
 
+// A tool's progress reaches the client at both protocols, on the request's stream; its logs
+// reach clients of a session, which set their level (2026-07-28 deprecates logging).
 func TestProgressAndLogging(t *testing.T) {
+	for _, version := range protocols {
+		t.Run(version, func(t *testing.T) { testProgressAndLogging(t, version) })
+	}
+}
+
+func testProgressAndLogging(t *testing.T, version string) {
 	f := newFixture(t)
 	var mu sync.Mutex
 	var progress, logs []string
 	got := make(chan struct{}, 16)
-	cs := f.connect(t, &sdk.ClientOptions{
+	cs := f.connectAt(t, version, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
 			mu.Lock()
 			progress = append(progress, fmt.Sprintf("%v %g/%g %s", r.Params.ProgressToken, r.Params.Progress, r.Params.Total, r.Params.Message))
@@ -354,9 +402,15 @@ func TestProgressAndLogging(t *testing.T) {
 		},
 	})
 	ctx := context.Background()
-	//lint:ignore SA1019 as above
-	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
+	wantProgress := []string{"tok-1 1/3 step 1", "tok-1 2/3 step 2", "tok-1 3/3 step 3"}
+	wantLogs := []string{"info steps did step 1", "info steps did step 2", "info steps did step 3"}
+	if version == protoSessionless {
+		wantLogs = nil
+	} else {
+		//lint:ignore SA1019 as above
+		if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	params := &sdk.CallToolParams{Name: "steps"}
 	params.SetProgressToken("tok-1")
@@ -364,7 +418,7 @@ func TestProgressAndLogging(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("call: %v %s", err, texts(res))
 	}
-	for range 6 {
+	for range len(wantProgress) + len(wantLogs) {
 		select {
 		case <-got:
 		case <-time.After(10 * time.Second):
@@ -373,8 +427,6 @@ func TestProgressAndLogging(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	wantProgress := []string{"tok-1 1/3 step 1", "tok-1 2/3 step 2", "tok-1 3/3 step 3"}
-	wantLogs := []string{"info steps did step 1", "info steps did step 2", "info steps did step 3"}
 	if !slices.Equal(progress, wantProgress) {
 		t.Errorf("progress = %q, want %q", progress, wantProgress)
 	}
@@ -408,36 +460,124 @@ func TestClientCancellationCancelsTheTool(t *testing.T) {
 	}
 }
 
+// A call that needs confirmation is put to the client's user: in the middle of the call for a
+// client of a session, through a multi round-trip request for one of the sessionless protocol
+// (the SDK's client answers the input request and calls again). The sessionless call is
+// recorded twice on one thread: waiting for the confirmation, then as decided.
 func TestConfirmationThroughElicitation(t *testing.T) {
 	cases := []struct {
 		action  string
 		isError bool
 		text    string
+		code    quiver.Code
 	}{
-		{"accept", false, "done it"},
-		{"decline", true, "the user denied the call to dangerous: the user declined it in the MCP client"},
-		{"cancel", true, "cancelled the confirmation"},
+		{"accept", false, "done it", ""},
+		{"decline", true, "the user denied the call to dangerous: the user declined it in the MCP client", quiver.CodeDenied},
+		{"cancel", true, "cancelled the confirmation", quiver.CodeDenied},
+	}
+	for _, version := range protocols {
+		for _, c := range cases {
+			t.Run(version+"/"+c.action, func(t *testing.T) {
+				f := newFixture(t)
+				var asked []string
+				cs := f.connectAt(t, version, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					asked = append(asked, r.Params.Message)
+					return &sdk.ElicitResult{Action: c.action}, nil
+				}})
+				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "dangerous"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.IsError != c.isError || !strings.Contains(texts(res), c.text) {
+					t.Errorf("result = isError %v %q, want isError %v containing %q", res.IsError, texts(res), c.isError, c.text)
+				}
+				if len(asked) != 1 || !strings.Contains(asked[0], "dangerous") {
+					t.Errorf("the user was asked %q; want once, the tool named", asked)
+				}
+				checkConfirmationRecords(t, f.rec.all(), version, c.code)
+			})
+		}
+	}
+}
+
+// checkConfirmationRecords checks what a confirmed call left on its thread.
+func checkConfirmationRecords(t *testing.T, recs []rec, version string, code quiver.Code) {
+	t.Helper()
+	want := []quiver.Code{code}
+	if version == protoSessionless {
+		want = []quiver.Code{quiver.CodeConfirmationRequired, code}
+	}
+	var got []quiver.Code
+	for _, r := range recs {
+		got = append(got, r.Result.Code)
+		if r.Scope.ThreadID != recs[0].Scope.ThreadID {
+			t.Errorf("the call was recorded on threads %s and %s, want one", recs[0].Scope.ThreadID, r.Scope.ThreadID)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("recorded %q, want %q", got, want)
+	}
+}
+
+// A client of the sessionless protocol answers a confirmation in a request of its own, with
+// the request state it was given. An answer without that state, or with the state of another
+// question (other arguments), is not taken: the user is asked (again) instead.
+func TestConfirmationAnswersAreBoundToTheirQuestion(t *testing.T) {
+	f := newFixture(t)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	call := func(args, answer string) map[string]json.RawMessage {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":"dangerous","arguments":` + args + answer + `}}`
+		status, out := rpc(t, f.url, http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"dangerous"}}, body)
+		if status != http.StatusOK {
+			t.Fatalf("tools/call: %d %s", status, out)
+		}
+		return resultOf(t, out)
+	}
+	accept := func(state json.RawMessage) string {
+		return `,"inputResponses":{"quiver.confirm":{"action":"accept"}},"requestState":` + string(state)
+	}
+	first := call(`{}`, "")
+	if string(first["resultType"]) != `"input_required"` || first["inputRequests"] == nil || first["requestState"] == nil {
+		t.Fatalf("the first call: %v, want an input request with a request state", first)
+	}
+	cases := []struct {
+		name, args, answer, resultType string
+	}{
+		{"no request state", `{}`, `,"inputResponses":{"quiver.confirm":{"action":"accept"}}`, "input_required"},
+		{"a forged request state", `{}`, accept(json.RawMessage(`"qv1.forged"`)), "input_required"},
+		{"the state of other arguments", `{"note":"other"}`, accept(first["requestState"]), "input_required"},
+		{"the state of this question", `{}`, accept(first["requestState"]), "complete"},
 	}
 	for _, c := range cases {
-		t.Run(c.action, func(t *testing.T) {
-			f := newFixture(t)
-			var asked string
-			cs := f.connect(t, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-				asked = r.Params.Message
-				return &sdk.ElicitResult{Action: c.action}, nil
-			}})
-			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "dangerous"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.IsError != c.isError || !strings.Contains(texts(res), c.text) {
-				t.Errorf("result = isError %v %q, want isError %v containing %q", res.IsError, texts(res), c.isError, c.text)
-			}
-			if !strings.Contains(asked, "dangerous") {
-				t.Errorf("the user was asked %q; want the tool named", asked)
+		t.Run(c.name, func(t *testing.T) {
+			res := call(c.args, c.answer)
+			if string(res["resultType"]) != `"`+c.resultType+`"` {
+				t.Errorf("resultType %s, want %q: %v", res["resultType"], c.resultType, res)
 			}
 		})
 	}
+}
+
+// resultOf reads the result of a JSON-RPC answer, sent as JSON or as server-sent events.
+func resultOf(t *testing.T, body string) map[string]json.RawMessage {
+	t.Helper()
+	for _, line := range strings.Split(body, "\n") {
+		line = strings.TrimPrefix(line, "data: ")
+		var msg struct {
+			Result map[string]json.RawMessage `json:"result"`
+			Error  json.RawMessage            `json:"error"`
+		}
+		if json.Unmarshal([]byte(line), &msg) == nil && (msg.Result != nil || msg.Error != nil) {
+			if msg.Error != nil {
+				t.Fatalf("an error: %s", msg.Error)
+			}
+			return msg.Result
+		}
+	}
+	t.Fatalf("no answer in %q", body)
+	return nil
 }
 
 func TestStdioTransport(t *testing.T) {
@@ -498,7 +638,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 
 func TestBadInput(t *testing.T) {
 	f := newFixture(t)
-	cs := f.connect(t, nil) // a well-behaved client, served throughout
+	cs := f.connectAt(t, protoSession, nil) // a well-behaved client, served throughout
 	sessionID := cs.ID()
 	withSession := http.Header{"Mcp-Session-Id": {sessionID}, "Mcp-Protocol-Version": {"2025-06-18"}}
 	cases := []struct {

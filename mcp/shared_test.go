@@ -169,7 +169,7 @@ func TestSharedSessionsWithTheSDKClient(t *testing.T) {
 	m := &sessionMap{open: map[string]*qmcp.SharedSession{}, perOwner: 5}
 	nodes := sharedNodes(t, m, time.Minute)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "shared", Version: "1"}, nil).
-		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: nodes[0]}, nil)
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: nodes[0]}, &sdk.ClientSessionOptions{ProtocolVersion: protoSession})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/secret"
 )
 
 // The MCP door is served over HTTP (server/) and over standard input and output (quiver mcp
@@ -40,6 +41,10 @@ func (p *Platform) MCPOptions(workspaceID string, opts *mcp.ServerOptions) mcp.S
 	o.Session = func(ctx context.Context, info mcp.SessionInfo) (quiver.Scope, error) {
 		return p.SessionThread(ctx, workspaceID, info)
 	}
+	if p.cfg.Resolver != nil && p.cfg.Resolver.Keys != nil {
+		// Every node holds the keyring, so any node takes the answer to another's question.
+		o.States = workspaceSealer{keys: p.cfg.Resolver.Keys, workspaceID: workspaceID}
+	}
 	if _, ok := p.cfg.Store.(store.Connections); ok {
 		o.AwaitConnection = func(ctx context.Context, provider string, scopes []string) error {
 			return p.awaitConnection(ctx, workspaceID, provider, scopes)
@@ -52,16 +57,33 @@ func (p *Platform) MCPOptions(workspaceID string, opts *mcp.ServerOptions) mcp.S
 // thread's file system, which a file the API serves was held to when it was written.
 var maxResourceBytes = store.DefaultFileLimits().MaxFileBytes
 
+// workspaceSealer seals an MCP server's request states with the platform's keyring, bound to
+// the server's workspace: one sealed for another workspace does not open.
+type workspaceSealer struct {
+	keys        *secret.Keyring
+	workspaceID string
+}
+
+func (w workspaceSealer) Seal(plain []byte, where string) (string, error) {
+	return w.keys.Seal(plain, where+":"+w.workspaceID)
+}
+
+func (w workspaceSealer) Open(sealed, where string) ([]byte, error) {
+	return w.keys.Open(sealed, where+":"+w.workspaceID)
+}
+
 // SessionThread makes the thread of workspace workspaceID that an MCP session's calls are
 // recorded on (CallThread), for the call's actor (WithActor; none: an operator of the
-// workspace), tagged "mcp" and "mcp-client:" with the name the client gave.
+// workspace), tagged "mcp" and "mcp-client:" with the name the client gave. A request of the
+// sessionless protocol that names a thread (info.ThreadID) is recorded there, when it is one
+// of the workspace's.
 func (p *Platform) SessionThread(ctx context.Context, workspaceID string, info mcp.SessionInfo) (quiver.Scope, error) {
 	tags := []string{"mcp"}
 	if info.ClientName != "" {
 		tags = append(tags, "mcp-client:"+truncate(info.ClientName, 100))
 	}
 	// A session whose first request is cancelled must still get its thread, once.
-	scope, err := p.CallThread(context.WithoutCancel(ctx), actorIn(ctx, workspaceID), "", tags...)
+	scope, err := p.CallThread(context.WithoutCancel(ctx), actorIn(ctx, workspaceID), info.ThreadID, tags...)
 	if err != nil {
 		return quiver.Scope{}, fmt.Errorf("creating the session's thread: %w", causeOf(err))
 	}
