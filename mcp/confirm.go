@@ -110,13 +110,20 @@ const confirmInputID = "quiver.confirm"
 type roundKey struct{}
 
 // inputRound is one request of a multi round-trip tools/call (the sessionless protocol): what
-// the confirmation gate asked the client for, if anything, for the door to answer with.
+// the call asked the client for, if anything, for the door to answer with.
 type inputRound struct {
-	states Sealer
-	callID string // the request's own call: a call a tool makes under it is not asked this way
+	states   Sealer
+	callID   string // the request's own call: a call a tool makes under it is not asked this way
+	answered bool   // the request answers the question to connect (see awaitAnsweredConnection)
 
+	id    string // of the input request
 	ask   *sdk.ElicitParams
 	state string
+}
+
+// question notes what the call asks its client, and the sealed state to hand back with the answer.
+func (r *inputRound) question(id string, ask *sdk.ElicitParams, state string) {
+	r.id, r.ask, r.state = id, ask, state
 }
 
 // asked reports whether the request's own call waits for its client's input.
@@ -133,7 +140,7 @@ func (r *inputRound) confirm(ctx context.Context, req *sdk.CallToolRequest, call
 	scope := quiver.ScopeFrom(ctx)
 	if answer, ok := req.Params.InputResponses[confirmInputID].(*sdk.ElicitResult); ok {
 		st, err := openState(r.states, req.Params.RequestState)
-		if err == nil && st.answers(scope, call) {
+		if err == nil && st.Ask == confirmInputID && st.answers(scope, call) {
 			return decisionOf(answer), nil
 		}
 		// An answer to another question (other arguments, another call), or too late: the
@@ -142,13 +149,13 @@ func (r *inputRound) confirm(ctx context.Context, req *sdk.CallToolRequest, call
 	if err := canElicit(req.ClientInfo(), req.ClientCapabilities()); err != nil {
 		return quiver.Decision{}, err
 	}
-	st := requestState{Thread: scope.ThreadID, User: scope.UserID, Tool: call.Name, Args: argsDigest(call.Args),
+	st := requestState{Ask: confirmInputID, Thread: scope.ThreadID, User: scope.UserID, Tool: call.Name, Args: argsDigest(call.Args),
 		Expires: time.Now().Add(ElicitationTimeout).Unix()}
 	sealed, err := st.seal(r.states)
 	if err != nil {
 		return quiver.Decision{}, fmt.Errorf("sealing the request state: %w", err)
 	}
-	r.ask, r.state = confirmQuestion(call), sealed
+	r.question(confirmInputID, confirmQuestion(call), sealed)
 	return quiver.Decision{Action: quiver.Pause}, nil
 }
 
@@ -169,11 +176,15 @@ const statePlace = "mcp-request-state"
 // decision, as with elicitation; what the state adds is that the answer is taken for the call
 // asked about alone (same caller, tool and arguments), and only until it expires.
 type requestState struct {
+	Ask     string `json:"ask"` // the input request's id: what was asked
 	Thread  string `json:"thread,omitempty"`
 	User    string `json:"user,omitempty"`
 	Tool    string `json:"tool"`
-	Args    string `json:"args"` // SHA-256 of the arguments as validated, hex
+	Args    string `json:"args"` // SHA-256 of the arguments (as validated, for a confirmation), hex
 	Expires int64  `json:"exp"`  // Unix seconds
+	// Provider and Scopes are the connection the user was sent to make.
+	Provider string   `json:"provider,omitempty"`
+	Scopes   []string `json:"scopes,omitempty"`
 }
 
 func (st requestState) seal(keys Sealer) (string, error) {

@@ -64,8 +64,9 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// Session is called once per MCP session, before its first tool call runs: the scope it
 	// returns is the scope of every call of the session (the workspace, and the thread calls
-	// are recorded in). An error fails the call with a JSON-RPC internal error and the next
-	// call asks again. Nil runs calls without a scope.
+	// are recorded in); a request of the sessionless protocol is a session of its own. An error
+	// fails the call with a JSON-RPC internal error (a *jsonrpc.Error is answered as it is: the
+	// request's fault, say) and the next call asks again. Nil runs calls without a scope.
 	Session func(ctx context.Context, s SessionInfo) (quiver.Scope, error)
 	// Capabilities, when set, replaces the capabilities the server advertises besides tools
 	// (which it always advertises), for servers that add resources or prompts to [Server.SDK].
@@ -259,7 +260,7 @@ func (s *Server) answerCall(ctx context.Context, r *sdk.CallToolRequest) (sdk.Re
 	case err != nil:
 		return nil, err
 	case round.asked():
-		ask := &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{confirmInputID: round.ask}, RequestState: round.state}
+		ask := &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{round.id: round.ask}, RequestState: round.state}
 		return typedCall{ask, "input_required"}, nil
 	}
 	return typedCall{res, "complete"}, nil
@@ -485,6 +486,10 @@ func Request(ctx context.Context) *sdk.CallToolRequest {
 // what the call asks its client for.
 func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, round *inputRound) (*sdk.CallToolResult, error) {
 	scope, err := s.scope(ctx, req)
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return nil, rpcErr // the request's own fault, which the hook names
+	}
 	if err != nil {
 		s.logger.ErrorContext(ctx, "mcp: preparing the session", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server could not prepare this session: " + err.Error()}
@@ -501,9 +506,16 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, round *
 		round.callID = call.ID
 		ctx = context.WithValue(ctx, roundKey{}, round)
 	}
+	if round != nil {
+		s.awaitAnsweredConnection(ctx, req, round, name, args)
+	}
 	r, err := s.d.Dispatch(ctx, call)
-	if err == nil && r.Code == quiver.CodeAuthorizationRequired && round == nil {
-		r, err = s.connectAndRetry(ctx, req.Session, name, args, r)
+	if err == nil && r.Code == quiver.CodeAuthorizationRequired {
+		if round == nil {
+			r, err = s.connectAndRetry(ctx, req.Session, name, args, r)
+		} else {
+			s.askToConnect(ctx, req, round, name, args, r)
+		}
 	}
 	if err != nil {
 		// The call ran, but its record could not be stored (the recorder tries again for a
@@ -513,38 +525,6 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, round *
 			Message: fmt.Sprintf("the tool %s ran, but its record could not be stored (%v); look at the session's thread before calling it again", name, err)}
 	}
 	return ToResult(r), nil
-}
-
-// connectAndRetry puts a call that needs its person's connection (r) to the client's user, when
-// the client supports URL-mode elicitation: the user is sent to connect, and once they have
-// (their connection stored, by whichever node served the callback) the call is made again,
-// and that result answered. Otherwise, or if the user declines, r is answered: it says where
-// to connect.
-func (s *Server) connectAndRetry(ctx context.Context, ss *sdk.ServerSession, name string, args json.RawMessage, r *quiver.Result) (*quiver.Result, error) {
-	var need struct {
-		Provider string   `json:"provider"`
-		URL      string   `json:"authorization_url"`
-		Scopes   []string `json:"scopes"`
-	}
-	_ = json.Unmarshal(r.Meta, &need)
-	p := ss.InitializeParams()
-	if s.opts.AwaitConnection == nil || need.URL == "" || p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil ||
-		p.Capabilities.Elicitation.URL == nil {
-		return r, nil
-	}
-	ectx, cancel := context.WithTimeout(ctx, ElicitationTimeout)
-	defer cancel()
-	id := ids.New("elicit")
-	res, err := ss.Elicit(ectx, &sdk.ElicitParams{Mode: "url", ElicitationID: id, URL: need.URL,
-		Message: fmt.Sprintf("The tool %s acts as you at %s. Connect your account there, and the call goes on.", name, need.Provider)})
-	if err != nil || res.Action != "accept" {
-		return r, nil
-	}
-	if err := s.opts.AwaitConnection(ectx, need.Provider, need.Scopes); err != nil {
-		return r, nil
-	}
-	_ = ss.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: id})
-	return s.d.Dispatch(ctx, quiver.Call{ID: newCallID(), Name: name, Args: args})
 }
 
 // inbound maps a tools/call's name, as tools/list served it, back to the registered name, and

@@ -84,6 +84,11 @@ func (p *Platform) SessionThread(ctx context.Context, workspaceID string, info m
 	}
 	// A session whose first request is cancelled must still get its thread, once.
 	scope, err := p.CallThread(context.WithoutCancel(ctx), actorIn(ctx, workspaceID), info.ThreadID, tags...)
+	var pe *Error
+	if errors.As(err, &pe) && pe.Kind == NotFound && info.ThreadID != "" {
+		return quiver.Scope{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("the thread %q, which the request names (_meta %s), is not one of this workspace's", truncate(info.ThreadID, 64), mcp.ThreadMetaKey)}
+	}
 	if err != nil {
 		return quiver.Scope{}, fmt.Errorf("creating the session's thread: %w", causeOf(err))
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/quiverhq/quiver/store/postgres"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
 	"github.com/quiverhq/quiver/store/sqlite"
+	"github.com/quiverhq/quiver/store/secret"
 	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -61,6 +62,7 @@ type benchServer struct {
 	client *http.Client
 	runs   *jobs.Jobs
 	p      *platform.Platform // the platform of the runs; nil without them
+	keys   *secret.Keyring    // its secret keyring, which the nodes of a fleet share
 }
 
 // benchStore is what the server asks of a store (both backends are all of it).
@@ -156,7 +158,7 @@ func serveBench(b testing.TB, st benchStore, path string, start startJobs, adjus
 		func(_ context.Context, a benchEchoArgs) (string, error) { return a.Text, nil }, quiver.WithConfirmation())))
 	logger := slog.New(slog.DiscardHandler)
 	pcfg := platform.Config{Store: st, Registry: reg, Resolver: resolver, Logger: logger}
-	bs := &benchServer{key: secret, ws: ws.ID, st: st, path: path}
+	bs := &benchServer{key: secret, ws: ws.ID, st: st, path: path, keys: keys}
 	if start != nil {
 		script := filepath.Join(dir, "turns.yaml")
 		benchMust(b, os.WriteFile(script, []byte("turns:\n  - text: Hello.\n"), 0o600))

@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
 )
@@ -42,7 +43,8 @@ func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
 		},
 	})
 	httpClient := &http.Client{Transport: bearer{key: a.key, base: http.DefaultTransport}}
-	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: httpClient}, nil)
+	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: httpClient},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connecting through the balancer: %v", err)
 	}
@@ -106,6 +108,102 @@ func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// The same fleet and balancer, with the official client at the sessionless protocol
+// (2026-07-28): every request is served by whichever node it reaches. A confirmation is a
+// multi round-trip request, whose answer the balancer brings to the other node than the one
+// that asked; it is taken there, and the call recorded on the thread the asking was. Each call
+// has a thread of its own, unless it names one.
+func TestFleetMCPWithoutSessions(t *testing.T) {
+	a, b := twoNodes(t)
+	lb, served := roundRobin(t, a.base, b.base)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var asked atomic.Int32
+	client := sdk.NewClient(&sdk.Implementation{Name: "fleet-test", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked.Add(1)
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	httpClient := &http.Client{Transport: bearer{key: a.key, base: http.DefaultTransport}}
+	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: httpClient}, nil)
+	if err != nil {
+		t.Fatalf("connecting through the balancer: %v", err)
+	}
+	defer session.Close()
+	if v := session.InitializeResult().ProtocolVersion; v != "2026-07-28" || session.ID() != "" {
+		t.Fatalf("the client speaks %s with session %q, want 2026-07-28 without a session", v, session.ID())
+	}
+	const calls, guarded = 6, 4
+	for i := range calls {
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprint("call ", i)}})
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != fmt.Sprint("call ", i) {
+			t.Fatalf("call %d: %+v, %v", i, res, err)
+		}
+	}
+	for i := range guarded {
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "guarded_echo", Arguments: map[string]any{"text": fmt.Sprint("guarded ", i)}})
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != fmt.Sprint("guarded ", i) {
+			t.Fatalf("guarded call %d: %+v, %v", i, res, err)
+		}
+	}
+	if n := asked.Load(); n != guarded {
+		t.Fatalf("the user was asked %d times, want %d", n, guarded)
+	}
+	if served[0].Load() < calls/2 || served[1].Load() < calls/2 {
+		t.Fatalf("the nodes served %d and %d requests: the balancer did not share them", served[0].Load(), served[1].Load())
+	}
+	threads, _, err := a.st.Threads(ctx, a.ws, store.ThreadFilter{Tag: "mcp"})
+	if err != nil || len(threads) != calls+guarded {
+		t.Fatalf("threads of MCP calls: %d, %v; want one a call", len(threads), err)
+	}
+	codes := map[string]int{}
+	for _, th := range threads {
+		results := toolResults(t, a, th.ID)
+		codes[strings.Join(results, ",")]++
+	}
+	want := map[string]int{"ok": calls, "confirmation_required,ok": guarded}
+	if fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("the threads hold %v, want %v", codes, want)
+	}
+	// A call that names a thread of the workspace is recorded there.
+	named := threads[0].ID
+	before := toolResults(t, a, named)
+	params := &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "here"}, Meta: sdk.Meta{"io.quiver/threadId": named}}
+	if res, err := session.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("a call naming a thread: %+v, %v", res, err)
+	}
+	if got := toolResults(t, a, named); len(got) != len(before)+1 {
+		t.Errorf("the named thread holds %v, want the call recorded there too", got)
+	}
+	// One that names no thread of the workspace is refused, saying so, and runs nothing.
+	params.Meta = sdk.Meta{"io.quiver/threadId": "thr_elsewhere"}
+	if res, err := session.CallTool(ctx, params); err == nil || !strings.Contains(err.Error(), `the thread "thr_elsewhere", which the request names`) {
+		t.Errorf("a call naming a thread of no workspace's: %+v, %v; want an invalid-params error", res, err)
+	}
+}
+
+// toolResults are the codes of the tool results a thread holds ("ok" for a success).
+func toolResults(t *testing.T, node *benchServer, threadID string) []string {
+	t.Helper()
+	msgs, err := node.st.Messages(context.Background(), node.ws, threadID, store.Page{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, m := range msgs {
+		if m.Role != store.RoleTool {
+			continue
+		}
+		code := "ok"
+		if m.Result != nil && m.Result.Code != "" {
+			code = m.Result.Code
+		}
+		codes = append(codes, code)
+	}
+	return codes
 }
 
 // postSession posts a tools/list of session id to node and returns the status.
@@ -224,7 +322,9 @@ func twoNodes(t *testing.T) (a, b *benchServer) {
 	}
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
-	a, b = postgresNode(t, dsn, schema, true), postgresNode(t, dsn, schema, true)
-	b.key = a.key // the nodes share the database, and so the keys
+	a = postgresNode(t, dsn, schema, true)
+	// The nodes share the database, and so the API keys, and the secret key, as a fleet's do.
+	b = postgresNode(t, dsn, schema, true, func(c *platform.Config) { c.Resolver.Keys = a.keys })
+	b.key, b.keys = a.key, a.keys
 	return a, b
 }

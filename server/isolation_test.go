@@ -1396,11 +1396,11 @@ func (b isoBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// mcpSession opens an MCP session with the key, closed when the test ends.
+// mcpSession opens an MCP session (2025-11-25) with the key, closed when the test ends.
 func (w *isoWorld) mcpSession(t *testing.T, key string) *sdk.ClientSession {
 	t.Helper()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "isolation-test", Version: "1"}, nil).Connect(context.Background(),
-		&sdk.StreamableClientTransport{Endpoint: w.url + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: isoBearer{key}}}, nil)
+		&sdk.StreamableClientTransport{Endpoint: w.url + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: isoBearer{key}}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

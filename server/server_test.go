@@ -154,10 +154,11 @@ func startWith(t *testing.T, cfg server.Config, journalDir, configuration string
 	return r
 }
 
+// connect opens an MCP session (2025-11-25, the newest protocol with sessions).
 func connect(t *testing.T, url, name string) *sdk.ClientSession {
 	t.Helper()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: name, Version: "1"}, nil).
-		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1}, nil)
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

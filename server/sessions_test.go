@@ -41,7 +41,7 @@ func TestSessionsOutliveARestart(t *testing.T) {
 	stop := serve(ln)
 	ctx := context.Background()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "restarts", Version: "1"}, nil).
-		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
