@@ -1396,6 +1396,19 @@ func (b isoBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// mcpSessionless connects an MCP client of the sessionless protocol (2026-07-28) with the key,
+// closed when the test ends.
+func (w *isoWorld) mcpSessionless(t *testing.T, key string) *sdk.ClientSession {
+	t.Helper()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "isolation-test", Version: "1"}, nil).Connect(context.Background(),
+		&sdk.StreamableClientTransport{Endpoint: w.url + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: isoBearer{key}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
 // mcpSession opens an MCP session (2025-11-25) with the key, closed when the test ends.
 func (w *isoWorld) mcpSession(t *testing.T, key string) *sdk.ClientSession {
 	t.Helper()
@@ -1437,14 +1450,63 @@ func isoText(r *sdk.CallToolResult) string {
 // answer A's key, whatever the method, and still answers B's afterwards.
 func (w *isoWorld) mcp(t *testing.T) int {
 	t.Helper()
-	ctx := context.Background()
 	n := 0
-	cs := w.mcpSession(t, w.keyA)
+	for _, cs := range []*sdk.ClientSession{w.mcpSession(t, w.keyA), w.mcpSessionless(t, w.keyA)} {
+		n += w.mcpTools(t, cs)
+	}
+	n += w.mcpThreads(t)
+
+	// B's session, with A's key: refused whatever the method; without a key: 401.
+	sid := w.bSession.ID()
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-06-18"}
+	for _, tt := range []struct {
+		key  string
+		req  isoReq
+		want func(int) bool
+	}{
+		{w.keyA, isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, header: hdr}, isoClientError},
+		{w.keyA, isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"zulu_server","arguments":{"x":1}}}`, header: hdr}, isoClientError},
+		{w.keyA, isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, header: hdr}, isoClientError},
+		{w.keyA, isoReq{method: "GET", path: "/mcp", header: hdr}, isoClientError},
+		{w.keyA, isoReq{method: "DELETE", path: "/mcp", header: hdr}, isoClientError},
+		{"", isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, header: hdr}, func(s int) bool { return s == http.StatusUnauthorized }},
+		{"", isoReq{method: "DELETE", path: "/mcp", header: hdr}, func(s int) bool { return s == http.StatusUnauthorized }},
+		// Without a session (2026-07-28), without a key: 401 as well.
+		{"", isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			header: map[string]string{"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}},
+			func(s int) bool { return s == http.StatusUnauthorized }},
+	} {
+		n++
+		r := w.send(t, tt.key, tt.req)
+		who := "A's key"
+		if tt.key == "" {
+			who = "no key"
+		}
+		if !tt.want(r.status) {
+			t.Errorf("%s with B's MCP session id and %s: %s, want it refused", tt.req, who, r)
+		}
+		if leaks := w.leaks(tt.req, r, nil); len(leaks) > 0 {
+			t.Errorf("%s with B's MCP session id and %s: the answer holds B's %q", tt.req, who, leaks)
+		}
+	}
+	if names := isoToolNames(t, w.bSession); !slices.Contains(names, "zulu_server") {
+		t.Errorf("B's MCP session after A's attempts lists %v, want B's tools still", names)
+	}
+	return n
+}
+
+
+// mcpTools checks what an MCP client with A's key (cs: of a session, or of the sessionless
+// protocol) is served: a tools/list with none of B's tools, and a call of one of B's tools by
+// name is the error result of a tool that does not exist.
+func (w *isoWorld) mcpTools(t *testing.T, cs *sdk.ClientSession) int {
+	t.Helper()
+	ctx := context.Background()
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n++
+	n := 1
 	listed, _ := json.Marshal(res)
 	if leaks := w.leaks(isoReq{method: "MCP", path: "tools/list"}, isoResp{body: listed}, nil); len(leaks) > 0 {
 		t.Errorf("MCP tools/list with A's key holds B's %q", leaks)
@@ -1469,38 +1531,31 @@ func (w *isoWorld) mcp(t *testing.T) int {
 			t.Errorf("MCP tools/call %s with A's key: %s (error %v), want the result of a tool that does not exist: %s", name, isoText(r), r.IsError, isoText(twin))
 		}
 	}
+	return n
+}
 
-	// B's session, with A's key: refused whatever the method; without a key: 401.
-	sid := w.bSession.ID()
-	hdr := map[string]string{"Mcp-Session-Id": sid, "Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-06-18"}
-	for _, tt := range []struct {
-		key  string
-		req  isoReq
-		want func(int) bool
-	}{
-		{w.keyA, isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, header: hdr}, isoClientError},
-		{w.keyA, isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"zulu_server","arguments":{"x":1}}}`, header: hdr}, isoClientError},
-		{w.keyA, isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, header: hdr}, isoClientError},
-		{w.keyA, isoReq{method: "GET", path: "/mcp", header: hdr}, isoClientError},
-		{w.keyA, isoReq{method: "DELETE", path: "/mcp", header: hdr}, isoClientError},
-		{"", isoReq{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, header: hdr}, func(s int) bool { return s == http.StatusUnauthorized }},
-		{"", isoReq{method: "DELETE", path: "/mcp", header: hdr}, func(s int) bool { return s == http.StatusUnauthorized }},
-	} {
+// mcpThreads checks that a tools/call of the sessionless protocol with A's key that names one of
+// B's threads is refused, and leaves nothing on it.
+func (w *isoWorld) mcpThreads(t *testing.T) int {
+	t.Helper()
+	ctx := context.Background()
+	cs := w.mcpSessionless(t, w.keyA)
+	n := 0
+	for _, kind := range []string{"thread", "run_thread", "confirm_thread", "mcp_thread"} {
+		before, err := w.st.Messages(ctx, w.b, w.vals[kind], store.Page{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := &sdk.CallToolParams{Name: w.vals["a_echo"], Arguments: map[string]any{"text": "from A"}, Meta: sdk.Meta{"io.quiver/threadId": w.vals[kind]}}
+		res, err := cs.CallTool(ctx, params)
 		n++
-		r := w.send(t, tt.key, tt.req)
-		who := "A's key"
-		if tt.key == "" {
-			who = "no key"
+		if err == nil || !strings.Contains(err.Error(), "is not one of this workspace's") {
+			t.Errorf("MCP tools/call with A's key naming B's %s: %+v, %v; want it refused", kind, res, err)
 		}
-		if !tt.want(r.status) {
-			t.Errorf("%s with B's MCP session id and %s: %s, want it refused", tt.req, who, r)
+		after, err := w.st.Messages(ctx, w.b, w.vals[kind], store.Page{Limit: 1000})
+		if err != nil || len(after) != len(before) {
+			t.Errorf("B's %s held %d messages, %d after A's call naming it (%v)", kind, len(before), len(after), err)
 		}
-		if leaks := w.leaks(tt.req, r, nil); len(leaks) > 0 {
-			t.Errorf("%s with B's MCP session id and %s: the answer holds B's %q", tt.req, who, leaks)
-		}
-	}
-	if names := isoToolNames(t, w.bSession); !slices.Contains(names, "zulu_server") {
-		t.Errorf("B's MCP session after A's attempts lists %v, want B's tools still", names)
 	}
 	return n
 }
