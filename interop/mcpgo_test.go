@@ -1,12 +1,10 @@
 package interop
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,47 +40,12 @@ func quiverBinary(t *testing.T) string {
 // on, and extra flags, and returns its MCP endpoint and the admin key its first start printed.
 func serve(t *testing.T, extra ...string) (endpoint, key string) {
 	t.Helper()
-	cmd := exec.Command(quiverBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, extra...)...)
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir(), "QUIVER_ADDR=", "QUIVER_CONFIG=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	urlRE, keyRE := regexp.MustCompile(`serving MCP at (http://\S+/mcp)`), regexp.MustCompile(`qvk_[A-Za-z0-9_-]{43}`)
-	found := make(chan struct{})
-	go func() {
-		lines := bufio.NewScanner(stderr)
-		for lines.Scan() {
-			// The banner names the endpoint, then shows the first start's key.
-			if k := keyRE.FindString(lines.Text()); k != "" {
-				key = k
-			}
-			if m := urlRE.FindStringSubmatch(lines.Text()); m != nil {
-				endpoint = m[1]
-			}
-			if endpoint != "" && key != "" {
-				close(found)
-				break
-			}
-		}
-		for lines.Scan() { // keep draining, so the server never blocks on its log
-		}
-	}()
-	select {
-	case <-found:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("quiver serve did not say where it serves and show the admin key of its first start")
-	}
-	return endpoint, key
+	return serveEnv(t, nil, true, extra...)
 }
 
 // exercise initializes c at the client's default protocol version, then lists and calls
-// tools with valid, invalid and unknown arguments.
-func exercise(t *testing.T, c *client.Client) {
+// tools with valid, invalid and unknown arguments; it returns the protocol version negotiated.
+func exercise(t *testing.T, c *client.Client) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -136,18 +99,21 @@ func exercise(t *testing.T, c *client.Client) {
 	if r := call("no_such_tool", map[string]any{}); !r.IsError || !strings.Contains(text(r), "get_current_time") {
 		t.Errorf("an unknown tool: error %v, %q; want an error result listing the tools", r.IsError, text(r))
 	}
+	return res.ProtocolVersion
 }
 
 // mcp-go's client at its default version (2026-07-28) over HTTP: it probes with
-// server/discover, is told that version is not served over HTTP, and falls back to initialize.
-// Before, the discover succeeded and every later request was refused (-32022).
+// server/discover and speaks that version, without a session. (Before Quiver served it over
+// HTTP, the discover was answered "method not found" and the client fell back to initialize.)
 func TestMCPGoOverHTTP(t *testing.T) {
 	endpoint, key := serve(t)
 	c, err := client.NewStreamableHttpClient(endpoint, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, c)
+	if got := exercise(t, c); got != "2026-07-28" {
+		t.Errorf("negotiated %s over HTTP, want 2026-07-28", got)
+	}
 }
 
 // mcp-go's client at its default version over stdio, where Quiver serves 2026-07-28.
@@ -156,5 +122,7 @@ func TestMCPGoOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, c)
+	if got := exercise(t, c); got != "2026-07-28" {
+		t.Errorf("negotiated %s over stdio, want 2026-07-28", got)
+	}
 }

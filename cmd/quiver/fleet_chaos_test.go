@@ -288,9 +288,8 @@ func startChaosLoad(alive, starting context.Context, workspaces map[string]*chao
 			continue
 		}
 		for _, m := range []*chaosMCP{
-			// The SDK's default: it asks for 2026-07-28 with server/discover, which Quiver does
-			// not serve over HTTP, and falls back to a session.
-			{name: "mcpdefault", want: "2025-11-25", lb: lb, key: ws.api.key},
+			// The SDK's default: 2026-07-28, without a session, found with server/discover.
+			{name: "mcpdefault", want: "2026-07-28", lb: lb, key: ws.api.key},
 			{name: "mcpsession", version: "2025-06-18", want: "2025-06-18", lb: lb, key: ws.api.key},
 		} {
 			l.mcp[ws.name] = append(l.mcp[ws.name], m)
