@@ -35,8 +35,8 @@ import (
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/postgres"
 	"github.com/quiverhq/quiver/store/postgres/pgtest"
-	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/store/secret"
+	"github.com/quiverhq/quiver/store/sqlite"
 	"github.com/quiverhq/quiver/store/vars"
 	"github.com/quiverhq/quiver/thread"
 )

@@ -1495,7 +1495,6 @@ func (w *isoWorld) mcp(t *testing.T) int {
 	return n
 }
 
-
 // mcpTools checks what an MCP client with A's key (cs: of a session, or of the sessionless
 // protocol) is served: a tools/list with none of B's tools, and a call of one of B's tools by
 // name is the error result of a tool that does not exist.
