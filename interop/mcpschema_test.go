@@ -39,6 +39,9 @@ type exchange struct {
 	method, params string
 	raw            string // sent as is when set; its answer is an error without id
 	expect, uri    string // the error the answer must be (see record.Expect), and the URI read
+	// overHTTP, when set, is the error the answer must be over HTTP at 2026-07-28, where the
+	// transport checks the request's headers first.
+	overHTTP string
 }
 
 // failing is a request whose answer the specification says is the error expect.
@@ -86,7 +89,9 @@ func script(modern bool) []exchange {
 		failing("resources/read", `{"uri":"test://no-such-resource"}`, "resource-not-found"),
 		exchange{method: "completion/complete", params: `{"ref":{"type":"ref/prompt","name":"test_prompt_with_arguments"},"argument":{"name":"arg1","value":"a"}}`},
 		failing("no/such_method", `{}`, "method-not-found"),
-		failing("tools/call", `{"arguments":{}}`, "invalid-params"),
+		// Over HTTP at 2026-07-28, a call without a name cannot have the Mcp-Name header the
+		// transport requires: header mismatch.
+		exchange{method: "tools/call", params: `{"arguments":{}}`, expect: "invalid-params", overHTTP: "header-mismatch"},
 		exchange{raw: `{"jsonrpc":"2.0","id":99,"method":`, expect: "parse-error"},
 	)
 	return s
@@ -120,9 +125,10 @@ type session interface {
 	send(t *testing.T, id int, line string) [][]byte
 }
 
-// recordSession runs the script in one session at version and records what came back.
-// Over HTTP, 2026-07-28 has no stateless service (server/discover is refused, which is
-// recorded too), so the session falls back to initialize like the SDKs do.
+// recordSession runs the script in one session at version and records what came back. At
+// 2026-07-28 there is no session: server/discover, then every request on its own, with its
+// version in its _meta (and over HTTP in the Mcp-Protocol-Version, Mcp-Method and Mcp-Name
+// headers).
 func recordSession(t *testing.T, transport, version string, s session) []record {
 	t.Helper()
 	var out []record
@@ -136,17 +142,17 @@ func recordSession(t *testing.T, transport, version string, s session) []record 
 		}
 	}
 	// expect marks the answer, the last message sent back, with the error it must be.
+	modern := version >= "2026-07-28"
 	expect := func(e exchange) {
 		if e.expect != "" {
 			out[len(out)-1].Expect, out[len(out)-1].URI = e.expect, e.uri
 		}
+		if e.overHTTP != "" && transport == "http" && modern {
+			out[len(out)-1].Expect = e.overHTTP
+		}
 	}
-	modern := version >= "2026-07-28"
 	if modern {
 		do("server/discover", envelope(version, `{}`))
-		if transport == "http" { // refused: initialize instead
-			modern = false
-		}
 	}
 	if !modern {
 		do("initialize", fmt.Sprintf(initializeParams, version))
@@ -285,6 +291,13 @@ func (s *httpSession) send(t *testing.T, id int, line string) [][]byte {
 		req.Header.Set("Mcp-Session-Id", s.sessionID)
 		req.Header.Set("Mcp-Protocol-Version", s.version)
 	}
+	if version, method, name, ok := sessionless(line); ok {
+		req.Header.Set("Mcp-Protocol-Version", version)
+		req.Header.Set("Mcp-Method", method)
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +337,24 @@ func (s *httpSession) send(t *testing.T, id int, line string) [][]byte {
 	return msgs
 }
 
+// sessionless reads a request of the sessionless protocol: its version (in its _meta), its
+// method, and the name the Mcp-Name header repeats (a tool's, a prompt's, a resource's URI);
+// false for a request of a session.
+func sessionless(line string) (version, method, name string, ok bool) {
+	var req struct {
+		Method string
+		Params struct {
+			Name, URI string
+			Meta      map[string]any `json:"_meta"`
+		}
+	}
+	if json.Unmarshal([]byte(line), &req) != nil {
+		return "", "", "", false
+	}
+	version, ok = req.Params.Meta["io.modelcontextprotocol/protocolVersion"].(string)
+	return version, req.Method, req.Params.Name + req.Params.URI, ok
+}
+
 // Every message Quiver's MCP server sends (answers to initialize, discovery, lists, calls,
 // prompts, resources and completions, its errors, and its progress and log notifications)
 // matches the official TypeScript SDK's schemas for the protocol version the session
@@ -354,11 +385,8 @@ func TestMCPMessagesMatchTheOfficialSchemas(t *testing.T) {
 					}
 				}
 			}
-			if transport == "http" && version == "2026-07-28" {
-				if !seen["error server/discover"] {
-					t.Errorf("http 2026-07-28: server/discover was not refused: %v", seen)
-				}
-				continue // the session went on at 2025-11-25
+			if version >= "2026-07-28" && !seen["result server/discover"] {
+				t.Errorf("%s %s: server/discover was not answered: %v", transport, version, seen)
 			}
 			if !seen["resource-not-found resources/read"] {
 				t.Errorf("%s %s: no resource not found was checked: %v", transport, version, seen)

@@ -15,12 +15,14 @@ import (
 	"github.com/quiverhq/quiver/platform"
 )
 
-// connectWithKey opens an MCP session that sends key on every request.
+// connectWithKey opens an MCP session (2025-11-25, the newest protocol with sessions) that
+// sends key on every request.
 func connectWithKey(t testing.TB, endpoint, key string) (*sdk.ClientSession, error) {
 	t.Helper()
 	hc := &http.Client{Transport: bearer{key: key, next: http.DefaultTransport}}
 	return sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1},
+			&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 }
 
 type bearer struct {

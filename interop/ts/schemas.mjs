@@ -41,6 +41,9 @@ const errorCodes = {
   "method-not-found": () => -32601,
   "invalid-params": () => -32602,
   "resource-not-found": (version) => (version < "2026-07-28" ? -32002 : -32602),
+  // Streamable HTTP from 2026-07-28: a request whose Mcp-Method or Mcp-Name header is missing
+  // or differs from its body (SEP-2243).
+  "header-mismatch": () => -32020,
 };
 
 // expectedError says what is wrong with an error answer r.expect names, or "".
