@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -108,4 +109,45 @@ func ExampleCallbacks() {
 	}
 	fmt.Println(res.Code, res.State)
 	// Output: the-code xyz
+}
+
+// Confirm puts a call that requires confirmation to the client's user. The SDK's client speaks
+// the sessionless protocol (2026-07-28) by default: the server answers the call with the
+// question, the client's elicitation handler answers it, and the client calls again with the
+// answer, all inside CallTool. A client of a session is asked in the middle of the call instead.
+func ExampleConfirm() {
+	reg := &quiver.Registry{}
+	reg.Register(quiver.Func("delete_branch", "Deletes a branch.", func(_ context.Context, a struct {
+		Branch string `json:"branch"`
+	}) (string, error) {
+		return "deleted " + a.Branch, nil
+	}, quiver.WithConfirmation()))
+	d := &quiver.Dispatcher{Registry: reg, Confirm: qmcp.Confirm(nil)}
+	srv := qmcp.NewServer(d, nil)
+	ts := httptest.NewServer(srv.HTTPHandler(nil))
+	defer ts.Close()
+	defer srv.Close()
+
+	ctx := context.Background()
+	client := sdk.NewClient(&sdk.Implementation{Name: "example", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			fmt.Println("asked:", strings.SplitN(req.Params.Message, "\n", 2)[0])
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL}, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer cs.Close()
+	fmt.Println("protocol:", cs.InitializeResult().ProtocolVersion)
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "delete_branch", Arguments: map[string]any{"branch": "old"}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.IsError, res.Content[0].(*sdk.TextContent).Text)
+	// Output:
+	// protocol: 2026-07-28
+	// asked: Allow the tool delete_branch to run with these arguments?
+	// false deleted old
 }

@@ -47,9 +47,12 @@ type SessionInfo struct {
 	// ClientName and ClientVersion are what the client said it is when it initialized (in
 	// each request's _meta, for the sessionless protocol).
 	ClientName, ClientVersion string
+	// Sessionless says the request is of the sessionless protocol (2026-07-28 on): a session
+	// of its own, whose ID is empty.
+	Sessionless bool
 	// ThreadID, for a request of the sessionless protocol, is the thread its call is to be
 	// recorded on: the one the client named ([ThreadMetaKey]), or the one its confirmation was
-	// asked on. Empty: a new thread. Check that it is one the caller may record on.
+	// asked on. Empty: the hook's choice. Check that it is one the caller may record on.
 	ThreadID string
 }
 
@@ -567,7 +570,7 @@ func (s *Server) scope(ctx context.Context, req *sdk.CallToolRequest) (quiver.Sc
 	if s.opts.Session == nil {
 		return quiver.Scope{}, nil
 	}
-	info := SessionInfo{}
+	info := SessionInfo{Sessionless: true}
 	if c := req.ClientInfo(); c != nil {
 		info.ClientName, info.ClientVersion = c.Name, c.Version
 	}

@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/ids"
+	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/mcp"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/secret"
@@ -76,11 +80,14 @@ func (w workspaceSealer) Open(sealed, where string) ([]byte, error) {
 // recorded on (CallThread), for the call's actor (WithActor; none: an operator of the
 // workspace), tagged "mcp" and "mcp-client:" with the name the client gave. A request of the
 // sessionless protocol that names a thread (info.ThreadID) is recorded there, when it is one
-// of the workspace's.
+// of the workspace's; one that names none, on its caller's thread of the day (callerThread).
 func (p *Platform) SessionThread(ctx context.Context, workspaceID string, info mcp.SessionInfo) (quiver.Scope, error) {
 	tags := []string{"mcp"}
 	if info.ClientName != "" {
 		tags = append(tags, "mcp-client:"+truncate(info.ClientName, 100))
+	}
+	if info.Sessionless && info.ThreadID == "" {
+		return p.callerThread(ctx, actorIn(ctx, workspaceID), info.ClientName, tags)
 	}
 	// A session whose first request is cancelled must still get its thread, once.
 	scope, err := p.CallThread(context.WithoutCancel(ctx), actorIn(ctx, workspaceID), info.ThreadID, tags...)
@@ -159,4 +166,54 @@ func catalogPrompts(c *agent.Catalog) []mcp.Prompt {
 	}
 	slices.SortFunc(out, func(a, b mcp.Prompt) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// callerThread is where the calls of a client of the sessionless MCP protocol that name no
+// thread are recorded: one thread per caller (its key, or its user), client name and day (UTC),
+// tagged as a session's. Its id is derived from them, so every node records on the same thread
+// without asking another: the first call of the day makes it, and a node that has seen it
+// since writes nothing more for it. (A thread per request would cost each call a write, and
+// leave a workspace with a thread per call.)
+func (p *Platform) callerThread(ctx context.Context, a Actor, client string, tags []string) (quiver.Scope, error) {
+	day := stamp.Now(ctx).UTC().Truncate(24 * time.Hour)
+	seed := strings.Join([]string{a.WorkspaceID, a.KeyID, a.UserID, a.Who, client, day.Format(time.DateOnly)}, "\x00")
+	id := ids.Derived(store.PrefixThread, day, []byte(seed))
+	scope := quiver.Scope{WorkspaceID: a.WorkspaceID, UserID: a.UserID, ThreadID: id}
+	if p.callerThreads.seen(id) {
+		return scope, nil
+	}
+	th := &store.Thread{ID: id, WorkspaceID: a.WorkspaceID, UserID: a.UserID, Tags: slices.Concat(tags, []string{"mcp-sessionless"})}
+	// Made once, whoever asks first (another node, or another call here, may have made it).
+	if err := p.cfg.Store.CreateThread(context.WithoutCancel(ctx), th); err != nil {
+		if _, lookErr := p.cfg.Store.Thread(ctx, a.WorkspaceID, id); lookErr != nil {
+			return quiver.Scope{}, fmt.Errorf("creating the caller's thread: %w", err)
+		}
+	}
+	p.callerThreads.add(id)
+	return scope, nil
+}
+
+// threadSet remembers the caller threads a node knows exist, up to a bound (then it forgets
+// them all, and each is looked up again once).
+type threadSet struct {
+	mu  sync.Mutex
+	ids map[string]struct{}
+}
+
+const maxKnownCallerThreads = 10000
+
+func (s *threadSet) seen(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ids[id]
+	return ok
+}
+
+func (s *threadSet) add(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil || len(s.ids) >= maxKnownCallerThreads {
+		s.ids = map[string]struct{}{}
+	}
+	s.ids[id] = struct{}{}
 }

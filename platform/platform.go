@@ -114,6 +114,8 @@ type Platform struct {
 	operator    atomic.Pointer[[]quiver.Rule] // the operator's governance rules (governance.go)
 	meter       *limits.Meter                 // counts the calls the workspaces' limits bound (limits.go)
 	usage       *usage.Meter                  // meters what the workspaces use (usage.go); nil: not kept
+	// callerThreads are the threads of sessionless MCP callers this node knows exist (mcpdoor.go).
+	callerThreads threadSet
 
 	// journal, when open, takes the records of the doors' calls (OpenJournal); dispatching
 	// says a workspace's dispatcher was made, after which the journal cannot be opened.

@@ -113,8 +113,8 @@ func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
 // The same fleet and balancer, with the official client at the sessionless protocol
 // (2026-07-28): every request is served by whichever node it reaches. A confirmation is a
 // multi round-trip request, whose answer the balancer brings to the other node than the one
-// that asked; it is taken there, and the call recorded on the thread the asking was. Each call
-// has a thread of its own, unless it names one.
+// that asked; it is taken there, and the call recorded on the thread the asking was. The calls
+// of a caller and client are recorded on one thread a day, unless a call names another.
 func TestFleetMCPWithoutSessions(t *testing.T) {
 	a, b := twoNodes(t)
 	lb, served := roundRobin(t, a.base, b.base)
@@ -155,18 +155,28 @@ func TestFleetMCPWithoutSessions(t *testing.T) {
 	if served[0].Load() < calls/2 || served[1].Load() < calls/2 {
 		t.Fatalf("the nodes served %d and %d requests: the balancer did not share them", served[0].Load(), served[1].Load())
 	}
-	threads, _, err := a.st.Threads(ctx, a.ws, store.ThreadFilter{Tag: "mcp"})
-	if err != nil || len(threads) != calls+guarded {
-		t.Fatalf("threads of MCP calls: %d, %v; want one a call", len(threads), err)
+	// The calls of one caller and client are recorded on one thread (of the day), whichever
+	// node served them; a confirmed call twice, waiting and then as decided.
+	threads, _, err := a.st.Threads(ctx, a.ws, store.ThreadFilter{Tag: "mcp-sessionless"})
+	if err != nil || len(threads) != 1 {
+		t.Fatalf("threads of sessionless MCP calls: %d, %v; want the caller's one", len(threads), err)
 	}
-	codes := map[string]int{}
-	for _, th := range threads {
-		results := toolResults(t, a, th.ID)
-		codes[strings.Join(results, ",")]++
+	want := strings.Repeat("ok,", calls) + strings.TrimSuffix(strings.Repeat("confirmation_required,ok,", guarded), ",")
+	if got := strings.Join(toolResults(t, a, threads[0].ID), ","); got != want {
+		t.Errorf("the caller's thread holds %s, want %s", got, want)
 	}
-	want := map[string]int{"ok": calls, "confirmation_required,ok": guarded}
-	if fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("the threads hold %v, want %v", codes, want)
+	// Another client of the same key has a thread of its own.
+	other, err := sdk.NewClient(&sdk.Implementation{Name: "fleet-test-2", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: httpClient}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if res, err := other.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "other"}}); err != nil || res.IsError {
+		t.Fatalf("another client's call: %+v, %v", res, err)
+	}
+	if threads, _, err = a.st.Threads(ctx, a.ws, store.ThreadFilter{Tag: "mcp-sessionless"}); err != nil || len(threads) != 2 {
+		t.Fatalf("threads of sessionless MCP calls after another client's: %d, %v; want 2", len(threads), err)
 	}
 	// A call that names a thread of the workspace is recorded there.
 	named := threads[0].ID

@@ -7,6 +7,7 @@ package ids
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
 	"time"
@@ -35,3 +36,14 @@ func Random(n int) string {
 
 // Encode returns b in the ids' encoding.
 func Encode(b []byte) string { return encoding.EncodeToString(b) }
+
+// Derived returns the id of prefix that t and seed always make: ordered by t as New's ids
+// are, the rest from seed's SHA-256. Nodes that must name a record alike without asking each
+// other (the first to make it wins) derive its id.
+func Derived(prefix string, t time.Time, seed []byte) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16)
+	sum := sha256.Sum256(seed)
+	copy(b[6:], sum[:10])
+	return prefix + "_" + encoding.EncodeToString(b[:])
+}

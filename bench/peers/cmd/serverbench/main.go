@@ -228,8 +228,8 @@ func (rs *rounds) measure(r int, t target) error {
 		return fmt.Errorf("round %d, %s: %w", r, t.label, err)
 	}
 	printResult(rs.out, t.label, res)
-	fmt.Fprintf(rs.progress, "serverbench: round %d, %s: RSS idle %s MB, after calls %s MB, after sessions %s MB\n",
-		r, t.label, mb(res.idle.rss), mb(res.afterCalls.rss), mb(res.afterSessions.rss))
+	fmt.Fprintf(rs.progress, "serverbench: round %d, %s: MCP %s; RSS idle %s MB, after calls %s MB, after sessions %s MB\n",
+		r, t.label, res.protocol, mb(res.idle.rss), mb(res.afterCalls.rss), mb(res.afterSessions.rss))
 	os.RemoveAll(dir)
 	return nil
 }

@@ -18,6 +18,9 @@ import (
 type result struct {
 	phases                          []phase
 	idle, afterCalls, afterSessions mem
+	// protocol is the MCP version the SDK's client, at its default, speaks with the server:
+	// 2026-07-28 without sessions where the server answers server/discover, else a session's.
+	protocol string
 }
 
 // concurrency is how many sessions (or API clients) the c16 phases run at once.
@@ -139,6 +142,9 @@ func (m *measurer) checkTools() error {
 	cs, err := m.c.connect(m.ctx, m.p.mcpURL)
 	if err != nil {
 		return err
+	}
+	if res := cs.InitializeResult(); res != nil {
+		m.res.protocol = res.ProtocolVersion
 	}
 	names, err := listAll(m.ctx, cs)
 	if cerr := m.c.closeAll([]*mcp.ClientSession{cs}); err == nil {
