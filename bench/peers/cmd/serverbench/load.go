@@ -119,25 +119,27 @@ func runOps(ctx context.Context, workers, n int, more <-chan struct{}, op func(c
 // clients is the HTTP side of the load generator: one pool of keep-alive connections, the
 // server's API key on every request.
 type clients struct {
-	auth *authTransport
-	http *http.Client
-	mcp  *mcp.Client
+	auth     *authTransport
+	http     *http.Client
+	mcp      *mcp.Client
+	protocol string // the MCP version asked for; "": the SDK's default
 }
 
-func newClients(key string) *clients {
+func newClients(key, protocol string) *clients {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConns, base.MaxIdleConnsPerHost = 256, 64 // 16 sessions at once keep their connections
 	auth := &authTransport{base: base, key: key}
-	return &clients{auth: auth, http: &http.Client{Transport: auth},
+	return &clients{auth: auth, http: &http.Client{Transport: auth}, protocol: protocol,
 		mcp: mcp.NewClient(&mcp.Implementation{Name: "serverbench", Version: "1"}, nil)}
 }
 
 func (c *clients) close() { c.auth.base.CloseIdleConnections() }
 
-// connect opens an MCP session: initialize, then notifications/initialized.
+// connect opens an MCP session (initialize, then notifications/initialized), or, at
+// 2026-07-28, discovers the server.
 func (c *clients) connect(ctx context.Context, url string) (*mcp.ClientSession, error) {
 	cs, err := c.mcp.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: c.http,
-		DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+		DisableStandaloneSSE: true, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: c.protocol})
 	if err != nil {
 		return nil, fmt.Errorf("opening a session: %w", err)
 	}

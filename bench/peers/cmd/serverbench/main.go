@@ -87,6 +87,9 @@ type config struct {
 	settle                                time.Duration
 	profileDir                            string
 	profileSeconds                        int
+	// protocol pins the MCP version the client asks for ("": the SDK's default, 2026-07-28
+	// where a server answers server/discover).
+	protocol string
 }
 
 func main() {
@@ -107,6 +110,7 @@ func main() {
 	flag.DurationVar(&cfg.settle, "settle", 2*time.Second, "wait before each RSS reading")
 	flag.StringVar(&cfg.profileDir, "cpuprofile-dir", "", "save each server's CPU profiles of round 1's call-seq and call-c16 phases, and its allocations after them, in `DIR`")
 	flag.IntVar(&cfg.profileSeconds, "profile-seconds", 5, "length of the CPU profiles")
+	flag.StringVar(&cfg.protocol, "protocol", "", "the MCP `VERSION` the client asks for (default: the SDK's, 2026-07-28 without sessions where a server speaks it)")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up (and kill the servers) after this long")
 	flag.Parse()
 	if err := cfg.check(); err != nil {

@@ -41,7 +41,7 @@ type measurer struct {
 // profileDir, when not empty, receives the CPU profiles of its call-seq and call-c16 phases and
 // its allocations profile after them.
 func measure(ctx context.Context, t target, p *proc, cfg config, profileDir string, report func(phase)) (result, error) {
-	m := &measurer{ctx: ctx, t: t, p: p, c: newClients(p.key), cfg: cfg, report: report}
+	m := &measurer{ctx: ctx, t: t, p: p, c: newClients(p.key, cfg.protocol), cfg: cfg, report: report}
 	defer m.c.close()
 	if err := m.settledMemory(&m.res.idle); err != nil {
 		return result{}, err

@@ -78,7 +78,7 @@ func seedQuiver(ctx context.Context, t target, dir string, tools int, progress i
 		return "", err
 	}
 	defer p.stop()
-	c := newClients(p.key)
+	c := newClients(p.key, "")
 	defer c.close()
 	sd := &seeder{ctx: ctx, c: c, base: strings.TrimSuffix(p.mcpURL, "/mcp"), progress: progress}
 	err = sd.seed(tools)
