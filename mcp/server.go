@@ -508,8 +508,6 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, round *
 	if round != nil {
 		round.callID = call.ID
 		ctx = context.WithValue(ctx, roundKey{}, round)
-	}
-	if round != nil {
 		s.awaitAnsweredConnection(ctx, req, round, name, args)
 	}
 	r, err := s.d.Dispatch(ctx, call)
@@ -557,14 +555,16 @@ func (s *Server) inbound(name string, args json.RawMessage) (string, json.RawMes
 }
 
 // ThreadMetaKey is the key of a tools/call's _meta under which a client of the sessionless
-// protocol names the thread (of the workspace) its call is recorded on; without it, each call
-// is recorded on a thread of its own. A client of a session has its session's thread.
+// protocol names the thread (of the workspace) its call is recorded on; without it, the
+// Session hook chooses (quiver serve: the caller's thread of the day). A client of a session
+// has its session's thread.
 const ThreadMetaKey = "io.quiver/threadId"
 
 // scope is the scope a tools/call runs in: its session's, or, for a request of the sessionless
-// protocol, one of its own (see ServerOptions.Session).
+// protocol over HTTP, one of its own (see ServerOptions.Session). Over stdio the connection is
+// the session whatever the version: its calls share its scope.
 func (s *Server) scope(ctx context.Context, req *sdk.CallToolRequest) (quiver.Scope, error) {
-	if !sessionless(req) {
+	if !sessionless(req) || req.Extra == nil || req.Extra.Header == nil {
 		return s.sessionScope(ctx, req.Session)
 	}
 	if s.opts.Session == nil {

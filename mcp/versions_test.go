@@ -138,3 +138,51 @@ func TestListAnswersCarryTheFieldsOfTheirVersion(t *testing.T) {
 		})
 	}
 }
+
+// Over stdio the connection is the session, whatever the protocol: a client of 2026-07-28 has
+// its calls recorded on one thread (the session hook asked once), and its confirmations go
+// through multi round-trip requests, recorded on that thread too.
+func TestStdioSessionlessClientsKeepOneThread(t *testing.T) {
+	rec := &memRecorder{}
+	d := &quiver.Dispatcher{Registry: fixtureTools(t, &blockSignals{}), Recorder: rec, Confirm: qmcp.Confirm(nil)}
+	var asked []qmcp.SessionInfo
+	srv := qmcp.NewServer(d, &qmcp.ServerOptions{Session: func(_ context.Context, s qmcp.SessionInfo) (quiver.Scope, error) {
+		asked = append(asked, s)
+		return quiver.Scope{WorkspaceID: "wsp_test", ThreadID: fmt.Sprintf("thr_%d", len(asked))}, nil
+	}})
+	st, ct := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, st) }()
+	t.Cleanup(func() { cancel(); <-done })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		}}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("the client speaks %s over stdio, want 2026-07-28", v)
+	}
+	for _, call := range []sdk.CallToolParams{
+		{Name: "greet", Arguments: map[string]any{"name": "x"}}, {Name: "greet", Arguments: map[string]any{"name": "y"}}, {Name: "dangerous"},
+	} {
+		res, err := cs.CallTool(ctx, &call)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", call.Name, err, res)
+		}
+	}
+	if len(asked) != 1 {
+		t.Errorf("the session hook was asked %d times: %+v; want once", len(asked), asked)
+	}
+	if n := len(rec.all()); n != 4 {
+		t.Errorf("%d calls recorded, want 4 (the confirmed one twice)", n)
+	}
+	for _, r := range rec.all() {
+		if r.Scope.ThreadID != "thr_1" {
+			t.Errorf("%s recorded on %s, want the session's thr_1", r.Call.Name, r.Scope.ThreadID)
+		}
+	}
+}
