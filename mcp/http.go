@@ -259,6 +259,10 @@ func servePost(h http.Handler, w http.ResponseWriter, r *http.Request) {
 // open serves a POST without a session id, which makes the SDK open a session whatever it
 // holds: only initialize may, and only within the limits.
 func (d *httpDoor) open(w http.ResponseWriter, r *http.Request) {
+	if stateless(r) {
+		servePost(d.stateless, w, r)
+		return
+	}
 	body, ok := readBody(w, r, d.maxBody)
 	if !ok {
 		return

@@ -202,18 +202,22 @@ func TestSessionLimitWithTheSDKClient(t *testing.T) {
 	if res, err := stateless.CallTool(ctx, &sdk.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "anyone"}}); err != nil || texts(res) != "Hello, anyone!" {
 		t.Fatalf("a client of the sessionless protocol is not served: %v %v", err, res)
 	}
-	if status := listen(t, url); status != http.StatusServiceUnavailable {
+	if status := listen(t, url, "subscriptions/listen"); status != http.StatusServiceUnavailable {
 		t.Errorf("subscriptions/listen over MaxSessions 1: %d, want 503", status)
 	}
+	// A listen whose Mcp-Method header names another method is refused, not streamed uncounted.
+	if status := listen(t, url, "tools/list"); status == http.StatusOK {
+		t.Errorf("subscriptions/listen posted as tools/list over MaxSessions 1: %d, want it refused", status)
+	}
 	first.Close()
-	waitFor(t, func() bool { return listen(t, url) == http.StatusOK }, "subscriptions/listen once the session's place was free")
+	waitFor(t, func() bool { return listen(t, url, "subscriptions/listen") == http.StatusOK }, "subscriptions/listen once the session's place was free")
 	// A stream gives its place back when its client leaves.
-	waitFor(t, func() bool { return listen(t, url) == http.StatusOK }, "subscriptions/listen once the last stream was closed")
+	waitFor(t, func() bool { return listen(t, url, "subscriptions/listen") == http.StatusOK }, "subscriptions/listen once the last stream was closed")
 }
 
-// listen opens a subscriptions/listen stream of the sessionless protocol, and closes it as
-// soon as its status came; it returns the status.
-func listen(t *testing.T, url string) int {
+// listen opens a subscriptions/listen stream of the sessionless protocol, its Mcp-Method
+// header saying method, and closes it as soon as its status came; it returns the status.
+func listen(t *testing.T, url, method string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -223,7 +227,7 @@ func listen(t *testing.T, url string) int {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	req.Header.Set("Mcp-Method", method)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,18 @@ func (d *httpDoor) serveStateless(w http.ResponseWriter, r *http.Request, id jso
 	servePost(d.stateless, w, r)
 }
 
+// stateless reports whether a POST without a session id is a request of the sessionless
+// protocol that opens nothing, from its headers alone: that protocol names each request's
+// method in Mcp-Method, which the SDK checks against the body (a request whose header and body
+// differ is refused), so its body need not be read here. An initialize, a
+// subscriptions/listen (which takes a place while it lasts) and a request without the header
+// are read (needsSession).
+func stateless(r *http.Request) bool {
+	method := r.Header.Get("Mcp-Method")
+	return method != "" && method != "initialize" && method != "subscriptions/listen" &&
+		r.Header.Get("Mcp-Protocol-Version") >= protocolVersionSessionless
+}
+
 // sessionRequest is what needsSession found in a body posted without a session id.
 type sessionRequest struct {
 	id        json.RawMessage // of its first request, for the answer
