@@ -55,21 +55,7 @@ func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
 		}
 	}()
 	const calls, guarded = 8, 4
-	for i := range calls {
-		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprint("call ", i)}})
-		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != fmt.Sprint("call ", i) {
-			t.Fatalf("call %d: %+v, %v", i, res, err)
-		}
-	}
-	for i := range guarded {
-		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "guarded_echo", Arguments: map[string]any{"text": fmt.Sprint("guarded ", i)}})
-		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != fmt.Sprint("guarded ", i) {
-			t.Fatalf("guarded call %d: %+v, %v", i, res, err)
-		}
-	}
-	if n := asked.Load(); n != guarded {
-		t.Fatalf("the user was asked %d times, want %d", n, guarded)
-	}
+	callEchoes(ctx, t, session, calls, guarded, &asked)
 	if served[0].Load() < 4 || served[1].Load() < 4 {
 		t.Fatalf("the nodes served %d and %d requests: the balancer did not share them", served[0].Load(), served[1].Load())
 	}
@@ -137,21 +123,7 @@ func TestFleetMCPWithoutSessions(t *testing.T) {
 		t.Fatalf("the client speaks %s with session %q, want 2026-07-28 without a session", v, session.ID())
 	}
 	const calls, guarded = 6, 4
-	for i := range calls {
-		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprint("call ", i)}})
-		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != fmt.Sprint("call ", i) {
-			t.Fatalf("call %d: %+v, %v", i, res, err)
-		}
-	}
-	for i := range guarded {
-		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "guarded_echo", Arguments: map[string]any{"text": fmt.Sprint("guarded ", i)}})
-		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != fmt.Sprint("guarded ", i) {
-			t.Fatalf("guarded call %d: %+v, %v", i, res, err)
-		}
-	}
-	if n := asked.Load(); n != guarded {
-		t.Fatalf("the user was asked %d times, want %d", n, guarded)
-	}
+	callEchoes(ctx, t, session, calls, guarded, &asked)
 	if served[0].Load() < calls/2 || served[1].Load() < calls/2 {
 		t.Fatalf("the nodes served %d and %d requests: the balancer did not share them", served[0].Load(), served[1].Load())
 	}
@@ -192,6 +164,25 @@ func TestFleetMCPWithoutSessions(t *testing.T) {
 	params.Meta = sdk.Meta{"io.quiver/threadId": "thr_elsewhere"}
 	if res, err := session.CallTool(ctx, params); err == nil || !strings.Contains(err.Error(), `the thread "thr_elsewhere", which the request names`) {
 		t.Errorf("a call naming a thread of no workspace's: %+v, %v; want an invalid-params error", res, err)
+	}
+}
+
+// callEchoes makes calls calls of echo, then guarded ones of guarded_echo, each confirmed by
+// the client's user, and checks each answer and that the user was asked once per guarded call.
+func callEchoes(ctx context.Context, t *testing.T, session *sdk.ClientSession, calls, guarded int, asked *atomic.Int32) {
+	t.Helper()
+	for i := range calls + guarded {
+		name, text := "echo", fmt.Sprint("call ", i)
+		if i >= calls {
+			name, text = "guarded_echo", fmt.Sprint("guarded ", i-calls)
+		}
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{"text": text}})
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != text {
+			t.Fatalf("%s %q: %+v, %v", name, text, res, err)
+		}
+	}
+	if n := asked.Load(); n != int32(guarded) {
+		t.Fatalf("the user was asked %d times, want %d", n, guarded)
 	}
 }
 
