@@ -64,7 +64,14 @@ var sections = []section{
 		{"quiver, bytes allocated per call (client and server)", figure{"peers:BenchmarkHTTP/quiver/seq", "B/op"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "B/op"}, "x bare"},
 		{"mcp-go, bytes allocated per call (client and server)", figure{"peers:BenchmarkHTTP/mcp-go/seq", "B/op"}, figure{"peers:BenchmarkHTTP/bare-go-sdk/seq", "B/op"}, "x bare"},
 	}},
-	{"MCP tools/call of get_current_time, each server its own process on loopback (bench/peers/cmd/serverbench): quiver serve as run (API keys, every call recorded), against mcp-go (validation on) and the bare go-sdk server, 1,000 tools each", serveAgainstPeers("call", "calls")},
+	{"MCP tools/call of get_current_time, each server its own process on loopback (bench/peers/cmd/serverbench): quiver serve as run (API keys, every call recorded), against mcp-go (validation on) and the bare go-sdk server, 1,000 tools each; the go-sdk client at its default speaks 2026-07-28 without sessions with quiver and mcp-go, 2025-11-25 with the bare server", serveAgainstPeers("call", "calls")},
+	{"The same calls with the client pinned to 2025-11-25 (sessions) at every server (serverbench -protocol 2025-11-25)", []row{
+		{"quiver, 1 session, calls/s", sessions("quiver", "call-seq", "calls/s"), sessions("mcp-go", "call-seq", "calls/s"), "x mcp-go"},
+		{"quiver, 16 sessions, calls/s", sessions("quiver", "call-c16", "calls/s"), sessions("mcp-go", "call-c16", "calls/s"), "x mcp-go"},
+		{"quiver, 1 session, server bytes allocated per call", sessions("quiver", "call-seq", "server-B/op"), sessions("mcp-go", "call-seq", "server-B/op"), "x mcp-go"},
+		{"quiver with sessions, 1 session, calls/s, against quiver without (2026-07-28)", sessions("quiver", "call-seq", "calls/s"), serve("quiver", "call-seq", "calls/s"), "x sessionless"},
+		{"quiver with sessions, 16 sessions, calls/s, against quiver without", sessions("quiver", "call-c16", "calls/s"), serve("quiver", "call-c16", "calls/s"), "x sessionless"},
+	}},
 	{"MCP tools/list of the 1,001 tools (all pages; one op is the whole list), same servers", serveAgainstPeers("list", "lists")},
 	{"quiver's /v1 API (POST /v1/tools/get_current_time/call, keep-alive HTTP), against its own MCP tools/call and mcp-go's", []row{
 		{"API, 1 client, calls/s", serve("quiver", "api-seq", "calls/s"), serve("quiver", "call-seq", "calls/s"), "x MCP"},
@@ -117,6 +124,12 @@ var sections = []section{
 // one server, as "serve:BenchmarkServe/quiver/call-seq".
 func serve(server, phase, unit string) figure {
 	return figure{"serve:BenchmarkServe/" + server + "/" + phase, unit}
+}
+
+// sessions is a figure of serverbench's run with the client pinned to 2025-11-25 (bench/run
+// prefixes its lines with serve25:).
+func sessions(server, phase, unit string) figure {
+	return figure{"serve25:BenchmarkServe/" + server + "/" + phase, unit}
 }
 
 // serveRSS is a memory figure of serverbench: "serve:BenchmarkServeRSS/quiver".
