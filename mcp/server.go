@@ -479,7 +479,8 @@ type requestKey struct{}
 
 // Request returns the MCP request of the tools/call a tool is running for, or nil when the call
 // did not come over MCP. Tools that need the client (sampling, elicitation) reach its session
-// through it.
+// through it; a request of the sessionless protocol (2026-07-28 on) has no session to ask
+// through, and the SDK refuses such requests there (a confirmation goes through [Confirm]).
 func Request(ctx context.Context) *sdk.CallToolRequest {
 	r, _ := ctx.Value(requestKey{}).(*sdk.CallToolRequest)
 	return r
