@@ -33,15 +33,7 @@ func TestFleetMCPSessionsContinueOnEveryNode(t *testing.T) {
 	defer cancel()
 
 	var asked atomic.Int32
-	client := sdk.NewClient(&sdk.Implementation{Name: "fleet-test", Version: "1"}, &sdk.ClientOptions{
-		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			asked.Add(1)
-			if !strings.Contains(req.Params.Message, "guarded_echo") {
-				return &sdk.ElicitResult{Action: "decline"}, nil
-			}
-			return &sdk.ElicitResult{Action: "accept"}, nil
-		},
-	})
+	client := confirmingClient(&asked)
 	httpClient := &http.Client{Transport: bearer{key: a.key, base: http.DefaultTransport}}
 	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: httpClient},
 		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -107,12 +99,7 @@ func TestFleetMCPWithoutSessions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var asked atomic.Int32
-	client := sdk.NewClient(&sdk.Implementation{Name: "fleet-test", Version: "1"}, &sdk.ClientOptions{
-		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			asked.Add(1)
-			return &sdk.ElicitResult{Action: "accept"}, nil
-		},
-	})
+	client := confirmingClient(&asked)
 	httpClient := &http.Client{Transport: bearer{key: a.key, base: http.DefaultTransport}}
 	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: httpClient}, nil)
 	if err != nil {
@@ -165,6 +152,20 @@ func TestFleetMCPWithoutSessions(t *testing.T) {
 	if res, err := session.CallTool(ctx, params); err == nil || !strings.Contains(err.Error(), `the thread "thr_elsewhere", which the request names`) {
 		t.Errorf("a call naming a thread of no workspace's: %+v, %v; want an invalid-params error", res, err)
 	}
+}
+
+// confirmingClient is the official client whose user allows guarded_echo, and nothing else,
+// each time asked (counted in asked).
+func confirmingClient(asked *atomic.Int32) *sdk.Client {
+	return sdk.NewClient(&sdk.Implementation{Name: "fleet-test", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked.Add(1)
+			if !strings.Contains(req.Params.Message, "guarded_echo") {
+				return &sdk.ElicitResult{Action: "decline"}, nil
+			}
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		},
+	})
 }
 
 // callEchoes makes calls calls of echo, then guarded ones of guarded_echo, each confirmed by
