@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/internal/ids"
 	"github.com/quiverhq/quiver/store/secret"
 )
 
@@ -113,6 +114,7 @@ type roundKey struct{}
 // the call asked the client for, if anything, for the door to answer with.
 type inputRound struct {
 	states   Sealer
+	answers  AnswerLedger
 	callID   string // the request's own call: a call a tool makes under it is not asked this way
 	answered bool   // the request answers the question to connect (see awaitAnsweredConnection)
 
@@ -140,17 +142,23 @@ func (r *inputRound) confirm(ctx context.Context, req *sdk.CallToolRequest, call
 	scope := quiver.ScopeFrom(ctx)
 	if answer, ok := req.Params.InputResponses[confirmInputID].(*sdk.ElicitResult); ok {
 		st, err := openState(r.states, req.Params.RequestState)
-		if err == nil && st.Ask == confirmInputID && st.answers(scope, call) {
-			return decisionOf(answer), nil
+		if err == nil && st.Ask == confirmInputID && st.ID != "" && st.answers(scope, call) {
+			first, err := r.answers.Take(ctx, st.ID, time.Unix(st.Expires, 0))
+			if err != nil {
+				return quiver.Decision{}, fmt.Errorf("recording the MCP client's answer: %w", err)
+			}
+			if first {
+				return decisionOf(answer), nil
+			}
 		}
-		// An answer to another question (other arguments, another call), or too late: the
-		// user is asked about this one.
+		// An answer to another question (other arguments, another call), one taken already
+		// (the same request again), or too late: the user is asked about this one.
 	}
 	if err := canElicit(req.ClientInfo(), req.ClientCapabilities()); err != nil {
 		return quiver.Decision{}, err
 	}
-	st := requestState{Ask: confirmInputID, Thread: scope.ThreadID, User: scope.UserID, Tool: call.Name, Args: argsDigest(call.Args),
-		Expires: time.Now().Add(ElicitationTimeout).Unix()}
+	st := requestState{ID: ids.Random(16), Ask: confirmInputID, Thread: scope.ThreadID, User: scope.UserID, Tool: call.Name,
+		Args: argsDigest(call.Args), Expires: time.Now().Add(ElicitationTimeout).Unix()}
 	sealed, err := st.seal(r.states)
 	if err != nil {
 		return quiver.Decision{}, fmt.Errorf("sealing the request state: %w", err)
@@ -174,8 +182,11 @@ const statePlace = "mcp-request-state"
 // user's answer: the thread the asking was recorded on (the answered call is recorded there
 // too), and the question it answers. A client that hands back an answer holds its user's
 // decision, as with elicitation; what the state adds is that the answer is taken for the call
-// asked about alone (same caller, tool and arguments), and only until it expires.
+// asked about alone (same caller, tool and arguments), once (see [AnswerLedger]), and only
+// until it expires.
 type requestState struct {
+	// ID names a confirmation's question, for the ledger that takes its answer once.
+	ID      string `json:"id,omitempty"`
 	Ask     string `json:"ask"` // the input request's id: what was asked
 	Thread  string `json:"thread,omitempty"`
 	User    string `json:"user,omitempty"`

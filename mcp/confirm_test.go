@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +64,42 @@ func TestRequestStates(t *testing.T) {
 		if got.answers(c.scope, c.call) != c.want {
 			t.Errorf("%s: answers %v, want %v", c.name, !c.want, c.want)
 		}
+	}
+}
+
+// The ledger of a server given none takes an answer once, forgets answers whose states
+// expired when it fills, and refuses more than it can hold rather than forget a live one.
+func TestLocalAnswers(t *testing.T) {
+	ctx := t.Context()
+	now := time.Unix(1_000_000, 0)
+	l := newLocalAnswers()
+	l.now = func() time.Time { return now }
+	take := func(id string, expires time.Time) (bool, error) {
+		t.Helper()
+		return l.Take(ctx, id, expires)
+	}
+	if ok, err := take("a", now.Add(time.Minute)); !ok || err != nil {
+		t.Fatalf("the first answer: %v %v, want taken", ok, err)
+	}
+	if ok, err := take("a", now.Add(time.Minute)); ok || err != nil {
+		t.Fatalf("the same answer again: %v %v, want refused without an error", ok, err)
+	}
+	for i := 1; len(l.taken) < maxLocalAnswers; i++ {
+		l.taken[fmt.Sprint("old", i)] = now.Add(-time.Second) // expired
+	}
+	if ok, err := take("b", now.Add(time.Minute)); !ok || err != nil {
+		t.Fatalf("an answer with the ledger full of expired ones: %v %v, want taken", ok, err)
+	}
+	if len(l.taken) != 2 {
+		t.Errorf("%d answers kept after pruning, want 2 (a and b)", len(l.taken))
+	}
+	for i := 0; len(l.taken) < maxLocalAnswers; i++ {
+		l.taken[fmt.Sprint("live", i)] = now.Add(time.Minute)
+	}
+	if ok, err := take("c", now.Add(time.Minute)); ok || !errors.Is(err, errLedgerFull) {
+		t.Fatalf("an answer with the ledger full of live ones: %v %v, want %v", ok, err, errLedgerFull)
+	}
+	if ok, _ := take("a", now.Add(time.Minute)); ok {
+		t.Error("a taken answer was taken again once the ledger filled")
 	}
 }

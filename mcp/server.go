@@ -99,6 +99,9 @@ type ServerOptions struct {
 	// (their secret keyring), so that any node takes an answer to another's question. Nil: a
 	// key of this server's own.
 	States Sealer
+	// Answers takes each answer to a confirmation once (see [AnswerLedger]). Give the nodes of
+	// a fleet one they share, with States. Nil: this server's memory.
+	Answers AnswerLedger
 }
 
 // Server serves the tools of a [quiver.Dispatcher] over MCP. The tool list is read from the
@@ -137,6 +140,9 @@ func NewServer(d *quiver.Dispatcher, opts *ServerOptions) *Server {
 	}
 	if s.opts.States == nil {
 		s.opts.States = newStateKeys()
+	}
+	if s.opts.Answers == nil {
+		s.opts.Answers = newLocalAnswers()
 	}
 	s.logger = s.opts.Logger
 	if s.logger == nil {
@@ -257,7 +263,7 @@ func (s *Server) answerCall(ctx context.Context, r *sdk.CallToolRequest) (sdk.Re
 	if !sessionless(r) {
 		return s.callTool(ctx, r, nil)
 	}
-	round := &inputRound{states: s.opts.States}
+	round := &inputRound{states: s.opts.States, answers: s.opts.Answers}
 	res, err := s.callTool(ctx, r, round)
 	switch {
 	case err != nil:

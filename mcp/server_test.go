@@ -549,6 +549,8 @@ func TestConfirmationAnswersAreBoundToTheirQuestion(t *testing.T) {
 		{"a forged request state", `{}`, accept(json.RawMessage(`"qv1.forged"`)), "input_required"},
 		{"the state of other arguments", `{"note":"other"}`, accept(first["requestState"]), "input_required"},
 		{"the state of this question", `{}`, accept(first["requestState"]), "complete"},
+		// One confirmation, one run: the same answer sent again is a question again.
+		{"the same answer again", `{}`, accept(first["requestState"]), "input_required"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -557,6 +559,15 @@ func TestConfirmationAnswersAreBoundToTheirQuestion(t *testing.T) {
 				t.Errorf("resultType %s, want %q: %v", res["resultType"], c.resultType, res)
 			}
 		})
+	}
+	ran := 0
+	for _, r := range f.rec.all() {
+		if r.Call.Name == "dangerous" && !r.Result.IsError() {
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Errorf("the confirmed tool ran %d times, want once", ran)
 	}
 }
 
@@ -763,4 +774,37 @@ func TestStdioBadInput(t *testing.T) {
 	cancel()
 	inW.Close()
 	outR.Close()
+}
+
+// failingLedger cannot record an answer.
+type failingLedger struct{}
+
+func (failingLedger) Take(context.Context, string, time.Time) (bool, error) {
+	return false, errors.New("the ledger is down")
+}
+
+// A confirmation whose answer cannot be recorded as taken is not run: the call fails, saying
+// why, rather than risk running twice on one answer.
+func TestUnrecordedAnswersRunNothing(t *testing.T) {
+	rec := &memRecorder{}
+	d := &quiver.Dispatcher{Registry: fixtureTools(t, &blockSignals{}), Confirm: qmcp.Confirm(nil), Recorder: rec}
+	srv := qmcp.NewServer(d, &qmcp.ServerOptions{Answers: failingLedger{}})
+	ts := httptest.NewServer(srv.HTTPHandler(nil))
+	t.Cleanup(func() { srv.Close(); ts.Close() })
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	header := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"dangerous"}}
+	_, out := rpc(t, ts.URL, header, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+meta+`,"name":"dangerous","arguments":{}}}`)
+	asked := resultOf(t, out)
+	_, out = rpc(t, ts.URL, header, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{`+meta+`,"name":"dangerous","arguments":{},`+
+		`"inputResponses":{"quiver.confirm":{"action":"accept"}},"requestState":`+string(asked["requestState"])+`}}`)
+	res := resultOf(t, out)
+	if string(res["isError"]) != "true" || !strings.Contains(string(res["content"]), "the ledger is down") {
+		t.Errorf("the answer with the ledger down: %s, want an error result saying why", out)
+	}
+	for _, r := range rec.all() {
+		if r.Call.Name == "dangerous" && !r.Result.IsError() {
+			t.Errorf("the tool ran: %+v", r.Result)
+		}
+	}
 }

@@ -49,6 +49,9 @@ func (p *Platform) MCPOptions(workspaceID string, opts *mcp.ServerOptions) mcp.S
 		// Every node holds the keyring, so any node takes the answer to another's question.
 		o.States = workspaceSealer{keys: p.cfg.Resolver.Keys, workspaceID: workspaceID}
 	}
+	if leases, ok := p.cfg.Store.(store.Leases); ok {
+		o.Answers = answerLeases{leases: leases, workspaceID: workspaceID}
+	}
 	if _, ok := p.cfg.Store.(store.Connections); ok {
 		o.AwaitConnection = func(ctx context.Context, provider string, scopes []string) error {
 			return p.awaitConnection(ctx, workspaceID, provider, scopes)
@@ -74,6 +77,30 @@ func (w workspaceSealer) Seal(plain []byte, where string) (string, error) {
 
 func (w workspaceSealer) Open(sealed, where string) ([]byte, error) {
 	return w.keys.Open(sealed, where+":"+w.workspaceID)
+}
+
+// answerLeases takes each answer to an MCP confirmation once across the fleet: a lease named
+// after the question, which a second acquisition of the same name finds taken (ErrConflict).
+type answerLeases struct {
+	leases      store.Leases
+	workspaceID string
+}
+
+// answerLease is the kind of the leases that mark an answer taken.
+const answerLease = "mcp-answer"
+
+// answerSkew outlasts the request state's expiry, which a node's clock set, by more than the
+// nodes' and the database's clocks differ: the lease must not lapse while the state opens.
+const answerSkew = 5 * time.Minute
+
+func (a answerLeases) Take(ctx context.Context, id string, expires time.Time) (bool, error) {
+	ttl := min(max(time.Until(expires)+answerSkew, store.MinLeaseTTL), store.MaxLeaseTTL)
+	l := &store.Lease{ID: "mcpans_" + id, WorkspaceID: a.workspaceID, Kind: answerLease}
+	err := a.leases.AcquireLease(ctx, l, ttl, store.NoLeaseLimits)
+	if errors.Is(err, store.ErrConflict) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // SessionThread makes the thread of workspace workspaceID that an MCP session's calls are

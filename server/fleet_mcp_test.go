@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -152,6 +153,46 @@ func TestFleetMCPWithoutSessions(t *testing.T) {
 	if res, err := session.CallTool(ctx, params); err == nil || !strings.Contains(err.Error(), `the thread "thr_elsewhere", which the request names`) {
 		t.Errorf("a call naming a thread of no workspace's: %+v, %v; want an invalid-params error", res, err)
 	}
+	// A confirmation approves one run, fleet-wide: asked on one node, answered on the other,
+	// the same answer sent again to either is a question again.
+	asking := sessionlessCall(t, a, `"arguments":{"text":"once"}`)
+	answer := `"arguments":{"text":"once"},"inputResponses":{"quiver.confirm":{"action":"accept"}},"requestState":` + string(asking["requestState"])
+	for i, c := range []struct {
+		node       *benchServer
+		resultType string
+	}{{b, "complete"}, {a, "input_required"}, {b, "input_required"}} {
+		if got := sessionlessCall(t, c.node, answer)["resultType"]; string(got) != `"`+c.resultType+`"` {
+			t.Errorf("the answer sent the %d. time: resultType %s, want %q", i+1, got, c.resultType)
+		}
+	}
+}
+
+// sessionlessCall calls guarded_echo on node in the sessionless protocol, with params (the
+// arguments and what answers a question), and returns the result.
+func sessionlessCall(t *testing.T, node *benchServer, params string) map[string]json.RawMessage {
+	t.Helper()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":"guarded_echo",` + params + `}}`
+	req, _ := http.NewRequest(http.MethodPost, node.base+"/mcp", strings.NewReader(body))
+	for k, v := range map[string]string{"Authorization": "Bearer " + node.key, "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "guarded_echo"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(out), "\n") {
+		var msg struct{ Result map[string]json.RawMessage }
+		if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &msg) == nil && msg.Result != nil {
+			return msg.Result
+		}
+	}
+	t.Fatalf("tools/call on %s: %d %s, want a result", node.base, resp.StatusCode, out)
+	return nil
 }
 
 // confirmingClient is the official client whose user allows guarded_echo, and nothing else,
