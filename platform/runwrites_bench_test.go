@@ -38,8 +38,10 @@ import (
 //     node's whatever its runs, and are counted in no other figure.
 //
 // It logs the run's write transactions by what they were, in the order first seen, with how
-// many of each a run made (all of them with -test.v).
+// many of each a run made (all of them with -test.v). Beside the runs, river-job is the
+// baseline: a bare River job that does nothing, the least River itself writes for a job.
 func BenchmarkRunWriteTxns(b *testing.B) {
+	b.Run("river-job", benchRiverJobWrites)
 	for _, steps := range []int{1, 2} {
 		b.Run(map[int]string{1: "one-step", 2: "two-step"}[steps], func(b *testing.B) {
 			r := newWriteBench(b)

@@ -112,6 +112,13 @@ var sections = []section{
 		{"one append's p50 µs, against one raw insert into a table indexed as messages is", figure{"sqlite:BenchmarkAppendResult", "p50-µs"}, figure{"sqlite:BenchmarkRawSQLiteInsertIndexed", "p50-µs"}, "x indexed insert"},
 		{"loop step p99 µs, against its p50", figure{"agent:BenchmarkLoopStep", "p99-µs/step"}, figure{"agent:BenchmarkLoopStep", "p50-µs/step"}, "x p50"},
 	}},
+	{"A run on PostgreSQL (platform BenchmarkRunWriteTxns, server BenchmarkAPIRunFirstEvent/postgres; needs QUIVER_TEST_POSTGRES): its write transactions against a bare River job's, its first event against a plain GET of the thread", []row{
+		{"one-step run, write transactions from its start to River's completion", figure{"platform:BenchmarkRunWriteTxns/one-step", "write-txns/run"}, figure{"platform:BenchmarkRunWriteTxns/river-job", "write-txns/run"}, "x River job"},
+		{"one-step run, of them only notifying (no wait for the disk)", figure{"platform:BenchmarkRunWriteTxns/one-step", "notify-txns/run"}, figure{"platform:BenchmarkRunWriteTxns/river-job", "notify-txns/run"}, ""},
+		{"two-step run, write transactions", figure{"platform:BenchmarkRunWriteTxns/two-step", "write-txns/run"}, figure{"platform:BenchmarkRunWriteTxns/river-job", "write-txns/run"}, "x River job"},
+		{"run started over /v1, first event p50 ms (back to back)", figure{"server:BenchmarkAPIRunFirstEvent/postgres/back-to-back", "first-p50-ms"}, figure{"server:BenchmarkAPIRunFirstEvent/postgres/back-to-back", "get-p50-ms"}, "x GET"},
+		{"run started over /v1, first event p99 ms (back to back)", figure{"server:BenchmarkAPIRunFirstEvent/postgres/back-to-back", "first-p99-ms"}, figure{"server:BenchmarkAPIRunFirstEvent/postgres/back-to-back", "get-p99-ms"}, "x GET"},
+	}},
 	{"Sandbox: a fresh interpreter per run, against a fresh node process per run", []row{
 		{"sandbox.Run, trivial script, p50 µs", figure{"sandbox:BenchmarkRun/sandbox/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/node-process/trivial", "p50-µs"}, "x node"},
 		{"run_code through the dispatcher, trivial, p50 µs", figure{"runcode:BenchmarkRunCode/trivial", "p50-µs"}, figure{"sandbox:BenchmarkRun/node-process/trivial", "p50-µs"}, "x node"},
