@@ -63,6 +63,9 @@ type Event struct {
 	Outcome *Outcome
 	Err     error       // failed: the cause, for this process's subscribers (never relayed)
 	Child   *ChildEvent // child_started, child_finished
+	// Relayed says the event reached a fleet's other nodes already, sent in the transaction
+	// that wrote what it announces (jobs, Runner.Announce): a relay does not send it again.
+	Relayed bool
 }
 
 // events fans events out to subscribers, synchronously and in order: a subscriber must be
@@ -95,7 +98,7 @@ func (r *Runner) Subscribe(fn func(Event)) (unsubscribe func()) {
 // Announce tells the runner's subscribers of what happened to a thread outside a run (a
 // message recorded as a run was queued), as if a run had said it: a thread's event streams,
 // on this node and, through a fleet's relay, on the others, read the thread now rather than
-// at their next poll.
+// at their next poll. An event marked Relayed reached the others already.
 func (r *Runner) Announce(e Event) { r.events.emit(e) }
 
 func (e *events) emit(ev Event) {

@@ -113,9 +113,15 @@ func (j *Jobs) insertWithMessage(ctx context.Context, args RunArgs) (id int64, d
 		return 0, false, nil
 	}
 	var appendErr error
+	announced := agent.Event{Type: agent.EventMessage, ThreadID: args.ThreadID}
 	res, err := j.insertTx(ctx, args, func(tx pgx.Tx) error {
 		appendErr = app.AppendTx(ctx, tx, args.WorkspaceID, args.ThreadID, &store.Message{ID: args.MessageID, Role: store.RoleUser, Content: args.Message})
-		return appendErr
+		if appendErr != nil || j.relay == nil {
+			return appendErr
+		}
+		// The other nodes' streams hear of the message with the commit that stores it.
+		announced.Relayed = true
+		return j.relay.sendIn(ctx, tx, announced)
 	})
 	switch {
 	case appendErr != nil:
@@ -125,7 +131,7 @@ func (j *Jobs) insertWithMessage(ctx context.Context, args RunArgs) (id int64, d
 	case res.UniqueSkippedAsDuplicate:
 		return res.Job.ID, true, fmt.Errorf("%w (job %d)", ErrRunQueued, res.Job.ID)
 	}
-	j.runner.Announce(agent.Event{Type: agent.EventMessage, ThreadID: args.ThreadID})
+	j.runner.Announce(announced)
 	return res.Job.ID, true, nil
 }
 

@@ -112,11 +112,10 @@ const listenWait = 5 * time.Second
 
 // enqueue hands a local event to the publisher without waiting: the runner calls it inline.
 func (rl *relay) enqueue(e agent.Event) {
-	m := relayed{Node: rl.node, Thread: e.ThreadID, Type: e.Type, Step: e.Step, Outcome: e.Outcome}
-	switch e.Type {
-	case agent.EventTextDelta, agent.EventFailed, agent.EventRetrying: // a failure's text is short (agent.FailureText)
-		m.Text = e.Text
+	if e.Relayed {
+		return
 	}
+	m := rl.relayedOf(e)
 	select {
 	case rl.out <- m:
 	default:
@@ -125,6 +124,25 @@ func (rl *relay) enqueue(e agent.Event) {
 				"thread", e.ThreadID, "event", e.Type)
 		}
 	}
+}
+
+// relayedOf is e as a notification carries it.
+func (rl *relay) relayedOf(e agent.Event) relayed {
+	m := relayed{Node: rl.node, Thread: e.ThreadID, Type: e.Type, Step: e.Step, Outcome: e.Outcome}
+	switch e.Type {
+	case agent.EventTextDelta, agent.EventFailed, agent.EventRetrying: // a failure's text is short (agent.FailureText)
+		m.Text = e.Text
+	}
+	return m
+}
+
+// sendIn sends e to the other nodes in tx, the transaction that writes what e announces: they
+// hear of it when, and only if, it commits, and the transaction the publisher would have made
+// for it is saved. The caller announces e locally after the commit, marked Relayed.
+func (rl *relay) sendIn(ctx context.Context, tx pgx.Tx, e agent.Event) error {
+	var seq uint64 // alone in its transaction: no other notification to tell it from
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, rl.channel, payloads(rl.relayedOf(e), &seq)[0])
+	return err
 }
 
 // publish sends the queued events in order, on one connection of its own (not the pool's,

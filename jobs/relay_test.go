@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/quiverhq/quiver/agent"
 	"github.com/quiverhq/quiver/model"
@@ -142,6 +144,68 @@ func TestRelayCarriesRunEventsToOtherNodes(t *testing.T) {
 	}
 	if n := len(heardElsewhere.snapshot()); n != 0 {
 		t.Errorf("a fleet on another schema heard %d events of this one", n)
+	}
+}
+
+// A queued run's message reaches the other nodes once, first, and with the commit that stores
+// it: sent in the transaction that queues the run, not again by the relay; a run refused (the
+// thread has one queued) sends nothing.
+func TestQueuedRunsMessageReachesOtherNodesOnce(t *testing.T) {
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	dsn := pgtest.DSN(t)
+	schemaName := pgtest.Schema(t, dsn)
+	node := func() (*Jobs, *agent.Runner, thread.Store) {
+		st, pool, err := openPostgres(dsn, schemaName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		_, reg := newTools(t)
+		cfg := config(st, reg, &deltaModel{pieces: []string{"Hi"}})
+		j, err := StartPostgres(context.Background(), pool, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { j.Stop(context.Background()) })
+		return j, cfg.Runner, st
+	}
+	a, _, st := node()
+	b, runnerB, _ := node()
+	ctx := context.Background()
+	th := newThread(t, st)
+	// What B's streams see: the other nodes' events, and its own runs' (either node may take
+	// the job).
+	heard := &eventLog{thread: th.ID()}
+	defer b.Subscribe(heard.add)()
+	defer runnerB.Subscribe(heard.add)()
+	if _, err := a.Start(ctx, RunArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper", Message: "greet"}); err != nil {
+		t.Fatal(err)
+	}
+	got := awaitEnd(t, heard, 1)
+	var types []agent.EventType
+	for _, e := range got {
+		types = append(types, e.Type)
+	}
+	if want := []agent.EventType{agent.EventMessage, agent.EventStepStarted, agent.EventTextDelta, agent.EventModelTurn, agent.EventFinished}; !equalTypes(types, want) {
+		t.Errorf("B heard %v, want %v: the message once, first", types, want)
+	}
+	// A run refused: its transaction rolled back, and its notification with it.
+	other := newThread(t, st)
+	heardOther := &eventLog{thread: other.ID()}
+	defer b.Subscribe(heardOther.add)()
+	defer runnerB.Subscribe(heardOther.add)()
+	if _, err := a.client.Insert(ctx, RunArgs{WorkspaceID: ws, ThreadID: other.ID(), Agent: "helper"},
+		&river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Start(ctx, RunArgs{WorkspaceID: ws, ThreadID: other.ID(), Agent: "helper", Message: "refused"}); !errors.Is(err, ErrRunQueued) {
+		t.Fatalf("a run while one is queued: %v, want ErrRunQueued", err)
+	}
+	time.Sleep(200 * time.Millisecond) // what B would hear has arrived by now
+	if got := heardOther.snapshot(); len(got) != 0 {
+		t.Errorf("B heard %+v of a refused run, want nothing", got)
 	}
 }
 
