@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"testing"
 	"time"
 
@@ -37,16 +36,8 @@ func benchRiverJobWrites(b *testing.B) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(b)
 	schema := pgtest.Schema(b, dsn)
-	pu, err := url.Parse(dsn)
-	benchMust(b, err)
-	q := pu.Query()
-	q.Set("search_path", schema)
-	pu.RawQuery = q.Encode()
-	pcfg, err := pgxpool.ParseConfig(pu.String())
-	benchMust(b, err)
 	counter := newWriteCounter()
-	pcfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := pgxpool.NewWithConfig(ctx, tracedPool(b, dsn, schema, counter))
 	benchMust(b, err)
 	b.Cleanup(pool.Close)
 	_, err = pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())

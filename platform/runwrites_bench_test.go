@@ -142,14 +142,7 @@ func newWriteBench(b *testing.B) *writeBench {
 	benchMust(b, err)
 	b.Cleanup(func() { p.Close() })
 
-	pu, err := url.Parse(dsn)
-	benchMust(b, err)
-	q := pu.Query()
-	q.Set("search_path", schema)
-	pu.RawQuery = q.Encode()
-	pcfg, err := pgxpool.ParseConfig(pu.String())
-	benchMust(b, err)
-	pcfg.ConnConfig.Tracer = counter
+	pcfg := tracedPool(b, dsn, schema, counter)
 	benchMust(b, p.StartJobs(ctx, func(ctx context.Context, c jobs.Config) (*jobs.Jobs, error) {
 		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
@@ -161,6 +154,20 @@ func newWriteBench(b *testing.B) *writeBench {
 	b.Cleanup(func() { _ = p.Stop(context.Background()) })
 	return &writeBench{p: p, counter: counter,
 		actor: platform.Actor{WorkspaceID: ws.ID, UserID: u.ID, Role: store.KeyRoleMember, KeyID: "key_bench"}}
+}
+
+// tracedPool is the configuration of a pool on dsn's database whose connections work in
+// schema and are traced by counter.
+func tracedPool(b *testing.B, dsn, schema string, counter *writeCounter) *pgxpool.Config {
+	pu, err := url.Parse(dsn)
+	benchMust(b, err)
+	q := pu.Query()
+	q.Set("search_path", schema)
+	pu.RawQuery = q.Encode()
+	pcfg, err := pgxpool.ParseConfig(pu.String())
+	benchMust(b, err)
+	pcfg.ConnConfig.Tracer = counter
+	return pcfg
 }
 
 // runToEnd starts agent's run on the thread and waits for River to record its job done.
