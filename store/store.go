@@ -288,6 +288,7 @@ type Backend interface {
 	Store
 	BatchAppender
 	QueuePeeker
+	FinalAppender
 	Files
 	Entities
 	APIKeys
@@ -326,6 +327,20 @@ type QueuePeeker interface {
 	// Queue) once msgs are stored, as the append's transaction saw them. On error it reports
 	// false and stores nothing, as Append.
 	AppendPeek(ctx context.Context, workspaceID, threadID string, msgs ...*Message) (queued bool, err error)
+}
+
+// FinalAppender is implemented by stores that can append a run's last message and record the
+// run's end on its thread in one transaction. A one-step run wrote its answer and then its end,
+// two commits that each wait for the disk; written together they wait once, and a crash keeps
+// both or neither (the run is tried again and asks its model again, as after a crash before
+// the answer was stored).
+type FinalAppender interface {
+	// AppendFinal appends msgs by Append's rules and, when the thread has no queued messages
+	// once they are stored (a message sent meanwhile calls for another step), applies fn to
+	// the thread by UpdateThread's rules, in the same transaction. It returns the thread as
+	// fn left it, or, when messages were queued, nil and queued true: msgs are stored then,
+	// fn is not applied. On any error (of the append, of fn, of the update) nothing is stored.
+	AppendFinal(ctx context.Context, workspaceID, threadID string, fn func(*Thread) error, msgs ...*Message) (t *Thread, queued bool, err error)
 }
 
 // BatchError is the error of an AppendBatch that stored nothing because of one of its ops.

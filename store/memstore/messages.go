@@ -54,6 +54,39 @@ func (s *Store) AppendPeek(ctx context.Context, workspaceID, threadID string, ms
 	return len(rec.queue) > 0, nil
 }
 
+// AppendFinal appends msgs and, when the thread has no queued messages once they are stored,
+// applies fn to the thread, in one step (see store.FinalAppender).
+func (s *Store) AppendFinal(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error, msgs ...*store.Message) (*store.Thread, bool, error) {
+	op := threadOp("append to " + threadID)
+	if len(msgs) == 0 {
+		return nil, false, op.fail(fmt.Errorf("no messages to end with: %w", store.ErrInvalid))
+	}
+	if err := checkMessages(threadID, msgs); err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.th.thread(op, workspaceID, threadID)
+	if err != nil {
+		return nil, false, err
+	}
+	tx := s.th.begin(ctx)
+	if err := tx.add(rec, msgs, stamp.Now(ctx)); err != nil {
+		return nil, false, err
+	}
+	if len(rec.queue) > 0 {
+		tx.commit()
+		return nil, true, nil
+	}
+	th, err := updated(ctx, threadOp("update thread "+threadID), rec, fn)
+	if err != nil {
+		return nil, false, err
+	}
+	tx.commit()
+	rec.t = *copyThread(th)
+	return th, false, nil
+}
+
 // AppendBatch applies ops in order in one step (see store.BatchAppender): all of them, or none
 // and a *store.BatchError naming the op that failed. Each op follows Append's rules and sets
 // its messages' ID, ThreadID, Seq and CreatedAt (the op's At when set).

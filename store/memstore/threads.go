@@ -158,6 +158,16 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 	if err != nil {
 		return nil, err
 	}
+	th, err := updated(ctx, op, rec, fn)
+	if err != nil {
+		return nil, err
+	}
+	rec.t = *copyThread(th)
+	return th, nil
+}
+
+// updated is rec's thread as fn leaves it, checked by UpdateThread's rules, not yet stored.
+func updated(ctx context.Context, op threadOp, rec *threadRec, fn func(*store.Thread) error) (*store.Thread, error) {
 	th := copyThread(&rec.t)
 	if err := fn(th); err != nil {
 		return nil, err
@@ -169,7 +179,6 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 		th.Status = store.StatusIdle
 	}
 	th.UpdatedAt = notEarlier(stamp.Now(ctx), rec.t.UpdatedAt)
-	rec.t = *copyThread(th)
 	return th, nil
 }
 

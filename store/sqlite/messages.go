@@ -64,7 +64,7 @@ func (s *Store) Append(ctx context.Context, workspaceID, threadID string, msgs .
 // sets its messages' ID, ThreadID, Seq and CreatedAt (the op's At when set) once the batch is
 // stored.
 func (s *Store) AppendBatch(ctx context.Context, ops []store.AppendOp) error {
-	_, err := s.appendBatch(ctx, ops)
+	_, err := s.appendBatch(ctx, ops, nil)
 	return err
 }
 
@@ -78,17 +78,44 @@ func (s *Store) AppendPeek(ctx context.Context, workspaceID, threadID string, ms
 		q, err := s.Queued(ctx, workspaceID, threadID)
 		return len(q) > 0, err
 	}
-	queued, err := s.appendBatch(ctx, []store.AppendOp{{WorkspaceID: workspaceID, ThreadID: threadID, Messages: msgs}})
+	queued, err := s.appendBatch(ctx, []store.AppendOp{{WorkspaceID: workspaceID, ThreadID: threadID, Messages: msgs}}, nil)
 	if be, ok := err.(*store.BatchError); ok {
 		return false, be.Err
 	}
 	return queued, err
 }
 
+// AppendFinal appends msgs and, when the thread has no queued messages once they are stored,
+// applies fn to the thread, in one transaction (see store.FinalAppender). fn runs while the
+// store's write lock is held, as UpdateThread's does.
+func (s *Store) AppendFinal(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error, msgs ...*store.Message) (*store.Thread, bool, error) {
+	if len(msgs) == 0 {
+		return nil, false, fmt.Errorf("sqlite: append to %s: no messages to end with: %w", threadID, store.ErrInvalid)
+	}
+	var out *store.Thread
+	queued, err := s.appendBatch(ctx, []store.AppendOp{{WorkspaceID: workspaceID, ThreadID: threadID, Messages: msgs}},
+		func(ctx context.Context, queued bool) error {
+			if queued {
+				return nil
+			}
+			var err error
+			out, err = s.updateThread(ctx, workspaceID, threadID, fn)
+			return err
+		})
+	if be, ok := err.(*store.BatchError); ok {
+		return nil, false, be.Err
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out, queued, nil
+}
+
 // appendBatch is AppendBatch that also reports, for a batch of one op (AppendPeek's), whether
 // its thread has queued messages: the transaction looks when it reads the thread's last seq,
 // and as it holds the write lock from there to its commit, what it saw is still so then.
-func (s *Store) appendBatch(ctx context.Context, ops []store.AppendOp) (queued bool, _ error) {
+// then, when not nil, runs in the transaction after the inserts, told what was seen.
+func (s *Store) appendBatch(ctx context.Context, ops []store.AppendOp, then func(ctx context.Context, queued bool) error) (queued bool, _ error) {
 	rows := make([][]row, len(ops))
 	if err := encodeOps(ctx, ops, rows); err != nil {
 		return false, err
@@ -97,8 +124,10 @@ func (s *Store) appendBatch(ctx context.Context, ops []store.AppendOp) (queued b
 	firsts := make([]int64, len(ops))
 	err := s.write(ctx, func(ctx context.Context, tx querier) error {
 		var err error
-		queued, err = s.insertOps(ctx, tx, ops, rows, firsts, now)
-		return err
+		if queued, err = s.insertOps(ctx, tx, ops, rows, firsts, now); err != nil || then == nil {
+			return err
+		}
+		return then(ctx, queued)
 	})
 	if err != nil {
 		return false, err

@@ -54,6 +54,7 @@ func Run(t *testing.T, open Open) {
 		{"Queue", testQueue},
 		{"QueueConcurrent", testQueueConcurrent},
 		{"QueuePeek", testQueuePeek},
+		{"FinalAppend", testFinalAppend},
 		{"Decisions", testDecisions},
 		{"Logs", testLogs},
 		{"StateWriteAndRead", testStateWriteAndRead},

@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/quiverhq/quiver/store"
+)
+
+var _ store.FinalAppender = (*Store)(nil)
+
+// AppendFinal appends msgs and, when the thread has no queued messages once they are stored,
+// applies fn to the thread, in one transaction (see store.FinalAppender). The queue is as the
+// append's statement saw it, as AppendPeek reports it: a message queued after that look is
+// the next run's, which the wake that follows every Queue starts once this one has ended.
+// When ctx carries work for the thread's end (WithFinalWork), that work runs in the
+// transaction too, after the update.
+func (s *Store) AppendFinal(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error, msgs ...*store.Message) (*store.Thread, bool, error) {
+	op := "append to thread " + threadID
+	if len(msgs) == 0 {
+		return nil, false, fmt.Errorf("postgres: %s: no messages to end with: %w", op, store.ErrInvalid)
+	}
+	b, err := newBatch(ctx, threadID, msgs)
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	wctx, cancel, err := writeContext(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	defer cancel()
+	var (
+		base   int64
+		at     time.Time
+		queued bool
+		out    *store.Thread
+	)
+	err = pgx.BeginFunc(wctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(wctx, appendSQL, b.args(threadID, workspaceID, nil)...).Scan(&base, &at, &queued); err != nil {
+			return dialect.Err(op, err)
+		}
+		if queued {
+			return nil
+		}
+		var err error
+		if out, err = updateThread(wctx, tx, workspaceID, threadID, fn); err != nil {
+			return err
+		}
+		if w, ok := ctx.Value(finalWorkKey{}).(finalWork); ok && w.threadID == threadID {
+			return w.fn(wctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	b.fill(msgs, threadID, base, at)
+	return out, queued, nil
+}
+
+// WithFinalWork returns a context under which an AppendFinal to threadID that records the
+// thread's end also runs fn inside its transaction, after the thread's update: what fn writes
+// commits with the end, or nothing of either does. An AppendFinal that finds messages queued
+// does not run it, nor does one to another thread (a child's run inside this one's call
+// inherits the context). Package jobs completes the run's job this way (River's
+// JobCompleteTx), in the commit that ends the run, where River would wait for one more.
+func WithFinalWork(ctx context.Context, threadID string, fn func(ctx context.Context, tx pgx.Tx) error) context.Context {
+	return context.WithValue(ctx, finalWorkKey{}, finalWork{threadID: threadID, fn: fn})
+}
+
+type finalWorkKey struct{}
+
+type finalWork struct {
+	threadID string
+	fn       func(context.Context, pgx.Tx) error
+}
