@@ -48,6 +48,11 @@ func (rs *run) loop(ctx context.Context) (*Outcome, error) {
 		case stopTool:
 			return rs.finish(RunFinished, ReasonStopTool, nil)
 		}
+		if rs.heldAnswer {
+			if out, err := rs.endWithAnswer(ctx); err != nil || out != nil {
+				return out, err
+			}
+		}
 		// Messages queued for this step (a child's result, a message sent meanwhile) join the
 		// history first, and call for a step even after an answer without calls. Looking is
 		// a read; taking them is a write only when there are some.
@@ -100,13 +105,50 @@ func (rs *run) answered(ctx context.Context, took bool) (Reason, bool, error) {
 	if last.Role != store.RoleAssistant {
 		return "", false, nil
 	}
+	return rs.endReason(last), false, nil
+}
+
+// endReason is the reason an answer without calls ends the run by the prompt's stop rules,
+// or "" when it does not.
+func (rs *run) endReason(answer *store.Message) Reason {
 	switch {
-	case rs.outputOf(last) != nil && rs.prompt.Stop.onOutput():
-		return ReasonOutput, false, nil
+	case rs.outputOf(answer) != nil && rs.prompt.Stop.onOutput():
+		return ReasonOutput
 	case rs.prompt.Stop.noCalls():
-		return ReasonNoCalls, false, nil
+		return ReasonNoCalls
 	}
-	return "", false, nil
+	return ""
+}
+
+// endWithAnswer stores the answer the last step held back and, unless messages were queued
+// meanwhile, the run's end with it, in one write: a one-step run waited for two commits
+// there. It returns the run's outcome, or nil when the run goes on to take the queued
+// messages. An answer that could not be stored is dropped from the run, as when the model
+// fails: a try again asks the model again.
+func (rs *run) endWithAnswer(ctx context.Context) (*Outcome, error) {
+	rs.heldAnswer = false
+	answer := rs.hist[len(rs.hist)-1]
+	out := rs.outcome(RunFinished, rs.endReason(answer), nil)
+	info := rs.th.Info()
+	terminate := false
+	var err error
+	if rs.jobDone(&info, out, nil) {
+		terminate, err = rs.noLiveChildren(ctx)
+	}
+	ended := false
+	if err == nil {
+		ended, err = rs.th.InjectFinal(ctx, func(t *store.Thread) error { return rs.endThread(t, out, nil, terminate) }, answer)
+	}
+	if err != nil {
+		rs.hist, rs.steps = rs.hist[:len(rs.hist)-1], rs.steps-1
+		return nil, err
+	}
+	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: rs.th.ID(), Step: rs.steps, Side: rs.side, Text: answer.Content})
+	if !ended {
+		return nil, nil
+	}
+	rs.endWritten = true
+	return rs.finished(out), nil
 }
 
 // nextStep takes the model's next step, with the tools offered as they now apply.

@@ -64,6 +64,11 @@ type run struct {
 	startSeq  int64          // the last message before this run: what the run added comes after
 	lifecycle lifecycleTools // which of subagent_create and subagent_message are offered
 	spawned   int            // the children this run has started (see MaxSpawnsPerRun)
+
+	// heldAnswer says that the last message of hist is the model's answer, not yet stored:
+	// it ends the run unless messages were queued meanwhile, and endWithAnswer stores it with
+	// the run's end. endWritten says that it did, so that settle writes the end no more.
+	heldAnswer, endWritten bool
 }
 
 type recorder struct{ rs *run }

@@ -217,7 +217,7 @@ func (rs *run) addMessage(ctx context.Context, message string) error {
 func (rs *run) settle(ctx context.Context, info *store.Thread, deliver bool, out *Outcome, err error) (*Outcome, error) {
 	idle := context.WithoutCancel(ctx)
 	terminate := false
-	if rs.jobDone(info, out, err) {
+	if rs.jobDone(info, out, err) && !rs.endWritten {
 		// Unless children of its own still work in the background: their results would reach
 		// a thread that no longer runs. It stays idle until they have reported, and answers
 		// again then.
@@ -227,7 +227,10 @@ func (rs *run) settle(ctx context.Context, info *store.Thread, deliver bool, out
 	if forGood(ctx, rs.th.ID(), err) {
 		failure = failedOutcome(rs.th.ID(), rs.steps, err)
 	}
-	_, serr := rs.th.Update(idle, func(t *store.Thread) error { return rs.endThread(t, out, failure, terminate) })
+	var serr error
+	if !rs.endWritten { // else written with the run's last answer (endWithAnswer)
+		_, serr = rs.th.Update(idle, func(t *store.Thread) error { return rs.endThread(t, out, failure, terminate) })
+	}
 	if err == nil && serr != nil {
 		out, err = nil, serr
 	}

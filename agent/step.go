@@ -62,6 +62,12 @@ func (rs *run) step(ctx context.Context) error {
 		}
 		am.ToolCalls = append(am.ToolCalls, sc)
 	}
+	if len(calls) == 0 && retry == "" && rs.side == "" && rs.endReason(am) != "" {
+		// The answer ends the run unless a message was queued meanwhile: the loop stores it
+		// with the run's end, in one write (endWithAnswer), and announces it then.
+		rs.hist, rs.steps, rs.pending, rs.heldAnswer = append(rs.hist, am), stepNo, nil, true
+		return nil
+	}
 	if err := th.Inject(ctx, am); err != nil {
 		return err
 	}

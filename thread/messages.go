@@ -54,6 +54,51 @@ func (t *Thread) Inject(ctx context.Context, msgs ...*store.Message) error {
 	return nil
 }
 
+// InjectFinal appends a run's last messages and, when the thread has no queued messages once
+// they are stored, applies fn to the thread (its end: status, outcome), in one transaction
+// where the store is a store.FinalAppender. ended says whether fn was applied; when it was
+// not, messages wait in the queue (QueueSeen reports them) and the run goes on. With another
+// store it appends, looks at the queue and updates, one after the other.
+func (t *Thread) InjectFinal(ctx context.Context, fn func(*store.Thread) error, msgs ...*store.Message) (ended bool, err error) {
+	f, ok := t.st.(store.FinalAppender)
+	if !ok {
+		return t.injectThenUpdate(ctx, fn, msgs)
+	}
+	writes := queueWrites.Load()
+	info, queued, err := f.AppendFinal(ctx, t.ws, t.id, fn, msgs...)
+	if err != nil {
+		t.queueSeen.Store(nil)
+		return false, err
+	}
+	t.queueSeen.Store(&queueLook{queued: queued, writes: writes})
+	if queued {
+		return false, nil
+	}
+	t.keep(info)
+	return true, nil
+}
+
+// injectThenUpdate is InjectFinal in three steps, for a store that cannot do it in one.
+func (t *Thread) injectThenUpdate(ctx context.Context, fn func(*store.Thread) error, msgs []*store.Message) (bool, error) {
+	if err := t.Inject(ctx, msgs...); err != nil {
+		return false, err
+	}
+	queued, known := t.QueueSeen()
+	if !known {
+		q, err := t.Queued(ctx)
+		if err != nil {
+			return false, err
+		}
+		queued = len(q) > 0
+	}
+	if queued {
+		t.queueSeen.Store(&queueLook{queued: true, writes: queueWrites.Load()})
+		return false, nil
+	}
+	_, err := t.Update(ctx, fn)
+	return err == nil, err
+}
+
 // QueueSeen reports whether the thread had queued messages when the latest append through
 // this handle (Inject, Record, AppendUser...) committed, and forgets it. known is false when
 // no such append can tell: none since the last call, a store that is no store.QueuePeeker,

@@ -542,3 +542,45 @@ func TestQueueSeen(t *testing.T) {
 		look(false, false)
 	})
 }
+
+// plainStore hides every optional interface of its backend: what a store written without
+// them gives the thread.
+type plainStore struct{ backendtest.Store }
+
+// InjectFinal ends the thread with its last message when nothing is queued, and otherwise
+// stores the message and reports the queue, with the store's AppendFinal or, for a store
+// without it, in steps.
+func TestInjectFinal(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		for name, s := range map[string]thread.Store{"AppendFinal": st, "in steps": plainStore{st}} {
+			t.Run(name, func(t *testing.T) {
+				th := newThread(t, s)
+				idle := func(x *store.Thread) error { x.StepCount = 7; return nil }
+				if err := s.Enqueue(ctx, ws, th.ID(), &store.Message{Role: store.RoleUser, Content: "meanwhile"}); err != nil {
+					t.Fatal(err)
+				}
+				ended, err := th.InjectFinal(ctx, idle, &store.Message{Role: store.RoleAssistant, Content: "first"})
+				if err != nil || ended {
+					t.Fatalf("with a message queued: %v, %v; want not ended", ended, err)
+				}
+				if queued, known := th.QueueSeen(); !queued || !known {
+					t.Errorf("QueueSeen = %v, %v after a final append that found the queue", queued, known)
+				}
+				if info, _ := th.Refresh(ctx); info.StepCount != 0 {
+					t.Errorf("ended anyway: %+v", info)
+				}
+				if _, err := th.TakeQueued(ctx); err != nil {
+					t.Fatal(err)
+				}
+				ended, err = th.InjectFinal(ctx, idle, &store.Message{Role: store.RoleAssistant, Content: "second"})
+				if err != nil || !ended || th.Info().StepCount != 7 {
+					t.Fatalf("InjectFinal = %v, %v, kept %+v; want ended", ended, err, th.Info())
+				}
+				hist, err := th.History(ctx)
+				if err != nil || len(hist) != 3 || hist[2].Content != "second" {
+					t.Fatalf("history %v, %v", hist, err)
+				}
+			})
+		}
+	})
+}

@@ -1,0 +1,190 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/quiverhq/quiver"
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/backendtest"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/thread"
+)
+
+// endingStore is a backend that counts the thread updates and final appends a run makes, and
+// fails the next final append when told to.
+type endingStore struct {
+	backendtest.Store
+	updates, finals atomic.Int32
+	failNext        atomic.Bool
+}
+
+var errLostCommit = errors.New("the database went away")
+
+func (s *endingStore) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
+	s.updates.Add(1)
+	return s.Store.UpdateThread(ctx, workspaceID, threadID, fn)
+}
+
+func (s *endingStore) AppendPeek(ctx context.Context, workspaceID, threadID string, msgs ...*store.Message) (bool, error) {
+	return s.Store.(store.QueuePeeker).AppendPeek(ctx, workspaceID, threadID, msgs...)
+}
+
+func (s *endingStore) AppendFinal(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error, msgs ...*store.Message) (*store.Thread, bool, error) {
+	s.finals.Add(1)
+	if s.failNext.Swap(false) {
+		return nil, false, errLostCommit
+	}
+	return s.Store.(store.FinalAppender).AppendFinal(ctx, workspaceID, threadID, fn, msgs...)
+}
+
+// answersModel answers each request with the next of its texts, and first calls before (with
+// the request's number) when set.
+type answersModel struct {
+	texts  []string
+	asked  int
+	before func(n int) error
+}
+
+func (m *answersModel) Name() string            { return "test:answers" }
+func (m *answersModel) Dialect() schema.Dialect { return schema.OpenAI }
+func (m *answersModel) Generate(context.Context, *model.Request, func(model.Delta)) (*model.Response, error) {
+	n := m.asked
+	m.asked++
+	if m.before != nil {
+		if err := m.before(n); err != nil {
+			return nil, err
+		}
+	}
+	return &model.Response{Text: m.texts[min(n, len(m.texts)-1)]}, nil
+}
+
+func finalFixture(t *testing.T, st backendtest.Store, m model.Model) (*endingStore, *agent.Runner, *agent.Agent, *thread.Thread, *[]agent.Event) {
+	t.Helper()
+	es := &endingStore{Store: st}
+	r := &agent.Runner{Store: es, Registry: &quiver.Registry{}, Model: m}
+	var events []agent.Event
+	r.Subscribe(func(e agent.Event) { events = append(events, e) })
+	th, err := thread.Create(context.Background(), es, thread.Options{WorkspaceID: "wsp_final"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es, r, &agent.Agent{Name: "final", Prompt: &agent.Prompt{Name: "final"}}, th, &events
+}
+
+func contents(t *testing.T, th *thread.Thread) []string {
+	t.Helper()
+	hist, err := th.History(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range hist {
+		out = append(out, m.Content)
+	}
+	return out
+}
+
+func types(events []agent.Event) []agent.EventType {
+	var out []agent.EventType
+	for _, e := range events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// TestRunEndsWithItsAnswerInOneWrite: the answer that ends a run and the run's end on the
+// thread (idle, its outcome) are one write; the run's other write is the mark that it runs.
+// The model's turn is announced after that write, then the run's end.
+func TestRunEndsWithItsAnswerInOneWrite(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		ctx := context.Background()
+		es, r, a, th, events := finalFixture(t, st, &answersModel{texts: []string{"done"}})
+		out, err := r.Run(ctx, th, a, "start")
+		if err != nil || out.Text != "done" || out.Steps != 1 || out.Reason != agent.ReasonNoCalls {
+			t.Fatalf("Run = %+v, %v", out, err)
+		}
+		if u, f := es.updates.Load(), es.finals.Load(); u != 1 || f != 1 {
+			t.Errorf("the run updated the thread %d times and ended it with its answer %d times; want 1 (running) and 1", u, f)
+		}
+		info, err := th.Refresh(ctx)
+		if err != nil || info.Status != store.StatusIdle || info.StepCount != 1 {
+			t.Fatalf("thread after the run: %+v, %v", info, err)
+		}
+		if st := agent.ReadState(&info); st.Outcome == nil || st.Outcome.Text != "done" || st.RanBy != "final" {
+			t.Errorf("the outcome recorded: %+v", st)
+		}
+		if got := contents(t, th); !slices.Equal(got, []string{"start", "done"}) {
+			t.Errorf("history %q", got)
+		}
+		got := types(*events)
+		if n := len(got); n < 2 || got[n-2] != agent.EventModelTurn || got[n-1] != agent.EventFinished {
+			t.Errorf("events %v: want the model's turn, then the run's end, last", got)
+		}
+	})
+}
+
+// TestMessageQueuedDuringTheLastStepIsAnswered: a message queued while the model writes what
+// would be its last answer (by another process: straight to the store) is stored after that
+// answer, and the run goes on to answer it instead of ending.
+func TestMessageQueuedDuringTheLastStepIsAnswered(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		ctx := context.Background()
+		var th *thread.Thread
+		m := &answersModel{texts: []string{"first", "second"}, before: func(n int) error {
+			if n > 0 {
+				return nil
+			}
+			return st.Enqueue(ctx, th.WorkspaceID(), th.ID(), &store.Message{Role: store.RoleUser, Content: "and this"})
+		}}
+		es, r, a, created, _ := finalFixture(t, st, m)
+		th = created
+		out, err := r.Run(ctx, th, a, "start")
+		if err != nil || out.Text != "second" || out.Steps != 2 {
+			t.Fatalf("Run = %+v, %v; want the answer to the queued message", out, err)
+		}
+		if got := contents(t, th); !slices.Equal(got, []string{"start", "first", "and this", "second"}) {
+			t.Errorf("history %q", got)
+		}
+		if f := es.finals.Load(); f != 2 {
+			t.Errorf("%d final appends, want 2 (the first found the message queued)", f)
+		}
+		if q, err := th.Queued(ctx); err != nil || len(q) != 0 {
+			t.Errorf("left queued: %v, %v", q, err)
+		}
+	})
+}
+
+// TestAnswerNotStoredIsAskedAgain: when the write of the last answer with the run's end fails,
+// neither is stored (the thread is not left running); the run tried again asks the model
+// again, and the history holds the answer once.
+func TestAnswerNotStoredIsAskedAgain(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		ctx := context.Background()
+		m := &answersModel{texts: []string{"done"}}
+		es, r, a, th, _ := finalFixture(t, st, m)
+		es.failNext.Store(true)
+		if _, err := r.Run(ctx, th, a, "start"); !errors.Is(err, errLostCommit) {
+			t.Fatalf("Run: %v, want the failed write", err)
+		}
+		info, err := th.Refresh(ctx)
+		if err != nil || info.Status == store.StatusRunning || info.StepCount != 0 {
+			t.Fatalf("thread after the failed write: status %s, %d steps, %v; want not running, no step", info.Status, info.StepCount, err)
+		}
+		if got := contents(t, th); !slices.Equal(got, []string{"start"}) {
+			t.Fatalf("history after the failed write %q, want the message alone", got)
+		}
+		out, err := r.Resume(ctx, th, a)
+		if err != nil || out.Text != "done" || out.Steps != 1 || m.asked != 2 {
+			t.Fatalf("Resume = %+v, %v after %d requests; want the answer, asked again", out, err, m.asked)
+		}
+		if got := contents(t, th); !slices.Equal(got, []string{"start", "done"}) {
+			t.Errorf("history %q", got)
+		}
+	})
+}
