@@ -37,6 +37,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/endtx"
 	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -134,6 +136,9 @@ type Config struct {
 	// maxAttempts, when set, is how often River tries a job before it gives up (River's
 	// default: 25); tests lower it.
 	maxAttempts int
+	// completeAtEnd says that a run's job is completed in the transaction that ends the run
+	// (PostgreSQL: River's tables and the store's in one database; see completeAtEnd).
+	completeAtEnd bool
 	// hooks, when set, are River's hooks (a test holds a job between its end and River's
 	// record of it).
 	hooks []rivertype.Hook
@@ -398,12 +403,30 @@ func (w *runWorker) runThread(ctx context.Context, th *thread.Thread, a RunArgs,
 			return w.failed(ctx, th, a, job, err)
 		}
 	}
+	if w.cfg.completeAtEnd && th.ParentID() == "" {
+		ctx = completeAtEnd(ctx, a.ThreadID, job)
+	}
 	out, err := w.cfg.Runner.Resume(ctx, th, ag)
 	if err != nil {
 		return w.failed(ctx, th, a, job, err)
 	}
 	w.cfg.Logger.Debug("jobs: run ended", "thread", a.ThreadID, "status", out.Status, "reason", out.Reason)
 	return nil
+}
+
+// completeAtEnd has River complete job in the transaction that ends the run with its answer
+// (store/postgres's AppendFinal), rather than in a transaction of its own once Work returns:
+// one commit fewer to wait for, and no moment when the run has ended and its job still runs
+// (Start waits that moment out for the thread's next run). River's completer then finds the
+// job completed and writes nothing. A run that ends otherwise (paused, failed, its last
+// answer written apart) leaves its job to River as before. Not for a child's run: it delivers
+// its result to its parent after that transaction, and River's retry of an uncompleted job is
+// what redoes a delivery a crash cut short.
+func completeAtEnd(ctx context.Context, threadID string, job *rivertype.JobRow) context.Context {
+	return endtx.With(ctx, threadID, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[RunArgs]{JobRow: job})
+		return err
+	})
 }
 
 // failed is the job's end after the run failed with err: cancelled once the failure is

@@ -114,7 +114,12 @@ func (j *Jobs) insertWithMessage(ctx context.Context, args RunArgs) (id int64, d
 	}
 	var appendErr error
 	announced := agent.Event{Type: agent.EventMessage, ThreadID: args.ThreadID}
-	res, err := j.insertTx(ctx, args, func(tx pgx.Tx) error {
+	// The job carries no message: it commits with it, so its worker has none to append. (Its
+	// worker's append, refused as a message id taken, cost each run a transaction that wrote
+	// and rolled back.)
+	job := args
+	job.Message, job.MessageID = "", ""
+	res, err := j.insertTx(ctx, job, func(tx pgx.Tx) error {
 		appendErr = app.AppendTx(ctx, tx, args.WorkspaceID, args.ThreadID, &store.Message{ID: args.MessageID, Role: store.RoleUser, Content: args.Message})
 		if appendErr != nil || j.relay == nil {
 			return appendErr

@@ -112,6 +112,7 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 		cfg.Runner.Lease = runnerLease{l}
 		workerLease = heldByRunner{} // the runner takes it: taken here too, the run's own try would fail
 	}
+	cfg.completeAtEnd = true
 	drv := riverpgxv5.New(pool)
 	if err := migrateRiverLocked(ctx, pool, drv, &cfg); err != nil {
 		leases.Close()

@@ -57,6 +57,7 @@ func benchRiverJobWrites(b *testing.B) {
 	benchMust(b, noopToEnd(ctx, client, counter)) // River's first leader election and the jobs it queues at its start
 	time.Sleep(100 * time.Millisecond)
 	var job, notify, background int
+	xids := serverXIDs(b, dsn)
 	// No tagless switch in this loop: go1.26.8's compiler crashes on one inside a b.Loop body
 	// (escape analysis, "invalid memory address"), whatever the cases call.
 	for b.Loop() {
@@ -75,6 +76,8 @@ func benchRiverJobWrites(b *testing.B) {
 			}
 		}
 	}
+	time.Sleep(2 * time.Second) // see BenchmarkRunWriteTxns
+	b.ReportMetric(float64(serverXIDs(b, dsn)-xids)/float64(b.N), "server-xids/run")
 	b.ReportMetric(float64(job)/float64(b.N), "write-txns/run")
 	b.ReportMetric(float64(notify)/float64(b.N), "notify-txns/run")
 	b.ReportMetric(float64(background)/float64(b.N), "river-upkeep-txns/run")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/quiverhq/quiver"
@@ -56,6 +57,7 @@ func BenchmarkRunWriteTxns(b *testing.B) {
 			var thread, run, notify, background int
 			kinds := map[string]int{} // the run's write transactions by what they were
 			var order []string
+			xids := serverXIDs(b, r.dsn)
 			for b.Loop() {
 				r.counter.take()
 				th, err := r.p.OpenThread(ctx, r.actor, platform.NewThread{Agent: ag})
@@ -89,6 +91,10 @@ func BenchmarkRunWriteTxns(b *testing.B) {
 					kinds[k]++
 				}
 			}
+			// River completes jobs in batches, some time after: waited for, so that what its
+			// completer writes for the last runs counts too.
+			time.Sleep(2 * time.Second)
+			b.ReportMetric(float64(serverXIDs(b, r.dsn)-xids)/float64(b.N), "server-xids/run")
 			b.ReportMetric(float64(run)/float64(b.N), "write-txns/run")
 			b.ReportMetric(float64(notify)/float64(b.N), "notify-txns/run")
 			b.ReportMetric(float64(thread)/float64(b.N), "write-txns/thread")
@@ -105,6 +111,7 @@ type writeBench struct {
 	p       *platform.Platform
 	actor   platform.Actor
 	counter *writeCounter
+	dsn     string
 }
 
 func newWriteBench(b *testing.B) *writeBench {
@@ -152,8 +159,23 @@ func newWriteBench(b *testing.B) *writeBench {
 		return jobs.StartPostgres(ctx, pool, c)
 	}))
 	b.Cleanup(func() { _ = p.Stop(context.Background()) })
-	return &writeBench{p: p, counter: counter,
+	return &writeBench{p: p, counter: counter, dsn: dsn,
 		actor: platform.Actor{WorkspaceID: ws.ID, UserID: u.ID, Role: store.KeyRoleMember, KeyID: "key_bench"}}
+}
+
+// serverXIDs is the next transaction id of the PostgreSQL server. Its growth counts every
+// transaction that wrote, on any database of the server (exact when nothing else writes),
+// including those the tracer does not: one that wrote and then failed (a statement refused
+// after its first rows, which rolls back), and it tells what the tracer cannot from a
+// statement's tag (River's completer returns the jobs it was given, changed or not).
+func serverXIDs(b *testing.B, dsn string) int64 {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	benchMust(b, err)
+	defer conn.Close(ctx)
+	var xid int64
+	benchMust(b, conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&xid))
+	return xid
 }
 
 // tracedPool is the configuration of a pool on dsn's database whose connections work in

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/quiverhq/quiver/internal/endtx"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -16,8 +17,8 @@ var _ store.FinalAppender = (*Store)(nil)
 // applies fn to the thread, in one transaction (see store.FinalAppender). The queue is as the
 // append's statement saw it, as AppendPeek reports it: a message queued after that look is
 // the next run's, which the wake that follows every Queue starts once this one has ended.
-// When ctx carries work for the thread's end (WithFinalWork), that work runs in the
-// transaction too, after the update.
+// When ctx carries work for the thread's end (internal/endtx: package jobs completes the run's
+// job there), that work runs in the transaction too, after the update.
 func (s *Store) AppendFinal(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error, msgs ...*store.Message) (*store.Thread, bool, error) {
 	op := "append to thread " + threadID
 	if len(msgs) == 0 {
@@ -49,8 +50,8 @@ func (s *Store) AppendFinal(ctx context.Context, workspaceID, threadID string, f
 		if out, err = updateThread(wctx, tx, workspaceID, threadID, fn); err != nil {
 			return err
 		}
-		if w, ok := ctx.Value(finalWorkKey{}).(finalWork); ok && w.threadID == threadID {
-			return w.fn(wctx, tx)
+		if work := endtx.For(ctx, threadID); work != nil {
+			return work(wctx, tx)
 		}
 		return nil
 	})
@@ -59,21 +60,4 @@ func (s *Store) AppendFinal(ctx context.Context, workspaceID, threadID string, f
 	}
 	b.fill(msgs, threadID, base, at)
 	return out, queued, nil
-}
-
-// WithFinalWork returns a context under which an AppendFinal to threadID that records the
-// thread's end also runs fn inside its transaction, after the thread's update: what fn writes
-// commits with the end, or nothing of either does. An AppendFinal that finds messages queued
-// does not run it, nor does one to another thread (a child's run inside this one's call
-// inherits the context). Package jobs completes the run's job this way (River's
-// JobCompleteTx), in the commit that ends the run, where River would wait for one more.
-func WithFinalWork(ctx context.Context, threadID string, fn func(ctx context.Context, tx pgx.Tx) error) context.Context {
-	return context.WithValue(ctx, finalWorkKey{}, finalWork{threadID: threadID, fn: fn})
-}
-
-type finalWorkKey struct{}
-
-type finalWork struct {
-	threadID string
-	fn       func(context.Context, pgx.Tx) error
 }
