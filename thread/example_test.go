@@ -7,6 +7,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
 	"github.com/quiverhq/quiver/store/memstore"
 	"github.com/quiverhq/quiver/thread"
 )
@@ -80,4 +81,27 @@ func ExampleThread_State() {
 	// call_1 written
 	// call_2 refused: state_conflict
 	// {"trip":{"steps":["pack","go to Oslo"]}}
+}
+
+// A loop's last answer and the thread's end in one write: ended says whether the thread
+// took the end, or a message queued meanwhile waits to be answered first.
+func ExampleThread_InjectFinal() {
+	st := memstore.New()
+	defer st.Close()
+	ctx := context.Background()
+
+	th, _ := thread.Create(ctx, st, thread.Options{WorkspaceID: "wsp_demo"})
+	th.AppendUser(ctx, "Hello")
+	end := func(t *store.Thread) error { t.StepCount++; t.Tags = append(t.Tags, "answered"); return nil }
+
+	th.Queue(ctx, &store.Message{Role: store.RoleUser, Content: "And one more thing"})
+	ended, _ := th.InjectFinal(ctx, end, &store.Message{Role: store.RoleAssistant, Content: "Hi!"})
+	fmt.Println("ended:", ended)
+
+	th.TakeQueued(ctx)
+	ended, _ = th.InjectFinal(ctx, end, &store.Message{Role: store.RoleAssistant, Content: "Sure."})
+	fmt.Println("ended:", ended, th.Info().Tags, th.Execution().StepCount)
+	// Output:
+	// ended: false
+	// ended: true [answered] 1
 }

@@ -116,6 +116,7 @@ var sections = []section{
 		{"one-step run, write transactions from its start to River's completion", figure{"platform:BenchmarkRunWriteTxns/one-step", "write-txns/run"}, figure{"platform:BenchmarkRunWriteTxns/river-job", "write-txns/run"}, "x River job"},
 		{"one-step run, of them only notifying (no wait for the disk)", figure{"platform:BenchmarkRunWriteTxns/one-step", "notify-txns/run"}, figure{"platform:BenchmarkRunWriteTxns/river-job", "notify-txns/run"}, ""},
 		{"two-step run, write transactions", figure{"platform:BenchmarkRunWriteTxns/two-step", "write-txns/run"}, figure{"platform:BenchmarkRunWriteTxns/river-job", "write-txns/run"}, "x River job"},
+		{"one-step run and its thread, the server's transaction ids", figure{"platform:BenchmarkRunWriteTxns/one-step", "server-xids/run"}, figure{"platform:BenchmarkRunWriteTxns/river-job", "server-xids/run"}, "x River job"},
 		{"run started over /v1, first event p50 ms (back to back)", figure{"server:BenchmarkAPIRunFirstEvent/postgres/back-to-back", "first-p50-ms"}, figure{"server:BenchmarkAPIRunFirstEvent/postgres/back-to-back", "get-p50-ms"}, "x GET"},
 		{"run started over /v1, first event p99 ms (back to back)", figure{"server:BenchmarkAPIRunFirstEvent/postgres/back-to-back", "first-p99-ms"}, figure{"server:BenchmarkAPIRunFirstEvent/postgres/back-to-back", "get-p99-ms"}, "x GET"},
 	}},
