@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/quiverhq/quiver/agent"
@@ -53,8 +55,30 @@ func (m *roleModel) Generate(_ context.Context, req *model.Request, _ func(model
 	return &model.Response{Text: fmt.Sprintf("seen %d", results)}, nil
 }
 
+// statesAtWorkEnd records, as each job's worker returns, the state the database holds for the job
+// then, by the thread the job ran.
+type statesAtWorkEnd struct {
+	river.HookDefaults
+	j      *Jobs
+	mu     sync.Mutex
+	states map[string][]rivertype.JobState
+}
+
+func (h *statesAtWorkEnd) WorkEnd(ctx context.Context, job *rivertype.JobRow, err error) error {
+	var args RunArgs
+	row, gerr := h.j.client.JobGet(ctx, job.ID)
+	if gerr == nil && json.Unmarshal(job.EncodedArgs, &args) == nil {
+		h.mu.Lock()
+		h.states[args.ThreadID] = append(h.states[args.ThreadID], row.State)
+		h.mu.Unlock()
+	}
+	return err
+}
+
 // A non-blocking child runs as its own job; its result is queued to the parent, which had
-// finished, and a wake job runs the parent again to take it: on both databases.
+// finished, and a wake job runs the parent again to take it: on both databases. On PostgreSQL
+// the parent's runs complete their jobs with their ends, and the child's run leaves its job to
+// River, which completes it after the child's result is delivered.
 func TestNonBlockingChildRunsAsAJob(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -70,7 +94,9 @@ func TestNonBlockingChildRunsAsAJob(t *testing.T) {
 				}
 				return lead, nil
 			}}
+			states := &statesAtWorkEnd{states: map[string][]rivertype.JobState{}}
 			j := b.start(t, Config{Runner: runner, Logger: slog.New(slog.DiscardHandler), pollInterval: 20 * time.Millisecond,
+				hooks: []rivertype.Hook{states},
 				Agents: func(_ context.Context, name string) (*agent.Agent, error) {
 					if a, ok := cat.Lookup(name); ok {
 						return a, nil
@@ -80,6 +106,7 @@ func TestNonBlockingChildRunsAsAJob(t *testing.T) {
 			if runner.Background == nil {
 				t.Fatal("starting the jobs did not give the runner its Background")
 			}
+			states.j = j
 			th := newThread(t, b.st)
 			id, err := j.Start(context.Background(), RunArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "lead", MessageID: ids.New("msg"), Message: "start"})
 			if err != nil {
@@ -117,6 +144,18 @@ func TestNonBlockingChildRunsAsAJob(t *testing.T) {
 			}
 			if delivered != 1 || child.reqs != 1 {
 				t.Fatalf("the child's result was delivered %d times; the child was asked %d times", delivered, child.reqs)
+			}
+			states.mu.Lock()
+			defer states.mu.Unlock()
+			running, completed := rivertype.JobStateRunning, rivertype.JobStateCompleted
+			if b.name == "sqlite" {
+				completed = running // River's completer records every end on SQLite
+			}
+			if got := states.states[th.ID()]; len(got) != 2 || got[0] != completed || got[1] != completed {
+				t.Errorf("the lead's jobs as their workers returned: %v, want %v twice (its run, then the wake's)", got, completed)
+			}
+			if got := states.states[kids[0].Ref]; len(got) != 1 || got[0] != running {
+				t.Errorf("the child's job as its worker returned: %v, want %s: River completes a child's job", got, running)
 			}
 		})
 	}
