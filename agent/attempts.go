@@ -1,9 +1,9 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 
+	"github.com/quiverhq/quiver/internal/jsonvalue"
 	"github.com/quiverhq/quiver/store"
 )
 
@@ -38,7 +38,9 @@ func (rs *run) attempt(callID string) int { return rs.resumed[callID] + 1 }
 // markRunning marks the thread running as the run begins and, when the run resumes pending
 // calls, counts their attempts in the same write (see above).
 func (rs *run) markRunning(ctx context.Context) error {
-	newCaller := !bytes.Equal(rs.caller, rs.savedCaller)
+	// As values: a caller read back from River's job args (jsonb) may be spaced and ordered
+	// otherwise than the one the thread keeps.
+	newCaller := !jsonvalue.Equal(rs.caller, rs.savedCaller)
 	if len(rs.pending) == 0 && !newCaller {
 		_, err := rs.th.SetStatus(ctx, store.StatusRunning)
 		return err

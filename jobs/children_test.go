@@ -66,7 +66,7 @@ type statesAtWorkEnd struct {
 
 func (h *statesAtWorkEnd) WorkEnd(ctx context.Context, job *rivertype.JobRow, err error) error {
 	var args RunArgs
-	row, gerr := h.j.client.JobGet(ctx, job.ID)
+	row, gerr := h.j.client.JobGet(context.WithoutCancel(ctx), job.ID) // the work's context has ended
 	if gerr == nil && json.Unmarshal(job.EncodedArgs, &args) == nil {
 		h.mu.Lock()
 		h.states[args.ThreadID] = append(h.states[args.ThreadID], row.State)
@@ -144,6 +144,15 @@ func TestNonBlockingChildRunsAsAJob(t *testing.T) {
 			}
 			if delivered != 1 || child.reqs != 1 {
 				t.Fatalf("the child's result was delivered %d times; the child was asked %d times", delivered, child.reqs)
+			}
+			// The workers return a moment after their runs have written what was read above.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				states.mu.Lock()
+				lead, kid := len(states.states[th.ID()]), len(states.states[kids[0].Ref])
+				states.mu.Unlock()
+				if lead >= 2 && kid >= 1 {
+					break
+				}
 			}
 			states.mu.Lock()
 			defer states.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/internal/jsonvalue"
 	"github.com/quiverhq/quiver/internal/stamp"
 	"github.com/quiverhq/quiver/jobs"
 	"github.com/quiverhq/quiver/store"
@@ -335,7 +335,7 @@ func (p *Platform) sameDecision(ctx context.Context, a Actor, threadID string, i
 	}
 	for _, d := range ds {
 		if d.CallID == in.CallID {
-			return string(d.Action) == string(in.Action) && d.Message == in.Message && jsonEqual(d.Args, in.Args), d.DecidedAt
+			return string(d.Action) == string(in.Action) && d.Message == in.Message && jsonvalue.Equal(d.Args, in.Args), d.DecidedAt
 		}
 	}
 	return false, time.Time{}
@@ -353,21 +353,9 @@ func (p *Platform) sameResult(ctx context.Context, a Actor, threadID string, in 
 			continue
 		}
 		r := in.Result
-		return m.Result.Status == string(r.Status) && m.Result.Text == r.Text && m.Result.Error == r.Error && jsonEqual(m.Result.Value, r.Value), m.CreatedAt
+		return m.Result.Status == string(r.Status) && m.Result.Text == r.Text && m.Result.Error == r.Error && jsonvalue.Equal(m.Result.Value, r.Value), m.CreatedAt
 	}
 	return false, time.Time{}
-}
-
-// jsonEqual reports whether two JSON values are equal as values (either may be empty: null).
-func jsonEqual(x, y json.RawMessage) bool {
-	var vx, vy any
-	if len(x) > 0 && json.Unmarshal(x, &vx) != nil {
-		return false
-	}
-	if len(y) > 0 && json.Unmarshal(y, &vy) != nil {
-		return false
-	}
-	return reflect.DeepEqual(vx, vy)
 }
 
 func agentName(a *agent.Agent, asked string) string {
