@@ -72,10 +72,8 @@ func TestStartWaitsForARunThatEnded(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a run after the first ended on its thread: %v", err)
 			}
-			switch waited := time.Since(start); {
-			case completedWithRun && waited >= 250*time.Millisecond:
-				t.Errorf("Start returned after %s: it waited for River, which had completed the job with the run", waited)
-			case !completedWithRun && waited < 250*time.Millisecond:
+			// On PostgreSQL nothing is left to wait for (checked above, not timed here).
+			if waited := time.Since(start); !completedWithRun && waited < 250*time.Millisecond {
 				t.Errorf("Start returned after %s, before River recorded the first run's end", waited)
 			}
 			waitState(t, j, first, rivertype.JobStateCompleted)
