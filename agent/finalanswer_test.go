@@ -188,3 +188,47 @@ func TestAnswerNotStoredIsAskedAgain(t *testing.T) {
 		}
 	})
 }
+
+// plainEndingStore has no AppendFinal (the thread stores the answer, then the end) and fails
+// its next thread update when told to.
+type plainEndingStore struct {
+	backendtest.Store
+	failNext atomic.Bool
+}
+
+func (s *plainEndingStore) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
+	if s.failNext.Swap(false) {
+		return nil, errLostCommit
+	}
+	return s.Store.UpdateThread(ctx, workspaceID, threadID, fn)
+}
+
+// TestAnswerStoredWithoutItsEndCounts: with a store that writes the answer and the end apart,
+// an answer stored whose end then failed stays the run's: the failure recorded counts its step.
+func TestAnswerStoredWithoutItsEndCounts(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+		ctx := context.Background()
+		ps := &plainEndingStore{Store: st}
+		r := &agent.Runner{Store: ps, Registry: &quiver.Registry{}, Model: &answersModel{texts: []string{"done"}}}
+		th, err := thread.Create(ctx, ps, thread.Options{WorkspaceID: "wsp_final"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &agent.Agent{Name: "final", Prompt: &agent.Prompt{Name: "final"}}
+		r.Subscribe(func(e agent.Event) {
+			if e.Type == agent.EventStepStarted {
+				ps.failNext.Store(true) // the next update is the run's end
+			}
+		})
+		if _, err := r.Run(ctx, th, a, "start"); !errors.Is(err, errLostCommit) {
+			t.Fatalf("Run: %v, want the failed end", err)
+		}
+		info, err := th.Refresh(ctx)
+		if err != nil || info.StepCount != 1 || info.Status == store.StatusRunning {
+			t.Fatalf("thread after the failed end: status %s, %d steps, %v; want not running, the stored answer's step", info.Status, info.StepCount, err)
+		}
+		if got := contents(t, th); !slices.Equal(got, []string{"start", "done"}) {
+			t.Errorf("history %q", got)
+		}
+	})
+}

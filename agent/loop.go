@@ -124,7 +124,8 @@ func (rs *run) endReason(answer *store.Message) Reason {
 // meanwhile, the run's end with it, in one write: a one-step run waited for two commits
 // there. It returns the run's outcome, or nil when the run goes on to take the queued
 // messages. An answer that could not be stored is dropped from the run, as when the model
-// fails: a try again asks the model again.
+// fails: a try again asks the model again; one stored without the end stays, as it would
+// before this write was one.
 func (rs *run) endWithAnswer(ctx context.Context) (*Outcome, error) {
 	rs.heldAnswer = false
 	answer := rs.hist[len(rs.hist)-1]
@@ -140,7 +141,9 @@ func (rs *run) endWithAnswer(ctx context.Context) (*Outcome, error) {
 		ended, err = rs.th.InjectFinal(ctx, func(t *store.Thread) error { return rs.endThread(t, out, nil, terminate) }, answer)
 	}
 	if err != nil {
-		rs.hist, rs.steps = rs.hist[:len(rs.hist)-1], rs.steps-1
+		if answer.Seq == 0 { // not stored (a store without AppendFinal stores it before its end)
+			rs.hist, rs.steps = rs.hist[:len(rs.hist)-1], rs.steps-1
+		}
 		return nil, err
 	}
 	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: rs.th.ID(), Step: rs.steps, Side: rs.side, Text: answer.Content})
