@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"sync"
 
 	"github.com/quiverhq/quiver"
@@ -100,6 +101,36 @@ func (r *Runner) Subscribe(fn func(Event)) (unsubscribe func()) {
 // on this node and, through a fleet's relay, on the others, read the thread now rather than
 // at their next poll. An event marked Relayed reached the others already.
 func (r *Runner) Announce(e Event) { r.events.emit(e) }
+
+// announcement is the events that will announce a write once it commits, offered to the
+// write's transaction (see Announced).
+type announcement struct {
+	threadID string
+	events   []Event
+	sent     bool
+}
+
+type announcementKey struct{}
+
+// withAnnouncement offers a's events to the transaction of the write made under the context
+// returned.
+func withAnnouncement(ctx context.Context, a *announcement) context.Context {
+	return context.WithValue(ctx, announcementKey{}, a)
+}
+
+// Announced returns the events a run will announce once the write made under ctx to threadID
+// commits (today: its last answer and its end, see Runner's loop), for the code that makes that
+// transaction to send them to a fleet's other nodes in it, so that they hear of the write with
+// its commit and the notifying transaction of their own is saved; sent is to be called once
+// they are sent in the transaction, and the run announces them marked Relayed after the commit.
+// nil when the write has none to offer.
+func Announced(ctx context.Context, threadID string) (events []Event, sent func()) {
+	a, ok := ctx.Value(announcementKey{}).(*announcement)
+	if !ok || a.threadID != threadID || len(a.events) == 0 {
+		return nil, nil
+	}
+	return a.events, func() { a.sent = true }
+}
 
 func (e *events) emit(ev Event) {
 	e.mu.RLock()

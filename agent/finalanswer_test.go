@@ -22,6 +22,10 @@ type endingStore struct {
 	backendtest.Store
 	updates, finals atomic.Int32
 	failNext        atomic.Bool
+	// sends makes the transaction that ends a run send the events it is offered
+	// (agent.Announced), as a fleet's relay does; offered keeps what each end was offered.
+	sends   bool
+	offered [][]agent.Event
 }
 
 var errLostCommit = errors.New("the database went away")
@@ -40,7 +44,18 @@ func (s *endingStore) AppendFinal(ctx context.Context, workspaceID, threadID str
 	if s.failNext.Swap(false) {
 		return nil, false, errLostCommit
 	}
-	return s.Store.(store.FinalAppender).AppendFinal(ctx, workspaceID, threadID, fn, msgs...)
+	end := func(t *store.Thread) error {
+		if err := fn(t); err != nil {
+			return err
+		}
+		events, sent := agent.Announced(ctx, threadID)
+		s.offered = append(s.offered, events)
+		if s.sends && sent != nil {
+			sent()
+		}
+		return nil
+	}
+	return s.Store.(store.FinalAppender).AppendFinal(ctx, workspaceID, threadID, end, msgs...)
 }
 
 // answersModel answers each request with the next of its texts, and first calls before (with
@@ -127,6 +142,44 @@ func TestRunEndsWithItsAnswerInOneWrite(t *testing.T) {
 			t.Errorf("events %v: want the model's turn, then the run's end, last", got)
 		}
 	})
+}
+
+// TestRunsLastEventsRideItsEnd: the write that ends a run with its answer is offered the
+// events that announce it (the model's turn, the run's end) for its transaction to send to a
+// fleet's other nodes; once sent there, the run announces them marked Relayed, so that the
+// relay does not send them again; not sent, unmarked. The run's earlier events are never
+// offered.
+func TestRunsLastEventsRideItsEnd(t *testing.T) {
+	for _, sends := range []bool{true, false} {
+		t.Run(map[bool]string{true: "sent", false: "not sent"}[sends], func(t *testing.T) {
+			backendtest.Each(t, func(t *testing.T, st backendtest.Store) { runsLastEventsRideItsEnd(t, st, sends) })
+		})
+	}
+}
+
+func runsLastEventsRideItsEnd(t *testing.T, st backendtest.Store, sends bool) {
+	ctx := context.Background()
+	es, r, a, th, events := finalFixture(t, st, &answersModel{texts: []string{"done"}})
+	es.sends = sends
+	if _, err := r.Run(ctx, th, a, "start"); err != nil {
+		t.Fatal(err)
+	}
+	if len(es.offered) != 1 || !slices.Equal(types(es.offered[0]), []agent.EventType{agent.EventModelTurn, agent.EventFinished}) {
+		t.Fatalf("the end's write was offered %v, want the model's turn and the run's end", es.offered)
+	}
+	if turn, end := es.offered[0][0], es.offered[0][1]; turn.Text != "done" || turn.Step != 1 || turn.ThreadID != th.ID() ||
+		end.Outcome == nil || end.Outcome.Text != "done" || end.Step != 1 {
+		t.Errorf("offered %+v and %+v", turn, end)
+	}
+	for _, e := range *events {
+		last := e.Type == agent.EventModelTurn || e.Type == agent.EventFinished
+		if e.Relayed != (last && sends) {
+			t.Errorf("%s announced with Relayed %v", e.Type, e.Relayed)
+		}
+	}
+	if got := types(*events); !slices.Equal(got, []agent.EventType{agent.EventStepStarted, agent.EventModelTurn, agent.EventFinished}) {
+		t.Errorf("events %v", got)
+	}
 }
 
 // TestMessageQueuedDuringTheLastStepIsAnswered: a message queued while the model writes what

@@ -136,9 +136,13 @@ func (rs *run) endWithAnswer(ctx context.Context) (*Outcome, error) {
 	if rs.jobDone(&info, out, nil) {
 		terminate, err = rs.noLiveChildren(ctx)
 	}
+	turn := Event{Type: EventModelTurn, ThreadID: rs.th.ID(), Step: rs.steps, Side: rs.side, Text: answer.Content}
+	// Offered to the write's transaction, which only ends the run when nothing was queued:
+	// a fleet's relay sends them with its commit (Announced).
+	ann := &announcement{threadID: rs.th.ID(), events: []Event{turn, rs.endEvent(out)}}
 	ended := false
 	if err == nil {
-		ended, err = rs.th.InjectFinal(ctx, func(t *store.Thread) error { return rs.endThread(t, out, nil, terminate) }, answer)
+		ended, err = rs.th.InjectFinal(withAnnouncement(ctx, ann), func(t *store.Thread) error { return rs.endThread(t, out, nil, terminate) }, answer)
 	}
 	if err != nil {
 		if answer.Seq == 0 { // not stored (a store without AppendFinal stores it before its end)
@@ -146,12 +150,17 @@ func (rs *run) endWithAnswer(ctx context.Context) (*Outcome, error) {
 		}
 		return nil, err
 	}
-	rs.r.events.emit(Event{Type: EventModelTurn, ThreadID: rs.th.ID(), Step: rs.steps, Side: rs.side, Text: answer.Content})
+	sent := ann.sent && ended
+	turn.Relayed = sent
+	rs.r.events.emit(turn)
 	if !ended {
 		return nil, nil
 	}
 	rs.endWritten = true
-	return rs.finished(out), nil
+	end := ann.events[1]
+	end.Relayed = sent
+	rs.r.events.emit(end)
+	return out, nil
 }
 
 // nextStep takes the model's next step, with the tools offered as they now apply.
@@ -395,12 +404,17 @@ func (rs *run) lastAnswer() (*store.Message, json.RawMessage) {
 
 // finished announces the run's outcome.
 func (rs *run) finished(out *Outcome) *Outcome {
+	rs.r.events.emit(rs.endEvent(out))
+	return out
+}
+
+// endEvent announces the run's end with out: finished, or paused.
+func (rs *run) endEvent(out *Outcome) Event {
 	ev := EventFinished
 	if out.Status == RunPaused {
 		ev = EventPaused
 	}
-	rs.r.events.emit(Event{Type: ev, ThreadID: rs.th.ID(), Step: out.Steps, Side: out.Side, Outcome: out})
-	return out
+	return Event{Type: ev, ThreadID: rs.th.ID(), Step: out.Steps, Side: out.Side, Outcome: out}
 }
 
 // outputOf returns the structured output an assistant message of the acting prompt carries,

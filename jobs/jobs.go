@@ -139,6 +139,9 @@ type Config struct {
 	// completeAtEnd says that a run's job is completed in the transaction that ends the run
 	// (PostgreSQL: River's tables and the store's in one database; see completeAtEnd).
 	completeAtEnd bool
+	// relay, on PostgreSQL, carries the runs' events to the other nodes; a run's end sends
+	// its last ones in its transaction (see completeAtEnd).
+	relay *relay
 	// hooks, when set, are River's hooks (a test holds a job between its end and River's
 	// record of it).
 	hooks []rivertype.Hook
@@ -404,7 +407,7 @@ func (w *runWorker) runThread(ctx context.Context, th *thread.Thread, a RunArgs,
 		}
 	}
 	if w.cfg.completeAtEnd && th.ParentID() == "" {
-		ctx = completeAtEnd(ctx, a.ThreadID, job)
+		ctx = completeAtEnd(ctx, a.ThreadID, job, w.cfg.relay)
 	}
 	out, err := w.cfg.Runner.Resume(ctx, th, ag)
 	if err != nil {
@@ -418,14 +421,21 @@ func (w *runWorker) runThread(ctx context.Context, th *thread.Thread, a RunArgs,
 // (store/postgres's AppendFinal), rather than in a transaction of its own once Work returns:
 // one commit fewer to wait for, and no moment when the run has ended and its job still runs
 // (Start waits that moment out for the thread's next run). River's completer then finds the
-// job completed and writes nothing. A run that ends otherwise (paused, failed, its last
-// answer written apart) leaves its job to River as before. Not for a child's run: it delivers
-// its result to its parent after that transaction, and River's retry of an uncompleted job is
-// what redoes a delivery a crash cut short.
-func completeAtEnd(ctx context.Context, threadID string, job *rivertype.JobRow) context.Context {
+// job completed and writes nothing. The same transaction sends the run's last events (its
+// answer, its end) to the other nodes through rl: they hear of the end with its commit, and
+// the relay's own transaction for them is saved. A run that ends otherwise (paused, failed,
+// its last answer written apart) leaves its job to River and its events to the relay as
+// before. Not for a child's run: it delivers its result to its parent after that transaction,
+// and River's retry of an uncompleted job is what redoes a delivery a crash cut short.
+func completeAtEnd(ctx context.Context, threadID string, job *rivertype.JobRow, rl *relay) context.Context {
 	return endtx.With(ctx, threadID, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[RunArgs]{JobRow: job})
-		return err
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[RunArgs]{JobRow: job}); err != nil {
+			return err
+		}
+		if rl == nil {
+			return nil
+		}
+		return rl.sendAnnounced(ctx, tx, threadID)
 	})
 }
 

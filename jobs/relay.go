@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/quiverhq/quiver/agent"
@@ -55,6 +56,9 @@ type relayed struct {
 	// notifications of a transaction, and two pieces of streamed text may be alike (the
 	// pieces of one long text too).
 	Seq uint64 `json:"q,omitempty"`
+	// caughtUp, set on a marker rather than an event, is closed once the publisher has sent
+	// everything queued before the marker (see caughtUp).
+	caughtUp chan struct{}
 }
 
 // relay publishes a runner's events and delivers the other nodes'.
@@ -141,8 +145,54 @@ func (rl *relay) relayedOf(e agent.Event) relayed {
 // for it is saved. The caller announces e locally after the commit, marked Relayed.
 func (rl *relay) sendIn(ctx context.Context, tx pgx.Tx, e agent.Event) error {
 	var seq uint64 // alone in its transaction: no other notification to tell it from
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, rl.channel, payloads(rl.relayedOf(e), &seq)[0])
-	return err
+	return rl.notify(ctx, tx, payloads(rl.relayedOf(e), &seq))
+}
+
+// sendAnnounced sends in tx the events a run will announce once tx commits (agent.Announced:
+// its last answer and its end), once the publisher has sent everything queued before them:
+// the thread's earlier events (its streamed text, its step's start) reach the other nodes
+// first, as they would through the publisher. When the publisher does not catch up within
+// relayCatchUp (it is behind, or connecting again), the events are left to it.
+func (rl *relay) sendAnnounced(ctx context.Context, tx pgx.Tx, threadID string) error {
+	events, sent := agent.Announced(ctx, threadID)
+	if len(events) == 0 || !rl.caughtUp(ctx) {
+		return nil
+	}
+	var seq uint64 // numbers this transaction's notifications apart (see relayed.Seq)
+	var batch []string
+	for _, e := range events {
+		batch = append(batch, payloads(rl.relayedOf(e), &seq)...)
+	}
+	if err := rl.notify(ctx, tx, batch); err != nil {
+		return err
+	}
+	sent()
+	return nil
+}
+
+// relayCatchUp bounds how long a run's end waits, in its transaction, for the publisher to
+// send what was queued before it: an idle publisher takes a channel send, a busy one a
+// notification's round trip or a few.
+const relayCatchUp = 250 * time.Millisecond
+
+// caughtUp queues a marker behind the events queued so far and reports whether the publisher
+// has sent them all, waiting at most relayCatchUp.
+func (rl *relay) caughtUp(ctx context.Context) bool {
+	done := make(chan struct{})
+	select {
+	case rl.out <- relayed{caughtUp: done}:
+	default:
+		return false // the queue is full: far behind
+	}
+	wait := time.NewTimer(relayCatchUp)
+	defer wait.Stop()
+	select {
+	case <-done:
+		return true
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // publish sends the queued events in order, on one connection of its own (not the pool's,
@@ -166,23 +216,36 @@ func (rl *relay) publishOn(ctx context.Context, conn *pgx.Conn) error {
 	var seq uint64
 	for {
 		var batch []string
+		var markers []chan struct{} // closed once what came before them is sent
+		take := func(m relayed) {
+			if m.caughtUp != nil {
+				markers = append(markers, m.caughtUp)
+				return
+			}
+			batch = append(batch, payloads(m, &seq)...)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case m := <-rl.out:
-			batch = payloads(m, &seq)
+			take(m)
 		}
 	more:
 		for len(batch) < relayBatch {
 			select {
 			case m := <-rl.out:
-				batch = append(batch, payloads(m, &seq)...)
+				take(m)
 			default:
 				break more
 			}
 		}
-		if err := rl.notify(ctx, conn, batch); err != nil {
-			return err
+		if len(batch) > 0 {
+			if err := rl.notify(ctx, conn, batch); err != nil {
+				return err
+			}
+		}
+		for _, c := range markers {
+			close(c)
 		}
 	}
 }
@@ -195,13 +258,18 @@ const relayBatch = 64
 // else), and a run's events come close together (a step's start, its text, the step, the
 // run's end), so a busy publisher sends them in a few transactions instead of one each.
 // PostgreSQL delivers a transaction's notifications in the order it sent them.
-func (rl *relay) notify(ctx context.Context, conn *pgx.Conn, payloads []string) error {
+func (rl *relay) notify(ctx context.Context, db execer, payloads []string) error {
 	if len(payloads) == 1 {
-		_, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, rl.channel, payloads[0])
+		_, err := db.Exec(ctx, `SELECT pg_notify($1, $2)`, rl.channel, payloads[0])
 		return err
 	}
-	_, err := conn.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) WITH ORDINALITY AS u(p, i) ORDER BY i`, rl.channel, payloads)
+	_, err := db.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) WITH ORDINALITY AS u(p, i) ORDER BY i`, rl.channel, payloads)
 	return err
+}
+
+// execer is a connection or a transaction of pgx's.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 // payloads encodes m as one notification or, for long text, several in order, each numbered

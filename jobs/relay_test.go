@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -206,6 +207,99 @@ func TestQueuedRunsMessageReachesOtherNodesOnce(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // what B would hear has arrived by now
 	if got := heardOther.snapshot(); len(got) != 0 {
 		t.Errorf("B heard %+v of a refused run, want nothing", got)
+	}
+}
+
+// A queued run's last events (the model's turn, the run's end) reach the other nodes with the
+// commit that ends the run, sent in its transaction (the node that ran it announces them
+// marked Relayed, and its relay does not send them again), and after everything the run
+// streamed before, which the node's publisher may still have been sending then.
+func TestRunsEndReachesOtherNodesWithItsCommit(t *testing.T) {
+	if os.Getenv(pgtest.EnvDSN) == "" && os.Getenv("CI") != "true" {
+		t.Skipf("PostgreSQL not tested: %s is not set", pgtest.EnvDSN)
+	}
+	dsn := pgtest.DSN(t)
+	schemaName := pgtest.Schema(t, dsn)
+	var pieces []string
+	for i := range 1000 {
+		pieces = append(pieces, fmt.Sprintf("w%d ", i))
+	}
+	type node struct {
+		jobs          *Jobs
+		relay, local  *eventLog
+		store         thread.Store
+		subscriptions []func()
+	}
+	start := func() *node {
+		st, pool, err := openPostgres(dsn, schemaName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		_, reg := newTools(t)
+		cfg := config(st, reg, &deltaModel{pieces: pieces})
+		j, err := StartPostgres(context.Background(), pool, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { j.Stop(context.Background()) })
+		n := &node{jobs: j, relay: &eventLog{}, local: &eventLog{}, store: st}
+		n.subscriptions = []func(){j.Subscribe(n.relay.add), cfg.Runner.Subscribe(n.local.add)}
+		return n
+	}
+	nodes := []*node{start(), start()}
+	ctx := context.Background()
+	th := newThread(t, nodes[0].store)
+	for _, n := range nodes {
+		n.relay.thread, n.local.thread = th.ID(), th.ID()
+		defer func() {
+			for _, unsubscribe := range n.subscriptions {
+				unsubscribe()
+			}
+		}()
+	}
+	if _, err := nodes[0].jobs.Start(ctx, RunArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper", Message: "greet"}); err != nil {
+		t.Fatal(err)
+	}
+	// Either node may take the job: the one whose runner announced the end ran it.
+	var ran, other *node
+	for deadline := time.Now().Add(30 * time.Second); ran == nil; time.Sleep(10 * time.Millisecond) {
+		for i, n := range nodes {
+			if got := n.local.snapshot(); len(got) > 0 && got[len(got)-1].Type == agent.EventFinished {
+				ran, other = n, nodes[1-i]
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no node ended the run within 30s")
+		}
+	}
+	for _, e := range ran.local.snapshot() {
+		last := e.Type == agent.EventModelTurn || e.Type == agent.EventFinished
+		if last != e.Relayed && e.Type != agent.EventMessage {
+			t.Errorf("the node that ran it announced %s with Relayed %v", e.Type, e.Relayed)
+		}
+	}
+	got := awaitEnd(t, other.relay, 1)
+	var text strings.Builder
+	var types []agent.EventType
+	for _, e := range got {
+		switch e.Type {
+		case agent.EventMessage: // heard when the node that queued the run is not this one
+			continue
+		case agent.EventTextDelta:
+			if len(types) == 0 || types[len(types)-1] != agent.EventStepStarted {
+				t.Fatalf("text heard after %v: the run's end overtook what it streamed", types)
+			}
+			text.WriteString(e.Text)
+			continue
+		}
+		types = append(types, e.Type)
+	}
+	if want := []agent.EventType{agent.EventStepStarted, agent.EventModelTurn, agent.EventFinished}; !equalTypes(types, want) {
+		t.Errorf("the other node heard %v besides the text, want %v in that order", types, want)
+	}
+	if text.String() != strings.Join(pieces, "") {
+		t.Errorf("the other node heard %d bytes of text, want the %d streamed, before the run's end", text.Len(), len(strings.Join(pieces, "")))
 	}
 }
 

@@ -118,8 +118,16 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 		leases.Close()
 		return nil, err
 	}
+	// Before the workers start: a run's end sends its last events through it (completeAtEnd).
+	rl, stopRelay, err := startRelay(ctx, pool, cfg.Runner, cfg.Logger)
+	if err != nil {
+		leases.Close()
+		return nil, err
+	}
+	cfg.relay = rl
 	j, c, err := start(ctx, drv, &cfg, workerLease, l, false)
 	if err != nil {
+		stopRelay()
 		leases.Close()
 		return nil, err
 	}
@@ -128,14 +136,6 @@ func StartPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Jobs, 
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go watchOrphans(watchCtx, done, c, drv, l, &cfg)
-	rl, stopRelay, err := startRelay(ctx, pool, cfg.Runner, cfg.Logger)
-	if err != nil {
-		stopWatch()
-		<-done
-		leases.Close()
-		j.client.Stop(ctx)
-		return nil, err
-	}
 	j.relay = rl
 	j.insertTx = insertTx(pool, c)
 	j.client = closing{j.client, func() error { stopRelay(); stopWatch(); <-done; leases.Close(); return nil }}

@@ -241,3 +241,28 @@ func BenchmarkShared(b *testing.B) {
 	s, _ := openTemp(b)
 	storetest.Bench(b, s)
 }
+
+// BenchmarkAppendCallRecord appends what records a call served at a door (the MCP server's and
+// the API's, through the journal): the assistant message asking for the call and the tool
+// message with its result, both in one transaction, one record per transaction as the journal
+// stores them under one client.
+func BenchmarkAppendCallRecord(b *testing.B) {
+	s, _ := openTemp(b)
+	th := &store.Thread{WorkspaceID: benchWS, AgentID: "agt_bench", UserID: "usr_bench"}
+	if err := s.CreateThread(ctx, th); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	lat := make([]time.Duration, 0, b.N)
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		if err := s.Append(ctx, benchWS, th.ID, benchCall(i), benchResult(i)); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		i++
+	}
+	b.ReportMetric(float64(len(lat))/b.Elapsed().Seconds(), "records/s")
+	reportP50(b, lat)
+}
