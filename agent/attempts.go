@@ -42,6 +42,9 @@ func (rs *run) markRunning(ctx context.Context) error {
 	// otherwise than the one the thread keeps.
 	newCaller := !jsonvalue.Equal(rs.caller, rs.savedCaller)
 	if len(rs.pending) == 0 && !newCaller {
+		if info := rs.th.Info(); queuedMark(&info) {
+			return nil // marked in the transaction that queued the run, with its caller
+		}
 		_, err := rs.th.SetStatus(ctx, store.StatusRunning)
 		return err
 	}

@@ -210,7 +210,7 @@ func failedOutcome(threadID string, steps int, err error) *Outcome {
 // pending may have started.
 func writeFailure(t *store.Thread, out *Outcome) error {
 	st := ReadState(t)
-	st.Outcome = out
+	st.Outcome, st.Queued = out, false
 	dropStateTags(t)
 	t.Tags = append(t.Tags, FailedTag) // indexed: what a list of failed threads reads
 	return writeState(t, st)

@@ -2,7 +2,9 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -142,6 +144,89 @@ func TestRunEndsWithItsAnswerInOneWrite(t *testing.T) {
 			t.Errorf("events %v: want the model's turn, then the run's end, last", got)
 		}
 	})
+}
+
+// TestRunQueuedMarkedRunningWritesNoMark: a thread marked running as its run was queued
+// (agent.MarkQueued, in the queue's transaction) is not marked again when the run begins,
+// unless the run is entitled as another caller than the mark kept; the run's end clears the
+// mark. A terminated thread is not marked.
+func TestRunQueuedMarkedRunningWritesNoMark(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		marked, asRun string // the caller the mark keeps, the one the run comes with
+		updates       int32
+	}{
+		{name: "same caller", marked: `{"user":"ann"}`, asRun: `{"user": "ann"}`, updates: 0},
+		{name: "no caller", updates: 0},
+		{name: "another caller", marked: `{"user":"ann"}`, asRun: `{"user":"bob"}`, updates: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			backendtest.Each(t, func(t *testing.T, st backendtest.Store) {
+				ctx := context.Background()
+				es, r, a, th, _ := finalFixture(t, st, &answersModel{texts: []string{"done"}})
+				if _, err := th.Update(ctx, func(x *store.Thread) error { return agent.MarkQueued(x, callerOrNil(tc.marked)) }); err != nil {
+					t.Fatal(err)
+				}
+				th, err := thread.Open(ctx, es, th.WorkspaceID(), th.ID()) // as the run's job opens it
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info := th.Info(); info.Status != store.StatusRunning || !agent.ReadState(&info).Queued {
+					t.Fatalf("marked: status %s, state %s", info.Status, info.State)
+				}
+				es.updates.Store(0)
+				if _, err := r.Run(agent.WithCaller(ctx, callerOrNil(tc.asRun)), th, a, "start"); err != nil {
+					t.Fatal(err)
+				}
+				if n := es.updates.Load(); n != tc.updates {
+					t.Errorf("the run updated the thread %d times, want %d", n, tc.updates)
+				}
+				info, err := th.Refresh(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				state := agent.ReadState(&info)
+				if info.Status != store.StatusIdle || state.Queued || state.Outcome == nil || state.Outcome.Text != "done" {
+					t.Errorf("after the run: status %s, state %s", info.Status, info.State)
+				}
+				if want := cmpOr(tc.asRun, tc.marked); want != "" && !jsonEqual(t, state.Caller, want) {
+					t.Errorf("the caller kept is %s, want %s", state.Caller, want)
+				}
+			})
+		})
+	}
+	t.Run("terminated", func(t *testing.T) {
+		info := store.Thread{Status: store.StatusTerminated}
+		if err := agent.MarkQueued(&info, json.RawMessage(`{"user":"ann"}`)); err != nil || info.Status != store.StatusTerminated || len(info.State) != 0 {
+			t.Errorf("a terminated thread marked: %+v, %v", info, err)
+		}
+	})
+}
+
+func callerOrNil(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func jsonEqual(t *testing.T, got json.RawMessage, want string) bool {
+	t.Helper()
+	var a, b any
+	if err := json.Unmarshal(got, &a); err != nil {
+		return false
+	}
+	if err := json.Unmarshal([]byte(want), &b); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // TestRunsLastEventsRideItsEnd: the write that ends a run with its answer is offered the

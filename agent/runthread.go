@@ -257,13 +257,18 @@ func (rs *run) endThread(t *store.Thread, out, failure *Outcome, terminate bool)
 	if failure != nil {
 		return writeFailure(t, failure)
 	}
+	st := ReadState(t)
 	if out == nil {
-		return nil
+		if !st.Queued {
+			return nil
+		}
+		st.Queued = false
+		return writeState(t, st)
 	}
+	st.Queued = false
 	if terminate {
 		t.Status = store.StatusTerminated
 	}
-	st := ReadState(t)
 	st.Outcome, st.RanBy = out, rs.agentName
 	st.Attempts = rs.attemptsAtEnd(st)
 	dropStateTags(t)

@@ -33,6 +33,35 @@ type ThreadState struct {
 	// read it (the platform encodes it): a run resumed later (a decision, a client's result, a
 	// restart) is entitled as the run it continues was.
 	Caller json.RawMessage `json:"caller,omitempty"`
+	// Queued says the thread was marked running in the transaction that queued its run
+	// (MarkQueued): the run's job has it, and the run does not mark it again. The run's end
+	// clears it.
+	Queued bool `json:"queued,omitempty"`
+}
+
+// MarkQueued marks t running as its run is queued, inside the transaction that queues the run
+// (package jobs, on PostgreSQL, where the store's tables and the queue's are one database):
+// the thread reads as running from the moment its run is queued, and the run, when it begins,
+// has no mark of its own to write. caller, when set, is who the run is entitled as (see
+// WithCaller), kept as the run would keep it. A terminated thread is left as it is: its run
+// fails when it begins.
+func MarkQueued(t *store.Thread, caller json.RawMessage) error {
+	if t.Status == store.StatusTerminated {
+		return nil
+	}
+	st := ReadState(t)
+	st.Queued = true
+	if len(caller) > 0 {
+		st.Caller = caller
+	}
+	t.Status = store.StatusRunning
+	return writeState(t, st)
+}
+
+// queuedMark says whether t is marked running by the queue (MarkQueued), its run not begun or
+// not ended.
+func queuedMark(t *store.Thread) bool {
+	return t.Status == store.StatusRunning && ReadState(t).Queued
 }
 
 // Spawn is how a child thread came to be.

@@ -2,11 +2,20 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/quiverhq/quiver/agent"
+	"github.com/quiverhq/quiver/model"
+	"github.com/quiverhq/quiver/schema"
+	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/postgres"
 )
 
 // A run refused because the thread has one queued leaves no trace of its message: on
@@ -34,6 +43,124 @@ func TestRefusedRunLeavesNoMessage(t *testing.T) {
 			}
 			if row, err := j.client.JobGet(ctx, later.Job.ID); err != nil || row.State != "scheduled" {
 				t.Errorf("the queued run: %v %v, want it scheduled still", row, err)
+			}
+		})
+	}
+}
+
+// heldModel answers "done" once released, and says on started that it was asked.
+type heldModel struct{ started, release chan struct{} }
+
+func (m *heldModel) Name() string            { return "test:held" }
+func (m *heldModel) Dialect() schema.Dialect { return schema.OpenAI }
+func (m *heldModel) Generate(ctx context.Context, _ *model.Request, _ func(model.Delta)) (*model.Response, error) {
+	m.started <- struct{}{}
+	select {
+	case <-m.release:
+		return &model.Response{Text: "done"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// updateCounter is a PostgreSQL store that counts the thread updates made through it (not
+// those made in a transaction of the caller's, as the queue's).
+type updateCounter struct {
+	*postgres.Store
+	updates atomic.Int32
+}
+
+func (s *updateCounter) UpdateThread(ctx context.Context, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
+	s.updates.Add(1)
+	return s.Store.UpdateThread(ctx, workspaceID, threadID, fn)
+}
+
+// On PostgreSQL a run queued with its message marks its thread running, with the caller it
+// is entitled as, in the transaction that queues it: the thread reads as running once Start
+// returns, and the run writes no mark of its own when it begins; its end clears the mark.
+func TestQueuedRunMarksItsThreadWithItsJob(t *testing.T) {
+	for _, b := range backends(t) {
+		if b.name != "postgres" {
+			continue // one process serves SQLite: the run marks its thread as it begins
+		}
+		t.Run(b.name, func(t *testing.T) {
+			st := &updateCounter{Store: b.st.(*postgres.Store)}
+			m := &heldModel{started: make(chan struct{}, 1), release: make(chan struct{})}
+			_, reg := newTools(t)
+			j := b.start(t, config(st, reg, m))
+			th := newThread(t, st)
+			ctx := context.Background()
+			caller := json.RawMessage(`{"user":"ann"}`)
+			id, err := j.Start(ctx, RunArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper", Message: "greet", Caller: caller})
+			if err != nil {
+				t.Fatal(err)
+			}
+			marked := func() (store.Thread, agent.ThreadState) {
+				info, err := th.Refresh(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return info, agent.ReadState(&info)
+			}
+			if info, state := marked(); info.Status != store.StatusRunning || !state.Queued || string(state.Caller) != string(caller) {
+				t.Fatalf("once Start returned: status %s, state %s; want running, queued, the caller kept", info.Status, info.State)
+			}
+			select {
+			case <-m.started:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the run did not begin within 30s")
+			}
+			if info, state := marked(); info.Status != store.StatusRunning || !state.Queued {
+				t.Errorf("while the run works: status %s, state %s", info.Status, info.State)
+			}
+			close(m.release)
+			waitState(t, j, id, rivertype.JobStateCompleted)
+			info, state := marked()
+			if info.Status != store.StatusIdle || state.Queued || state.Outcome == nil || state.Outcome.Text != "done" {
+				t.Errorf("after the run: status %s, state %s", info.Status, info.State)
+			}
+			if n := st.updates.Load(); n != 0 {
+				t.Errorf("the run updated its thread %d times; want none (marked with its job, ended with its answer)", n)
+			}
+		})
+	}
+}
+
+// A wake finds nothing to do on a thread marked running as its run was queued: that run takes
+// the queue, as the agent and the caller it was queued for. A thread running without the mark
+// was left so by a crash, and is run.
+func TestWakeLeavesAQueuedRunItsThread(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := config(b.st, nil, &stepModel{})
+			w := &runWorker{cfg: &cfg}
+			for _, tc := range []struct {
+				name    string
+				mark    func(*store.Thread) error
+				queue   bool
+				nothing bool
+			}{
+				{"queued run, message queued", func(t *store.Thread) error { return agent.MarkQueued(t, nil) }, true, true},
+				{"idle, message queued", func(*store.Thread) error { return nil }, true, false},
+				{"left running by a crash", func(t *store.Thread) error { t.Status = store.StatusRunning; return nil }, false, false},
+				{"idle, nothing queued", func(*store.Thread) error { return nil }, false, true},
+			} {
+				th := newThread(t, b.st)
+				if _, err := th.Update(ctx, tc.mark); err != nil {
+					t.Fatal(err)
+				}
+				if tc.queue {
+					if err := th.Queue(ctx, &store.Message{Role: store.RoleUser, Content: "and this"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := th.Refresh(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if nothing, err := w.nothingToWake(ctx, th); err != nil || nothing != tc.nothing {
+					t.Errorf("%s: nothing to wake %v, %v; want %v", tc.name, nothing, err, tc.nothing)
+				}
 			}
 		})
 	}

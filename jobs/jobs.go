@@ -466,8 +466,16 @@ func (w *runWorker) failed(ctx context.Context, th *thread.Thread, a RunArgs, jo
 }
 
 // nothingToWake says whether a wake finds nothing to do: no queued messages (a run since the
-// wake was asked for took them) and no run a crash cut short.
+// wake was asked for took them) and no run a crash cut short, or a run queued that will take
+// them.
 func (w *runWorker) nothingToWake(ctx context.Context, th *thread.Thread) (bool, error) {
+	info := th.Info()
+	if info.Status == store.StatusRunning && agent.ReadState(&info).Queued {
+		// Marked running as its run was queued (agent.MarkQueued): that run's job, not
+		// begun yet (this wake holds the lease) or cut short and taken again, takes the queue
+		// at its first step, as the agent it was queued for.
+		return true, nil
+	}
 	queued, err := th.Queued(ctx)
 	if err != nil {
 		return false, err
@@ -475,7 +483,7 @@ func (w *runWorker) nothingToWake(ctx context.Context, th *thread.Thread) (bool,
 	// With the lease held, a thread still marked running is a run a crash cut short after
 	// it took the queue (this wake's own first try, killed mid-step): nothing else would
 	// finish it, since its messages are no longer queued.
-	return len(queued) == 0 && th.Info().Status != store.StatusRunning, nil
+	return len(queued) == 0 && info.Status != store.StatusRunning, nil
 }
 
 // appendMessage appends the run's user message, once, while no other run holds the thread: in

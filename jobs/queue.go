@@ -96,19 +96,22 @@ func (j *Jobs) insert(ctx context.Context, args RunArgs) (int64, error) {
 	return res.Job.ID, nil
 }
 
-// txAppender is a store that appends in a transaction of pgx's (store/postgres).
-type txAppender interface {
+// txWriter is a store that writes in a transaction of pgx's (store/postgres).
+type txWriter interface {
 	AppendTx(ctx context.Context, tx pgx.Tx, workspaceID, threadID string, msgs ...*store.Message) error
+	UpdateThreadTx(ctx context.Context, tx pgx.Tx, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error)
 }
 
-// insertWithMessage queues args's run and appends its message in one transaction, where the
-// store can append in River's (PostgreSQL, River's tables and the store's in one database):
-// one commit to wait for instead of two, and no moment when the job is queued without its
-// message or the message stored without its job. done is false when it could not, the
-// message's append failing included, and nothing of it is stored then: the run is queued
-// without it, and recordMessage appends it as before, or the job's worker does.
+// insertWithMessage queues args's run, appends its message and marks its thread running
+// (agent.MarkQueued) in one transaction, where the store can write in River's (PostgreSQL,
+// River's tables and the store's in one database): one commit to wait for instead of three
+// (the run, when it begins, finds its thread marked), and no moment when the job is queued
+// without its message or the message stored without its job. done is false when it could
+// not, the message's append or the mark failing included, and nothing of it is stored then:
+// the run is queued without it, and recordMessage appends it as before, or the job's worker
+// does.
 func (j *Jobs) insertWithMessage(ctx context.Context, args RunArgs) (id int64, done bool, err error) {
-	app, ok := j.runner.Store.(txAppender)
+	app, ok := j.runner.Store.(txWriter)
 	if j.insertTx == nil || !ok {
 		return 0, false, nil
 	}
@@ -121,6 +124,11 @@ func (j *Jobs) insertWithMessage(ctx context.Context, args RunArgs) (id int64, d
 	job.Message, job.MessageID = "", ""
 	res, err := j.insertTx(ctx, job, func(tx pgx.Tx) error {
 		appendErr = app.AppendTx(ctx, tx, args.WorkspaceID, args.ThreadID, &store.Message{ID: args.MessageID, Role: store.RoleUser, Content: args.Message})
+		if appendErr == nil {
+			_, appendErr = app.UpdateThreadTx(ctx, tx, args.WorkspaceID, args.ThreadID, func(t *store.Thread) error {
+				return agent.MarkQueued(t, args.Caller)
+			})
+		}
 		if appendErr != nil || j.relay == nil {
 			return appendErr
 		}

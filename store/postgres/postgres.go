@@ -224,6 +224,12 @@ func (s *Store) UpdateThread(ctx context.Context, workspaceID, threadID string, 
 	return out, nil
 }
 
+// UpdateThreadTx is UpdateThread inside tx, a transaction of the caller's on the store's
+// database: package jobs marks a thread running in the transaction that queues its run.
+func (s *Store) UpdateThreadTx(ctx context.Context, tx pgx.Tx, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
+	return updateThread(ctx, tx, workspaceID, threadID, fn)
+}
+
 // updateThread is UpdateThread inside its transaction.
 func updateThread(ctx context.Context, tx pgx.Tx, workspaceID, threadID string, fn func(*store.Thread) error) (*store.Thread, error) {
 	op := "update thread " + threadID
