@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,6 +161,54 @@ func TestWakeLeavesAQueuedRunItsThread(t *testing.T) {
 				}
 				if nothing, err := w.nothingToWake(ctx, th); err != nil || nothing != tc.nothing {
 					t.Errorf("%s: nothing to wake %v, %v; want %v", tc.name, nothing, err, tc.nothing)
+				}
+			}
+		})
+	}
+}
+
+// A wake looks at its thread with the thread's lease held. On PostgreSQL the runner takes the
+// lease for the run, so the wake takes it for its look: read before, the thread of a run still
+// going on (marked as queued, agent.MarkQueued) would send the wake away, while that run ends
+// without the message queued since. Here a holder of the lease plays that run: the wake must
+// wait for it, then find the thread idle with a message queued, and run it.
+func TestWakeLooksWithTheLeaseHeld(t *testing.T) {
+	for _, b := range backends(t) {
+		if b.name != "postgres" {
+			continue // one process serves SQLite: the worker takes the lease itself, before it looks
+		}
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			_, reg := newTools(t)
+			cfg := config(b.st, reg, &stepModel{})
+			j := b.start(t, cfg)
+			th := newThread(t, b.st)
+			if _, err := th.Update(ctx, func(t *store.Thread) error { return agent.MarkQueued(t, nil) }); err != nil {
+				t.Fatal(err)
+			}
+			release, ok, err := cfg.Runner.Lease.Acquire(ctx, th.ID())
+			if err != nil || !ok {
+				t.Fatalf("taking the lease: %v %v", ok, err)
+			}
+			if err := th.Queue(ctx, &store.Message{Role: store.RoleUser, Content: "and this"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.client.Insert(ctx, WakeArgs{WorkspaceID: ws, ThreadID: th.ID(), Agent: "helper"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond) // the wake's worker has looked by now, were it not waiting
+			// The run the holder plays ends: idle, its mark gone, the message left queued.
+			if _, err := th.Update(ctx, func(t *store.Thread) error { t.Status, t.State = store.StatusIdle, nil; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			release()
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				h := history(t, th)
+				if len(h) >= 2 && h[0] == "user:and this" && strings.HasPrefix(h[len(h)-1], "assistant:") {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the wake did not run the thread within 20s of the lease's release: %q", h)
 				}
 			}
 		})

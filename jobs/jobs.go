@@ -383,7 +383,7 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 		return err
 	}
 	if wake {
-		idle, err := w.nothingToWake(ctx, th)
+		idle, err := w.wakeIdle(ctx, th)
 		if err != nil || idle {
 			return err
 		}
@@ -463,6 +463,27 @@ func (w *runWorker) failed(ctx context.Context, th *thread.Thread, a RunArgs, jo
 	w.cfg.Logger.Warn("jobs: the run failed; River will try again", "thread", a.ThreadID, "agent", a.Agent, "reason", reason,
 		"attempt", job.Attempt, "of", job.MaxAttempts, "err", err)
 	return err
+}
+
+// wakeIdle is nothingToWake read with the thread's lease held, as its reading needs: where the
+// runner takes the lease for the run (heldByRunner), it is taken here for the look and given
+// back before the run. Read without it, a wake could find the thread as a run still going on
+// left it, marked as queued, a moment before that run ended without the message queued since.
+func (w *runWorker) wakeIdle(ctx context.Context, th *thread.Thread) (bool, error) {
+	if _, runners := w.lease.(heldByRunner); runners {
+		release, ok, err := w.threads.acquire(ctx, th.ID())
+		if err != nil {
+			return false, fmt.Errorf("jobs: taking the lease of thread %s: %w", th.ID(), err)
+		}
+		if !ok {
+			return false, river.JobSnooze(busyRetry)
+		}
+		defer release()
+		if _, err := th.Refresh(ctx); err != nil {
+			return false, err
+		}
+	}
+	return w.nothingToWake(ctx, th)
 }
 
 // nothingToWake says whether a wake finds nothing to do: no queued messages (a run since the
