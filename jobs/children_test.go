@@ -95,7 +95,16 @@ func TestNonBlockingChildRunsAsAJob(t *testing.T) {
 				return lead, nil
 			}}
 			states := &statesAtWorkEnd{states: map[string][]rivertype.JobState{}}
-			j := b.start(t, Config{Runner: runner, Logger: slog.New(slog.DiscardHandler), pollInterval: 20 * time.Millisecond,
+			// The runs' log, shown when the test fails: its failure under load was a wake's run
+			// failing, which only the log said.
+			var logbuf syncBuf
+			runner.Logger = slog.New(slog.NewTextHandler(&logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			defer func() {
+				if t.Failed() {
+					t.Logf("log:\n%s", logbuf.String())
+				}
+			}()
+			j := b.start(t, Config{Runner: runner, Logger: runner.Logger, pollInterval: 20 * time.Millisecond,
 				hooks: []rivertype.Hook{states},
 				Agents: func(_ context.Context, name string) (*agent.Agent, error) {
 					if a, ok := cat.Lookup(name); ok {
@@ -199,3 +208,12 @@ func TestRunnerTakesTheLease(t *testing.T) {
 		})
 	}
 }
+
+// syncBuf is a buffer that several goroutines write to.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -214,3 +214,44 @@ func TestWakeLooksWithTheLeaseHeld(t *testing.T) {
 		})
 	}
 }
+
+// A wake asked for without an agent (a child's result reached a thread created without one
+// while its first run went on, before that run recorded its agent) runs the thread as the
+// agent its last run ended with, read when the wake looks, rather than failing it for an
+// agent named "".
+func TestWakeWithoutAnAgentRunsAsTheLastRun(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			_, reg := newTools(t)
+			j := b.start(t, config(b.st, reg, &stepModel{}))
+			th := newThread(t, b.st)
+			if _, err := th.Update(ctx, func(t *store.Thread) error {
+				t.State = json.RawMessage(`{"status":"finished","reason":"no_calls","ran_by":"helper"}`)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := th.Queue(ctx, &store.Message{Role: store.RoleUser, Content: "and this"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.client.Insert(ctx, WakeArgs{WorkspaceID: ws, ThreadID: th.ID()}, nil); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				h := history(t, th)
+				if len(h) >= 2 && h[0] == "user:and this" && strings.HasPrefix(h[len(h)-1], "assistant:") {
+					break
+				}
+				if time.Now().After(deadline) {
+					info, _ := th.Refresh(ctx)
+					t.Fatalf("the wake did not run the thread within 20s: %q, state %s", h, info.State)
+				}
+			}
+			info, err := th.Refresh(ctx)
+			if st := agent.ReadState(&info); err != nil || st.RanBy != "helper" || st.Outcome == nil || st.Outcome.Status != agent.RunFinished {
+				t.Errorf("after the wake: %s, %v", info.State, err)
+			}
+		})
+	}
+}

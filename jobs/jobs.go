@@ -387,6 +387,12 @@ func (w *runWorker) work(ctx context.Context, a RunArgs, job *rivertype.JobRow, 
 		if err != nil || idle {
 			return err
 		}
+		if a.Agent == "" {
+			// Asked for while the first run of a thread created without an agent went on (a
+			// child's result): the agent is the one that run ended with, read now.
+			info := th.Info()
+			a.Agent = agent.CurrentAgent(&info)
+		}
 	}
 	return w.runThread(ctx, th, a, job)
 }

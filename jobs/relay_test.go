@@ -75,19 +75,7 @@ func TestRelayCarriesRunEventsToOtherNodes(t *testing.T) {
 	schemaName, otherSchema := pgtest.Schema(t, dsn), pgtest.Schema(t, dsn)
 	pieces := []string{"Hello", ", ", strings.Repeat("é", 5000), " world"}
 	node := func(schemaName string) (*Jobs, *agent.Runner, thread.Store) {
-		st, pool, err := openPostgres(dsn, schemaName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		_, reg := newTools(t)
-		cfg := config(st, reg, &deltaModel{pieces: pieces})
-		j, err := StartPostgres(context.Background(), pool, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { j.Stop(context.Background()) })
-		return j, cfg.Runner, st
+		return startNode(t, dsn, schemaName, &deltaModel{pieces: pieces})
 	}
 	a, runnerA, st := node(schemaName)
 	b, _, _ := node(schemaName)
@@ -158,19 +146,7 @@ func TestQueuedRunsMessageReachesOtherNodesOnce(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schemaName := pgtest.Schema(t, dsn)
 	node := func() (*Jobs, *agent.Runner, thread.Store) {
-		st, pool, err := openPostgres(dsn, schemaName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		_, reg := newTools(t)
-		cfg := config(st, reg, &deltaModel{pieces: []string{"Hi"}})
-		j, err := StartPostgres(context.Background(), pool, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { j.Stop(context.Background()) })
-		return j, cfg.Runner, st
+		return startNode(t, dsn, schemaName, &deltaModel{pieces: []string{"Hi"}})
 	}
 	a, _, st := node()
 	b, runnerB, _ := node()
@@ -231,20 +207,9 @@ func TestRunsEndReachesOtherNodesWithItsCommit(t *testing.T) {
 		subscriptions []func()
 	}
 	start := func() *node {
-		st, pool, err := openPostgres(dsn, schemaName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		_, reg := newTools(t)
-		cfg := config(st, reg, &deltaModel{pieces: pieces})
-		j, err := StartPostgres(context.Background(), pool, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { j.Stop(context.Background()) })
+		j, runner, st := startNode(t, dsn, schemaName, &deltaModel{pieces: pieces})
 		n := &node{jobs: j, relay: &eventLog{}, local: &eventLog{}, store: st}
-		n.subscriptions = []func(){j.Subscribe(n.relay.add), cfg.Runner.Subscribe(n.local.add)}
+		n.subscriptions = []func(){j.Subscribe(n.relay.add), runner.Subscribe(n.local.add)}
 		return n
 	}
 	nodes := []*node{start(), start()}
@@ -301,6 +266,25 @@ func TestRunsEndReachesOtherNodesWithItsCommit(t *testing.T) {
 	if text.String() != strings.Join(pieces, "") {
 		t.Errorf("the other node heard %d bytes of text, want the %d streamed, before the run's end", text.Len(), len(strings.Join(pieces, "")))
 	}
+}
+
+// startNode starts a node of a fleet on the PostgreSQL schema of dsn, its agent answering
+// with m, stopped when the test ends.
+func startNode(t *testing.T, dsn, schemaName string, m model.Model) (*Jobs, *agent.Runner, thread.Store) {
+	t.Helper()
+	st, pool, err := openPostgres(dsn, schemaName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	_, reg := newTools(t)
+	cfg := config(st, reg, m)
+	j, err := StartPostgres(context.Background(), pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Stop(context.Background()) })
+	return j, cfg.Runner, st
 }
 
 // awaitEnd waits until l holds the ends of n runs, and returns what it holds.
