@@ -42,7 +42,7 @@ func (rs *run) markRunning(ctx context.Context) error {
 	// otherwise than the one the thread keeps.
 	newCaller := !jsonvalue.Equal(rs.caller, rs.savedCaller)
 	if len(rs.pending) == 0 && !newCaller {
-		if info := rs.th.Info(); queuedMark(&info) {
+		if info := rs.th.Info(); QueuedMark(&info) {
 			return nil // marked in the transaction that queued the run, with its caller
 		}
 		_, err := rs.th.SetStatus(ctx, store.StatusRunning)

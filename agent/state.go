@@ -58,9 +58,9 @@ func MarkQueued(t *store.Thread, caller json.RawMessage) error {
 	return writeState(t, st)
 }
 
-// queuedMark says whether t is marked running by the queue (MarkQueued), its run not begun or
+// QueuedMark says whether t is marked running by the queue (MarkQueued): its run not begun, or
 // not ended.
-func queuedMark(t *store.Thread) bool {
+func QueuedMark(t *store.Thread) bool {
 	return t.Status == store.StatusRunning && ReadState(t).Queued
 }
 

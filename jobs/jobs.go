@@ -476,18 +476,13 @@ func (w *runWorker) failed(ctx context.Context, th *thread.Thread, a RunArgs, jo
 // back before the run. Read without it, a wake could find the thread as a run still going on
 // left it, marked as queued, a moment before that run ended without the message queued since.
 func (w *runWorker) wakeIdle(ctx context.Context, th *thread.Thread) (bool, error) {
-	if _, runners := w.lease.(heldByRunner); runners {
-		release, ok, err := w.threads.acquire(ctx, th.ID())
-		if err != nil {
-			return false, fmt.Errorf("jobs: taking the lease of thread %s: %w", th.ID(), err)
-		}
-		if !ok {
-			return false, river.JobSnooze(busyRetry)
-		}
-		defer release()
-		if _, err := th.Refresh(ctx); err != nil {
-			return false, err
-		}
+	release, err := w.holdForRunner(ctx, th.ID())
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	if _, err := th.Refresh(ctx); err != nil {
+		return false, err
 	}
 	return w.nothingToWake(ctx, th)
 }
@@ -497,7 +492,7 @@ func (w *runWorker) wakeIdle(ctx context.Context, th *thread.Thread) (bool, erro
 // them.
 func (w *runWorker) nothingToWake(ctx context.Context, th *thread.Thread) (bool, error) {
 	info := th.Info()
-	if info.Status == store.StatusRunning && agent.ReadState(&info).Queued {
+	if agent.QueuedMark(&info) {
 		// Marked running as its run was queued (agent.MarkQueued): that run's job, not
 		// begun yet (this wake holds the lease) or cut short and taken again, takes the queue
 		// at its first step, as the agent it was queued for.
@@ -517,17 +512,30 @@ func (w *runWorker) nothingToWake(ctx context.Context, th *thread.Thread) (bool,
 // the middle of another's step, it would come between a model's calls and their results.
 // Where the runner takes the lease itself (the run has not yet), it is taken for the append.
 func (w *runWorker) appendMessage(ctx context.Context, th *thread.Thread, a RunArgs) error {
-	if _, runners := w.lease.(heldByRunner); runners {
-		release, ok, err := w.threads.acquire(ctx, a.ThreadID)
-		if err != nil {
-			return fmt.Errorf("jobs: taking the lease of thread %s: %w", a.ThreadID, err)
-		}
-		if !ok {
-			return river.JobSnooze(busyRetry)
-		}
-		defer release()
+	release, err := w.holdForRunner(ctx, a.ThreadID)
+	if err != nil {
+		return err
 	}
+	defer release()
 	return appendOnce(ctx, th, a.MessageID, a.Message)
+}
+
+// holdForRunner takes the thread's lease for what the worker does before the run, where the
+// runner takes the lease for the run itself (heldByRunner), and returns what gives it back
+// (nothing to give back otherwise: the worker holds it already). A lease another holds
+// snoozes the job.
+func (w *runWorker) holdForRunner(ctx context.Context, threadID string) (release func(), err error) {
+	if _, runners := w.lease.(heldByRunner); !runners {
+		return func() {}, nil
+	}
+	release, ok, err := w.threads.acquire(ctx, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: taking the lease of thread %s: %w", threadID, err)
+	}
+	if !ok {
+		return nil, river.JobSnooze(busyRetry)
+	}
+	return release, nil
 }
 
 // appendOnce appends the run's user message unless a try before this one did.

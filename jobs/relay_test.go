@@ -362,3 +362,26 @@ func TestRelayConnectsThroughThePoolsHooks(t *testing.T) {
 		t.Errorf("%d listening connections made through the pool's hook, want 1", listening)
 	}
 }
+
+// A run's end waits for the relay's publisher at most relayCatchUp, and not at all when its
+// queue is full: then the end's events are left to the publisher, and the end commits.
+func TestRelayCatchUpIsBounded(t *testing.T) {
+	stalled := &relay{out: make(chan relayed, 4)} // no publisher takes from it
+	start := time.Now()
+	if stalled.caughtUp(context.Background()) {
+		t.Fatal("caught up with a publisher that sends nothing")
+	}
+	if took := time.Since(start); took < relayCatchUp || took > relayCatchUp+5*time.Second {
+		t.Errorf("gave up after %s, want about %s", took, relayCatchUp)
+	}
+	full := &relay{out: make(chan relayed)} // no room: far behind
+	start = time.Now()
+	if full.caughtUp(context.Background()) || time.Since(start) > time.Second {
+		t.Errorf("a full queue: caught up, or waited %s", time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if stalled.caughtUp(ctx) {
+		t.Error("caught up under an ended context")
+	}
+}
