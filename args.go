@@ -40,8 +40,12 @@ func (d *Dispatcher) prepareArgs(c *Call) *Result {
 	if r := d.refuseActivity(c); r != nil {
 		return r
 	}
-	if t.input != nil {
-		if ready, ok := t.input.QuickCheck(args); ok {
+	in, err := t.inputSchema()
+	if err != nil {
+		return Errorf(CodeToolError, "tool %s: its input schema cannot be compiled: %v", t.Name(), err)
+	}
+	if in != nil {
+		if ready, ok := in.QuickCheck(args); ok {
 			c.Args = ready
 			return nil
 		}
@@ -62,17 +66,17 @@ func (d *Dispatcher) prepareArgs(c *Call) *Result {
 	if r := d.refuseActivity(c); r != nil {
 		return r
 	}
-	if t.input == nil {
+	if in == nil {
 		if len(obj) > 0 {
 			return Errorf(CodeInvalidArguments, "tool %s takes no arguments, got %s", t.Name(), propertyNames(obj))
 		}
 	} else {
-		applied, err := t.input.ApplyDefaults(obj)
+		applied, err := in.ApplyDefaults(obj)
 		if err != nil {
 			return Errorf(CodeInvalidArguments, "arguments for %s: applying defaults: %v", t.Name(), err)
 		}
 		changed = changed || applied
-		if err := t.input.Validate(obj); err != nil {
+		if err := in.Validate(obj); err != nil {
 			r := Errorf(CodeInvalidArguments, "invalid arguments for %s: %v. Correct them and call the tool again.", t.Name(), err)
 			var ve *schema.ValidationError
 			if errors.As(err, &ve) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/quiverhq/quiver"
@@ -104,4 +105,87 @@ func TestCallsCompileNoSchema(t *testing.T) {
 	if schemastat.Compilations.Load() == registered {
 		t.Fatal("making a tool compiled nothing: the counter does not see compilations, and this test proves nothing")
 	}
+}
+
+// A tool made with WithSchemasCompiledOnUse compiles its schemas when it is made, to check
+// them, and keeps none of it: its first use compiles each once more, and nothing compiles
+// after, however many calls come and from however many goroutines at once. A schema that
+// does not compile is refused when the tool is made, as without the option.
+func TestSchemasCompiledOnUse(t *testing.T) {
+	ctx := quiver.WithSchemasCompiledOnUse(context.Background())
+	in := &schema.Schema{Type: "object", Required: []string{"city"}, Properties: map[string]*schema.Schema{
+		"city": {Type: "string", MinLength: new(int)}, "days": {Type: "integer", Default: json.RawMessage("3")}}}
+	out := &schema.Schema{Type: "object", Required: []string{"summary"}, Properties: map[string]*schema.Schema{
+		"summary": {Type: "string"}}}
+	fn := func(_ context.Context, args json.RawMessage) (any, error) {
+		if string(args) == `{"city":"Nowhere","days":3}` {
+			return map[string]any{"summary": 7}, nil // fails the output schema
+		}
+		return map[string]any{"summary": "sunny, " + string(args)}, nil
+	}
+	cases := []struct {
+		name           string
+		spec           quiver.Spec
+		atMake, atCall int64 // compilations when made, and at the first call
+		call           string
+		wantError      bool
+	}{
+		{name: "input and output", spec: quiver.Spec{InputSchema: in, OutputSchema: out}, atMake: 2, atCall: 2, call: `{"city":"Oslo"}`},
+		{name: "output refuses", spec: quiver.Spec{InputSchema: in, OutputSchema: out}, atMake: 2, atCall: 2, call: `{"city":"Nowhere"}`, wantError: true},
+		{name: "input refuses", spec: quiver.Spec{InputSchema: in, OutputSchema: out}, atMake: 2, atCall: 1, call: `{"days":2}`, wantError: true},
+		{name: "input only", spec: quiver.Spec{InputSchema: in}, atMake: 1, atCall: 1, call: `{"city":"Oslo"}`},
+		{name: "advisory output, left to its first use", spec: quiver.Spec{InputSchema: in, OutputSchema: out, OutputAdvisory: true}, atMake: 1, atCall: 2, call: `{"city":"Oslo"}`},
+		{name: "examples checked when made", spec: quiver.Spec{InputSchema: in, OutputSchema: out, OutputAdvisory: true,
+			Examples: []quiver.Example{{Args: json.RawMessage(`{"city":"Rome"}`), Result: json.RawMessage(`{"summary":"hot"}`)}}}, atMake: 2, atCall: 2, call: `{"city":"Oslo"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.spec.Name, c.spec.Description = "forecast", "Forecasts the weather."
+			before := schemastat.Compilations.Load()
+			tool, err := quiver.NewToolContext(ctx, c.spec, fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			made := schemastat.Compilations.Load()
+			if made-before != c.atMake {
+				t.Fatalf("making the tool compiled %d schemas, want %d (each checked)", made-before, c.atMake)
+			}
+			d := &quiver.Dispatcher{Registry: &quiver.Registry{}}
+			if err := d.Registry.Register(tool); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for range 8 { // first calls at once: each schema compiles once all the same
+				wg.Go(func() {
+					for range 20 {
+						r, err := d.Dispatch(context.Background(), quiver.Call{Name: "forecast", Args: json.RawMessage(c.call)})
+						if err != nil || r.IsError() != c.wantError {
+							t.Errorf("result %+v, %v; want an error: %v", r, err, c.wantError)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := schemastat.Compilations.Load() - made; n != c.atCall {
+				t.Fatalf("160 calls compiled %d schemas, want %d: each schema once, at its first use", n, c.atCall)
+			}
+			first := tool.CompiledInput()
+			if first == nil || tool.CompiledInput() != first {
+				t.Fatal("CompiledInput is not the one compiled schema, kept")
+			}
+			if n := schemastat.Compilations.Load() - made; n != c.atCall {
+				t.Fatalf("CompiledInput compiled again (%d in all)", n)
+			}
+		})
+	}
+	t.Run("a bad schema is refused when made", func(t *testing.T) {
+		bad := quiver.Spec{Name: "bad", Description: "Is refused.", InputSchema: &schema.Schema{Type: "object",
+			Properties: map[string]*schema.Schema{"when": {Type: "string", Pattern: "(unclosed"}}}}
+		_, lazyErr := quiver.NewToolContext(ctx, bad, fn)
+		_, eagerErr := quiver.NewTool(bad, fn)
+		if lazyErr == nil || eagerErr == nil || lazyErr.Error() != eagerErr.Error() {
+			t.Fatalf("made with the option: %v; without: %v; want the same refusal", lazyErr, eagerErr)
+		}
+	})
 }

@@ -153,3 +153,29 @@ func ExampleLayered() {
 	// region=eu-west-1, authenticated with [REDACTED]
 	// missing_variable
 }
+
+// A server loading many tools, few of which will be called, keeps no compiled schema for
+// them: each schema is compiled to check it when the tool is made, and again at its first
+// use, for keeps.
+func ExampleWithSchemasCompiledOnUse() {
+	ctx := quiver.WithSchemasCompiledOnUse(context.Background())
+	tool, err := quiver.NewToolContext(ctx, quiver.Spec{Name: "get_forecast", Description: "Returns the weather forecast for a city.",
+		InputSchema: &schema.Schema{Type: "object", Required: []string{"city"},
+			Properties: map[string]*schema.Schema{"city": {Type: "string", MinLength: new(1)}}}},
+		func(context.Context, json.RawMessage) (any, error) { return "sunny", nil })
+	if err != nil {
+		panic(err)
+	}
+	reg := &quiver.Registry{}
+	if err := reg.Register(tool); err != nil {
+		panic(err)
+	}
+	d := &quiver.Dispatcher{Registry: reg}
+	r, _ := d.Dispatch(ctx, quiver.Call{Name: "get_forecast", Args: json.RawMessage(`{"city":"Paris"}`)})
+	fmt.Println(r.ModelText())
+	r, _ = d.Dispatch(ctx, quiver.Call{Name: "get_forecast", Args: json.RawMessage(`{"city":""}`)})
+	fmt.Println(r.Code, r.Problems[0])
+	// Output:
+	// sunny
+	// invalid_arguments /city: minimum length 1, got 0
+}

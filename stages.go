@@ -248,10 +248,13 @@ func (d *Dispatcher) checkOutput(next Handler) Handler {
 			return Errorf(CodeInvalidOutput, "tool %s declares an output schema but returned no structured value", c.Name)
 		}
 		out, err := t.outputSchema()
-		if err != nil {
-			// Only an advisory schema is compiled late: one that cannot be is the document's
-			// fault, like an answer that does not match it.
+		if err != nil && t.spec.OutputAdvisory {
+			// Only an advisory schema is left unchecked by NewTool: one that cannot be compiled
+			// is the document's fault, like an answer that does not match it.
 			return withMeta(r, map[string]any{OutputWarningMeta: fmt.Sprintf("%s is described by an output schema that cannot be used: %v", c.Name, err)})
+		}
+		if err != nil {
+			return Errorf(CodeInvalidOutput, "tool %s: its output schema cannot be compiled: %v", c.Name, err)
 		}
 		v, err := schema.Decode(r.Value)
 		if err == nil {

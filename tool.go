@@ -111,12 +111,11 @@ type ToolFunc func(ctx context.Context, args json.RawMessage) (any, error)
 // Tool is a Spec with compiled schemas and, unless it is schema-only, the function that runs
 // it. A Tool is immutable and safe for concurrent use.
 type Tool struct {
-	spec   Spec
-	input  *schema.Compiled
-	output *schema.Compiled
-	// lazy is an advisory output schema left to compile at its first use (see lazyOutput); nil
-	// when output is compiled, or when there is none.
-	lazy *lazyOutput
+	spec Spec
+	// input and output are the schemas, compiled at their first use (see lazySchema); nil
+	// when the tool takes no arguments, declares no output.
+	input  *lazySchema
+	output *lazySchema
 	// outputTrusted means the output schema was inferred from a Go type and constrains nothing
 	// the type does not already guarantee, so checking each result would only cost time.
 	outputTrusted bool
@@ -186,11 +185,13 @@ func (t *Tool) init(ctx context.Context) error {
 	if err := CheckMetaFields(s.MetaFields); err != nil {
 		return fmt.Errorf("quiver: tool %q: %w", s.Name, err)
 	}
-	if in := s.InputSchema; in != nil {
-		if in.Type != "object" && !slices.Equal(in.Types, []string{"object"}) {
-			return fmt.Errorf("quiver: tool %q: the input schema's root must have type \"object\", got %s", s.Name, typeText(in))
+	// The compiled schemas check the examples; whether the tool keeps them, see lazySchema.
+	var in, out *schema.Compiled
+	if root := s.InputSchema; root != nil {
+		if root.Type != "object" && !slices.Equal(root.Types, []string{"object"}) {
+			return fmt.Errorf("quiver: tool %q: the input schema's root must have type \"object\", got %s", s.Name, typeText(root))
 		}
-		for name := range in.Properties {
+		for name := range root.Properties {
 			if strings.HasPrefix(name, "_") {
 				return fmt.Errorf("quiver: tool %q: argument %q starts with an underscore, which marks a call's meta-fields (_reasoningForCall, _output, ...); rename it", s.Name, name)
 			}
@@ -199,19 +200,21 @@ func (t *Tool) init(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("quiver: tool %q: input schema: %w", s.Name, err)
 		}
-		t.input = c
+		in = c
+		t.input = newLazySchema(ctx, s.InputSchema, c)
 	}
-	if s.OutputSchema != nil && s.OutputAdvisory && len(s.Examples) == 0 {
-		t.lazy = &lazyOutput{s: s.OutputSchema}
-	} else if s.OutputSchema != nil {
+	if s.OutputSchema != nil && (!s.OutputAdvisory || len(s.Examples) > 0) {
 		c, err := schema.CompileContext(ctx, s.OutputSchema)
 		if err != nil {
 			return fmt.Errorf("quiver: tool %q: output schema: %w", s.Name, err)
 		}
-		t.output = c
+		out = c
+		t.output = newLazySchema(ctx, s.OutputSchema, c)
+	} else if s.OutputSchema != nil {
+		t.output = &lazySchema{s: s.OutputSchema}
 	}
 	for i, ex := range s.Examples {
-		if err := t.checkExample(ex); err != nil {
+		if err := checkExample(ex, in, out); err != nil {
 			return fmt.Errorf("quiver: tool %q: example %d: %w", s.Name, i, err)
 		}
 	}
@@ -229,7 +232,8 @@ func typeText(s *schema.Schema) string {
 	return "no type"
 }
 
-func (t *Tool) checkExample(ex Example) error {
+// checkExample checks ex against the tool's compiled schemas (nil for none).
+func checkExample(ex Example, in, out *schema.Compiled) error {
 	args := ex.Args
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -238,8 +242,8 @@ func (t *Tool) checkExample(ex Example) error {
 	if err != nil {
 		return fmt.Errorf("args: %w", err)
 	}
-	if t.input != nil {
-		if err := t.input.Validate(v); err != nil {
+	if in != nil {
+		if err := in.Validate(v); err != nil {
 			return fmt.Errorf("args: %w", err)
 		}
 	}
@@ -248,8 +252,8 @@ func (t *Tool) checkExample(ex Example) error {
 		if err != nil {
 			return fmt.Errorf("result: %w", err)
 		}
-		if t.output != nil {
-			if err := t.output.Validate(r); err != nil {
+		if out != nil {
+			if err := out.Validate(r); err != nil {
 				return fmt.Errorf("result: %w", err)
 			}
 		}
@@ -265,11 +269,24 @@ func (t *Tool) Spec() Spec {
 	return s
 }
 
-// CompiledInput returns the input schema as compiled when the tool was made, nil for a tool
-// that takes no arguments: checks of arguments outside the dispatcher (a person editing a
-// call, a console trying a tool) use it rather than compiling the schema on every request
-// (a schema compiled per call would cost every call). It is shared and safe for concurrent use.
-func (t *Tool) CompiledInput() *schema.Compiled { return t.input }
+// CompiledInput returns the input schema compiled, nil for a tool that takes no arguments: checks
+// of arguments outside the dispatcher (a person editing a call, a console trying a tool) use it
+// rather than compiling the schema on every request (a schema compiled per call would cost
+// every call). It is the one NewTool compiled, or, for a tool made with
+// WithSchemasCompiledOnUse, the one its first use compiled (the dispatcher's or this one's),
+// kept from then on. It is shared and safe for concurrent use.
+func (t *Tool) CompiledInput() *schema.Compiled {
+	c, _ := t.inputSchema()
+	return c
+}
+
+// CompiledOutput returns the output schema compiled, nil for a tool that declares none, as
+// CompiledInput does the input schema; also nil for an advisory output schema
+// (Spec.OutputAdvisory) that cannot be compiled.
+func (t *Tool) CompiledOutput() *schema.Compiled {
+	c, _ := t.outputSchema()
+	return c
+}
 
 // Name returns the tool's name.
 func (t *Tool) Name() string { return t.spec.Name }

@@ -3,11 +3,14 @@ package platform_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/internal/schemastat"
 	"github.com/quiverhq/quiver/platform"
+	"github.com/quiverhq/quiver/sandbox/jsfunc"
+	"github.com/quiverhq/quiver/schema"
 )
 
 // S5: checking a call's arguments outside the dispatcher (a person editing a call before
@@ -58,4 +61,56 @@ func sameJSONValue(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// A workspace's stored tools are many and few of them are called: loading them checks each
+// schema (a compilation each) and keeps none compiled; a tool's first call compiles its
+// schemas once more, for keeps, and its later calls, like the other tools, compile nothing.
+func TestStoredToolsCompileTheirSchemasOnUse(t *testing.T) {
+	ctx := context.Background()
+	w := newToolWorld(t)
+	const tools = 12
+	for i := range tools {
+		def := jsfunc.Definition{Name: fmt.Sprintf("triple_%d", i), Description: "Triples n.", Code: "export default ({ n }) => ({ tripled: n * 3 })",
+			InputSchema:  &schema.Schema{Type: "object", Required: []string{"n"}, Properties: map[string]*schema.Schema{"n": {Type: "integer", Maximum: new(1000.0)}}},
+			OutputSchema: &schema.Schema{Type: "object", Required: []string{"tripled"}, Properties: map[string]*schema.Schema{"tripled": {Type: "integer"}}}}
+		if _, err := w.p.SaveFunctionTool(ctx, w.member, def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A platform started over the same store (a server restarting) loads them.
+	p, err := platform.New(platform.Config{Store: w.st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := schemastat.Compilations.Load()
+	ws := p.Workspace(ctx, "wsp_a")
+	loaded := schemastat.Compilations.Load()
+	if n := loaded - before; n < 2*tools {
+		t.Fatalf("loading %d stored tools compiled %d schemas: each is to be checked as it loads", tools, n)
+	}
+	call := func(name, args string) *quiver.Result {
+		t.Helper()
+		r, err := ws.Dispatcher().Dispatch(ctx, quiver.Call{Name: name, Args: json.RawMessage(args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := call("triple_3", `{"n":5}`); r.IsError() || string(r.Value) != `{"tripled":15}` {
+		t.Fatalf("first call: %+v", r)
+	}
+	first := schemastat.Compilations.Load()
+	if n := first - loaded; n != 2 {
+		t.Fatalf("the first call compiled %d schemas, want 2: its input's and its output's, once", n)
+	}
+	if r := call("triple_3", `{"n":5000}`); !r.IsError() || r.Code != quiver.CodeInvalidArguments {
+		t.Fatalf("arguments over the maximum: %+v", r)
+	}
+	for range 20 {
+		call("triple_3", `{"n":7}`)
+	}
+	if n := schemastat.Compilations.Load() - first; n != 0 {
+		t.Fatalf("later calls compiled %d schemas", n)
+	}
 }

@@ -11,12 +11,14 @@ import (
 	"github.com/quiverhq/quiver"
 	"github.com/quiverhq/quiver/platform"
 	"github.com/quiverhq/quiver/store"
+	"github.com/quiverhq/quiver/store/memstore"
 )
 
 // toolWorld is a platform over a store with workspace wsp_a, a member usr_m, a function with a
 // version, and a shared tool named "echo".
 type toolWorld struct {
 	p       *platform.Platform
+	st      *memstore.Store
 	admin   platform.Actor
 	member  platform.Actor
 	viewer  platform.Actor
@@ -37,7 +39,7 @@ func newToolWorld(t *testing.T) *toolWorld {
 	must(t, shared.Register(quiver.Func("echo", "Echoes.", func(context.Context, struct{}) (string, error) { return "", nil })))
 	p, err := platform.New(platform.Config{Store: st, Registry: shared})
 	must(t, err)
-	w := &toolWorld{p: p,
+	w := &toolWorld{p: p, st: st,
 		admin:  platform.Actor{WorkspaceID: "wsp_a", UserID: "usr_a", KeyID: "key_a", Role: store.KeyRoleAdmin},
 		member: platform.Actor{WorkspaceID: "wsp_a", UserID: "usr_m", KeyID: "key_m", Role: store.KeyRoleMember},
 		viewer: platform.Actor{WorkspaceID: "wsp_a", UserID: "usr_m", KeyID: "key_v", Role: store.KeyRoleViewer},

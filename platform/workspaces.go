@@ -164,7 +164,9 @@ func (p *Platform) refresh(ctx context.Context, w *Workspace, wait bool) {
 	}
 	ent := p.cfg.Store
 	// A caller that is cancelled must not leave the workspace half-checked for the others.
-	ctx = context.WithoutCancel(ctx)
+	// Stored and imported tools are many and seldom all called: their schemas are checked as
+	// they load and compiled for keeps at each one's first call.
+	ctx = quiver.WithSchemasCompiledOnUse(context.WithoutCancel(ctx))
 	wasStale := w.stale.Swap(false)
 	stamp, err := ent.ToolsStamp(ctx, w.id)
 	var tools []*quiver.Tool
@@ -426,7 +428,7 @@ func clientTool(ctx context.Context, ent store.Entities, workspaceID string, st 
 		InputSchema: doc.InputSchema, OutputSchema: output,
 		Examples: examples, RequiresConfirmation: st.RequiresConfirmation, Disabled: !st.Enabled, Annotations: doc.Annotations,
 		Source: quiver.SourceStored}
-	t, err := quiver.NewTool(spec, nil)
+	t, err := quiver.NewToolContext(ctx, spec, nil)
 	if err != nil {
 		return nil, fmt.Errorf("client tool %q: %w", st.Name, err)
 	}

@@ -183,11 +183,18 @@ var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 // New builds the tool def describes. Its code is parsed (and TypeScript transpiled) once, here:
 // code that does not parse is refused with the place where it is wrong.
 func New(def Definition) (*quiver.Tool, error) {
+	return NewContext(context.Background(), def)
+}
+
+// NewContext is New for a tool made on behalf of a request or a load (see
+// quiver.NewToolContext: ctx ends the compilation of its schemas, and may ask for them to be
+// compiled on use).
+func NewContext(ctx context.Context, def Definition) (*quiver.Tool, error) {
 	f, err := newFunction(def)
 	if err != nil {
 		return nil, err
 	}
-	return quiver.NewTool(quiver.Spec{
+	t, err := quiver.NewToolContext(ctx, quiver.Spec{
 		Name: def.Name, Description: def.Description,
 		InputSchema: def.InputSchema, OutputSchema: def.OutputSchema,
 		Examples: def.Examples, Variables: def.Variables,
@@ -196,6 +203,11 @@ func New(def Definition) (*quiver.Tool, error) {
 		// The sandbox ends the code at its own timeout and says so; this is the backstop.
 		Timeout: f.limits.Timeout + 2*time.Second,
 	}, f.call)
+	if err != nil {
+		return nil, err
+	}
+	f.tool = t
+	return t, nil
 }
 
 func newFunction(def Definition) (*function, error) {
@@ -222,26 +234,20 @@ func newFunction(def Definition) (*function, error) {
 	for i, v := range def.Variables {
 		declared[i] = v.Name
 	}
-	f := &function{name: def.Name, file: file, code: code, limits: l, declared: declared,
-		entry: fmt.Sprintf(entry, "./"+file)}
-	if def.OutputSchema != nil {
-		var err error
-		if f.output, err = schema.Compile(def.OutputSchema); err != nil {
-			return nil, fmt.Errorf("jsfunc: tool %q: output schema: %w", def.Name, err)
-		}
-	}
+	f := &function{name: def.Name, file: file, code: code, limits: l, declared: declared}
 	f.host = map[string]sandbox.HostFunc{"runCode": f.runCode, "notifyParent": notifyParent, "readState": readState, "aborted": aborted}
 	return f, nil
 }
 
 type function struct {
-	name, file, code, entry string
-	limits                  Limits
-	declared                []string
-	host                    map[string]sandbox.HostFunc // what state reaches the host through
-	// output is the tool's output schema, compiled; nil when it declares none. A ToolResult's
-	// result that is the JSON text of a value it validates is that value (see toolResult).
-	output *schema.Compiled
+	name, file, code string
+	limits           Limits
+	declared         []string
+	host             map[string]sandbox.HostFunc // what state reaches the host through
+	// tool is the tool that runs the function: its output schema, compiled on use, makes a
+	// ToolResult's result that is the JSON text of a value it validates that value (see
+	// toolResult).
+	tool *quiver.Tool
 }
 
 func (f *function) call(ctx context.Context, args json.RawMessage) (any, error) {
@@ -255,7 +261,7 @@ func (f *function) call(ctx context.Context, args json.RawMessage) (any, error) 
 		args = json.RawMessage("{}")
 	}
 	res, err := sandbox.Run(ctx, sandbox.Options{
-		Source: f.entry, Filename: entryFile,
+		Source: fmt.Sprintf(entry, "./"+f.file), Filename: entryFile,
 		Modules: map[string]string{"./" + f.file: f.code},
 		Execute: sandbox.Execute{Args: []any{args, vars, f.declared, f.name, callInfo(ctx)}},
 		Host:    f.host,

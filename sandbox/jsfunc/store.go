@@ -157,7 +157,7 @@ func Load(ctx context.Context, st store.Entities, workspaceID string, t *store.T
 	for i, e := range t.Examples {
 		examples[i] = quiver.Example{Args: e.Args, Result: e.Result}
 	}
-	return New(Definition{
+	return NewContext(ctx, Definition{
 		Name: t.Name, Description: desc, Code: v.Code,
 		InputSchema: doc.InputSchema, OutputSchema: out, Variables: vars, Examples: examples,
 		RequiresConfirmation: t.RequiresConfirmation, Disabled: !t.Enabled, Limits: l, MetaFields: doc.MetaFields,

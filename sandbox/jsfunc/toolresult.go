@@ -80,11 +80,12 @@ func (f *function) toolResult(fields map[string]json.RawMessage, res *sandbox.Re
 // returns JSON.stringify(value) as the result); nil otherwise, so that the result stays text
 // and the dispatcher says, as it always has, that no structured value came back.
 func (f *function) structured(text string) json.RawMessage {
-	if f.output == nil || text == "" {
+	out := f.tool.CompiledOutput()
+	if out == nil || text == "" {
 		return nil
 	}
 	v, err := schema.Decode([]byte(text))
-	if err != nil || f.output.Validate(v) != nil {
+	if err != nil || out.Validate(v) != nil {
 		return nil
 	}
 	var b bytes.Buffer
