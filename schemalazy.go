@@ -48,12 +48,12 @@ type compiledOnUseKey struct{}
 // WithSchemasCompiledOnUse returns ctx telling NewToolContext to compile a tool's schemas to
 // check them, as always, but to keep none of what it compiles: each is compiled again at its
 // first use (a call, CompiledInput), once, and kept from then on. A compiled validator is about
-// ten kilobytes, so a server holding many tools of which few are called in its life (tools
-// loaded from a store at start, an imported document's operations) holds megabytes it has no
-// use for; the price is one compilation more for each tool that is called, tens of
-// microseconds at its first call. The platform loads stored and imported tools so; a tool
-// made in code keeps its schemas compiled from when it is made (the first call costs nothing
-// more than the others).
+// nine kilobytes for four arguments, so a server holding many tools of which few are called in
+// its life (tools loaded from a store at start, an imported document's operations) holds
+// megabytes it has no use for; the price is one compilation more for each tool that is
+// called, at its first call (about 0.2 ms for four arguments: BenchmarkSchemasCompiledOnUse).
+// The platform loads stored and imported tools so; a tool made in code keeps its schemas
+// compiled from when it is made (its first call costs no more than the others).
 func WithSchemasCompiledOnUse(ctx context.Context) context.Context {
 	return context.WithValue(ctx, compiledOnUseKey{}, true)
 }
