@@ -112,8 +112,9 @@ type ToolFunc func(ctx context.Context, args json.RawMessage) (any, error)
 // it. A Tool is immutable and safe for concurrent use.
 type Tool struct {
 	spec Spec
-	// input and output are the schemas, compiled at their first use (see lazySchema); nil
-	// when the tool takes no arguments, declares no output.
+	// input and output are the schemas with their compiled forms, kept from NewTool or
+	// compiled at their first use (see lazySchema); nil when the tool takes no arguments,
+	// declares no output.
 	input  *lazySchema
 	output *lazySchema
 	// outputTrusted means the output schema was inferred from a Go type and constrains nothing
