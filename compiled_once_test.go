@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -179,6 +181,17 @@ func TestSchemasCompiledOnUse(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a schema over the bounds is refused when made", func(t *testing.T) {
+		props := make(map[string]*schema.Schema, schema.MaxSchemaNodes+1)
+		for i := range schema.MaxSchemaNodes + 1 {
+			props[fmt.Sprintf("p%d", i)] = &schema.Schema{Type: "string"}
+		}
+		huge := quiver.Spec{Name: "huge", Description: "Is refused.", InputSchema: &schema.Schema{Type: "object", Properties: props}}
+		_, err := quiver.NewToolContext(ctx, huge, fn)
+		if err == nil || !strings.Contains(err.Error(), "10000") {
+			t.Fatalf("a schema of %d nodes made with the option: %v; want it refused, naming the bound", schema.MaxSchemaNodes+2, err)
+		}
+	})
 	t.Run("a bad schema is refused when made", func(t *testing.T) {
 		bad := quiver.Spec{Name: "bad", Description: "Is refused.", InputSchema: &schema.Schema{Type: "object",
 			Properties: map[string]*schema.Schema{"when": {Type: "string", Pattern: "(unclosed"}}}}
